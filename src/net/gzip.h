@@ -1,0 +1,22 @@
+/* gzip in and out, with a hard cap on inflated size (gzip bombs become 413, not OOM). */
+#ifndef PC_GZIP_H
+#define PC_GZIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdata/pdata.h"
+
+enum { PC_GZ_OK = 0, PC_GZ_CORRUPT = -1, PC_GZ_TOO_LARGE = -2 };
+
+static inline int pc_is_gzip(const uint8_t *p, size_t n)
+{
+    return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+/* Inflate a gzip (or zlib) stream into out (reset first). Stops with PC_GZ_TOO_LARGE as soon as
+ * the output would exceed max_out. Concatenated gzip members are accepted. */
+int pc_gzip_inflate(const uint8_t *in, size_t len, size_t max_out, pc_buf *out);
+/* gzip-compress in into out (reset first) at the given level (1..9, -1 default). */
+void pc_gzip_deflate(const uint8_t *in, size_t len, int level, pc_buf *out);
+
+#endif

@@ -1,0 +1,68 @@
+/* The one HTTP/1.1 server (libuv + llhttp) every receiver uses (DESIGN §6).
+ *
+ * The server reads a whole request (head and body) under limits, then calls the handler on the
+ * loop thread. The handler answers later (possibly after thread-pool work) with pc_http_respond;
+ * until then the connection reads no further request (pipelined requests wait, in order).
+ * Errors the server answers itself: 400 malformed, 408 read timeout, 413 body too large,
+ * 431 header too large, 503 connection limit reached. */
+#ifndef PC_HTTP_SERVER_H
+#define PC_HTTP_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct pc_http_server pc_http_server;
+
+typedef struct pc_http_header {
+    char *name; /* lower-cased */
+    char *value;
+} pc_http_header;
+
+typedef struct pc_http_req {
+    char method[16];
+    char *path;  /* without the query string, percent-decoding not applied */
+    char *query; /* after '?', "" if none */
+    pc_http_header *headers;
+    size_t n_headers;
+    uint8_t *body; /* de-chunked, NOT decompressed; NUL-terminated for convenience */
+    size_t body_len;
+    char peer[64]; /* "127.0.0.1:53211" for logs */
+    void *user;    /* free for the handler's use */
+    /* private */
+    void *conn_;
+} pc_http_req;
+
+typedef void (*pc_http_handler)(pc_http_req *req, void *arg);
+
+typedef struct pc_http_server_opts {
+    const char *host; /* "localhost", "127.0.0.1", "0.0.0.0", "::" */
+    int port;         /* 0 = ephemeral (see pc_http_server_port) */
+    size_t max_body_bytes;   /* default 20 MiB */
+    size_t max_header_bytes; /* default 64 KiB, whole head */
+    unsigned read_timeout_ms;  /* a request must be fully read within this; default 30000 */
+    unsigned idle_timeout_ms;  /* keep-alive idle close; default 60000 */
+    unsigned max_connections;  /* default 1024; above it new connections get 503 and close */
+    const char *log_id;        /* component id for log lines */
+} pc_http_server_opts;
+
+pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *opts,
+                                   pc_http_handler handler, void *arg);
+/* Bind and listen. -1 with a reason (e.g. "listen 127.0.0.1:4318: address already in use"). */
+int pc_http_server_start(pc_http_server *s, char *err, size_t errlen);
+int pc_http_server_port(const pc_http_server *s);
+/* Stop accepting, close idle connections, let in-flight requests be answered, then call done and
+ * free the server. Requests answered after this get "Connection: close". */
+void pc_http_server_shutdown(pc_http_server *s, void (*done)(void *arg), void *arg);
+
+/* Case-insensitive header lookup; NULL if absent. */
+const char *pc_http_req_header(const pc_http_req *req, const char *name);
+/* Query parameter value, percent- and '+'-decoded into a malloc'd string; NULL if absent. */
+char *pc_http_req_query(const pc_http_req *req, const char *name);
+
+/* Answer a request, exactly once; frees req. extra_headers: NULL or "Name: value\r\n..." lines.
+ * Safe to call when the client has gone away (the answer is then discarded). */
+void pc_http_respond(pc_http_req *req, int status, const char *content_type, const void *body,
+                     size_t len, const char *extra_headers);
+
+#endif

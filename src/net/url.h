@@ -1,0 +1,18 @@
+/* Endpoint parsing: "host:port" for servers, "http://host:port/path" for clients. */
+#ifndef PC_URL_H
+#define PC_URL_H
+
+typedef struct pc_url {
+    char scheme[8]; /* "http" or "https" */
+    char host[256]; /* without brackets for IPv6 */
+    int port;
+    char path[1024]; /* "" or starting with '/', without trailing '/' */
+} pc_url;
+
+/* "http://h:p/path" (default port 80/443 by scheme). -1 with a reason in err. */
+int pc_url_parse(const char *s, pc_url *out, char *err, size_t errlen);
+/* "host:port", "[v6]:port" or ":port" (host defaults to localhost). -1 with a reason in err. */
+int pc_hostport_parse(const char *s, char *host, size_t hostlen, int *port, char *err,
+                      size_t errlen);
+
+#endif

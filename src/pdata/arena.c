@@ -1,0 +1,122 @@
+/* Bump allocator: blocks grow geometrically, nothing is freed until the arena is. */
+#include "pdata/arena.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/log.h"
+
+typedef struct block {
+    struct block *prev;
+    size_t size, used;
+    _Alignas(16) unsigned char data[];
+} block;
+
+struct pc_arena {
+    block *head;
+    size_t total;
+    ProtobufCAllocator pb;
+};
+
+static block *block_new(size_t size)
+{
+    block *b = pc_xmalloc(sizeof(block) + size);
+    b->prev = NULL;
+    b->size = size;
+    b->used = 0;
+    return b;
+}
+
+static void *pb_alloc(void *data, size_t size)
+{
+    return pc_arena_alloc(data, size);
+}
+
+static void pb_free(void *data, void *p)
+{
+    (void)data;
+    (void)p; /* freed with the arena */
+}
+
+pc_arena *pc_arena_new(size_t first_block)
+{
+    pc_arena *a = pc_xcalloc(1, sizeof(*a));
+    a->head = block_new(first_block < 256 ? 256 : first_block);
+    a->total = sizeof(block) + a->head->size;
+    a->pb.alloc = pb_alloc;
+    a->pb.free = pb_free;
+    a->pb.allocator_data = a;
+    return a;
+}
+
+void pc_arena_free(pc_arena *a)
+{
+    if (!a) return;
+    for (block *b = a->head; b;) {
+        block *prev = b->prev;
+        free(b);
+        b = prev;
+    }
+    free(a);
+}
+
+void *pc_arena_alloc(pc_arena *a, size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    if (size == 0) size = 16;
+    block *b = a->head;
+    if (b->size - b->used < size) {
+        /* Grow geometrically so a large decode needs few blocks; a huge object gets its own. */
+        size_t next = b->size * 2;
+        if (next > (64u << 20)) next = 64u << 20;
+        if (next < size) next = size;
+        block *nb = block_new(next);
+        a->total += sizeof(block) + next;
+        if (size > b->size * 2 && b->used < b->size / 2) {
+            /* keep filling the current block: link the big one behind it */
+            nb->prev = b->prev;
+            b->prev = nb;
+            nb->used = size;
+            return nb->data;
+        }
+        nb->prev = b;
+        a->head = b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += size;
+    return p;
+}
+
+void *pc_arena_calloc(pc_arena *a, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) abort();
+    void *p = pc_arena_alloc(a, n * size);
+    memset(p, 0, n * size);
+    return p;
+}
+
+char *pc_arena_strndup(pc_arena *a, const char *s, size_t len)
+{
+    char *p = pc_arena_alloc(a, len + 1);
+    memcpy(p, s, len);
+    p[len] = 0;
+    return p;
+}
+
+void *pc_arena_memdup(pc_arena *a, const void *p, size_t len)
+{
+    void *d = pc_arena_alloc(a, len);
+    if (len) memcpy(d, p, len);
+    return d;
+}
+
+size_t pc_arena_size(const pc_arena *a)
+{
+    return a->total;
+}
+
+ProtobufCAllocator *pc_arena_allocator(pc_arena *a)
+{
+    return &a->pb;
+}

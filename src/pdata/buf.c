@@ -1,0 +1,51 @@
+/* Growable byte buffer used by encoders, compression and the HTTP layer. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdata/pdata.h"
+#include "pipeline/log.h"
+
+void pc_buf_reserve(pc_buf *b, size_t extra)
+{
+    if (b->cap - b->len >= extra) return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len < extra) cap *= 2;
+    b->data = pc_xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void pc_buf_append(pc_buf *b, const void *p, size_t n)
+{
+    pc_buf_reserve(b, n + 1);
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0; /* always NUL-terminated for text users */
+}
+
+void pc_buf_printf(pc_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[256];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof tmp) {
+        pc_buf_append(b, tmp, (size_t)n);
+        return;
+    }
+    pc_buf_reserve(b, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void pc_buf_free(pc_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

@@ -1,0 +1,102 @@
+/* The in-memory model: an OTLP ExportProfilesServiceRequest in an arena (DESIGN §2). */
+#ifndef PC_PDATA_H
+#define PC_PDATA_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "otlp_profiles_service.pb-c.h"
+#include "pdata/arena.h"
+
+/* Short names for the protobuf-c generated types. */
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
+    pc_request;
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse
+    pc_response;
+typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesPartialSuccess
+    pc_partial_success;
+typedef Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary pc_dictionary;
+typedef Opentelemetry__Proto__Profiles__V1development__ResourceProfiles pc_resource_profiles;
+typedef Opentelemetry__Proto__Profiles__V1development__ScopeProfiles pc_scope_profiles;
+typedef Opentelemetry__Proto__Profiles__V1development__Profile pc_profile;
+typedef Opentelemetry__Proto__Profiles__V1development__Sample pc_sample;
+typedef Opentelemetry__Proto__Profiles__V1development__Stack pc_stack;
+typedef Opentelemetry__Proto__Profiles__V1development__Location pc_location;
+typedef Opentelemetry__Proto__Profiles__V1development__Line pc_line;
+typedef Opentelemetry__Proto__Profiles__V1development__Function pc_function;
+typedef Opentelemetry__Proto__Profiles__V1development__Mapping pc_mapping;
+typedef Opentelemetry__Proto__Profiles__V1development__Link pc_link;
+typedef Opentelemetry__Proto__Profiles__V1development__ValueType pc_value_type;
+typedef Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit pc_kvu;
+typedef Opentelemetry__Proto__Resource__V1__Resource pc_resource;
+typedef Opentelemetry__Proto__Common__V1__InstrumentationScope pc_scope;
+typedef Opentelemetry__Proto__Common__V1__KeyValue pc_keyvalue;
+typedef Opentelemetry__Proto__Common__V1__AnyValue pc_anyvalue;
+
+#define PC_REQUEST_DESC                                                                            \
+    (&opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__descriptor)
+#define PC_RESPONSE_DESC                                                                           \
+    (&opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__descriptor)
+
+/* Request-scoped metadata that travels with a batch (tenant pass-through, batch metadata_keys). */
+#define PC_META_MAX 8
+typedef struct pc_meta {
+    size_t n;
+    char *keys[PC_META_MAX]; /* lower-case header names, arena-owned */
+    char *vals[PC_META_MAX];
+} pc_meta;
+
+/* One batch of profiles. consume() takes ownership of one reference. */
+typedef struct pc_batch {
+    pc_arena *arena;
+    pc_request *req; /* never NULL; req->dictionary may be NULL for an empty request */
+    atomic_int refs;
+    pc_meta meta;
+} pc_batch;
+
+/* An empty request with a dictionary whose tables hold only their zero elements. */
+pc_batch *pc_batch_new(void);
+pc_batch *pc_batch_ref(pc_batch *b);
+void pc_batch_unref(pc_batch *b);
+/* Copy-on-write: when *b is shared, replace it by a private deep copy (dropping one ref). */
+void pc_batch_make_writable(pc_batch **b);
+void pc_batch_set_meta(pc_batch *b, const char *key, const char *val);
+const char *pc_batch_get_meta(const pc_batch *b, const char *key);
+
+/* Decoders: 0 on success; -1 with a message in err for undecodable input. */
+int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err,
+                          size_t errlen);
+int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen);
+
+/* A growable byte buffer (malloc-owned). */
+typedef struct pc_buf {
+    uint8_t *data;
+    size_t len, cap;
+} pc_buf;
+void pc_buf_reserve(pc_buf *b, size_t extra);
+void pc_buf_append(pc_buf *b, const void *p, size_t n);
+void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pc_buf_free(pc_buf *b);
+
+void pc_batch_encode_proto(const pc_batch *b, pc_buf *out);
+void pc_batch_encode_json(const pc_batch *b, pc_buf *out);
+
+/* Validation (DESIGN §2). Dictionary errors make the whole request invalid (-1).
+ * Otherwise invalid profiles are removed and counted in *rejected, with the first reason in err;
+ * returns 0. A request whose every profile is invalid also returns -1. */
+int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen);
+
+typedef struct pc_counts {
+    size_t resources, scopes, profiles, samples;
+} pc_counts;
+pc_counts pc_batch_counts(const pc_batch *b);
+
+/* Dictionary string lookup: "" for index 0 or out of range. */
+const char *pc_dict_str(const pc_dictionary *d, int32_t idx);
+/* The string value of a resource attribute (plain key/string or key_strindex/string_value_strindex
+ * forms); NULL if absent or not a string. */
+const char *pc_resource_attr_str(const pc_dictionary *d, const pc_resource *r, const char *key);
+
+#endif

@@ -1,0 +1,53 @@
+/* Declarative per-component config tables: defaults, parsing, validation and docs at once. */
+#ifndef PC_CFGTABLE_H
+#define PC_CFGTABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/config.h"
+
+typedef enum {
+    PC_CFG_STRING,   /* char * */
+    PC_CFG_INT,      /* int64_t */
+    PC_CFG_BOOL,     /* bool */
+    PC_CFG_DURATION, /* uint64_t milliseconds; "200ms", "1s", "5m", "1h" or a bare number of seconds */
+    PC_CFG_SIZE,     /* uint64_t bytes; "20MiB", "512KiB", "1GB" or a bare number */
+    PC_CFG_ENUM,     /* int: index into choices */
+    PC_CFG_LIST,     /* pc_strlist */
+    PC_CFG_MAP,      /* pc_strmap: string keys to string values */
+    PC_CFG_NODE,     /* const pc_node *: the component parses it in create (lists of maps etc.) */
+} pc_cfg_type;
+
+typedef struct pc_strlist {
+    size_t n;
+    char **v;
+} pc_strlist;
+
+typedef struct pc_strmap {
+    size_t n;
+    char **keys;
+    char **vals;
+} pc_strmap;
+
+typedef struct pc_cfg_key {
+    const char *key; /* dotted path below the component, e.g. "protocols.http.endpoint" */
+    pc_cfg_type type;
+    const char *def; /* default as the YAML scalar would say it; NULL = unset */
+    size_t offset;   /* where the value lands in the component's config struct */
+    const char *doc;
+    const char *const *choices; /* PC_CFG_ENUM: NULL-terminated */
+} pc_cfg_key;
+
+/* Fill cfg from the table defaults, then from node (may be NULL). Unknown keys are errors with a
+ * "did you mean". path is the key path used in messages, e.g. "exporters::otlphttp/a". */
+int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,
+                      pc_cfg_err *err);
+void pc_cfgtable_free(const pc_cfg_key *table, void *cfg);
+
+int pc_parse_duration_ms(const char *s, uint64_t *out);
+int pc_parse_size(const char *s, uint64_t *out);
+int pc_parse_bool(const char *s, bool *out);
+
+#endif

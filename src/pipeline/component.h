@@ -1,0 +1,57 @@
+/* Component types (DESIGN §4): one static descriptor per type, listed in one table. */
+#ifndef PC_COMPONENT_H
+#define PC_COMPONENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "pipeline/cfgtable.h"
+#include "pipeline/consumer.h"
+#include "pipeline/log.h"
+
+typedef enum { PC_KIND_RECEIVER, PC_KIND_PROCESSOR, PC_KIND_EXPORTER, PC_KIND_EXTENSION } pc_kind;
+
+typedef struct pc_component pc_component;
+typedef void (*pc_shutdown_done)(pc_component *c);
+
+typedef struct pc_component_type {
+    const char *name;
+    pc_kind kind;
+    const char *stability; /* "alpha", "development", ... */
+    const char *doc;
+    size_t cfg_size;
+    const pc_cfg_key *cfg; /* terminated by an entry with key == NULL */
+
+    /* Cross-key validation after the table has parsed the config; node is the component's
+     * YAML (may be NULL) for PC_CFG_NODE keys. Fills err (with the key path) and returns -1. */
+    int (*validate)(void *cfg, const pc_node *node, const char *path, pc_cfg_err *err);
+    /* Allocate instance state into c->priv. No sockets or timers yet. */
+    int (*create)(pc_component *c, pc_cfg_err *err);
+    /* Open sockets and timers. Returns fast. */
+    int (*start)(pc_component *c, char *err, size_t errlen);
+    /* Processors and exporters: take ownership of one reference to b. */
+    void (*consume)(pc_component *c, pc_batch *b, pc_done_fn done, void *arg);
+    /* Stop accepting, flush, drain, then call done (once). Tolerates never having started. */
+    void (*shutdown)(pc_component *c, pc_shutdown_done done);
+    /* Free c->priv; handles are already closed. */
+    void (*destroy)(pc_component *c);
+    bool mutates; /* processors: modifies batches (copy-on-write is then applied) */
+} pc_component_type;
+
+struct pc_component {
+    const pc_component_type *type;
+    char *id;        /* "otlphttp/backend"; processors: "batch in pipeline profiles/x" for logs */
+    void *cfg;       /* parsed config struct of type->cfg_size bytes */
+    uv_loop_t *loop;
+    pc_consumer self; /* processors and exporters: how upstream reaches this component */
+    pc_consumer *next; /* receivers: fan-out over the pipelines; processors: next in chain */
+    void *priv;
+};
+
+/* The table of every component type, NULL-terminated. */
+extern const pc_component_type *const pc_component_types[];
+const pc_component_type *pc_component_type_find(pc_kind kind, const char *name);
+const char *pc_kind_name(pc_kind kind);
+
+#endif
