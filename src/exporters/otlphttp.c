@@ -1,1 +1,306 @@
-/* placeholder: being written */
+/* Exporter "otlphttp": OTLP/HTTP profiles to endpoint + /v1development/profiles.
+ * Encoding and compression run on the thread pool; sending uses the shared HTTP client.
+ * Until the sending queue exists, consume completes when the backend has answered, so a
+ * failure reaches the client as a retryable status and nothing acknowledged is lost. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "net/gzip.h"
+#include "net/http_client.h"
+#include "net/url.h"
+#include "pdata/json.h"
+#include "pipeline/component.h"
+
+typedef struct otlphttp_cfg {
+    char *endpoint;
+    char *profiles_endpoint;
+    pc_strmap headers;
+    int compression; /* 0 gzip, 1 none */
+    int encoding;    /* 0 proto, 1 json */
+    uint64_t timeout_ms;
+    int64_t max_connections;
+} otlphttp_cfg;
+
+static const char *const compressions[] = {"gzip", "none", NULL};
+static const char *const encodings[] = {"proto", "json", NULL};
+
+static const pc_cfg_key otlphttp_keys[] = {
+    {"endpoint", PC_CFG_STRING, NULL, offsetof(otlphttp_cfg, endpoint),
+     "base URL; /v1development/profiles is appended", NULL},
+    {"profiles_endpoint", PC_CFG_STRING, NULL, offsetof(otlphttp_cfg, profiles_endpoint),
+     "full URL for profiles, used as is (overrides endpoint)", NULL},
+    {"headers", PC_CFG_MAP, NULL, offsetof(otlphttp_cfg, headers), "extra request headers", NULL},
+    {"compression", PC_CFG_ENUM, "gzip", offsetof(otlphttp_cfg, compression),
+     "request body compression", compressions},
+    {"encoding", PC_CFG_ENUM, "proto", offsetof(otlphttp_cfg, encoding), "request body encoding",
+     encodings},
+    {"timeout", PC_CFG_DURATION, "30s", offsetof(otlphttp_cfg, timeout_ms),
+     "time allowed for one request (connect, send, response)", NULL},
+    {"max_connections", PC_CFG_INT, "8", offsetof(otlphttp_cfg, max_connections),
+     "keep-alive connections to the endpoint", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef struct otlphttp {
+    pc_component *c;
+    pc_url url;
+    char *headers; /* preformatted "Name: value\r\n" lines */
+    pc_http_client *client;
+    size_t in_flight;
+    pc_shutdown_done shutdown_done; /* set while draining in-flight sends */
+    pc_shutdown_done closed_done;   /* called once the client has closed */
+    uint64_t sent_samples, failed_samples;
+} otlphttp;
+
+typedef struct send_job {
+    uv_work_t work;
+    otlphttp *x;
+    pc_batch *batch;
+    size_t samples;
+    pc_buf body;
+    pc_done_fn done;
+    void *arg;
+} send_job;
+
+static int header_ok(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '\r' || *s == '\n') return 0;
+    return 1;
+}
+
+static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    otlphttp_cfg *cfg = cfgp;
+    const char *ep = cfg->profiles_endpoint ? cfg->profiles_endpoint : cfg->endpoint;
+    pc_url u;
+    char e[256];
+    if (!ep || !*ep) {
+        pc_cfg_errorf(err, node, path, "endpoint (or profiles_endpoint) is required");
+        return -1;
+    }
+    if (pc_url_parse(ep, &u, e, sizeof e)) {
+        pc_cfg_errorf(err, node, path, "%s: %s",
+                      cfg->profiles_endpoint ? "profiles_endpoint" : "endpoint", e);
+        return -1;
+    }
+    if (!strcmp(u.scheme, "https")) {
+        pc_cfg_errorf(err, node, path,
+                      "%s: https:// needs TLS, which profcol does not support yet; use http://",
+                      cfg->profiles_endpoint ? "profiles_endpoint" : "endpoint");
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->headers.n; i++)
+        if (!header_ok(cfg->headers.keys[i]) || !header_ok(cfg->headers.vals[i])) {
+            pc_cfg_errorf(err, node, path, "headers::%s: line breaks are not allowed",
+                          cfg->headers.keys[i]);
+            return -1;
+        }
+    if (cfg->timeout_ms == 0 || cfg->max_connections <= 0) {
+        pc_cfg_errorf(err, node, path, "timeout and max_connections must be > 0");
+        return -1;
+    }
+    return 0;
+}
+
+static int otlphttp_create(pc_component *c, pc_cfg_err *err)
+{
+    otlphttp_cfg *cfg = c->cfg;
+    otlphttp *x = pc_xcalloc(1, sizeof(*x));
+    char e[256];
+    (void)err;
+    x->c = c;
+    c->priv = x;
+    if (cfg->profiles_endpoint) {
+        pc_url_parse(cfg->profiles_endpoint, &x->url, e, sizeof e);
+        if (!x->url.path[0]) strcpy(x->url.path, "/");
+    } else {
+        pc_url_parse(cfg->endpoint, &x->url, e, sizeof e);
+        strncat(x->url.path, "/v1development/profiles", sizeof x->url.path - strlen(x->url.path) - 1);
+    }
+    pc_buf h = {0};
+    pc_buf_printf(&h, "Content-Type: %s\r\nUser-Agent: profcol/%s\r\n",
+                  cfg->encoding ? "application/json" : "application/x-protobuf", PROFCOL_VERSION);
+    if (cfg->compression == 0) pc_buf_printf(&h, "Content-Encoding: gzip\r\n");
+    for (size_t i = 0; i < cfg->headers.n; i++)
+        pc_buf_printf(&h, "%s: %s\r\n", cfg->headers.keys[i], cfg->headers.vals[i]);
+    x->headers = pc_xstrdup((char *)h.data);
+    pc_buf_free(&h);
+    return 0;
+}
+
+static int otlphttp_start(pc_component *c, char *err, size_t errlen)
+{
+    otlphttp *x = c->priv;
+    otlphttp_cfg *cfg = c->cfg;
+    (void)err;
+    (void)errlen;
+    pc_http_client_opts o = {.host = x->url.host,
+                             .port = x->url.port,
+                             .max_connections = (unsigned)cfg->max_connections,
+                             .log_id = c->id};
+    x->client = pc_http_client_new(c->loop, &o);
+    PC_INFO(c->id, "sending to http://%s:%d%s", x->url.host, x->url.port, x->url.path);
+    return 0;
+}
+
+static void encode_work(uv_work_t *w)
+{
+    send_job *j = w->data;
+    otlphttp_cfg *cfg = j->x->c->cfg;
+    pc_buf raw = {0};
+    if (cfg->encoding) pc_batch_encode_json(j->batch, &raw);
+    else pc_batch_encode_proto(j->batch, &raw);
+    if (cfg->compression == 0) {
+        pc_gzip_deflate(raw.data, raw.len, 6, &j->body);
+        pc_buf_free(&raw);
+    } else {
+        j->body = raw;
+    }
+}
+
+static void client_closed(void *arg)
+{
+    pc_component *c = arg;
+    otlphttp *x = c->priv;
+    x->closed_done(c);
+}
+
+static void close_client(otlphttp *x, pc_shutdown_done done)
+{
+    x->closed_done = done;
+    pc_http_client *cl = x->client;
+    x->client = NULL;
+    pc_http_client_close(cl, client_closed, x->c);
+}
+
+static void finish(send_job *j, pc_status st, const char *msg)
+{
+    otlphttp *x = j->x;
+    if (st == PC_OK) x->sent_samples += j->samples;
+    else x->failed_samples += j->samples;
+    j->done(j->arg, st, msg);
+    pc_buf_free(&j->body);
+    free(j);
+    if (--x->in_flight == 0 && x->shutdown_done) {
+        pc_shutdown_done d = x->shutdown_done;
+        x->shutdown_done = NULL;
+        close_client(x, d);
+    }
+}
+
+/* 2xx may carry a partial success: log it, the data was still delivered as far as it goes. */
+static void log_partial_success(otlphttp *x, const pc_http_response *r)
+{
+    if (!r->body_len) return;
+    pc_arena *a = pc_arena_new(1024);
+    ProtobufCMessage *m = NULL;
+    char e[128];
+    int json = r->content_type && strstr(r->content_type, "json");
+    if (json) pc_json_decode(PC_RESPONSE_DESC, (const char *)r->body, r->body_len, a, &m, e, sizeof e);
+    else m = protobuf_c_message_unpack(PC_RESPONSE_DESC, pc_arena_allocator(a), r->body_len, r->body);
+    const pc_response *resp = (const pc_response *)m;
+    if (resp && resp->partial_success &&
+        (resp->partial_success->rejected_profiles || resp->partial_success->error_message[0]))
+        PC_WARN(x->c->id, "partial success: backend rejected %lld profile(s): %s",
+                (long long)resp->partial_success->rejected_profiles,
+                resp->partial_success->error_message);
+    pc_arena_free(a);
+}
+
+static void on_response(const pc_http_response *r, void *arg)
+{
+    send_job *j = arg;
+    otlphttp *x = j->x;
+    char msg[512];
+    if (r->error) {
+        snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", x->url.host, x->url.port,
+                 r->error_msg ? r->error_msg : uv_strerror(r->error));
+        PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, j->samples);
+        finish(j, PC_ERR_RETRYABLE, msg);
+        return;
+    }
+    if (r->status >= 200 && r->status < 300) {
+        log_partial_success(x, r);
+        finish(j, PC_OK, NULL);
+        return;
+    }
+    int retryable = r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
+    snprintf(msg, sizeof msg, "backend answered HTTP %d%s%.*s", r->status, r->body_len ? ": " : "",
+             (int)(r->body_len > 200 ? 200 : r->body_len), r->body ? (const char *)r->body : "");
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' ';
+    if (retryable) {
+        PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, j->samples);
+        finish(j, r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE, msg);
+    } else {
+        PC_ERROR(x->c->id, "%s (%zu samples dropped; not retryable)", msg, j->samples);
+        finish(j, PC_ERR_PERMANENT, msg);
+    }
+}
+
+static void encode_done(uv_work_t *w, int status)
+{
+    send_job *j = w->data;
+    otlphttp *x = j->x;
+    otlphttp_cfg *cfg = x->c->cfg;
+    (void)status;
+    pc_batch_unref(j->batch);
+    j->batch = NULL;
+    pc_http_client_request(x->client, "POST", x->url.path, x->headers, j->body.data, j->body.len,
+                           (unsigned)cfg->timeout_ms, on_response, j);
+}
+
+static void otlphttp_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+{
+    otlphttp *x = c->priv;
+    send_job *j = pc_xcalloc(1, sizeof(*j));
+    j->x = x;
+    j->batch = b;
+    j->samples = pc_batch_counts(b).samples;
+    j->done = done;
+    j->arg = arg;
+    j->work.data = j;
+    x->in_flight++;
+    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
+}
+
+static void otlphttp_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    otlphttp *x = c->priv;
+    if (!x->client) {
+        done(c);
+        return;
+    }
+    PC_INFO(c->id, "stopping (sent %llu samples, failed %llu)",
+            (unsigned long long)x->sent_samples, (unsigned long long)x->failed_samples);
+    if (x->in_flight) {
+        x->shutdown_done = done; /* finish() closes the client when the last send completes */
+        return;
+    }
+    close_client(x, done);
+}
+
+static void otlphttp_destroy(pc_component *c)
+{
+    otlphttp *x = c->priv;
+    if (!x) return;
+    free(x->headers);
+    free(x);
+}
+
+const pc_component_type pc_exporter_otlphttp = {
+    .name = "otlphttp",
+    .kind = PC_KIND_EXPORTER,
+    .stability = "alpha",
+    .doc = "OTLP/HTTP profiles exporter (protobuf or JSON, gzip)",
+    .cfg_size = sizeof(otlphttp_cfg),
+    .cfg = otlphttp_keys,
+    .validate = otlphttp_validate,
+    .create = otlphttp_create,
+    .start = otlphttp_start,
+    .consume = otlphttp_consume,
+    .shutdown = otlphttp_shutdown,
+    .destroy = otlphttp_destroy,
+};

@@ -1,1 +1,688 @@
-/* placeholder: being written */
+/* The one HTTP/1.1 client (DESIGN §6): a keep-alive pool to one endpoint, on the loop thread.
+ *
+ * A request waits in a FIFO queue until a pooled connection is idle or a new one may be opened,
+ * then owns that connection until its response is complete. Each request has its own timer,
+ * started when it is submitted, so the timeout covers queueing, connect, send and response.
+ *
+ * Lifetimes: everything is freed from libuv close callbacks, never synchronously, so a response
+ * callback may submit requests or close the client. The client itself is freed once every
+ * connection, request and the resolver have finished ("live" counts them). */
+#include "net/http_client.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <llhttp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "pdata/pdata.h"
+#include "pipeline/log.h"
+
+enum {
+    BODY_CAP = 64 << 20, /* a response bigger than this is an error, not an allocation */
+    READ_CHUNK = 64 * 1024,
+    DEFAULT_TIMEOUT_MS = 30000
+};
+
+typedef enum { ADDR_NONE, ADDR_RESOLVING, ADDR_OK } addr_state;
+
+typedef struct creq creq;
+typedef struct cconn cconn;
+
+struct creq {
+    creq *next; /* queue link */
+    pc_http_client *c;
+    cconn *conn; /* while assigned to a connection */
+    uv_timer_t timer;
+    int refs; /* timer handle + pending write */
+    pc_buf wire;
+    char what[96]; /* "POST /v1/..." for messages */
+    bool head, retried;
+    unsigned timeout_ms;
+    pc_http_response_cb cb;
+    void *arg;
+};
+
+struct cconn {
+    uv_tcp_t tcp;
+    uv_connect_t connect;
+    pc_http_client *c;
+    cconn *prev, *next;
+    creq *req;
+    llhttp_t parser;
+    bool connected, closing, reused, got_bytes, msg_done, keep_alive, too_large;
+    pc_buf field, value, ctype, retry_after, body;
+};
+
+struct pc_http_client {
+    uv_loop_t *loop;
+    char *host, *log_id;
+    int port;
+    char where[300]; /* "host:port" for Host and messages */
+    unsigned max_conns;
+    struct sockaddr_storage addr;
+    addr_state astate;
+    bool host_is_name;
+    uv_getaddrinfo_t gai;
+    creq *qhead, *qtail;
+    cconn *conns;
+    unsigned n_conns;
+    size_t pending;
+    int live;
+    bool closing;
+    uv_timer_t anchor; /* closed last, so done always runs from a callback */
+    void (*done)(void *arg);
+    void *done_arg;
+    llhttp_settings_t settings;
+    char rbuf[READ_CHUNK];
+};
+
+static void pump(pc_http_client *c);
+
+/* ---- client lifetime ---- */
+
+static void maybe_done(pc_http_client *c)
+{
+    if (!c->closing || c->live > 0) return;
+    void (*done)(void *) = c->done;
+    void *arg = c->done_arg;
+    free(c->host);
+    free(c->log_id);
+    free(c);
+    if (done) done(arg);
+}
+
+static void live_dec(pc_http_client *c)
+{
+    c->live--;
+    maybe_done(c);
+}
+
+/* ---- requests ---- */
+
+static void creq_unref(creq *r)
+{
+    if (--r->refs > 0) return;
+    pc_http_client *c = r->c;
+    pc_buf_free(&r->wire);
+    free(r);
+    live_dec(c);
+}
+
+static void on_req_timer_closed(uv_handle_t *h)
+{
+    creq_unref(h->data);
+}
+
+/* Deliver the one callback of a request and release it. */
+static void finish_req(creq *r, const pc_http_response *resp)
+{
+    pc_http_client *c = r->c;
+    uv_timer_stop(&r->timer);
+    c->pending--;
+    r->cb(resp, r->arg);
+    uv_close((uv_handle_t *)&r->timer, on_req_timer_closed);
+}
+
+static void fail_req(creq *r, int err, const char *msg)
+{
+    pc_http_response resp = {.error = err, .error_msg = msg, .retry_after_s = -1};
+    if (err != UV_ECANCELED) PC_DEBUG(r->c->log_id, "%s", msg);
+    finish_req(r, &resp);
+}
+
+static void queue_push(pc_http_client *c, creq *r, bool front)
+{
+    r->next = NULL;
+    if (!c->qhead) {
+        c->qhead = c->qtail = r;
+    } else if (front) {
+        r->next = c->qhead;
+        c->qhead = r;
+    } else {
+        c->qtail->next = r;
+        c->qtail = r;
+    }
+}
+
+static bool queue_remove(pc_http_client *c, creq *r)
+{
+    creq *prev = NULL;
+    for (creq *q = c->qhead; q; prev = q, q = q->next) {
+        if (q != r) continue;
+        if (prev) prev->next = q->next;
+        else c->qhead = q->next;
+        if (c->qtail == q) c->qtail = prev;
+        return true;
+    }
+    return false;
+}
+
+static creq *queue_pop(pc_http_client *c)
+{
+    creq *r = c->qhead;
+    if (r) queue_remove(c, r);
+    return r;
+}
+
+static void fail_queue(pc_http_client *c, int err, const char *msg)
+{
+    creq *r;
+    while ((r = queue_pop(c))) fail_req(r, err, msg);
+}
+
+/* ---- connections ---- */
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    cconn *k = h->data;
+    pc_http_client *c = k->c;
+    if (k->prev) k->prev->next = k->next;
+    else c->conns = k->next;
+    if (k->next) k->next->prev = k->prev;
+    pc_buf_free(&k->field);
+    pc_buf_free(&k->value);
+    pc_buf_free(&k->ctype);
+    pc_buf_free(&k->retry_after);
+    pc_buf_free(&k->body);
+    free(k);
+    live_dec(c);
+}
+
+static void conn_close(cconn *k)
+{
+    if (k->closing) return;
+    k->closing = true;
+    k->c->n_conns--; /* the slot is free for a new connection right away */
+    uv_close((uv_handle_t *)&k->tcp, on_conn_closed);
+}
+
+static void reset_response(cconn *k)
+{
+    k->field.len = k->value.len = k->ctype.len = k->retry_after.len = k->body.len = 0;
+    k->msg_done = k->too_large = false;
+}
+
+static bool is_conn_reset(int err)
+{
+    return err == UV_EOF || err == UV_ECONNRESET || err == UV_EPIPE;
+}
+
+/* The connection failed while serving its request. A pooled connection the server closed while
+ * idle fails before any response byte; such a request is retried once on a fresh connection. */
+static void conn_fail(cconn *k, int err, const char *msg)
+{
+    pc_http_client *c = k->c;
+    creq *r = k->req;
+    k->req = NULL;
+    conn_close(k);
+    if (c->astate == ADDR_OK && c->host_is_name && !k->connected) c->astate = ADDR_NONE;
+    if (r) {
+        r->conn = NULL;
+        if (k->reused && !k->got_bytes && !r->retried && is_conn_reset(err) && !c->closing) {
+            PC_DEBUG(c->log_id, "%s: pooled connection closed by server, retrying", r->what);
+            r->retried = true;
+            queue_push(c, r, true);
+        } else {
+            fail_req(r, err, msg);
+        }
+    }
+    pump(c);
+}
+
+typedef struct cwrite {
+    uv_write_t w;
+    creq *r;
+    cconn *k;
+} cwrite;
+
+static void on_written(uv_write_t *w, int status)
+{
+    cwrite *cw = (cwrite *)w;
+    creq *r = cw->r;
+    cconn *k = cw->k;
+    free(cw);
+    if (status < 0 && status != UV_ECANCELED && k->req == r) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "write to %s: %s", k->c->where, uv_strerror(status));
+        conn_fail(k, status, msg);
+    }
+    creq_unref(r);
+}
+
+static void conn_send(cconn *k)
+{
+    creq *r = k->req;
+    k->got_bytes = false;
+    reset_response(k);
+    llhttp_init(&k->parser, HTTP_RESPONSE, &k->c->settings);
+    k->parser.data = k;
+    cwrite *cw = pc_xmalloc(sizeof *cw);
+    cw->r = r;
+    cw->k = k;
+    uv_buf_t b = uv_buf_init((char *)r->wire.data, (unsigned)r->wire.len);
+    r->refs++;
+    int rc = uv_write(&cw->w, (uv_stream_t *)&k->tcp, &b, 1, on_written);
+    if (rc < 0) {
+        free(cw);
+        r->refs--;
+        char msg[512];
+        snprintf(msg, sizeof msg, "write to %s: %s", k->c->where, uv_strerror(rc));
+        conn_fail(k, rc, msg);
+    }
+}
+
+static void complete(cconn *k)
+{
+    pc_http_client *c = k->c;
+    creq *r = k->req;
+    k->req = NULL;
+    r->conn = NULL;
+    k->reused = true;
+    /* move what resp points to out of k: the callback may start a new request on k */
+    pc_buf body = k->body, ctype = k->ctype;
+    k->body = k->ctype = (pc_buf){0};
+    pc_http_response resp = {.status = llhttp_get_status_code(&k->parser),
+                             .content_type = ctype.len ? (const char *)ctype.data : NULL,
+                             .retry_after_s = -1,
+                             .body = body.data ? body.data : (const uint8_t *)"",
+                             .body_len = body.len};
+    if (k->retry_after.len)
+        resp.retry_after_s = pc_http_parse_retry_after((const char *)k->retry_after.data);
+    if (!k->keep_alive || c->closing) conn_close(k);
+    finish_req(r, &resp);
+    pc_buf_free(&body);
+    pc_buf_free(&ctype);
+    pump(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    cconn *k = h->data;
+    *buf = uv_buf_init(k->c->rbuf, sizeof k->c->rbuf);
+}
+
+static void on_read_error(cconn *k, int err)
+{
+    if (err == UV_EOF) {
+        llhttp_finish(&k->parser); /* completes a read-until-close body */
+        if (k->msg_done) {
+            k->keep_alive = false;
+            complete(k);
+            return;
+        }
+    }
+    char msg[512];
+    if (err == UV_EOF)
+        snprintf(msg, sizeof msg, "%s to %s: connection closed before a complete response",
+                 k->req->what, k->c->where);
+    else
+        snprintf(msg, sizeof msg, "read from %s: %s", k->c->where, uv_strerror(err));
+    conn_fail(k, err, msg);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    cconn *k = st->data;
+    if (k->closing || nread == 0) return;
+    if (!k->req) { /* idle: EOF means the server closed it; bytes would be a protocol error */
+        conn_close(k);
+        return;
+    }
+    if (nread < 0) {
+        on_read_error(k, (int)nread);
+        return;
+    }
+    k->got_bytes = true;
+    llhttp_errno_t e = llhttp_execute(&k->parser, buf->base, (size_t)nread);
+    if (e == HPE_PAUSED && k->msg_done) {
+        /* bytes after the response were not asked for: do not trust this connection again */
+        if (llhttp_get_error_pos(&k->parser) != buf->base + nread) k->keep_alive = false;
+        complete(k);
+    } else if (e != HPE_OK) {
+        char msg[512];
+        if (k->too_large)
+            snprintf(msg, sizeof msg, "%s to %s: response body larger than %d MiB",
+                     k->req->what, k->c->where, BODY_CAP >> 20);
+        else
+            snprintf(msg, sizeof msg, "%s to %s: invalid HTTP response: %s", k->req->what,
+                     k->c->where, llhttp_get_error_reason(&k->parser));
+        conn_fail(k, k->too_large ? UV_EMSGSIZE : UV_EPROTO, msg);
+    }
+}
+
+static void on_connect(uv_connect_t *cr, int status)
+{
+    cconn *k = cr->data;
+    if (status == UV_ECANCELED || k->closing) return;
+    if (status < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "connect %s: %s", k->c->where, uv_strerror(status));
+        conn_fail(k, status, msg);
+        return;
+    }
+    k->connected = true;
+    uv_tcp_nodelay(&k->tcp, 1);
+    int rc = uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
+    if (rc < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "read from %s: %s", k->c->where, uv_strerror(rc));
+        conn_fail(k, rc, msg);
+        return;
+    }
+    if (k->req) conn_send(k);
+    else pump(k->c); /* its request timed out meanwhile: serve the queue */
+}
+
+static void conn_open(pc_http_client *c, creq *r)
+{
+    cconn *k = pc_xcalloc(1, sizeof *k);
+    k->c = c;
+    uv_tcp_init(c->loop, &k->tcp);
+    k->tcp.data = k->connect.data = k;
+    k->next = c->conns;
+    if (c->conns) c->conns->prev = k;
+    c->conns = k;
+    c->n_conns++;
+    c->live++;
+    k->req = r;
+    r->conn = k;
+    int rc = uv_tcp_connect(&k->connect, &k->tcp, (struct sockaddr *)&c->addr, on_connect);
+    if (rc < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "connect %s: %s", c->where, uv_strerror(rc));
+        conn_fail(k, rc, msg);
+    }
+}
+
+/* ---- name resolution (once, cached; redone after a failed connect) ---- */
+
+static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
+{
+    pc_http_client *c = g->data;
+    c->astate = ADDR_NONE;
+    if (status == 0 && res) {
+        memcpy(&c->addr, res->ai_addr, res->ai_addrlen);
+        if (c->addr.ss_family == AF_INET)
+            ((struct sockaddr_in *)&c->addr)->sin_port = htons((uint16_t)c->port);
+        else
+            ((struct sockaddr_in6 *)&c->addr)->sin6_port = htons((uint16_t)c->port);
+        c->astate = ADDR_OK;
+    }
+    if (res) uv_freeaddrinfo(res);
+    if (!c->closing) {
+        if (c->astate != ADDR_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "resolve %s: %s", c->host, uv_strerror(status));
+            fail_queue(c, status ? status : UV_EAI_NONAME, msg);
+        }
+        pump(c);
+    }
+    live_dec(c);
+}
+
+static void resolve(pc_http_client *c)
+{
+    if (c->astate == ADDR_RESOLVING) return;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    c->gai.data = c;
+    int rc = uv_getaddrinfo(c->loop, &c->gai, on_resolved, c->host, NULL, &hints);
+    if (rc < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "resolve %s: %s", c->host, uv_strerror(rc));
+        fail_queue(c, rc, msg);
+        return;
+    }
+    c->astate = ADDR_RESOLVING;
+    c->live++;
+}
+
+/* ---- scheduling ---- */
+
+static cconn *idle_conn(pc_http_client *c)
+{
+    for (cconn *k = c->conns; k; k = k->next)
+        if (k->connected && !k->req && !k->closing) return k;
+    return NULL;
+}
+
+static void pump(pc_http_client *c)
+{
+    while (c->qhead && !c->closing) {
+        cconn *k = idle_conn(c);
+        if (k) {
+            creq *r = queue_pop(c);
+            k->req = r;
+            r->conn = k;
+            conn_send(k);
+            continue;
+        }
+        if (c->n_conns >= c->max_conns) return;
+        if (c->astate != ADDR_OK) {
+            resolve(c);
+            return;
+        }
+        conn_open(c, queue_pop(c));
+    }
+}
+
+static void on_req_timeout(uv_timer_t *t)
+{
+    creq *r = t->data;
+    pc_http_client *c = r->c;
+    if (r->conn) { /* the connection's state is unknown now: drop it */
+        cconn *k = r->conn;
+        k->req = NULL;
+        r->conn = NULL;
+        conn_close(k);
+    } else {
+        queue_remove(c, r);
+    }
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s to %s: timed out after %u ms", r->what, c->where,
+             r->timeout_ms);
+    fail_req(r, UV_ETIMEDOUT, msg);
+    pump(c);
+}
+
+/* ---- llhttp callbacks (response mode) ---- */
+
+static int on_message_begin(llhttp_t *p)
+{
+    reset_response(p->data);
+    return HPE_OK;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    cconn *k = p->data;
+    pc_buf_append(&k->field, at, n);
+    return k->field.len > 1024 ? HPE_USER : HPE_OK;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    cconn *k = p->data;
+    pc_buf_append(&k->value, at, n);
+    return k->value.len > 65536 ? HPE_USER : HPE_OK;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    cconn *k = p->data;
+    const char *name = k->field.len ? (const char *)k->field.data : "";
+    const char *val = k->value.len ? (const char *)k->value.data : "";
+    pc_buf *dst = NULL;
+    if (strcasecmp(name, "content-type") == 0) dst = &k->ctype;
+    else if (strcasecmp(name, "retry-after") == 0) dst = &k->retry_after;
+    if (dst) {
+        dst->len = 0;
+        pc_buf_append(dst, val, strlen(val));
+    }
+    k->field.len = k->value.len = 0;
+    return HPE_OK;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    cconn *k = p->data;
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > BODY_CAP) {
+        k->too_large = true;
+        return -1;
+    }
+    return k->req && k->req->head ? 1 : 0; /* 1: a HEAD response has no body */
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n)
+{
+    cconn *k = p->data;
+    if (k->body.len + n > BODY_CAP) {
+        k->too_large = true;
+        return HPE_USER;
+    }
+    pc_buf_append(&k->body, at, n);
+    return HPE_OK;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    cconn *k = p->data;
+    int st = llhttp_get_status_code(p);
+    if (st >= 100 && st < 200 && st != 101) return HPE_OK; /* interim: the real one follows */
+    k->msg_done = true;
+    k->keep_alive = llhttp_should_keep_alive(p);
+    return HPE_PAUSED;
+}
+
+/* ---- public API ---- */
+
+pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *opts)
+{
+    pc_http_client *c = pc_xcalloc(1, sizeof *c);
+    c->loop = loop;
+    const char *h = opts->host && opts->host[0] ? opts->host : "localhost";
+    size_t hl = strlen(h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        c->host = strndup(h + 1, hl - 2);
+        if (!c->host) abort();
+    } else {
+        c->host = pc_xstrdup(h);
+    }
+    c->log_id = pc_xstrdup(opts->log_id ? opts->log_id : "http-client");
+    c->port = opts->port;
+    c->max_conns = opts->max_connections ? opts->max_connections : 8;
+    bool v6 = strchr(c->host, ':') != NULL;
+    snprintf(c->where, sizeof c->where, "%s%s%s:%d", v6 ? "[" : "", c->host, v6 ? "]" : "",
+             c->port);
+    /* literals need no resolver; "localhost" is the IPv4 loopback, matching the server */
+    const char *lit = strcmp(c->host, "localhost") == 0 ? "127.0.0.1" : c->host;
+    if (uv_ip4_addr(lit, c->port, (struct sockaddr_in *)&c->addr) == 0 ||
+        uv_ip6_addr(lit, c->port, (struct sockaddr_in6 *)&c->addr) == 0)
+        c->astate = ADDR_OK;
+    else
+        c->host_is_name = true;
+    uv_timer_init(loop, &c->anchor);
+    c->anchor.data = c;
+    c->live = 1;
+    llhttp_settings_init(&c->settings);
+    c->settings.on_message_begin = on_message_begin;
+    c->settings.on_header_field = on_header_field;
+    c->settings.on_header_value = on_header_value;
+    c->settings.on_header_value_complete = on_header_value_complete;
+    c->settings.on_headers_complete = on_headers_complete;
+    c->settings.on_body = on_body;
+    c->settings.on_message_complete = on_message_complete;
+    return c;
+}
+
+void pc_http_client_request(pc_http_client *c, const char *method, const char *path,
+                            const char *headers, const void *body, size_t len,
+                            unsigned timeout_ms, pc_http_response_cb cb, void *arg)
+{
+    if (!path || !path[0]) path = "/";
+    if (c->closing) {
+        pc_http_response resp = {
+            .error = UV_ECANCELED, .error_msg = "client closed", .retry_after_s = -1};
+        cb(&resp, arg);
+        return;
+    }
+    creq *r = pc_xcalloc(1, sizeof *r);
+    r->c = c;
+    r->cb = cb;
+    r->arg = arg;
+    r->refs = 1;
+    r->head = strcmp(method, "HEAD") == 0;
+    r->timeout_ms = timeout_ms ? timeout_ms : DEFAULT_TIMEOUT_MS;
+    snprintf(r->what, sizeof r->what, "%s %s", method, path);
+    pc_buf_printf(&r->wire, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, c->where);
+    if (headers) pc_buf_append(&r->wire, headers, strlen(headers));
+    pc_buf_printf(&r->wire, "Content-Length: %zu\r\nConnection: keep-alive\r\n\r\n", len);
+    if (len) pc_buf_append(&r->wire, body, len);
+    uv_timer_init(c->loop, &r->timer);
+    r->timer.data = r;
+    uv_timer_start(&r->timer, on_req_timeout, r->timeout_ms, 0);
+    c->live++;
+    c->pending++;
+    queue_push(c, r, false);
+    pump(c);
+}
+
+size_t pc_http_client_pending(const pc_http_client *c)
+{
+    return c->pending;
+}
+
+static void on_anchor_closed(uv_handle_t *h)
+{
+    live_dec(h->data);
+}
+
+void pc_http_client_close(pc_http_client *c, void (*done)(void *arg), void *arg)
+{
+    if (c->closing) return;
+    c->closing = true;
+    c->done = done;
+    c->done_arg = arg;
+    fail_queue(c, UV_ECANCELED, "client closed");
+    if (c->astate == ADDR_RESOLVING) uv_cancel((uv_req_t *)&c->gai);
+    for (cconn *k = c->conns; k; k = k->next)
+        if (!k->req) conn_close(k); /* in-flight ones close when their response is done */
+    uv_close((uv_handle_t *)&c->anchor, on_anchor_closed);
+}
+
+/* ---- Retry-After ---- */
+
+int pc_http_parse_retry_after(const char *v)
+{
+    if (!v) return -1;
+    while (isspace((unsigned char)*v)) v++;
+    char buf[64];
+    size_t n = strlen(v);
+    while (n > 0 && isspace((unsigned char)v[n - 1])) n--;
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, v, n);
+    buf[n] = 0;
+    if (strspn(buf, "0123456789") == n) {
+        long long s = 0;
+        for (size_t i = 0; i < n && s <= INT_MAX; i++) s = s * 10 + (buf[i] - '0');
+        return s > INT_MAX ? INT_MAX : (int)s;
+    }
+    /* IMF-fixdate, plus the two obsolete forms RFC 9110 still asks recipients to accept */
+    static const char *const fmts[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                                       "%a %b %e %H:%M:%S %Y"};
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        struct tm tm;
+        memset(&tm, 0, sizeof tm);
+        const char *end = strptime(buf, fmts[i], &tm);
+        if (!end || *end) continue;
+        long long d = (long long)timegm(&tm) - (long long)time(NULL);
+        if (d < 0) return 0;
+        return d > INT_MAX ? INT_MAX : (int)d;
+    }
+    return -1;
+}

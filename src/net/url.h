@@ -2,6 +2,8 @@
 #ifndef PC_URL_H
 #define PC_URL_H
 
+#include <stddef.h>
+
 typedef struct pc_url {
     char scheme[8]; /* "http" or "https" */
     char host[256]; /* without brackets for IPv6 */

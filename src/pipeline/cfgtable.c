@@ -1,1 +1,313 @@
-/* placeholder: being written */
+/* The config-table engine: one table per component gives defaults, parsing, validation and docs. */
+#include "pipeline/cfgtable.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pipeline/log.h"
+
+int pc_parse_bool(const char *s, bool *out)
+{
+    if (!strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on")) *out = true;
+    else if (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off")) *out = false;
+    else return -1;
+    return 0;
+}
+
+/* Number followed by a unit from the table; bare numbers use bare_mult. */
+typedef struct unit {
+    const char *name;
+    double mult;
+} unit;
+
+static int parse_with_units(const char *s, const unit *units, double bare_mult, uint64_t *out)
+{
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s || *s == '-') return -1;
+    double total = 0;
+    int parts = 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || errno) return -1;
+        s = end;
+        while (isspace((unsigned char)*s)) s++;
+        const char *u = s;
+        while (isalpha((unsigned char)*s)) s++;
+        size_t ulen = (size_t)(s - u);
+        double mult = -1;
+        if (ulen == 0) {
+            if (parts > 0 || *s) return -1;
+            mult = bare_mult;
+        }
+        for (const unit *x = units; ulen && x->name; x++)
+            if (strlen(x->name) == ulen && strncasecmp(x->name, u, ulen) == 0) mult = x->mult;
+        if (mult < 0) return -1;
+        total += v * mult;
+        parts++;
+        while (isspace((unsigned char)*s)) s++;
+    }
+    if (total < 0 || total > 1.8e19) return -1;
+    *out = (uint64_t)(total + 0.5);
+    return 0;
+}
+
+int pc_parse_duration_ms(const char *s, uint64_t *out)
+{
+    static const unit units[] = {{"ns", 1e-6}, {"us", 1e-3}, {"ms", 1}, {"s", 1e3},
+                                 {"m", 60e3},  {"h", 3600e3}, {NULL, 0}};
+    /* Go's time.ParseDuration accepts "1m30s"; a bare number is seconds, like most users mean */
+    return parse_with_units(s, units, 1e3, out);
+}
+
+int pc_parse_size(const char *s, uint64_t *out)
+{
+    static const unit units[] = {{"b", 1},          {"k", 1e3},           {"kb", 1e3},
+                                 {"m", 1e6},        {"mb", 1e6},          {"g", 1e9},
+                                 {"gb", 1e9},       {"kib", 1024.0},      {"mib", 1048576.0},
+                                 {"gib", 1073741824.0}, {"ki", 1024.0},   {"mi", 1048576.0},
+                                 {"gi", 1073741824.0}, {NULL, 0}};
+    return parse_with_units(s, units, 1, out);
+}
+
+static void free_value(const pc_cfg_key *k, void *cfg)
+{
+    char *p = (char *)cfg + k->offset;
+    switch (k->type) {
+    case PC_CFG_STRING:
+        free(*(char **)p);
+        *(char **)p = NULL;
+        break;
+    case PC_CFG_LIST: {
+        pc_strlist *l = (pc_strlist *)p;
+        for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+        free(l->v);
+        memset(l, 0, sizeof *l);
+        break;
+    }
+    case PC_CFG_MAP: {
+        pc_strmap *m = (pc_strmap *)p;
+        for (size_t i = 0; i < m->n; i++) {
+            free(m->keys[i]);
+            free(m->vals[i]);
+        }
+        free(m->keys);
+        free(m->vals);
+        memset(m, 0, sizeof *m);
+        break;
+    }
+    default: break;
+    }
+}
+
+static const char *type_name(pc_cfg_type t)
+{
+    static const char *const names[] = {"a string", "an integer", "a boolean", "a duration",
+                                        "a size",   "one of",     "a list",    "a map",
+                                        "a mapping"};
+    return names[t];
+}
+
+static void list_push(pc_strlist *l, const char *s)
+{
+    l->v = pc_xrealloc(l->v, (l->n + 1) * sizeof(char *));
+    l->v[l->n++] = pc_xstrdup(s);
+}
+
+/* Parse one scalar (or list/map node) into its slot. */
+static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const char *path,
+                     pc_cfg_err *err)
+{
+    char *p = (char *)cfg + k->offset;
+    if (k->type == PC_CFG_NODE) {
+        *(const pc_node **)p = n;
+        return 0;
+    }
+    if (k->type == PC_CFG_LIST) {
+        free_value(k, cfg);
+        pc_strlist *l = (pc_strlist *)p;
+        if (n->kind == PC_NODE_NULL) return 0;
+        if (n->kind == PC_NODE_SCALAR) { /* "a,b" in defaults, or a single item */
+            list_push(l, n->scalar);
+            return 0;
+        }
+        if (n->kind != PC_NODE_SEQ) goto bad_type;
+        for (size_t i = 0; i < n->n; i++) {
+            if (n->vals[i]->kind != PC_NODE_SCALAR) {
+                pc_cfg_errorf(err, n->vals[i], path, "list items must be strings");
+                return -1;
+            }
+            list_push(l, n->vals[i]->scalar);
+        }
+        return 0;
+    }
+    if (k->type == PC_CFG_MAP) {
+        free_value(k, cfg);
+        pc_strmap *m = (pc_strmap *)p;
+        if (n->kind == PC_NODE_NULL) return 0;
+        if (n->kind != PC_NODE_MAP) goto bad_type;
+        m->keys = pc_xcalloc(n->n ? n->n : 1, sizeof(char *));
+        m->vals = pc_xcalloc(n->n ? n->n : 1, sizeof(char *));
+        for (size_t i = 0; i < n->n; i++) {
+            if (n->vals[i]->kind == PC_NODE_MAP || n->vals[i]->kind == PC_NODE_SEQ) {
+                pc_cfg_errorf(err, n->vals[i], path, "values of %s must be strings", k->key);
+                return -1;
+            }
+            m->keys[m->n] = pc_xstrdup(n->keys[i]);
+            m->vals[m->n++] = pc_xstrdup(n->vals[i]->scalar ? n->vals[i]->scalar : "");
+        }
+        return 0;
+    }
+    if (n->kind == PC_NODE_NULL && k->type == PC_CFG_STRING) {
+        free_value(k, cfg);
+        return 0;
+    }
+    if (n->kind != PC_NODE_SCALAR) goto bad_type;
+    const char *s = n->scalar;
+    switch (k->type) {
+    case PC_CFG_STRING:
+        free_value(k, cfg);
+        *(char **)p = pc_xstrdup(s);
+        return 0;
+    case PC_CFG_INT: {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || *end || errno) {
+            pc_cfg_errorf(err, n, path, "\"%s\" is not an integer", s);
+            return -1;
+        }
+        *(int64_t *)p = v;
+        return 0;
+    }
+    case PC_CFG_BOOL:
+        if (pc_parse_bool(s, (bool *)p)) {
+            pc_cfg_errorf(err, n, path, "\"%s\" is not a boolean (true or false)", s);
+            return -1;
+        }
+        return 0;
+    case PC_CFG_DURATION:
+        if (pc_parse_duration_ms(s, (uint64_t *)p)) {
+            pc_cfg_errorf(err, n, path, "\"%s\" is not a duration (e.g. 200ms, 5s, 1m)", s);
+            return -1;
+        }
+        return 0;
+    case PC_CFG_SIZE:
+        if (pc_parse_size(s, (uint64_t *)p)) {
+            pc_cfg_errorf(err, n, path, "\"%s\" is not a size (e.g. 512KiB, 20MiB, 1048576)", s);
+            return -1;
+        }
+        return 0;
+    case PC_CFG_ENUM:
+        for (int i = 0; k->choices[i]; i++) {
+            if (strcasecmp(k->choices[i], s) == 0) {
+                *(int *)p = i;
+                return 0;
+            }
+        }
+        {
+            char opts[256] = "";
+            for (int i = 0; k->choices[i]; i++) {
+                strncat(opts, i ? ", " : "", sizeof opts - strlen(opts) - 1);
+                strncat(opts, k->choices[i], sizeof opts - strlen(opts) - 1);
+            }
+            pc_cfg_errorf(err, n, path, "\"%s\" is not one of: %s", s, opts);
+        }
+        return -1;
+    default: break;
+    }
+bad_type:
+    pc_cfg_errorf(err, n, path, "must be %s", type_name(k->type));
+    return -1;
+}
+
+/* Walk a map node at dotted prefix `prefix`, matching keys against the table. */
+static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char *prefix,
+                const char *path, pc_cfg_err *err)
+{
+    if (n->kind == PC_NODE_NULL) return 0;
+    if (n->kind != PC_NODE_MAP) {
+        pc_cfg_errorf(err, n, path, "must be a mapping");
+        return -1;
+    }
+    size_t plen = strlen(prefix);
+    for (size_t i = 0; i < n->n; i++) {
+        char full[256], sub[512];
+        snprintf(full, sizeof full, "%s%s%s", prefix, plen ? "." : "", n->keys[i]);
+        snprintf(sub, sizeof sub, "%s::%s", path, n->keys[i]);
+        size_t flen = strlen(full);
+        const pc_cfg_key *exact = NULL;
+        int is_prefix = 0;
+        for (const pc_cfg_key *k = table; k->key; k++) {
+            if (strcmp(k->key, full) == 0) exact = k;
+            else if (strncmp(k->key, full, flen) == 0 && k->key[flen] == '.') is_prefix = 1;
+        }
+        if (exact) {
+            if (set_value(exact, cfg, n->vals[i], sub, err)) return -1;
+        } else if (is_prefix) {
+            if (walk(table, cfg, n->vals[i], full, sub, err)) return -1;
+        } else {
+            /* candidates: the next path segment of every key under this prefix */
+            const char *cands[64];
+            char segs[64][64];
+            size_t nc = 0;
+            for (const pc_cfg_key *k = table; k->key && nc < 64; k++) {
+                if (plen && (strncmp(k->key, prefix, plen) != 0 || k->key[plen] != '.')) continue;
+                const char *seg = k->key + (plen ? plen + 1 : 0);
+                size_t sl = strcspn(seg, ".");
+                if (sl >= 64) continue;
+                memcpy(segs[nc], seg, sl);
+                segs[nc][sl] = 0;
+                cands[nc] = segs[nc];
+                nc++;
+            }
+            const char *close = pc_closest(n->keys[i], cands, nc);
+            if (close)
+                pc_cfg_errorf(err, n->vals[i], sub, "unknown key \"%s\" (did you mean \"%s\"?)",
+                              n->keys[i], close);
+            else
+                pc_cfg_errorf(err, n->vals[i], sub, "unknown key \"%s\"", n->keys[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,
+                      pc_cfg_err *err)
+{
+    if (!table) {
+        if (node && node->kind == PC_NODE_MAP && node->n) {
+            pc_cfg_errorf(err, node, path, "takes no settings");
+            return -1;
+        }
+        return 0;
+    }
+    for (const pc_cfg_key *k = table; k->key; k++) {
+        if (!k->def) continue;
+        pc_node d = {.kind = PC_NODE_SCALAR, .scalar = (char *)k->def};
+        if (k->type == PC_CFG_LIST) {
+            /* defaults for lists are comma-separated */
+            pc_strlist *l = (pc_strlist *)((char *)cfg + k->offset);
+            char *copy = pc_xstrdup(k->def), *save = NULL;
+            for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                list_push(l, t);
+            free(copy);
+            continue;
+        }
+        if (set_value(k, cfg, &d, path, err)) return -1;
+    }
+    return node ? walk(table, cfg, node, "", path, err) : 0;
+}
+
+void pc_cfgtable_free(const pc_cfg_key *table, void *cfg)
+{
+    if (!table || !cfg) return;
+    for (const pc_cfg_key *k = table; k->key; k++) free_value(k, cfg);
+}

@@ -1,1 +1,30 @@
-/* placeholder: being written */
+/* The one table of component types (like the Collector's factories). */
+#include <string.h>
+
+#include "pipeline/component.h"
+
+extern const pc_component_type pc_receiver_otlp;
+extern const pc_component_type pc_exporter_otlphttp;
+extern const pc_component_type pc_exporter_debug;
+
+const pc_component_type *const pc_component_types[] = {
+    &pc_receiver_otlp,
+    &pc_exporter_otlphttp,
+    &pc_exporter_debug,
+    NULL,
+};
+
+const pc_component_type *pc_component_type_find(pc_kind kind, const char *name)
+{
+    for (size_t i = 0; pc_component_types[i]; i++) {
+        const pc_component_type *t = pc_component_types[i];
+        if (t->kind == kind && strcmp(t->name, name) == 0) return t;
+    }
+    return NULL;
+}
+
+const char *pc_kind_name(pc_kind kind)
+{
+    static const char *const names[] = {"receiver", "processor", "exporter", "extension"};
+    return names[kind];
+}

@@ -1,1 +1,72 @@
-/* placeholder: being written */
+/* Fan-out: one batch to several consumers, shared by reference; done fires once all are done. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/consumer.h"
+#include "pipeline/log.h"
+
+pc_status pc_status_merge(pc_status a, pc_status b)
+{
+    /* retryable outcomes win: the client should send again rather than give up */
+    static const int rank[] = {[PC_OK] = 0, [PC_ERR_PERMANENT] = 1, [PC_ERR_OVERLOAD] = 2,
+                               [PC_ERR_RETRYABLE] = 3};
+    return rank[b] > rank[a] ? b : a;
+}
+
+typedef struct fanout {
+    pc_consumer base;
+    size_t n;
+    pc_consumer **targets;
+} fanout;
+
+typedef struct join {
+    size_t pending;
+    pc_status st;
+    char msg[256];
+    pc_done_fn done;
+    void *arg;
+} join;
+
+static void join_done(void *arg, pc_status st, const char *msg)
+{
+    join *j = arg;
+    if (st != PC_OK && pc_status_merge(j->st, st) != j->st) {
+        j->st = pc_status_merge(j->st, st);
+        snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
+    }
+    if (--j->pending) return;
+    j->done(j->arg, j->st, j->st == PC_OK ? NULL : j->msg);
+    free(j);
+}
+
+static void fanout_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
+{
+    fanout *f = (fanout *)self;
+    join *j = pc_xcalloc(1, sizeof(*j));
+    j->pending = f->n + 1; /* +1 so a synchronous completion cannot finish the join early */
+    j->done = done;
+    j->arg = arg;
+    for (size_t i = 0; i < f->n; i++) pc_consume(f->targets[i], pc_batch_ref(b), join_done, j);
+    pc_batch_unref(b);
+    join_done(j, PC_OK, NULL);
+}
+
+pc_consumer *pc_fanout_new(pc_consumer **targets, size_t n)
+{
+    fanout *f = pc_xcalloc(1, sizeof(*f));
+    f->base.consume = fanout_consume;
+    f->n = n;
+    f->targets = pc_xcalloc(n, sizeof(pc_consumer *));
+    memcpy(f->targets, targets, n * sizeof(pc_consumer *));
+    for (size_t i = 0; i < n; i++) f->base.mutates |= targets[i]->mutates;
+    return &f->base;
+}
+
+void pc_fanout_free(pc_consumer *c)
+{
+    fanout *f = (fanout *)c;
+    if (!f) return;
+    free(f->targets);
+    free(f);
+}

@@ -1,1 +1,459 @@
-/* placeholder: being written */
+/* Graph building (DESIGN §1): receivers and exporters are one instance per id shared by every
+ * pipeline that lists them; processors are instantiated per pipeline. */
+#include "pipeline/service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/component.h"
+#include "pipeline/log.h"
+
+#define MAX_COMPONENTS 256
+
+typedef struct pipeline {
+    char *name;                 /* "profiles" or "profiles/x" */
+    pc_component **processors; /* own instances */
+    size_t n_processors;
+    pc_consumer *exporters_fanout; /* NULL when a single exporter */
+    pc_consumer *first;             /* where receivers hand data to this pipeline */
+} pipeline;
+
+struct pc_service {
+    uv_loop_t *loop;
+    pc_node *root;
+    pc_component *receivers[MAX_COMPONENTS], *exporters[MAX_COMPONENTS];
+    size_t n_receivers, n_exporters;
+    pipeline *pipelines;
+    size_t n_pipelines;
+    pc_consumer *receiver_fanouts[MAX_COMPONENTS];
+    /* shutdown state */
+    size_t pending;
+    int phase;
+    void (*done)(void *);
+    void *done_arg;
+};
+
+static pc_component *as_component(pc_consumer *self)
+{
+    return (pc_component *)((char *)self - offsetof(pc_component, self));
+}
+
+static void component_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
+{
+    pc_component *c = as_component(self);
+    c->type->consume(c, b, done, arg);
+}
+
+static void component_free(pc_component *c)
+{
+    if (!c) return;
+    if (c->type->destroy) c->type->destroy(c);
+    pc_cfgtable_free(c->type->cfg, c->cfg);
+    free(c->cfg);
+    free(c->id);
+    free(c);
+}
+
+/* Split "type/name" and look the type up, with a "did you mean" among types of that kind. */
+static const pc_component_type *lookup_type(pc_kind kind, const char *id, const pc_node *at,
+                                            const char *path, pc_cfg_err *err)
+{
+    char type[128];
+    size_t tl = strcspn(id, "/");
+    if (tl == 0 || tl >= sizeof type || (id[tl] == '/' && !id[tl + 1])) {
+        pc_cfg_errorf(err, at, path, "invalid component id \"%s\" (want type or type/name)", id);
+        return NULL;
+    }
+    memcpy(type, id, tl);
+    type[tl] = 0;
+    const pc_component_type *t = pc_component_type_find(kind, type);
+    if (t) return t;
+    const char *cands[64];
+    size_t n = 0;
+    for (size_t i = 0; pc_component_types[i] && n < 64; i++)
+        if (pc_component_types[i]->kind == kind) cands[n++] = pc_component_types[i]->name;
+    const char *close = pc_closest(type, cands, n);
+    pc_cfg_errorf(err, at, path, "unknown %s type \"%s\"%s%s%s", pc_kind_name(kind), type,
+                  close ? " (did you mean \"" : "", close ? close : "", close ? "\"?)" : "");
+    return NULL;
+}
+
+/* Parse and validate one component's config; create the instance. */
+static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, const pc_node *node,
+                                   const char *path, const char *log_id, pc_cfg_err *err)
+{
+    const pc_component_type *t = lookup_type(kind, id, node, path, err);
+    if (!t) return NULL;
+    pc_component *c = pc_xcalloc(1, sizeof(*c));
+    c->type = t;
+    c->id = pc_xstrdup(log_id ? log_id : id);
+    c->loop = s->loop;
+    c->cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
+    c->self.consume = component_consume;
+    c->self.mutates = t->mutates;
+    if (pc_cfgtable_apply(t->cfg, c->cfg, node, path, err) ||
+        (t->validate && t->validate(c->cfg, node, path, err)) || (t->create && t->create(c, err))) {
+        component_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static const char *const top_keys[] = {"receivers", "processors", "exporters", "extensions",
+                                       "service"};
+static const char *const service_keys[] = {"pipelines", "extensions", "telemetry"};
+static const char *const pipeline_keys[] = {"receivers", "processors", "exporters"};
+
+static int check_keys(const pc_node *map, const char *const *allowed, size_t n, const char *path,
+                      pc_cfg_err *err)
+{
+    if (!map) return 0;
+    if (map->kind == PC_NODE_NULL) return 0;
+    if (map->kind != PC_NODE_MAP) {
+        pc_cfg_errorf(err, map, path, "must be a mapping");
+        return -1;
+    }
+    for (size_t i = 0; i < map->n; i++) {
+        size_t j = 0;
+        while (j < n && strcmp(map->keys[i], allowed[j]) != 0) j++;
+        if (j < n) continue;
+        const char *close = pc_closest(map->keys[i], allowed, n);
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "::" : "", map->keys[i]);
+        pc_cfg_errorf(err, map->vals[i], sub, "unknown key \"%s\"%s%s%s", map->keys[i],
+                      close ? " (did you mean \"" : "", close ? close : "", close ? "\"?)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* Validate every defined component's config, even unused ones (as the Collector does). */
+static int validate_section(pc_service *s, const char *section, pc_kind kind, pc_cfg_err *err)
+{
+    const pc_node *sec = pc_node_get(s->root, section);
+    if (!sec || sec->kind == PC_NODE_NULL) return 0;
+    if (sec->kind != PC_NODE_MAP) {
+        pc_cfg_errorf(err, sec, section, "must be a mapping of component ids");
+        return -1;
+    }
+    for (size_t i = 0; i < sec->n; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s::%s", section, sec->keys[i]);
+        const pc_component_type *t = lookup_type(kind, sec->keys[i], sec->vals[i], path, err);
+        if (!t) return -1;
+        void *cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
+        int rc = pc_cfgtable_apply(t->cfg, cfg, sec->vals[i], path, err);
+        if (!rc && t->validate) rc = t->validate(cfg, sec->vals[i], path, err);
+        pc_cfgtable_free(t->cfg, cfg);
+        free(cfg);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static const pc_node *find_definition(pc_service *s, const char *section, const char *id,
+                                      const pc_node *at, const char *path, pc_cfg_err *err)
+{
+    const pc_node *sec = pc_node_get(s->root, section);
+    if (sec && sec->kind == PC_NODE_MAP)
+        for (size_t i = 0; i < sec->n; i++)
+            if (strcmp(sec->keys[i], id) == 0) return sec->vals[i];
+    pc_cfg_errorf(err, at, path, "%s \"%s\" is not defined in the top-level \"%s\" section",
+                  section, id, section);
+    return NULL;
+}
+
+/* The shared instance of a receiver or exporter id, created on first use. */
+static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id, const pc_node *at,
+                                     const char *path, pc_cfg_err *err)
+{
+    pc_component **list = kind == PC_KIND_RECEIVER ? s->receivers : s->exporters;
+    size_t *n = kind == PC_KIND_RECEIVER ? &s->n_receivers : &s->n_exporters;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(list[i]->id, id) == 0) return list[i];
+    const char *section = kind == PC_KIND_RECEIVER ? "receivers" : "exporters";
+    const pc_node *def = find_definition(s, section, id, at, path, err);
+    if (!def) return NULL;
+    if (*n == MAX_COMPONENTS) {
+        pc_cfg_errorf(err, at, path, "too many components");
+        return NULL;
+    }
+    char cpath[256];
+    snprintf(cpath, sizeof cpath, "%s::%s", section, id);
+    pc_component *c = component_new(s, kind, id, def, cpath, NULL, err);
+    if (c) list[(*n)++] = c;
+    return c;
+}
+
+static const pc_node *id_list(const pc_node *p, const char *key, const char *path, pc_cfg_err *err)
+{
+    const pc_node *l = pc_node_get(p, key);
+    if (!l || l->kind == PC_NODE_NULL) return NULL;
+    if (l->kind != PC_NODE_SEQ) {
+        pc_cfg_errorf(err, l, path, "%s must be a list of component ids", key);
+        return NULL;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->vals[i]->kind != PC_NODE_SCALAR) {
+            pc_cfg_errorf(err, l->vals[i], path, "%s must be a list of component ids", key);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const char *path,
+                          pc_cfg_err *err)
+{
+    if (check_keys(p, pipeline_keys, 3, path, err)) return -1;
+    const pc_node *recv = id_list(p, "receivers", path, err);
+    const pc_node *procs = id_list(p, "processors", path, err);
+    const pc_node *exps = id_list(p, "exporters", path, err);
+    if (err->msg[0]) return -1;
+    if (!recv || recv->n == 0) {
+        pc_cfg_errorf(err, p, path, "pipeline must have at least one receiver");
+        return -1;
+    }
+    if (!exps || exps->n == 0) {
+        pc_cfg_errorf(err, p, path, "pipeline must have at least one exporter");
+        return -1;
+    }
+    pc_consumer *targets[MAX_COMPONENTS];
+    for (size_t i = 0; i < exps->n; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(exps->vals[i]->scalar, exps->vals[j]->scalar)) {
+                pc_cfg_errorf(err, exps->vals[i], path, "exporter \"%s\" listed twice",
+                              exps->vals[i]->scalar);
+                return -1;
+            }
+        pc_component *c = shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar,
+                                          exps->vals[i], path, err);
+        if (!c) return -1;
+        targets[i] = &c->self;
+    }
+    pc_consumer *next = targets[0];
+    if (exps->n > 1) next = pl->exporters_fanout = pc_fanout_new(targets, exps->n);
+    size_t np = procs ? procs->n : 0;
+    pl->processors = pc_xcalloc(np ? np : 1, sizeof(pc_component *));
+    pl->n_processors = np; /* slots fill back to front; a failed build leaves NULLs */
+    /* build back to front so each processor knows its next consumer */
+    for (size_t k = np; k-- > 0;) {
+        const char *id = procs->vals[k]->scalar;
+        const pc_node *def = find_definition(s, "processors", id, procs->vals[k], path, err);
+        if (!def) return -1;
+        char cpath[256], log_id[256];
+        snprintf(cpath, sizeof cpath, "processors::%s", id);
+        snprintf(log_id, sizeof log_id, "%s in %s", id, pl->name);
+        pc_component *c = component_new(s, PC_KIND_PROCESSOR, id, def, cpath, log_id, err);
+        if (!c) return -1;
+        c->next = next;
+        pl->processors[k] = c;
+        next = &c->self;
+    }
+    pl->first = next;
+    return 0;
+}
+
+static int build_pipelines(pc_service *s, pc_cfg_err *err)
+{
+    const pc_node *svc = pc_node_get(s->root, "service");
+    if (check_keys(svc, service_keys, 3, "service", err)) return -1;
+    const pc_node *pls = pc_node_get(svc, "pipelines");
+    if (!pls || pls->kind != PC_NODE_MAP || pls->n == 0) {
+        pc_cfg_errorf(err, pls ? pls : svc ? svc : s->root, "service::pipelines",
+                      "at least one pipeline is required (service: pipelines: profiles: ...)");
+        return -1;
+    }
+    s->pipelines = pc_xcalloc(pls->n, sizeof(pipeline));
+    for (size_t i = 0; i < pls->n; i++) {
+        const char *name = pls->keys[i];
+        char path[256], signal[64];
+        snprintf(path, sizeof path, "service::pipelines::%s", name);
+        size_t sl = strcspn(name, "/");
+        snprintf(signal, sizeof signal, "%.*s", (int)(sl < 63 ? sl : 63), name);
+        if (!strcmp(signal, "traces") || !strcmp(signal, "metrics") || !strcmp(signal, "logs")) {
+            pc_cfg_errorf(err, pls->vals[i], path,
+                          "%s pipelines are not supported yet: profcol handles profiles only",
+                          signal);
+            return -1;
+        }
+        if (strcmp(signal, "profiles") != 0) {
+            pc_cfg_errorf(err, pls->vals[i], path,
+                          "unknown signal \"%s\" (want profiles or profiles/<name>)", signal);
+            return -1;
+        }
+        pipeline *pl = &s->pipelines[s->n_pipelines++];
+        pl->name = pc_xstrdup(name);
+        if (build_pipeline(s, pl, pls->vals[i], path, err)) return -1;
+    }
+    /* receivers: one instance per id, fanning out to every pipeline that lists it */
+    for (size_t i = 0; i < pls->n; i++) {
+        const pc_node *recv = pc_node_get(pls->vals[i], "receivers");
+        char path[256];
+        snprintf(path, sizeof path, "service::pipelines::%s", pls->keys[i]);
+        for (size_t j = 0; j < recv->n; j++)
+            if (!shared_instance(s, PC_KIND_RECEIVER, recv->vals[j]->scalar, recv->vals[j], path, err))
+                return -1;
+    }
+    for (size_t r = 0; r < s->n_receivers; r++) {
+        pc_consumer *targets[MAX_COMPONENTS];
+        size_t n = 0;
+        for (size_t i = 0; i < pls->n; i++) {
+            const pc_node *recv = pc_node_get(pls->vals[i], "receivers");
+            for (size_t j = 0; j < recv->n; j++)
+                if (!strcmp(recv->vals[j]->scalar, s->receivers[r]->id)) {
+                    targets[n++] = s->pipelines[i].first;
+                    break;
+                }
+        }
+        if (n == 1) {
+            s->receivers[r]->next = targets[0];
+        } else {
+            s->receiver_fanouts[r] = pc_fanout_new(targets, n);
+            s->receivers[r]->next = s->receiver_fanouts[r];
+        }
+    }
+    return 0;
+}
+
+static int apply_telemetry(pc_service *s, pc_cfg_err *err)
+{
+    const pc_node *tel = pc_node_get(pc_node_get(s->root, "service"), "telemetry");
+    const pc_node *lvl = pc_node_get(pc_node_get(tel, "logs"), "level");
+    if (lvl && lvl->kind == PC_NODE_SCALAR) {
+        pc_log_level l;
+        if (pc_log_parse_level(lvl->scalar, &l)) {
+            pc_cfg_errorf(err, lvl, "service::telemetry::logs::level",
+                          "\"%s\" is not one of: debug, info, warn, error", lvl->scalar);
+            return -1;
+        }
+        pc_log_set_level(l);
+    }
+    return 0;
+}
+
+pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
+{
+    pc_service *s = pc_xcalloc(1, sizeof(*s));
+    s->loop = loop;
+    s->root = root;
+    err->msg[0] = 0;
+    const pc_node *ext = pc_node_get(root, "extensions");
+    if (check_keys(root, top_keys, 5, "", err) || apply_telemetry(s, err) ||
+        validate_section(s, "receivers", PC_KIND_RECEIVER, err) ||
+        validate_section(s, "processors", PC_KIND_PROCESSOR, err) ||
+        validate_section(s, "exporters", PC_KIND_EXPORTER, err) ||
+        validate_section(s, "extensions", PC_KIND_EXTENSION, err) || build_pipelines(s, err)) {
+        pc_service_free(s);
+        return NULL;
+    }
+    (void)ext;
+    return s;
+}
+
+int pc_service_start(pc_service *s, char *err, size_t errlen)
+{
+    char e[512];
+    for (size_t i = 0; i < s->n_exporters; i++) {
+        pc_component *c = s->exporters[i];
+        if (c->type->start && c->type->start(c, e, sizeof e)) {
+            snprintf(err, errlen, "exporters::%s: %s", c->id, e);
+            return -1;
+        }
+    }
+    for (size_t p = 0; p < s->n_pipelines; p++)
+        for (size_t i = 0; i < s->pipelines[p].n_processors; i++) {
+            pc_component *c = s->pipelines[p].processors[i];
+            if (c->type->start && c->type->start(c, e, sizeof e)) {
+                snprintf(err, errlen, "processors::%s: %s", c->id, e);
+                return -1;
+            }
+        }
+    for (size_t i = 0; i < s->n_receivers; i++) {
+        pc_component *c = s->receivers[i];
+        if (c->type->start && c->type->start(c, e, sizeof e)) {
+            snprintf(err, errlen, "receivers::%s: %s", c->id, e);
+            return -1;
+        }
+    }
+    PC_INFO(NULL, "everything is ready: %zu pipeline(s), %zu receiver(s), %zu exporter(s)",
+            s->n_pipelines, s->n_receivers, s->n_exporters);
+    return 0;
+}
+
+/* Shutdown phases: receivers, then processors pipeline by pipeline in chain order, then
+ * exporters. Each phase waits for every component's done callback. */
+static void shutdown_phase(pc_service *s);
+
+static pc_service *g_shutting; /* components report back through a plain callback */
+
+static void component_down(pc_component *c)
+{
+    (void)c;
+    pc_service *s = g_shutting;
+    if (--s->pending == 0) shutdown_phase(s);
+}
+
+static void shutdown_one(pc_service *s, pc_component *c)
+{
+    s->pending++;
+    if (c->type->shutdown) c->type->shutdown(c, component_down);
+    else component_down(c);
+}
+
+static void shutdown_phase(pc_service *s)
+{
+    /* phase 0: receivers; 1..: processor stage k of every pipeline; last: exporters */
+    size_t max_procs = 0;
+    for (size_t p = 0; p < s->n_pipelines; p++)
+        if (s->pipelines[p].n_processors > max_procs) max_procs = s->pipelines[p].n_processors;
+    for (;;) {
+        int phase = s->phase++;
+        s->pending = 1; /* guard against synchronous completions */
+        if (phase == 0) {
+            for (size_t i = 0; i < s->n_receivers; i++) shutdown_one(s, s->receivers[i]);
+        } else if ((size_t)phase <= max_procs) {
+            for (size_t p = 0; p < s->n_pipelines; p++)
+                if ((size_t)phase - 1 < s->pipelines[p].n_processors)
+                    shutdown_one(s, s->pipelines[p].processors[phase - 1]);
+        } else if ((size_t)phase == max_procs + 1) {
+            for (size_t i = 0; i < s->n_exporters; i++) shutdown_one(s, s->exporters[i]);
+        } else {
+            g_shutting = NULL;
+            s->done(s->done_arg);
+            return;
+        }
+        if (--s->pending) return; /* wait for component_down */
+    }
+}
+
+void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg)
+{
+    s->done = done;
+    s->done_arg = arg;
+    s->phase = 0;
+    g_shutting = s;
+    PC_INFO(NULL, "shutting down");
+    shutdown_phase(s);
+}
+
+void pc_service_free(pc_service *s)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->n_receivers; i++) {
+        component_free(s->receivers[i]);
+        pc_fanout_free(s->receiver_fanouts[i]);
+    }
+    for (size_t p = 0; p < s->n_pipelines; p++) {
+        pipeline *pl = &s->pipelines[p];
+        for (size_t i = 0; i < pl->n_processors; i++) component_free(pl->processors[i]);
+        free(pl->processors);
+        pc_fanout_free(pl->exporters_fanout);
+        free(pl->name);
+    }
+    free(s->pipelines);
+    for (size_t i = 0; i < s->n_exporters; i++) component_free(s->exporters[i]);
+    pc_node_free(s->root);
+    free(s);
+}

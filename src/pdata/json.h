@@ -1,0 +1,25 @@
+/* One generic OTLP JSON codec driven by protobuf-c descriptors (DESIGN §2).
+ *
+ * OTLP JSON is the proto3 JSON mapping with the OTLP deviations: lowerCamelCase keys (snake_case
+ * also accepted on input), trace_id/span_id/profile_id as hex, other bytes as base64, 64-bit
+ * integers as decimal strings (string or number accepted on input), enums as integers, unknown
+ * keys ignored. */
+#ifndef PC_JSON_H
+#define PC_JSON_H
+
+#include <stddef.h>
+
+#include "pdata/pdata.h"
+
+/* Maximum nesting of messages accepted by the decoder (AnyValue arrays/kvlists are recursive). */
+#define PC_JSON_MAX_DEPTH 128
+
+/* Decode OTLP JSON into a message of type desc, allocating everything from arena (nothing to free
+ * but the arena). 0 on success; -1 with a message naming the field path in err. */
+int pc_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
+                   pc_arena *arena, ProtobufCMessage **out, char *err, size_t errlen);
+
+/* Encode a message as OTLP JSON, appending to out (NUL-terminated afterwards). */
+void pc_json_encode(const ProtobufCMessage *msg, pc_buf *out);
+
+#endif

@@ -1,0 +1,73 @@
+/* The one pprof <-> OTLP profiles translator, each way (DESIGN §1, spec/otlp-profiles.md §3.1,
+ * §3.2, §4.1). Dictionary work goes through pdata/dict.h.
+ *
+ * pprof -> OTLP: one Profile per pprof sample_type (sample j of the pprof is sample j of every
+ * Profile, with values = [value[i]]); mappings, locations, functions, stacks, labels deduped into
+ * the batch dictionary. Labels: string -> string attribute; numeric -> int attribute with
+ * unit_strindex = num_unit; a key with several values -> one array attribute (string or int).
+ * Attributes written: mapping `process.executable.build_id.gnu` (build_id),
+ * `pprof.mapping.has_{functions,filenames,line_numbers,inline_frames}` (when true); location
+ * `pprof.location.is_folded` (when true); profile `pprof.profile.drop_frames`,
+ * `pprof.profile.keep_frames`, `pprof.profile.doc_url` (when non-empty) and `pprof.profile.comment`
+ * (string array); scope `pprof.scope.default_sample_type` (when set). `trace_id` / `span_id` labels
+ * stay plain string attributes (turning them into Links is the trace-link processor's job). The
+ * original payload is not kept.
+ *
+ * OTLP -> pprof: per (resource, scope), consecutive profiles whose samples line up (same number of
+ * samples; per index the same stack, attributes and link, one value each; same time, duration,
+ * period and profile attributes) become one multi-value pprof; any other profile becomes a pprof of
+ * its own (a sample's value is then the sum of its values, or its number of timestamps). Sample
+ * attributes -> labels (array attributes -> one label per element); a Link -> string labels
+ * `trace_id` (unless all-zero) and `span_id` (unless all-zero) in lowercase hex, replacing sample
+ * attributes of those keys; the attributes above are turned back into pprof fields. Function,
+ * location and mapping ids are 1..n in dictionary order; the string table is rebuilt. */
+#ifndef PC_PPROF_H
+#define PC_PPROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdata/pdata.h"
+
+#define PC_PPROF_DEFAULT_MAX_BYTES (64u << 20)
+
+typedef struct pc_pprof_attr {
+    const char *key, *value;
+} pc_pprof_attr;
+
+typedef struct pc_pprof_in_opts {
+    size_t max_bytes; /* cap on the pprof message size, after inflate; 0 = default (64 MiB) */
+    const pc_pprof_attr *resource_attrs; /* copied into Resource.attributes (key / string_value) */
+    size_t n_resource_attrs;
+    const char *scope_name, *scope_version; /* InstrumentationScope; NULL = unset */
+} pc_pprof_in_opts;
+
+/* Translate one pprof payload (raw protobuf, or gzip: detected by the magic 1f 8b) into a new
+ * ResourceProfiles + ScopeProfiles appended to *out. When *out is NULL a new batch is created;
+ * otherwise *out must be writable and its dictionary is extended. opts may be NULL.
+ * Returns 0 on success; -1 with a message in err (and *out unchanged) for undecodable or invalid
+ * input (e.g. "pprof: sample 3 references unknown location id 77"); when the payload exceeds
+ * max_bytes, too_large (if given) is set to true. Safe on hostile input. */
+int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *opts,
+                      pc_batch **out, bool *too_large, char *err, size_t errlen);
+
+/* One produced pprof, valid during the callback only. */
+typedef struct pc_pprof_out {
+    const pc_resource_profiles *rp;
+    const pc_scope_profiles *sp;
+    const pc_profile *const *profiles; /* sample_type[i] of the pprof comes from profiles[i] */
+    size_t n_profiles;
+    const uint8_t *data; /* gzip-compressed pprof protobuf */
+    size_t len;
+} pc_pprof_out;
+
+/* Return 0 to continue; anything else stops pc_batch_to_pprof, which then returns that value. */
+typedef int (*pc_pprof_cb)(const pc_pprof_out *o, void *ud);
+
+/* Translate every profile of b to gzip-compressed pprof, calling cb once per produced pprof, in
+ * resource / scope / profile order. Indices out of range are read as 0 (never dereferenced).
+ * Returns 0, or the first non-zero value returned by cb. */
+int pc_batch_to_pprof(const pc_batch *b, pc_pprof_cb cb, void *ud);
+
+#endif

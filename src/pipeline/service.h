@@ -1,0 +1,21 @@
+/* The service: builds components and pipelines from a config tree, starts and stops them. */
+#ifndef PC_SERVICE_H
+#define PC_SERVICE_H
+
+#include <uv.h>
+
+#include "pipeline/config.h"
+
+typedef struct pc_service pc_service;
+
+/* Validate the whole config and create every component used by a pipeline (no sockets yet).
+ * Takes ownership of root. NULL with err filled on any config error. */
+pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err);
+/* Start exporters, processors, then receivers. -1 with err (e.g. a port in use). */
+int pc_service_start(pc_service *s, char *err, size_t errlen);
+/* Stop receivers (in-flight requests finish), then flush processors in pipeline order, then drain
+ * exporters; then call done. */
+void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg);
+void pc_service_free(pc_service *s);
+
+#endif

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# profcol's one entry point for a fresh Debian machine:
+#   tools/dev.sh run [profcol args...]  install what is missing, build, run profcol
+#   tools/dev.sh test                   install what is missing, build, run every test
+#                                       (plain build, then AddressSanitizer+UBSan build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-dev
+  protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp)
+TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go)
+
+install_missing() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() { # build DIR [meson options...]
+  local dir=$1
+  shift
+  [ -f "$dir/build.ninja" ] || meson setup "$dir" "$@"
+  meson compile -C "$dir"
+}
+
+case "${1:-}" in
+run)
+  shift
+  install_missing "${BUILD_PKGS[@]}"
+  build build
+  exec build/profcol "$@"
+  ;;
+test)
+  install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+  build build
+  meson test -C build --print-errorlogs
+  # the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+  build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C build-asan --print-errorlogs
+  ;;
+*)
+  echo "usage: tools/dev.sh run [profcol args...] | tools/dev.sh test" >&2
+  exit 2
+  ;;
+esac
