@@ -130,7 +130,8 @@ static void finish_req(creq *r, const pc_http_response *resp)
 
 static void fail_req(creq *r, int err, const char *msg)
 {
-    pc_http_response resp = {.error = err, .error_msg = msg, .retry_after_s = -1};
+    pc_http_response resp = {
+        .error = err, .error_msg = msg, .retry_after_s = -1, .body = (const uint8_t *)""};
     if (err != UV_ECANCELED) PC_DEBUG(r->c->log_id, "%s", msg);
     finish_req(r, &resp);
 }
@@ -607,7 +608,7 @@ void pc_http_client_request(pc_http_client *c, const char *method, const char *p
     if (!path || !path[0]) path = "/";
     if (c->closing) {
         pc_http_response resp = {
-            .error = UV_ECANCELED, .error_msg = "client closed", .retry_after_s = -1};
+            .error = UV_ECANCELED, .error_msg = "client closed", .retry_after_s = -1, .body = (const uint8_t *)""};
         cb(&resp, arg);
         return;
     }

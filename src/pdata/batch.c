@@ -96,6 +96,10 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key)
 int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err,
                           size_t errlen)
 {
+    if (pc_proto_check_depth(PC_REQUEST_DESC, data, len, 64)) {
+        snprintf(err, errlen, "cannot decode ExportProfilesServiceRequest: nested too deeply");
+        return -1;
+    }
     /* decoded structs take roughly 2-4x the wire size */
     pc_arena *a = pc_arena_new(len * 3 + 4096);
     ProtobufCMessage *m = protobuf_c_message_unpack(PC_REQUEST_DESC, pc_arena_allocator(a), len, data);
@@ -149,4 +153,107 @@ pc_counts pc_batch_counts(const pc_batch *b)
         }
     }
     return c;
+}
+
+static void *grow_ptr_array(pc_arena *a, void *old, size_t n, size_t extra)
+{
+    void **arr = pc_arena_alloc(a, (n + extra) * sizeof(void *));
+    if (n) memcpy(arr, old, n * sizeof(void *));
+    return arr;
+}
+
+pc_scope_profiles *pc_batch_add_resource(pc_batch *b, const char *const *keys,
+                                         const char *const *vals, size_t n, const char *scope_name,
+                                         const char *scope_version)
+{
+    pc_arena *a = b->arena;
+    pc_resource_profiles *rp = pc_arena_calloc(a, 1, sizeof(*rp));
+    opentelemetry__proto__profiles__v1development__resource_profiles__init(rp);
+    rp->resource = pc_arena_calloc(a, 1, sizeof(pc_resource));
+    opentelemetry__proto__resource__v1__resource__init(rp->resource);
+    rp->resource->attributes = pc_arena_alloc(a, (n ? n : 1) * sizeof(pc_keyvalue *));
+    for (size_t i = 0; i < n; i++) {
+        pc_keyvalue *kv = pc_arena_calloc(a, 1, sizeof(*kv));
+        opentelemetry__proto__common__v1__key_value__init(kv);
+        kv->key = pc_arena_strndup(a, keys[i], strlen(keys[i]));
+        kv->value = pc_arena_calloc(a, 1, sizeof(pc_anyvalue));
+        opentelemetry__proto__common__v1__any_value__init(kv->value);
+        kv->value->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+        kv->value->string_value = pc_arena_strndup(a, vals[i], strlen(vals[i]));
+        rp->resource->attributes[rp->resource->n_attributes++] = kv;
+    }
+    pc_scope_profiles *sp = pc_arena_calloc(a, 1, sizeof(*sp));
+    opentelemetry__proto__profiles__v1development__scope_profiles__init(sp);
+    sp->scope = pc_arena_calloc(a, 1, sizeof(pc_scope));
+    opentelemetry__proto__common__v1__instrumentation_scope__init(sp->scope);
+    if (scope_name) sp->scope->name = pc_arena_strndup(a, scope_name, strlen(scope_name));
+    if (scope_version)
+        sp->scope->version = pc_arena_strndup(a, scope_version, strlen(scope_version));
+    rp->scope_profiles = pc_arena_alloc(a, sizeof(pc_scope_profiles *));
+    rp->scope_profiles[0] = sp;
+    rp->n_scope_profiles = 1;
+    pc_request *r = b->req;
+    r->resource_profiles = grow_ptr_array(a, r->resource_profiles, r->n_resource_profiles, 1);
+    r->resource_profiles[r->n_resource_profiles++] = rp;
+    return sp;
+}
+
+pc_profile *pc_scope_add_profile(pc_batch *b, pc_scope_profiles *sp)
+{
+    pc_profile *p = pc_arena_calloc(b->arena, 1, sizeof(*p));
+    opentelemetry__proto__profiles__v1development__profile__init(p);
+    sp->profiles = grow_ptr_array(b->arena, sp->profiles, sp->n_profiles, 1);
+    sp->profiles[sp->n_profiles++] = p;
+    return p;
+}
+
+/* Walk the wire format following the descriptors; only message-typed fields recurse. */
+static int check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                       int depth)
+{
+    if (depth < 0) return -1;
+    size_t i = 0;
+    while (i < len) {
+        uint64_t key = 0;
+        int shift = 0;
+        while (i < len && shift < 64) {
+            key |= (uint64_t)(p[i] & 0x7f) << shift;
+            shift += 7;
+            if (!(p[i++] & 0x80)) break;
+        }
+        unsigned wt = key & 7;
+        uint64_t field = key >> 3;
+        if (wt == 0) {
+            while (i < len && (p[i++] & 0x80)) {}
+        } else if (wt == 1) {
+            i += 8;
+        } else if (wt == 5) {
+            i += 4;
+        } else if (wt == 2) {
+            uint64_t l = 0;
+            shift = 0;
+            while (i < len && shift < 64) {
+                l |= (uint64_t)(p[i] & 0x7f) << shift;
+                shift += 7;
+                if (!(p[i++] & 0x80)) break;
+            }
+            if (l > len - i) return 0; /* malformed: protobuf-c will reject it */
+            const ProtobufCFieldDescriptor *f =
+                field <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)field)
+                                    : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+                check_depth(f->descriptor, p + i, (size_t)l, depth - 1))
+                return -1;
+            i += (size_t)l;
+        } else {
+            return 0; /* groups or garbage: left to protobuf-c */
+        }
+    }
+    return 0;
+}
+
+int pc_proto_check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                         int max_depth)
+{
+    return check_depth(desc, data, len, max_depth);
 }

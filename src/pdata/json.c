@@ -219,8 +219,8 @@ static int get_integer(dctx *c, const json_t *v, bool *neg, uint64_t *mag)
 
 static int get_signed(dctx *c, const json_t *v, int64_t min, int64_t max, int64_t *out)
 {
-    bool neg;
-    uint64_t mag;
+    bool neg = false;
+    uint64_t mag = 0;
     if (get_integer(c, v, &neg, &mag) < 0) return -1;
     if (neg) {
         if (mag > (uint64_t)0 - (uint64_t)min) return fail(c, "integer out of range");
@@ -234,8 +234,8 @@ static int get_signed(dctx *c, const json_t *v, int64_t min, int64_t max, int64_
 
 static int get_unsigned(dctx *c, const json_t *v, uint64_t max, uint64_t *out)
 {
-    bool neg;
-    uint64_t mag;
+    bool neg = false;
+    uint64_t mag = 0;
     if (get_integer(c, v, &neg, &mag) < 0) return -1;
     if (neg && mag != 0) return fail(c, "negative value for an unsigned integer");
     if (mag > max) return fail(c, "integer out of range");
@@ -327,7 +327,8 @@ static int get_bytes(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *v
     }
     /* base64, standard or URL-safe alphabet, padding optional */
     size_t n = len;
-    while (n > 0 && s[n - 1] == '=') n--;
+    while (n > 0 && s[n - 1] == '=')
+        n--;
     if (len - n > 2 || (len - n > 0 && len % 4 != 0)) return fail(c, "invalid base64 padding");
     if (n % 4 == 1) return fail(c, "invalid base64 length");
     uint8_t *d = pc_arena_alloc(c->arena, n / 4 * 3 + 3);
@@ -355,9 +356,9 @@ static int decode_message(dctx *c, const ProtobufCMessageDescriptor *desc, const
 /* One (non-repeated) value of field f from v into dst. */
 static int decode_value(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *v, void *dst)
 {
-    int64_t s;
-    uint64_t u;
-    double d;
+    int64_t s = 0;
+    uint64_t u = 0;
+    double d = 0;
     switch (f->type) {
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
@@ -397,8 +398,8 @@ static int decode_value(dctx *c, const ProtobufCFieldDescriptor *f, const json_t
         return 0;
     case PROTOBUF_C_TYPE_ENUM:
         if (json_is_string(v) && f->descriptor) {
-            const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value_by_name(
-                f->descriptor, json_string_value(v));
+            const ProtobufCEnumValue *ev =
+                protobuf_c_enum_descriptor_get_value_by_name(f->descriptor, json_string_value(v));
             if (ev) {
                 *(int *)dst = ev->value;
                 return 0;
@@ -545,7 +546,8 @@ static size_t fmt_u64(char *out, uint64_t v)
         tmp[n++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
     return n;
 }
 
@@ -580,6 +582,14 @@ static void put_double(pc_buf *b, double d, bool is_float)
             put(b, "\"Infinity\"", 10);
         else
             put(b, "\"-Infinity\"", 11);
+        return;
+    }
+    if (d == 0) {
+        /* "-0" would read back as the integer 0: keep the sign with a fraction */
+        if (signbit(d))
+            put(b, "-0.0", 4);
+        else
+            put(b, "0", 1);
         return;
     }
     char tmp[40];

@@ -93,6 +93,19 @@ typedef struct pc_counts {
 } pc_counts;
 pc_counts pc_batch_counts(const pc_batch *b);
 
+/* Append a ResourceProfiles (plain key/string_value attributes) with one ScopeProfiles to a
+ * writable batch; returns the new ScopeProfiles to add profiles to. */
+pc_scope_profiles *pc_batch_add_resource(pc_batch *b, const char *const *keys,
+                                         const char *const *vals, size_t n, const char *scope_name,
+                                         const char *scope_version);
+/* Append a profile (zero-initialised, in the batch arena) to a ScopeProfiles. */
+pc_profile *pc_scope_add_profile(pc_batch *b, pc_scope_profiles *sp);
+
+/* Reject protobuf input whose message nesting exceeds max_depth before protobuf-c (which
+ * recurses without a limit) unpacks it: a nested AnyValue bomb must not overflow the stack. */
+int pc_proto_check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                         int max_depth);
+
 /* Dictionary string lookup: "" for index 0 or out of range. */
 const char *pc_dict_str(const pc_dictionary *d, int32_t idx);
 /* The string value of a resource attribute (plain key/string or key_strindex/string_value_strindex

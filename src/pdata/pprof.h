@@ -49,8 +49,8 @@ typedef struct pc_pprof_in_opts {
  * Returns 0 on success; -1 with a message in err (and *out unchanged) for undecodable or invalid
  * input (e.g. "pprof: sample 3 references unknown location id 77"); when the payload exceeds
  * max_bytes, too_large (if given) is set to true. Safe on hostile input. */
-int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *opts,
-                      pc_batch **out, bool *too_large, char *err, size_t errlen);
+int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *opts, pc_batch **out,
+                      bool *too_large, char *err, size_t errlen);
 
 /* One produced pprof, valid during the callback only. */
 typedef struct pc_pprof_out {

@@ -4,12 +4,28 @@
 #include "pipeline/component.h"
 
 extern const pc_component_type pc_receiver_otlp;
+extern const pc_component_type pc_receiver_pyroscope;
+extern const pc_component_type pc_processor_batch;
+extern const pc_component_type pc_processor_resource;
+extern const pc_component_type pc_processor_redaction;
+extern const pc_component_type pc_processor_tracelink;
+extern const pc_component_type pc_processor_limits;
+extern const pc_component_type pc_processor_filter;
 extern const pc_component_type pc_exporter_otlphttp;
+extern const pc_component_type pc_exporter_pyroscope;
 extern const pc_component_type pc_exporter_debug;
 
 const pc_component_type *const pc_component_types[] = {
     &pc_receiver_otlp,
+    &pc_receiver_pyroscope,
+    &pc_processor_batch,
+    &pc_processor_resource,
+    &pc_processor_redaction,
+    &pc_processor_tracelink,
+    &pc_processor_limits,
+    &pc_processor_filter,
     &pc_exporter_otlphttp,
+    &pc_exporter_pyroscope,
     &pc_exporter_debug,
     NULL,
 };

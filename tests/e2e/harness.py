@@ -318,10 +318,10 @@ class Profcol:
                 f.close()
 
 
-def otlp_receiver_yaml(port, max_body=None, indent="  "):
+def otlp_receiver_yaml(port, max_body=None):
     s = "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:%d\n" % port
     if max_body is not None:
-        s += "    max_request_body_size: %s\n" % max_body
+        s += "        max_request_body_size: %s\n" % max_body
     return s
 
 
@@ -414,12 +414,16 @@ def raw_request(port, head, body_chunks=(), timeout=15.0):
 # ---------------------------------------------------------------------------------------------
 # (d) the recording sink
 
+HEX_ID_FIELDS = ("traceId", "spanId", "profileId")
+
+
 def _hex_ids_to_base64(obj):
-    """OTLP JSON has hex traceId/spanId; proto3 JSON (json_format) wants base64."""
+    """OTLP JSON has hex traceId/spanId (and, as the Collector's pdata writes it, profileId);
+    proto3 JSON (json_format) wants base64."""
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if k in ("traceId", "spanId", "trace_id", "span_id") and isinstance(v, str):
+            if k in HEX_ID_FIELDS and isinstance(v, str):
                 out[k] = base64.b64encode(bytes.fromhex(v)).decode()
             else:
                 out[k] = _hex_ids_to_base64(v)
@@ -440,7 +444,7 @@ def _ids_to_hex(obj):
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if k in ("traceId", "spanId") and isinstance(v, str):
+            if k in HEX_ID_FIELDS and isinstance(v, str):
                 out[k] = base64.b64decode(v).hex()
             else:
                 out[k] = _ids_to_hex(v)
@@ -451,7 +455,7 @@ def _ids_to_hex(obj):
 
 
 def to_otlp_json(msg, ints_as_numbers=False):
-    """OTLP JSON text for a message: lowerCamelCase, hex trace/span ids, int64 as strings
+    """OTLP JSON text for a message: lowerCamelCase, hex trace/span/profile ids, int64 as strings
     (or as numbers when ints_as_numbers, which decoders must accept too)."""
     d = _ids_to_hex(json_format.MessageToDict(msg))
     if ints_as_numbers:
@@ -815,21 +819,18 @@ def make_request(services=("checkout",), seed=1, samples=24, cpu=True, alloc=Tru
     return req
 
 
-def top_functions(req):
-    """(function with the highest self value, function with the highest total) per request."""
+def top_functions(req, n=3):
+    """The n functions with the highest self (flat) value over the whole request."""
     d = req.dictionary
-    self_v, total_v = collections.Counter(), collections.Counter()
+    self_v = collections.Counter()
     for rp in req.resource_profiles:
         for sp in rp.scope_profiles:
             for p in sp.profiles:
                 for s in p.samples:
-                    v = _sample_value(s)
                     names = _stack_names(d, s.stack_index)
                     if names:
-                        self_v[names[0]] += v
-                    for n in set(names):
-                        total_v[n] += v
-    return self_v.most_common(1)[0][0], total_v.most_common(1)[0][0]
+                        self_v[names[0]] += _sample_value(s)
+    return [name for name, _ in self_v.most_common(n)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -896,7 +897,8 @@ def summarize(messages):
      'scopes': sorted unique list of (service.name, scope name, scope version),
      'profiles': {(service.name, sample type, unit): {
          'total': summed values,
-         'meta': sorted unique list of (period type, period unit, period, time, duration),
+         'meta': sorted unique list of (period type, period unit, period, time, duration,
+                  profile id hex),
          'attrs': sorted unique list of profile attribute tuples,
          'samples': {(stack function names leaf first, sorted sample attributes,
                       (trace id hex, span id hex) or None): [summed values, n timestamps]}}}}"""
@@ -925,7 +927,8 @@ def summarize(messages):
                                                   "samples": {}})
                     e["meta"].add((_at(st, p.period_type.type_strindex, "string"),
                                    _at(st, p.period_type.unit_strindex, "string"),
-                                   p.period, p.time_unix_nano, p.duration_nano))
+                                   p.period, p.time_unix_nano, p.duration_nano,
+                                   p.profile_id.hex()))
                     e["attrs"].add(tuple(sorted(attr(i) for i in p.attribute_indices)))
                     for s in p.samples:
                         if len(s.values) and len(s.timestamps_unix_nano) and \

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
 
 MAX_BODY = 1 << 20
+MAX_BODY_YAML = "1MiB"
 
 
 def _varint(n):
@@ -64,7 +65,7 @@ class BadInputTest(unittest.TestCase):
     def setUp(self):
         self.sink = h.Sink().start()
         self.port = h.free_port()
-        cfg = h.relay_config(self.port, self.sink.url, max_body=MAX_BODY)
+        cfg = h.relay_config(self.port, self.sink.url, max_body=MAX_BODY_YAML)
         self.profcol = h.Profcol(cfg, wait_ports=[self.port], name="profcol-bad").start()
         self.good_req = h.make_request(("good-client",), seed=7, samples=12)
         self.good = h.GoodClient(self.port, self.good_req.SerializeToString())
@@ -82,7 +83,11 @@ class BadInputTest(unittest.TestCase):
     def finish(self, min_ok=5, extra_good=0):
         """The good client was served throughout; only its data (and `extra_good` more copies
         of it sent by the test) reached the sink; profcol exits 0 on SIGTERM."""
+        # still served after the bad input: a few more good requests must succeed
+        after = self.good.count()
+        h.wait_for(lambda: self.good.count() >= after + 3, timeout=10)
         ok, failures = self.good.finish()
+        self.assertGreaterEqual(ok, after + 3, "the good client stalled after the bad input")
         self.assertEqual(failures, [], "the concurrent good client was not served")
         self.assertGreaterEqual(ok, min_ok, "the good client made too little progress")
         one = h.summarize(self.good_req)
@@ -446,11 +451,17 @@ class CommandLineTest(unittest.TestCase):
             ("unknown component type", g.replace("  debug:\n", "  debugg:\n").replace(
                 "[otlphttp, debug]", "[otlphttp, debugg]"), "debugg", "debugg:"),
             ("undefined id in a pipeline", g.replace("[otlphttp, debug]", "[otlphttp, debug/nope]"),
-             "service::pipelines::profiles::exporters", "exporters: [otlphttp"),
+             "service::pipelines::profiles", "exporters: [otlphttp"),
             ("bad duration", g.replace("timeout: 5s", "timeout: fivesecs"),
              "exporters::otlphttp::timeout", "timeout:"),
             ("bad endpoint", g.replace("endpoint: http://127.0.0.1", "endpoint: ftp://127.0.0.1"),
              "exporters::otlphttp::endpoint", "endpoint: ftp"),
+            ("https endpoint (no TLS yet)",
+             g.replace("endpoint: http://127.0.0.1", "endpoint: https://127.0.0.1"),
+             "exporters::otlphttp::endpoint", "endpoint: https"),
+            ("bad size", g.replace("        endpoint: 127.0.0.1:",
+                                   "        max_request_body_size: lots\n        endpoint: 127.0.0.1:"),
+             "receivers::otlp::protocols::http::max_request_body_size", "max_request_body_size:"),
             ("bad verbosity", g.replace("verbosity: basic", "verbosity: loud"),
              "exporters::debug::verbosity", "verbosity:"),
             ("unknown receiver key", g.replace("    protocols:", "    protocolz:"),

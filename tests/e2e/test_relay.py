@@ -80,7 +80,7 @@ HANDWRITTEN_SUMMARY = {
     "profiles": {
         ("json-svc", "cpu", "nanoseconds"): {
             "total": 60000000,
-            "meta": [("cpu", "nanoseconds", 10000000, _T0, _DUR)],
+            "meta": [("cpu", "nanoseconds", 10000000, _T0, _DUR, "")],
             "attrs": [()],
             "samples": {
                 (("leaf_fn", "middle_fn", "root_fn"), _WORKER,
@@ -90,7 +90,7 @@ HANDWRITTEN_SUMMARY = {
         },
         ("json-svc", "off_cpu_events", "count"): {
             "total": 3,     # timestamps only: each counts as one
-            "meta": [("", "", 0, _T0, _DUR)],
+            "meta": [("", "", 0, _T0, _DUR, "")],
             "attrs": [()],
             "samples": {(("middle_fn", "root_fn"), (), None): [3, 3]},
         },
@@ -283,11 +283,35 @@ class RelayTest(unittest.TestCase):
         got = self.assert_arrives(sink, h.summarize(req))
         for r in got:
             self.assertEqual(r.headers.get("x-api-token"), want_token)
-        top_self, top_total = h.top_functions(req)
-        err = p.wait_stderr(lambda t: top_self in t and top_total in t, timeout=10)
-        self.assertIn(top_self, err, "debug exporter (detailed) should list the top function")
-        self.assertIn(top_total, err, "debug exporter (detailed) should list the top function")
+        want = h.top_functions(req, 3) + ["checkout", "cpu", "alloc_space"]
+        err = p.wait_stderr(lambda t: all(w in t for w in want), timeout=10)
+        for w in want:
+            self.assertIn(w, err, "debug exporter (detailed) should show the service, the "
+                          "sample types and the top functions by self value")
         p.stop()
+
+    def test_merged_configs_and_substitution(self):
+        """Two --config files merge in order; ${env:X}, ${X} and ${env:X:-default} expand."""
+        sink = self.sink()
+        port, dead = h.free_port(), h.free_port()
+        base = h.relay_config(port, "http://127.0.0.1:%d" % dead,
+                              headers={"x-base": "from-base", "x-over": "base-loses"})
+        over = ("exporters:\n  otlphttp:\n    endpoint: ${env:E2E_SINK_URL}\n"
+                "    compression: ${E2E_COMPRESSION}\n"
+                "    headers:\n"
+                "      x-oneuptime-token: ${ONEUPTIME_TOKEN}\n"
+                "      x-over: ${env:E2E_UNSET_VAR:-over-wins}\n")
+        env = {"E2E_SINK_URL": sink.url, "E2E_COMPRESSION": "none", "ONEUPTIME_TOKEN": "tok-123"}
+        self.profcol([base, over], port, env=env, unset=("E2E_UNSET_VAR",))
+        req = h.make_request(("checkout",), seed=71)
+        self.assert_ok(h.post(port, req.SerializeToString()), h.CT_PROTO)
+        got = self.assert_arrives(sink, h.summarize(req))
+        for r in got:
+            self.assertEqual(r.headers.get("x-oneuptime-token"), "tok-123")
+            self.assertEqual(r.headers.get("x-over"), "over-wins")
+            self.assertEqual(r.headers.get("x-base"), "from-base", "maps merge key by key")
+            self.assertEqual(r.headers.get("content-encoding", "identity"), "identity")
+        self.stop_all()
 
     def test_example_config_with_token(self):
         self.run_example({"API_TOKEN": "s3cr3t-e2e-token"}, (), "s3cr3t-e2e-token")

@@ -6,12 +6,12 @@
 #include "pdata/json.h"
 #include "pdata/pdata.h"
 
-#define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
-#define SCOPE_DESC (&opentelemetry__proto__common__v1__instrumentation_scope__descriptor)
+#define AV(x)         OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
+#define SCOPE_DESC    (&opentelemetry__proto__common__v1__instrumentation_scope__descriptor)
 #define ANYVALUE_DESC (&opentelemetry__proto__common__v1__any_value__descriptor)
-#define PROFILE_DESC (&opentelemetry__proto__profiles__v1development__profile__descriptor)
-#define LINK_DESC (&opentelemetry__proto__profiles__v1development__link__descriptor)
-#define MAPPING_DESC (&opentelemetry__proto__profiles__v1development__mapping__descriptor)
+#define PROFILE_DESC  (&opentelemetry__proto__profiles__v1development__profile__descriptor)
+#define LINK_DESC     (&opentelemetry__proto__profiles__v1development__link__descriptor)
+#define MAPPING_DESC  (&opentelemetry__proto__profiles__v1development__mapping__descriptor)
 #define FUNCTION_DESC (&opentelemetry__proto__profiles__v1development__function__descriptor)
 
 static const char REQUEST_JSON[] =
@@ -137,7 +137,8 @@ static void check_request(const pc_request *r)
     CHECK(p->duration_nano == UINT64_C(5000000000));
     CHECK_EQ_INT(p->profile_id.len, 16);
     if (p->profile_id.len == 16) {
-        for (int i = 0; i < 16; i++) CHECK_EQ_INT(p->profile_id.data[i], i + 1);
+        for (int i = 0; i < 16; i++)
+            CHECK_EQ_INT(p->profile_id.data[i], i + 1);
     }
     CHECK_EQ_INT(p->dropped_attributes_count, 1);
     CHECK_STR(p->original_payload_format, "pprof");
@@ -308,7 +309,8 @@ static void test_round_trip(void)
     /* protobuf round trip: unpack(pack(json)) equals the JSON-decoded message */
     size_t len;
     uint8_t *bin = pack(&r->base, &len);
-    ProtobufCMessage *u = protobuf_c_message_unpack(PC_REQUEST_DESC, pc_arena_allocator(a), len, bin);
+    ProtobufCMessage *u =
+        protobuf_c_message_unpack(PC_REQUEST_DESC, pc_arena_allocator(a), len, bin);
     CHECK(u != NULL);
     if (u) {
         check_request((pc_request *)u);
@@ -436,16 +438,20 @@ static void test_depth(void)
 {
     pc_buf b = {0};
     int levels = 200;
-    for (int i = 0; i < levels; i++) pc_buf_printf(&b, "{\"arrayValue\":{\"values\":[");
+    for (int i = 0; i < levels; i++)
+        pc_buf_printf(&b, "{\"arrayValue\":{\"values\":[");
     pc_buf_printf(&b, "{\"intValue\":1}");
-    for (int i = 0; i < levels; i++) pc_buf_printf(&b, "]}}");
+    for (int i = 0; i < levels; i++)
+        pc_buf_printf(&b, "]}}");
     expect_error(ANYVALUE_DESC, (const char *)b.data, "nesting too deep");
     pc_buf_free(&b);
 
     /* kvlist bomb */
-    for (int i = 0; i < levels; i++) pc_buf_printf(&b, "{\"kvlistValue\":{\"values\":[{\"value\":");
+    for (int i = 0; i < levels; i++)
+        pc_buf_printf(&b, "{\"kvlistValue\":{\"values\":[{\"value\":");
     pc_buf_printf(&b, "{}");
-    for (int i = 0; i < levels; i++) pc_buf_printf(&b, "}]}}");
+    for (int i = 0; i < levels; i++)
+        pc_buf_printf(&b, "}]}}");
     expect_error(ANYVALUE_DESC, (const char *)b.data, "nesting too deep");
     pc_buf_free(&b);
 
@@ -459,14 +465,16 @@ static void test_depth(void)
     free(s);
 
     /* moderate nesting (20 arrays) is fine */
-    for (int i = 0; i < 20; i++) pc_buf_printf(&b, "{\"arrayValue\":{\"values\":[");
+    for (int i = 0; i < 20; i++)
+        pc_buf_printf(&b, "{\"arrayValue\":{\"values\":[");
     pc_buf_printf(&b, "{\"intValue\":\"-7\"}");
-    for (int i = 0; i < 20; i++) pc_buf_printf(&b, "]}}");
+    for (int i = 0; i < 20; i++)
+        pc_buf_printf(&b, "]}}");
     pc_arena *a = pc_arena_new(1024);
     char err[256] = "";
     ProtobufCMessage *m = NULL;
-    CHECK_EQ_INT(pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, err, sizeof(err)),
-                 0);
+    CHECK_EQ_INT(
+        pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, err, sizeof(err)), 0);
     if (m) {
         const pc_anyvalue *v = (const pc_anyvalue *)m;
         for (int i = 0; i < 20 && v; i++) {
@@ -596,6 +604,19 @@ static void test_anyvalue_oneof(void)
     s = reencode(ANYVALUE_DESC, "{\"doubleValue\":\"Infinity\"}", a, &m);
     CHECK_STR(s, "{\"doubleValue\":\"Infinity\"}");
     free(s);
+    s = reencode(ANYVALUE_DESC, "{\"doubleValue\":-0.0}", a, &m);
+    v = (const pc_anyvalue *)m;
+    CHECK(v && v->double_value == 0 && signbit(v->double_value));
+    CHECK_STR(s, "{\"doubleValue\":-0.0}");
+    free(s);
+    s = reencode(ANYVALUE_DESC, "{\"doubleValue\":0}", a, &m);
+    CHECK_STR(s, "{\"doubleValue\":0}");
+    free(s);
+    s = reencode(ANYVALUE_DESC, "{\"doubleValue\":-1.5e-300}", a, &m);
+    v = (const pc_anyvalue *)m;
+    CHECK(v && v->double_value == -1.5e-300);
+    CHECK_STR(s, "{\"doubleValue\":-1.5e-300}");
+    free(s);
     s = reencode(ANYVALUE_DESC, "{\"doubleValue\":\"2.5\"}", a, &m);
     CHECK_STR(s, "{\"doubleValue\":2.5}");
     free(s);
@@ -655,7 +676,8 @@ static void test_bytes(void)
     const pc_anyvalue *v;
     /* every length mod 3, all byte values */
     uint8_t raw[256];
-    for (int i = 0; i < 256; i++) raw[i] = (uint8_t)(255 - i);
+    for (int i = 0; i < 256; i++)
+        raw[i] = (uint8_t)(255 - i);
     for (size_t len = 0; len <= 7; len++) {
         pc_anyvalue av = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
         av.value_case = AV(BYTES_VALUE);
@@ -665,12 +687,12 @@ static void test_bytes(void)
         pc_json_encode(&av.base, &b);
         char err[256] = "";
         m = NULL;
-        CHECK_EQ_INT(pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, err,
-                                    sizeof(err)),
-                     0);
+        CHECK_EQ_INT(
+            pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, err, sizeof(err)), 0);
         v = (const pc_anyvalue *)m;
-        CHECK(v && v->value_case == AV(BYTES_VALUE) && v->bytes_value.len == av.bytes_value.len &&
-              (av.bytes_value.len == 0 || memcmp(v->bytes_value.data, raw, av.bytes_value.len) == 0));
+        CHECK(
+            v && v->value_case == AV(BYTES_VALUE) && v->bytes_value.len == av.bytes_value.len &&
+            (av.bytes_value.len == 0 || memcmp(v->bytes_value.data, raw, av.bytes_value.len) == 0));
         pc_buf_free(&b);
     }
     char *s = reencode(ANYVALUE_DESC, "{\"bytesValue\":\"aGVsbG8gd29ybGQ=\"}", a, &m);

@@ -1,6 +1,928 @@
+/* Network layer: url parsing, gzip, and the HTTP server and client over real loopback sockets.
+ * Server and client share one uv loop; misbehaving peers (garbage, slow, pipelining) are blocking
+ * sockets on helper threads so the loop stays free to serve. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
 #include "check.h"
+#include "net/gzip.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "net/url.h"
+#include "pipeline/log.h"
+
+static uv_loop_t *loop;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- running the loop until something happened ---- */
+
+typedef struct waiter {
+    int (*pred)(void *);
+    void *arg;
+    double deadline;
+} waiter;
+
+static void wait_tick(uv_timer_t *t)
+{
+    waiter *w = t->data;
+    if (w->pred(w->arg) || now_ms() > w->deadline) uv_stop(t->loop);
+}
+
+/* Run the loop until pred(arg) holds or ms pass; returns whether pred holds. */
+static int wait_until(int (*pred)(void *), void *arg, unsigned ms)
+{
+    waiter w = {pred, arg, now_ms() + ms};
+    uv_timer_t t;
+    uv_timer_init(loop, &t);
+    t.data = &w;
+    uv_timer_start(&t, wait_tick, 2, 2);
+    if (!pred(arg)) uv_run(loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return pred(arg);
+}
+
+static int flag_set(void *p)
+{
+    return atomic_load((atomic_int *)p) != 0;
+}
+
+static int int_set(void *p)
+{
+    return *(int *)p != 0;
+}
+
+static void set_flag(void *p)
+{
+    atomic_store((atomic_int *)p, 1);
+}
+
+/* ---- a test server ---- */
+
+typedef struct tsrv {
+    pc_http_server *s;
+    int port;
+    int n_reqs, inflight, max_inflight;
+    pc_http_req *held;
+    char peers[16][64];
+    char order[64]; /* query "n" values in the order the handler saw them */
+    char xtest[64], qa[64], qb[64];
+} tsrv;
+
+typedef struct deferred {
+    uv_timer_t t;
+    pc_http_req *req;
+    tsrv *ts;
+} deferred;
+
+static void echo(tsrv *ts, pc_http_req *req)
+{
+    char *n = pc_http_req_query(req, "n");
+    char head[512];
+    snprintf(head, sizeof head, "%s %s n=%s len=%zu\n", req->method, req->path, n ? n : "-",
+             req->body_len);
+    free(n);
+    size_t hl = strlen(head);
+    char *out = malloc(hl + req->body_len);
+    memcpy(out, head, hl);
+    memcpy(out + hl, req->body, req->body_len);
+    ts->inflight--;
+    pc_http_respond(req, 200, "text/plain", out, hl + req->body_len, "X-Echo: 1\r\n");
+    free(out);
+}
+
+static void deferred_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void deferred_fire(uv_timer_t *t)
+{
+    deferred *d = t->data;
+    echo(d->ts, d->req);
+    uv_close((uv_handle_t *)&d->t, deferred_closed);
+}
+
+static void handler(pc_http_req *req, void *arg)
+{
+    tsrv *ts = arg;
+    if (ts->n_reqs < 16) snprintf(ts->peers[ts->n_reqs], 64, "%s", req->peer);
+    ts->n_reqs++;
+    if (++ts->inflight > ts->max_inflight) ts->max_inflight = ts->inflight;
+    char *n = pc_http_req_query(req, "n");
+    if (n && strlen(ts->order) + strlen(n) + 1 < sizeof ts->order) {
+        strcat(ts->order, n);
+        strcat(ts->order, ",");
+    }
+    free(n);
+    const char *x = pc_http_req_header(req, "X-Test");
+    snprintf(ts->xtest, sizeof ts->xtest, "%s", x ? x : "(none)");
+    char *a = pc_http_req_query(req, "a"), *b = pc_http_req_query(req, "b");
+    snprintf(ts->qa, sizeof ts->qa, "%s", a ? a : "(none)");
+    snprintf(ts->qb, sizeof ts->qb, "%s", b ? b : "(none)");
+    free(a);
+    free(b);
+    if (strcmp(req->path, "/hold") == 0) { /* answered later by the test */
+        ts->held = req;
+        return;
+    }
+    if (strcmp(req->path, "/429") == 0) {
+        ts->inflight--;
+        pc_http_respond(req, 429, "text/plain", "slow down", 9, "Retry-After: 7\r\n");
+        return;
+    }
+    if (strcmp(req->path, "/slow") == 0) { /* answer after 60 ms, from a timer */
+        deferred *d = calloc(1, sizeof *d);
+        d->req = req;
+        d->ts = ts;
+        uv_timer_init(loop, &d->t);
+        d->t.data = d;
+        uv_timer_start(&d->t, deferred_fire, 60, 0);
+        return;
+    }
+    echo(ts, req);
+}
+
+static void srv_start(tsrv *ts, pc_http_server_opts o)
+{
+    memset(ts, 0, sizeof *ts);
+    o.host = o.host ? o.host : "127.0.0.1";
+    o.log_id = "test-srv";
+    ts->s = pc_http_server_new(loop, &o, handler, ts);
+    char err[256] = "";
+    int rc = pc_http_server_start(ts->s, err, sizeof err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) fprintf(stderr, "start: %s\n", err);
+    ts->port = pc_http_server_port(ts->s);
+    CHECK(ts->port > 0);
+}
+
+static void srv_stop(tsrv *ts)
+{
+    atomic_int done = 0;
+    pc_http_server_shutdown(ts->s, set_flag, &done);
+    CHECK(wait_until(flag_set, &done, 5000));
+}
+
+/* ---- a raw blocking client on a thread ---- */
+
+typedef struct raw {
+    int port;
+    int start_delay_ms;
+    const char *parts[4];
+    int delays[4]; /* before each part */
+    int dribble_ms; /* then send one byte per period until the server closes */
+    char resp[16384];
+    size_t resp_len;
+    double elapsed_ms; /* from connect until the server closed */
+    atomic_int done;
+    pthread_t th;
+} raw;
+
+static void *raw_main(void *arg)
+{
+    raw *r = arg;
+    usleep((useconds_t)r->start_delay_ms * 1000);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)r->port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    double t0 = now_ms();
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+        for (int i = 0; i < 4 && r->parts[i]; i++) {
+            usleep((useconds_t)r->delays[i] * 1000);
+            send(fd, r->parts[i], strlen(r->parts[i]), MSG_NOSIGNAL);
+        }
+        while (now_ms() - t0 < 5000) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            int pr = poll(&p, 1, r->dribble_ms ? r->dribble_ms : 100);
+            if (pr == 0) {
+                if (r->dribble_ms) send(fd, "x", 1, MSG_NOSIGNAL);
+                continue;
+            }
+            ssize_t n = recv(fd, r->resp + r->resp_len, sizeof r->resp - 1 - r->resp_len, 0);
+            if (n <= 0) break;
+            r->resp_len += (size_t)n;
+        }
+    }
+    r->elapsed_ms = now_ms() - t0;
+    r->resp[r->resp_len] = 0;
+    close(fd);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static void raw_start(raw *r, int port)
+{
+    r->port = port;
+    pthread_create(&r->th, NULL, raw_main, r);
+}
+
+static void raw_wait(raw *r)
+{
+    CHECK(wait_until(flag_set, &r->done, 8000));
+    pthread_join(r->th, NULL);
+}
+
+/* ---- client helpers ---- */
+
+typedef struct result {
+    atomic_int done;
+    int status, error, retry_after;
+    char msg[256], ctype[64], body[4096];
+    size_t body_len;
+    double t_ms;
+} result;
+
+static void on_resp(const pc_http_response *resp, void *arg)
+{
+    result *r = arg;
+    r->status = resp->status;
+    r->error = resp->error;
+    r->retry_after = resp->retry_after_s;
+    snprintf(r->msg, sizeof r->msg, "%s", resp->error_msg ? resp->error_msg : "");
+    snprintf(r->ctype, sizeof r->ctype, "%s", resp->content_type ? resp->content_type : "");
+    r->body_len = resp->body_len;
+    size_t n = resp->body_len < sizeof r->body - 1 ? resp->body_len : sizeof r->body - 1;
+    memcpy(r->body, resp->body, n);
+    r->body[n] = 0;
+    r->t_ms = now_ms();
+    atomic_store(&r->done, 1);
+}
+
+static pc_http_client *client_new(int port, unsigned max_conns)
+{
+    pc_http_client_opts o = {
+        .host = "127.0.0.1", .port = port, .max_connections = max_conns, .log_id = "test-cli"};
+    return pc_http_client_new(loop, &o);
+}
+
+static void client_close(pc_http_client *c)
+{
+    atomic_int done = 0;
+    pc_http_client_close(c, set_flag, &done);
+    CHECK(wait_until(flag_set, &done, 5000));
+}
+
+/* ================================ tests ================================ */
+
+static void test_url(void)
+{
+    pc_url u;
+    char err[256];
+    CHECK_EQ_INT(pc_url_parse("http://collector:4318/v1/", &u, err, sizeof err), 0);
+    CHECK_STR(u.scheme, "http");
+    CHECK_STR(u.host, "collector");
+    CHECK_EQ_INT(u.port, 4318);
+    CHECK_STR(u.path, "/v1");
+    CHECK_EQ_INT(pc_url_parse("https://example.com", &u, err, sizeof err), 0);
+    CHECK_EQ_INT(u.port, 443);
+    CHECK_STR(u.path, "");
+    CHECK_EQ_INT(pc_url_parse("http://example.com/", &u, err, sizeof err), 0);
+    CHECK_EQ_INT(u.port, 80);
+    CHECK_STR(u.path, "");
+    CHECK_EQ_INT(pc_url_parse("http://[::1]:9000/a/b", &u, err, sizeof err), 0);
+    CHECK_STR(u.host, "::1");
+    CHECK_EQ_INT(u.port, 9000);
+    CHECK_STR(u.path, "/a/b");
+    CHECK_EQ_INT(pc_url_parse("localhost:4318", &u, err, sizeof err), -1);
+    CHECK_STR(err, "endpoint \"localhost:4318\": missing scheme (want http://host:port)");
+    CHECK_EQ_INT(pc_url_parse("ftp://h:1", &u, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "unsupported scheme \"ftp\"");
+    CHECK_EQ_INT(pc_url_parse("http://h:70000", &u, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "port");
+    CHECK_EQ_INT(pc_url_parse("http://h:12a", &u, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_url_parse("http://h:", &u, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_url_parse("http://:80/x", &u, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "missing host");
+    CHECK_EQ_INT(pc_url_parse("http://::1:80", &u, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_url_parse("http://[::1:80", &u, err, sizeof err), -1);
+
+    char host[64];
+    int port = -1;
+    CHECK_EQ_INT(pc_hostport_parse("0.0.0.0:4318", host, sizeof host, &port, err, sizeof err), 0);
+    CHECK_STR(host, "0.0.0.0");
+    CHECK_EQ_INT(port, 4318);
+    CHECK_EQ_INT(pc_hostport_parse("[::1]:0", host, sizeof host, &port, err, sizeof err), 0);
+    CHECK_STR(host, "::1");
+    CHECK_EQ_INT(port, 0);
+    CHECK_EQ_INT(pc_hostport_parse(":65535", host, sizeof host, &port, err, sizeof err), 0);
+    CHECK_STR(host, "localhost");
+    CHECK_EQ_INT(port, 65535);
+    CHECK_EQ_INT(pc_hostport_parse("localhost", host, sizeof host, &port, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "missing port");
+    CHECK_EQ_INT(pc_hostport_parse("h:65536", host, sizeof host, &port, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_hostport_parse("h:-1", host, sizeof host, &port, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_hostport_parse("h: 80", host, sizeof host, &port, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_hostport_parse("::1:80", host, sizeof host, &port, err, sizeof err), -1);
+}
+
+static void test_gzip(void)
+{
+    const char *text = "hello hello hello profiles profiles profiles";
+    pc_buf z = {0}, out = {0};
+    pc_gzip_deflate((const uint8_t *)text, strlen(text), -1, &z);
+    CHECK(pc_is_gzip(z.data, z.len));
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 1 << 20, &out), PC_GZ_OK);
+    CHECK_EQ_INT(out.len, strlen(text));
+    CHECK_STR((char *)out.data, text);
+
+    /* an exact fit is fine, one byte less is too large */
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, strlen(text), &out), PC_GZ_OK);
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, strlen(text) - 1, &out), PC_GZ_TOO_LARGE);
+
+    /* two concatenated members inflate to both texts */
+    pc_buf two = {0};
+    pc_buf_append(&two, z.data, z.len);
+    pc_buf_append(&two, z.data, z.len);
+    CHECK_EQ_INT(pc_gzip_inflate(two.data, two.len, 1 << 20, &out), PC_GZ_OK);
+    CHECK_EQ_INT(out.len, 2 * strlen(text));
+
+    /* truncated, flipped payload byte, and not gzip at all */
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len - 5, 1 << 20, &out), PC_GZ_CORRUPT);
+    z.data[z.len / 2] ^= 0x55;
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 1 << 20, &out), PC_GZ_CORRUPT);
+    CHECK_EQ_INT(pc_gzip_inflate((const uint8_t *)"plain text", 10, 1 << 20, &out),
+                 PC_GZ_CORRUPT);
+    CHECK_EQ_INT(pc_gzip_inflate(two.data, 0, 1 << 20, &out), PC_GZ_CORRUPT);
+    /* a valid member followed by garbage */
+    two.data[z.len] = 'X';
+    z.data[z.len / 2] ^= 0x55;
+    memcpy(two.data, z.data, z.len);
+    CHECK_EQ_INT(pc_gzip_inflate(two.data, two.len, 1 << 20, &out), PC_GZ_CORRUPT);
+
+    /* a bomb: 50 MB of zeros stops at the 1 MB cap, quickly and without a big buffer */
+    size_t big = 50u << 20;
+    uint8_t *zeros = calloc(1, big);
+    pc_gzip_deflate(zeros, big, 9, &z);
+    free(zeros);
+    CHECK(z.len < (1u << 20));
+    double t0 = now_ms();
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 1u << 20, &out), PC_GZ_TOO_LARGE);
+    CHECK(now_ms() - t0 < 500);
+    CHECK(out.cap <= (2u << 20));
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 64u << 20, &out), PC_GZ_OK);
+    CHECK_EQ_INT(out.len, big);
+    pc_buf_free(&z);
+    pc_buf_free(&out);
+    pc_buf_free(&two);
+}
+
+static void test_retry_after(void)
+{
+    CHECK_EQ_INT(pc_http_parse_retry_after("120"), 120);
+    CHECK_EQ_INT(pc_http_parse_retry_after(" 0 "), 0);
+    CHECK_EQ_INT(pc_http_parse_retry_after("99999999999"), 2147483647);
+    CHECK_EQ_INT(pc_http_parse_retry_after("-5"), -1);
+    CHECK_EQ_INT(pc_http_parse_retry_after("soon"), -1);
+    CHECK_EQ_INT(pc_http_parse_retry_after(""), -1);
+    CHECK_EQ_INT(pc_http_parse_retry_after(NULL), -1);
+    char date[64];
+    time_t t = time(NULL) + 90;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    int d = pc_http_parse_retry_after(date);
+    CHECK(d >= 88 && d <= 90);
+    CHECK_EQ_INT(pc_http_parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"), 0); /* past */
+    CHECK_EQ_INT(pc_http_parse_retry_after("Sunday, 06-Nov-94 08:49:37 GMT"), 0);
+    CHECK_EQ_INT(pc_http_parse_retry_after("Sun Nov  6 08:49:37 1994"), 0);
+    CHECK_EQ_INT(pc_http_parse_retry_after("Sun, 06 Nov 1994 08:49:37"), -1);
+}
+
+static void test_roundtrip_and_reuse(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    pc_http_client *c = client_new(ts.port, 4);
+    result r1 = {0}, r2 = {0}, r3 = {0};
+    pc_http_client_request(c, "POST", "/v1/echo?a=x%20y+z&b=%2F&n=1",
+                           "X-Test: hello\r\nContent-Type: text/plain\r\n", "payload", 7, 2000,
+                           on_resp, &r1);
+    CHECK_EQ_INT(pc_http_client_pending(c), 1);
+    CHECK(wait_until(flag_set, &r1.done, 3000));
+    CHECK_EQ_INT(r1.error, 0);
+    CHECK_EQ_INT(r1.status, 200);
+    CHECK_STR(r1.ctype, "text/plain");
+    CHECK_STR(r1.body, "POST /v1/echo n=1 len=7\npayload");
+    CHECK_EQ_INT(r1.retry_after, -1);
+    CHECK_STR(ts.xtest, "hello");
+    CHECK_STR(ts.qa, "x y z");
+    CHECK_STR(ts.qb, "/");
+    CHECK_EQ_INT(pc_http_client_pending(c), 0);
+
+    /* the second request reuses the pooled connection: same client port */
+    pc_http_client_request(c, "GET", "/again?n=2", NULL, NULL, 0, 2000, on_resp, &r2);
+    CHECK(wait_until(flag_set, &r2.done, 3000));
+    CHECK_EQ_INT(r2.status, 200);
+    CHECK_STR(r2.body, "GET /again n=2 len=0\n");
+    CHECK_EQ_INT(ts.n_reqs, 2);
+    CHECK_STR(ts.peers[0], ts.peers[1]);
+
+    /* 429 with Retry-After reaches the caller as a status, not an error */
+    pc_http_client_request(c, "POST", "/429", NULL, "x", 1, 2000, on_resp, &r3);
+    CHECK(wait_until(flag_set, &r3.done, 3000));
+    CHECK_EQ_INT(r3.error, 0);
+    CHECK_EQ_INT(r3.status, 429);
+    CHECK_EQ_INT(r3.retry_after, 7);
+    CHECK_STR(r3.body, "slow down");
+    client_close(c);
+    srv_stop(&ts);
+}
+
+static void test_client_queue_fifo(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    pc_http_client *c = client_new(ts.port, 1);
+    result r[3];
+    memset(r, 0, sizeof r);
+    pc_http_client_request(c, "GET", "/slow?n=1", NULL, NULL, 0, 3000, on_resp, &r[0]);
+    pc_http_client_request(c, "GET", "/?n=2", NULL, NULL, 0, 3000, on_resp, &r[1]);
+    pc_http_client_request(c, "GET", "/?n=3", NULL, NULL, 0, 3000, on_resp, &r[2]);
+    CHECK_EQ_INT(pc_http_client_pending(c), 3);
+    CHECK(wait_until(flag_set, &r[2].done, 3000));
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(r[i].status, 200);
+    CHECK_STR(ts.order, "1,2,3,");
+    CHECK(r[0].t_ms <= r[1].t_ms && r[1].t_ms <= r[2].t_ms);
+    CHECK_STR(ts.peers[0], ts.peers[2]); /* one connection served all */
+    client_close(c);
+    srv_stop(&ts);
+}
+
+static void test_pipelining(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    raw r = {0};
+    /* the first is answered 60 ms later from a timer; the second must still come second */
+    r.parts[0] = "GET /slow?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                 "POST /fast?n=2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                 "Connection: close\r\n\r\nabc";
+    raw_start(&r, ts.port);
+    raw_wait(&r);
+    char *a = strstr(r.resp, "GET /slow n=1"), *b = strstr(r.resp, "POST /fast n=2 len=3\nabc");
+    CHECK(a != NULL);
+    CHECK(b != NULL);
+    CHECK(a && b && a < b);
+    CHECK_EQ_INT(ts.max_inflight, 1);
+    CHECK_STR(ts.order, "1,2,");
+    CHECK_CONTAINS(r.resp, "X-Echo: 1\r\n");
+    CHECK_CONTAINS(r.resp, "Connection: close\r\n");
+    srv_stop(&ts);
+}
+
+static void test_chunked_and_http10(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.max_body_bytes = 64});
+    raw r = {0};
+    r.parts[0] = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+                 "\r\n5\r\nhello\r\n";
+    r.parts[1] = "6\r\n world\r\n0\r\n\r\n";
+    r.delays[1] = 30;
+    raw_start(&r, ts.port);
+    raw_wait(&r);
+    CHECK_CONTAINS(r.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK_CONTAINS(r.resp, "Content-Length: 30\r\n");
+    CHECK_CONTAINS(r.resp, "POST /c n=- len=11\nhello world");
+
+    /* HTTP/1.0 without keep-alive: answered, then closed by the server */
+    raw r2 = {0};
+    r2.parts[0] = "GET /old HTTP/1.0\r\n\r\n";
+    raw_start(&r2, ts.port);
+    raw_wait(&r2);
+    CHECK_CONTAINS(r2.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK_CONTAINS(r2.resp, "Connection: close\r\n");
+    CHECK(r2.elapsed_ms < 1000); /* closed promptly, not by a timeout */
+
+    /* a chunked body over the limit is refused while streaming */
+    raw r3 = {0};
+    r3.parts[0] = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "40\r\n0123456789012345678901234567890123456789012345678901234567890123\r\n"
+                  "1\r\nX\r\n0\r\n\r\n";
+    raw_start(&r3, ts.port);
+    raw_wait(&r3);
+    CHECK_CONTAINS(r3.resp, "HTTP/1.1 413 ");
+    CHECK_EQ_INT(ts.n_reqs, 2);
+    srv_stop(&ts);
+}
+
+static void test_limits(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.max_body_bytes = 1024, .max_header_bytes = 2048});
+    /* Content-Length over the limit: 413 before any body byte is sent */
+    raw r1 = {0};
+    r1.parts[0] = "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n";
+    raw_start(&r1, ts.port);
+    raw_wait(&r1);
+    CHECK_CONTAINS(r1.resp, "HTTP/1.1 413 Content Too Large\r\n");
+    CHECK_CONTAINS(r1.resp, "Connection: close\r\n");
+    CHECK(r1.elapsed_ms < 2500);
+
+    /* a head over max_header_bytes */
+    static char huge[6000];
+    snprintf(huge, sizeof huge, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    size_t n = strlen(huge);
+    memset(huge + n, 'a', 5000);
+    snprintf(huge + n + 5000, sizeof huge - n - 5000, "\r\n\r\n");
+    raw r2 = {0};
+    r2.parts[0] = huge;
+    raw_start(&r2, ts.port);
+    raw_wait(&r2);
+    CHECK_CONTAINS(r2.resp, "HTTP/1.1 431 ");
+
+    /* garbage */
+    raw r3 = {0};
+    r3.parts[0] = "HELLO THERE\r\n\r\n";
+    raw_start(&r3, ts.port);
+    raw_wait(&r3);
+    CHECK_CONTAINS(r3.resp, "HTTP/1.1 400 Bad Request\r\n");
+
+    /* conflicting framing (request smuggling shape) is malformed too */
+    raw r4 = {0};
+    r4.parts[0] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                  "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    raw_start(&r4, ts.port);
+    raw_wait(&r4);
+    CHECK_CONTAINS(r4.resp, "HTTP/1.1 400 ");
+    CHECK_EQ_INT(ts.n_reqs, 0);
+    srv_stop(&ts);
+}
+
+static void test_slow_client_408(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.read_timeout_ms = 300});
+    raw slow = {0};
+    slow.parts[0] = "POST /x HTTP/1.1\r\nHost: x\r\nX-Drip: ";
+    slow.dribble_ms = 50;
+    raw_start(&slow, ts.port);
+    usleep(50 * 1000);
+    /* while the slow one dribbles, a normal client is served */
+    pc_http_client *c = client_new(ts.port, 2);
+    result r = {0};
+    pc_http_client_request(c, "GET", "/ok", NULL, NULL, 0, 2000, on_resp, &r);
+    CHECK(wait_until(flag_set, &r.done, 3000));
+    CHECK_EQ_INT(r.status, 200);
+    CHECK(!atomic_load(&slow.done));
+    raw_wait(&slow);
+    CHECK_CONTAINS(slow.resp, "HTTP/1.1 408 Request Timeout\r\n");
+    CHECK(slow.elapsed_ms >= 250 && slow.elapsed_ms < 3000);
+    client_close(c);
+    srv_stop(&ts);
+}
+
+static void test_conn_limit(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.max_connections = 1});
+    raw a = {0}, b = {0};
+    a.parts[0] = "GET /a HTTP/1.1\r\nHost: x\r\n";
+    a.parts[1] = "Connection: close\r\n\r\n";
+    a.delays[1] = 400;
+    b.start_delay_ms = 150;
+    b.parts[0] = "GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+    raw_start(&a, ts.port);
+    raw_start(&b, ts.port);
+    raw_wait(&b);
+    raw_wait(&a);
+    CHECK_CONTAINS(b.resp, "HTTP/1.1 503 Service Unavailable\r\n");
+    CHECK_CONTAINS(a.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK_EQ_INT(ts.n_reqs, 1);
+    /* the slot is free again once a closed */
+    atomic_int never = 0;
+    wait_until(flag_set, &never, 100);
+    raw c = {0};
+    c.parts[0] = "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    raw_start(&c, ts.port);
+    raw_wait(&c);
+    CHECK_CONTAINS(c.resp, "HTTP/1.1 200 OK\r\n");
+    srv_stop(&ts);
+}
+
+static void test_client_timeout_and_late_answer(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    pc_http_client *c = client_new(ts.port, 1);
+    result r = {0};
+    double t0 = now_ms();
+    pc_http_client_request(c, "POST", "/hold", NULL, "x", 1, 200, on_resp, &r);
+    CHECK(wait_until(flag_set, &r.done, 3000));
+    CHECK_EQ_INT(r.error, UV_ETIMEDOUT);
+    CHECK_EQ_INT(r.status, 0);
+    char want[128];
+    snprintf(want, sizeof want, "POST /hold to 127.0.0.1:%d: timed out after 200 ms", ts.port);
+    CHECK_STR(r.msg, want);
+    CHECK(r.t_ms - t0 >= 190 && r.t_ms - t0 < 1500);
+    CHECK(ts.held != NULL);
+    /* let the server notice the client went away, then answer: must be harmless */
+    usleep(20 * 1000);
+    uv_run(loop, UV_RUN_NOWAIT);
+    if (ts.held) pc_http_respond(ts.held, 200, "text/plain", "late", 4, NULL);
+    ts.held = NULL;
+    client_close(c);
+    srv_stop(&ts);
+}
+
+static void test_shutdown_waits_for_inflight(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    pc_http_client *c = client_new(ts.port, 1);
+    result r = {0};
+    pc_http_client_request(c, "POST", "/hold", NULL, "x", 1, 3000, on_resp, &r);
+    CHECK(wait_until(int_set, &ts.n_reqs, 2000));
+    atomic_int done = 0;
+    pc_http_server_shutdown(ts.s, set_flag, &done);
+    CHECK(!wait_until(flag_set, &done, 100)); /* still waiting for the answer */
+    pc_http_respond(ts.held, 200, "text/plain", "bye", 3, NULL);
+    CHECK(wait_until(flag_set, &done, 3000));
+    CHECK(wait_until(flag_set, &r.done, 3000));
+    CHECK_EQ_INT(r.status, 200);
+    CHECK_STR(r.body, "bye");
+    client_close(c);
+}
+
+static void test_client_refused(void)
+{
+    /* a port nobody listens on: bind, read it, close */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    socklen_t al = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &al);
+    int port = ntohs(a.sin_port);
+    close(fd);
+    pc_http_client *c = client_new(port, 2);
+    result r = {0};
+    pc_http_client_request(c, "POST", "/x", NULL, "x", 1, 2000, on_resp, &r);
+    CHECK(wait_until(flag_set, &r.done, 3000));
+    CHECK_EQ_INT(r.error, UV_ECONNREFUSED);
+    char want[128];
+    snprintf(want, sizeof want, "connect 127.0.0.1:%d: connection refused", port);
+    CHECK_STR(r.msg, want);
+    client_close(c);
+}
+
+static void test_client_close_cancels(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    pc_http_client *c = client_new(ts.port, 1);
+    result r1 = {0}, r2 = {0};
+    pc_http_client_request(c, "POST", "/hold", NULL, NULL, 0, 300, on_resp, &r1);
+    pc_http_client_request(c, "POST", "/queued", NULL, NULL, 0, 3000, on_resp, &r2);
+    CHECK(wait_until(int_set, &ts.n_reqs, 2000));
+    atomic_int done = 0;
+    pc_http_client_close(c, set_flag, &done);
+    CHECK(atomic_load(&r2.done));
+    CHECK_EQ_INT(r2.error, UV_ECANCELED);
+    CHECK(!atomic_load(&r1.done));
+    CHECK(wait_until(flag_set, &done, 3000)); /* after the in-flight one timed out */
+    CHECK_EQ_INT(r1.error, UV_ETIMEDOUT);
+    pc_http_respond(ts.held, 200, NULL, NULL, 0, NULL);
+    srv_stop(&ts);
+}
+
+/* A blocking server thread: answers one request keep-alive, then closes the connection on the
+ * next request without answering (as a server closing an idle connection races with it), then
+ * answers on a new connection. The client must retry the request once, transparently. */
+typedef struct rsrv {
+    int lfd, port, accepts;
+    atomic_int done;
+    pthread_t th;
+} rsrv;
+
+static int read_head(int fd)
+{
+    char buf[4096];
+    size_t n = 0;
+    while (n < sizeof buf - 1) {
+        ssize_t k = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+        if (k <= 0) return -1;
+        n += (size_t)k;
+        buf[n] = 0;
+        if (strstr(buf, "\r\n\r\n")) return 0;
+    }
+    return -1;
+}
+
+static void *rsrv_main(void *arg)
+{
+    rsrv *s = arg;
+    int fd = accept(s->lfd, NULL, NULL);
+    s->accepts++;
+    const char *ok1 = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none";
+    if (read_head(fd) == 0) send(fd, ok1, strlen(ok1), MSG_NOSIGNAL);
+    read_head(fd);
+    close(fd);
+    fd = accept(s->lfd, NULL, NULL);
+    s->accepts++;
+    /* chunked, to exercise the client's de-chunking */
+    const char *ok2 = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                      "Content-Type: text/x\r\n\r\n3\r\ntwo\r\n0\r\n\r\n";
+    if (read_head(fd) == 0) send(fd, ok2, strlen(ok2), MSG_NOSIGNAL);
+    read_head(fd); /* third request: answer read-until-close */
+    const char *ok3 = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nthree-until-eof";
+    send(fd, ok3, strlen(ok3), MSG_NOSIGNAL);
+    close(fd);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+static void test_client_retry_and_framing(void)
+{
+    rsrv s = {0};
+    s.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(s.lfd, (struct sockaddr *)&a, sizeof a);
+    socklen_t al = sizeof a;
+    getsockname(s.lfd, (struct sockaddr *)&a, &al);
+    listen(s.lfd, 8);
+    pthread_create(&s.th, NULL, rsrv_main, &s);
+    pc_http_client *c = client_new(ntohs(a.sin_port), 1);
+    result r1 = {0}, r2 = {0}, r3 = {0};
+    pc_http_client_request(c, "GET", "/1", NULL, NULL, 0, 3000, on_resp, &r1);
+    CHECK(wait_until(flag_set, &r1.done, 3000));
+    CHECK_STR(r1.body, "one");
+    pc_http_client_request(c, "GET", "/2", NULL, NULL, 0, 3000, on_resp, &r2);
+    CHECK(wait_until(flag_set, &r2.done, 3000));
+    CHECK_EQ_INT(r2.error, 0);
+    CHECK_EQ_INT(r2.status, 200);
+    CHECK_STR(r2.body, "two");
+    CHECK_STR(r2.ctype, "text/x");
+    CHECK_EQ_INT(s.accepts, 2);
+    pc_http_client_request(c, "GET", "/3", NULL, NULL, 0, 3000, on_resp, &r3);
+    CHECK(wait_until(flag_set, &r3.done, 3000));
+    CHECK_EQ_INT(r3.status, 200);
+    CHECK_STR(r3.body, "three-until-eof");
+    CHECK(wait_until(flag_set, &s.done, 3000));
+    pthread_join(s.th, NULL);
+    close(s.lfd);
+    client_close(c);
+}
+
+static void test_idle_close_then_reconnect(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.idle_timeout_ms = 100});
+    pc_http_client *c = client_new(ts.port, 1);
+    result r1 = {0}, r2 = {0};
+    pc_http_client_request(c, "GET", "/1", NULL, NULL, 0, 2000, on_resp, &r1);
+    CHECK(wait_until(flag_set, &r1.done, 3000));
+    atomic_int never = 0;
+    wait_until(flag_set, &never, 300); /* the server drops the idle connection */
+    pc_http_client_request(c, "GET", "/2", NULL, NULL, 0, 2000, on_resp, &r2);
+    CHECK(wait_until(flag_set, &r2.done, 3000));
+    CHECK_EQ_INT(r2.status, 200);
+    CHECK(strcmp(ts.peers[0], ts.peers[1]) != 0); /* a new connection */
+    client_close(c);
+    srv_stop(&ts);
+}
+
+static void test_listen_errors(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    pc_http_server_opts o = {.host = "127.0.0.1", .port = ts.port};
+    pc_http_server *s2 = pc_http_server_new(loop, &o, handler, &ts);
+    char err[256];
+    CHECK_EQ_INT(pc_http_server_start(s2, err, sizeof err), -1);
+    char want[128];
+    snprintf(want, sizeof want, "listen 127.0.0.1:%d: address already in use", ts.port);
+    CHECK_STR(err, want);
+    atomic_int done = 0;
+    pc_http_server_shutdown(s2, set_flag, &done);
+    CHECK(wait_until(flag_set, &done, 2000));
+    srv_stop(&ts);
+
+    /* IPv6 loopback, where available */
+    memset(&ts, 0, sizeof ts);
+    pc_http_server_opts o6 = {.host = "::1", .port = 0};
+    pc_http_server *s6 = pc_http_server_new(loop, &o6, handler, &ts);
+    if (pc_http_server_start(s6, err, sizeof err) == 0) {
+        pc_http_client_opts co = {.host = "::1", .port = pc_http_server_port(s6)};
+        pc_http_client *c = pc_http_client_new(loop, &co);
+        result r = {0};
+        pc_http_client_request(c, "GET", "/v6", NULL, NULL, 0, 2000, on_resp, &r);
+        CHECK(wait_until(flag_set, &r.done, 3000));
+        CHECK_EQ_INT(r.status, 200);
+        CHECK_CONTAINS(ts.peers[0], "[::1]:");
+        client_close(c);
+    } else {
+        fprintf(stderr, "skipping IPv6: %s\n", err);
+    }
+    done = 0;
+    pc_http_server_shutdown(s6, set_flag, &done);
+    CHECK(wait_until(flag_set, &done, 2000));
+}
+
+static int max_open_fd(void)
+{
+    int max = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (atoi(e->d_name) > max) max = atoi(e->d_name);
+    if (d) closedir(d);
+    return max;
+}
+
+/* Child: open n connections, then count how many the server dropped (EOF or reset). */
+static int flood_child(int port, int n)
+{
+    int fds[64], dropped = 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fds[i], (struct sockaddr *)&a, sizeof a) != 0) return 255;
+    }
+    for (int i = 0; i < n; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        char b;
+        if (poll(&p, 1, i == 0 ? 800 : 50) == 1 && recv(fds[i], &b, 1, 0) <= 0) dropped++;
+    }
+    return dropped;
+}
+
+/* Out of file descriptors: the listener must keep working once descriptors are available. */
+static void test_accept_survives_emfile(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    struct rlimit old, low;
+    getrlimit(RLIMIT_NOFILE, &old);
+    pid_t pid = fork();
+    if (pid == 0) _exit(flood_child(ts.port, 30));
+    low = old;
+    low.rlim_cur = (rlim_t)max_open_fd() + 4; /* room for about three connections */
+    CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+    atomic_int never = 0;
+    wait_until(flag_set, &never, 500);
+    setrlimit(RLIMIT_NOFILE, &old);
+    int st = 0;
+    while (waitpid(pid, &st, WNOHANG) == 0) wait_until(flag_set, &never, 20);
+    CHECK(WIFEXITED(st));
+    int dropped = WEXITSTATUS(st);
+    CHECK(dropped >= 20 && dropped <= 30);
+    pc_http_client *c = client_new(ts.port, 1);
+    result r = {0};
+    pc_http_client_request(c, "GET", "/after", NULL, NULL, 0, 2000, on_resp, &r);
+    CHECK(wait_until(flag_set, &r.done, 3000));
+    CHECK_EQ_INT(r.status, 200);
+    client_close(c);
+    srv_stop(&ts);
+}
+
 int main(void)
 {
-    fprintf(stderr, "no tests yet\n");
+    signal(SIGPIPE, SIG_IGN);
+    pc_log_set_level(PC_LOG_ERROR);
+    uv_loop_t l;
+    uv_loop_init(&l);
+    loop = &l;
+    RUN(test_url);
+    RUN(test_gzip);
+    RUN(test_retry_after);
+    RUN(test_roundtrip_and_reuse);
+    RUN(test_client_queue_fifo);
+    RUN(test_pipelining);
+    RUN(test_chunked_and_http10);
+    RUN(test_limits);
+    RUN(test_slow_client_408);
+    RUN(test_conn_limit);
+    RUN(test_client_timeout_and_late_answer);
+    RUN(test_shutdown_waits_for_inflight);
+    RUN(test_client_refused);
+    RUN(test_client_close_cancels);
+    RUN(test_client_retry_and_framing);
+    RUN(test_idle_close_then_reconnect);
+    RUN(test_listen_errors);
+    RUN(test_accept_survives_emfile);
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(uv_loop_close(loop), 0); /* every handle was closed */
     return check_report();
 }

@@ -1,0 +1,946 @@
+/* Exporter "pyroscope": profiles to a Grafana Pyroscope server (spec/pyroscope.md §1, §2, §7),
+ * over the Connect push API (push.v1.PusherService/Push, default) or the legacy /ingest.
+ *
+ * Every (resource, scope, profile group) of a batch becomes one gzip pprof through the one
+ * OTLP -> pprof translator (pdata/pprof.h). Its series labels come from the resource:
+ * service.name -> service_name, every other attribute with its name sanitized as Pyroscope's
+ * distributor does (§1.7: characters outside [A-Za-z0-9_] -> '_'; "__" names dropped), then
+ * external_labels on top, then the limits on count and length (what is cut is counted and
+ * logged, rate-limited). __name__ follows the server's /ingest heuristic (§1.6).
+ *
+ * push: one request per batch, one RawProfileSeries per pprof.
+ * ingest: one request per pprof: name=service{k=v,...} (§1.3, no escaping, so ',' and '}' in
+ * values become '_'), from/until in unix seconds, format=pprof, the gzip pprof as the body.
+ *
+ * Translation and encoding run on the thread pool; HTTP on the loop thread. Until the sending
+ * queue exists, consume completes when the backend has answered (every request, for ingest). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "net/http_client.h"
+#include "net/url.h"
+#include "pdata/pprof.h"
+#include "pipeline/component.h"
+#include "pyroscope_push.pb-c.h"
+
+#define TENANT_META_KEY "x-scope-orgid"
+#define CUT_LOG_INTERVAL_MS 10000
+#define SPY_NAME "profcol"
+
+typedef struct pyro_cfg {
+    char *endpoint;
+    int protocol; /* 0 push, 1 ingest */
+    char *tenant_id;
+    bool tenant_from_request;
+    char *username, *password;
+    pc_strmap headers;
+    uint64_t timeout_ms;
+    pc_strmap external_labels;
+    int64_t max_label_names;
+    int64_t max_label_value_length;
+    int64_t max_label_name_length;
+    int64_t max_connections;
+} pyro_cfg;
+
+enum { PROTO_PUSH = 0, PROTO_INGEST = 1 };
+static const char *const protocols[] = {"push", "ingest", NULL};
+
+static const pc_cfg_key pyro_keys[] = {
+    {"endpoint", PC_CFG_STRING, NULL, offsetof(pyro_cfg, endpoint),
+     "Pyroscope base URL, e.g. http://pyroscope:4040", NULL},
+    {"protocol", PC_CFG_ENUM, "push", offsetof(pyro_cfg, protocol),
+     "push: Connect push API, one request per batch; ingest: legacy /ingest, one per pprof",
+     protocols},
+    {"tenant_id", PC_CFG_STRING, NULL, offsetof(pyro_cfg, tenant_id),
+     "tenant sent as X-Scope-OrgID", NULL},
+    {"tenant_from_request", PC_CFG_BOOL, "false", offsetof(pyro_cfg, tenant_from_request),
+     "send the received request's X-Scope-OrgID when present (else tenant_id)", NULL},
+    {"basic_auth.username", PC_CFG_STRING, NULL, offsetof(pyro_cfg, username),
+     "HTTP basic auth user", NULL},
+    {"basic_auth.password", PC_CFG_STRING, NULL, offsetof(pyro_cfg, password),
+     "HTTP basic auth password", NULL},
+    {"headers", PC_CFG_MAP, NULL, offsetof(pyro_cfg, headers), "extra request headers", NULL},
+    {"timeout", PC_CFG_DURATION, "30s", offsetof(pyro_cfg, timeout_ms),
+     "time allowed for one request (connect, send, response)", NULL},
+    {"external_labels", PC_CFG_MAP, NULL, offsetof(pyro_cfg, external_labels),
+     "labels added to every series (override labels from the resource)", NULL},
+    {"max_label_names", PC_CFG_INT, "30", offsetof(pyro_cfg, max_label_names),
+     "labels per series, __name__ and service_name included; extra ones are dropped", NULL},
+    {"max_label_value_length", PC_CFG_INT, "2048", offsetof(pyro_cfg, max_label_value_length),
+     "longer label values are truncated (bytes)", NULL},
+    {"max_label_name_length", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_label_name_length),
+     "labels with longer names are dropped (bytes)", NULL},
+    {"max_connections", PC_CFG_INT, "8", offsetof(pyro_cfg, max_connections),
+     "keep-alive connections to the endpoint", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+/* What the label rules cut, per job (worker) and in total (loop thread). */
+typedef struct cut_stats {
+    uint64_t dropped_count;     /* over max_label_names */
+    uint64_t dropped_name_len;  /* name over max_label_name_length */
+    uint64_t values_truncated;  /* value over max_label_value_length */
+    uint64_t values_sanitized;  /* ingest: ',' or '}' in a value, bad chars in the app name */
+    char example[200];          /* first cut seen, for the log line */
+} cut_stats;
+
+typedef struct pyro {
+    pc_component *c;
+    pc_url url;
+    char *base_path;    /* url.path + "/ingest" or "/push.v1.PusherService/Push" */
+    char *headers;      /* preformatted "Name: value\r\n" lines, without the tenant */
+    pc_http_client *client;
+    size_t in_flight;
+    pc_shutdown_done shutdown_done;
+    pc_shutdown_done closed_done;
+    uint64_t sent_samples, failed_samples, requests;
+    cut_stats cuts_total;   /* since start */
+    cut_stats cuts_pending; /* since the last log line */
+    uint64_t last_cut_log_ms;
+    bool cut_logged;
+} pyro;
+
+typedef struct send_job send_job;
+
+/* One /ingest request (ingest), or the single push request (push). */
+typedef struct send_req {
+    send_job *j;
+    char *path;
+    pc_buf body;
+    size_t samples;
+} send_req;
+
+struct send_job {
+    uv_work_t work;
+    pyro *x;
+    pc_batch *batch;
+    char *headers; /* x->headers + tenant */
+    size_t samples;
+    pc_done_fn done;
+    void *arg;
+    /* filled by the worker */
+    send_req **reqs;
+    size_t n_reqs, cap_reqs;
+    cut_stats cuts;
+    /* completion */
+    size_t pending;
+    pc_status st;
+    char msg[512];
+};
+
+/* ---- config ---- */
+
+static int header_ok(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '\r' || *s == '\n') return 0;
+    return 1;
+}
+
+static int label_name_ok(const char *s)
+{
+    if (!s || !*s || (*s >= '0' && *s <= '9')) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    pyro_cfg *cfg = cfgp;
+    pc_url u;
+    char e[256];
+    if (!cfg->endpoint || !*cfg->endpoint) {
+        pc_cfg_errorf(err, node, path, "endpoint is required");
+        return -1;
+    }
+    if (pc_url_parse(cfg->endpoint, &u, e, sizeof e)) {
+        pc_cfg_errorf(err, node, path, "endpoint: %s", e);
+        return -1;
+    }
+    if (!strcmp(u.scheme, "https")) {
+        pc_cfg_errorf(err, node, path,
+                      "endpoint: https:// needs TLS, not supported yet; use http://");
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->headers.n; i++) {
+        const char *k = cfg->headers.keys[i];
+        if (!header_ok(k) || !header_ok(cfg->headers.vals[i])) {
+            pc_cfg_errorf(err, node, path, "headers::%s: line breaks are not allowed", k);
+            return -1;
+        }
+        if ((cfg->tenant_id || cfg->tenant_from_request) && !strcasecmp(k, "X-Scope-OrgID")) {
+            pc_cfg_errorf(err, node, path,
+                          "headers::%s: conflicts with tenant_id / tenant_from_request", k);
+            return -1;
+        }
+        if ((cfg->username || cfg->password) && !strcasecmp(k, "Authorization")) {
+            pc_cfg_errorf(err, node, path, "headers::%s: conflicts with basic_auth", k);
+            return -1;
+        }
+    }
+    if (cfg->tenant_id && !header_ok(cfg->tenant_id)) {
+        pc_cfg_errorf(err, node, path, "tenant_id: line breaks are not allowed");
+        return -1;
+    }
+    if (cfg->password && !cfg->username) {
+        pc_cfg_errorf(err, node, path, "basic_auth::username is required with a password");
+        return -1;
+    }
+    if (cfg->username && strchr(cfg->username, ':')) {
+        pc_cfg_errorf(err, node, path, "basic_auth::username: must not contain ':'");
+        return -1;
+    }
+    if (cfg->timeout_ms == 0 || cfg->max_connections <= 0) {
+        pc_cfg_errorf(err, node, path, "timeout and max_connections must be > 0");
+        return -1;
+    }
+    if (cfg->max_label_value_length <= 0 || cfg->max_label_name_length <= 0) {
+        pc_cfg_errorf(err, node, path, "max_label_value_length and max_label_name_length must be > 0");
+        return -1;
+    }
+    /* __name__, service_name (and pyroscope_spy, added by /ingest) always take a slot */
+    int64_t fixed = 2 + (cfg->protocol == PROTO_INGEST) + (int64_t)cfg->external_labels.n;
+    if (cfg->max_label_names < fixed) {
+        pc_cfg_errorf(err, node, path,
+                      "max_label_names must be at least %" PRId64
+                      " (__name__, service_name%s and the external_labels)",
+                      fixed, cfg->protocol == PROTO_INGEST ? ", pyroscope_spy" : "");
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->external_labels.n; i++) {
+        const char *k = cfg->external_labels.keys[i];
+        if (!label_name_ok(k) || !strncmp(k, "__", 2)) {
+            pc_cfg_errorf(err, node, path,
+                          "external_labels::%s: label names must match [A-Za-z_][A-Za-z0-9_]* "
+                          "and not start with \"__\"",
+                          k);
+            return -1;
+        }
+        if ((int64_t)strlen(k) > cfg->max_label_name_length) {
+            pc_cfg_errorf(err, node, path, "external_labels::%s: longer than max_label_name_length",
+                          k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static char *base64(const char *in)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = strlen(in);
+    char *out = pc_xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
+    const unsigned char *p = (const unsigned char *)in;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        *o++ = tbl[(v >> 18) & 63];
+        *o++ = tbl[(v >> 12) & 63];
+        *o++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+        *o++ = i + 2 < n ? tbl[v & 63] : '=';
+    }
+    *o = 0;
+    return out;
+}
+
+static int pyro_create(pc_component *c, pc_cfg_err *err)
+{
+    pyro_cfg *cfg = c->cfg;
+    pyro *x = pc_xcalloc(1, sizeof(*x));
+    char e[256];
+    (void)err;
+    x->c = c;
+    c->priv = x;
+    pc_url_parse(cfg->endpoint, &x->url, e, sizeof e);
+    pc_buf p = {0};
+    pc_buf_printf(&p, "%s%s", x->url.path,
+                  cfg->protocol == PROTO_PUSH ? "/push.v1.PusherService/Push" : "/ingest");
+    x->base_path = pc_xstrdup((char *)p.data);
+    pc_buf_free(&p);
+
+    pc_buf h = {0};
+    pc_buf_printf(&h, "User-Agent: profcol/%s\r\n", PROFCOL_VERSION);
+    if (cfg->protocol == PROTO_PUSH)
+        pc_buf_printf(&h,
+                      "Content-Type: application/proto\r\nConnect-Protocol-Version: 1\r\n"
+                      "Connect-Timeout-Ms: %" PRIu64 "\r\n",
+                      cfg->timeout_ms);
+    else
+        pc_buf_printf(&h, "Content-Type: application/octet-stream\r\n");
+    if (cfg->username) {
+        pc_buf up = {0};
+        pc_buf_printf(&up, "%s:%s", cfg->username, cfg->password ? cfg->password : "");
+        char *b64 = base64((char *)up.data);
+        pc_buf_printf(&h, "Authorization: Basic %s\r\n", b64);
+        free(b64);
+        pc_buf_free(&up);
+    }
+    for (size_t i = 0; i < cfg->headers.n; i++)
+        pc_buf_printf(&h, "%s: %s\r\n", cfg->headers.keys[i], cfg->headers.vals[i]);
+    x->headers = pc_xstrdup((char *)h.data);
+    pc_buf_free(&h);
+    return 0;
+}
+
+static int pyro_start(pc_component *c, char *err, size_t errlen)
+{
+    pyro *x = c->priv;
+    pyro_cfg *cfg = c->cfg;
+    (void)err;
+    (void)errlen;
+    pc_http_client_opts o = {.host = x->url.host,
+                             .port = x->url.port,
+                             .max_connections = (unsigned)cfg->max_connections,
+                             .log_id = c->id};
+    x->client = pc_http_client_new(c->loop, &o);
+    PC_INFO(c->id, "sending to http://%s:%d%s (%s)", x->url.host, x->url.port, x->base_path,
+            protocols[cfg->protocol]);
+    return 0;
+}
+
+/* ---- labels (worker thread) ---- */
+
+typedef struct label {
+    char *name, *value;
+    bool fixed; /* __name__, service_name, external labels: never dropped for the count */
+} label;
+
+typedef struct labelset {
+    label *v;
+    size_t n, cap;
+} labelset;
+
+static void cut_note(cut_stats *cs, const char *fmt, const char *name)
+{
+    if (!cs->example[0]) snprintf(cs->example, sizeof cs->example, fmt, name);
+}
+
+static label *ls_find(labelset *ls, const char *name)
+{
+    for (size_t i = 0; i < ls->n; i++)
+        if (!strcmp(ls->v[i].name, name)) return &ls->v[i];
+    return NULL;
+}
+
+/* Takes ownership of name and value. An existing label is replaced when override is set. */
+static void ls_put(labelset *ls, char *name, char *value, bool fixed, bool override)
+{
+    label *l = ls_find(ls, name);
+    if (l) {
+        if (override) {
+            free(l->value);
+            l->value = value;
+            l->fixed = l->fixed || fixed;
+        } else {
+            free(value);
+        }
+        free(name);
+        return;
+    }
+    if (ls->n == ls->cap) {
+        ls->cap = ls->cap ? ls->cap * 2 : 16;
+        ls->v = pc_xrealloc(ls->v, ls->cap * sizeof(label));
+    }
+    ls->v[ls->n++] = (label){name, value, fixed};
+}
+
+static void ls_free(labelset *ls)
+{
+    for (size_t i = 0; i < ls->n; i++) {
+        free(ls->v[i].name);
+        free(ls->v[i].value);
+    }
+    free(ls->v);
+    memset(ls, 0, sizeof *ls);
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+    return strcmp(((const label *)a)->name, ((const label *)b)->name);
+}
+
+/* Pyroscope's rule: every character outside [A-Za-z0-9_] becomes '_'; a leading digit gets a
+ * '_' in front (label names must match [A-Za-z_][A-Za-z0-9_]*). */
+static char *sanitize_name(const char *in)
+{
+    size_t n = strlen(in);
+    bool digit = in[0] >= '0' && in[0] <= '9';
+    char *out = pc_xmalloc(n + 2), *o = out;
+    if (digit) *o++ = '_';
+    for (const char *p = in; *p; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_';
+        *o++ = ok ? ch : '_';
+    }
+    *o = 0;
+    return out;
+}
+
+static const char *kv_key(const pc_dictionary *d, const pc_keyvalue *kv)
+{
+    if (kv->key && kv->key[0]) return kv->key;
+    return pc_dict_str(d, kv->key_strindex);
+}
+
+/* String form of a scalar AnyValue (or a one-element array of one); NULL for other types. */
+static char *anyvalue_text(const pc_dictionary *d, const pc_anyvalue *v, int depth)
+{
+    char buf[64];
+    if (!v) return NULL;
+    switch (v->value_case) {
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
+        return pc_xstrdup(v->string_value ? v->string_value : "");
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX: {
+        int32_t i = v->string_value_strindex;
+        if (i < 0 || (i > 0 && (!d || !d->string_table || (size_t)i >= d->n_string_table)))
+            return NULL;
+        return pc_xstrdup(pc_dict_str(d, i));
+    }
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
+        snprintf(buf, sizeof buf, "%" PRId64, v->int_value);
+        return pc_xstrdup(buf);
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
+        return pc_xstrdup(v->bool_value ? "true" : "false");
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE:
+        snprintf(buf, sizeof buf, "%.17g", v->double_value);
+        return pc_xstrdup(buf);
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE:
+        if (depth == 0 && v->array_value && v->array_value->values &&
+            v->array_value->n_values == 1)
+            return anyvalue_text(d, v->array_value->values[0], 1);
+        return NULL;
+    default: return NULL;
+    }
+}
+
+/* Cut s to at most max bytes without splitting a UTF-8 sequence. True if it was cut. */
+static bool truncate_utf8(char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max) return false;
+    size_t cut = max;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+        cut--;
+    s[cut] = 0;
+    return true;
+}
+
+static bool has_sub(const char *s, const char *sub)
+{
+    return strstr(s, sub) != NULL;
+}
+
+/* The server's /ingest heuristic (spec §1.6) over the pprof's sample types, with its default
+ * display names (samples -> cpu, goroutine -> goroutines, contentions/delay -> mutex_*). */
+static char *profile_name(const pc_dictionary *d, const pc_pprof_out *o)
+{
+    const char *last = "";
+    for (size_t i = 0; i < o->n_profiles; i++) {
+        const pc_value_type *vt = o->profiles[i]->sample_type;
+        if (vt && !strcmp(pc_dict_str(d, vt->type_strindex), "wall")) return pc_xstrdup("wall");
+    }
+    const pc_value_type *pt = o->n_profiles ? o->profiles[0]->period_type : NULL;
+    const char *period = pt ? pc_dict_str(d, pt->type_strindex) : "";
+    for (size_t i = 0; i < o->n_profiles; i++) {
+        const pc_value_type *vt = o->profiles[i]->sample_type;
+        const char *st = vt ? pc_dict_str(d, vt->type_strindex) : "";
+        const char *unit = vt ? pc_dict_str(d, vt->unit_strindex) : "";
+        if (*st) last = st;
+        if (!strcmp(st, "samples") || (!strcmp(period, "cpu") && !strcmp(unit, "count")))
+            st = "cpu";
+        else if (!strcmp(st, "goroutine")) st = "goroutines";
+        else if (!strcmp(st, "contentions")) st = "mutex_count";
+        else if (!strcmp(st, "delay")) st = "mutex_duration";
+        if (has_sub(st, "cpu")) return pc_xstrdup("process_cpu");
+        if (has_sub(st, "alloc_") || has_sub(st, "inuse_") || !strcmp(st, "space") ||
+            !strcmp(st, "objects"))
+            return pc_xstrdup("memory");
+        if (has_sub(st, "mutex_")) return pc_xstrdup("mutex");
+        if (has_sub(st, "block_")) return pc_xstrdup("block");
+        if (has_sub(st, "goroutines")) return pc_xstrdup("goroutines");
+    }
+    /* the last sample type, as a valid metric name */
+    return *last ? sanitize_name(last) : pc_xstrdup("unknown");
+}
+
+/* The series labels of one produced pprof, sorted by name, limits applied. */
+static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_pprof_out *o,
+                         labelset *ls, cut_stats *cs)
+{
+    bool ingest = cfg->protocol == PROTO_INGEST;
+    const pc_resource *r = o->rp ? o->rp->resource : NULL;
+    const char *svc = pc_resource_attr_str(d, r, "service.name");
+    ls_put(ls, pc_xstrdup("__name__"), profile_name(d, o), true, true);
+    ls_put(ls, pc_xstrdup("service_name"), pc_xstrdup(svc && *svc ? svc : "unknown_service"),
+           true, true);
+    for (size_t i = 0; i < cfg->external_labels.n; i++)
+        ls_put(ls, pc_xstrdup(cfg->external_labels.keys[i]),
+               pc_xstrdup(cfg->external_labels.vals[i]), true, true);
+
+    size_t na = r && r->attributes ? r->n_attributes : 0;
+    for (size_t i = 0; i < na; i++) {
+        const pc_keyvalue *kv = r->attributes[i];
+        if (!kv) continue;
+        const char *key = kv_key(d, kv);
+        if (!*key || !strcmp(key, "service.name")) continue;
+        char *name = sanitize_name(key);
+        char *value = anyvalue_text(d, kv->value, 0);
+        if (!strncmp(name, "__", 2) || !value || !*value) {
+            free(name);
+            free(value);
+            continue;
+        }
+        if ((int64_t)strlen(name) > cfg->max_label_name_length) {
+            cs->dropped_name_len++;
+            cut_note(cs, "label \"%.100s...\" dropped: name longer than max_label_name_length",
+                     name);
+            free(name);
+            free(value);
+            continue;
+        }
+        ls_put(ls, name, value, false, false); /* first of two that sanitize alike wins */
+    }
+
+    for (size_t i = 0; i < ls->n; i++) {
+        label *l = &ls->v[i];
+        if (truncate_utf8(l->value, (size_t)cfg->max_label_value_length)) {
+            cs->values_truncated++;
+            cut_note(cs, "label \"%.100s\" value truncated to max_label_value_length", l->name);
+        }
+        if (!ingest) continue;
+        /* the name grammar has no escaping: a ',' or '}' would end the value */
+        bool changed = false;
+        for (char *p = l->value; *p; p++)
+            if (*p == ',' || *p == '}') {
+                *p = '_';
+                changed = true;
+            }
+        if (!strcmp(l->name, "service_name")) /* the app name: [A-Za-z0-9_.\-/] only */
+            for (char *p = l->value; *p; p++) {
+                char ch = *p;
+                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || strchr("_.-/", ch))) {
+                    *p = '_';
+                    changed = true;
+                }
+            }
+        if (changed) {
+            cs->values_sanitized++;
+            cut_note(cs, "label \"%.100s\": characters the ingest name cannot carry became '_'",
+                     l->name);
+        }
+    }
+
+    qsort(ls->v, ls->n, sizeof(label), label_cmp);
+    size_t max = (size_t)cfg->max_label_names - (ingest ? 1 : 0); /* + pyroscope_spy */
+    if (ls->n > max) {
+        /* drop resource labels from the end of the sorted order: stable across batches */
+        size_t excess = ls->n - max;
+        for (size_t i = ls->n; i-- > 0 && excess;) {
+            if (ls->v[i].fixed) continue;
+            cs->dropped_count++;
+            cut_note(cs, "label \"%.100s\" dropped: more than max_label_names labels",
+                     ls->v[i].name);
+            free(ls->v[i].name);
+            free(ls->v[i].value);
+            memmove(&ls->v[i], &ls->v[i + 1], (ls->n - i - 1) * sizeof(label));
+            ls->n--;
+            excess--;
+        }
+    }
+}
+
+/* ---- encoding (worker thread) ---- */
+
+static size_t pprof_samples(const pc_pprof_out *o)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < o->n_profiles; i++)
+        n += o->profiles[i]->samples ? o->profiles[i]->n_samples : 0;
+    return n;
+}
+
+static send_req *job_add_req(send_job *j)
+{
+    if (j->n_reqs == j->cap_reqs) {
+        j->cap_reqs = j->cap_reqs ? j->cap_reqs * 2 : 4;
+        j->reqs = pc_xrealloc(j->reqs, j->cap_reqs * sizeof(send_req *));
+    }
+    send_req *r = pc_xcalloc(1, sizeof(*r));
+    r->j = j;
+    j->reqs[j->n_reqs++] = r;
+    return r;
+}
+
+static void url_encode(pc_buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~", *p)) {
+            pc_buf_append(b, p, 1);
+        } else {
+            char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            pc_buf_append(b, e, 3);
+        }
+    }
+}
+
+/* A random (version 4) UUID in its text form. */
+static void uuid_v4(char out[37])
+{
+    uint8_t u[16];
+    if (uv_random(NULL, NULL, u, sizeof u, 0, NULL) != 0) {
+        /* no entropy source: still unique enough for an ID that is only a hint */
+        uint64_t t = uv_hrtime();
+        for (size_t i = 0; i < sizeof u; i++)
+            u[i] = (uint8_t)((t >> (8 * (i % 8))) ^ (uint64_t)rand());
+    }
+    u[6] = (uint8_t)((u[6] & 0x0F) | 0x40);
+    u[8] = (uint8_t)((u[8] & 0x3F) | 0x80);
+    snprintf(out, 37,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+             u[15]);
+}
+
+static void put_varint(pc_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n++] = (uint8_t)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    pc_buf_append(b, tmp, n);
+}
+
+/* Append one PushRequest.series entry. A PushRequest is just its repeated field 1, so the
+ * request is built series by series without holding every pprof at once. */
+static void push_append_series(pc_buf *body, const labelset *ls, const pc_pprof_out *o)
+{
+    Push__V1__LabelPair *pairs = pc_xcalloc(ls->n ? ls->n : 1, sizeof(*pairs));
+    Push__V1__LabelPair **pp = pc_xcalloc(ls->n ? ls->n : 1, sizeof(*pp));
+    for (size_t i = 0; i < ls->n; i++) {
+        push__v1__label_pair__init(&pairs[i]);
+        pairs[i].name = ls->v[i].name;
+        pairs[i].value = ls->v[i].value;
+        pp[i] = &pairs[i];
+    }
+    char id[37];
+    uuid_v4(id);
+    Push__V1__RawSample sample = PUSH__V1__RAW_SAMPLE__INIT;
+    sample.raw_profile.data = (uint8_t *)o->data;
+    sample.raw_profile.len = o->len;
+    sample.id = id;
+    Push__V1__RawSample *samples[1] = {&sample};
+    Push__V1__RawProfileSeries series = PUSH__V1__RAW_PROFILE_SERIES__INIT;
+    series.n_labels = ls->n;
+    series.labels = pp;
+    series.n_samples = 1;
+    series.samples = samples;
+    size_t n = push__v1__raw_profile_series__get_packed_size(&series);
+    pc_buf_append(body, "\x0a", 1);
+    put_varint(body, n);
+    pc_buf_reserve(body, n);
+    push__v1__raw_profile_series__pack(&series, body->data + body->len);
+    body->len += n;
+    free(pairs);
+    free(pp);
+}
+
+typedef struct enc_ctx {
+    send_job *j;
+    const pyro_cfg *cfg;
+    const pc_dictionary *d;
+    send_req *push; /* the one push request */
+    int64_t now_s;
+} enc_ctx;
+
+static void ingest_path(pc_buf *p, const char *base, const labelset *ls, const pc_pprof_out *o,
+                        int64_t now_s)
+{
+    const label *svc = NULL;
+    pc_buf name = {0};
+    for (size_t i = 0; i < ls->n; i++)
+        if (!strcmp(ls->v[i].name, "service_name")) svc = &ls->v[i];
+    pc_buf_printf(&name, "%s{", svc ? svc->value : "unknown_service");
+    bool first = true;
+    for (size_t i = 0; i < ls->n; i++) {
+        const label *l = &ls->v[i];
+        /* the app name is service_name; __name__ is the server's to compute */
+        if (l == svc || !strcmp(l->name, "__name__")) continue;
+        pc_buf_printf(&name, "%s%s=%s", first ? "" : ",", l->name, l->value);
+        first = false;
+    }
+    pc_buf_append(&name, "}", 2); /* with the NUL */
+
+    const pc_profile *p0 = o->profiles[0];
+    int64_t from = now_s - 10, until = now_s;
+    if (p0->time_unix_nano) {
+        from = (int64_t)(p0->time_unix_nano / 1000000000u);
+        until = (int64_t)((p0->time_unix_nano + p0->duration_nano) / 1000000000u);
+        if (until < from) until = from;
+    }
+    pc_buf_printf(p, "%s?name=", base);
+    url_encode(p, (const char *)name.data);
+    pc_buf_printf(p, "&from=%" PRId64 "&until=%" PRId64 "&format=pprof&spyName=%s", from, until,
+                  SPY_NAME);
+    pc_buf_append(p, "", 1);
+    pc_buf_free(&name);
+}
+
+static int encode_one(const pc_pprof_out *o, void *ud)
+{
+    enc_ctx *e = ud;
+    send_job *j = e->j;
+    if (!o->n_profiles) return 0;
+    labelset ls = {0};
+    build_labels(e->cfg, e->d, o, &ls, &j->cuts);
+    size_t samples = pprof_samples(o);
+    if (e->cfg->protocol == PROTO_PUSH) {
+        if (!e->push) e->push = job_add_req(j);
+        push_append_series(&e->push->body, &ls, o);
+        e->push->samples += samples;
+    } else {
+        send_req *r = job_add_req(j);
+        pc_buf path = {0};
+        ingest_path(&path, j->x->base_path, &ls, o, e->now_s);
+        r->path = (char *)path.data;
+        pc_buf_append(&r->body, o->data, o->len);
+        r->samples = samples;
+    }
+    ls_free(&ls);
+    return 0;
+}
+
+static void encode_work(uv_work_t *w)
+{
+    send_job *j = w->data;
+    enc_ctx e = {.j = j, .cfg = j->x->c->cfg, .d = j->batch->req->dictionary,
+                 .now_s = (int64_t)time(NULL)};
+    static const pc_dictionary empty =
+        OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
+    if (!e.d) e.d = &empty;
+    pc_batch_to_pprof(j->batch, encode_one, &e);
+    if (e.push) e.push->path = pc_xstrdup(j->x->base_path);
+}
+
+/* ---- sending (loop thread) ---- */
+
+static void client_closed(void *arg)
+{
+    pc_component *c = arg;
+    pyro *x = c->priv;
+    x->closed_done(c);
+}
+
+static void close_client(pyro *x, pc_shutdown_done done)
+{
+    x->closed_done = done;
+    pc_http_client *cl = x->client;
+    x->client = NULL;
+    pc_http_client_close(cl, client_closed, x->c);
+}
+
+static void free_req(send_req *r)
+{
+    free(r->path);
+    pc_buf_free(&r->body);
+    free(r);
+}
+
+static void job_finish(send_job *j)
+{
+    pyro *x = j->x;
+    j->done(j->arg, j->st, j->st == PC_OK ? NULL : j->msg);
+    for (size_t i = 0; i < j->n_reqs; i++)
+        if (j->reqs[i]) free_req(j->reqs[i]);
+    free(j->reqs);
+    free(j->headers);
+    free(j);
+    if (--x->in_flight == 0 && x->shutdown_done) {
+        pc_shutdown_done d = x->shutdown_done;
+        x->shutdown_done = NULL;
+        close_client(x, d);
+    }
+}
+
+static void job_result(send_job *j, pc_status st, const char *msg)
+{
+    if (st != PC_OK && pc_status_merge(j->st, st) != j->st) {
+        j->st = pc_status_merge(j->st, st);
+        snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
+    }
+}
+
+static void on_response(const pc_http_response *r, void *arg)
+{
+    send_req *q = arg;
+    send_job *j = q->j;
+    pyro *x = j->x;
+    char msg[512];
+    pc_status st;
+    if (r->error) {
+        snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", x->url.host, x->url.port,
+                 r->error_msg ? r->error_msg : uv_strerror(r->error));
+        PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, q->samples);
+        st = PC_ERR_RETRYABLE;
+    } else if (r->status >= 200 && r->status < 300) {
+        st = PC_OK;
+        msg[0] = 0;
+    } else {
+        int retryable = r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
+        snprintf(msg, sizeof msg, "backend answered HTTP %d%s%.*s", r->status,
+                 r->body_len ? ": " : "", (int)(r->body_len > 200 ? 200 : r->body_len),
+                 r->body ? (const char *)r->body : "");
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p < 0x20) *p = ' ';
+        if (retryable) {
+            PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, q->samples);
+            st = r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE;
+        } else {
+            PC_ERROR(x->c->id, "%s (%zu samples dropped; not retryable)", msg, q->samples);
+            st = PC_ERR_PERMANENT;
+        }
+    }
+    if (st == PC_OK) x->sent_samples += q->samples;
+    else x->failed_samples += q->samples;
+    job_result(j, st, msg);
+    if (--j->pending == 0) job_finish(j);
+}
+
+static void cuts_add(cut_stats *dst, const cut_stats *src)
+{
+    dst->dropped_count += src->dropped_count;
+    dst->dropped_name_len += src->dropped_name_len;
+    dst->values_truncated += src->values_truncated;
+    dst->values_sanitized += src->values_sanitized;
+    if (!dst->example[0]) memcpy(dst->example, src->example, sizeof dst->example);
+}
+
+/* Count what the label rules cut; log it at most once per CUT_LOG_INTERVAL_MS. */
+static void account_cuts(pyro *x, const cut_stats *cs)
+{
+    if (!cs->dropped_count && !cs->dropped_name_len && !cs->values_truncated &&
+        !cs->values_sanitized)
+        return;
+    cuts_add(&x->cuts_total, cs);
+    cuts_add(&x->cuts_pending, cs);
+    uint64_t now = uv_now(x->c->loop);
+    if (x->cut_logged && now - x->last_cut_log_ms < CUT_LOG_INTERVAL_MS) return;
+    const cut_stats *p = &x->cuts_pending;
+    PC_WARN(x->c->id,
+            "labels cut to Pyroscope's rules: %" PRIu64 " dropped over max_label_names, %" PRIu64
+            " dropped over max_label_name_length, %" PRIu64 " values truncated, %" PRIu64
+            " values sanitized (e.g. %s)",
+            p->dropped_count, p->dropped_name_len, p->values_truncated, p->values_sanitized,
+            p->example);
+    memset(&x->cuts_pending, 0, sizeof x->cuts_pending);
+    x->last_cut_log_ms = now;
+    x->cut_logged = true;
+}
+
+static void encode_done(uv_work_t *w, int status)
+{
+    send_job *j = w->data;
+    pyro *x = j->x;
+    pyro_cfg *cfg = x->c->cfg;
+    (void)status;
+    pc_batch_unref(j->batch);
+    j->batch = NULL;
+    account_cuts(x, &j->cuts);
+    if (j->n_reqs == 0) { /* nothing to send (no profiles): done */
+        job_finish(j);
+        return;
+    }
+    j->pending = j->n_reqs;
+    x->requests += j->n_reqs;
+    /* the client copies each body: free it right away so a batch is held once, not twice */
+    for (size_t i = 0; i < j->n_reqs; i++) {
+        send_req *q = j->reqs[i];
+        pc_http_client_request(x->client, "POST", q->path, j->headers, q->body.data, q->body.len,
+                               (unsigned)cfg->timeout_ms, on_response, q);
+        pc_buf_free(&q->body);
+    }
+}
+
+static void pyro_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+{
+    pyro *x = c->priv;
+    pyro_cfg *cfg = c->cfg;
+    send_job *j = pc_xcalloc(1, sizeof(*j));
+    j->x = x;
+    j->batch = b;
+    j->samples = pc_batch_counts(b).samples;
+    j->done = done;
+    j->arg = arg;
+    j->work.data = j;
+    const char *tenant = cfg->tenant_id;
+    if (cfg->tenant_from_request) {
+        const char *t = pc_batch_get_meta(b, TENANT_META_KEY);
+        if (t && *t && header_ok(t)) tenant = t;
+        else if (t && *t) PC_WARN(c->id, "ignoring a received tenant id with a line break");
+    }
+    pc_buf h = {0};
+    pc_buf_printf(&h, "%s", x->headers);
+    if (tenant && *tenant) pc_buf_printf(&h, "X-Scope-OrgID: %s\r\n", tenant);
+    j->headers = pc_xstrdup((char *)h.data);
+    pc_buf_free(&h);
+    x->in_flight++;
+    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
+}
+
+static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    pyro *x = c->priv;
+    if (!x || !x->client) {
+        done(c);
+        return;
+    }
+    const cut_stats *t = &x->cuts_total;
+    PC_INFO(c->id,
+            "stopping (sent %" PRIu64 " samples in %" PRIu64 " requests, failed %" PRIu64
+            "; labels dropped %" PRIu64 ", values truncated %" PRIu64 ", sanitized %" PRIu64 ")",
+            x->sent_samples, x->requests, x->failed_samples,
+            t->dropped_count + t->dropped_name_len, t->values_truncated, t->values_sanitized);
+    if (x->in_flight) {
+        x->shutdown_done = done; /* job_finish() closes the client when the last send completes */
+        return;
+    }
+    close_client(x, done);
+}
+
+static void pyro_destroy(pc_component *c)
+{
+    pyro *x = c->priv;
+    if (!x) return;
+    free(x->headers);
+    free(x->base_path);
+    free(x);
+    c->priv = NULL;
+}
+
+const pc_component_type pc_exporter_pyroscope = {
+    .name = "pyroscope",
+    .kind = PC_KIND_EXPORTER,
+    .stability = "development",
+    .doc = "Grafana Pyroscope exporter (Connect push API or /ingest, gzip pprof)",
+    .cfg_size = sizeof(pyro_cfg),
+    .cfg = pyro_keys,
+    .validate = pyro_validate,
+    .create = pyro_create,
+    .start = pyro_start,
+    .consume = pyro_consume,
+    .shutdown = pyro_shutdown,
+    .destroy = pyro_destroy,
+};

@@ -1,0 +1,16 @@
+/* placeholder: processor "filter" is being written; until then configuring it is an error. */
+#include "pipeline/component.h"
+
+static int create_filter(pc_component *c, pc_cfg_err *err)
+{
+    pc_cfg_errorf(err, NULL, c->id, "processor \"filter\" is not implemented yet");
+    return -1;
+}
+
+const pc_component_type pc_processor_filter = {
+    .name = "filter",
+    .kind = PC_KIND_PROCESSOR,
+    .stability = "development",
+    .doc = "not implemented yet",
+    .create = create_filter,
+};

@@ -1,0 +1,16 @@
+/* placeholder: processor "redaction" is being written; until then configuring it is an error. */
+#include "pipeline/component.h"
+
+static int create_redaction(pc_component *c, pc_cfg_err *err)
+{
+    pc_cfg_errorf(err, NULL, c->id, "processor \"redaction\" is not implemented yet");
+    return -1;
+}
+
+const pc_component_type pc_processor_redaction = {
+    .name = "redaction",
+    .kind = PC_KIND_PROCESSOR,
+    .stability = "development",
+    .doc = "not implemented yet",
+    .create = create_redaction,
+};

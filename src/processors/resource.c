@@ -1,0 +1,684 @@
+/* Processor "resource": edits the Resource of every ResourceProfiles, like the Collector's
+ * resource processor. `attributes` is a list of actions applied in order:
+ *
+ *   - key: deployment.environment      insert (only if absent), update (only if present), upsert
+ *     value: staging                   with a literal `value` or `from_attribute` (copy another
+ *     action: upsert                   attribute's value; absent source = no change)
+ *   - key: user.id                     delete; hash (SHA-256 hex of the value by default, as the
+ *     action: hash                     Collector does since v0.79; `algorithm: sha1` for the older
+ *                                      SHA-1); delete and hash also take `pattern` (keys matching)
+ *   - key: host.name                   extract: named groups of `pattern` become attributes
+ *     pattern: ^(?P<host>[^.]+)\.(?P<domain>.*)$
+ *     action: extract
+ *
+ * Values keep their YAML type: integers become int values, true/false bool values, decimal
+ * numbers double values, anything else a string; `converted_type` (string, int, double, bool)
+ * forces one (the config tree does not record YAML quoting, so "123" needs converted_type: string).
+ * Patterns are POSIX extended regexes; POSIX has no named groups, so the Collector's
+ * `(?P<name>...)` is rewritten to a plain group and the name remembered by group number.
+ *
+ * Attributes may use the plain key/string_value or the profiles-only key_strindex /
+ * string_value_strindex forms; both are read. A written attribute is always in the plain form,
+ * and any other entry with the same key (in either form) is removed, so one entry per key remains. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pipeline/component.h"
+#include "processors/proc_util.h"
+
+typedef struct resource_cfg {
+    const pc_node *attributes;
+} resource_cfg;
+
+static const pc_cfg_key resource_keys[] = {
+    {"attributes", PC_CFG_NODE, NULL, offsetof(resource_cfg, attributes),
+     "list of {key, value | from_attribute, action, pattern, converted_type, algorithm}; actions "
+     "insert, update, upsert, delete, hash, extract",
+     NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef enum { A_INSERT, A_UPDATE, A_UPSERT, A_DELETE, A_HASH, A_EXTRACT } action;
+static const char *const action_names[] = {"insert", "update", "upsert",
+                                           "delete", "hash",   "extract"};
+enum { N_ACTIONS = sizeof action_names / sizeof action_names[0] };
+
+typedef enum { CT_NONE, CT_STRING, CT_INT, CT_DOUBLE, CT_BOOL } conv_type;
+static const char *const conv_names[] = {"", "string", "int", "double", "bool"};
+
+static const char *const rule_keys[] = {"key",     "value",          "from_attribute", "action",
+                                        "pattern", "converted_type", "algorithm"};
+
+typedef struct rule {
+    action act;
+    char *key;            /* NULL for delete/hash by pattern */
+    char *from_attribute; /* NULL unless copying */
+    bool has_value;
+    pc_anyvalue value; /* string_value malloc'd */
+    conv_type conv;
+    bool sha1;
+    bool has_re;
+    regex_t re;
+    char **groups; /* extract: group names by number */
+    size_t n_groups;
+} rule;
+
+typedef struct resource_state {
+    pc_proc_async as;
+    rule *rules;
+    size_t n_rules;
+    uint64_t batches, resources_changed; /* self-metrics (loop thread) */
+} resource_state;
+
+/* ---- SHA-1 and SHA-256 (FIPS 180-4), small and unoptimised: values are short ---------------- */
+
+static uint32_t rol32(uint32_t x, int n)
+{
+    return (x << n) | (x >> (32 - n));
+}
+
+static uint32_t ror32(uint32_t x, int n)
+{
+    return (x >> n) | (x << (32 - n));
+}
+
+static void sha1_block(uint32_t h[5], const uint8_t *p)
+{
+    uint32_t w[80];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 80; i++) w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+    for (int i = 0; i < 80; i++) {
+        uint32_t f, k;
+        if (i < 20) f = (b & c) | (~b & d), k = 0x5a827999;
+        else if (i < 40) f = b ^ c ^ d, k = 0x6ed9eba1;
+        else if (i < 60) f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
+        else f = b ^ c ^ d, k = 0xca62c1d6;
+        uint32_t t = rol32(a, 5) + f + e + k + w[i];
+        e = d, d = c, c = rol32(b, 30), b = a, a = t;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
+}
+
+static void sha256_block(uint32_t h[8], const uint8_t *p)
+{
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2};
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = hh + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) +
+                      k[i] + w[i];
+        uint32_t t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+}
+
+/* Hash data into hex (40 or 64 characters plus NUL). Both use the same padding. */
+static void sha_hex(bool sha1, const uint8_t *data, size_t len, char *hex)
+{
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    if (sha1) {
+        const uint32_t h1[5] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0};
+        memcpy(h, h1, sizeof h1);
+    }
+    uint8_t block[64];
+    size_t off = 0;
+    for (; len - off >= 64; off += 64) sha1 ? sha1_block(h, data + off) : sha256_block(h, data + off);
+    size_t rest = len - off;
+    memset(block, 0, sizeof block);
+    if (rest) memcpy(block, data + off, rest);
+    block[rest] = 0x80;
+    if (rest >= 56) {
+        sha1 ? sha1_block(h, block) : sha256_block(h, block);
+        memset(block, 0, sizeof block);
+    }
+    uint64_t bits = (uint64_t)len * 8;
+    for (int i = 0; i < 8; i++) block[63 - i] = (uint8_t)(bits >> (8 * i));
+    sha1 ? sha1_block(h, block) : sha256_block(h, block);
+    int words = sha1 ? 5 : 8;
+    for (int i = 0; i < words; i++) snprintf(hex + 8 * i, 9, "%08" PRIx32, h[i]);
+}
+
+/* ---- config ----------------------------------------------------------------------------- */
+
+static void rule_free(rule *r)
+{
+    free(r->key);
+    free(r->from_attribute);
+    if (r->value.value_case == PC_AV_STRING) free(r->value.string_value);
+    if (r->has_re) regfree(&r->re);
+    pc_regex_names_free(r->groups, r->n_groups);
+    memset(r, 0, sizeof *r);
+}
+
+static void rules_free(rule *rules, size_t n)
+{
+    for (size_t i = 0; i < n; i++) rule_free(&rules[i]);
+    free(rules);
+}
+
+static bool parse_int(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+/* A literal YAML scalar as a typed value. */
+static int scalar_value(const char *s, conv_type conv, pc_anyvalue *v)
+{
+    opentelemetry__proto__common__v1__any_value__init(v);
+    bool bv;
+    if (conv == CT_BOOL || (conv == CT_NONE && (!strcasecmp(s, "true") || !strcasecmp(s, "false")))) {
+        if (pc_parse_bool(s, &bv)) return -1;
+        v->value_case = PC_AV_BOOL;
+        v->bool_value = bv;
+        return 0;
+    }
+    if ((conv == CT_INT || conv == CT_NONE) && parse_int(s, &v->int_value)) {
+        v->value_case = PC_AV_INT;
+        return 0;
+    }
+    if (conv == CT_INT) return -1;
+    if ((conv == CT_DOUBLE || (conv == CT_NONE && strpbrk(s, ".eE"))) &&
+        parse_double(s, &v->double_value)) {
+        v->value_case = PC_AV_DOUBLE;
+        return 0;
+    }
+    if (conv == CT_DOUBLE) return -1;
+    v->value_case = PC_AV_STRING;
+    v->string_value = pc_xstrdup(s);
+    return 0;
+}
+
+static const char *scalar_of(const pc_node *m, const char *key)
+{
+    const pc_node *n = pc_node_get(m, key);
+    return n && n->kind == PC_NODE_SCALAR ? n->scalar : NULL;
+}
+
+static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *err)
+{
+    char sub[320];
+    if (m->kind != PC_NODE_MAP) {
+        pc_cfg_errorf(err, m, path, "must be a mapping with key and action");
+        return -1;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        size_t nk = sizeof rule_keys / sizeof rule_keys[0], j = 0;
+        while (j < nk && strcmp(m->keys[i], rule_keys[j]) != 0) j++;
+        snprintf(sub, sizeof sub, "%s::%s", path, m->keys[i]);
+        if (j == nk) {
+            const char *close = pc_closest(m->keys[i], rule_keys, nk);
+            pc_cfg_errorf(err, m->vals[i], sub, "unknown key \"%s\"%s%s%s", m->keys[i],
+                          close ? " (did you mean \"" : "", close ? close : "",
+                          close ? "\"?)" : "");
+            return -1;
+        }
+        if (m->vals[i]->kind == PC_NODE_MAP || m->vals[i]->kind == PC_NODE_SEQ) {
+            pc_cfg_errorf(err, m->vals[i], sub, "must be a scalar");
+            return -1;
+        }
+    }
+    const char *act = scalar_of(m, "action");
+    snprintf(sub, sizeof sub, "%s::action", path);
+    if (!act) {
+        pc_cfg_errorf(err, m, sub, "missing (one of insert, update, upsert, delete, hash, extract)");
+        return -1;
+    }
+    int a = 0;
+    while (a < N_ACTIONS && strcasecmp(act, action_names[a]) != 0) a++;
+    if (a == N_ACTIONS) {
+        pc_cfg_errorf(err, pc_node_get(m, "action"), sub,
+                      "\"%s\" is not one of insert, update, upsert, delete, hash, extract", act);
+        return -1;
+    }
+    r->act = (action)a;
+    const char *key = scalar_of(m, "key"), *value = scalar_of(m, "value");
+    const char *from = scalar_of(m, "from_attribute"), *pattern = scalar_of(m, "pattern");
+    const char *conv = scalar_of(m, "converted_type"), *algo = scalar_of(m, "algorithm");
+    bool has_value = pc_node_get(m, "value") != NULL;
+    if (key && !*key) key = NULL;
+#define FAIL(at, ...)                                                                              \
+    do {                                                                                           \
+        pc_cfg_errorf(err, (at) ? (at) : m, path, __VA_ARGS__);                                    \
+        return -1;                                                                                 \
+    } while (0)
+    bool sets = r->act == A_INSERT || r->act == A_UPDATE || r->act == A_UPSERT;
+    if ((sets || r->act == A_EXTRACT) && !key) FAIL(NULL, "key: required for action %s", act);
+    if ((r->act == A_DELETE || r->act == A_HASH) && !key && !pattern)
+        FAIL(NULL, "action %s needs key or pattern", act);
+    if (sets && has_value == (from != NULL))
+        FAIL(NULL, "action %s needs exactly one of value and from_attribute", act);
+    if (!sets && (has_value || from))
+        FAIL(pc_node_get(m, has_value ? "value" : "from_attribute"),
+             "%s: not used by action %s", has_value ? "value" : "from_attribute", act);
+    if (r->act == A_EXTRACT && !pattern) FAIL(NULL, "pattern: required for action extract");
+    if (sets && pattern) FAIL(pc_node_get(m, "pattern"), "pattern: not used by action %s", act);
+    if (conv) {
+        int c = 1;
+        while (c <= CT_BOOL && strcasecmp(conv, conv_names[c]) != 0) c++;
+        if (c > CT_BOOL)
+            FAIL(pc_node_get(m, "converted_type"),
+                 "converted_type: \"%s\" is not one of string, int, double, bool", conv);
+        if (!sets)
+            FAIL(pc_node_get(m, "converted_type"), "converted_type: not used by action %s", act);
+        r->conv = (conv_type)c;
+    }
+    if (algo) {
+        if (r->act != A_HASH) FAIL(pc_node_get(m, "algorithm"), "algorithm: only for action hash");
+        if (!strcasecmp(algo, "sha1")) r->sha1 = true;
+        else if (strcasecmp(algo, "sha256"))
+            FAIL(pc_node_get(m, "algorithm"), "algorithm: \"%s\" is not one of sha256, sha1", algo);
+    }
+    if (has_value) {
+        /* value: (empty) is YAML null: the empty string */
+        if (scalar_value(value ? value : "", r->conv, &r->value))
+            FAIL(pc_node_get(m, "value"), "value: \"%s\" is not %s", value ? value : "",
+                 r->conv == CT_INT ? "an integer" : r->conv == CT_DOUBLE ? "a number" : "a boolean");
+        r->has_value = true;
+    }
+    if (pattern) {
+        char e[256];
+        char **names = NULL;
+        size_t n_names = 0;
+        if (pc_regex_compile(&r->re, pattern, 0, &names, &n_names, e, sizeof e))
+            FAIL(pc_node_get(m, "pattern"), "pattern: %s", e);
+        r->has_re = true;
+        r->groups = names;
+        r->n_groups = n_names;
+        bool named = false;
+        for (size_t i = 0; i < n_names; i++) named |= names[i] != NULL;
+        if (r->act == A_EXTRACT && !named)
+            FAIL(pc_node_get(m, "pattern"),
+                 "pattern: extract needs at least one named group (?P<name>...)");
+    }
+#undef FAIL
+    r->key = key ? pc_xstrdup(key) : NULL;
+    r->from_attribute = from ? pc_xstrdup(from) : NULL;
+    return 0;
+}
+
+static int parse_rules(const pc_node *list, const char *path, rule **out, size_t *n_out,
+                       pc_cfg_err *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    if (!list || list->kind == PC_NODE_NULL) return 0;
+    if (list->kind != PC_NODE_SEQ) {
+        pc_cfg_errorf(err, list, path, "attributes: must be a list of actions");
+        return -1;
+    }
+    rule *rules = pc_xcalloc(list->n ? list->n : 1, sizeof *rules);
+    for (size_t i = 0; i < list->n; i++) {
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s::attributes[%zu]", path, i);
+        if (parse_rule(list->vals[i], sub, &rules[i], err)) {
+            rules_free(rules, i + 1);
+            return -1;
+        }
+    }
+    *out = rules;
+    *n_out = list->n;
+    return 0;
+}
+
+static int resource_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    resource_cfg *cfg = cfgp;
+    rule *rules;
+    size_t n;
+    (void)node;
+    if (parse_rules(cfg->attributes, path, &rules, &n, err)) return -1;
+    rules_free(rules, n);
+    return 0;
+}
+
+static int resource_create(pc_component *c, pc_cfg_err *err)
+{
+    resource_cfg *cfg = c->cfg;
+    resource_state *st = pc_xcalloc(1, sizeof *st);
+    char path[256];
+    snprintf(path, sizeof path, "processors::%s", c->id);
+    if (parse_rules(cfg->attributes, path, &st->rules, &st->n_rules, err)) {
+        free(st);
+        return -1;
+    }
+    c->priv = st;
+    return 0;
+}
+
+static void resource_destroy(pc_component *c)
+{
+    resource_state *st = c->priv;
+    if (!st) return;
+    rules_free(st->rules, st->n_rules);
+    free(st);
+    c->priv = NULL;
+}
+
+/* ---- applying the rules to one Resource ------------------------------------------------- */
+
+typedef struct kvlist {
+    pc_keyvalue **v;
+    size_t n, cap;
+    bool changed;
+} kvlist;
+
+static ssize_t kv_find(const kvlist *l, const pc_dictionary *d, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(pc_kv_key(d, l->v[i]), key) == 0) return (ssize_t)i;
+    return -1;
+}
+
+static void kv_remove_at(kvlist *l, size_t i)
+{
+    memmove(&l->v[i], &l->v[i + 1], (l->n - i - 1) * sizeof *l->v);
+    l->n--;
+    l->changed = true;
+}
+
+static void kv_remove_key(kvlist *l, const pc_dictionary *d, const char *key, size_t from)
+{
+    for (size_t i = from; i < l->n;)
+        if (strcmp(pc_kv_key(d, l->v[i]), key) == 0) kv_remove_at(l, i);
+        else i++;
+}
+
+/* Write key = v (v arena-owned) in the plain form: replaces the first entry with that key and
+ * removes any other, or appends. */
+static void kv_set(kvlist *l, const pc_dictionary *d, pc_arena *a, const char *key, pc_anyvalue *v)
+{
+    pc_keyvalue *kv = pc_arena_alloc(a, sizeof *kv);
+    opentelemetry__proto__common__v1__key_value__init(kv);
+    kv->key = pc_arena_strndup(a, key, strlen(key));
+    kv->value = v;
+    ssize_t i = kv_find(l, d, key);
+    if (i >= 0) {
+        l->v[i] = kv;
+        kv_remove_key(l, d, key, (size_t)i + 1);
+    } else {
+        if (l->n == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 8;
+            l->v = pc_xrealloc(l->v, l->cap * sizeof *l->v);
+        }
+        l->v[l->n++] = kv;
+    }
+    l->changed = true;
+}
+
+static pc_anyvalue *new_str_value(pc_arena *a, const char *s, size_t len)
+{
+    pc_anyvalue *v = pc_arena_alloc(a, sizeof *v);
+    opentelemetry__proto__common__v1__any_value__init(v);
+    v->value_case = PC_AV_STRING;
+    v->string_value = pc_arena_strndup(a, s, len);
+    return v;
+}
+
+/* A copy of src in the plain form (strindex strings resolved), converted when asked; when the
+ * conversion does not apply the value is copied as is (as the Collector's convert does). */
+static pc_anyvalue *copy_value(pc_arena *a, const pc_dictionary *d, const pc_anyvalue *src,
+                               conv_type conv)
+{
+    pc_anyvalue *v = pc_arena_alloc(a, sizeof *v);
+    if (src) *v = *src;
+    else opentelemetry__proto__common__v1__any_value__init(v);
+    const char *s = pc_any_str(d, src);
+    if (s) {
+        v->value_case = PC_AV_STRING;
+        v->string_value = (char *)s; /* arena or string table: lives as long as the batch */
+    }
+    char buf[64];
+    switch (conv) {
+    case CT_STRING:
+        if (v->value_case == PC_AV_INT) snprintf(buf, sizeof buf, "%" PRId64, v->int_value);
+        else if (v->value_case == PC_AV_DOUBLE) snprintf(buf, sizeof buf, "%.17g", v->double_value);
+        else if (v->value_case == PC_AV_BOOL) snprintf(buf, sizeof buf, "%s", v->bool_value ? "true" : "false");
+        else break;
+        return new_str_value(a, buf, strlen(buf));
+    case CT_INT:
+    case CT_DOUBLE:
+    case CT_BOOL: {
+        pc_anyvalue tmp;
+        if (s && scalar_value(s, conv, &tmp) == 0) {
+            if (tmp.value_case == PC_AV_STRING) free(tmp.string_value);
+            else *v = tmp;
+        } else if (conv == CT_INT && v->value_case == PC_AV_DOUBLE) {
+            v->value_case = PC_AV_INT;
+            v->int_value = (int64_t)v->double_value;
+        } else if (conv == CT_INT && v->value_case == PC_AV_BOOL) {
+            v->value_case = PC_AV_INT;
+            v->int_value = v->bool_value ? 1 : 0;
+        } else if (conv == CT_DOUBLE && v->value_case == PC_AV_INT) {
+            v->value_case = PC_AV_DOUBLE;
+            v->double_value = (double)v->int_value;
+        }
+        break;
+    }
+    default: break;
+    }
+    return v;
+}
+
+/* The Collector's hash encoding: strings as bytes, bools as one byte, int and double as 8
+ * little-endian bytes; anything else hashes to "". */
+static pc_anyvalue *hash_value(pc_arena *a, const pc_dictionary *d, const pc_anyvalue *v, bool sha1)
+{
+    uint8_t num[8];
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    const char *s = pc_any_str(d, v);
+    uint64_t bits = 0;
+    if (s) {
+        data = (const uint8_t *)s;
+        len = strlen(s);
+    } else if (v && v->value_case == PC_AV_BOOL) {
+        num[0] = v->bool_value ? 1 : 0;
+        data = num;
+        len = 1;
+    } else if (v && (v->value_case == PC_AV_INT || v->value_case == PC_AV_DOUBLE)) {
+        if (v->value_case == PC_AV_INT) bits = (uint64_t)v->int_value;
+        else memcpy(&bits, &v->double_value, sizeof bits);
+        for (int i = 0; i < 8; i++) num[i] = (uint8_t)(bits >> (8 * i));
+        data = num;
+        len = 8;
+    }
+    char hex[65] = "";
+    if (len) sha_hex(sha1, data, len, hex);
+    return new_str_value(a, hex, strlen(hex));
+}
+
+static void apply_extract(const rule *r, kvlist *l, const pc_dictionary *d, pc_arena *a)
+{
+    ssize_t i = kv_find(l, d, r->key);
+    if (i < 0) return;
+    const char *s = pc_any_str(d, l->v[i]->value);
+    if (!s) return;
+    regmatch_t m[32];
+    size_t nm = r->re.re_nsub + 1 < 32 ? r->re.re_nsub + 1 : 32;
+    if (regexec(&r->re, s, nm, m, 0) != 0) return;
+    for (size_t g = 1; g < nm; g++) {
+        const char *name = r->groups[g - 1];
+        if (!name) continue;
+        size_t len = m[g].rm_so >= 0 ? (size_t)(m[g].rm_eo - m[g].rm_so) : 0;
+        const char *start = m[g].rm_so >= 0 ? s + m[g].rm_so : "";
+        kv_set(l, d, a, name, new_str_value(a, start, len));
+    }
+}
+
+static void apply_rule(const rule *r, kvlist *l, const pc_dictionary *d, pc_arena *a)
+{
+    ssize_t at = r->key ? kv_find(l, d, r->key) : -1;
+    switch (r->act) {
+    case A_INSERT:
+    case A_UPDATE:
+    case A_UPSERT: {
+        if (r->act == A_INSERT && at >= 0) return;
+        if (r->act == A_UPDATE && at < 0) return;
+        pc_anyvalue *v;
+        if (r->from_attribute) {
+            if (strcmp(r->from_attribute, r->key) == 0 && r->conv == CT_NONE) return; /* no-op */
+            ssize_t src = kv_find(l, d, r->from_attribute);
+            if (src < 0) return; /* absent source: no change */
+            v = copy_value(a, d, l->v[src]->value, r->conv);
+        } else {
+            v = pc_arena_memdup(a, &r->value, sizeof r->value);
+            if (v->value_case == PC_AV_STRING)
+                v->string_value = pc_arena_strndup(a, v->string_value, strlen(v->string_value));
+        }
+        kv_set(l, d, a, r->key, v);
+        return;
+    }
+    case A_DELETE:
+        if (r->key) kv_remove_key(l, d, r->key, 0);
+        else
+            for (size_t i = 0; i < l->n;)
+                if (regexec(&r->re, pc_kv_key(d, l->v[i]), 0, NULL, 0) == 0) kv_remove_at(l, i);
+                else i++;
+        return;
+    case A_HASH:
+        for (size_t i = 0; i < l->n; i++) {
+            const char *k = pc_kv_key(d, l->v[i]);
+            bool hit = r->key ? (ssize_t)i == at : regexec(&r->re, k, 0, NULL, 0) == 0;
+            if (!hit) continue;
+            pc_keyvalue *kv = pc_arena_alloc(a, sizeof *kv);
+            opentelemetry__proto__common__v1__key_value__init(kv);
+            kv->key = pc_arena_strndup(a, k, strlen(k));
+            kv->value = hash_value(a, d, l->v[i]->value, r->sha1);
+            l->v[i] = kv;
+            l->changed = true;
+        }
+        if (r->key && at >= 0) kv_remove_key(l, d, r->key, (size_t)at + 1);
+        return;
+    case A_EXTRACT: apply_extract(r, l, d, a); return;
+    }
+}
+
+/* ---- consume ---------------------------------------------------------------------------- */
+
+typedef struct resource_job {
+    pc_proc_job j;
+    size_t changed;
+} resource_job;
+
+static void resource_run(pc_proc_job *pj)
+{
+    resource_job *job = (resource_job *)pj;
+    resource_state *st = pj->c->priv;
+    pc_batch_make_writable(&pj->b);
+    pc_batch *b = pj->b;
+    const pc_dictionary *d = b->req->dictionary;
+    kvlist l = {0};
+    for (size_t i = 0; i < b->req->n_resource_profiles; i++) {
+        pc_resource_profiles *rp = b->req->resource_profiles[i];
+        if (!rp) continue;
+        if (!rp->resource) {
+            rp->resource = pc_arena_alloc(b->arena, sizeof *rp->resource);
+            opentelemetry__proto__resource__v1__resource__init(rp->resource);
+        }
+        pc_resource *res = rp->resource;
+        l.n = 0;
+        l.changed = false;
+        if (res->n_attributes > l.cap) {
+            l.cap = res->n_attributes;
+            l.v = pc_xrealloc(l.v, l.cap * sizeof *l.v);
+        }
+        for (size_t k = 0; k < res->n_attributes; k++)
+            if (res->attributes[k]) l.v[l.n++] = res->attributes[k];
+        for (size_t r = 0; r < st->n_rules; r++) apply_rule(&st->rules[r], &l, d, b->arena);
+        if (!l.changed) continue;
+        res->n_attributes = l.n;
+        res->attributes = l.n ? pc_arena_memdup(b->arena, l.v, l.n * sizeof *l.v) : NULL;
+        job->changed++;
+    }
+    free(l.v);
+}
+
+static void resource_after(pc_proc_job *pj)
+{
+    resource_job *job = (resource_job *)pj;
+    resource_state *st = pj->c->priv;
+    st->batches++;
+    st->resources_changed += job->changed;
+}
+
+static void resource_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+{
+    resource_state *st = c->priv;
+    if (st->n_rules == 0) {
+        pc_consume(c->next, b, done, arg);
+        return;
+    }
+    resource_job *job = pc_xcalloc(1, sizeof *job);
+    job->j = (pc_proc_job){.c = c, .as = &st->as, .b = b, .done = done, .arg = arg,
+                           .run = resource_run, .after = resource_after};
+    pc_proc_job_submit(&job->j);
+}
+
+static void resource_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    resource_state *st = c->priv;
+    if (!st) {
+        done(c);
+        return;
+    }
+    PC_DEBUG(c->id, "%" PRIu64 " batches, %" PRIu64 " resources changed", st->batches,
+             st->resources_changed);
+    pc_proc_async_shutdown(&st->as, c, done);
+}
+
+const pc_component_type pc_processor_resource = {
+    .name = "resource",
+    .kind = PC_KIND_PROCESSOR,
+    .stability = "development",
+    .doc = "inserts, updates, upserts, deletes, hashes and extracts resource attributes",
+    .cfg_size = sizeof(resource_cfg),
+    .cfg = resource_keys,
+    .validate = resource_validate,
+    .create = resource_create,
+    .consume = resource_consume,
+    .shutdown = resource_shutdown,
+    .destroy = resource_destroy,
+    .mutates = true,
+};

@@ -1,0 +1,542 @@
+/* Pyroscope /ingest parsing (spec/pyroscope.md §1.2-§1.6). Hostile input: every function here is
+ * bounded and fuzzed. */
+#include "receivers/pyroscope/ingest.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "pdata/dict.h"
+#include "pipeline/log.h"
+
+/* ---- name grammar (§1.3) ---- */
+
+static char *trimmed(const char *s, size_t len)
+{
+    while (len && isspace((unsigned char)*s)) s++, len--;
+    while (len && isspace((unsigned char)s[len - 1])) len--;
+    char *r = pc_xmalloc(len + 1);
+    memcpy(r, s, len);
+    r[len] = 0;
+    return r;
+}
+
+static int app_char_ok(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-' || c == '/';
+}
+
+static int label_char_ok(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '.';
+}
+
+static void name_set(pc_ingest_name *n, char *key, char *val)
+{
+    for (size_t i = 0; i < n->n; i++) {
+        if (strcmp(n->keys[i], key) == 0) { /* duplicate keys: last one wins */
+            free(n->vals[i]);
+            n->vals[i] = val;
+            free(key);
+            return;
+        }
+    }
+    n->keys[n->n] = key;
+    n->vals[n->n++] = val;
+}
+
+int pc_ingest_parse_name(const char *s, pc_ingest_name *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *brace = strchr(s, '{');
+    out->app = trimmed(s, brace ? (size_t)(brace - s) : strlen(s));
+    const char *p = brace ? brace + 1 : NULL;
+    while (p) {
+        size_t span = strcspn(p, ",}");
+        if (!p[span]) break; /* a pair is committed only by ',' or '}' (as Pyroscope does) */
+        char term = p[span];
+        const char *eq = memchr(p, '=', span);
+        char *key = trimmed(p, eq ? (size_t)(eq - p) : span);
+        if (!eq && !*key) {
+            free(key);
+            if (term == '}') break;
+            p += span + 1;
+            continue;
+        }
+        if (!eq) {
+            snprintf(err, errlen, "name: invalid label \"%s\": missing '='", key);
+            free(key);
+            goto fail;
+        }
+        if (!*key) {
+            snprintf(err, errlen, "name: invalid label name: empty");
+            free(key);
+            goto fail;
+        }
+        for (const char *c = key; *c; c++) {
+            if (!label_char_ok(*c)) {
+                snprintf(err, errlen, "name: invalid label name: %s: character is not allowed: '%c'",
+                         key, *c);
+                free(key);
+                goto fail;
+            }
+        }
+        if (out->n == PC_INGEST_MAX_LABELS) {
+            snprintf(err, errlen, "name: too many labels (max %d)", PC_INGEST_MAX_LABELS);
+            free(key);
+            goto fail;
+        }
+        char *val = trimmed(eq + 1, (size_t)(p + span - (eq + 1)));
+        if (strcmp(key, "__name__") == 0) { /* explicit __name__ overrides the app name */
+            free(out->app);
+            out->app = val;
+            free(key);
+        } else {
+            name_set(out, key, val);
+        }
+        if (term == '}') break;
+        p += span + 1;
+    }
+    if (!*out->app) {
+        snprintf(err, errlen, "name: service name is required");
+        goto fail;
+    }
+    for (const char *c = out->app; *c; c++) {
+        if (!app_char_ok(*c)) {
+            snprintf(err, errlen, "name: invalid application name: %s: character is not allowed: '%c'",
+                     out->app, *c);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    pc_ingest_name_free(out);
+    return -1;
+}
+
+void pc_ingest_name_free(pc_ingest_name *n)
+{
+    free(n->app);
+    for (size_t i = 0; i < n->n; i++) {
+        free(n->keys[i]);
+        free(n->vals[i]);
+    }
+    memset(n, 0, sizeof *n);
+}
+
+/* ---- from / until (§1.2) ---- */
+
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
+{
+    char buf[64];
+    size_t n = 0;
+    for (; *s && n < sizeof buf - 1; s++)
+        if (*s != ' ' && *s != '_' && *s != ',') buf[n++] = *s;
+    if (*s) return -1;
+    buf[n] = 0;
+    if (n == 0) return now_ns;
+    size_t digits = strspn(buf, "0123456789");
+    if (digits == n) {
+        if (n > 19) return -1;
+        unsigned long long v = strtoull(buf, NULL, 10);
+        if (n == 8) {
+            int64_t y = (int64_t)(v / 10000), m = (int64_t)(v / 100 % 100), d = (int64_t)(v % 100);
+            if (m >= 1 && m <= 12 && d >= 1 && d <= 31)
+                return days_from_civil(y, m, d) * 86400LL * 1000000000LL;
+        }
+        if (n == 13) return (int64_t)v * 1000000LL;
+        if (n == 16) return (int64_t)v * 1000LL;
+        if (n == 19) return v > INT64_MAX ? -1 : (int64_t)v;
+        if (v > INT64_MAX / 1000000000LL) return -1;
+        return (int64_t)v * 1000000000LL;
+    }
+    if (strncmp(buf, "now", 3) != 0) return -1;
+    const char *r = buf + 3;
+    if (!*r) return now_ns;
+    int sign = *r == '-' ? -1 : *r == '+' ? 1 : 0;
+    if (!sign) return -1;
+    char *end;
+    long long amount = strtoll(r + 1, &end, 10);
+    if (end == r + 1 || amount < 0 || amount > 1000000000LL) return -1;
+    static const struct {
+        const char *u;
+        int64_t s;
+    } units[] = {{"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800},
+                 {"mon", 2592000}, {"y", 31536000}, {NULL, 0}};
+    for (int i = 0; units[i].u; i++)
+        if (strcmp(end, units[i].u) == 0)
+            return now_ns + sign * amount * units[i].s * 1000000000LL;
+    return -1;
+}
+
+/* ---- multipart/form-data (§1.5) ---- */
+
+int pc_multipart_boundary(const char *ct, char *out, size_t outlen)
+{
+    const char *b = ct ? strstr(ct, "boundary=") : NULL;
+    if (!b) return -1;
+    b += 9;
+    size_t len;
+    if (*b == '"') {
+        b++;
+        const char *e = strchr(b, '"');
+        if (!e) return -1;
+        len = (size_t)(e - b);
+    } else {
+        len = strcspn(b, "; \t");
+    }
+    if (len == 0 || len >= outlen || len > 70) return -1;
+    memcpy(out, b, len);
+    out[len] = 0;
+    return 0;
+}
+
+/* Value of a parameter like name="x" in a Content-Disposition header. */
+static void disposition_param(const char *h, size_t hl, const char *param, char *out, size_t outlen)
+{
+    size_t pl = strlen(param);
+    out[0] = 0;
+    for (size_t i = 0; i + pl + 2 <= hl; i++) {
+        if ((i == 0 || h[i - 1] == ' ' || h[i - 1] == ';') && strncasecmp(h + i, param, pl) == 0 &&
+            h[i + pl] == '=') {
+            const char *v = h + i + pl + 1;
+            size_t rem = hl - (i + pl + 1), len;
+            if (rem && *v == '"') {
+                v++, rem--;
+                const char *e = memchr(v, '"', rem);
+                len = e ? (size_t)(e - v) : rem;
+            } else {
+                len = 0;
+                while (len < rem && v[len] != ';' && v[len] != '\r') len++;
+            }
+            if (len >= outlen) len = outlen - 1;
+            memcpy(out, v, len);
+            out[len] = 0;
+            return;
+        }
+    }
+}
+
+int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc_form_part *parts,
+                       int max, char *err, size_t errlen)
+{
+    char delim[80];
+    int dl = snprintf(delim, sizeof delim, "--%s", boundary);
+    const uint8_t *end = body + len;
+    const uint8_t *p = memmem(body, len, delim, (size_t)dl);
+    int n = 0;
+    if (!p) {
+        snprintf(err, errlen, "multipart body has no boundary \"%s\"", boundary);
+        return -1;
+    }
+    for (;;) {
+        p += dl;
+        if (end - p >= 2 && p[0] == '-' && p[1] == '-') return n; /* closing delimiter */
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') p += 2;
+        else if (p < end && *p == '\n') p++;
+        const uint8_t *hdr_end = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
+        size_t sep = 4;
+        if (!hdr_end) {
+            hdr_end = memmem(p, (size_t)(end - p), "\n\n", 2);
+            sep = 2;
+        }
+        if (!hdr_end) {
+            snprintf(err, errlen, "multipart part %d: headers not terminated", n);
+            return -1;
+        }
+        const uint8_t *data = hdr_end + sep;
+        char next[84];
+        int nl = snprintf(next, sizeof next, "\r\n%s", delim);
+        const uint8_t *q = memmem(data, (size_t)(end - data), next, (size_t)nl);
+        if (!q) {
+            nl = snprintf(next, sizeof next, "\n%s", delim);
+            q = memmem(data, (size_t)(end - data), next, (size_t)nl);
+        }
+        if (!q) {
+            snprintf(err, errlen, "multipart part %d: no closing boundary", n);
+            return -1;
+        }
+        if (n == max) {
+            snprintf(err, errlen, "multipart body has more than %d parts", max);
+            return -1;
+        }
+        pc_form_part *part = &parts[n++];
+        memset(part, 0, sizeof *part);
+        /* find the Content-Disposition line among the part headers */
+        const char *h = (const char *)p;
+        size_t hl = (size_t)(hdr_end - p);
+        for (size_t i = 0; i < hl;) {
+            size_t ll = 0;
+            while (i + ll < hl && h[i + ll] != '\n') ll++;
+            if (ll > 20 && strncasecmp(h + i, "content-disposition:", 20) == 0) {
+                disposition_param(h + i + 20, ll - 20, "name", part->name, sizeof part->name);
+                disposition_param(h + i + 20, ll - 20, "filename", part->filename,
+                                  sizeof part->filename);
+            }
+            i += ll + 1;
+        }
+        part->data = data;
+        part->len = (size_t)(q - data);
+        p = q + (nl - dl);
+    }
+}
+
+/* ---- collapsed stacks (§1.4, §1.6) ---- */
+
+typedef struct type_info {
+    const char *suffix, *type, *unit;
+    int scaled; /* cpu/wall counts scale to nanoseconds with sampleRate */
+} type_info;
+
+static const type_info known_types[] = {
+    {"cpu", "cpu", "nanoseconds", 1},
+    {"itimer", "cpu", "nanoseconds", 1},
+    {"wall", "wall", "nanoseconds", 1},
+    {"seconds", "wall", "nanoseconds", 1},
+    {"nanoseconds", "wall", "nanoseconds", 1},
+    {"microseconds", "wall", "nanoseconds", 1},
+    {"milliseconds", "wall", "nanoseconds", 1},
+    {"inuse_objects", "inuse_objects", "count", 0},
+    {"alloc_objects", "alloc_objects", "count", 0},
+    {"inuse_space", "inuse_space", "bytes", 0},
+    {"alloc_space", "alloc_space", "bytes", 0},
+    {"bytes", "alloc_space", "bytes", 0},
+    {"live", "inuse_objects", "count", 0},
+    {"alloc_in_new_tlab_objects", "alloc_in_new_tlab_objects", "count", 0},
+    {"alloc_in_new_tlab_bytes", "alloc_in_new_tlab_bytes", "bytes", 0},
+    {"alloc_outside_tlab_objects", "alloc_outside_tlab_objects", "count", 0},
+    {"alloc_outside_tlab_bytes", "alloc_outside_tlab_bytes", "bytes", 0},
+    {"goroutines", "goroutine", "count", 0},
+    {"mutex_count", "contentions", "count", 0},
+    {"mutex_duration", "delay", "nanoseconds", 0},
+    {"block_count", "contentions", "count", 0},
+    {"block_duration", "delay", "nanoseconds", 0},
+    {"lock_count", "contentions", "count", 0},
+    {"lock_duration", "delay", "nanoseconds", 0},
+    {"exceptions", "exceptions", "count", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+typedef struct folded_sample {
+    int32_t stack;
+    int64_t value;
+} folded_sample;
+
+static int add_stack_line(pc_dict_builder *db, const char *line, size_t len, int64_t value,
+                          folded_sample **samples, size_t *n, size_t *cap)
+{
+    /* frames are root first; OTLP stacks are leaf first */
+    int32_t locs_local[256] = {0}, *locs = locs_local;
+    size_t nl = 0, capl = 256;
+    const char *f = line, *end = line + len;
+    while (f <= end) {
+        const char *semi = memchr(f, ';', (size_t)(end - f));
+        const char *fe = semi ? semi : end;
+        if (fe > f) {
+            int32_t name = pc_dict_string(db, f, (size_t)(fe - f));
+            int32_t fn = pc_dict_function(db, name, 0, 0, 0);
+            pc_line ln = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINE__INIT;
+            pc_line *lines[1] = {&ln};
+            ln.function_index = fn;
+            pc_location loc = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LOCATION__INIT;
+            loc.n_lines = 1;
+            loc.lines = lines;
+            if (nl == capl) {
+                capl *= 2;
+                int32_t *g = pc_xmalloc(capl * sizeof(int32_t));
+                memcpy(g, locs, nl * sizeof(int32_t));
+                if (locs != locs_local) free(locs);
+                locs = g;
+            }
+            locs[nl++] = pc_dict_location(db, &loc);
+        }
+        if (!semi) break;
+        f = semi + 1;
+    }
+    for (size_t i = 0; i < nl / 2; i++) {
+        int32_t t = locs[i];
+        locs[i] = locs[nl - 1 - i];
+        locs[nl - 1 - i] = t;
+    }
+    int32_t stack = pc_dict_stack(db, locs, nl);
+    if (locs != locs_local) free(locs);
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 64;
+        *samples = pc_xrealloc(*samples, *cap * sizeof(folded_sample));
+    }
+    (*samples)[(*n)++] = (folded_sample){stack, value};
+    return 0;
+}
+
+int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc_batch **out,
+                       char **service, char *err, size_t errlen)
+{
+    const type_info *ti = &known_types[0];
+    const char *dot = strrchr(o->app, '.');
+    size_t app_len = strlen(o->app);
+    if (dot) {
+        ti = NULL;
+        for (const type_info *t = known_types; t->suffix; t++)
+            if (strcmp(dot + 1, t->suffix) == 0) ti = t;
+        if (!ti) {
+            snprintf(err, errlen, "unknown profile type: %s", dot + 1);
+            return -1;
+        }
+        app_len = (size_t)(dot - o->app);
+    }
+    pc_batch *b = pc_batch_new();
+    pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
+    folded_sample *samples = NULL;
+    size_t n = 0, cap = 0;
+    int64_t period = 0;
+    if (ti->scaled && o->sample_rate > 0) period = 1000000000LL / o->sample_rate;
+    const char *p = text, *end = text + len;
+    size_t lineno = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        lineno++;
+        size_t ll = (size_t)(le - p);
+        if (ll && p[ll - 1] == '\r') ll--;
+        if (ll) {
+            if (o->lines) {
+                add_stack_line(db, p, ll, 1, &samples, &n, &cap);
+            } else {
+                const char *sp = NULL;
+                for (size_t i = ll; i-- > 0;)
+                    if (p[i] == ' ') {
+                        sp = p + i;
+                        break;
+                    }
+                if (sp) { /* lines without a space are skipped, as Pyroscope does */
+                    char num[24];
+                    size_t dl = (size_t)(p + ll - sp - 1);
+                    char *e = NULL;
+                    long long v = -1;
+                    if (dl > 0 && dl < sizeof num) {
+                        memcpy(num, sp + 1, dl);
+                        num[dl] = 0;
+                        v = strtoll(num, &e, 10);
+                    }
+                    if (v < 0 || !e || *e) {
+                        snprintf(err, errlen, "line %zu: invalid sample count", lineno);
+                        free(samples);
+                        pc_dict_builder_free(db);
+                        pc_batch_unref(b);
+                        return -1;
+                    }
+                    add_stack_line(db, p, (size_t)(sp - p), v, &samples, &n, &cap);
+                }
+            }
+        }
+        p = nl ? nl + 1 : end;
+    }
+    const char *type = ti->type, *unit = ti->unit;
+    if (ti->scaled && period == 0) {
+        type = "samples"; /* no sampleRate: plain sample counts */
+        unit = "count";
+    } else if (!ti->scaled && o->units && *o->units && strcmp(unit, "count") == 0 &&
+               strcmp(o->units, "objects") != 0 && strcmp(o->units, "samples") != 0 &&
+               strcmp(o->units, "goroutines") != 0 && strcmp(o->units, "lock_samples") != 0) {
+        unit = strcmp(o->units, "lock_nanoseconds") == 0 ? "nanoseconds" : o->units;
+    }
+    const char *keys[PC_INGEST_MAX_LABELS + 2], *vals[PC_INGEST_MAX_LABELS + 2];
+    size_t na = 0;
+    char *svc = pc_xmalloc(app_len + 1);
+    memcpy(svc, o->app, app_len);
+    svc[app_len] = 0;
+    keys[na] = "service.name";
+    vals[na++] = svc;
+    for (size_t i = 0; i < o->n_attrs && na < PC_INGEST_MAX_LABELS + 2; i++) {
+        keys[na] = o->attr_keys[i];
+        vals[na++] = o->attr_vals[i];
+    }
+    pc_scope_profiles *sp = pc_batch_add_resource(b, keys, vals, na, o->scope_name, o->scope_version);
+    pc_profile *prof = pc_scope_add_profile(b, sp);
+    prof->sample_type = pc_arena_calloc(b->arena, 1, sizeof(pc_value_type));
+    opentelemetry__proto__profiles__v1development__value_type__init(prof->sample_type);
+    prof->sample_type->type_strindex = pc_dict_cstring(db, type);
+    prof->sample_type->unit_strindex = pc_dict_cstring(db, unit);
+    if (period) {
+        prof->period_type = pc_arena_calloc(b->arena, 1, sizeof(pc_value_type));
+        opentelemetry__proto__profiles__v1development__value_type__init(prof->period_type);
+        prof->period_type->type_strindex = prof->sample_type->type_strindex;
+        prof->period_type->unit_strindex = prof->sample_type->unit_strindex;
+        prof->period = period;
+    }
+    prof->time_unix_nano = (uint64_t)o->time_ns;
+    prof->duration_nano = o->duration_ns > 0 ? (uint64_t)o->duration_ns : 0;
+    prof->samples = pc_arena_alloc(b->arena, (n ? n : 1) * sizeof(pc_sample *));
+    for (size_t i = 0; i < n; i++) {
+        pc_sample *s = pc_arena_calloc(b->arena, 1, sizeof(*s));
+        opentelemetry__proto__profiles__v1development__sample__init(s);
+        s->stack_index = samples[i].stack;
+        s->n_values = 1;
+        s->values = pc_arena_alloc(b->arena, sizeof(int64_t));
+        s->values[0] = period ? samples[i].value * period : samples[i].value;
+        prof->samples[prof->n_samples++] = s;
+    }
+    free(samples);
+    b->req->dictionary = pc_dict_builder_finish(db);
+    pc_dict_builder_free(db);
+    *out = b;
+    *service = svc;
+    return 0;
+}
+
+/* ---- sample_type_config (§1.5) ---- */
+
+int pc_ingest_apply_sample_type_config(pc_batch *b, size_t first_rp, const char *json, size_t len,
+                                       char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(json, len, 0, &je);
+    if (!root || !json_is_object(root)) {
+        snprintf(err, errlen, "sample_type_config: not a JSON object%s%s", root ? "" : ": ",
+                 root ? "" : je.text);
+        json_decref(root);
+        return -1;
+    }
+    pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val)
+    {
+        if (!json_is_object(val)) continue;
+        const char *display = json_string_value(json_object_get(val, "display-name"));
+        const char *units = json_string_value(json_object_get(val, "units"));
+        for (size_t r = first_rp; r < b->req->n_resource_profiles; r++) {
+            pc_resource_profiles *rp = b->req->resource_profiles[r];
+            for (size_t s = 0; s < rp->n_scope_profiles; s++) {
+                pc_scope_profiles *sp = rp->scope_profiles[s];
+                for (size_t k = 0; k < sp->n_profiles; k++) {
+                    pc_value_type *st = sp->profiles[k]->sample_type;
+                    if (!st || strcmp(pc_dict_builder_str(db, st->type_strindex), key) != 0)
+                        continue;
+                    if (display && *display) st->type_strindex = pc_dict_cstring(db, display);
+                    if (units && *units && !*pc_dict_builder_str(db, st->unit_strindex))
+                        st->unit_strindex = pc_dict_cstring(db, units);
+                }
+            }
+        }
+    }
+    b->req->dictionary = pc_dict_builder_finish(db);
+    pc_dict_builder_free(db);
+    json_decref(root);
+    return 0;
+}

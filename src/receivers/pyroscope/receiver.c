@@ -1,0 +1,564 @@
+/* Receiver "pyroscope": what Pyroscope SDKs and agents send.
+ *   POST /ingest, /pyroscope/ingest      pprof (raw or multipart), collapsed stacks
+ *   POST /push.v1.PusherService/Push     Connect push (application/proto or application/json)
+ *   POST /v1/pprof                       raw pprof, as the Collector's pprofreceiver (204)
+ * Everything is decoded into OTLP (one translator, pdata/pprof.c) so every processor works on
+ * Pyroscope traffic. Parsing and translation run on the thread pool. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "net/gzip.h"
+#include "net/http_server.h"
+#include "net/url.h"
+#include "pdata/json.h"
+#include "pdata/pprof.h"
+#include "pipeline/component.h"
+#include "pyroscope_push.pb-c.h"
+#include "receivers/pyroscope/ingest.h"
+
+#define RETRY_AFTER_S 1
+#define MAX_PARTS 16
+
+typedef struct pyro_cfg {
+    char *endpoint;
+    uint64_t max_body;
+    uint64_t read_timeout_ms;
+    uint64_t idle_timeout_ms;
+    int64_t max_connections;
+} pyro_cfg;
+
+static const pc_cfg_key pyro_keys[] = {
+    {"endpoint", PC_CFG_STRING, "localhost:4040", offsetof(pyro_cfg, endpoint),
+     "host:port to listen on (0.0.0.0 for all interfaces)", NULL},
+    {"max_request_body_size", PC_CFG_SIZE, "20MiB", offsetof(pyro_cfg, max_body),
+     "largest request body and largest decompressed profile (413 above)", NULL},
+    {"read_timeout", PC_CFG_DURATION, "30s", offsetof(pyro_cfg, read_timeout_ms),
+     "a request must arrive whole within this time (408 otherwise)", NULL},
+    {"idle_timeout", PC_CFG_DURATION, "60s", offsetof(pyro_cfg, idle_timeout_ms),
+     "close keep-alive connections idle this long", NULL},
+    {"max_connections", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_connections),
+     "concurrent connections; more are answered 503", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef enum { API_INGEST, API_PUSH, API_PPROF } api_kind;
+
+typedef struct pyro_recv {
+    pc_component *c;
+    pc_http_server *srv;
+    char host[256];
+    int port;
+    uint64_t accepted_samples, refused_samples;
+    pc_shutdown_done shutdown_done;
+} pyro_recv;
+
+typedef struct job {
+    uv_work_t work;
+    pyro_recv *r;
+    pc_http_req *req;
+    api_kind api;
+    int json; /* push: JSON request */
+    pc_batch *batch;
+    int status; /* 0 decoded, else the HTTP status to answer */
+    size_t samples;
+    char err[512];
+} job;
+
+static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    pyro_cfg *cfg = cfgp;
+    char host[256], e[256];
+    int port;
+    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
+        pc_cfg_errorf(err, node, path, "endpoint: %s", e);
+        return -1;
+    }
+    if (cfg->max_body == 0 || cfg->max_connections <= 0) {
+        pc_cfg_errorf(err, node, path, "max_request_body_size and max_connections must be > 0");
+        return -1;
+    }
+    return 0;
+}
+
+static int pyro_create(pc_component *c, pc_cfg_err *err)
+{
+    pyro_recv *r = pc_xcalloc(1, sizeof(*r));
+    pyro_cfg *cfg = c->cfg;
+    char e[256];
+    (void)err;
+    pc_hostport_parse(cfg->endpoint, r->host, sizeof r->host, &r->port, e, sizeof e);
+    r->c = c;
+    c->priv = r;
+    return 0;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* the parser already wrote j->err */
+#define FAIL_KEEP(j, code)                                                                         \
+    do {                                                                                           \
+        (j)->status = (code);                                                                      \
+        goto out;                                                                                  \
+    } while (0)
+
+#define FAIL(j, code, ...)                                                                         \
+    do {                                                                                           \
+        (j)->status = (code);                                                                      \
+        snprintf((j)->err, sizeof (j)->err, __VA_ARGS__);                                          \
+        goto out;                                                                                  \
+    } while (0)
+
+/* Request body, inflated when Content-Encoding says gzip. 0 ok; else sets the job's status. */
+static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *len)
+{
+    pyro_cfg *cfg = j->r->c->cfg;
+    const char *ce = pc_http_req_header(j->req, "content-encoding");
+    *data = j->req->body;
+    *len = j->req->body_len;
+    if (!ce || !*ce || !strcasecmp(ce, "identity")) return 0;
+    if (strcasecmp(ce, "gzip") && strcasecmp(ce, "x-gzip") && strcasecmp(ce, "deflate")) {
+        j->status = 415;
+        snprintf(j->err, sizeof j->err, "unsupported Content-Encoding \"%s\"", ce);
+        return -1;
+    }
+    int rc = pc_gzip_inflate(*data, *len, cfg->max_body, inflated);
+    if (rc == PC_GZ_TOO_LARGE) {
+        j->status = 413;
+        snprintf(j->err, sizeof j->err, "decompressed body exceeds max_request_body_size");
+        return -1;
+    }
+    if (rc != PC_GZ_OK) {
+        j->status = 400;
+        snprintf(j->err, sizeof j->err, "invalid gzip body");
+        return -1;
+    }
+    *data = inflated->data;
+    *len = inflated->len;
+    return 0;
+}
+
+/* Translate one pprof into the job's batch (appending). Sets status 413/422 on failure. */
+static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const *keys,
+                     const char *const *vals, size_t n, const char *scope, const char *scope_ver)
+{
+    pyro_cfg *cfg = j->r->c->cfg;
+    pc_pprof_attr attrs[PC_INGEST_MAX_LABELS + 4];
+    for (size_t i = 0; i < n && i < PC_INGEST_MAX_LABELS + 4; i++)
+        attrs[i] = (pc_pprof_attr){keys[i], vals[i]};
+    pc_pprof_in_opts o = {.max_bytes = cfg->max_body,
+                          .resource_attrs = attrs,
+                          .n_resource_attrs = n < PC_INGEST_MAX_LABELS + 4 ? n : PC_INGEST_MAX_LABELS + 4,
+                          .scope_name = scope,
+                          .scope_version = scope_ver};
+    bool too_large = false;
+    char e[400];
+    if (pc_pprof_to_batch(data, len, &o, &j->batch, &too_large, e, sizeof e)) {
+        j->status = too_large ? 413 : 422;
+        snprintf(j->err, sizeof j->err, "%s", e);
+        return -1;
+    }
+    return 0;
+}
+
+/* pprof time_nanos 0 (or in 1970) takes from; a missing duration takes until - from. */
+static void fix_times(pc_batch *b, size_t first_rp, int64_t from, int64_t until)
+{
+    for (size_t r = first_rp; r < b->req->n_resource_profiles; r++) {
+        pc_resource_profiles *rp = b->req->resource_profiles[r];
+        for (size_t s = 0; s < rp->n_scope_profiles; s++)
+            for (size_t k = 0; k < rp->scope_profiles[s]->n_profiles; k++) {
+                pc_profile *p = rp->scope_profiles[s]->profiles[k];
+                if (p->time_unix_nano < 365ULL * 86400 * 1000000000ULL) p->time_unix_nano = (uint64_t)from;
+                if (!p->duration_nano && until > from) p->duration_nano = (uint64_t)(until - from);
+            }
+    }
+}
+
+static void ingest_work(job *j)
+{
+    pc_http_req *req = j->req;
+    pc_ingest_name name = {0};
+    char *qname = pc_http_req_query(req, "name"), *qfrom = pc_http_req_query(req, "from");
+    char *quntil = pc_http_req_query(req, "until"), *qformat = pc_http_req_query(req, "format");
+    char *qrate = pc_http_req_query(req, "sampleRate"), *qspy = pc_http_req_query(req, "spyName");
+    char *qunits = pc_http_req_query(req, "units");
+    pc_buf inflated = {0};
+    char *service = NULL;
+    int have_name = 0;
+    if (!qname || !*qname) FAIL(j, 400, "name: service name is required");
+    if (pc_ingest_parse_name(qname, &name, j->err, sizeof j->err)) FAIL_KEEP(j, 400);
+    have_name = 1;
+    int64_t now = now_ns();
+    int64_t from = pc_ingest_parse_time(qfrom ? qfrom : "", now);
+    int64_t until = pc_ingest_parse_time(quntil ? quntil : "", now);
+    if (from < 0) FAIL(j, 400, "from: invalid time \"%s\"", qfrom);
+    if (until < 0) FAIL(j, 400, "until: invalid time \"%s\"", quntil);
+    const char *format = qformat ? qformat : "";
+    const char *ct = pc_http_req_header(req, "content-type");
+    int multipart = ct && strstr(ct, "multipart/form-data") != NULL;
+    if (!strcmp(format, "jfr"))
+        FAIL(j, 415, "format=jfr: JFR is not supported yet; send pprof (format=pprof)");
+    if (!strcmp(format, "trie") || !strcmp(format, "tree") || !strcmp(format, "speedscope") ||
+        (ct && (strstr(ct, "+trie") || strstr(ct, "+tree"))))
+        FAIL(j, 415, "format=%s is not supported; send pprof or collapsed stacks", format);
+
+    /* resource attributes: service.name, the name labels, the spy; scope from otel.scope.* */
+    const char *keys[PC_INGEST_MAX_LABELS + 4], *vals[PC_INGEST_MAX_LABELS + 4];
+    const char *scope = "profcol/pyroscope", *scope_ver = NULL;
+    size_t na = 0;
+    for (size_t i = 0; i < name.n; i++) {
+        if (!strcmp(name.keys[i], "otel.scope.name")) scope = name.vals[i];
+        else if (!strcmp(name.keys[i], "otel.scope.version")) scope_ver = name.vals[i];
+        else if (!strcmp(name.keys[i], "service_name") || !strcmp(name.keys[i], "service.name"))
+            continue; /* an explicit service name wins, below */
+        else {
+            keys[na] = name.keys[i];
+            vals[na++] = name.vals[i];
+        }
+    }
+    const char *svc = name.app;
+    for (size_t i = 0; i < name.n; i++)
+        if (!strcmp(name.keys[i], "service_name") || !strcmp(name.keys[i], "service.name"))
+            svc = name.vals[i];
+    keys[na] = "pyroscope.spy";
+    vals[na++] = qspy && *qspy ? qspy : "unknown";
+
+    const uint8_t *body;
+    size_t len;
+    if (request_body(j, &inflated, &body, &len)) goto out;
+
+    if (multipart) {
+        char boundary[80];
+        pc_form_part parts[MAX_PARTS];
+        if (pc_multipart_boundary(ct, boundary, sizeof boundary))
+            FAIL(j, 400, "malformed multipart content type header: no boundary");
+        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, j->err, sizeof j->err);
+        if (np < 0) FAIL_KEEP(j, 400);
+        const pc_form_part *profile = NULL, *config = NULL;
+        for (int i = 0; i < np; i++) {
+            if (!strcmp(parts[i].name, "profile") && parts[i].len) profile = &parts[i];
+            else if (!strcmp(parts[i].name, "sample_type_config") && parts[i].len) config = &parts[i];
+            else if (!strcmp(parts[i].name, "prev_profile") && parts[i].len)
+                FAIL(j, 422, "unsupported client version: prev_profile (cumulative profiles) is not "
+                             "supported, upgrade the Pyroscope client");
+        }
+        if (!profile) FAIL(j, 400, "multipart form has no (non-empty) \"profile\" part");
+        keys[na] = "service.name";
+        vals[na++] = svc;
+        if (add_pprof(j, profile->data, profile->len, keys, vals, na, scope, scope_ver)) goto out;
+        if (config) {
+            pc_buf cfgtext = {0};
+            const uint8_t *cd = config->data;
+            size_t cl = config->len;
+            if (pc_is_gzip(cd, cl)) {
+                if (pc_gzip_inflate(cd, cl, 1 << 20, &cfgtext) != PC_GZ_OK) {
+                    pc_buf_free(&cfgtext);
+                    FAIL(j, 400, "sample_type_config: invalid gzip");
+                }
+                cd = cfgtext.data;
+                cl = cfgtext.len;
+            }
+            int rc = pc_ingest_apply_sample_type_config(j->batch, 0, (const char *)cd, cl, j->err,
+                                                        sizeof j->err);
+            pc_buf_free(&cfgtext);
+            if (rc) FAIL_KEEP(j, 400);
+        }
+    } else if (!strcmp(format, "pprof")) {
+        keys[na] = "service.name";
+        vals[na++] = svc;
+        if (add_pprof(j, body, len, keys, vals, na, scope, scope_ver)) goto out;
+    } else { /* folded ("groups", "folded", "collapsed", none) or "lines" */
+        char *rate_end = NULL;
+        long long rate = qrate && *qrate ? strtoll(qrate, &rate_end, 10) : 100;
+        if (rate_end && *rate_end) rate = 100; /* Pyroscope logs and uses the default */
+        pc_folded_opts o = {.app = name.app,
+                            .lines = !strcmp(format, "lines"),
+                            .sample_rate = rate,
+                            .units = qunits,
+                            .time_ns = from,
+                            .duration_ns = until - from,
+                            .attr_keys = keys,
+                            .attr_vals = vals,
+                            .n_attrs = na,
+                            .scope_name = scope,
+                            .scope_version = scope_ver};
+        if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, j->err, sizeof j->err))
+            FAIL_KEEP(j, 400);
+        if (svc != name.app) { /* explicit service name label overrides the app name */
+            pc_keyvalue *kv = j->batch->req->resource_profiles[0]->resource->attributes[0];
+            kv->value->string_value = pc_arena_strndup(j->batch->arena, svc, strlen(svc));
+        }
+    }
+    fix_times(j->batch, 0, from, until);
+out:
+    if (j->status && j->batch) {
+        pc_batch_unref(j->batch);
+        j->batch = NULL;
+    }
+    if (have_name) pc_ingest_name_free(&name);
+    free(service);
+    free(qname), free(qfrom), free(quntil), free(qformat), free(qrate), free(qspy), free(qunits);
+    pc_buf_free(&inflated);
+}
+
+static void push_work(job *j)
+{
+    pc_buf inflated = {0};
+    const uint8_t *body;
+    size_t len;
+    pc_arena *a = pc_arena_new(4096);
+    if (request_body(j, &inflated, &body, &len)) goto out;
+    ProtobufCMessage *m = NULL;
+    if (j->json) {
+        char e[400];
+        if (pc_json_decode(&push__v1__push_request__descriptor, (const char *)body, len, a, &m, e,
+                           sizeof e))
+            FAIL(j, 400, "invalid PushRequest JSON: %s", e);
+    } else {
+        m = protobuf_c_message_unpack(&push__v1__push_request__descriptor, pc_arena_allocator(a),
+                                      len, body);
+        if (!m) FAIL(j, 400, "invalid PushRequest: malformed protobuf");
+    }
+    const Push__V1__PushRequest *pr = (const Push__V1__PushRequest *)m;
+    for (size_t s = 0; s < pr->n_series; s++) {
+        const Push__V1__RawProfileSeries *ser = pr->series[s];
+        const char *keys[PC_INGEST_MAX_LABELS + 2], *vals[PC_INGEST_MAX_LABELS + 2];
+        size_t na = 0;
+        const char *svc = NULL, *scope = "profcol/pyroscope", *scope_ver = NULL;
+        for (size_t l = 0; l < ser->n_labels; l++) {
+            const char *k = ser->labels[l]->name, *v = ser->labels[l]->value;
+            if (!strcmp(k, "service_name")) svc = v;
+            else if (!strcmp(k, "otel_scope_name") || !strcmp(k, "otel.scope.name")) scope = v;
+            else if (!strcmp(k, "otel_scope_version") || !strcmp(k, "otel.scope.version")) scope_ver = v;
+            else if (!strncmp(k, "__", 2)) continue; /* __name__, __delta__: series internals */
+            else if (na < PC_INGEST_MAX_LABELS) {
+                keys[na] = k;
+                vals[na++] = v;
+            }
+        }
+        keys[na] = "service.name";
+        vals[na++] = svc && *svc ? svc : "unknown_service";
+        for (size_t k = 0; k < ser->n_samples; k++) {
+            const ProtobufCBinaryData *raw = &ser->samples[k]->raw_profile;
+            if (!raw->len) continue;
+            if (add_pprof(j, raw->data, raw->len, keys, vals, na, scope, scope_ver)) {
+                if (j->status == 422) j->status = 400; /* Connect: invalid_argument */
+                goto out;
+            }
+        }
+    }
+    if (!j->batch) j->batch = pc_batch_new(); /* nothing in it: still acknowledged */
+out:
+    if (j->status && j->batch) {
+        pc_batch_unref(j->batch);
+        j->batch = NULL;
+    }
+    pc_arena_free(a);
+    pc_buf_free(&inflated);
+}
+
+static void pprof_work(job *j)
+{
+    pc_buf inflated = {0};
+    const uint8_t *body;
+    size_t len;
+    if (request_body(j, &inflated, &body, &len) == 0)
+        add_pprof(j, body, len, NULL, NULL, 0, "profcol/pyroscope/httpserver", NULL);
+    pc_buf_free(&inflated);
+}
+
+static void decode_work(uv_work_t *w)
+{
+    job *j = w->data;
+    switch (j->api) {
+    case API_INGEST: ingest_work(j); break;
+    case API_PUSH: push_work(j); break;
+    case API_PPROF: pprof_work(j); break;
+    }
+    if (!j->status) {
+        int64_t rejected = 0;
+        if (pc_batch_validate(j->batch, &rejected, j->err, sizeof j->err)) {
+            j->status = 422;
+            pc_batch_unref(j->batch);
+            j->batch = NULL;
+        } else {
+            j->samples = pc_batch_counts(j->batch).samples;
+        }
+    }
+}
+
+/* Connect error codes for the push API. */
+static const char *connect_code(int http)
+{
+    switch (http) {
+    case 400: case 415: case 422: return "invalid_argument";
+    case 413: case 429: return "resource_exhausted";
+    case 503: return "unavailable";
+    default: return "internal";
+    }
+}
+
+static void respond_error(job *j, int status, const char *msg)
+{
+    char extra[64] = "";
+    if (status == 429 || status == 503)
+        snprintf(extra, sizeof extra, "Retry-After: %d\r\n", RETRY_AFTER_S);
+    if (j->api == API_PUSH) {
+        json_t *o = json_pack("{s:s,s:s}", "code", connect_code(status), "message", msg);
+        char *text = json_dumps(o, JSON_COMPACT);
+        pc_http_respond(j->req, status, "application/json", text, strlen(text), extra);
+        free(text);
+        json_decref(o);
+        return;
+    }
+    pc_buf b = {0};
+    pc_buf_printf(&b, "%s\n", msg);
+    pc_http_respond(j->req, status, "text/plain; charset=utf-8", b.data, b.len, extra);
+    pc_buf_free(&b);
+}
+
+static void respond_ok(job *j)
+{
+    if (j->api == API_PPROF) pc_http_respond(j->req, 204, NULL, NULL, 0, NULL);
+    else if (j->api == API_PUSH && j->json) pc_http_respond(j->req, 200, "application/json", "{}", 2, NULL);
+    else if (j->api == API_PUSH) pc_http_respond(j->req, 200, "application/proto", NULL, 0, NULL);
+    else pc_http_respond(j->req, 200, NULL, NULL, 0, NULL);
+}
+
+static void pipeline_done(void *arg, pc_status st, const char *msg)
+{
+    job *j = arg;
+    pyro_recv *r = j->r;
+    if (st == PC_OK) {
+        r->accepted_samples += j->samples;
+        respond_ok(j);
+    } else {
+        r->refused_samples += j->samples;
+        int status = st == PC_ERR_PERMANENT ? 400 : st == PC_ERR_OVERLOAD ? 429 : 503;
+        PC_WARN(r->c->id, "pipeline refused %zu samples (%s): %s", j->samples,
+                st == PC_ERR_PERMANENT ? "permanent" : "retryable, client told to retry",
+                msg ? msg : "");
+        respond_error(j, status, msg ? msg : "pipeline unavailable, retry later");
+    }
+    free(j);
+}
+
+static void decode_done(uv_work_t *w, int status)
+{
+    job *j = w->data;
+    (void)status;
+    if (j->status) {
+        PC_INFO(j->r->c->id, "%s %s: %d: %s", j->req->peer, j->req->path, j->status, j->err);
+        respond_error(j, j->status, j->err);
+        free(j);
+        return;
+    }
+    const char *tenant = pc_http_req_header(j->req, "x-scope-orgid");
+    if (tenant && *tenant) pc_batch_set_meta(j->batch, "x-scope-orgid", tenant);
+    pc_batch *b = j->batch;
+    j->batch = NULL;
+    pc_consume(j->r->c->next, b, pipeline_done, j);
+}
+
+static void on_request(pc_http_req *req, void *arg)
+{
+    pyro_recv *r = arg;
+    api_kind api;
+    if (!strcmp(req->path, "/ingest") || !strcmp(req->path, "/pyroscope/ingest")) api = API_INGEST;
+    else if (!strcmp(req->path, "/push.v1.PusherService/Push")) api = API_PUSH;
+    else if (!strcmp(req->path, "/v1/pprof")) api = API_PPROF;
+    else {
+        pc_http_respond(req, 404, "text/plain", "404 page not found\n", 19, NULL);
+        return;
+    }
+    if (strcmp(req->method, "POST") != 0) {
+        static const char m[] = "405 method not allowed, supported: [POST]\n";
+        pc_http_respond(req, 405, "text/plain", m, sizeof m - 1, "Allow: POST\r\n");
+        return;
+    }
+    const char *ct = pc_http_req_header(req, "content-type");
+    int json = ct && strstr(ct, "json") != NULL;
+    if (api == API_PUSH && !json && !(ct && (strstr(ct, "application/proto") ||
+                                             strstr(ct, "application/x-protobuf")))) {
+        static const char m[] = "{\"code\":\"invalid_argument\",\"message\":\"unsupported content "
+                                "type, want application/proto or application/json\"}";
+        pc_http_respond(req, 415, "application/json", m, sizeof m - 1, NULL);
+        return;
+    }
+    job *j = pc_xcalloc(1, sizeof(*j));
+    j->r = r;
+    j->req = req;
+    j->api = api;
+    j->json = json;
+    j->work.data = j;
+    uv_queue_work(r->c->loop, &j->work, decode_work, decode_done);
+}
+
+static int pyro_start(pc_component *c, char *err, size_t errlen)
+{
+    pyro_recv *r = c->priv;
+    pyro_cfg *cfg = c->cfg;
+    pc_http_server_opts o = {
+        .host = r->host,
+        .port = r->port,
+        .max_body_bytes = cfg->max_body,
+        .max_header_bytes = 64 * 1024,
+        .read_timeout_ms = (unsigned)cfg->read_timeout_ms,
+        .idle_timeout_ms = (unsigned)cfg->idle_timeout_ms,
+        .max_connections = (unsigned)cfg->max_connections,
+        .log_id = c->id,
+    };
+    r->srv = pc_http_server_new(c->loop, &o, on_request, r);
+    if (pc_http_server_start(r->srv, err, errlen)) return -1;
+    PC_INFO(c->id, "Pyroscope ingest on http://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)",
+            r->host, pc_http_server_port(r->srv));
+    return 0;
+}
+
+static void server_closed(void *arg)
+{
+    pc_component *c = arg;
+    pyro_recv *r = c->priv;
+    r->srv = NULL;
+    PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
+            (unsigned long long)r->accepted_samples, (unsigned long long)r->refused_samples);
+    r->shutdown_done(c);
+}
+
+static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    pyro_recv *r = c->priv;
+    if (!r->srv) {
+        done(c);
+        return;
+    }
+    r->shutdown_done = done;
+    pc_http_server_shutdown(r->srv, server_closed, c);
+}
+
+static void pyro_destroy(pc_component *c)
+{
+    free(c->priv);
+}
+
+const pc_component_type pc_receiver_pyroscope = {
+    .name = "pyroscope",
+    .kind = PC_KIND_RECEIVER,
+    .stability = "alpha",
+    .doc = "Pyroscope ingest: /ingest (pprof, multipart, collapsed), Connect Push, /v1/pprof",
+    .cfg_size = sizeof(pyro_cfg),
+    .cfg = pyro_keys,
+    .validate = pyro_validate,
+    .create = pyro_create,
+    .start = pyro_start,
+    .shutdown = pyro_shutdown,
+    .destroy = pyro_destroy,
+};

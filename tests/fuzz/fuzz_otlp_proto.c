@@ -1,0 +1,27 @@
+/* OTLP protobuf decoder: decode, validate, re-encode as protobuf and JSON, decode those again
+ * (fuzz_otlp.h lists the invariants). */
+#include <stdint.h>
+
+#include "fuzz_otlp.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fuzz_quiet_logs();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    pc_batch *b = NULL;
+    char err[512];
+    if (pc_batch_decode_proto(data, size, &b, err, sizeof err) != 0) {
+        FUZZ_ASSERT(b == NULL, "failed decode returned a batch");
+        return 0;
+    }
+    FUZZ_ASSERT(b && b->req, "decode succeeded without a request");
+    fuzz_check_batch(b, false);
+    pc_batch_unref(b);
+    return 0;
+}
