@@ -1,6 +1,200 @@
+/* Pyroscope /ingest parsing: name grammar, from/until, multipart, collapsed stacks,
+ * sample_type_config. */
 #include "check.h"
+#include "pdata/pdata.h"
+#include "receivers/pyroscope/ingest.h"
+
+static void test_name(void)
+{
+    pc_ingest_name n;
+    char err[256];
+    CHECK_EQ_INT(pc_ingest_parse_name("  myapp.cpu ", &n, err, sizeof err), 0);
+    CHECK_STR(n.app, "myapp.cpu");
+    CHECK_EQ_INT(n.n, 0);
+    pc_ingest_name_free(&n);
+
+    CHECK_EQ_INT(pc_ingest_parse_name("app{ env = prod , region=eu-1,x=a=b{c/d, e=}", &n, err,
+                                      sizeof err), 0);
+    CHECK_STR(n.app, "app");
+    CHECK_EQ_INT(n.n, 4);
+    CHECK_STR(n.keys[0], "env");
+    CHECK_STR(n.vals[0], "prod");
+    CHECK_STR(n.vals[1], "eu-1");
+    CHECK_STR(n.vals[2], "a=b{c/d");
+    CHECK_STR(n.keys[3], "e");
+    CHECK_STR(n.vals[3], "");
+    pc_ingest_name_free(&n);
+
+    /* duplicate keys: last wins; missing '}' drops the last pair; after '}' ignored */
+    CHECK_EQ_INT(pc_ingest_parse_name("app{a=1,a=2,b=3", &n, err, sizeof err), 0);
+    CHECK_EQ_INT(n.n, 1);
+    CHECK_STR(n.vals[0], "2");
+    pc_ingest_name_free(&n);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{a=1}junk{b=2}", &n, err, sizeof err), 0);
+    CHECK_EQ_INT(n.n, 1);
+    pc_ingest_name_free(&n);
+    /* explicit __name__ overrides the app */
+    CHECK_EQ_INT(pc_ingest_parse_name("app{__name__=other}", &n, err, sizeof err), 0);
+    CHECK_STR(n.app, "other");
+    pc_ingest_name_free(&n);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{otel.scope.name=x}", &n, err, sizeof err), 0);
+    CHECK_STR(n.keys[0], "otel.scope.name");
+    pc_ingest_name_free(&n);
+
+    CHECK_EQ_INT(pc_ingest_parse_name("app{a-b=1}", &n, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "invalid label name: a-b: character is not allowed: '-'");
+    CHECK_EQ_INT(pc_ingest_parse_name("{a=1}", &n, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "service name is required");
+    CHECK_EQ_INT(pc_ingest_parse_name("my app{}", &n, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "character is not allowed: ' '");
+    CHECK_EQ_INT(pc_ingest_parse_name("app{novalue}", &n, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{=v}", &n, err, sizeof err), -1);
+}
+
+static void test_time(void)
+{
+    const int64_t now = 1700000000123456789LL;
+    CHECK_EQ_INT(pc_ingest_parse_time("", now), now);
+    CHECK_EQ_INT(pc_ingest_parse_time("1700000000", now), 1700000000000000000LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("1700000000123", now), 1700000000123000000LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("1700000000123456", now), 1700000000123456000LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("1700000000123456789", now), 1700000000123456789LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("20231114", now), 1699920000000000000LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("1_700_000_000", now), 1700000000000000000LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("now", now), now);
+    CHECK_EQ_INT(pc_ingest_parse_time("now-1h", now), now - 3600000000000LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("now+10s", now), now + 10000000000LL);
+    CHECK_EQ_INT(pc_ingest_parse_time("yesterday", now), -1);
+    CHECK_EQ_INT(pc_ingest_parse_time("99999999999999999999", now), -1);
+}
+
+static void test_multipart(void)
+{
+    char b[80];
+    CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data; boundary=XyZ", b, sizeof b), 0);
+    CHECK_STR(b, "XyZ");
+    CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data; boundary=\"a b\"; x=y", b, sizeof b), 0);
+    CHECK_STR(b, "a b");
+    CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data", b, sizeof b), -1);
+
+    static const char body[] =
+        "--XyZ\r\n"
+        "Content-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n"
+        "PPROF\r\nBYTES\r\n"
+        "--XyZ\r\n"
+        "Content-Disposition: form-data; name=\"sample_type_config\"\r\n\r\n"
+        "{}\r\n"
+        "--XyZ--\r\n";
+    pc_form_part parts[4];
+    char err[128];
+    int n = pc_multipart_parse((const uint8_t *)body, sizeof body - 1, "XyZ", parts, 4, err, sizeof err);
+    CHECK_EQ_INT(n, 2);
+    CHECK_STR(parts[0].name, "profile");
+    CHECK_STR(parts[0].filename, "profile.pprof");
+    CHECK_EQ_INT(parts[0].len, 12);
+    CHECK(memcmp(parts[0].data, "PPROF\r\nBYTES", 12) == 0);
+    CHECK_STR(parts[1].name, "sample_type_config");
+    CHECK_STR(parts[1].filename, "");
+    CHECK_EQ_INT(parts[1].len, 2);
+
+    static const char trunc[] = "--XyZ\r\nContent-Disposition: form-data; name=\"profile\"\r\n\r\nabc";
+    CHECK_EQ_INT(pc_multipart_parse((const uint8_t *)trunc, sizeof trunc - 1, "XyZ", parts, 4, err,
+                                    sizeof err), -1);
+    CHECK_EQ_INT(pc_multipart_parse((const uint8_t *)"nothing", 7, "XyZ", parts, 4, err, sizeof err), -1);
+}
+
+static const pc_profile *only_profile(const pc_batch *b)
+{
+    return b->req->resource_profiles[0]->scope_profiles[0]->profiles[0];
+}
+
+/* Function names of a sample's stack, leaf first, joined by ';'. */
+static void stack_names(const pc_batch *b, const pc_sample *s, char *out, size_t n)
+{
+    const pc_dictionary *d = b->req->dictionary;
+    const pc_stack *st = d->stack_table[s->stack_index];
+    out[0] = 0;
+    for (size_t i = 0; i < st->n_location_indices; i++) {
+        const pc_location *l = d->location_table[st->location_indices[i]];
+        const pc_function *f = d->function_table[l->lines[0]->function_index];
+        if (i) strncat(out, ";", n - strlen(out) - 1);
+        strncat(out, pc_dict_str(d, f->name_strindex), n - strlen(out) - 1);
+    }
+}
+
+static void test_folded(void)
+{
+    static const char text[] = "main;foo;bar 30\nmain;foo 20\r\nmain;baz 50\n\nno-count-line\n";
+    const char *keys[] = {"env"}, *vals[] = {"prod"};
+    pc_folded_opts o = {.app = "myapp.cpu", .sample_rate = 100, .time_ns = 5, .duration_ns = 10,
+                        .attr_keys = keys, .attr_vals = vals, .n_attrs = 1};
+    pc_batch *b = NULL;
+    char *svc = NULL, err[256];
+    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, err, sizeof err), 0);
+    if (!b) return;
+    CHECK_STR(svc, "myapp");
+    const pc_dictionary *d = b->req->dictionary;
+    const pc_resource *r = b->req->resource_profiles[0]->resource;
+    CHECK_STR(pc_resource_attr_str(d, r, "service.name"), "myapp");
+    CHECK_STR(pc_resource_attr_str(d, r, "env"), "prod");
+    const pc_profile *p = only_profile(b);
+    CHECK_STR(pc_dict_str(d, p->sample_type->type_strindex), "cpu");
+    CHECK_STR(pc_dict_str(d, p->sample_type->unit_strindex), "nanoseconds");
+    CHECK_EQ_INT(p->period, 10000000);
+    CHECK_EQ_INT(p->n_samples, 3);
+    char names[256];
+    stack_names(b, p->samples[0], names, sizeof names);
+    CHECK_STR(names, "bar;foo;main");
+    CHECK_EQ_INT(p->samples[0]->values[0], 30 * 10000000LL);
+    CHECK_EQ_INT(p->samples[2]->values[0], 50 * 10000000LL);
+    /* main, foo, bar, baz: four functions (plus the zero element), deduplicated */
+    CHECK_EQ_INT(d->n_function_table, 5);
+    int64_t rejected;
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    free(svc);
+    pc_batch_unref(b);
+
+    /* lines format: identical lines are separate samples of 1; memory type from the suffix */
+    pc_folded_opts ol = {.app = "svc.alloc_space", .lines = 1};
+    CHECK_EQ_INT(pc_folded_to_batch("a;b\na;b\n", 8, &ol, &b, &svc, err, sizeof err), 0);
+    p = only_profile(b);
+    CHECK_EQ_INT(p->n_samples, 2);
+    CHECK_EQ_INT(p->samples[0]->stack_index, p->samples[1]->stack_index);
+    CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->unit_strindex), "bytes");
+    free(svc);
+    pc_batch_unref(b);
+
+    pc_folded_opts bad = {.app = "my.app"};
+    CHECK_EQ_INT(pc_folded_to_batch("a 1\n", 4, &bad, &b, &svc, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "unknown profile type: app");
+    pc_folded_opts badc = {.app = "app"};
+    CHECK_EQ_INT(pc_folded_to_batch("a;b x1\n", 7, &badc, &b, &svc, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "line 1");
+}
+
+static void test_sample_type_config(void)
+{
+    static const char text[] = "a;b 3\n";
+    pc_folded_opts o = {.app = "app.mutex_count"};
+    pc_batch *b = NULL;
+    char *svc = NULL, err[256];
+    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, err, sizeof err), 0);
+    static const char cfg[] = "{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\"}}";
+    CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, cfg, sizeof cfg - 1, err, sizeof err), 0);
+    const pc_profile *p = only_profile(b);
+    CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->type_strindex), "block_count");
+    CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, "[1]", 3, err, sizeof err), -1);
+    free(svc);
+    pc_batch_unref(b);
+}
+
 int main(void)
 {
-    fprintf(stderr, "no tests yet\n");
+    RUN(test_name);
+    RUN(test_time);
+    RUN(test_multipart);
+    RUN(test_folded);
+    RUN(test_sample_type_config);
     return check_report();
 }
