@@ -20,12 +20,14 @@
  * Attributes may use the plain key/string_value or the profiles-only key_strindex /
  * string_value_strindex forms; both are read. A written attribute is always in the plain form,
  * and any other entry with the same key (in either form) is removed, so one entry per key remains. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 
 #include "pipeline/component.h"
 #include "processors/proc_util.h"
