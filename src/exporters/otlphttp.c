@@ -11,6 +11,7 @@
 #include "net/url.h"
 #include "pdata/json.h"
 #include "pipeline/component.h"
+#include "pipeline/telemetry.h"
 
 typedef struct otlphttp_cfg {
     char *endpoint;
@@ -141,6 +142,7 @@ static int otlphttp_start(pc_component *c, char *err, size_t errlen)
                              .max_connections = (unsigned)cfg->max_connections,
                              .log_id = c->id};
     x->client = pc_http_client_new(c->loop, &o);
+    pc_exporter_register_metrics(c, &x->sent_samples, &x->failed_samples);
     PC_INFO(c->id, "sending to http://%s:%d%s", x->url.host, x->url.port, x->url.path);
     return 0;
 }
@@ -285,6 +287,7 @@ static void otlphttp_shutdown(pc_component *c, pc_shutdown_done done)
 static void otlphttp_destroy(pc_component *c)
 {
     otlphttp *x = c->priv;
+    pc_metric_unregister(c);
     if (!x) return;
     free(x->headers);
     free(x);

@@ -733,7 +733,7 @@ static int i32_cmp(const void *a, const void *b)
 /* Ids 1..n in ascending dictionary order (keeps e.g. the main binary's mapping first). */
 static void assign_ids(uint64_t *ids, i32vec *t)
 {
-    qsort(t->v, t->n, sizeof(int32_t), i32_cmp);
+    if (t->n > 1) qsort(t->v, t->n, sizeof(int32_t), i32_cmp);
     for (size_t i = 0; i < t->n; i++)
         ids[t->v[i]] = i + 1;
 }

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/log.h"
+#include "pipeline/telemetry.h"
 
 #define MAX_COMPONENTS 256
 
@@ -27,6 +29,8 @@ struct pc_service {
     pipeline *pipelines;
     size_t n_pipelines;
     pc_consumer *receiver_fanouts[MAX_COMPONENTS];
+    char *metrics_address; /* NULL: metrics not served */
+    pc_metrics_server *metrics;
     /* shutdown state */
     size_t pending;
     int phase;
@@ -317,6 +321,9 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
     return 0;
 }
 
+static const char *const telemetry_keys[] = {"logs", "metrics"};
+static const char *const metrics_keys[] = {"address", "level"};
+
 static int apply_telemetry(pc_service *s, pc_cfg_err *err)
 {
     const pc_node *tel = pc_node_get(pc_node_get(s->root, "service"), "telemetry");
@@ -329,6 +336,26 @@ static int apply_telemetry(pc_service *s, pc_cfg_err *err)
             return -1;
         }
         pc_log_set_level(l);
+    }
+    if (check_keys(tel, telemetry_keys, 2, "service::telemetry", err)) return -1;
+    const pc_node *met = pc_node_get(tel, "metrics");
+    if (check_keys(met, metrics_keys, 2, "service::telemetry::metrics", err)) return -1;
+    const pc_node *addr = pc_node_get(met, "address");
+    const pc_node *mlvl = pc_node_get(met, "level");
+    s->metrics_address = pc_xstrdup("localhost:8888");
+    if (addr && addr->kind == PC_NODE_SCALAR) {
+        char host[256], e[256];
+        int port;
+        if (pc_hostport_parse(addr->scalar, host, sizeof host, &port, e, sizeof e)) {
+            pc_cfg_errorf(err, addr, "service::telemetry::metrics::address", "%s", e);
+            return -1;
+        }
+        free(s->metrics_address);
+        s->metrics_address = pc_xstrdup(addr->scalar);
+    }
+    if (mlvl && mlvl->kind == PC_NODE_SCALAR && !strcmp(mlvl->scalar, "none")) {
+        free(s->metrics_address);
+        s->metrics_address = NULL;
     }
     return 0;
 }
@@ -355,6 +382,11 @@ pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
 int pc_service_start(pc_service *s, char *err, size_t errlen)
 {
     char e[512];
+    if (s->metrics_address) {
+        /* a busy metrics port must not take the data path down with it */
+        s->metrics = pc_metrics_server_start(s->loop, s->metrics_address, e, sizeof e);
+        if (!s->metrics) PC_WARN(NULL, "self-metrics not served: %s", e);
+    }
     for (size_t i = 0; i < s->n_exporters; i++) {
         pc_component *c = s->exporters[i];
         if (c->type->start && c->type->start(c, e, sizeof e)) {
@@ -395,6 +427,12 @@ static void component_down(pc_component *c)
     if (--s->pending == 0) shutdown_phase(s);
 }
 
+static void metrics_stopped(void *arg)
+{
+    pc_service *s = arg;
+    if (--s->pending == 0) shutdown_phase(s);
+}
+
 static void shutdown_one(pc_service *s, pc_component *c)
 {
     s->pending++;
@@ -419,6 +457,12 @@ static void shutdown_phase(pc_service *s)
                     shutdown_one(s, s->pipelines[p].processors[phase - 1]);
         } else if ((size_t)phase == max_procs + 1) {
             for (size_t i = 0; i < s->n_exporters; i++) shutdown_one(s, s->exporters[i]);
+        } else if ((size_t)phase == max_procs + 2) {
+            if (s->metrics) {
+                s->pending++;
+                pc_metrics_server_stop(s->metrics, metrics_stopped, s);
+                s->metrics = NULL;
+            }
         } else {
             g_shutting = NULL;
             s->done(s->done_arg);
@@ -455,5 +499,6 @@ void pc_service_free(pc_service *s)
     free(s->pipelines);
     for (size_t i = 0; i < s->n_exporters; i++) component_free(s->exporters[i]);
     pc_node_free(s->root);
+    free(s->metrics_address);
     free(s);
 }

@@ -10,6 +10,7 @@
 #include "net/url.h"
 #include "pdata/json.h"
 #include "pipeline/component.h"
+#include "pipeline/telemetry.h"
 #include "rpc_status.pb-c.h"
 
 #define PROFILES_PATH "/v1development/profiles"
@@ -297,6 +298,7 @@ static int otlp_start(pc_component *c, char *err, size_t errlen)
     };
     r->srv = pc_http_server_new(c->loop, &o, on_request, r);
     if (pc_http_server_start(r->srv, err, errlen)) return -1;
+    pc_receiver_register_metrics(c, "http", &r->accepted_samples, &r->refused_samples);
     PC_INFO(c->id, "OTLP/HTTP profiles on http://%s:%d%s", r->host, pc_http_server_port(r->srv),
             PROFILES_PATH);
     return 0;
@@ -325,6 +327,7 @@ static void otlp_shutdown(pc_component *c, pc_shutdown_done done)
 
 static void otlp_destroy(pc_component *c)
 {
+    pc_metric_unregister(c);
     free(c->priv);
 }
 

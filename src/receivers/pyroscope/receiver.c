@@ -16,6 +16,7 @@
 #include "pdata/json.h"
 #include "pdata/pprof.h"
 #include "pipeline/component.h"
+#include "pipeline/telemetry.h"
 #include "pyroscope_push.pb-c.h"
 #include "receivers/pyroscope/ingest.h"
 
@@ -518,6 +519,7 @@ static int pyro_start(pc_component *c, char *err, size_t errlen)
     };
     r->srv = pc_http_server_new(c->loop, &o, on_request, r);
     if (pc_http_server_start(r->srv, err, errlen)) return -1;
+    pc_receiver_register_metrics(c, "http", &r->accepted_samples, &r->refused_samples);
     PC_INFO(c->id, "Pyroscope ingest on http://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)",
             r->host, pc_http_server_port(r->srv));
     return 0;
@@ -546,6 +548,7 @@ static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
 
 static void pyro_destroy(pc_component *c)
 {
+    pc_metric_unregister(c);
     free(c->priv);
 }
 

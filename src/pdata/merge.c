@@ -1,0 +1,806 @@
+/* Merging batches into one request with one dictionary (see merge.h). */
+#include "pdata/merge.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdata/dict.h"
+#include "pipeline/log.h"
+
+/* AnyValue nesting deeper than this is not walked (keys treat it as opaque, marks stop). */
+#define MAX_DEPTH 64
+
+#define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
+
+/* ---- reachability --------------------------------------------------------------------------- */
+
+enum { U_STR, U_MAP, U_LOC, U_FUN, U_LINK, U_ATTR, U_STACK, U_N };
+
+struct pc_dict_used {
+    const pc_dictionary *d;
+    uint32_t epoch;
+    uint32_t *mark[U_N];
+    size_t n[U_N];
+    size_t bytes;
+};
+
+static size_t varint_len(size_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Bytes one repeated field element of payload size n costs on the wire. */
+static size_t field_len(size_t n)
+{
+    return 1 + varint_len(n) + n;
+}
+
+pc_dict_used *pc_dict_used_new(const pc_dictionary *d)
+{
+    pc_dict_used *u = pc_xcalloc(1, sizeof *u);
+    u->d = d;
+    u->epoch = 1;
+    if (!d) return u;
+    u->n[U_STR] = d->string_table ? d->n_string_table : 0;
+    u->n[U_MAP] = d->mapping_table ? d->n_mapping_table : 0;
+    u->n[U_LOC] = d->location_table ? d->n_location_table : 0;
+    u->n[U_FUN] = d->function_table ? d->n_function_table : 0;
+    u->n[U_LINK] = d->link_table ? d->n_link_table : 0;
+    u->n[U_ATTR] = d->attribute_table ? d->n_attribute_table : 0;
+    u->n[U_STACK] = d->stack_table ? d->n_stack_table : 0;
+    for (int t = 0; t < U_N; t++)
+        u->mark[t] = u->n[t] ? pc_xcalloc(u->n[t], sizeof(uint32_t)) : NULL;
+    return u;
+}
+
+void pc_dict_used_free(pc_dict_used *u)
+{
+    if (!u) return;
+    for (int t = 0; t < U_N; t++)
+        free(u->mark[t]);
+    free(u);
+}
+
+void pc_dict_used_reset(pc_dict_used *u)
+{
+    u->bytes = 0;
+    if (++u->epoch != 0) return;
+    /* wrapped after 4G resets: clear for real once */
+    for (int t = 0; t < U_N; t++)
+        if (u->mark[t]) memset(u->mark[t], 0, u->n[t] * sizeof(uint32_t));
+    u->epoch = 1;
+}
+
+size_t pc_dict_used_bytes(const pc_dict_used *u)
+{
+    return u->bytes;
+}
+
+/* True the first time idx of table t is marked in this epoch. Index 0 (the zero element) and
+ * out-of-range indices are never marked. */
+static bool mark(pc_dict_used *u, int t, int32_t idx)
+{
+    if (idx <= 0 || (size_t)idx >= u->n[t] || u->mark[t][idx] == u->epoch) return false;
+    u->mark[t][idx] = u->epoch;
+    return true;
+}
+
+static size_t msg_len(const void *m)
+{
+    return m ? protobuf_c_message_get_packed_size(m) : 0;
+}
+
+static void mark_str(pc_dict_used *u, int32_t i)
+{
+    if (!mark(u, U_STR, i)) return;
+    const char *s = u->d->string_table[i];
+    u->bytes += field_len(s ? strlen(s) : 0);
+}
+
+static void mark_any(pc_dict_used *u, const pc_anyvalue *v, int depth);
+
+static void mark_kv(pc_dict_used *u, const pc_keyvalue *kv, int depth)
+{
+    if (!kv) return;
+    mark_str(u, kv->key_strindex);
+    mark_any(u, kv->value, depth);
+}
+
+static void mark_any(pc_dict_used *u, const pc_anyvalue *v, int depth)
+{
+    if (!v || depth > MAX_DEPTH) return;
+    switch (v->value_case) {
+    case AV(STRING_VALUE_STRINDEX): mark_str(u, v->string_value_strindex); break;
+    case AV(ARRAY_VALUE):
+        if (v->array_value)
+            for (size_t i = 0; i < v->array_value->n_values; i++)
+                mark_any(u, v->array_value->values[i], depth + 1);
+        break;
+    case AV(KVLIST_VALUE):
+        if (v->kvlist_value)
+            for (size_t i = 0; i < v->kvlist_value->n_values; i++)
+                mark_kv(u, v->kvlist_value->values[i], depth + 1);
+        break;
+    default: break;
+    }
+}
+
+static void mark_attr(pc_dict_used *u, int32_t i)
+{
+    if (!mark(u, U_ATTR, i)) return;
+    const pc_kvu *kv = u->d->attribute_table[i];
+    if (!kv) return;
+    u->bytes += field_len(msg_len(kv));
+    mark_str(u, kv->key_strindex);
+    mark_str(u, kv->unit_strindex);
+    mark_any(u, kv->value, 0);
+}
+
+static void mark_attrs(pc_dict_used *u, const int32_t *v, size_t n)
+{
+    if (!v) return;
+    for (size_t i = 0; i < n; i++)
+        mark_attr(u, v[i]);
+}
+
+static void mark_fun(pc_dict_used *u, int32_t i)
+{
+    if (!mark(u, U_FUN, i)) return;
+    const pc_function *f = u->d->function_table[i];
+    if (!f) return;
+    u->bytes += field_len(msg_len(f));
+    mark_str(u, f->name_strindex);
+    mark_str(u, f->system_name_strindex);
+    mark_str(u, f->filename_strindex);
+}
+
+static void mark_mapping(pc_dict_used *u, int32_t i)
+{
+    if (!mark(u, U_MAP, i)) return;
+    const pc_mapping *m = u->d->mapping_table[i];
+    if (!m) return;
+    u->bytes += field_len(msg_len(m));
+    mark_str(u, m->filename_strindex);
+    mark_attrs(u, m->attribute_indices, m->n_attribute_indices);
+}
+
+static void mark_loc(pc_dict_used *u, int32_t i)
+{
+    if (!mark(u, U_LOC, i)) return;
+    const pc_location *l = u->d->location_table[i];
+    if (!l) return;
+    u->bytes += field_len(msg_len(l));
+    mark_mapping(u, l->mapping_index);
+    if (l->lines)
+        for (size_t j = 0; j < l->n_lines; j++)
+            if (l->lines[j]) mark_fun(u, l->lines[j]->function_index);
+    mark_attrs(u, l->attribute_indices, l->n_attribute_indices);
+}
+
+static void mark_stack(pc_dict_used *u, int32_t i)
+{
+    if (!mark(u, U_STACK, i)) return;
+    const pc_stack *s = u->d->stack_table[i];
+    if (!s) return;
+    u->bytes += field_len(msg_len(s));
+    if (s->location_indices)
+        for (size_t j = 0; j < s->n_location_indices; j++)
+            mark_loc(u, s->location_indices[j]);
+}
+
+static void mark_link(pc_dict_used *u, int32_t i)
+{
+    if (!mark(u, U_LINK, i)) return;
+    if (u->d->link_table[i]) u->bytes += field_len(msg_len(u->d->link_table[i]));
+}
+
+static void mark_vt(pc_dict_used *u, const pc_value_type *vt)
+{
+    if (!vt) return;
+    mark_str(u, vt->type_strindex);
+    mark_str(u, vt->unit_strindex);
+}
+
+void pc_dict_used_profile(pc_dict_used *u, const pc_profile *p, size_t from, size_t to)
+{
+    if (!p) return;
+    mark_vt(u, p->sample_type);
+    mark_vt(u, p->period_type);
+    mark_attrs(u, p->attribute_indices, p->n_attribute_indices);
+    size_t n = p->samples ? p->n_samples : 0;
+    if (to > n) to = n;
+    for (size_t i = from; i < to; i++) {
+        const pc_sample *s = p->samples[i];
+        if (!s) continue;
+        mark_stack(u, s->stack_index);
+        mark_attrs(u, s->attribute_indices, s->n_attribute_indices);
+        mark_link(u, s->link_index);
+    }
+}
+
+void pc_dict_used_keyvalues(pc_dict_used *u, pc_keyvalue *const *kv, size_t n)
+{
+    if (!kv) return;
+    for (size_t i = 0; i < n; i++)
+        mark_kv(u, kv[i], 0);
+}
+
+/* A copy of table v (n entries) keeping element 0 and the marked entries, NULL elsewhere. */
+static void *view_table(const pc_dict_used *u, int t, void *const *v)
+{
+    size_t n = u->n[t];
+    if (!n) return NULL;
+    void **o = pc_xcalloc(n, sizeof(void *));
+    o[0] = v[0];
+    for (size_t i = 1; i < n; i++)
+        if (u->mark[t][i] == u->epoch) o[i] = v[i];
+    return o;
+}
+
+pc_dictionary *pc_dict_used_view(const pc_dict_used *u)
+{
+    pc_dictionary *d = pc_xcalloc(1, sizeof *d);
+    opentelemetry__proto__profiles__v1development__profiles_dictionary__init(d);
+    const pc_dictionary *s = u->d;
+    if (!s) return d;
+    d->n_string_table = u->n[U_STR];
+    d->string_table = view_table(u, U_STR, (void *const *)s->string_table);
+    d->n_mapping_table = u->n[U_MAP];
+    d->mapping_table = view_table(u, U_MAP, (void *const *)s->mapping_table);
+    d->n_location_table = u->n[U_LOC];
+    d->location_table = view_table(u, U_LOC, (void *const *)s->location_table);
+    d->n_function_table = u->n[U_FUN];
+    d->function_table = view_table(u, U_FUN, (void *const *)s->function_table);
+    d->n_link_table = u->n[U_LINK];
+    d->link_table = view_table(u, U_LINK, (void *const *)s->link_table);
+    d->n_attribute_table = u->n[U_ATTR];
+    d->attribute_table = view_table(u, U_ATTR, (void *const *)s->attribute_table);
+    d->n_stack_table = u->n[U_STACK];
+    d->stack_table = view_table(u, U_STACK, (void *const *)s->stack_table);
+    return d;
+}
+
+void pc_dict_used_view_free(pc_dictionary *d)
+{
+    if (!d) return;
+    free(d->string_table);
+    free(d->mapping_table);
+    free(d->location_table);
+    free(d->function_table);
+    free(d->link_table);
+    free(d->attribute_table);
+    free(d->stack_table);
+    free(d);
+}
+
+/* ---- content keys of resources and scopes ------------------------------------------------- */
+
+static void key_bytes(pc_buf *k, const void *p, size_t n)
+{
+    uint32_t len = (uint32_t)n;
+    pc_buf_append(k, &len, sizeof len);
+    if (n) pc_buf_append(k, p, n);
+}
+
+static void key_str(pc_buf *k, const char *s)
+{
+    key_bytes(k, s ? s : "", s ? strlen(s) : 0);
+}
+
+static void key_tag(pc_buf *k, char t)
+{
+    pc_buf_append(k, &t, 1);
+}
+
+static const char *kv_key(const pc_dictionary *d, const pc_keyvalue *kv)
+{
+    return kv->key && kv->key[0] ? kv->key : pc_dict_str(d, kv->key_strindex);
+}
+
+static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int depth);
+
+static void key_kv(pc_buf *k, const pc_dictionary *d, const pc_keyvalue *kv, int depth)
+{
+    if (!kv) {
+        key_tag(k, '-');
+        return;
+    }
+    key_str(k, kv_key(d, kv));
+    key_any(k, d, kv->value, depth);
+}
+
+/* Strings compare by content whether inline or through the string table. */
+static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int depth)
+{
+    if (!v || depth > MAX_DEPTH) {
+        key_tag(k, '0');
+        return;
+    }
+    switch (v->value_case) {
+    case AV(STRING_VALUE):
+        key_tag(k, 's');
+        key_str(k, v->string_value);
+        break;
+    case AV(STRING_VALUE_STRINDEX):
+        key_tag(k, 's');
+        key_str(k, pc_dict_str(d, v->string_value_strindex));
+        break;
+    case AV(BOOL_VALUE):
+        key_tag(k, v->bool_value ? 'T' : 'F');
+        break;
+    case AV(INT_VALUE):
+        key_tag(k, 'i');
+        pc_buf_append(k, &v->int_value, sizeof v->int_value);
+        break;
+    case AV(DOUBLE_VALUE):
+        key_tag(k, 'd');
+        pc_buf_append(k, &v->double_value, sizeof v->double_value);
+        break;
+    case AV(BYTES_VALUE):
+        key_tag(k, 'y');
+        key_bytes(k, v->bytes_value.data, v->bytes_value.len);
+        break;
+    case AV(ARRAY_VALUE): {
+        size_t n = v->array_value ? v->array_value->n_values : 0;
+        key_tag(k, 'a');
+        key_bytes(k, NULL, n);
+        for (size_t i = 0; i < n; i++)
+            key_any(k, d, v->array_value->values[i], depth + 1);
+        break;
+    }
+    case AV(KVLIST_VALUE): {
+        size_t n = v->kvlist_value ? v->kvlist_value->n_values : 0;
+        key_tag(k, 'k');
+        key_bytes(k, NULL, n);
+        for (size_t i = 0; i < n; i++)
+            key_kv(k, d, v->kvlist_value->values[i], depth + 1);
+        break;
+    }
+    default: key_tag(k, '0'); break;
+    }
+}
+
+typedef struct span {
+    size_t off, len;
+    const uint8_t *base;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->base + x->off, y->base + y->off, n);
+    if (c) return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+/* Attributes as a set: each is keyed on its own, and the keys are sorted. */
+static void key_attrs(pc_buf *k, const pc_dictionary *d, pc_keyvalue *const *kv, size_t n)
+{
+    if (!kv) n = 0;
+    key_bytes(k, NULL, n);
+    if (!n) return;
+    pc_buf tmp = {0};
+    span *sp = pc_xmalloc(n * sizeof *sp);
+    for (size_t i = 0; i < n; i++) {
+        sp[i].off = tmp.len;
+        key_kv(&tmp, d, kv[i], 0);
+        sp[i].len = tmp.len - sp[i].off;
+    }
+    for (size_t i = 0; i < n; i++)
+        sp[i].base = tmp.data;
+    qsort(sp, n, sizeof *sp, span_cmp);
+    for (size_t i = 0; i < n; i++)
+        key_bytes(k, tmp.data + sp[i].off, sp[i].len);
+    free(sp);
+    pc_buf_free(&tmp);
+}
+
+static void key_resource(pc_buf *k, const pc_dictionary *d, const pc_resource_profiles *rp)
+{
+    k->len = 0;
+    key_str(k, rp->schema_url);
+    const pc_resource *r = rp->resource;
+    key_tag(k, r ? 'r' : '-');
+    if (!r) return;
+    key_bytes(k, NULL, r->dropped_attributes_count);
+    key_attrs(k, d, r->attributes, r->n_attributes);
+    size_t ne = r->entity_refs ? r->n_entity_refs : 0;
+    key_bytes(k, NULL, ne);
+    for (size_t i = 0; i < ne; i++) {
+        const ProtobufCMessage *e = (const ProtobufCMessage *)r->entity_refs[i];
+        size_t n = msg_len(e);
+        uint8_t *buf = pc_xmalloc(n + 1);
+        if (e) protobuf_c_message_pack(e, buf);
+        key_bytes(k, buf, n);
+        free(buf);
+    }
+}
+
+static void key_scope(pc_buf *k, const pc_dictionary *d, const pc_scope_profiles *sp)
+{
+    k->len = 0;
+    key_str(k, sp->schema_url);
+    const pc_scope *s = sp->scope;
+    key_tag(k, s ? 's' : '-');
+    if (!s) return;
+    key_str(k, s->name);
+    key_str(k, s->version);
+    key_bytes(k, NULL, s->dropped_attributes_count);
+    key_attrs(k, d, s->attributes, s->n_attributes);
+}
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* ---- merger --------------------------------------------------------------------------------- */
+
+typedef struct sgroup {
+    uint64_t h;
+    uint8_t *key;
+    size_t keylen;
+    pc_scope_profiles *sp;
+    pc_profile **pv;
+    size_t n, cap;
+} sgroup;
+
+typedef struct rgroup {
+    uint64_t h;
+    uint8_t *key;
+    size_t keylen;
+    pc_resource_profiles *rp;
+    sgroup *sg;
+    size_t n, cap;
+} rgroup;
+
+struct pc_merger {
+    pc_batch *out;
+    pc_dict_builder *db;
+    rgroup *rg;
+    size_t n, cap;
+    size_t samples;
+    pc_buf kbuf;
+};
+
+pc_merger *pc_merger_new(void)
+{
+    pc_merger *m = pc_xcalloc(1, sizeof *m);
+    m->out = pc_batch_new();
+    m->db = pc_dict_builder_from(m->out->arena, m->out->req->dictionary);
+    return m;
+}
+
+size_t pc_merger_samples(const pc_merger *m)
+{
+    return m->samples;
+}
+
+/* A deep copy of any message into the arena (through the wire format: exact and short). */
+static void *copy_msg(pc_arena *a, const void *msg)
+{
+    const ProtobufCMessage *src = msg;
+    size_t n = protobuf_c_message_get_packed_size(src);
+    uint8_t *buf = pc_xmalloc(n + 1);
+    protobuf_c_message_pack(src, buf);
+    ProtobufCMessage *c =
+        protobuf_c_message_unpack(src->descriptor, pc_arena_allocator(a), n, buf);
+    free(buf);
+    if (!c) abort(); /* we just encoded it */
+    return c;
+}
+
+static char *copy_str(pc_arena *a, const char *s)
+{
+    return s && *s ? pc_arena_strndup(a, s, strlen(s)) : (char *)protobuf_c_empty_string;
+}
+
+static void remap_kvs(const pc_dict_remap *map, pc_keyvalue **kv, size_t n)
+{
+    if (!kv) return;
+    for (size_t i = 0; i < n; i++)
+        pc_dict_remap_keyvalue(map, kv[i]);
+}
+
+static rgroup *find_resource(pc_merger *m, const pc_dictionary *d, const pc_resource_profiles *rp,
+                             const pc_dict_remap *map)
+{
+    key_resource(&m->kbuf, d, rp);
+    uint64_t h = hash_bytes(m->kbuf.data, m->kbuf.len);
+    for (size_t i = 0; i < m->n; i++) {
+        rgroup *g = &m->rg[i];
+        if (g->h == h && g->keylen == m->kbuf.len && !memcmp(g->key, m->kbuf.data, g->keylen))
+            return g;
+    }
+    if (m->n == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 8;
+        m->rg = pc_xrealloc(m->rg, m->cap * sizeof *m->rg);
+    }
+    rgroup *g = &m->rg[m->n++];
+    memset(g, 0, sizeof *g);
+    g->h = h;
+    g->keylen = m->kbuf.len;
+    g->key = pc_xmalloc(g->keylen + 1);
+    memcpy(g->key, m->kbuf.data, g->keylen);
+    pc_arena *a = m->out->arena;
+    g->rp = pc_arena_alloc(a, sizeof *g->rp);
+    opentelemetry__proto__profiles__v1development__resource_profiles__init(g->rp);
+    g->rp->schema_url = copy_str(a, rp->schema_url);
+    if (rp->resource) {
+        g->rp->resource = copy_msg(a, rp->resource);
+        remap_kvs(map, g->rp->resource->attributes, g->rp->resource->n_attributes);
+    }
+    return g;
+}
+
+static sgroup *find_scope(pc_merger *m, rgroup *rg, const pc_dictionary *d,
+                          const pc_scope_profiles *sp, const pc_dict_remap *map)
+{
+    key_scope(&m->kbuf, d, sp);
+    uint64_t h = hash_bytes(m->kbuf.data, m->kbuf.len);
+    for (size_t i = 0; i < rg->n; i++) {
+        sgroup *g = &rg->sg[i];
+        if (g->h == h && g->keylen == m->kbuf.len && !memcmp(g->key, m->kbuf.data, g->keylen))
+            return g;
+    }
+    if (rg->n == rg->cap) {
+        rg->cap = rg->cap ? rg->cap * 2 : 4;
+        rg->sg = pc_xrealloc(rg->sg, rg->cap * sizeof *rg->sg);
+    }
+    sgroup *g = &rg->sg[rg->n++];
+    memset(g, 0, sizeof *g);
+    g->h = h;
+    g->keylen = m->kbuf.len;
+    g->key = pc_xmalloc(g->keylen + 1);
+    memcpy(g->key, m->kbuf.data, g->keylen);
+    pc_arena *a = m->out->arena;
+    g->sp = pc_arena_alloc(a, sizeof *g->sp);
+    opentelemetry__proto__profiles__v1development__scope_profiles__init(g->sp);
+    g->sp->schema_url = copy_str(a, sp->schema_url);
+    if (sp->scope) {
+        g->sp->scope = copy_msg(a, sp->scope);
+        remap_kvs(map, g->sp->scope->attributes, g->sp->scope->n_attributes);
+    }
+    return g;
+}
+
+static pc_value_type *copy_vt(pc_arena *a, const pc_value_type *vt)
+{
+    if (!vt) return NULL;
+    pc_value_type *o = pc_arena_alloc(a, sizeof *o);
+    opentelemetry__proto__profiles__v1development__value_type__init(o);
+    o->type_strindex = vt->type_strindex;
+    o->unit_strindex = vt->unit_strindex;
+    return o;
+}
+
+static void *dup_arr(pc_arena *a, const void *v, size_t n, size_t size)
+{
+    return v && n ? pc_arena_memdup(a, v, n * size) : NULL;
+}
+
+static ProtobufCBinaryData copy_bytes(pc_arena *a, ProtobufCBinaryData b)
+{
+    ProtobufCBinaryData o = {0, NULL};
+    if (b.data && b.len) {
+        o.data = pc_arena_memdup(a, b.data, b.len);
+        o.len = b.len;
+    }
+    return o;
+}
+
+/* Samples [from, to) of p, copied into a (indices still in p's dictionary space). */
+static pc_profile *copy_profile(pc_arena *a, const pc_profile *p, size_t from, size_t to)
+{
+    pc_profile *o = pc_arena_alloc(a, sizeof *o);
+    opentelemetry__proto__profiles__v1development__profile__init(o);
+    o->sample_type = copy_vt(a, p->sample_type);
+    o->period_type = copy_vt(a, p->period_type);
+    o->time_unix_nano = p->time_unix_nano;
+    o->duration_nano = p->duration_nano;
+    o->period = p->period;
+    o->profile_id = copy_bytes(a, p->profile_id);
+    o->dropped_attributes_count = p->dropped_attributes_count;
+    if (from == 0) { /* the original payload travels once, with the first part */
+        o->original_payload_format = copy_str(a, p->original_payload_format);
+        o->original_payload = copy_bytes(a, p->original_payload);
+    }
+    o->attribute_indices =
+        dup_arr(a, p->attribute_indices, p->n_attribute_indices, sizeof(int32_t));
+    o->n_attribute_indices = o->attribute_indices ? p->n_attribute_indices : 0;
+    size_t n = to - from;
+    if (!n) return o;
+    pc_sample *ss = pc_arena_alloc(a, n * sizeof *ss);
+    o->samples = pc_arena_alloc(a, n * sizeof *o->samples);
+    size_t k = 0;
+    for (size_t i = from; i < to; i++) {
+        const pc_sample *s = p->samples[i];
+        if (!s) continue;
+        pc_sample *c = &ss[k];
+        opentelemetry__proto__profiles__v1development__sample__init(c);
+        c->stack_index = s->stack_index;
+        c->link_index = s->link_index;
+        c->attribute_indices =
+            dup_arr(a, s->attribute_indices, s->n_attribute_indices, sizeof(int32_t));
+        c->n_attribute_indices = c->attribute_indices ? s->n_attribute_indices : 0;
+        c->values = dup_arr(a, s->values, s->n_values, sizeof(int64_t));
+        c->n_values = c->values ? s->n_values : 0;
+        c->timestamps_unix_nano =
+            dup_arr(a, s->timestamps_unix_nano, s->n_timestamps_unix_nano, sizeof(uint64_t));
+        c->n_timestamps_unix_nano = c->timestamps_unix_nano ? s->n_timestamps_unix_nano : 0;
+        o->samples[k++] = c;
+    }
+    o->n_samples = k;
+    return o;
+}
+
+static void group_push(sgroup *g, pc_profile *p)
+{
+    if (g->n == g->cap) {
+        g->cap = g->cap ? g->cap * 2 : 8;
+        g->pv = pc_xrealloc(g->pv, g->cap * sizeof *g->pv);
+    }
+    g->pv[g->n++] = p;
+}
+
+static size_t n_samples(const pc_profile *p)
+{
+    return p && p->samples ? p->n_samples : 0;
+}
+
+/* Where the previous slice went: consecutive slices of one scope skip the key lookups. */
+typedef struct cursor {
+    size_t r, s;
+    rgroup *rg; /* index into m->rg would survive realloc; pointers are refreshed per add */
+    size_t rgi;
+    sgroup *sg;
+    bool valid;
+} cursor;
+
+static void add_slice(pc_merger *m, const pc_request *req, const pc_dict_remap *map,
+                      const pc_merge_slice *sl, cursor *cur)
+{
+    const pc_dictionary *d = req->dictionary;
+    if (sl->r >= req->n_resource_profiles || !req->resource_profiles[sl->r]) return;
+    const pc_resource_profiles *rp = req->resource_profiles[sl->r];
+    if (!rp->scope_profiles || sl->s >= rp->n_scope_profiles || !rp->scope_profiles[sl->s]) return;
+    const pc_scope_profiles *sp = rp->scope_profiles[sl->s];
+    if (!sp->profiles || sl->p >= sp->n_profiles || !sp->profiles[sl->p]) return;
+    const pc_profile *p = sp->profiles[sl->p];
+    size_t to = sl->to < n_samples(p) ? sl->to : n_samples(p);
+    size_t from = sl->from < to ? sl->from : to;
+
+    if (!cur->valid || cur->r != sl->r) {
+        rgroup *g = find_resource(m, d, rp, map);
+        cur->rgi = (size_t)(g - m->rg);
+        cur->r = sl->r;
+        cur->valid = false;
+    }
+    rgroup *rg = &m->rg[cur->rgi];
+    if (!cur->valid || cur->s != sl->s) {
+        cur->sg = NULL;
+        cur->s = sl->s;
+    }
+    if (!cur->sg) cur->sg = find_scope(m, rg, d, sp, map);
+    cur->valid = true;
+
+    pc_profile *o = copy_profile(m->out->arena, p, from, to);
+    pc_dict_remap_profile(map, o);
+    group_push(cur->sg, o);
+    m->samples += o->n_samples;
+}
+
+void pc_merger_add(pc_merger *m, const pc_batch *src, const pc_merge_slice *slices, size_t n)
+{
+    const pc_request *req = src->req;
+    const pc_dictionary *d = req->dictionary;
+    pc_dict_remap map;
+    cursor cur = {0};
+    if (!slices) {
+        pc_dict_import(m->db, d, &map);
+        for (size_t r = 0; r < req->n_resource_profiles; r++) {
+            const pc_resource_profiles *rp = req->resource_profiles[r];
+            size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0;
+            for (size_t s = 0; s < ns; s++) {
+                const pc_scope_profiles *sp = rp->scope_profiles[s];
+                size_t np = sp && sp->profiles ? sp->n_profiles : 0;
+                for (size_t p = 0; p < np; p++) {
+                    pc_merge_slice sl = {r, s, p, 0, n_samples(sp->profiles[p])};
+                    add_slice(m, req, &map, &sl, &cur);
+                }
+            }
+        }
+        pc_dict_remap_free(&map);
+        return;
+    }
+
+    /* only what the slices reach: mark it, then import a view holding just those entries */
+    pc_dict_used *u = pc_dict_used_new(d);
+    for (size_t i = 0; i < n; i++) {
+        const pc_merge_slice *sl = &slices[i];
+        if (sl->r >= req->n_resource_profiles || !req->resource_profiles[sl->r]) continue;
+        const pc_resource_profiles *rp = req->resource_profiles[sl->r];
+        if (rp->resource)
+            pc_dict_used_keyvalues(u, rp->resource->attributes, rp->resource->n_attributes);
+        if (!rp->scope_profiles || sl->s >= rp->n_scope_profiles || !rp->scope_profiles[sl->s])
+            continue;
+        const pc_scope_profiles *sp = rp->scope_profiles[sl->s];
+        if (sp->scope) pc_dict_used_keyvalues(u, sp->scope->attributes, sp->scope->n_attributes);
+        if (!sp->profiles || sl->p >= sp->n_profiles) continue;
+        pc_dict_used_profile(u, sp->profiles[sl->p], sl->from, sl->to);
+    }
+    pc_dictionary *view = pc_dict_used_view(u);
+    pc_dict_import(m->db, view, &map);
+    pc_dict_used_view_free(view);
+    pc_dict_used_free(u);
+    for (size_t i = 0; i < n; i++)
+        add_slice(m, req, &map, &slices[i], &cur);
+    pc_dict_remap_free(&map);
+}
+
+pc_batch *pc_merger_finish(pc_merger *m)
+{
+    pc_batch *out = m->out;
+    pc_arena *a = out->arena;
+    pc_request *req = out->req;
+    req->n_resource_profiles = m->n;
+    req->resource_profiles = m->n ? pc_arena_alloc(a, m->n * sizeof(pc_resource_profiles *)) : NULL;
+    for (size_t i = 0; i < m->n; i++) {
+        rgroup *rg = &m->rg[i];
+        rg->rp->n_scope_profiles = rg->n;
+        rg->rp->scope_profiles = dup_arr(a, NULL, 0, 0);
+        if (rg->n) rg->rp->scope_profiles = pc_arena_alloc(a, rg->n * sizeof(pc_scope_profiles *));
+        for (size_t j = 0; j < rg->n; j++) {
+            sgroup *sg = &rg->sg[j];
+            sg->sp->n_profiles = sg->n;
+            sg->sp->profiles = dup_arr(a, sg->pv, sg->n, sizeof(pc_profile *));
+            rg->rp->scope_profiles[j] = sg->sp;
+            free(sg->pv);
+            free(sg->key);
+        }
+        req->resource_profiles[i] = rg->rp;
+        free(rg->sg);
+        free(rg->key);
+    }
+    req->dictionary = pc_dict_builder_finish(m->db);
+    pc_dict_builder_free(m->db);
+    pc_buf_free(&m->kbuf);
+    free(m->rg);
+    free(m);
+    return out;
+}
+
+/* ---- pruning -------------------------------------------------------------------------------- */
+
+void pc_request_prune(pc_request *r)
+{
+    size_t nr = 0;
+    for (size_t i = 0; r->resource_profiles && i < r->n_resource_profiles; i++) {
+        pc_resource_profiles *rp = r->resource_profiles[i];
+        if (!rp) continue;
+        size_t ns = 0;
+        for (size_t j = 0; rp->scope_profiles && j < rp->n_scope_profiles; j++) {
+            pc_scope_profiles *sp = rp->scope_profiles[j];
+            if (!sp) continue;
+            size_t np = 0;
+            for (size_t k = 0; sp->profiles && k < sp->n_profiles; k++)
+                if (sp->profiles[k]) sp->profiles[np++] = sp->profiles[k];
+            sp->n_profiles = np;
+            if (np) rp->scope_profiles[ns++] = sp;
+        }
+        rp->n_scope_profiles = ns;
+        if (ns) r->resource_profiles[nr++] = rp;
+    }
+    r->n_resource_profiles = nr;
+}

@@ -1,0 +1,229 @@
+/* Self-metrics registry and its Prometheus endpoint. */
+#include "pipeline/telemetry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/http_server.h"
+#include "net/url.h"
+#include "pipeline/component.h"
+#include "pipeline/log.h"
+
+typedef struct metric {
+    const void *owner;
+    char *name, *help, *labels;
+    pc_metric_kind kind;
+    const uint64_t *value;
+    double (*fn)(const void *);
+    const void *arg;
+} metric;
+
+static metric *g_metrics;
+static size_t g_n, g_cap;
+
+static void add(const void *owner, const char *name, const char *help, pc_metric_kind kind,
+                const char *labels, const uint64_t *value, double (*fn)(const void *),
+                const void *arg)
+{
+    if (g_n == g_cap) {
+        g_cap = g_cap ? g_cap * 2 : 64;
+        g_metrics = pc_xrealloc(g_metrics, g_cap * sizeof(metric));
+    }
+    g_metrics[g_n++] = (metric){owner,  pc_xstrdup(name), pc_xstrdup(help), pc_xstrdup(labels),
+                                kind,   value,            fn,               arg};
+}
+
+void pc_metric_u64(const void *owner, const char *name, const char *help, pc_metric_kind kind,
+                   const char *labels, const uint64_t *value)
+{
+    add(owner, name, help, kind, labels ? labels : "", value, NULL, NULL);
+}
+
+void pc_metric_fn(const void *owner, const char *name, const char *help, pc_metric_kind kind,
+                  const char *labels, double (*fn)(const void *arg), const void *arg)
+{
+    add(owner, name, help, kind, labels ? labels : "", NULL, fn, arg);
+}
+
+void pc_metric_unregister(const void *owner)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < g_n; i++) {
+        if (g_metrics[i].owner == owner) {
+            free(g_metrics[i].name);
+            free(g_metrics[i].help);
+            free(g_metrics[i].labels);
+        } else {
+            g_metrics[keep++] = g_metrics[i];
+        }
+    }
+    g_n = keep;
+    if (!g_n) {
+        free(g_metrics);
+        g_metrics = NULL;
+        g_cap = 0;
+    }
+}
+
+void pc_receiver_register_metrics(pc_component *c, const char *transport,
+                                  const uint64_t *accepted_samples, const uint64_t *refused_samples)
+{
+    char labels[300];
+    snprintf(labels, sizeof labels, "receiver=\"%s\",transport=\"%s\"", c->id, transport);
+    pc_metric_u64(c, "otelcol_receiver_accepted_profile_samples",
+                  "Profile samples successfully pushed into the pipeline", PC_METRIC_COUNTER,
+                  labels, accepted_samples);
+    pc_metric_u64(c, "otelcol_receiver_refused_profile_samples",
+                  "Profile samples that could not be pushed into the pipeline", PC_METRIC_COUNTER,
+                  labels, refused_samples);
+}
+
+void pc_exporter_register_metrics(pc_component *c, const uint64_t *sent_samples,
+                                  const uint64_t *failed_samples)
+{
+    char labels[300];
+    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
+    pc_metric_u64(c, "otelcol_exporter_sent_profile_samples",
+                  "Profile samples successfully sent to the destination", PC_METRIC_COUNTER,
+                  labels, sent_samples);
+    pc_metric_u64(c, "otelcol_exporter_send_failed_profile_samples",
+                  "Profile samples that failed to be sent to the destination", PC_METRIC_COUNTER,
+                  labels, failed_samples);
+}
+
+uint64_t pc_process_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%llu %llu", &size, &rss) != 2) rss = 0;
+        fclose(f);
+    }
+    return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static double process_rss(const void *arg)
+{
+    (void)arg;
+    return (double)pc_process_rss();
+}
+
+static double process_cpu(const void *arg)
+{
+    (void)arg;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+static double g_start_time;
+static double process_uptime(const void *arg)
+{
+    (void)arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9 - g_start_time;
+}
+
+void pc_metrics_render(pc_buf *out)
+{
+    static const char *const kinds[] = {"counter", "gauge"};
+    const char *last = NULL;
+    /* group samples of one name under one HELP/TYPE header, in registration order per name */
+    for (size_t i = 0; i < g_n; i++) {
+        int seen = 0;
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(g_metrics[k].name, g_metrics[i].name)) seen = 1;
+        if (seen) continue;
+        last = g_metrics[i].name;
+        pc_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", last, g_metrics[i].help, last,
+                      kinds[g_metrics[i].kind]);
+        for (size_t j = i; j < g_n; j++) {
+            const metric *m = &g_metrics[j];
+            if (strcmp(m->name, last) != 0) continue;
+            pc_buf_printf(out, "%s%s%s%s ", m->name, *m->labels ? "{" : "", m->labels,
+                          *m->labels ? "}" : "");
+            if (m->value) pc_buf_printf(out, "%llu\n", (unsigned long long)*m->value);
+            else pc_buf_printf(out, "%.17g\n", m->fn(m->arg));
+        }
+    }
+}
+
+struct pc_metrics_server {
+    pc_http_server *srv;
+    void (*done)(void *);
+    void *arg;
+};
+
+static void on_metrics(pc_http_req *req, void *arg)
+{
+    (void)arg;
+    if (strcmp(req->path, "/metrics") != 0) {
+        pc_http_respond(req, 404, "text/plain", "404 page not found\n", 19, NULL);
+        return;
+    }
+    pc_buf b = {0};
+    pc_metrics_render(&b);
+    pc_http_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL);
+    pc_buf_free(&b);
+}
+
+static const char g_owner; /* process metrics belong to the server */
+
+pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, char *err,
+                                           size_t errlen)
+{
+    char host[256], e[256];
+    int port;
+    if (pc_hostport_parse(endpoint, host, sizeof host, &port, e, sizeof e)) {
+        snprintf(err, errlen, "service::telemetry::metrics::address: %s", e);
+        return NULL;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    g_start_time = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    pc_metric_fn(&g_owner, "otelcol_process_memory_rss", "Resident set size in bytes",
+                 PC_METRIC_GAUGE, "", process_rss, NULL);
+    pc_metric_fn(&g_owner, "otelcol_process_cpu_seconds", "CPU seconds used (user and system)",
+                 PC_METRIC_COUNTER, "", process_cpu, NULL);
+    pc_metric_fn(&g_owner, "otelcol_process_uptime", "Seconds since start", PC_METRIC_COUNTER,
+                 "", process_uptime, NULL);
+    pc_metrics_server *s = pc_xcalloc(1, sizeof(*s));
+    pc_http_server_opts o = {.host = host,
+                             .port = port,
+                             .max_body_bytes = 4096,
+                             .max_header_bytes = 16384,
+                             .read_timeout_ms = 10000,
+                             .idle_timeout_ms = 60000,
+                             .max_connections = 64,
+                             .log_id = "telemetry"};
+    s->srv = pc_http_server_new(loop, &o, on_metrics, s);
+    if (pc_http_server_start(s->srv, err, errlen)) {
+        pc_http_server_shutdown(s->srv, NULL, NULL);
+        pc_metric_unregister(&g_owner);
+        free(s);
+        return NULL;
+    }
+    PC_INFO("telemetry", "metrics on http://%s:%d/metrics", host, pc_http_server_port(s->srv));
+    return s;
+}
+
+static void server_closed(void *arg)
+{
+    pc_metrics_server *s = arg;
+    pc_metric_unregister(&g_owner);
+    if (s->done) s->done(s->arg);
+    free(s);
+}
+
+void pc_metrics_server_stop(pc_metrics_server *s, void (*done)(void *), void *arg)
+{
+    s->done = done;
+    s->arg = arg;
+    pc_http_server_shutdown(s->srv, server_closed, s);
+}

@@ -1,0 +1,41 @@
+/* Self-metrics (DESIGN §7): a registry of counters and gauges that components own, rendered as
+ * Prometheus text on service.telemetry.metrics.address (/metrics). Loop thread only. */
+#ifndef PC_TELEMETRY_H
+#define PC_TELEMETRY_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "pdata/pdata.h"
+
+typedef enum { PC_METRIC_COUNTER, PC_METRIC_GAUGE } pc_metric_kind;
+
+/* Register a value the owner keeps up to date. labels: `receiver="otlp"` style, may be "".
+ * Names follow the Collector's (otelcol_receiver_accepted_profile_samples, ...). */
+void pc_metric_u64(const void *owner, const char *name, const char *help, pc_metric_kind kind,
+                   const char *labels, const uint64_t *value);
+/* A value computed when scraped. */
+void pc_metric_fn(const void *owner, const char *name, const char *help, pc_metric_kind kind,
+                  const char *labels, double (*fn)(const void *arg), const void *arg);
+/* Drop every metric registered by owner (call before freeing what the pointers point into). */
+void pc_metric_unregister(const void *owner);
+/* Prometheus text exposition format 0.0.4. */
+void pc_metrics_render(pc_buf *out);
+
+/* The standard per-component metrics, owned by c (unregister with pc_metric_unregister(c)). */
+struct pc_component;
+void pc_receiver_register_metrics(struct pc_component *c, const char *transport,
+                                  const uint64_t *accepted_samples, const uint64_t *refused_samples);
+void pc_exporter_register_metrics(struct pc_component *c, const uint64_t *sent_samples,
+                                  const uint64_t *failed_samples);
+
+/* Current resident set size of this process, in bytes (from /proc/self/statm). */
+uint64_t pc_process_rss(void);
+
+/* The /metrics HTTP endpoint. */
+typedef struct pc_metrics_server pc_metrics_server;
+pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, char *err,
+                                           size_t errlen);
+void pc_metrics_server_stop(pc_metrics_server *s, void (*done)(void *), void *arg);
+
+#endif
