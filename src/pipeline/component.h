@@ -46,6 +46,7 @@ struct pc_component {
     uv_loop_t *loop;
     pc_consumer self; /* processors and exporters: how upstream reaches this component */
     pc_consumer *next; /* receivers: fan-out over the pipelines; processors: next in chain */
+    struct pc_service *host; /* the service running this component (status for extensions) */
     void *priv;
 };
 

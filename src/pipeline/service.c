@@ -25,7 +25,9 @@ struct pc_service {
     uv_loop_t *loop;
     pc_node *root;
     pc_component *receivers[MAX_COMPONENTS], *exporters[MAX_COMPONENTS];
-    size_t n_receivers, n_exporters;
+    pc_component *extensions[MAX_COMPONENTS];
+    size_t n_receivers, n_exporters, n_extensions;
+    enum { SVC_STARTING, SVC_READY, SVC_STOPPING, SVC_FAILED } state;
     pipeline *pipelines;
     size_t n_pipelines;
     pc_consumer *receiver_fanouts[MAX_COMPONENTS];
@@ -93,6 +95,7 @@ static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, 
     c->type = t;
     c->id = pc_xstrdup(log_id ? log_id : id);
     c->loop = s->loop;
+    c->host = s;
     c->cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
     c->self.consume = component_consume;
     c->self.mutates = t->mutates;
@@ -360,6 +363,33 @@ static int apply_telemetry(pc_service *s, pc_cfg_err *err)
     return 0;
 }
 
+/* service.extensions: instances of extensions defined in the top-level section. */
+static int build_extensions(pc_service *s, pc_cfg_err *err)
+{
+    const pc_node *list = pc_node_get(pc_node_get(s->root, "service"), "extensions");
+    if (!list || list->kind == PC_NODE_NULL) return 0;
+    if (list->kind != PC_NODE_SEQ) {
+        pc_cfg_errorf(err, list, "service::extensions", "must be a list of extension ids");
+        return -1;
+    }
+    for (size_t i = 0; i < list->n; i++) {
+        const pc_node *id = list->vals[i];
+        if (id->kind != PC_NODE_SCALAR) {
+            pc_cfg_errorf(err, id, "service::extensions", "must be a list of extension ids");
+            return -1;
+        }
+        const pc_node *def = find_definition(s, "extensions", id->scalar, id, "service::extensions", err);
+        if (!def) return -1;
+        if (s->n_extensions == MAX_COMPONENTS) return -1;
+        char path[256];
+        snprintf(path, sizeof path, "extensions::%s", id->scalar);
+        pc_component *c = component_new(s, PC_KIND_EXTENSION, id->scalar, def, path, NULL, err);
+        if (!c) return -1;
+        s->extensions[s->n_extensions++] = c;
+    }
+    return 0;
+}
+
 pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
 {
     pc_service *s = pc_xcalloc(1, sizeof(*s));
@@ -371,7 +401,8 @@ pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
         validate_section(s, "receivers", PC_KIND_RECEIVER, err) ||
         validate_section(s, "processors", PC_KIND_PROCESSOR, err) ||
         validate_section(s, "exporters", PC_KIND_EXPORTER, err) ||
-        validate_section(s, "extensions", PC_KIND_EXTENSION, err) || build_pipelines(s, err)) {
+        validate_section(s, "extensions", PC_KIND_EXTENSION, err) || build_pipelines(s, err) ||
+        build_extensions(s, err)) {
         pc_service_free(s);
         return NULL;
     }
@@ -387,10 +418,19 @@ int pc_service_start(pc_service *s, char *err, size_t errlen)
         s->metrics = pc_metrics_server_start(s->loop, s->metrics_address, e, sizeof e);
         if (!s->metrics) PC_WARN(NULL, "self-metrics not served: %s", e);
     }
+    for (size_t i = 0; i < s->n_extensions; i++) {
+        pc_component *c = s->extensions[i];
+        if (c->type->start && c->type->start(c, e, sizeof e)) {
+            snprintf(err, errlen, "extensions::%s: %s", c->id, e);
+            s->state = SVC_FAILED;
+            return -1;
+        }
+    }
     for (size_t i = 0; i < s->n_exporters; i++) {
         pc_component *c = s->exporters[i];
         if (c->type->start && c->type->start(c, e, sizeof e)) {
             snprintf(err, errlen, "exporters::%s: %s", c->id, e);
+            s->state = SVC_FAILED;
             return -1;
         }
     }
@@ -399,6 +439,7 @@ int pc_service_start(pc_service *s, char *err, size_t errlen)
             pc_component *c = s->pipelines[p].processors[i];
             if (c->type->start && c->type->start(c, e, sizeof e)) {
                 snprintf(err, errlen, "processors::%s: %s", c->id, e);
+                s->state = SVC_FAILED;
                 return -1;
             }
         }
@@ -406,9 +447,11 @@ int pc_service_start(pc_service *s, char *err, size_t errlen)
         pc_component *c = s->receivers[i];
         if (c->type->start && c->type->start(c, e, sizeof e)) {
             snprintf(err, errlen, "receivers::%s: %s", c->id, e);
+            s->state = SVC_FAILED;
             return -1;
         }
     }
+    s->state = SVC_READY;
     PC_INFO(NULL, "everything is ready: %zu pipeline(s), %zu receiver(s), %zu exporter(s)",
             s->n_pipelines, s->n_receivers, s->n_exporters);
     return 0;
@@ -458,6 +501,8 @@ static void shutdown_phase(pc_service *s)
         } else if ((size_t)phase == max_procs + 1) {
             for (size_t i = 0; i < s->n_exporters; i++) shutdown_one(s, s->exporters[i]);
         } else if ((size_t)phase == max_procs + 2) {
+            for (size_t i = 0; i < s->n_extensions; i++) shutdown_one(s, s->extensions[i]);
+        } else if ((size_t)phase == max_procs + 3) {
             if (s->metrics) {
                 s->pending++;
                 pc_metrics_server_stop(s->metrics, metrics_stopped, s);
@@ -477,6 +522,7 @@ void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg)
     s->done = done;
     s->done_arg = arg;
     s->phase = 0;
+    if (s->state != SVC_FAILED) s->state = SVC_STOPPING;
     g_shutting = s;
     PC_INFO(NULL, "shutting down");
     shutdown_phase(s);
@@ -498,7 +544,37 @@ void pc_service_free(pc_service *s)
     }
     free(s->pipelines);
     for (size_t i = 0; i < s->n_exporters; i++) component_free(s->exporters[i]);
+    for (size_t i = 0; i < s->n_extensions; i++) component_free(s->extensions[i]);
     pc_node_free(s->root);
     free(s->metrics_address);
     free(s);
+}
+
+static void status_list(pc_buf *out, const char *kind, pc_component *const *list, size_t n,
+                        const char *status, int *first)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!list[i]) continue;
+        pc_buf_printf(out, "%s\"%s:%s\":{\"status\":\"%s\"}", *first ? "" : ",", kind, list[i]->id,
+                      status);
+        *first = 0;
+    }
+}
+
+int pc_service_status_json(const pc_service *s, pc_buf *out)
+{
+    static const char *const names[] = {"StatusStarting", "StatusOK", "StatusStopping",
+                                        "StatusPermanentError"};
+    const char *st = names[s->state];
+    pc_buf_printf(out, "{\"status\":\"%s\",\"healthy\":%s,\"components\":{", st,
+                  s->state == SVC_READY ? "true" : "false");
+    int first = 1;
+    status_list(out, "receiver", s->receivers, s->n_receivers, st, &first);
+    for (size_t p = 0; p < s->n_pipelines; p++)
+        status_list(out, "processor", s->pipelines[p].processors, s->pipelines[p].n_processors, st,
+                    &first);
+    status_list(out, "exporter", s->exporters, s->n_exporters, st, &first);
+    status_list(out, "extension", s->extensions, s->n_extensions, st, &first);
+    pc_buf_printf(out, "}}");
+    return s->state == SVC_READY;
 }

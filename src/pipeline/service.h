@@ -4,6 +4,7 @@
 
 #include <uv.h>
 
+#include "pdata/pdata.h"
 #include "pipeline/config.h"
 
 typedef struct pc_service pc_service;
@@ -17,5 +18,9 @@ int pc_service_start(pc_service *s, char *err, size_t errlen);
  * exporters; then call done. */
 void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg);
 void pc_service_free(pc_service *s);
+
+/* Status of the service and every component as JSON (like the Collector's health_check);
+ * returns 1 when everything is running, 0 otherwise. */
+int pc_service_status_json(const pc_service *s, pc_buf *out);
 
 #endif

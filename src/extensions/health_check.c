@@ -1,0 +1,117 @@
+/* Extension "health_check": GET <path> answers 200 with the JSON status of every component while
+ * the service runs, 503 while it starts, stops or failed (load balancers and Kubernetes probes). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/http_server.h"
+#include "net/url.h"
+#include "pipeline/component.h"
+#include "pipeline/service.h"
+
+typedef struct health_cfg {
+    char *endpoint;
+    char *path;
+} health_cfg;
+
+static const pc_cfg_key health_keys[] = {
+    {"endpoint", PC_CFG_STRING, "localhost:13133", offsetof(health_cfg, endpoint),
+     "host:port to listen on", NULL},
+    {"path", PC_CFG_STRING, "/", offsetof(health_cfg, path), "path of the status", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef struct health {
+    pc_component *c;
+    pc_http_server *srv;
+    pc_shutdown_done done;
+} health;
+
+static int health_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    health_cfg *cfg = cfgp;
+    char host[256], e[256];
+    int port;
+    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
+        pc_cfg_errorf(err, node, path, "endpoint: %s", e);
+        return -1;
+    }
+    if (!cfg->path || cfg->path[0] != '/') {
+        pc_cfg_errorf(err, node, path, "path: must start with '/'");
+        return -1;
+    }
+    return 0;
+}
+
+static void on_request(pc_http_req *req, void *arg)
+{
+    health *h = arg;
+    health_cfg *cfg = h->c->cfg;
+    if (strcmp(req->path, cfg->path) != 0) {
+        pc_http_respond(req, 404, "text/plain", "404 page not found\n", 19, NULL);
+        return;
+    }
+    pc_buf b = {0};
+    int ok = pc_service_status_json(h->c->host, &b);
+    pc_http_respond(req, ok ? 200 : 503, "application/json", b.data, b.len, NULL);
+    pc_buf_free(&b);
+}
+
+static int health_start(pc_component *c, char *err, size_t errlen)
+{
+    health_cfg *cfg = c->cfg;
+    health *h = pc_xcalloc(1, sizeof(*h));
+    char host[256], e[256];
+    int port;
+    c->priv = h;
+    h->c = c;
+    pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e);
+    pc_http_server_opts o = {.host = host,
+                             .port = port,
+                             .max_body_bytes = 4096,
+                             .max_header_bytes = 16384,
+                             .read_timeout_ms = 10000,
+                             .idle_timeout_ms = 60000,
+                             .max_connections = 64,
+                             .log_id = c->id};
+    h->srv = pc_http_server_new(c->loop, &o, on_request, h);
+    if (pc_http_server_start(h->srv, err, errlen)) return -1;
+    PC_INFO(c->id, "health on http://%s:%d%s", host, pc_http_server_port(h->srv), cfg->path);
+    return 0;
+}
+
+static void closed(void *arg)
+{
+    pc_component *c = arg;
+    health *h = c->priv;
+    h->srv = NULL;
+    h->done(c);
+}
+
+static void health_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    health *h = c->priv;
+    if (!h || !h->srv) {
+        done(c);
+        return;
+    }
+    h->done = done;
+    pc_http_server_shutdown(h->srv, closed, c);
+}
+
+static void health_destroy(pc_component *c)
+{
+    free(c->priv);
+}
+
+const pc_component_type pc_extension_health_check = {
+    .name = "health_check",
+    .kind = PC_KIND_EXTENSION,
+    .stability = "alpha",
+    .doc = "HTTP health endpoint: 200 with every component's status while running, else 503",
+    .cfg_size = sizeof(health_cfg),
+    .cfg = health_keys,
+    .validate = health_validate,
+    .start = health_start,
+    .shutdown = health_shutdown,
+    .destroy = health_destroy,
+};
