@@ -56,7 +56,7 @@ static pc_node *load_configs(char **files, size_t n, pc_cfg_err *err)
 static const char *cfg_type_name(pc_cfg_type t)
 {
     static const char *const names[] = {"string", "int",  "bool", "duration", "size",
-                                        "enum",   "list", "map",  "object"};
+                                        "enum",   "list", "map",  "object", "float"};
     return names[t];
 }
 

@@ -36,7 +36,7 @@ static int debug_validate(void *cfgp, const pc_node *node, const char *path, pc_
 {
     debug_cfg *cfg = cfgp;
     if (cfg->top < 1 || cfg->top > 10000) {
-        pc_cfg_errorf(err, node, path, "top: must be between 1 and 10000");
+        pc_cfg_key_errorf(err, node, path, "top", "must be between 1 and 10000");
         return -1;
     }
     return 0;

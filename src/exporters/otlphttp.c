@@ -1,7 +1,7 @@
 /* Exporter "otlphttp": OTLP/HTTP profiles to endpoint + /v1development/profiles.
- * Encoding and compression run on the thread pool; sending uses the shared HTTP client.
- * Until the sending queue exists, consume completes when the backend has answered, so a
- * failure reaches the client as a retryable status and nothing acknowledged is lost. */
+ * Queueing and retries are the shared sender's (pipeline/sender.c); this file sends one batch
+ * once: encode and compress on the thread pool, POST with the shared HTTP client, and classify
+ * the answer as the OTLP/HTTP spec says (429/502/503/504 and network errors are retryable). */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -11,6 +11,7 @@
 #include "net/url.h"
 #include "pdata/json.h"
 #include "pipeline/component.h"
+#include "pipeline/sender.h"
 #include "pipeline/telemetry.h"
 
 typedef struct otlphttp_cfg {
@@ -21,6 +22,7 @@ typedef struct otlphttp_cfg {
     int encoding;    /* 0 proto, 1 json */
     uint64_t timeout_ms;
     int64_t max_connections;
+    pc_sender_cfg sender;
 } otlphttp_cfg;
 
 static const char *const compressions[] = {"gzip", "none", NULL};
@@ -40,6 +42,7 @@ static const pc_cfg_key otlphttp_keys[] = {
      "time allowed for one request (connect, send, response)", NULL},
     {"max_connections", PC_CFG_INT, "8", offsetof(otlphttp_cfg, max_connections),
      "keep-alive connections to the endpoint", NULL},
+    PC_SENDER_KEYS(otlphttp_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -48,20 +51,17 @@ typedef struct otlphttp {
     pc_url url;
     char *headers; /* preformatted "Name: value\r\n" lines */
     pc_http_client *client;
-    size_t in_flight;
-    pc_shutdown_done shutdown_done; /* set while draining in-flight sends */
-    pc_shutdown_done closed_done;   /* called once the client has closed */
-    uint64_t sent_samples, failed_samples;
+    pc_sender *sender;
+    pc_shutdown_done shutdown_done;
 } otlphttp;
 
 typedef struct send_job {
     uv_work_t work;
     otlphttp *x;
-    pc_batch *batch;
-    size_t samples;
+    const pc_batch *batch; /* borrowed from the sender until result is called */
     pc_buf body;
-    pc_done_fn done;
-    void *arg;
+    pc_send_result result;
+    void *ctx;
 } send_job;
 
 static int header_ok(const char *s)
@@ -77,32 +77,35 @@ static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, 
     const char *ep = cfg->profiles_endpoint ? cfg->profiles_endpoint : cfg->endpoint;
     pc_url u;
     char e[256];
+    const char *key = cfg->profiles_endpoint ? "profiles_endpoint" : "endpoint";
     if (!ep || !*ep) {
-        pc_cfg_errorf(err, node, path, "endpoint (or profiles_endpoint) is required");
+        pc_cfg_key_errorf(err, node, path, "endpoint", "required (or profiles_endpoint)");
         return -1;
     }
     if (pc_url_parse(ep, &u, e, sizeof e)) {
-        pc_cfg_errorf(err, node, path, "%s: %s",
-                      cfg->profiles_endpoint ? "profiles_endpoint" : "endpoint", e);
+        pc_cfg_key_errorf(err, node, path, key, "%s", e);
         return -1;
     }
     if (!strcmp(u.scheme, "https")) {
-        pc_cfg_errorf(err, node, path,
-                      "%s: https:// needs TLS, which profcol does not support yet; use http://",
-                      cfg->profiles_endpoint ? "profiles_endpoint" : "endpoint");
+        pc_cfg_key_errorf(err, node, path, key,
+                          "https:// needs TLS, which profcol does not support yet; use http://");
         return -1;
     }
     for (size_t i = 0; i < cfg->headers.n; i++)
         if (!header_ok(cfg->headers.keys[i]) || !header_ok(cfg->headers.vals[i])) {
-            pc_cfg_errorf(err, node, path, "headers::%s: line breaks are not allowed",
-                          cfg->headers.keys[i]);
+            pc_cfg_key_errorf(err, node, path, "headers", "%s: line breaks are not allowed",
+                              cfg->headers.keys[i]);
             return -1;
         }
-    if (cfg->timeout_ms == 0 || cfg->max_connections <= 0) {
-        pc_cfg_errorf(err, node, path, "timeout and max_connections must be > 0");
+    if (cfg->timeout_ms == 0) {
+        pc_cfg_key_errorf(err, node, path, "timeout", "must be > 0");
         return -1;
     }
-    return 0;
+    if (cfg->max_connections <= 0) {
+        pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
+        return -1;
+    }
+    return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
 static int otlphttp_create(pc_component *c, pc_cfg_err *err)
@@ -131,18 +134,19 @@ static int otlphttp_create(pc_component *c, pc_cfg_err *err)
     return 0;
 }
 
+static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
+
 static int otlphttp_start(pc_component *c, char *err, size_t errlen)
 {
     otlphttp *x = c->priv;
     otlphttp_cfg *cfg = c->cfg;
-    (void)err;
-    (void)errlen;
     pc_http_client_opts o = {.host = x->url.host,
                              .port = x->url.port,
                              .max_connections = (unsigned)cfg->max_connections,
                              .log_id = c->id};
     x->client = pc_http_client_new(c->loop, &o);
-    pc_exporter_register_metrics(c, &x->sent_samples, &x->failed_samples);
+    x->sender = pc_sender_new(c, &cfg->sender, otlphttp_send, err, errlen);
+    if (!x->sender) return -1;
     PC_INFO(c->id, "sending to http://%s:%d%s", x->url.host, x->url.port, x->url.path);
     return 0;
 }
@@ -162,34 +166,11 @@ static void encode_work(uv_work_t *w)
     }
 }
 
-static void client_closed(void *arg)
+static void finish(send_job *j, pc_status st, int retry_after_s, const char *msg)
 {
-    pc_component *c = arg;
-    otlphttp *x = c->priv;
-    x->closed_done(c);
-}
-
-static void close_client(otlphttp *x, pc_shutdown_done done)
-{
-    x->closed_done = done;
-    pc_http_client *cl = x->client;
-    x->client = NULL;
-    pc_http_client_close(cl, client_closed, x->c);
-}
-
-static void finish(send_job *j, pc_status st, const char *msg)
-{
-    otlphttp *x = j->x;
-    if (st == PC_OK) x->sent_samples += j->samples;
-    else x->failed_samples += j->samples;
-    j->done(j->arg, st, msg);
+    j->result(j->ctx, st, retry_after_s, msg);
     pc_buf_free(&j->body);
     free(j);
-    if (--x->in_flight == 0 && x->shutdown_done) {
-        pc_shutdown_done d = x->shutdown_done;
-        x->shutdown_done = NULL;
-        close_client(x, d);
-    }
 }
 
 /* 2xx may carry a partial success: log it, the data was still delivered as far as it goes. */
@@ -219,13 +200,12 @@ static void on_response(const pc_http_response *r, void *arg)
     if (r->error) {
         snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", x->url.host, x->url.port,
                  r->error_msg ? r->error_msg : uv_strerror(r->error));
-        PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, j->samples);
-        finish(j, PC_ERR_RETRYABLE, msg);
+        finish(j, PC_ERR_RETRYABLE, -1, msg);
         return;
     }
     if (r->status >= 200 && r->status < 300) {
         log_partial_success(x, r);
-        finish(j, PC_OK, NULL);
+        finish(j, PC_OK, -1, NULL);
         return;
     }
     int retryable = r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
@@ -233,13 +213,8 @@ static void on_response(const pc_http_response *r, void *arg)
              (int)(r->body_len > 200 ? 200 : r->body_len), r->body ? (const char *)r->body : "");
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < 0x20) *p = ' ';
-    if (retryable) {
-        PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, j->samples);
-        finish(j, r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE, msg);
-    } else {
-        PC_ERROR(x->c->id, "%s (%zu samples dropped; not retryable)", msg, j->samples);
-        finish(j, PC_ERR_PERMANENT, msg);
-    }
+    if (retryable) finish(j, r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE, r->retry_after_s, msg);
+    else finish(j, PC_ERR_PERMANENT, -1, msg);
 }
 
 static void encode_done(uv_work_t *w, int status)
@@ -248,47 +223,62 @@ static void encode_done(uv_work_t *w, int status)
     otlphttp *x = j->x;
     otlphttp_cfg *cfg = x->c->cfg;
     (void)status;
-    pc_batch_unref(j->batch);
     j->batch = NULL;
     pc_http_client_request(x->client, "POST", x->url.path, x->headers, j->body.data, j->body.len,
                            (unsigned)cfg->timeout_ms, on_response, j);
 }
 
+/* The sender's send function: one attempt. */
+static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
+{
+    send_job *j = pc_xcalloc(1, sizeof(*j));
+    j->x = c->priv;
+    j->batch = b;
+    j->result = result;
+    j->ctx = ctx;
+    j->work.data = j;
+    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
+}
+
 static void otlphttp_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     otlphttp *x = c->priv;
-    send_job *j = pc_xcalloc(1, sizeof(*j));
-    j->x = x;
-    j->batch = b;
-    j->samples = pc_batch_counts(b).samples;
-    j->done = done;
-    j->arg = arg;
-    j->work.data = j;
-    x->in_flight++;
-    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
+    pc_sender_consume(x->sender, b, done, arg);
+}
+
+static void client_closed(void *arg)
+{
+    pc_component *c = arg;
+    otlphttp *x = c->priv;
+    x->shutdown_done(c);
+}
+
+static void sender_drained(void *arg)
+{
+    pc_component *c = arg;
+    otlphttp *x = c->priv;
+    pc_http_client *cl = x->client;
+    x->client = NULL;
+    pc_http_client_close(cl, client_closed, c);
 }
 
 static void otlphttp_shutdown(pc_component *c, pc_shutdown_done done)
 {
     otlphttp *x = c->priv;
+    x->shutdown_done = done;
     if (!x->client) {
         done(c);
         return;
     }
-    PC_INFO(c->id, "stopping (sent %llu samples, failed %llu)",
-            (unsigned long long)x->sent_samples, (unsigned long long)x->failed_samples);
-    if (x->in_flight) {
-        x->shutdown_done = done; /* finish() closes the client when the last send completes */
-        return;
-    }
-    close_client(x, done);
+    if (x->sender) pc_sender_shutdown(x->sender, sender_drained, c);
+    else sender_drained(c);
 }
 
 static void otlphttp_destroy(pc_component *c)
 {
     otlphttp *x = c->priv;
-    pc_metric_unregister(c);
     if (!x) return;
+    pc_sender_free(x->sender);
     free(x->headers);
     free(x);
 }

@@ -27,9 +27,9 @@
 #include "pipeline/component.h"
 #include "pyroscope_push.pb-c.h"
 
-#define TENANT_META_KEY "x-scope-orgid"
+#define TENANT_META_KEY     "x-scope-orgid"
 #define CUT_LOG_INTERVAL_MS 10000
-#define SPY_NAME "profcol"
+#define SPY_NAME            "profcol"
 
 typedef struct pyro_cfg {
     char *endpoint;
@@ -81,18 +81,18 @@ static const pc_cfg_key pyro_keys[] = {
 
 /* What the label rules cut, per job (worker) and in total (loop thread). */
 typedef struct cut_stats {
-    uint64_t dropped_count;     /* over max_label_names */
-    uint64_t dropped_name_len;  /* name over max_label_name_length */
-    uint64_t values_truncated;  /* value over max_label_value_length */
-    uint64_t values_sanitized;  /* ingest: ',' or '}' in a value, bad chars in the app name */
-    char example[200];          /* first cut seen, for the log line */
+    uint64_t dropped_count;    /* over max_label_names */
+    uint64_t dropped_name_len; /* name over max_label_name_length */
+    uint64_t values_truncated; /* value over max_label_value_length */
+    uint64_t values_sanitized; /* ingest: ',' or '}' in a value, bad chars in the app name */
+    char example[200];         /* first cut seen, for the log line */
 } cut_stats;
 
 typedef struct pyro {
     pc_component *c;
     pc_url url;
-    char *base_path;    /* url.path + "/ingest" or "/push.v1.PusherService/Push" */
-    char *headers;      /* preformatted "Name: value\r\n" lines, without the tenant */
+    char *base_path; /* url.path + "/ingest" or "/push.v1.PusherService/Push" */
+    char *headers;   /* preformatted "Name: value\r\n" lines, without the tenant */
     pc_http_client *client;
     size_t in_flight;
     pc_shutdown_done shutdown_done;
@@ -202,7 +202,8 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_c
         return -1;
     }
     if (cfg->max_label_value_length <= 0 || cfg->max_label_name_length <= 0) {
-        pc_cfg_errorf(err, node, path, "max_label_value_length and max_label_name_length must be > 0");
+        pc_cfg_errorf(err, node, path,
+                      "max_label_value_length and max_label_name_length must be > 0");
         return -1;
     }
     /* __name__, service_name (and pyroscope_spy, added by /ingest) always take a slot */
@@ -414,8 +415,7 @@ static char *anyvalue_text(const pc_dictionary *d, const pc_anyvalue *v, int dep
         snprintf(buf, sizeof buf, "%.17g", v->double_value);
         return pc_xstrdup(buf);
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE:
-        if (depth == 0 && v->array_value && v->array_value->values &&
-            v->array_value->n_values == 1)
+        if (depth == 0 && v->array_value && v->array_value->values && v->array_value->n_values == 1)
             return anyvalue_text(d, v->array_value->values[0], 1);
         return NULL;
     default: return NULL;
@@ -457,9 +457,12 @@ static char *profile_name(const pc_dictionary *d, const pc_pprof_out *o)
         if (*st) last = st;
         if (!strcmp(st, "samples") || (!strcmp(period, "cpu") && !strcmp(unit, "count")))
             st = "cpu";
-        else if (!strcmp(st, "goroutine")) st = "goroutines";
-        else if (!strcmp(st, "contentions")) st = "mutex_count";
-        else if (!strcmp(st, "delay")) st = "mutex_duration";
+        else if (!strcmp(st, "goroutine"))
+            st = "goroutines";
+        else if (!strcmp(st, "contentions"))
+            st = "mutex_count";
+        else if (!strcmp(st, "delay"))
+            st = "mutex_duration";
         if (has_sub(st, "cpu")) return pc_xstrdup("process_cpu");
         if (has_sub(st, "alloc_") || has_sub(st, "inuse_") || !strcmp(st, "space") ||
             !strcmp(st, "objects"))
@@ -480,8 +483,8 @@ static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_p
     const pc_resource *r = o->rp ? o->rp->resource : NULL;
     const char *svc = pc_resource_attr_str(d, r, "service.name");
     ls_put(ls, pc_xstrdup("__name__"), profile_name(d, o), true, true);
-    ls_put(ls, pc_xstrdup("service_name"), pc_xstrdup(svc && *svc ? svc : "unknown_service"),
-           true, true);
+    ls_put(ls, pc_xstrdup("service_name"), pc_xstrdup(svc && *svc ? svc : "unknown_service"), true,
+           true);
     for (size_t i = 0; i < cfg->external_labels.n; i++)
         ls_put(ls, pc_xstrdup(cfg->external_labels.keys[i]),
                pc_xstrdup(cfg->external_labels.vals[i]), true, true);
@@ -512,6 +515,7 @@ static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_p
 
     for (size_t i = 0; i < ls->n; i++) {
         label *l = &ls->v[i];
+        if (!strcmp(l->name, "__name__")) continue; /* ours, short and valid */
         if (truncate_utf8(l->value, (size_t)cfg->max_label_value_length)) {
             cs->values_truncated++;
             cut_note(cs, "label \"%.100s\" value truncated to max_label_value_length", l->name);
@@ -607,10 +611,9 @@ static void uuid_v4(char out[37])
     }
     u[6] = (uint8_t)((u[6] & 0x0F) | 0x40);
     u[8] = (uint8_t)((u[8] & 0x3F) | 0x80);
-    snprintf(out, 37,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-             u[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+             u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
 }
 
 static void put_varint(pc_buf *b, uint64_t v)
@@ -726,8 +729,8 @@ static int encode_one(const pc_pprof_out *o, void *ud)
 static void encode_work(uv_work_t *w)
 {
     send_job *j = w->data;
-    enc_ctx e = {.j = j, .cfg = j->x->c->cfg, .d = j->batch->req->dictionary,
-                 .now_s = (int64_t)time(NULL)};
+    enc_ctx e = {
+        .j = j, .cfg = j->x->c->cfg, .d = j->batch->req->dictionary, .now_s = (int64_t)time(NULL)};
     static const pc_dictionary empty =
         OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
     if (!e.d) e.d = &empty;
@@ -799,7 +802,8 @@ static void on_response(const pc_http_response *r, void *arg)
         st = PC_OK;
         msg[0] = 0;
     } else {
-        int retryable = r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
+        int retryable =
+            r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
         snprintf(msg, sizeof msg, "backend answered HTTP %d%s%.*s", r->status,
                  r->body_len ? ": " : "", (int)(r->body_len > 200 ? 200 : r->body_len),
                  r->body ? (const char *)r->body : "");
@@ -813,8 +817,10 @@ static void on_response(const pc_http_response *r, void *arg)
             st = PC_ERR_PERMANENT;
         }
     }
-    if (st == PC_OK) x->sent_samples += q->samples;
-    else x->failed_samples += q->samples;
+    if (st == PC_OK)
+        x->sent_samples += q->samples;
+    else
+        x->failed_samples += q->samples;
     job_result(j, st, msg);
     if (--j->pending == 0) job_finish(j);
 }
@@ -888,8 +894,10 @@ static void pyro_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *ar
     const char *tenant = cfg->tenant_id;
     if (cfg->tenant_from_request) {
         const char *t = pc_batch_get_meta(b, TENANT_META_KEY);
-        if (t && *t && header_ok(t)) tenant = t;
-        else if (t && *t) PC_WARN(c->id, "ignoring a received tenant id with a line break");
+        if (t && *t && header_ok(t))
+            tenant = t;
+        else if (t && *t)
+            PC_WARN(c->id, "ignoring a received tenant id with a line break");
     }
     pc_buf h = {0};
     pc_buf_printf(&h, "%s", x->headers);
@@ -911,8 +919,8 @@ static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
     PC_INFO(c->id,
             "stopping (sent %" PRIu64 " samples in %" PRIu64 " requests, failed %" PRIu64
             "; labels dropped %" PRIu64 ", values truncated %" PRIu64 ", sanitized %" PRIu64 ")",
-            x->sent_samples, x->requests, x->failed_samples,
-            t->dropped_count + t->dropped_name_len, t->values_truncated, t->values_sanitized);
+            x->sent_samples, x->requests, x->failed_samples, t->dropped_count + t->dropped_name_len,
+            t->values_truncated, t->values_sanitized);
     if (x->in_flight) {
         x->shutdown_done = done; /* job_finish() closes the client when the last send completes */
         return;

@@ -32,11 +32,11 @@ static int health_validate(void *cfgp, const pc_node *node, const char *path, pc
     char host[256], e[256];
     int port;
     if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
-        pc_cfg_errorf(err, node, path, "endpoint: %s", e);
+        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
         return -1;
     }
     if (!cfg->path || cfg->path[0] != '/') {
-        pc_cfg_errorf(err, node, path, "path: must start with '/'");
+        pc_cfg_key_errorf(err, node, path, "path", "must start with '/'");
         return -1;
     }
     return 0;

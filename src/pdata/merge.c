@@ -662,9 +662,8 @@ static size_t n_samples(const pc_profile *p)
 /* Where the previous slice went: consecutive slices of one scope skip the key lookups. */
 typedef struct cursor {
     size_t r, s;
-    rgroup *rg; /* index into m->rg would survive realloc; pointers are refreshed per add */
-    size_t rgi;
-    sgroup *sg;
+    size_t rgi;  /* an index: m->rg may move when it grows */
+    sgroup *sg;  /* stable until its resource group gets a new scope, which resets it */
     bool valid;
 } cursor;
 
@@ -759,7 +758,6 @@ pc_batch *pc_merger_finish(pc_merger *m)
     for (size_t i = 0; i < m->n; i++) {
         rgroup *rg = &m->rg[i];
         rg->rp->n_scope_profiles = rg->n;
-        rg->rp->scope_profiles = dup_arr(a, NULL, 0, 0);
         if (rg->n) rg->rp->scope_profiles = pc_arena_alloc(a, rg->n * sizeof(pc_scope_profiles *));
         for (size_t j = 0; j < rg->n; j++) {
             sgroup *sg = &rg->sg[j];

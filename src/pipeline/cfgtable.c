@@ -2,6 +2,7 @@
 #include "pipeline/cfgtable.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -110,7 +111,7 @@ static const char *type_name(pc_cfg_type t)
 {
     static const char *const names[] = {"a string", "an integer", "a boolean", "a duration",
                                         "a size",   "one of",     "a list",    "a map",
-                                        "a mapping"};
+                                        "a mapping", "a number"};
     return names[t];
 }
 
@@ -184,6 +185,17 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
             return -1;
         }
         *(int64_t *)p = v;
+        return 0;
+    }
+    case PC_CFG_FLOAT: {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || *end || errno) {
+            pc_cfg_errorf(err, n, path, "\"%s\" is not a number", s);
+            return -1;
+        }
+        *(double *)p = v;
         return 0;
     }
     case PC_CFG_BOOL:
@@ -304,6 +316,28 @@ int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, c
         if (set_value(k, cfg, &d, path, err)) return -1;
     }
     return node ? walk(table, cfg, node, "", path, err) : 0;
+}
+
+void pc_cfg_key_errorf(pc_cfg_err *e, const pc_node *component, const char *path, const char *key,
+                       const char *fmt, ...)
+{
+    char full[512], seg[128];
+    const pc_node *at = component;
+    size_t n = (size_t)snprintf(full, sizeof full, "%s", path);
+    for (const char *k = key; *k && n < sizeof full;) {
+        size_t l = strcspn(k, ".");
+        snprintf(seg, sizeof seg, "%.*s", (int)(l < sizeof seg ? l : sizeof seg - 1), k);
+        n += (size_t)snprintf(full + n, sizeof full - n, "::%s", seg);
+        const pc_node *child = pc_node_get(at, seg); /* NULL-safe */
+        if (child) at = child;
+        k += l + (k[l] == '.');
+    }
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pc_cfg_errorf(e, at, full, "%s", msg);
 }
 
 void pc_cfgtable_free(const pc_cfg_key *table, void *cfg)

@@ -18,6 +18,7 @@ typedef enum {
     PC_CFG_LIST,     /* pc_strlist */
     PC_CFG_MAP,      /* pc_strmap: string keys to string values */
     PC_CFG_NODE,     /* const pc_node *: the component parses it in create (lists of maps etc.) */
+    PC_CFG_FLOAT,    /* double */
 } pc_cfg_type;
 
 typedef struct pc_strlist {
@@ -45,6 +46,11 @@ typedef struct pc_cfg_key {
 int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,
                       pc_cfg_err *err);
 void pc_cfgtable_free(const pc_cfg_key *table, void *cfg);
+
+/* An error about one key of a component: the message names path::a::b and the line of that key
+ * (or of the component when the key is absent, i.e. came from a default). key is dotted. */
+void pc_cfg_key_errorf(pc_cfg_err *e, const pc_node *component, const char *path, const char *key,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 int pc_parse_duration_ms(const char *s, uint64_t *out);
 int pc_parse_size(const char *s, uint64_t *out);

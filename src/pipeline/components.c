@@ -11,6 +11,7 @@ extern const pc_component_type pc_processor_redaction;
 extern const pc_component_type pc_processor_tracelink;
 extern const pc_component_type pc_processor_limits;
 extern const pc_component_type pc_processor_filter;
+extern const pc_component_type pc_processor_memory_limiter;
 extern const pc_component_type pc_exporter_otlphttp;
 extern const pc_component_type pc_exporter_pyroscope;
 extern const pc_component_type pc_exporter_debug;
@@ -25,6 +26,7 @@ const pc_component_type *const pc_component_types[] = {
     &pc_processor_tracelink,
     &pc_processor_limits,
     &pc_processor_filter,
+    &pc_processor_memory_limiter,
     &pc_exporter_otlphttp,
     &pc_exporter_pyroscope,
     &pc_exporter_debug,

@@ -9,6 +9,7 @@
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/log.h"
+#include "pipeline/sender.h"
 #include "pipeline/telemetry.h"
 
 #define MAX_COMPONENTS 256
@@ -32,6 +33,7 @@ struct pc_service {
     size_t n_pipelines;
     pc_consumer *receiver_fanouts[MAX_COMPONENTS];
     char *metrics_address; /* NULL: metrics not served */
+    uint64_t shutdown_timeout_ms;
     pc_metrics_server *metrics;
     /* shutdown state */
     size_t pending;
@@ -109,7 +111,8 @@ static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, 
 
 static const char *const top_keys[] = {"receivers", "processors", "exporters", "extensions",
                                        "service"};
-static const char *const service_keys[] = {"pipelines", "extensions", "telemetry"};
+static const char *const service_keys[] = {"pipelines", "extensions", "telemetry",
+                                           "shutdown_timeout"};
 static const char *const pipeline_keys[] = {"receivers", "processors", "exporters"};
 
 static int check_keys(const pc_node *map, const char *const *allowed, size_t n, const char *path,
@@ -265,7 +268,12 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
 static int build_pipelines(pc_service *s, pc_cfg_err *err)
 {
     const pc_node *svc = pc_node_get(s->root, "service");
-    if (check_keys(svc, service_keys, 3, "service", err)) return -1;
+    if (check_keys(svc, service_keys, 4, "service", err)) return -1;
+    const pc_node *st = pc_node_get(svc, "shutdown_timeout");
+    if (st && (st->kind != PC_NODE_SCALAR || pc_parse_duration_ms(st->scalar, &s->shutdown_timeout_ms))) {
+        pc_cfg_errorf(err, st, "service::shutdown_timeout", "not a duration (e.g. 30s)");
+        return -1;
+    }
     const pc_node *pls = pc_node_get(svc, "pipelines");
     if (!pls || pls->kind != PC_NODE_MAP || pls->n == 0) {
         pc_cfg_errorf(err, pls ? pls : svc ? svc : s->root, "service::pipelines",
@@ -395,6 +403,7 @@ pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
     pc_service *s = pc_xcalloc(1, sizeof(*s));
     s->loop = loop;
     s->root = root;
+    s->shutdown_timeout_ms = 30000;
     err->msg[0] = 0;
     const pc_node *ext = pc_node_get(root, "extensions");
     if (check_keys(root, top_keys, 5, "", err) || apply_telemetry(s, err) ||
@@ -523,6 +532,8 @@ void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg)
     s->done_arg = arg;
     s->phase = 0;
     if (s->state != SVC_FAILED) s->state = SVC_STOPPING;
+    uv_update_time(s->loop);
+    pc_shutdown_deadline_ms = uv_now(s->loop) + s->shutdown_timeout_ms;
     g_shutting = s;
     PC_INFO(NULL, "shutting down");
     shutdown_phase(s);

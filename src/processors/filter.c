@@ -1,16 +1,308 @@
-/* placeholder: processor "filter" is being written; until then configuring it is an error. */
+/* Processor "filter": keeps or drops whole profiles, with the Collector filter processor's
+ * semantics: a profile is kept if it matches `include` (when given) and does not match `exclude`
+ * (when given).
+ *
+ * A block matches a profile when every criterion it gives matches (AND); a criterion matches when
+ * any of its entries does (OR):
+ * - profile_types: "type" or "type:unit", compared exactly with the profile's sample_type
+ *   (e.g. "cpu", "alloc_space:bytes");
+ * - services: POSIX extended regular expressions matched against the WHOLE service.name resource
+ *   attribute ("checkout" matches only "checkout"; "check.*" matches "checkout-v2"); a resource
+ *   without a string service.name matches none;
+ * - resource_attributes: key -> extended regular expression matched against the whole string
+ *   value of that resource attribute; every key must match (absent or non-string: no match).
+ * Dropped profiles are counted; emptied ScopeProfiles/ResourceProfiles are removed; a batch left
+ * empty is acknowledged (PC_OK) and not passed on. Deciding is cheap (per profile, on the loop
+ * thread); copying a shared batch before removing profiles is not, so that runs on the pool. */
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdata/merge.h"
 #include "pipeline/component.h"
 
-static int create_filter(pc_component *c, pc_cfg_err *err)
+typedef struct match_cfg {
+    pc_strlist profile_types;
+    pc_strlist services;
+    pc_strmap resource_attributes;
+} match_cfg;
+
+typedef struct filter_cfg {
+    match_cfg include, exclude;
+} filter_cfg;
+
+#define BLOCK_KEYS(block)                                                                          \
+    {#block ".profile_types", PC_CFG_LIST, NULL, offsetof(filter_cfg, block.profile_types),        \
+     "sample types (\"cpu\" or \"alloc_space:bytes\"); any may match", NULL},                      \
+        {#block ".services", PC_CFG_LIST, NULL, offsetof(filter_cfg, block.services),              \
+         "service.name regular expressions (whole value); any may match", NULL},                   \
+        {#block ".resource_attributes", PC_CFG_MAP, NULL,                                          \
+         offsetof(filter_cfg, block.resource_attributes),                                          \
+         "resource attribute -> regular expression (whole value); all must match", NULL}
+
+static const pc_cfg_key filter_keys[] = {
+    BLOCK_KEYS(include),
+    BLOCK_KEYS(exclude),
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+/* One block, compiled. */
+typedef struct matcher {
+    const match_cfg *cfg;
+    bool set; /* the block gives at least one criterion */
+    regex_t *services, *attrs;
+    size_t n_services, n_attrs;
+} matcher;
+
+typedef struct filter_proc {
+    matcher include, exclude;
+    uint64_t profiles_dropped, samples_dropped, batches_dropped; /* self-metrics */
+} filter_proc;
+
+typedef struct filter_job {
+    uv_work_t work;
+    pc_component *c;
+    pc_batch *b;
+    pc_done_fn done;
+    void *arg;
+    size_t profiles, samples;
+} filter_job;
+
+static void matcher_free(matcher *m)
 {
-    pc_cfg_errorf(err, NULL, c->id, "processor \"filter\" is not implemented yet");
-    return -1;
+    for (size_t i = 0; i < m->n_services; i++)
+        regfree(&m->services[i]);
+    for (size_t i = 0; i < m->n_attrs; i++)
+        regfree(&m->attrs[i]);
+    free(m->services);
+    free(m->attrs);
+    memset(m, 0, sizeof *m);
+}
+
+/* Anchored: the expression must match the whole value. */
+static int compile(regex_t *re, const char *pat, char *msg, size_t msglen)
+{
+    size_t n = strlen(pat) + 5;
+    char *full = pc_xmalloc(n);
+    snprintf(full, n, "^(%s)$", pat);
+    int rc = regcomp(re, full, REG_EXTENDED | REG_NOSUB);
+    free(full);
+    if (rc) regerror(rc, re, msg, msglen);
+    return rc;
+}
+
+static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, const pc_node *node,
+                        const char *path, pc_cfg_err *err)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = cfg;
+    m->set = cfg->profile_types.n || cfg->services.n || cfg->resource_attributes.n;
+    char msg[256];
+    m->services = pc_xcalloc(cfg->services.n + 1, sizeof(regex_t));
+    for (size_t i = 0; i < cfg->services.n; i++) {
+        if (compile(&m->services[i], cfg->services.v[i], msg, sizeof msg)) {
+            pc_cfg_errorf(err, node, path, "%s::services[%zu]: invalid regular expression \"%s\": %s",
+                          block, i, cfg->services.v[i], msg);
+            matcher_free(m);
+            return -1;
+        }
+        m->n_services++;
+    }
+    m->attrs = pc_xcalloc(cfg->resource_attributes.n + 1, sizeof(regex_t));
+    for (size_t i = 0; i < cfg->resource_attributes.n; i++) {
+        const char *key = cfg->resource_attributes.keys[i], *val = cfg->resource_attributes.vals[i];
+        if (compile(&m->attrs[i], val, msg, sizeof msg)) {
+            pc_cfg_errorf(err, node, path,
+                          "%s::resource_attributes::%s: invalid regular expression \"%s\": %s",
+                          block, key, val, msg);
+            matcher_free(m);
+            return -1;
+        }
+        m->n_attrs++;
+    }
+    for (size_t i = 0; i < cfg->profile_types.n; i++) {
+        const char *t = cfg->profile_types.v[i];
+        if (!*t || *t == ':' || (strchr(t, ':') && !strchr(t, ':')[1])) {
+            pc_cfg_errorf(err, node, path,
+                          "%s::profile_types[%zu]: \"%s\" is not \"type\" or \"type:unit\"", block,
+                          i, t);
+            matcher_free(m);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int filter_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    filter_cfg *cfg = cfgp;
+    matcher m;
+    if (matcher_init(&m, &cfg->include, "include", node, path, err)) return -1;
+    matcher_free(&m);
+    if (matcher_init(&m, &cfg->exclude, "exclude", node, path, err)) return -1;
+    matcher_free(&m);
+    return 0;
+}
+
+static int filter_create(pc_component *c, pc_cfg_err *err)
+{
+    filter_cfg *cfg = c->cfg;
+    filter_proc *fp = pc_xcalloc(1, sizeof *fp);
+    if (matcher_init(&fp->include, &cfg->include, "include", NULL, c->id, err) ||
+        matcher_init(&fp->exclude, &cfg->exclude, "exclude", NULL, c->id, err)) {
+        matcher_free(&fp->include);
+        free(fp);
+        return -1;
+    }
+    c->priv = fp;
+    return 0;
+}
+
+static void filter_destroy(pc_component *c)
+{
+    filter_proc *fp = c->priv;
+    if (!fp) return;
+    matcher_free(&fp->include);
+    matcher_free(&fp->exclude);
+    free(fp);
+    c->priv = NULL;
+}
+
+/* ---- matching ------------------------------------------------------------------------------- */
+
+static bool rx_whole(const regex_t *re, const char *s)
+{
+    return s && regexec(re, s, 0, NULL, 0) == 0;
+}
+
+/* The resource-level criteria (services, resource_attributes) of block m. */
+static bool match_resource(const matcher *m, const pc_dictionary *d, const pc_resource *r)
+{
+    if (m->n_services) {
+        const char *svc = pc_resource_attr_str(d, r, "service.name");
+        size_t i = 0;
+        while (i < m->n_services && !rx_whole(&m->services[i], svc))
+            i++;
+        if (i == m->n_services) return false;
+    }
+    for (size_t i = 0; i < m->n_attrs; i++)
+        if (!rx_whole(&m->attrs[i], pc_resource_attr_str(d, r, m->cfg->resource_attributes.keys[i])))
+            return false;
+    return true;
+}
+
+static bool match_type(const matcher *m, const pc_dictionary *d, const pc_profile *p)
+{
+    const pc_strlist *l = &m->cfg->profile_types;
+    if (!l->n) return true;
+    const char *type = p->sample_type ? pc_dict_str(d, p->sample_type->type_strindex) : "";
+    const char *unit = p->sample_type ? pc_dict_str(d, p->sample_type->unit_strindex) : "";
+    for (size_t i = 0; i < l->n; i++) {
+        const char *want = l->v[i], *colon = strchr(want, ':');
+        size_t tl = colon ? (size_t)(colon - want) : strlen(want);
+        if (strlen(type) != tl || strncmp(type, want, tl) != 0) continue;
+        if (!colon || strcmp(unit, colon + 1) == 0) return true;
+    }
+    return false;
+}
+
+/* Walk the request; count (and with apply, remove) the profiles to drop. */
+static void evaluate(const filter_proc *fp, pc_request *r, bool apply, size_t *profiles,
+                     size_t *samples)
+{
+    const pc_dictionary *d = r->dictionary;
+    *profiles = *samples = 0;
+    for (size_t i = 0; i < r->n_resource_profiles; i++) {
+        pc_resource_profiles *rp = r->resource_profiles[i];
+        if (!rp) continue;
+        const pc_resource *res = rp->resource;
+        bool inc_res = !fp->include.set || match_resource(&fp->include, d, res);
+        bool exc_res = fp->exclude.set && match_resource(&fp->exclude, d, res);
+        for (size_t j = 0; rp->scope_profiles && j < rp->n_scope_profiles; j++) {
+            pc_scope_profiles *sp = rp->scope_profiles[j];
+            for (size_t k = 0; sp && sp->profiles && k < sp->n_profiles; k++) {
+                pc_profile *p = sp->profiles[k];
+                if (!p) continue;
+                bool keep = inc_res && (!fp->include.set || match_type(&fp->include, d, p));
+                if (keep && exc_res && match_type(&fp->exclude, d, p)) keep = false;
+                if (keep) continue;
+                (*profiles)++;
+                *samples += p->samples ? p->n_samples : 0;
+                if (apply) sp->profiles[k] = NULL;
+            }
+        }
+    }
+    if (apply && *profiles) pc_request_prune(r);
+}
+
+/* ---- flow ----------------------------------------------------------------------------------- */
+
+static void count_drops(pc_component *c, size_t profiles, size_t samples, bool whole)
+{
+    filter_proc *fp = c->priv;
+    fp->profiles_dropped += profiles;
+    fp->samples_dropped += samples;
+    fp->batches_dropped += whole;
+    PC_DEBUG(c->id, "dropped %zu profiles (%zu samples)%s", profiles, samples,
+             whole ? ", the whole request" : "");
+}
+
+static void filter_work(uv_work_t *w)
+{
+    filter_job *j = w->data;
+    pc_batch_make_writable(&j->b);
+    evaluate(j->c->priv, j->b->req, true, &j->profiles, &j->samples);
+}
+
+static void filter_after(uv_work_t *w, int status)
+{
+    filter_job *j = w->data;
+    (void)status;
+    pc_component *c = j->c;
+    pc_batch *b = j->b;
+    pc_done_fn done = j->done;
+    void *arg = j->arg;
+    count_drops(c, j->profiles, j->samples, false);
+    free(j);
+    pc_consume(c->next, b, done, arg);
+}
+
+static void filter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+{
+    filter_proc *fp = c->priv;
+    size_t drop, samples;
+    evaluate(fp, b->req, false, &drop, &samples);
+    if (drop == 0) {
+        pc_consume(c->next, b, done, arg);
+        return;
+    }
+    if (drop == pc_batch_counts(b).profiles) {
+        count_drops(c, drop, samples, true);
+        pc_batch_unref(b);
+        done(arg, PC_OK, NULL);
+        return;
+    }
+    filter_job *j = pc_xcalloc(1, sizeof *j);
+    j->c = c;
+    j->b = b;
+    j->done = done;
+    j->arg = arg;
+    j->work.data = j;
+    uv_queue_work(c->loop, &j->work, filter_work, filter_after);
 }
 
 const pc_component_type pc_processor_filter = {
     .name = "filter",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "not implemented yet",
-    .create = create_filter,
+    .doc = "keeps or drops profiles by profile type, service.name and resource attributes "
+           "(include / exclude blocks)",
+    .cfg_size = sizeof(filter_cfg),
+    .cfg = filter_keys,
+    .validate = filter_validate,
+    .create = filter_create,
+    .consume = filter_consume,
+    .destroy = filter_destroy,
+    .mutates = true,
 };

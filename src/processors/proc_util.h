@@ -7,6 +7,7 @@
 #define PC_PROC_UTIL_H
 
 #include <regex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,33 @@ static inline void pc_proc_async_shutdown(pc_proc_async *as, pc_component *c, pc
 {
     if (as->inflight == 0) done(c);
     else as->on_down = done;
+}
+
+/* ---- counters ----------------------------------------------------------------------------- */
+
+/* What a processor counted so far, for self-metrics and tests; read on the loop thread. */
+typedef struct pc_proc_counter {
+    const char *name;
+    uint64_t value;
+} pc_proc_counter;
+
+size_t pc_resource_counters(const pc_component *c, pc_proc_counter *out, size_t max);
+size_t pc_redaction_counters(const pc_component *c, pc_proc_counter *out, size_t max);
+size_t pc_tracelink_counters(const pc_component *c, pc_proc_counter *out, size_t max);
+
+static inline size_t pc_proc_counters_copy(const pc_proc_counter *all, size_t n,
+                                           pc_proc_counter *out, size_t max)
+{
+    for (size_t i = 0; i < n && i < max; i++) out[i] = all[i];
+    return n;
+}
+
+/* The value of one named counter (0 if absent). */
+static inline uint64_t pc_proc_counter_get(const pc_proc_counter *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0) return v[i].value;
+    return 0;
 }
 
 /* ---- attribute forms -------------------------------------------------------------------- */

@@ -670,6 +670,14 @@ static void resource_shutdown(pc_component *c, pc_shutdown_done done)
     pc_proc_async_shutdown(&st->as, c, done);
 }
 
+size_t pc_resource_counters(const pc_component *c, pc_proc_counter *out, size_t max)
+{
+    const resource_state *st = c->priv;
+    const pc_proc_counter all[] = {{"batches", st->batches},
+                                   {"resources_changed", st->resources_changed}};
+    return pc_proc_counters_copy(all, sizeof all / sizeof all[0], out, max);
+}
+
 const pc_component_type pc_processor_resource = {
     .name = "resource",
     .kind = PC_KIND_PROCESSOR,

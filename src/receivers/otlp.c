@@ -69,16 +69,20 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
     int port;
     (void)node;
     if (cfg->grpc) {
-        pc_cfg_errorf(err, cfg->grpc, path,
-                      "protocols::grpc: OTLP/gRPC is not supported yet; use protocols::http");
+        pc_cfg_key_errorf(err, node, path, "protocols.grpc",
+                          "OTLP/gRPC is not supported yet; use protocols::http");
         return -1;
     }
     if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
-        pc_cfg_errorf(err, node, path, "protocols::http::endpoint: %s", e);
+        pc_cfg_key_errorf(err, node, path, "protocols.http.endpoint", "%s", e);
         return -1;
     }
-    if (cfg->max_body == 0 || cfg->max_connections <= 0) {
-        pc_cfg_errorf(err, node, path, "max_request_body_size and max_connections must be > 0");
+    if (cfg->max_body == 0) {
+        pc_cfg_key_errorf(err, node, path, "protocols.http.max_request_body_size", "must be > 0");
+        return -1;
+    }
+    if (cfg->max_connections <= 0) {
+        pc_cfg_key_errorf(err, node, path, "protocols.http.max_connections", "must be > 0");
         return -1;
     }
     return 0;

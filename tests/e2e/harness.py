@@ -60,6 +60,9 @@ CT_JSON = "application/json"
 RETRYABLE = (429, 502, 503, 504)
 
 START_TIMEOUT = 10.0
+# in stderr these mean a sanitizer build found a bug (UBSan only prints unless halt_on_error)
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "WARNING: ThreadSanitizer")
 STOP_TIMEOUT = 10.0
 
 TMP = tempfile.mkdtemp(prefix="profcol-e2e-")
@@ -302,6 +305,12 @@ class Profcol:
         if rc != 0:
             raise AssertionError("%s exited with status %r after SIGTERM (want 0)\n"
                                  "--- stderr ---\n%s" % (self.name, rc, self.stderr()[-4000:]))
+        err = self.stderr()
+        for marker in SANITIZER_MARKERS:
+            if marker in err:
+                i = err.index(marker)
+                raise AssertionError("%s: sanitizer report in stderr:\n%s"
+                                     % (self.name, err[max(0, i - 200):i + 3000]))
 
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -318,17 +327,19 @@ class Profcol:
                 f.close()
 
 
-def otlp_receiver_yaml(port, max_body=None):
+def otlp_receiver_yaml(port, max_body=None, http_extra=None):
     s = "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:%d\n" % port
     if max_body is not None:
         s += "        max_request_body_size: %s\n" % max_body
+    for k, v in (http_extra or {}).items():
+        s += "        %s: %s\n" % (k, v)
     return s
 
 
 def relay_config(in_port, out_url, encoding=None, compression=None, headers=None,
-                 max_body=None, timeout=None, debug=None):
+                 max_body=None, timeout=None, debug=None, http_extra=None):
     """otlp receiver on in_port -> otlphttp exporter to out_url (and optionally debug)."""
-    s = otlp_receiver_yaml(in_port, max_body)
+    s = otlp_receiver_yaml(in_port, max_body, http_extra)
     s += "exporters:\n  otlphttp:\n    endpoint: %s\n" % out_url
     if encoding:
         s += "    encoding: %s\n" % encoding

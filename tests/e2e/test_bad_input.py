@@ -349,6 +349,121 @@ class BadInputTest(unittest.TestCase):
         self.finish()
 
 
+class ServerLimitsTest(unittest.TestCase):
+    """read_timeout, idle_timeout and max_connections of the receiver's HTTP server."""
+
+    HEAD = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: 100\r\n"
+            "\r\n" % (h.PROFILES_PATH, h.CT_PROTO)).encode()
+
+    def start(self, **http_extra):
+        self.sink = h.Sink().start()
+        self.addCleanup(self.sink.stop)
+        self.port = h.free_port()
+        cfg = h.relay_config(self.port, self.sink.url, http_extra=http_extra)
+        self.profcol = h.Profcol(cfg, wait_ports=[self.port], name="profcol-limits").start()
+        self.addCleanup(self.profcol.kill)
+        self.good = h.make_request(("limits",), seed=81).SerializeToString()
+
+    def connect(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        self.addCleanup(s.close)
+        return s
+
+    @staticmethod
+    def closed_within(s, seconds, drip=None):
+        """Wait up to `seconds` for the server to close s (optionally sending drip bytes
+        every 0.5 s meanwhile). Returns (closed, bytes received)."""
+        deadline = time.monotonic() + seconds
+        data = b""
+        s.settimeout(0.5)
+        drip = list(drip or b"")
+        while time.monotonic() < deadline:
+            if drip:
+                try:
+                    s.sendall(bytes([drip.pop(0)]))
+                except OSError:
+                    return True, data
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return True, data
+            if not chunk:
+                return True, data
+            data += chunk
+        return False, data
+
+    def assert_cut_off(self, closed, data, what):
+        self.assertTrue(closed, "%s: the server must close the connection (read_timeout 2s)" % what)
+        if data:
+            self.assertRegex(data, rb"^HTTP/1\.[01] 408 ", "%s: only a 408 may be sent" % what)
+
+    def test_read_timeout(self):
+        self.start(read_timeout="2s", idle_timeout="60s")
+        stalled = self.connect()
+        stalled.sendall(self.HEAD + b"\x0a\x01")                # then nothing more
+        drip_body = self.connect()
+        drip_body.sendall(self.HEAD)
+        drip_head = self.connect()
+        t = time.monotonic()
+        self.assert_cut_off(*self.closed_within(stalled, 10), "stalled body")
+        self.assert_cut_off(*self.closed_within(drip_body, 10, drip=bytes(100)), "dripped body")
+        self.assert_cut_off(*self.closed_within(drip_head, 10, drip=self.HEAD), "dripped headers")
+        self.assertLess(time.monotonic() - t, 30)
+        self.assertEqual(h.post(self.port, self.good).status, 200)
+        self.profcol.stop()
+
+    def test_idle_timeout(self):
+        self.start(idle_timeout="2s")
+        s = self.connect()
+        s.sendall(("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d"
+                   "\r\n\r\n" % (h.PROFILES_PATH, h.CT_PROTO, len(self.good))).encode() + self.good)
+        r = http.client.HTTPResponse(s)
+        r.begin()
+        r.read()
+        self.assertEqual(r.status, 200)
+        self.assertNotEqual((r.getheader("Connection") or "").lower(), "close",
+                            "HTTP/1.1 keep-alive expected")
+        closed, data = self.closed_within(s, 10)
+        self.assertTrue(closed, "an idle keep-alive connection must be closed (idle_timeout 2s)")
+        self.assertEqual(data, b"")
+        self.profcol.stop()
+
+    def test_max_connections(self):
+        self.start(max_connections=4)
+        time.sleep(0.5)           # let the server see the start-up probe connection close
+        held = [self.connect() for _ in range(4)]
+        for s in held:            # a request in flight on each
+            s.sendall(self.HEAD)
+        time.sleep(0.5)
+        for i, s in enumerate(held):
+            s.settimeout(0.2)
+            try:
+                got = s.recv(100)
+                self.fail("held connection %d was answered/closed under the limit: %r" % (i, got))
+            except socket.timeout:
+                pass
+        extra = self.connect()
+        try:
+            extra.sendall(("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n"
+                           "Content-Length: %d\r\n\r\n" % (h.PROFILES_PATH, h.CT_PROTO,
+                                                           len(self.good))).encode() + self.good)
+            closed, data = self.closed_within(extra, 10)
+        except OSError:
+            closed, data = True, b""
+        self.assertTrue(closed or data, "connection over the limit must be answered or closed")
+        if data:
+            self.assertRegex(data, rb"^HTTP/1\.[01] 503 ", "over max_connections: 503")
+        self.assertFalse(data.startswith(b"HTTP/1.1 200"), "connection limit not enforced")
+        for s in held:
+            s.close()
+        ok = h.wait_for(lambda: h.post(self.port, self.good).status == 200, timeout=10,
+                        interval=0.2)
+        self.assertTrue(ok, "after the held connections closed, requests must be served")
+        self.profcol.stop()
+
+
 class NextHopTest(unittest.TestCase):
     def test_next_hop_down(self):
         """otlphttp to a closed port: the client gets a retryable 503/429 with Retry-After,

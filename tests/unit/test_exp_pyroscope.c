@@ -1,6 +1,713 @@
+/* Exporter "pyroscope" driven directly against an in-process recording HTTP server: ingest
+ * query and name syntax, push body (PushRequest -> gzip pprof), label rules and limits, tenant
+ * and auth headers, status mapping, config errors. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
 #include "check.h"
+#include "net/gzip.h"
+#include "net/http_server.h"
+#include "pdata/pdata.h"
+#include "pdata/pprof.h"
+#include "pipeline/component.h"
+#include "pprof.pb-c.h"
+#include "pyroscope_push.pb-c.h"
+
+extern const pc_component_type pc_exporter_pyroscope;
+
+typedef Perftools__Profiles__Profile pp_profile;
+
+static uv_loop_t *loop;
+
+static double now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return tv.tv_sec * 1000.0 + tv.tv_usec / 1000.0;
+}
+
+/* ---- running the loop until something happened ---- */
+
+typedef struct waiter {
+    int (*pred)(void *);
+    void *arg;
+    double deadline;
+} waiter;
+
+static void wait_tick(uv_timer_t *t)
+{
+    waiter *w = t->data;
+    if (w->pred(w->arg) || now_ms() > w->deadline) uv_stop(t->loop);
+}
+
+static int wait_until(int (*pred)(void *), void *arg, unsigned ms)
+{
+    waiter w = {pred, arg, now_ms() + ms};
+    uv_timer_t t;
+    uv_timer_init(loop, &t);
+    t.data = &w;
+    uv_timer_start(&t, wait_tick, 2, 2);
+    if (!pred(arg)) uv_run(loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return pred(arg);
+}
+
+static int int_set(void *p)
+{
+    return *(int *)p != 0;
+}
+
+/* ---- the recording server ---- */
+
+#define MAX_RECS 16
+
+typedef struct rec {
+    char method[16];
+    char *path, *query;
+    char *content_type, *org, *auth, *connect_version;
+    uint8_t *body;
+    size_t body_len;
+} rec;
+
+typedef struct tsrv {
+    pc_http_server *s;
+    int port;
+    rec recs[MAX_RECS];
+    int n;
+    int status;       /* answer with this */
+    int status_first; /* if non-zero: the first request gets this instead */
+} tsrv;
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void handler(pc_http_req *req, void *arg)
+{
+    tsrv *ts = arg;
+    if (ts->n < MAX_RECS) {
+        rec *r = &ts->recs[ts->n];
+        snprintf(r->method, sizeof r->method, "%s", req->method);
+        r->path = strdup(req->path);
+        r->query = strdup(req->query);
+        r->content_type = dup_or_null(pc_http_req_header(req, "content-type"));
+        r->org = dup_or_null(pc_http_req_header(req, "x-scope-orgid"));
+        r->auth = dup_or_null(pc_http_req_header(req, "authorization"));
+        r->connect_version = dup_or_null(pc_http_req_header(req, "connect-protocol-version"));
+        r->body = malloc(req->body_len + 1);
+        memcpy(r->body, req->body, req->body_len);
+        r->body_len = req->body_len;
+    }
+    int status = ts->status;
+    if (ts->n == 0 && ts->status_first) status = ts->status_first;
+    ts->n++;
+    if (status == 200)
+        pc_http_respond(req, 200, NULL, NULL, 0, NULL);
+    else
+        pc_http_respond(req, status, "application/json", "{\"code\":\"x\",\"message\":\"no\"}", 28,
+                        NULL);
+}
+
+static void srv_start(tsrv *ts)
+{
+    memset(ts, 0, sizeof *ts);
+    ts->status = 200;
+    pc_http_server_opts o = {.host = "127.0.0.1", .port = 0, .log_id = "test-srv"};
+    ts->s = pc_http_server_new(loop, &o, handler, ts);
+    char err[256] = "";
+    int rc = pc_http_server_start(ts->s, err, sizeof err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) fprintf(stderr, "start: %s\n", err);
+    ts->port = pc_http_server_port(ts->s);
+}
+
+static void set_int(void *p)
+{
+    *(int *)p = 1;
+}
+
+static void srv_clear(tsrv *ts)
+{
+    for (int i = 0; i < ts->n && i < MAX_RECS; i++) {
+        rec *r = &ts->recs[i];
+        free(r->path);
+        free(r->query);
+        free(r->content_type);
+        free(r->org);
+        free(r->auth);
+        free(r->connect_version);
+        free(r->body);
+    }
+    ts->n = 0;
+}
+
+static void srv_stop(tsrv *ts)
+{
+    int done = 0;
+    pc_http_server_shutdown(ts->s, set_int, &done);
+    CHECK(wait_until(int_set, &done, 5000));
+    srv_clear(ts);
+}
+
+/* Query parameter from a raw query string, percent-decoded (malloc'd); NULL if absent. */
+static char *query_param(const char *q, const char *name)
+{
+    size_t nl = strlen(name);
+    for (const char *p = q; p && *p;) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        if (len > nl && !strncmp(p, name, nl) && p[nl] == '=') {
+            char *out = malloc(len), *o = out;
+            for (const char *s = p + nl + 1; s < p + len; s++) {
+                if (*s == '%' && s + 2 < p + len + 1) {
+                    char hx[3] = {s[1], s[2], 0};
+                    *o++ = (char)strtol(hx, NULL, 16);
+                    s += 2;
+                } else {
+                    *o++ = *s == '+' ? ' ' : *s;
+                }
+            }
+            *o = 0;
+            return out;
+        }
+        p = amp ? amp + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* ---- the exporter under test ---- */
+
+static pc_component *exporter_new(const char *yaml, char *errout, size_t errlen)
+{
+    pc_cfg_err err = {{0}};
+    pc_node *root = pc_config_parse(yaml, strlen(yaml), "test.yaml", &err);
+    if (!root) {
+        snprintf(errout, errlen, "%s", err.msg);
+        return NULL;
+    }
+    const pc_component_type *t = &pc_exporter_pyroscope;
+    pc_component *c = calloc(1, sizeof *c);
+    c->type = t;
+    c->id = strdup("pyroscope");
+    c->loop = loop;
+    c->cfg = calloc(1, t->cfg_size);
+    const char *path = "exporters::pyroscope";
+    if (pc_cfgtable_apply(t->cfg, c->cfg, root, path, &err) ||
+        t->validate(c->cfg, root, path, &err) || t->create(c, &err)) {
+        snprintf(errout, errlen, "%s", err.msg);
+        pc_cfgtable_free(t->cfg, c->cfg);
+        free(c->cfg);
+        free(c->id);
+        free(c);
+        pc_node_free(root);
+        return NULL;
+    }
+    pc_node_free(root);
+    char e[256];
+    CHECK_EQ_INT(t->start(c, e, sizeof e), 0);
+    return c;
+}
+
+static int shutdown_flag;
+static void on_shut(pc_component *c)
+{
+    (void)c;
+    shutdown_flag = 1;
+}
+
+static void exporter_free(pc_component *c)
+{
+    shutdown_flag = 0;
+    c->type->shutdown(c, on_shut);
+    CHECK(wait_until(int_set, &shutdown_flag, 10000));
+    c->type->destroy(c);
+    pc_cfgtable_free(c->type->cfg, c->cfg);
+    free(c->cfg);
+    free(c->id);
+    free(c);
+}
+
+typedef struct outcome {
+    int done;
+    pc_status st;
+    char msg[512];
+} outcome;
+
+static void on_done(void *arg, pc_status st, const char *msg)
+{
+    outcome *o = arg;
+    o->done = 1;
+    o->st = st;
+    snprintf(o->msg, sizeof o->msg, "%s", msg ? msg : "");
+}
+
+static pc_status send_batch(pc_component *c, pc_batch *b, outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    c->type->consume(c, b, on_done, o);
+    CHECK(wait_until(int_set, &o->done, 15000));
+    return o->st;
+}
+
+/* ---- input batches ---- */
+
+static pc_batch *decode_json_or_die(const char *json)
+{
+    pc_batch *b = NULL;
+    char err[256] = "";
+    if (pc_batch_decode_json(json, strlen(json), &b, err, sizeof err)) {
+        fprintf(stderr, "decode_json: %s\n", err);
+        exit(1);
+    }
+    return b;
+}
+
+/* Resource attributes of every form (plain, strindex, int, bool, double, array), one CPU
+ * profile (cpu/nanoseconds, period cpu) with a time, and a second resource without
+ * service.name holding an alloc_space profile without time. */
+static const char *const batch_json =
+    "{\"resourceProfiles\":["
+    "{\"resource\":{\"attributes\":["
+    "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"my app\"}},"
+    "{\"key\":\"k8s.pod.name\",\"value\":{\"stringValue\":\"pod-1\"}},"
+    "{\"keyStrindex\":5,\"value\":{\"stringValueStrindex\":6}},"
+    "{\"key\":\"process.pid\",\"value\":{\"intValue\":\"42\"}},"
+    "{\"key\":\"is.debug\",\"value\":{\"boolValue\":true}},"
+    "{\"key\":\"__hidden\",\"value\":{\"stringValue\":\"x\"}},"
+    "{\"key\":\"odd-key/x\",\"value\":{\"stringValue\":\"a,b}c\"}},"
+    "{\"key\":\"list\",\"value\":{\"arrayValue\":{\"values\":[{\"stringValue\":\"one\"}]}}},"
+    "{\"key\":\"empty\",\"value\":{\"stringValue\":\"\"}},"
+    "{\"key\":\"9lives\",\"value\":{\"stringValue\":\"cat\"}}]},"
+    "\"scopeProfiles\":[{\"scope\":{\"name\":\"sc\",\"version\":\"1\"},"
+    "\"profiles\":[{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+    "\"periodType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"period\":\"10000000\","
+    "\"timeUnixNano\":\"1700000000500000000\",\"durationNano\":\"10000000000\","
+    "\"samples\":[{\"stackIndex\":1,\"values\":[\"30\"]},{\"stackIndex\":2,\"values\":[20]}]}]}]},"
+    "{\"resource\":{\"attributes\":[{\"key\":\"host.name\",\"value\":{\"stringValue\":\"b2\"}}]},"
+    "\"scopeProfiles\":[{\"profiles\":[{\"sampleType\":{\"typeStrindex\":7,\"unitStrindex\":8},"
+    "\"samples\":[{\"stackIndex\":1,\"values\":[\"64\"]}]}]}]}],"
+    "\"dictionary\":{"
+    "\"mappingTable\":[{}],"
+    "\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1,\"line\":\"12\"}]},"
+    "{\"lines\":[{\"functionIndex\":2,\"line\":3}]}],"
+    "\"functionTable\":[{},{\"nameStrindex\":3},{\"nameStrindex\":4}],"
+    "\"linkTable\":[{}],"
+    "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\",\"work\",\"host.name\",\"box1\","
+    "\"alloc_space\",\"bytes\"],"
+    "\"attributeTable\":[{}],"
+    "\"stackTable\":[{},{\"locationIndices\":[1]},{\"locationIndices\":[2,1]}]}}";
+
+static char data_dir[4096];
+
+static void find_data_dir(void)
+{
+    const char *env = getenv("PC_TEST_DATA");
+    if (env && *env) {
+        snprintf(data_dir, sizeof data_dir, "%s/", env);
+        return;
+    }
+    char from_file[4096];
+    snprintf(from_file, sizeof from_file, "%s", __FILE__);
+    char *p = strstr(from_file, "unit/test_exp_pyroscope.c");
+    if (p) strcpy(p, "data/");
+    const char *candidates[] = {from_file, "tests/data/", "../tests/data/", "../../tests/data/"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        char probe[4200];
+        snprintf(probe, sizeof probe, "%sgo-cpu.pb.gz", candidates[i]);
+        if (access(probe, R_OK) == 0) {
+            snprintf(data_dir, sizeof data_dir, "%s", candidates[i]);
+            return;
+        }
+    }
+    snprintf(data_dir, sizeof data_dir, "%s", from_file);
+}
+
+static int read_file(const char *name, pc_buf *out)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s%s", data_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s (set PC_TEST_DATA to tests/data)\n", path);
+        return -1;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        pc_buf_append(out, buf, n);
+    fclose(f);
+    return 0;
+}
+
+/* go-cpu (service go-cpu-app) and go-heap (service go-heap-app) in one batch. */
+static pc_batch *go_batch(void)
+{
+    pc_batch *b = NULL;
+    const char *files[] = {"go-cpu.pb.gz", "go-heap.pb.gz"};
+    const char *svcs[] = {"go-cpu-app", "go-heap-app"};
+    for (int i = 0; i < 2; i++) {
+        pc_buf data = {0};
+        if (read_file(files[i], &data)) {
+            CHECK(0);
+            exit(1);
+        }
+        pc_pprof_attr attrs[] = {{"service.name", svcs[i]}, {"deployment.environment", "test"}};
+        pc_pprof_in_opts opts = {.resource_attrs = attrs, .n_resource_attrs = 2};
+        char err[256] = "";
+        int rc = pc_pprof_to_batch(data.data, data.len, &opts, &b, NULL, err, sizeof err);
+        CHECK_EQ_INT(rc, 0);
+        if (rc) fprintf(stderr, "pprof: %s\n", err);
+        pc_buf_free(&data);
+    }
+    return b;
+}
+
+static pp_profile *decode_pprof(const uint8_t *data, size_t len)
+{
+    CHECK(pc_is_gzip(data, len));
+    pc_buf raw = {0};
+    if (pc_gzip_inflate(data, len, 1u << 28, &raw) != PC_GZ_OK) return NULL;
+    pp_profile *p = perftools__profiles__profile__unpack(NULL, raw.len, raw.data);
+    pc_buf_free(&raw);
+    return p;
+}
+
+static const char *pp_str(const pp_profile *p, int64_t i)
+{
+    return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
+}
+
+static const char *series_label(const Push__V1__RawProfileSeries *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_labels; i++)
+        if (!strcmp(s->labels[i]->name, name)) return s->labels[i]->value;
+    return NULL;
+}
+
+static int uuid_v4_ok(const char *s)
+{
+    if (!s || strlen(s) != 36) return 0;
+    for (int i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-') return 0;
+        } else if (!strchr("0123456789abcdef", s[i])) {
+            return 0;
+        }
+    }
+    return s[14] == '4' && strchr("89ab", s[19]) != NULL;
+}
+
+/* ---- tests ---- */
+
+static void test_config_errors(void)
+{
+    char err[512];
+    const struct {
+        const char *yaml, *want;
+    } cases[] = {
+        {"endpoint: https://pyroscope:4040\n", "needs TLS, not supported yet"},
+        {"protocol: push\n", "endpoint is required"},
+        {"endpoint: http://h:1\nprotocol: grpc\n", "not one of"},
+        {"endpoint: http://h:1\nexternal_labels:\n  bad-name: x\n", "external_labels::bad-name"},
+        {"endpoint: http://h:1\nexternal_labels:\n  __x: x\n", "external_labels::__x"},
+        {"endpoint: http://h:1\nmax_label_names: 1\n", "max_label_names must be at least 2"},
+        {"endpoint: http://h:1\nbasic_auth:\n  password: p\n", "username is required"},
+        {"endpoint: http://h:1\nbasic_auth:\n  usernme: p\n", "did you mean \"username\""},
+        {"endpoint: http://h:1\ntenant_id: t\nheaders:\n  X-Scope-OrgID: a\n", "conflicts"},
+        {"endpoint: http://h:1\ncompression: gzip\n", "unknown key"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = 0;
+        pc_component *c = exporter_new(cases[i].yaml, err, sizeof err);
+        CHECK(c == NULL);
+        if (c) exporter_free(c);
+        CHECK_CONTAINS(err, cases[i].want);
+    }
+}
+
+static void test_ingest(void)
+{
+    tsrv ts;
+    srv_start(&ts);
+    char yaml[1024], err[512] = "";
+    snprintf(yaml, sizeof yaml,
+             "endpoint: http://127.0.0.1:%d/base\nprotocol: ingest\ntenant_id: acme\n"
+             "basic_auth:\n  username: user\n  password: pass\n"
+             "headers:\n  X-Extra: yes\n"
+             "external_labels:\n  env: prod\n  host_name: override\n",
+             ts.port);
+    pc_component *c = exporter_new(yaml, err, sizeof err);
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        srv_stop(&ts);
+        return;
+    }
+    outcome o;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_OK);
+    CHECK_EQ_INT(ts.n, 2);
+    for (int i = 0; i < 2 && i < ts.n; i++) {
+        rec *r = &ts.recs[i];
+        CHECK_STR(r->method, "POST");
+        CHECK_STR(r->path, "/base/ingest");
+        CHECK_STR(r->content_type, "application/octet-stream");
+        CHECK_STR(r->org, "acme");
+        CHECK_STR(r->auth, "Basic dXNlcjpwYXNz"); /* user:pass */
+        char *fmt = query_param(r->query, "format"), *spy = query_param(r->query, "spyName");
+        CHECK_STR(fmt, "pprof");
+        CHECK_STR(spy, "profcol");
+        free(fmt);
+        free(spy);
+        pp_profile *p = decode_pprof(r->body, r->body_len);
+        CHECK(p != NULL);
+        if (p) {
+            CHECK_EQ_INT(p->n_sample_type, 1);
+            CHECK_STR(pp_str(p, p->sample_type[0]->type), i == 0 ? "cpu" : "alloc_space");
+            perftools__profiles__profile__free_unpacked(p, NULL);
+        }
+    }
+    /* requests may complete in any order: find them by name */
+    int cpu = -1, alloc = -1;
+    for (int i = 0; i < ts.n && i < 2; i++) {
+        char *name = query_param(ts.recs[i].query, "name");
+        if (name && !strncmp(name, "my_app{", 7)) cpu = i;
+        if (name && !strncmp(name, "unknown_service{", 16)) alloc = i;
+        free(name);
+    }
+    CHECK(cpu >= 0 && alloc >= 0);
+    if (cpu >= 0) {
+        char *name = query_param(ts.recs[cpu].query, "name");
+        /* sorted; dots and other characters -> '_'; __hidden and the empty value dropped; the
+         * array's one element kept; ',' and '}' in a value -> '_'; external labels override */
+        CHECK_STR(name, "my_app{_9lives=cat,env=prod,host_name=override,is_debug=true,"
+                        "k8s_pod_name=pod-1,list=one,odd_key_x=a_b_c,process_pid=42}");
+        free(name);
+        char *from = query_param(ts.recs[cpu].query, "from");
+        char *until = query_param(ts.recs[cpu].query, "until");
+        CHECK_STR(from, "1700000000");
+        CHECK_STR(until, "1700000010");
+        free(from);
+        free(until);
+        /* the raw query: name is percent-encoded ({ } , = are not sent bare) */
+        CHECK(strchr(ts.recs[cpu].query, '{') == NULL);
+        CHECK(strchr(ts.recs[cpu].query, ',') == NULL);
+    }
+    if (alloc >= 0) {
+        char *name = query_param(ts.recs[alloc].query, "name");
+        CHECK_STR(name, "unknown_service{env=prod,host_name=override}");
+        free(name);
+        char *from = query_param(ts.recs[alloc].query, "from");
+        char *until = query_param(ts.recs[alloc].query, "until");
+        long long f = from ? atoll(from) : 0, u = until ? atoll(until) : 0;
+        long long now = (long long)time(NULL);
+        CHECK(u - f == 10);
+        CHECK(u >= now - 60 && u <= now + 60);
+        free(from);
+        free(until);
+    }
+    exporter_free(c);
+    srv_stop(&ts);
+}
+
+static void test_push_go(void)
+{
+    tsrv ts;
+    srv_start(&ts);
+    char yaml[512], err[512] = "";
+    snprintf(yaml, sizeof yaml,
+             "endpoint: http://127.0.0.1:%d\ntenant_id: fallback\ntenant_from_request: true\n",
+             ts.port);
+    pc_component *c = exporter_new(yaml, err, sizeof err);
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        srv_stop(&ts);
+        return;
+    }
+    pc_batch *b = go_batch();
+    pc_batch_set_meta(b, "x-scope-orgid", "team-a");
+    outcome o;
+    CHECK_EQ_INT(send_batch(c, b, &o), PC_OK);
+    CHECK_EQ_INT(ts.n, 1);
+    if (ts.n >= 1) {
+        rec *r = &ts.recs[0];
+        CHECK_STR(r->method, "POST");
+        CHECK_STR(r->path, "/push.v1.PusherService/Push");
+        CHECK_STR(r->content_type, "application/proto");
+        CHECK_STR(r->connect_version, "1");
+        CHECK_STR(r->org, "team-a");
+        CHECK(r->auth == NULL);
+        Push__V1__PushRequest *pr = push__v1__push_request__unpack(NULL, r->body_len, r->body);
+        CHECK(pr != NULL);
+        if (pr) {
+            CHECK_EQ_INT(pr->n_series, 2);
+            for (size_t i = 0; i < pr->n_series; i++) {
+                const Push__V1__RawProfileSeries *s = pr->series[i];
+                for (size_t k = 1; k < s->n_labels; k++)
+                    CHECK(strcmp(s->labels[k - 1]->name, s->labels[k]->name) < 0);
+                CHECK_STR(series_label(s, "__name__"), i == 0 ? "process_cpu" : "memory");
+                CHECK_STR(series_label(s, "service_name"), i == 0 ? "go-cpu-app" : "go-heap-app");
+                CHECK_STR(series_label(s, "deployment_environment"), "test");
+                CHECK_EQ_INT(s->n_samples, 1);
+                if (s->n_samples != 1) continue;
+                CHECK(uuid_v4_ok(s->samples[0]->id));
+                pp_profile *p =
+                    decode_pprof(s->samples[0]->raw_profile.data, s->samples[0]->raw_profile.len);
+                CHECK(p != NULL);
+                if (!p) continue;
+                if (i == 0) {
+                    CHECK_EQ_INT(p->n_sample_type, 2);
+                    if (p->n_sample_type == 2) {
+                        CHECK_STR(pp_str(p, p->sample_type[0]->type), "samples");
+                        CHECK_STR(pp_str(p, p->sample_type[1]->type), "cpu");
+                    }
+                } else {
+                    CHECK_EQ_INT(p->n_sample_type, 4);
+                    if (p->n_sample_type == 4) {
+                        CHECK_STR(pp_str(p, p->sample_type[0]->type), "alloc_objects");
+                        CHECK_STR(pp_str(p, p->sample_type[3]->type), "inuse_space");
+                    }
+                }
+                CHECK(p->n_sample > 0);
+                CHECK(p->n_function > 0);
+                perftools__profiles__profile__free_unpacked(p, NULL);
+            }
+            if (pr->n_series == 2)
+                CHECK(strcmp(pr->series[0]->samples[0]->id, pr->series[1]->samples[0]->id) != 0);
+            push__v1__push_request__free_unpacked(pr, NULL);
+        }
+    }
+    /* without the meta, tenant_id is the fallback */
+    CHECK_EQ_INT(send_batch(c, go_batch(), &o), PC_OK);
+    CHECK_EQ_INT(ts.n, 2);
+    if (ts.n >= 2) CHECK_STR(ts.recs[1].org, "fallback");
+    /* an empty batch sends nothing and succeeds */
+    CHECK_EQ_INT(send_batch(c, pc_batch_new(), &o), PC_OK);
+    CHECK_EQ_INT(ts.n, 2);
+    exporter_free(c);
+    srv_stop(&ts);
+}
+
+static void test_limits(void)
+{
+    tsrv ts;
+    srv_start(&ts);
+    char yaml[512], err[512] = "";
+    snprintf(yaml, sizeof yaml,
+             "endpoint: http://127.0.0.1:%d\nmax_label_names: 5\nmax_label_value_length: 8\n"
+             "max_label_name_length: 10\nexternal_labels:\n  zz: 1\n",
+             ts.port);
+    pc_component *c = exporter_new(yaml, err, sizeof err);
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        srv_stop(&ts);
+        return;
+    }
+    /* "é" is 2 bytes: an 8-byte cut must not split it */
+    const char *json =
+        "{\"resourceProfiles\":[{\"resource\":{\"attributes\":["
+        "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"svc\"}},"
+        "{\"key\":\"a.b\",\"value\":{\"stringValue\":\"abcdefgh-long\"}},"
+        "{\"key\":\"a_b\",\"value\":{\"stringValue\":\"dup\"}},"
+        "{\"key\":\"c\",\"value\":{\"stringValue\":\"1234567\\u00e9\"}},"
+        "{\"key\":\"d\",\"value\":{\"stringValue\":\"x\"}},"
+        "{\"key\":\"e\",\"value\":{\"stringValue\":\"y\"}},"
+        "{\"key\":\"a.very.long.name\",\"value\":{\"stringValue\":\"z\"}}]},"
+        "\"scopeProfiles\":[{\"profiles\":[{\"sampleType\":{\"typeStrindex\":1,"
+        "\"unitStrindex\":2},\"samples\":[{\"stackIndex\":1,\"values\":[\"5\"]}]}]}]}],"
+        "\"dictionary\":{\"mappingTable\":[{}],\"locationTable\":[{},{\"lines\":[{"
+        "\"functionIndex\":1}]}],\"functionTable\":[{},{\"nameStrindex\":3}],"
+        "\"linkTable\":[{}],\"stringTable\":[\"\",\"goroutine\",\"count\",\"main\"],"
+        "\"attributeTable\":[{}],\"stackTable\":[{},{\"locationIndices\":[1]}]}}";
+    outcome o;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(json), &o), PC_OK);
+    CHECK_EQ_INT(ts.n, 1);
+    if (ts.n >= 1) {
+        Push__V1__PushRequest *pr =
+            push__v1__push_request__unpack(NULL, ts.recs[0].body_len, ts.recs[0].body);
+        CHECK(pr && pr->n_series == 1);
+        if (pr && pr->n_series == 1) {
+            const Push__V1__RawProfileSeries *s = pr->series[0];
+            /* __name__, service_name, zz fixed; of a_b, c, d, e the first two by name stay */
+            CHECK_EQ_INT(s->n_labels, 5);
+            CHECK_STR(series_label(s, "__name__"), "goroutines");
+            CHECK_STR(series_label(s, "service_name"), "svc");
+            CHECK_STR(series_label(s, "zz"), "1");
+            CHECK_STR(series_label(s, "a_b"), "abcdefgh"); /* truncated; first of a.b/a_b */
+            CHECK_STR(series_label(s, "c"), "1234567");    /* é not split */
+            CHECK(series_label(s, "d") == NULL);
+            CHECK(series_label(s, "e") == NULL);
+            CHECK(series_label(s, "a_very_long_name") == NULL);
+        }
+        if (pr) push__v1__push_request__free_unpacked(pr, NULL);
+    }
+    exporter_free(c);
+    srv_stop(&ts);
+}
+
+static void test_status_mapping(void)
+{
+    tsrv ts;
+    srv_start(&ts);
+    char yaml[512], err[512] = "";
+    snprintf(yaml, sizeof yaml, "endpoint: http://127.0.0.1:%d\nprotocol: ingest\ntimeout: 5s\n",
+             ts.port);
+    pc_component *c = exporter_new(yaml, err, sizeof err);
+    CHECK(c != NULL);
+    if (!c) {
+        srv_stop(&ts);
+        return;
+    }
+    outcome o;
+    ts.status = 503;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_RETRYABLE);
+    CHECK_CONTAINS(o.msg, "503");
+    ts.status = 400;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_PERMANENT);
+    CHECK_CONTAINS(o.msg, "400");
+    ts.status = 429;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_OVERLOAD);
+    /* ingest: two requests, one fails: the worse outcome wins */
+    ts.status = 200;
+    srv_clear(&ts);
+    ts.status_first = 400;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_PERMANENT);
+    ts.status = 503;
+    srv_clear(&ts);
+    ts.status_first = 200;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_RETRYABLE);
+    exporter_free(c);
+    srv_stop(&ts);
+
+    /* nothing listens there any more: connection refused is retryable */
+    int port = ts.port;
+    snprintf(yaml, sizeof yaml, "endpoint: http://127.0.0.1:%d\ntimeout: 5s\n", port);
+    c = exporter_new(yaml, err, sizeof err);
+    CHECK(c != NULL);
+    if (!c) return;
+    CHECK_EQ_INT(send_batch(c, go_batch(), &o), PC_ERR_RETRYABLE);
+    CHECK_CONTAINS(o.msg, "failed");
+    exporter_free(c);
+}
+
 int main(void)
 {
-    fprintf(stderr, "no tests yet\n");
+    loop = uv_default_loop();
+    find_data_dir();
+    RUN(test_config_errors);
+    RUN(test_ingest);
+    RUN(test_push_go);
+    RUN(test_limits);
+    RUN(test_status_mapping);
+    uv_run(loop, UV_RUN_NOWAIT);
+    CHECK_EQ_INT(uv_loop_close(loop), 0);
     return check_report();
 }

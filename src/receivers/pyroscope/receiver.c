@@ -74,11 +74,15 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_c
     char host[256], e[256];
     int port;
     if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
-        pc_cfg_errorf(err, node, path, "endpoint: %s", e);
+        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
         return -1;
     }
-    if (cfg->max_body == 0 || cfg->max_connections <= 0) {
-        pc_cfg_errorf(err, node, path, "max_request_body_size and max_connections must be > 0");
+    if (cfg->max_body == 0) {
+        pc_cfg_key_errorf(err, node, path, "max_request_body_size", "must be > 0");
+        return -1;
+    }
+    if (cfg->max_connections <= 0) {
+        pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
         return -1;
     }
     return 0;

@@ -1,0 +1,717 @@
+/* Sending queue, retries and the persistent queue, shared by every exporter. */
+#include "pipeline/sender.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pipeline/telemetry.h"
+
+const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
+uint64_t pc_shutdown_deadline_ms;
+
+#define REC_MAGIC "PCQ1"
+#define REC_HEADER 24 /* magic 4, samples 8, meta_len 4, payload_len 4, crc 4 */
+
+typedef struct item item;
+struct item {
+    item *next;
+    pc_sender *s;
+    pc_batch *batch; /* NULL while a persisted record waits on disk */
+    uint64_t seq;    /* persistent record number, 0 = memory only */
+    size_t samples, units;
+    pc_done_fn done; /* set when the queue is disabled: upstream waits for the outcome */
+    void *arg;
+    uint64_t first_attempt_ms;
+    int attempt;
+    int in_flight_send; /* a send call is outstanding */
+    uv_timer_t timer;   /* retry backoff */
+    int timer_open;
+    uv_work_t work;
+    int io_error; /* worker result for disk work */
+    char err[256];
+};
+
+struct pc_sender {
+    pc_component *c;
+    pc_sender_cfg cfg;
+    pc_send_fn send;
+    item *head, *tail;   /* queued, not yet picked by a consumer */
+    item *waiting;       /* in flight (sending or waiting for a retry), a list for shutdown */
+    uint64_t queued;     /* queued items (metric) */
+    uint64_t queued_units, capacity;
+    size_t active, io_busy;
+    char *dir;
+    uint64_t next_seq;
+    int stopping, deadline_passed;
+    uv_timer_t deadline;
+    int deadline_open;
+    void (*shutdown_done)(void *);
+    void *shutdown_arg;
+    uint64_t sent, failed, enqueue_failed;
+};
+
+static void dispatch(pc_sender *s);
+static void start_item(item *it);
+static void maybe_finish_shutdown(pc_sender *s);
+
+int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
+                       pc_cfg_err *err)
+{
+    if (cfg->num_consumers < 1) {
+        pc_cfg_key_errorf(err, node, path, "sending_queue.num_consumers", "must be >= 1");
+        return -1;
+    }
+    if (cfg->queue_size < 1) {
+        pc_cfg_key_errorf(err, node, path, "sending_queue.queue_size", "must be >= 1");
+        return -1;
+    }
+    if (cfg->storage && !cfg->queue_enabled) {
+        pc_cfg_key_errorf(err, node, path, "sending_queue.storage",
+                          "needs sending_queue::enabled: true");
+        return -1;
+    }
+    if (cfg->initial_interval_ms == 0 || cfg->max_interval_ms < cfg->initial_interval_ms) {
+        pc_cfg_key_errorf(err, node, path, "retry_on_failure.initial_interval",
+                          "need 0 < initial_interval <= max_interval");
+        return -1;
+    }
+    if (cfg->multiplier < 1.0) {
+        pc_cfg_key_errorf(err, node, path, "retry_on_failure.multiplier", "must be >= 1");
+        return -1;
+    }
+    if (cfg->randomization < 0 || cfg->randomization >= 1) {
+        pc_cfg_key_errorf(err, node, path, "retry_on_failure.randomization_factor",
+                          "must be in [0, 1)");
+        return -1;
+    }
+    return 0;
+}
+
+static size_t units_of(const pc_sender *s, size_t samples, size_t bytes)
+{
+    switch (s->cfg.sizer) {
+    case 1: return samples ? samples : 1;
+    case 2: return bytes ? bytes : 1;
+    default: return 1;
+    }
+}
+
+/* ---- persistent records ---- */
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get_u64(const uint8_t *p)
+{
+    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
+static void record_path(const pc_sender *s, uint64_t seq, const char *ext, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%020llu.%s", s->dir, (unsigned long long)seq, ext);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Worker: write the record to a temporary file, fsync, rename, fsync the directory. */
+static void persist_work(uv_work_t *w)
+{
+    item *it = w->data;
+    pc_sender *s = it->s;
+    pc_buf payload = {0}, meta = {0};
+    pc_batch_encode_proto(it->batch, &payload);
+    for (size_t i = 0; i < it->batch->meta.n; i++)
+        pc_buf_printf(&meta, "%s\t%s\n", it->batch->meta.keys[i], it->batch->meta.vals[i]);
+    uint8_t h[REC_HEADER];
+    memcpy(h, REC_MAGIC, 4);
+    put_u64(h + 4, it->samples);
+    put_u32(h + 12, (uint32_t)meta.len);
+    put_u32(h + 16, (uint32_t)payload.len);
+    uLong crc = crc32(0, meta.data ? meta.data : (const Bytef *)"", (uInt)meta.len);
+    crc = crc32(crc, payload.data ? payload.data : (const Bytef *)"", (uInt)payload.len);
+    put_u32(h + 20, (uint32_t)crc);
+    char tmp[4200], fin[4200];
+    record_path(s, it->seq, "tmp", tmp, sizeof tmp);
+    record_path(s, it->seq, "pcq", fin, sizeof fin);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write_all(fd, h, sizeof h) || write_all(fd, meta.data, meta.len) ||
+        write_all(fd, payload.data, payload.len) || fsync(fd)) {
+        it->io_error = errno ? errno : EIO;
+        snprintf(it->err, sizeof it->err, "cannot write %.180s: %s", tmp, strerror(it->io_error));
+        if (fd >= 0) close(fd);
+        unlink(tmp);
+    } else {
+        close(fd);
+        if (rename(tmp, fin)) {
+            it->io_error = errno;
+            snprintf(it->err, sizeof it->err, "cannot rename %.180s: %s", tmp, strerror(errno));
+            unlink(tmp);
+        } else {
+            int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd >= 0) {
+                fsync(dfd); /* the rename itself must survive a crash */
+                close(dfd);
+            }
+        }
+    }
+    pc_buf_free(&payload);
+    pc_buf_free(&meta);
+}
+
+/* Worker: read a record back; a torn or corrupt one sets io_error. */
+static void load_work(uv_work_t *w)
+{
+    item *it = w->data;
+    char path[4200];
+    record_path(it->s, it->seq, "pcq", path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    pc_buf b = {0};
+    uint8_t chunk[65536];
+    size_t n;
+    if (!f) {
+        it->io_error = errno;
+        snprintf(it->err, sizeof it->err, "cannot read %.180s: %s", path, strerror(errno));
+        return;
+    }
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) pc_buf_append(&b, chunk, n);
+    fclose(f);
+    it->io_error = EINVAL;
+    if (b.len < REC_HEADER || memcmp(b.data, REC_MAGIC, 4) != 0) {
+        snprintf(it->err, sizeof it->err, "%.180s: not a queue record (torn write?)", path);
+        goto out;
+    }
+    uint32_t ml = get_u32(b.data + 12), pl = get_u32(b.data + 16), crc = get_u32(b.data + 20);
+    if ((uint64_t)REC_HEADER + ml + pl != b.len) {
+        snprintf(it->err, sizeof it->err, "%.180s: truncated record", path);
+        goto out;
+    }
+    const uint8_t *meta = b.data + REC_HEADER, *payload = meta + ml;
+    uLong c = crc32(crc32(0, meta, ml), payload, pl);
+    if ((uint32_t)c != crc) {
+        snprintf(it->err, sizeof it->err, "%.180s: checksum mismatch", path);
+        goto out;
+    }
+    char derr[128];
+    if (pc_batch_decode_proto(payload, pl, &it->batch, derr, sizeof derr)) {
+        snprintf(it->err, sizeof it->err, "%.180s: %.60s", path, derr);
+        goto out;
+    }
+    for (const uint8_t *p = meta, *e = meta + ml; p < e;) { /* "key\tvalue\n" lines */
+        const uint8_t *nl = memchr(p, '\n', (size_t)(e - p)), *tab;
+        if (!nl) break;
+        if ((tab = memchr(p, '\t', (size_t)(nl - p)))) {
+            char k[128], v[512];
+            snprintf(k, sizeof k, "%.*s", (int)(tab - p), (const char *)p);
+            snprintf(v, sizeof v, "%.*s", (int)(nl - tab - 1), (const char *)tab + 1);
+            pc_batch_set_meta(it->batch, k, v);
+        }
+        p = nl + 1;
+    }
+    it->samples = pc_batch_counts(it->batch).samples;
+    it->io_error = 0;
+out:
+    pc_buf_free(&b);
+}
+
+static void remove_record(const pc_sender *s, uint64_t seq)
+{
+    char path[4200];
+    record_path(s, seq, "pcq", path, sizeof path);
+    if (unlink(path) && errno != ENOENT) PC_WARN(s->c->id, "cannot remove %s: %s", path, strerror(errno));
+}
+
+/* ---- items ---- */
+
+static void item_closed(uv_handle_t *h)
+{
+    item *it = h->data;
+    pc_batch_unref(it->batch);
+    free(it);
+}
+
+static void item_free(item *it)
+{
+    if (it->timer_open) {
+        it->timer_open = 0;
+        uv_close((uv_handle_t *)&it->timer, item_closed);
+        return;
+    }
+    pc_batch_unref(it->batch);
+    free(it);
+}
+
+static void unlink_waiting(pc_sender *s, item *it)
+{
+    for (item **p = &s->waiting; *p; p = &(*p)->next)
+        if (*p == it) {
+            *p = it->next;
+            it->next = NULL;
+            return;
+        }
+}
+
+static void push_queue(pc_sender *s, item *it)
+{
+    it->next = NULL;
+    if (s->tail) s->tail->next = it;
+    else s->head = it;
+    s->tail = it;
+    s->queued++;
+}
+
+/* An item leaves for good: answer upstream if it waits, release resources, pull the next one. */
+static void complete(item *it, pc_status st, const char *msg, int keep_record)
+{
+    pc_sender *s = it->s;
+    unlink_waiting(s, it);
+    if (it->seq && !keep_record) remove_record(s, it->seq);
+    if (it->done) it->done(it->arg, st, msg);
+    s->active--;
+    item_free(it);
+    dispatch(s);
+    maybe_finish_shutdown(s);
+}
+
+/* Data already acknowledged upstream is lost: say so, loudly, and count it. */
+static void drop(item *it, const char *why)
+{
+    pc_sender *s = it->s;
+    s->failed += it->samples;
+    PC_ERROR(s->c->id, "dropping %zu samples: %s", it->samples, why);
+}
+
+static uint64_t backoff_ms(const pc_sender *s, int attempt)
+{
+    double iv = (double)s->cfg.initial_interval_ms;
+    for (int i = 1; i < attempt && iv < (double)s->cfg.max_interval_ms; i++) iv *= s->cfg.multiplier;
+    if (iv > (double)s->cfg.max_interval_ms) iv = (double)s->cfg.max_interval_ms;
+    double r = s->cfg.randomization;
+    double jitter = 1.0 - r + 2.0 * r * ((double)random() / (double)RAND_MAX);
+    return (uint64_t)(iv * jitter);
+}
+
+static void retry_fire(uv_timer_t *t)
+{
+    item *it = t->data;
+    start_item(it);
+}
+
+static void on_result(void *ctx, pc_status st, int retry_after_s, const char *msg)
+{
+    item *it = ctx;
+    pc_sender *s = it->s;
+    it->in_flight_send = 0;
+    if (st == PC_OK) {
+        s->sent += it->samples;
+        complete(it, PC_OK, NULL, 0);
+        return;
+    }
+    if (st == PC_ERR_PERMANENT) {
+        s->failed += it->samples;
+        PC_ERROR(s->c->id, "dropping %zu samples: %s (not retryable)", it->samples, msg ? msg : "");
+        complete(it, st, msg, 0);
+        return;
+    }
+    /* retryable */
+    uint64_t now = uv_now(s->c->loop);
+    uint64_t delay = retry_after_s >= 0 ? (uint64_t)retry_after_s * 1000 : backoff_ms(s, it->attempt);
+    int give_up = !s->cfg.retry_enabled || s->deadline_passed ||
+                  (s->cfg.max_elapsed_ms && now + delay - it->first_attempt_ms > s->cfg.max_elapsed_ms);
+    if (give_up) {
+        if (it->done) { /* nobody was told OK yet: the client gets the retryable status */
+            s->failed += it->samples;
+            complete(it, st, msg, 0);
+        } else if (it->seq && s->stopping) { /* stays on disk for the next start */
+            complete(it, st, msg, 1);
+        } else {
+            char why[400];
+            snprintf(why, sizeof why, "%s (retries exhausted after %d attempt(s))", msg ? msg : "",
+                     it->attempt);
+            drop(it, why);
+            complete(it, st, msg, 0);
+        }
+        return;
+    }
+    PC_WARN(s->c->id, "%s; retrying in %llums (attempt %d)", msg ? msg : "send failed",
+            (unsigned long long)delay, it->attempt + 1);
+    if (!it->timer_open) {
+        uv_timer_init(s->c->loop, &it->timer);
+        it->timer.data = it;
+        it->timer_open = 1;
+    }
+    uv_timer_start(&it->timer, retry_fire, delay, 0);
+}
+
+static void attempt(item *it)
+{
+    pc_sender *s = it->s;
+    it->attempt++;
+    if (!it->first_attempt_ms) it->first_attempt_ms = uv_now(s->c->loop);
+    it->in_flight_send = 1;
+    s->send(s->c, it->batch, on_result, it);
+}
+
+static void load_done(uv_work_t *w, int status)
+{
+    item *it = w->data;
+    pc_sender *s = it->s;
+    (void)status;
+    s->io_busy--;
+    if (it->io_error) {
+        /* a torn or corrupt record is skipped with a log line, never fatal */
+        PC_ERROR(s->c->id, "skipping queue record: %s", it->err);
+        char from[4200], to[4200];
+        record_path(s, it->seq, "pcq", from, sizeof from);
+        record_path(s, it->seq, "corrupt", to, sizeof to);
+        rename(from, to);
+        complete(it, PC_ERR_PERMANENT, it->err, 1);
+        return;
+    }
+    attempt(it);
+}
+
+static void start_item(item *it)
+{
+    pc_sender *s = it->s;
+    if (!it->batch && it->seq) {
+        s->io_busy++;
+        it->work.data = it;
+        uv_queue_work(s->c->loop, &it->work, load_work, load_done);
+        return;
+    }
+    attempt(it);
+}
+
+static void dispatch(pc_sender *s)
+{
+    while (s->head && s->active < (size_t)s->cfg.num_consumers && !s->deadline_passed) {
+        item *it = s->head;
+        s->head = it->next;
+        if (!s->head) s->tail = NULL;
+        s->queued--;
+        s->queued_units -= it->units;
+        it->next = s->waiting;
+        s->waiting = it;
+        s->active++;
+        start_item(it);
+    }
+}
+
+static void persist_done(uv_work_t *w, int status)
+{
+    item *it = w->data;
+    pc_sender *s = it->s;
+    (void)status;
+    s->io_busy--;
+    pc_done_fn done = it->done;
+    void *arg = it->arg;
+    it->done = NULL;
+    if (it->io_error) {
+        /* e.g. a full disk: refuse with a retryable status, the client keeps the data */
+        s->queued_units -= it->units;
+        s->enqueue_failed += it->samples;
+        PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu samples (retryable)", it->err,
+                 it->samples);
+        done(arg, PC_ERR_RETRYABLE, "persistent queue unavailable");
+        item_free(it);
+        maybe_finish_shutdown(s);
+        return;
+    }
+    /* acknowledged only now that the record is durable; memory is released until it is sent */
+    pc_batch_unref(it->batch);
+    it->batch = NULL;
+    push_queue(s, it); /* its units were reserved in consume */
+    done(arg, PC_OK, NULL);
+    dispatch(s);
+}
+
+void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
+{
+    item *it = pc_xcalloc(1, sizeof(*it));
+    it->s = s;
+    it->batch = b;
+    it->samples = pc_batch_counts(b).samples;
+    it->units = units_of(s, it->samples, pc_arena_size(b->arena));
+    if (s->stopping) {
+        s->enqueue_failed += it->samples;
+        done(arg, PC_ERR_RETRYABLE, "exporter is shutting down");
+        item_free(it);
+        return;
+    }
+    if (!s->cfg.queue_enabled) { /* send now; the upstream answer waits for the outcome */
+        it->done = done;
+        it->arg = arg;
+        it->next = s->waiting;
+        s->waiting = it;
+        s->active++;
+        start_item(it);
+        return;
+    }
+    if (s->queued_units + it->units > s->capacity) {
+        s->enqueue_failed += it->samples;
+        PC_WARN(s->c->id, "sending queue is full (%llu of %llu %s): refusing %zu samples (retryable)",
+                (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
+                pc_sender_sizers[s->cfg.sizer], it->samples);
+        done(arg, PC_ERR_RETRYABLE, "sending queue is full");
+        item_free(it);
+        return;
+    }
+    s->queued_units += it->units;
+    if (s->dir) {
+        it->seq = s->next_seq++;
+        it->done = done;
+        it->arg = arg;
+        it->work.data = it;
+        s->io_busy++;
+        uv_queue_work(s->c->loop, &it->work, persist_work, persist_done);
+        return;
+    }
+    push_queue(s, it);
+    done(arg, PC_OK, NULL);
+    dispatch(s);
+}
+
+/* ---- persistent queue directory ---- */
+
+static int mkdirs(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Queue every record left by an earlier run, oldest first: the backlog is sent first. */
+static int replay(pc_sender *s, char *err, size_t errlen)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) {
+        snprintf(err, errlen, "sending_queue::storage: cannot open %s: %s", s->dir, strerror(errno));
+        return -1;
+    }
+    uint64_t *seqs = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned long long seq;
+        char ext[16];
+        if (sscanf(e->d_name, "%20llu.%15s", &seq, ext) != 2 || seq == 0) continue;
+        if (!strcmp(ext, "tmp")) { /* a write that never completed was never acknowledged */
+            char p[4200];
+            snprintf(p, sizeof p, "%s/%s", s->dir, e->d_name);
+            unlink(p);
+            continue;
+        }
+        if (strcmp(ext, "pcq") != 0) continue;
+        if (n == cap) seqs = pc_xrealloc(seqs, (cap = cap ? cap * 2 : 64) * sizeof(uint64_t));
+        seqs[n++] = seq;
+    }
+    closedir(d);
+    qsort(seqs, n, sizeof(uint64_t), cmp_u64);
+    for (size_t i = 0; i < n; i++) {
+        char path[4200];
+        uint8_t h[REC_HEADER];
+        record_path(s, seqs[i], "pcq", path, sizeof path);
+        FILE *f = fopen(path, "rb");
+        size_t got = f ? fread(h, 1, sizeof h, f) : 0;
+        struct stat st;
+        size_t bytes = f && fstat(fileno(f), &st) == 0 ? (size_t)st.st_size : 0;
+        if (f) fclose(f);
+        item *it = pc_xcalloc(1, sizeof(*it));
+        it->s = s;
+        it->seq = seqs[i];
+        it->samples = got == sizeof h && !memcmp(h, REC_MAGIC, 4) ? (size_t)get_u64(h + 4) : 0;
+        it->units = units_of(s, it->samples, bytes);
+        s->queued_units += it->units;
+        push_queue(s, it);
+        if (seqs[i] >= s->next_seq) s->next_seq = seqs[i] + 1;
+    }
+    if (n) PC_INFO(s->c->id, "persistent queue: replaying %zu request(s) from %s", n, s->dir);
+    free(seqs);
+    return 0;
+}
+
+static double queue_size_metric(const void *arg)
+{
+    const pc_sender *s = arg;
+    return (double)s->queued_units;
+}
+
+pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn send, char *err,
+                         size_t errlen)
+{
+    pc_sender *s = pc_xcalloc(1, sizeof(*s));
+    s->c = c;
+    s->cfg = *cfg;
+    s->cfg.storage = NULL; /* the config owns the string */
+    s->send = send;
+    s->capacity = (uint64_t)cfg->queue_size;
+    s->next_seq = 1;
+    if (cfg->queue_enabled && cfg->storage) {
+        char dir[4096];
+        size_t n = (size_t)snprintf(dir, sizeof dir, "%s/", cfg->storage);
+        for (const char *p = c->id; *p && n < sizeof dir - 1; p++) /* one directory per exporter */
+            dir[n++] = (*p == '/' || *p == ' ') ? '_' : *p;
+        dir[n] = 0;
+        if (mkdirs(dir)) {
+            snprintf(err, errlen, "sending_queue::storage: cannot create %s: %s", dir, strerror(errno));
+            free(s);
+            return NULL;
+        }
+        s->dir = pc_xstrdup(dir);
+        if (replay(s, err, errlen)) {
+            pc_sender_free(s);
+            return NULL;
+        }
+    }
+    char labels[300];
+    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
+    pc_exporter_register_metrics(c, &s->sent, &s->failed);
+    pc_metric_u64(c, "otelcol_exporter_enqueue_failed_profile_samples",
+                  "Profile samples refused because the sending queue was full or unavailable",
+                  PC_METRIC_COUNTER, labels, &s->enqueue_failed);
+    pc_metric_fn(c, "otelcol_exporter_queue_size", "Current size of the sending queue",
+                 PC_METRIC_GAUGE, labels, queue_size_metric, s);
+    pc_metric_u64(c, "otelcol_exporter_queue_capacity", "Capacity of the sending queue",
+                  PC_METRIC_GAUGE, labels, &s->capacity);
+    dispatch(s);
+    return s;
+}
+
+/* ---- shutdown ---- */
+
+static void finish_shutdown(pc_sender *s)
+{
+    void (*done)(void *) = s->shutdown_done;
+    s->shutdown_done = NULL;
+    if (done) done(s->shutdown_arg);
+}
+
+static void deadline_closed(uv_handle_t *h)
+{
+    pc_sender *s = h->data;
+    s->deadline_open = 0;
+    finish_shutdown(s);
+}
+
+static void maybe_finish_shutdown(pc_sender *s)
+{
+    if (!s->stopping || !s->shutdown_done || s->active || s->io_busy) return;
+    if (s->head && !s->deadline_passed) return;
+    /* whatever is still queued now: on disk it waits for the next start, in memory it is lost */
+    size_t left = 0, left_samples = 0;
+    while (s->head) {
+        item *it = s->head;
+        s->head = it->next;
+        left++;
+        left_samples += it->samples;
+        if (!it->seq) s->failed += it->samples;
+        s->queued_units -= it->units;
+        item_free(it);
+    }
+    s->tail = NULL;
+    s->queued = 0;
+    if (left && s->dir)
+        PC_WARN(s->c->id, "shutdown deadline: %zu request(s) stay in %s for the next start", left, s->dir);
+    else if (left)
+        PC_ERROR(s->c->id, "shutdown deadline: dropping %zu queued request(s), %zu samples", left,
+                 left_samples);
+    if (s->deadline_open) {
+        uv_timer_stop(&s->deadline);
+        uv_close((uv_handle_t *)&s->deadline, deadline_closed);
+        return;
+    }
+    finish_shutdown(s);
+}
+
+static void deadline_fire(uv_timer_t *t)
+{
+    pc_sender *s = t->data;
+    s->deadline_passed = 1;
+    /* items waiting on a backoff timer give up now; sends in flight finish by their timeout */
+    for (item *it = s->waiting, *next; it; it = next) {
+        next = it->next;
+        if (it->in_flight_send || !it->timer_open || !uv_is_active((uv_handle_t *)&it->timer))
+            continue;
+        uv_timer_stop(&it->timer);
+        if (it->done) complete(it, PC_ERR_RETRYABLE, "exporter is shutting down", 0);
+        else if (it->seq) complete(it, PC_ERR_RETRYABLE, NULL, 1);
+        else {
+            drop(it, "shutdown deadline reached while waiting to retry");
+            complete(it, PC_ERR_RETRYABLE, NULL, 0);
+        }
+    }
+    maybe_finish_shutdown(s);
+}
+
+void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
+{
+    s->stopping = 1;
+    s->shutdown_done = done;
+    s->shutdown_arg = arg;
+    uint64_t now = uv_now(s->c->loop);
+    uint64_t left = pc_shutdown_deadline_ms > now ? pc_shutdown_deadline_ms - now : 0;
+    if (s->active || s->io_busy || s->head) {
+        PC_INFO(s->c->id, "draining %llu queued and %zu in-flight request(s) (up to %llums)",
+                (unsigned long long)s->queued, s->active, (unsigned long long)left);
+        uv_timer_init(s->c->loop, &s->deadline);
+        s->deadline.data = s;
+        s->deadline_open = 1;
+        uv_timer_start(&s->deadline, deadline_fire, left, 0);
+        return;
+    }
+    maybe_finish_shutdown(s);
+}
+
+void pc_sender_free(pc_sender *s)
+{
+    if (!s) return;
+    pc_metric_unregister(s->c);
+    while (s->head) { /* only after shutdown; nothing pending remains but queued records */
+        item *it = s->head;
+        s->head = it->next;
+        pc_batch_unref(it->batch);
+        free(it);
+    }
+    free(s->dir);
+    free(s);
+}

@@ -1,0 +1,76 @@
+/* The exporter helper (DESIGN §1, like the Collector's exporterhelper): a bounded sending queue,
+ * optionally persisted on disk, consumers that send with capped, jittered exponential backoff
+ * honouring Retry-After, and the counters of what was sent, failed or refused. Every exporter
+ * uses it; an exporter only provides "send this batch once". Loop thread only. */
+#ifndef PC_SENDER_H
+#define PC_SENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pipeline/component.h"
+
+typedef struct pc_sender_cfg {
+    bool queue_enabled;
+    int64_t num_consumers;
+    int64_t queue_size;
+    int sizer; /* 0 requests, 1 samples, 2 bytes */
+    char *storage;
+    bool retry_enabled;
+    uint64_t initial_interval_ms, max_interval_ms, max_elapsed_ms;
+    double multiplier, randomization;
+} pc_sender_cfg;
+
+/* Config-table entries for an exporter whose config struct T has a pc_sender_cfg member f. */
+#define PC_SENDER_KEYS(T, f)                                                                       \
+    {"sending_queue.enabled", PC_CFG_BOOL, "true", offsetof(T, f.queue_enabled),                  \
+     "queue requests and acknowledge them once queued", NULL},                                     \
+        {"sending_queue.num_consumers", PC_CFG_INT, "10", offsetof(T, f.num_consumers),           \
+         "requests sent concurrently", NULL},                                                      \
+        {"sending_queue.queue_size", PC_CFG_INT, "1000", offsetof(T, f.queue_size),               \
+         "queue capacity, in units of the sizer; a full queue refuses with 503", NULL},            \
+        {"sending_queue.sizer", PC_CFG_ENUM, "requests", offsetof(T, f.sizer),                    \
+         "what queue_size counts", pc_sender_sizers},                                              \
+        {"sending_queue.storage", PC_CFG_STRING, NULL, offsetof(T, f.storage),                    \
+         "directory for a persistent queue (acknowledged only once written and fsynced)", NULL},  \
+        {"retry_on_failure.enabled", PC_CFG_BOOL, "true", offsetof(T, f.retry_enabled),          \
+         "retry 429, 502, 503, 504, timeouts and connection errors", NULL},                        \
+        {"retry_on_failure.initial_interval", PC_CFG_DURATION, "5s",                              \
+         offsetof(T, f.initial_interval_ms), "first backoff", NULL},                               \
+        {"retry_on_failure.max_interval", PC_CFG_DURATION, "30s", offsetof(T, f.max_interval_ms), \
+         "backoff cap", NULL},                                                                     \
+        {"retry_on_failure.multiplier", PC_CFG_FLOAT, "1.5", offsetof(T, f.multiplier),          \
+         "backoff growth per attempt", NULL},                                                      \
+        {"retry_on_failure.randomization_factor", PC_CFG_FLOAT, "0.5",                            \
+         offsetof(T, f.randomization), "jitter: +/- this fraction of the interval", NULL},         \
+        {"retry_on_failure.max_elapsed_time", PC_CFG_DURATION, "300s",                            \
+         offsetof(T, f.max_elapsed_ms), "give up after this long (0 = never)", NULL}
+
+extern const char *const pc_sender_sizers[];
+
+/* Check the sender part of an exporter's config; -1 with err. */
+int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
+                       pc_cfg_err *err);
+
+/* Outcome of one send attempt. retry_after_s: the server's Retry-After, or -1. */
+typedef void (*pc_send_result)(void *ctx, pc_status st, int retry_after_s, const char *msg);
+/* Send b once. b is borrowed: the sender keeps its reference until result is called. */
+typedef void (*pc_send_fn)(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
+
+typedef struct pc_sender pc_sender;
+
+/* In start(): opens (and replays) the persistent queue. NULL with err on failure. */
+pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn send, char *err,
+                         size_t errlen);
+/* The exporter's consume: takes one reference to b. */
+void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
+/* Stop accepting, drain until empty or the service's shutdown deadline, then call done. What is
+ * left stays on disk (persistent queue) or is logged and counted as dropped. */
+void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg);
+void pc_sender_free(pc_sender *s);
+
+/* Drain deadline for every sender, set by the service when shutdown starts (uv_now ms). */
+extern uint64_t pc_shutdown_deadline_ms;
+
+#endif

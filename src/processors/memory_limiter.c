@@ -1,0 +1,210 @@
+/* Processor "memory_limiter" (like the Collector's): measures the process's real memory (RSS)
+ * every check_interval; above limit - spike_limit it refuses data with a retryable error (the
+ * receiver answers 503 with Retry-After, the sender keeps the data) and asks every HTTP server
+ * to stop reading sockets until memory falls back under the soft limit. */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/http_pause.h"
+#include "pipeline/component.h"
+#include "pipeline/telemetry.h"
+
+typedef struct ml_cfg {
+    uint64_t check_interval_ms;
+    int64_t limit_mib, spike_limit_mib;
+    int64_t limit_percentage, spike_limit_percentage;
+} ml_cfg;
+
+static const pc_cfg_key ml_keys[] = {
+    {"check_interval", PC_CFG_DURATION, "1s", offsetof(ml_cfg, check_interval_ms),
+     "how often memory is measured", NULL},
+    {"limit_mib", PC_CFG_INT, "0", offsetof(ml_cfg, limit_mib),
+     "hard limit on RSS in MiB (or use limit_percentage)", NULL},
+    {"spike_limit_mib", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_mib),
+     "headroom below the hard limit; data is refused above limit - spike (default 20% of limit)",
+     NULL},
+    {"limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, limit_percentage),
+     "hard limit as a percentage of total (or cgroup) memory", NULL},
+    {"spike_limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_percentage),
+     "headroom as a percentage of total (or cgroup) memory", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef struct limiter {
+    pc_component *c;
+    uv_timer_t timer;
+    int timer_open;
+    uint64_t hard, soft; /* bytes */
+    int refusing;
+    uint64_t refused_samples, refusals;
+    pc_shutdown_done done;
+} limiter;
+
+static uint64_t read_u64_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    unsigned long long v = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &v) != 1) v = 0;
+        fclose(f);
+    }
+    return v;
+}
+
+/* The memory this process may use: the cgroup limit when there is one, else physical memory. */
+static uint64_t total_memory(void)
+{
+    uint64_t cg = read_u64_file("/sys/fs/cgroup/memory.max");
+    if (!cg) cg = read_u64_file("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) break;
+        fclose(f);
+    }
+    uint64_t phys = (uint64_t)kb * 1024;
+    return cg && cg < phys ? cg : phys;
+}
+
+static int ml_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    ml_cfg *cfg = cfgp;
+    if (cfg->check_interval_ms == 0) {
+        pc_cfg_key_errorf(err, node, path, "check_interval", "must be > 0");
+        return -1;
+    }
+    if (cfg->limit_mib <= 0 && (cfg->limit_percentage <= 0 || cfg->limit_percentage > 100)) {
+        pc_cfg_key_errorf(err, node, path, "limit_mib",
+                          "set limit_mib > 0 or limit_percentage in 1..100");
+        return -1;
+    }
+    if (cfg->limit_mib > 0 && cfg->spike_limit_mib >= cfg->limit_mib) {
+        pc_cfg_key_errorf(err, node, path, "spike_limit_mib", "must be below limit_mib");
+        return -1;
+    }
+    if (cfg->spike_limit_mib < 0 || cfg->spike_limit_percentage < 0 ||
+        (cfg->limit_percentage > 0 && cfg->spike_limit_percentage >= cfg->limit_percentage)) {
+        pc_cfg_key_errorf(err, node, path, "spike_limit_percentage",
+                          "must be >= 0 and below limit_percentage");
+        return -1;
+    }
+    return 0;
+}
+
+static int ml_create(pc_component *c, pc_cfg_err *err)
+{
+    ml_cfg *cfg = c->cfg;
+    limiter *l = pc_xcalloc(1, sizeof(*l));
+    (void)err;
+    l->c = c;
+    c->priv = l;
+    if (cfg->limit_mib > 0) {
+        l->hard = (uint64_t)cfg->limit_mib << 20;
+        uint64_t spike = cfg->spike_limit_mib > 0 ? (uint64_t)cfg->spike_limit_mib << 20 : l->hard / 5;
+        l->soft = l->hard - spike;
+    } else {
+        uint64_t total = total_memory();
+        l->hard = total / 100 * (uint64_t)cfg->limit_percentage;
+        uint64_t spike = cfg->spike_limit_percentage > 0
+                             ? total / 100 * (uint64_t)cfg->spike_limit_percentage
+                             : l->hard / 5;
+        l->soft = l->hard - spike;
+    }
+    return 0;
+}
+
+static void check(uv_timer_t *t)
+{
+    limiter *l = t->data;
+    uint64_t rss = pc_process_rss();
+    if (rss > l->hard) malloc_trim(0); /* hand freed arenas back before refusing for long */
+    int over = rss > l->soft;
+    if (over && !l->refusing) {
+        PC_WARN(l->c->id, "memory usage %llu MiB above the soft limit %llu MiB: refusing data and "
+                          "pausing reads",
+                (unsigned long long)(rss >> 20), (unsigned long long)(l->soft >> 20));
+        pc_http_servers_pause(1);
+    } else if (!over && l->refusing) {
+        PC_INFO(l->c->id, "memory usage %llu MiB back under the soft limit: accepting data",
+                (unsigned long long)(rss >> 20));
+        pc_http_servers_pause(0);
+    }
+    l->refusing = over;
+}
+
+static int ml_start(pc_component *c, char *err, size_t errlen)
+{
+    limiter *l = c->priv;
+    ml_cfg *cfg = c->cfg;
+    (void)err;
+    (void)errlen;
+    uv_timer_init(c->loop, &l->timer);
+    l->timer.data = l;
+    l->timer_open = 1;
+    uv_timer_start(&l->timer, check, 0, cfg->check_interval_ms);
+    char labels[300];
+    snprintf(labels, sizeof labels, "processor=\"%s\"", c->id);
+    pc_metric_u64(c, "otelcol_processor_refused_profile_samples",
+                  "Profile samples refused by the memory limiter", PC_METRIC_COUNTER, labels,
+                  &l->refused_samples);
+    PC_INFO(c->id, "limit %llu MiB, refusing above %llu MiB", (unsigned long long)(l->hard >> 20),
+            (unsigned long long)(l->soft >> 20));
+    return 0;
+}
+
+static void ml_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+{
+    limiter *l = c->priv;
+    if (l->refusing) {
+        l->refused_samples += pc_batch_counts(b).samples;
+        pc_batch_unref(b);
+        done(arg, PC_ERR_RETRYABLE, "memory limit reached, retry later");
+        return;
+    }
+    pc_consume(c->next, b, done, arg);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    limiter *l = h->data;
+    l->done(l->c);
+}
+
+static void ml_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    limiter *l = c->priv;
+    if (l->refusing) pc_http_servers_pause(0);
+    l->refusing = 0;
+    if (!l->timer_open) {
+        done(c);
+        return;
+    }
+    l->timer_open = 0;
+    l->done = done;
+    uv_close((uv_handle_t *)&l->timer, timer_closed);
+}
+
+static void ml_destroy(pc_component *c)
+{
+    pc_metric_unregister(c);
+    free(c->priv);
+}
+
+const pc_component_type pc_processor_memory_limiter = {
+    .name = "memory_limiter",
+    .kind = PC_KIND_PROCESSOR,
+    .stability = "alpha",
+    .doc = "refuses data (503, retryable) and pauses socket reads while RSS is above the limit",
+    .cfg_size = sizeof(ml_cfg),
+    .cfg = ml_keys,
+    .validate = ml_validate,
+    .create = ml_create,
+    .start = ml_start,
+    .consume = ml_consume,
+    .shutdown = ml_shutdown,
+    .destroy = ml_destroy,
+};
