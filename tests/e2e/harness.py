@@ -337,7 +337,7 @@ def otlp_receiver_yaml(port, max_body=None, http_extra=None):
 
 
 def relay_config(in_port, out_url, encoding=None, compression=None, headers=None,
-                 max_body=None, timeout=None, debug=None, http_extra=None):
+                 max_body=None, timeout=None, debug=None, http_extra=None, exporter_extra=None):
     """otlp receiver on in_port -> otlphttp exporter to out_url (and optionally debug)."""
     s = otlp_receiver_yaml(in_port, max_body, http_extra)
     s += "exporters:\n  otlphttp:\n    endpoint: %s\n" % out_url
@@ -351,6 +351,8 @@ def relay_config(in_port, out_url, encoding=None, compression=None, headers=None
         s += "    headers:\n"
         for k, v in headers.items():
             s += "      %s: %s\n" % (k, v)
+    if exporter_extra:  # raw YAML lines under the otlphttp exporter, e.g. sending_queue
+        s += "".join("    %s\n" % line for line in exporter_extra.splitlines())
     exporters = ["otlphttp"]
     if debug:
         s += "  debug:\n    verbosity: %s\n" % debug

@@ -466,10 +466,13 @@ class ServerLimitsTest(unittest.TestCase):
 
 class NextHopTest(unittest.TestCase):
     def test_next_hop_down(self):
-        """otlphttp to a closed port: the client gets a retryable 503/429 with Retry-After,
-        not 200 (nothing may be lost silently)."""
+        """otlphttp (without a sending queue) to a closed port: the client gets a retryable
+        503/429 with Retry-After, not 200 (nothing may be lost silently). With the queue, see
+        test_reliability.py."""
         port, dead = h.free_port(), h.free_port()
-        cfg = h.relay_config(port, "http://127.0.0.1:%d" % dead, timeout="2s")
+        cfg = h.relay_config(port, "http://127.0.0.1:%d" % dead, timeout="2s",
+                             exporter_extra="sending_queue:\n  enabled: false\n"
+                                            "retry_on_failure:\n  enabled: false")
         p = h.Profcol(cfg, wait_ports=[port], name="profcol-nexthop").start()
         try:
             req = h.make_request(("checkout",), seed=61)
