@@ -287,6 +287,12 @@ static void key_bytes(pc_buf *k, const void *p, size_t n)
     if (n) pc_buf_append(k, p, n);
 }
 
+static void key_count(pc_buf *k, size_t n)
+{
+    uint64_t v = n;
+    pc_buf_append(k, &v, sizeof v);
+}
+
 static void key_str(pc_buf *k, const char *s)
 {
     key_bytes(k, s ? s : "", s ? strlen(s) : 0);
@@ -348,7 +354,7 @@ static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int
     case AV(ARRAY_VALUE): {
         size_t n = v->array_value ? v->array_value->n_values : 0;
         key_tag(k, 'a');
-        key_bytes(k, NULL, n);
+        key_count(k, n);
         for (size_t i = 0; i < n; i++)
             key_any(k, d, v->array_value->values[i], depth + 1);
         break;
@@ -356,7 +362,7 @@ static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int
     case AV(KVLIST_VALUE): {
         size_t n = v->kvlist_value ? v->kvlist_value->n_values : 0;
         key_tag(k, 'k');
-        key_bytes(k, NULL, n);
+        key_count(k, n);
         for (size_t i = 0; i < n; i++)
             key_kv(k, d, v->kvlist_value->values[i], depth + 1);
         break;
@@ -383,7 +389,7 @@ static int span_cmp(const void *a, const void *b)
 static void key_attrs(pc_buf *k, const pc_dictionary *d, pc_keyvalue *const *kv, size_t n)
 {
     if (!kv) n = 0;
-    key_bytes(k, NULL, n);
+    key_count(k, n);
     if (!n) return;
     pc_buf tmp = {0};
     span *sp = pc_xmalloc(n * sizeof *sp);
@@ -408,10 +414,10 @@ static void key_resource(pc_buf *k, const pc_dictionary *d, const pc_resource_pr
     const pc_resource *r = rp->resource;
     key_tag(k, r ? 'r' : '-');
     if (!r) return;
-    key_bytes(k, NULL, r->dropped_attributes_count);
+    key_count(k, r->dropped_attributes_count);
     key_attrs(k, d, r->attributes, r->n_attributes);
     size_t ne = r->entity_refs ? r->n_entity_refs : 0;
-    key_bytes(k, NULL, ne);
+    key_count(k, ne);
     for (size_t i = 0; i < ne; i++) {
         const ProtobufCMessage *e = (const ProtobufCMessage *)r->entity_refs[i];
         size_t n = msg_len(e);
@@ -431,7 +437,7 @@ static void key_scope(pc_buf *k, const pc_dictionary *d, const pc_scope_profiles
     if (!s) return;
     key_str(k, s->name);
     key_str(k, s->version);
-    key_bytes(k, NULL, s->dropped_attributes_count);
+    key_count(k, s->dropped_attributes_count);
     key_attrs(k, d, s->attributes, s->n_attributes);
 }
 

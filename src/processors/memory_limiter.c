@@ -1,7 +1,8 @@
 /* Processor "memory_limiter" (like the Collector's): measures the process's real memory (RSS)
- * every check_interval; above limit - spike_limit it refuses data with a retryable error (the
- * receiver answers 503 with Retry-After, the sender keeps the data) and asks every HTTP server
- * to stop reading sockets until memory falls back under the soft limit. */
+ * every check_interval. Above the soft limit (limit - spike_limit) it refuses data with a
+ * retryable error (the receiver answers 503 with Retry-After, the sender keeps the data). Above
+ * the hard limit it also asks every HTTP server to stop reading sockets (TCP back-pressure: not
+ * even a 503 is worth the memory) until memory falls back under the hard limit. */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ typedef struct limiter {
     uv_timer_t timer;
     int timer_open;
     uint64_t hard, soft; /* bytes */
-    int refusing;
+    int refusing, paused;
     uint64_t refused_samples, refusals;
     pc_shutdown_done done;
 } limiter;
@@ -122,18 +123,21 @@ static void check(uv_timer_t *t)
     limiter *l = t->data;
     uint64_t rss = pc_process_rss();
     if (rss > l->hard) malloc_trim(0); /* hand freed arenas back before refusing for long */
-    int over = rss > l->soft;
-    if (over && !l->refusing) {
-        PC_WARN(l->c->id, "memory usage %llu MiB above the soft limit %llu MiB: refusing data and "
-                          "pausing reads",
+    int over = rss > l->soft, hard = rss > l->hard;
+    if (over && !l->refusing)
+        PC_WARN(l->c->id, "memory usage %llu MiB above the soft limit %llu MiB: refusing data",
                 (unsigned long long)(rss >> 20), (unsigned long long)(l->soft >> 20));
-        pc_http_servers_pause(1);
-    } else if (!over && l->refusing) {
+    else if (!over && l->refusing)
         PC_INFO(l->c->id, "memory usage %llu MiB back under the soft limit: accepting data",
                 (unsigned long long)(rss >> 20));
-        pc_http_servers_pause(0);
+    if (hard != l->paused) {
+        PC_WARN(l->c->id, "memory usage %llu MiB %s the hard limit %llu MiB: %s socket reads",
+                (unsigned long long)(rss >> 20), hard ? "above" : "back under",
+                (unsigned long long)(l->hard >> 20), hard ? "pausing" : "resuming");
+        pc_http_servers_pause(hard);
     }
     l->refusing = over;
+    l->paused = hard;
 }
 
 static int ml_start(pc_component *c, char *err, size_t errlen)
@@ -177,8 +181,8 @@ static void timer_closed(uv_handle_t *h)
 static void ml_shutdown(pc_component *c, pc_shutdown_done done)
 {
     limiter *l = c->priv;
-    if (l->refusing) pc_http_servers_pause(0);
-    l->refusing = 0;
+    if (l->paused) pc_http_servers_pause(0);
+    l->refusing = l->paused = 0;
     if (!l->timer_open) {
         done(c);
         return;

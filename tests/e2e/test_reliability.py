@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Reliability, end to end with the real binary on 127.0.0.1: the sending queue and retries,
+Retry-After, the persistent queue across kill -9, a full queue, the memory limiter, health and
+self-metrics. Every acknowledged sample must arrive (counts compared)."""
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+h.ensure_debian_python()
+
+FAST_RETRY = ("retry_on_failure:\n  initial_interval: 100ms\n  max_interval: 500ms\n"
+              "  max_elapsed_time: 0\n")
+
+
+def post_many(port, n, seed0):
+    """Post n distinct requests; returns (acknowledged summaries, statuses)."""
+    acked, statuses = [], []
+    for i in range(n):
+        req = h.make_request(("svc%d" % (i % 3),), seed=seed0 + i, samples=8)
+        r = h.post(port, req.SerializeToString(), timeout=30)
+        statuses.append(r.status)
+        if r.status == 200:
+            acked.append(h.summarize(req))
+        else:
+            assert r.status in (429, 503) and "retry-after" in r.headers, \
+                "refusals must be retryable with Retry-After: %r" % r
+    return acked, statuses
+
+
+def delivered_totals(reqs):
+    """Totals of what the sink recorded (it answered 200 to all of these in these tests)."""
+    assert not [r.error for r in reqs if r.error], "undecodable requests at the sink"
+    return h.totals(h.summarize([r.message for r in reqs]))
+
+
+def acked_totals(acked):
+    return h.totals(h.merge_summaries(acked))
+
+
+def metric(port, name, labels=""):
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + "{" + labels) or (not labels and line.startswith(name + " ")):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+class QueueTest(unittest.TestCase):
+    def test_backend_down_then_back(self):
+        """Backend down at steady load, then back: every acknowledged sample arrives."""
+        port, dead, mport = h.free_port(), h.free_port(), h.free_port()
+        cfg = h.relay_config(port, "http://127.0.0.1:%d" % dead, timeout="2s",
+                             exporter_extra=FAST_RETRY)
+        cfg += "  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport
+        p = h.Profcol(cfg, wait_ports=[port], name="profcol-down").start()
+        try:
+            acked, statuses = post_many(port, 20, 100)
+            self.assertEqual(statuses, [200] * 20, "the queue accepts while the backend is down")
+            self.assertGreater(metric(mport, "otelcol_exporter_queue_size"), 0)
+            sink = h.Sink(dead).start()
+            try:
+                want = acked_totals(acked)
+                sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
+                self.assertEqual(delivered_totals(sink.snapshot()), want,
+                                 "not every acknowledged sample arrived")
+                self.assertEqual(metric(mport, "otelcol_exporter_send_failed_profile_samples"), 0)
+            finally:
+                sink.stop()
+            p.stop()
+        finally:
+            p.kill()
+
+    def test_retry_after_is_honoured(self):
+        """Backend answering 429 with Retry-After: 2: the wait is honoured, then delivery."""
+        port = h.free_port()
+        sink = h.Sink().start()
+        try:
+            sink.fail_next(1, 429, retry_after="2")
+            cfg = h.relay_config(port, sink.url, exporter_extra=FAST_RETRY)
+            p = h.Profcol(cfg, wait_ports=[port], name="profcol-429").start()
+            try:
+                req = h.make_request(("checkout",), seed=7)
+                t0 = time.monotonic()
+                self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
+                reqs = sink.wait_requests(2, 15)
+                elapsed = time.monotonic() - t0
+                self.assertEqual(len(reqs), 2, "one refused attempt, one delivery")
+                # backoff alone would have retried after ~100 ms
+                self.assertGreaterEqual(elapsed, 1.8, "Retry-After: 2 was not honoured")
+                self.assertEqual(h.totals(h.summarize(reqs[-1].message)),
+                                 h.totals(h.summarize(req)))
+                p.stop()
+            finally:
+                p.kill()
+        finally:
+            sink.stop()
+
+    def test_full_queue_refuses_retryably(self):
+        """A full queue makes the receiver answer 503 with Retry-After; nothing accepted is lost."""
+        port, dead = h.free_port(), h.free_port()
+        cfg = h.relay_config(port, "http://127.0.0.1:%d" % dead, timeout="1s",
+                             exporter_extra="sending_queue:\n  queue_size: 3\n  num_consumers: 1\n"
+                                            + FAST_RETRY)
+        p = h.Profcol(cfg, wait_ports=[port], name="profcol-full").start()
+        try:
+            acked, statuses = post_many(port, 10, 300)
+            self.assertIn(503, statuses)
+            self.assertLessEqual(len(acked), 4, "queue_size 3 plus one request in flight")
+            self.assertGreaterEqual(len(acked), 3)
+            sink = h.Sink(dead).start()
+            try:
+                want = acked_totals(acked)
+                sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
+                self.assertEqual(delivered_totals(sink.snapshot()), want)
+            finally:
+                sink.stop()
+            p.stop()
+        finally:
+            p.kill()
+
+    def test_no_queue_passes_refusal_upstream(self):
+        """sending_queue disabled: a backend 503 reaches the client as 503 once retries give up."""
+        port = h.free_port()
+        sink = h.Sink().start()
+        try:
+            sink.fail_next(5, 503, retry_after="1")
+            cfg = h.relay_config(port, sink.url, exporter_extra="sending_queue:\n  enabled: false\n"
+                                 "retry_on_failure:\n  enabled: false")
+            p = h.Profcol(cfg, wait_ports=[port], name="profcol-noqueue").start()
+            try:
+                req = h.make_request(("checkout",), seed=9).SerializeToString()
+                r = h.post(port, req)
+                self.assertEqual(r.status, 503)
+                self.assertIn("retry-after", r.headers)
+                p.stop()
+            finally:
+                p.kill()
+        finally:
+            sink.stop()
+
+
+class PersistentQueueTest(unittest.TestCase):
+    def test_kill9_then_restart_delivers_backlog(self):
+        port, dead = h.free_port(), h.free_port()
+        storage = tempfile.mkdtemp(prefix="profcol-queue-")
+        try:
+            cfg = h.relay_config(port, "http://127.0.0.1:%d" % dead, timeout="1s",
+                                 exporter_extra="sending_queue:\n  storage: %s\n" % storage
+                                 + FAST_RETRY)
+            p = h.Profcol(cfg, wait_ports=[port], name="profcol-pq1").start()
+            try:
+                acked, statuses = post_many(port, 12, 500)
+                self.assertEqual(len(acked), 12)
+                files = [f for _, _, fs in os.walk(storage) for f in fs if f.endswith(".pcq")]
+                self.assertEqual(len(files), 12, "each acknowledged request is on disk")
+                p.proc.send_signal(signal.SIGKILL)
+                p.proc.wait(10)
+            finally:
+                p.kill()
+            # a torn record (as a crash mid-write could leave if it were not renamed atomically)
+            qdir = os.path.join(storage, "otlphttp")
+            with open(os.path.join(qdir, "00000000000000009999.pcq"), "wb") as f:
+                f.write(b"PCQ1garbage")
+            sink = h.Sink(dead).start()
+            try:
+                p2 = h.Profcol(cfg, wait_ports=[port], name="profcol-pq2").start()
+                try:
+                    want = acked_totals(acked)
+                    sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
+                    self.assertEqual(delivered_totals(sink.snapshot()), want,
+                                     "the backlog was not delivered after restart")
+                    self.assertTrue(h.wait_for(lambda: not [
+                        f for f in os.listdir(qdir) if f.endswith(".pcq")], timeout=10))
+                    self.assertTrue(os.path.exists(os.path.join(qdir, "00000000000000009999.corrupt")))
+                    p2.stop()
+                    with open(p2.stderr_path) as f:
+                        self.assertIn("skipping queue record", f.read())
+                finally:
+                    p2.kill()
+            finally:
+                sink.stop()
+        finally:
+            shutil.rmtree(storage, ignore_errors=True)
+
+
+class OverloadTest(unittest.TestCase):
+    def test_memory_limiter_refuses_above_soft_limit(self):
+        port, sport, mport = h.free_port(), h.free_port(), h.free_port()
+        sink = h.Sink(sport).start()
+        try:
+            # soft limit 1 MiB (always exceeded), hard limit 2 GiB (never): refuse, keep reading
+            cfg = ("receivers:\n  otlp:\n    protocols:\n      http:\n"
+                   "        endpoint: 127.0.0.1:%d\n" % port +
+                   "processors:\n  memory_limiter:\n    check_interval: 100ms\n"
+                   "    limit_mib: 2048\n    spike_limit_mib: 2047\n"
+                   "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink.url +
+                   "extensions:\n  health_check:\n    endpoint: 127.0.0.1:%d\n" % h.free_port() +
+                   "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport +
+                   "  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                   "      processors: [memory_limiter]\n      exporters: [otlphttp]\n")
+            p = h.Profcol(cfg, wait_ports=[port], name="profcol-mem").start()
+            try:
+                time.sleep(0.3)
+                req = h.make_request(("checkout",), seed=3)
+                for _ in range(3):
+                    r = h.post(port, req.SerializeToString())
+                    self.assertEqual(r.status, 503)
+                    self.assertIn("retry-after", r.headers)
+                self.assertEqual(len(sink.snapshot()), 0, "refused data must not be forwarded")
+                refused = metric(mport, "otelcol_processor_refused_profile_samples")
+                self.assertEqual(refused, 3 * h.count_samples([req]))
+                rss = metric(mport, "otelcol_process_memory_rss")
+                self.assertGreater(rss, 1 << 20)
+                p.stop()
+            finally:
+                p.kill()
+        finally:
+            sink.stop()
+
+
+class HealthTest(unittest.TestCase):
+    def test_health_and_metrics(self):
+        port, hport, mport = h.free_port(), h.free_port(), h.free_port()
+        sink = h.Sink().start()
+        try:
+            cfg = h.relay_config(port, sink.url)
+            cfg = cfg.replace("service:\n", "extensions:\n  health_check:\n"
+                              "    endpoint: 127.0.0.1:%d\nservice:\n  extensions: [health_check]\n"
+                              "  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+                              % (hport, mport))
+            p = h.Profcol(cfg, wait_ports=[port, hport], name="profcol-health").start()
+            try:
+                r = urllib.request.urlopen("http://127.0.0.1:%d/" % hport, timeout=5)
+                self.assertEqual(r.status, 200)
+                body = r.read().decode()
+                self.assertIn('"receiver:otlp"', body)
+                self.assertIn('"exporter:otlphttp"', body)
+                req = h.make_request(("checkout",), seed=5)
+                self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
+                n = h.count_samples([req])
+                self.assertTrue(h.wait_for(lambda: metric(
+                    mport, "otelcol_exporter_sent_profile_samples") == n, timeout=10))
+                self.assertEqual(metric(mport, "otelcol_receiver_accepted_profile_samples"), n)
+                p.stop()
+            finally:
+                p.kill()
+        finally:
+            sink.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
