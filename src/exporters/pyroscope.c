@@ -25,6 +25,7 @@
 #include "net/url.h"
 #include "pdata/pprof.h"
 #include "pipeline/component.h"
+#include "pipeline/sender.h"
 #include "pyroscope_push.pb-c.h"
 
 #define TENANT_META_KEY     "x-scope-orgid"
@@ -44,6 +45,7 @@ typedef struct pyro_cfg {
     int64_t max_label_value_length;
     int64_t max_label_name_length;
     int64_t max_connections;
+    pc_sender_cfg sender;
 } pyro_cfg;
 
 enum { PROTO_PUSH = 0, PROTO_INGEST = 1 };
@@ -76,6 +78,7 @@ static const pc_cfg_key pyro_keys[] = {
      "labels with longer names are dropped (bytes)", NULL},
     {"max_connections", PC_CFG_INT, "8", offsetof(pyro_cfg, max_connections),
      "keep-alive connections to the endpoint", NULL},
+    PC_SENDER_KEYS(pyro_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -94,10 +97,10 @@ typedef struct pyro {
     char *base_path; /* url.path + "/ingest" or "/push.v1.PusherService/Push" */
     char *headers;   /* preformatted "Name: value\r\n" lines, without the tenant */
     pc_http_client *client;
-    size_t in_flight;
     pc_shutdown_done shutdown_done;
     pc_shutdown_done closed_done;
-    uint64_t sent_samples, failed_samples, requests;
+    uint64_t requests;
+    pc_sender *sender;
     cut_stats cuts_total;   /* since start */
     cut_stats cuts_pending; /* since the last log line */
     uint64_t last_cut_log_ms;
@@ -117,11 +120,12 @@ typedef struct send_req {
 struct send_job {
     uv_work_t work;
     pyro *x;
-    pc_batch *batch;
-    char *headers; /* x->headers + tenant */
+    const pc_batch *batch; /* borrowed from the sender until result is called */
+    char *headers;         /* x->headers + tenant */
     size_t samples;
-    pc_done_fn done;
-    void *arg;
+    pc_send_result result;
+    void *ctx;
+    int retry_after_s; /* the longest Retry-After among the answers, -1 if none */
     /* filled by the worker */
     send_req **reqs;
     size_t n_reqs, cap_reqs;
@@ -230,7 +234,7 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_c
             return -1;
         }
     }
-    return 0;
+    return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
 static char *base64(const char *in)
@@ -291,17 +295,19 @@ static int pyro_create(pc_component *c, pc_cfg_err *err)
     return 0;
 }
 
+static void pyro_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
+
 static int pyro_start(pc_component *c, char *err, size_t errlen)
 {
     pyro *x = c->priv;
     pyro_cfg *cfg = c->cfg;
-    (void)err;
-    (void)errlen;
     pc_http_client_opts o = {.host = x->url.host,
                              .port = x->url.port,
                              .max_connections = (unsigned)cfg->max_connections,
                              .log_id = c->id};
     x->client = pc_http_client_new(c->loop, &o);
+    x->sender = pc_sender_new(c, &cfg->sender, pyro_send, err, errlen);
+    if (!x->sender) return -1;
     PC_INFO(c->id, "sending to http://%s:%d%s (%s)", x->url.host, x->url.port, x->base_path,
             protocols[cfg->protocol]);
     return 0;
@@ -764,18 +770,12 @@ static void free_req(send_req *r)
 
 static void job_finish(send_job *j)
 {
-    pyro *x = j->x;
-    j->done(j->arg, j->st, j->st == PC_OK ? NULL : j->msg);
+    j->result(j->ctx, j->st, j->retry_after_s, j->st == PC_OK ? NULL : j->msg);
     for (size_t i = 0; i < j->n_reqs; i++)
         if (j->reqs[i]) free_req(j->reqs[i]);
     free(j->reqs);
     free(j->headers);
     free(j);
-    if (--x->in_flight == 0 && x->shutdown_done) {
-        pc_shutdown_done d = x->shutdown_done;
-        x->shutdown_done = NULL;
-        close_client(x, d);
-    }
 }
 
 static void job_result(send_job *j, pc_status st, const char *msg)
@@ -796,7 +796,6 @@ static void on_response(const pc_http_response *r, void *arg)
     if (r->error) {
         snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", x->url.host, x->url.port,
                  r->error_msg ? r->error_msg : uv_strerror(r->error));
-        PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, q->samples);
         st = PC_ERR_RETRYABLE;
     } else if (r->status >= 200 && r->status < 300) {
         st = PC_OK;
@@ -810,17 +809,12 @@ static void on_response(const pc_http_response *r, void *arg)
         for (char *p = msg; *p; p++)
             if ((unsigned char)*p < 0x20) *p = ' ';
         if (retryable) {
-            PC_WARN(x->c->id, "%s (%zu samples not sent; retryable)", msg, q->samples);
             st = r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE;
+            if (r->retry_after_s > j->retry_after_s) j->retry_after_s = r->retry_after_s;
         } else {
-            PC_ERROR(x->c->id, "%s (%zu samples dropped; not retryable)", msg, q->samples);
             st = PC_ERR_PERMANENT;
         }
     }
-    if (st == PC_OK)
-        x->sent_samples += q->samples;
-    else
-        x->failed_samples += q->samples;
     job_result(j, st, msg);
     if (--j->pending == 0) job_finish(j);
 }
@@ -862,7 +856,6 @@ static void encode_done(uv_work_t *w, int status)
     pyro *x = j->x;
     pyro_cfg *cfg = x->c->cfg;
     (void)status;
-    pc_batch_unref(j->batch);
     j->batch = NULL;
     account_cuts(x, &j->cuts);
     if (j->n_reqs == 0) { /* nothing to send (no profiles): done */
@@ -880,7 +873,9 @@ static void encode_done(uv_work_t *w, int status)
     }
 }
 
-static void pyro_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+/* The sender's send function: one attempt (one push, or one /ingest per pprof). A retry after a
+ * partial ingest failure resends every pprof of the batch: Pyroscope may see some twice. */
+static void pyro_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
 {
     pyro *x = c->priv;
     pyro_cfg *cfg = c->cfg;
@@ -888,8 +883,9 @@ static void pyro_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *ar
     j->x = x;
     j->batch = b;
     j->samples = pc_batch_counts(b).samples;
-    j->done = done;
-    j->arg = arg;
+    j->result = result;
+    j->ctx = ctx;
+    j->retry_after_s = -1;
     j->work.data = j;
     const char *tenant = cfg->tenant_id;
     if (cfg->tenant_from_request) {
@@ -904,8 +900,20 @@ static void pyro_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *ar
     if (tenant && *tenant) pc_buf_printf(&h, "X-Scope-OrgID: %s\r\n", tenant);
     j->headers = pc_xstrdup((char *)h.data);
     pc_buf_free(&h);
-    x->in_flight++;
     uv_queue_work(c->loop, &j->work, encode_work, encode_done);
+}
+
+static void pyro_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+{
+    pyro *x = c->priv;
+    pc_sender_consume(x->sender, b, done, arg);
+}
+
+static void sender_drained(void *arg)
+{
+    pc_component *c = arg;
+    pyro *x = c->priv;
+    close_client(x, x->shutdown_done);
 }
 
 static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
@@ -917,21 +925,20 @@ static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
     }
     const cut_stats *t = &x->cuts_total;
     PC_INFO(c->id,
-            "stopping (sent %" PRIu64 " samples in %" PRIu64 " requests, failed %" PRIu64
-            "; labels dropped %" PRIu64 ", values truncated %" PRIu64 ", sanitized %" PRIu64 ")",
-            x->sent_samples, x->requests, x->failed_samples, t->dropped_count + t->dropped_name_len,
-            t->values_truncated, t->values_sanitized);
-    if (x->in_flight) {
-        x->shutdown_done = done; /* job_finish() closes the client when the last send completes */
-        return;
-    }
-    close_client(x, done);
+            "stopping (%" PRIu64 " requests sent; labels dropped %" PRIu64
+            ", values truncated %" PRIu64 ", sanitized %" PRIu64 ")",
+            x->requests, t->dropped_count + t->dropped_name_len, t->values_truncated,
+            t->values_sanitized);
+    x->shutdown_done = done;
+    if (x->sender) pc_sender_shutdown(x->sender, sender_drained, c);
+    else sender_drained(c);
 }
 
 static void pyro_destroy(pc_component *c)
 {
     pyro *x = c->priv;
     if (!x) return;
+    pc_sender_free(x->sender);
     free(x->headers);
     free(x->base_path);
     free(x);

@@ -312,7 +312,7 @@ static void flush_after(uv_work_t *w, int status)
 {
     flush_job *j = w->data;
     batch_proc *bp = j->bp;
-    (void)status; /* uv_cancel is never called on flush jobs */
+    (void)status;   /* uv_cancel is never called on flush jobs */
     j->pending = 1; /* downstream may answer synchronously */
     for (size_t o = 0; o < j->n_out; o++) {
         pc_counts n = pc_batch_counts(j->out[o].b);
@@ -418,8 +418,8 @@ static long find_shard(batch_proc *bp, const pc_batch *b)
     size_t nk = cfg->metadata_keys.n;
     for (size_t i = 0; i < bp->n_shards; i++) {
         size_t k = 0;
-        while (k < nk && same_val(bp->shards[i]->vals[k],
-                                  pc_batch_get_meta(b, cfg->metadata_keys.v[k])))
+        while (k < nk &&
+               same_val(bp->shards[i]->vals[k], pc_batch_get_meta(b, cfg->metadata_keys.v[k])))
             k++;
         if (k == nk) return (long)i;
     }
@@ -485,8 +485,7 @@ static void timer_closed(uv_handle_t *h)
 
 static void maybe_finish_shutdown(batch_proc *bp)
 {
-    if (!bp->shutting || !bp->shutdown_done || bp->inflight || bp->n_shards || bp->closing)
-        return;
+    if (!bp->shutting || !bp->shutdown_done || bp->inflight || bp->n_shards || bp->closing) return;
     if (bp->timer_inited) {
         bp->closing = true;
         uv_close((uv_handle_t *)&bp->timer, timer_closed);

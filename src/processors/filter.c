@@ -33,13 +33,23 @@ typedef struct filter_cfg {
 } filter_cfg;
 
 #define BLOCK_KEYS(block)                                                                          \
-    {#block ".profile_types", PC_CFG_LIST, NULL, offsetof(filter_cfg, block.profile_types),        \
-     "sample types (\"cpu\" or \"alloc_space:bytes\"); any may match", NULL},                      \
-        {#block ".services", PC_CFG_LIST, NULL, offsetof(filter_cfg, block.services),              \
-         "service.name regular expressions (whole value); any may match", NULL},                   \
-        {#block ".resource_attributes", PC_CFG_MAP, NULL,                                          \
-         offsetof(filter_cfg, block.resource_attributes),                                          \
-         "resource attribute -> regular expression (whole value); all must match", NULL}
+    {#block ".profile_types",                                                                      \
+     PC_CFG_LIST,                                                                                  \
+     NULL,                                                                                         \
+     offsetof(filter_cfg, block.profile_types),                                                    \
+     "sample types (\"cpu\" or \"alloc_space:bytes\"); any may match",                             \
+     NULL},                                                                                        \
+        {#block ".services",                                                                       \
+         PC_CFG_LIST,                                                                              \
+         NULL,                                                                                     \
+         offsetof(filter_cfg, block.services),                                                     \
+         "service.name regular expressions (whole value); any may match",                          \
+         NULL},                                                                                    \
+    {                                                                                              \
+#block ".resource_attributes", PC_CFG_MAP, NULL,                                           \
+            offsetof(filter_cfg, block.resource_attributes),                                       \
+            "resource attribute -> regular expression (whole value); all must match", NULL         \
+    }
 
 static const pc_cfg_key filter_keys[] = {
     BLOCK_KEYS(include),
@@ -102,8 +112,9 @@ static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, con
     m->services = pc_xcalloc(cfg->services.n + 1, sizeof(regex_t));
     for (size_t i = 0; i < cfg->services.n; i++) {
         if (compile(&m->services[i], cfg->services.v[i], msg, sizeof msg)) {
-            pc_cfg_errorf(err, node, path, "%s::services[%zu]: invalid regular expression \"%s\": %s",
-                          block, i, cfg->services.v[i], msg);
+            pc_cfg_errorf(err, node, path,
+                          "%s::services[%zu]: invalid regular expression \"%s\": %s", block, i,
+                          cfg->services.v[i], msg);
             matcher_free(m);
             return -1;
         }
@@ -187,7 +198,8 @@ static bool match_resource(const matcher *m, const pc_dictionary *d, const pc_re
         if (i == m->n_services) return false;
     }
     for (size_t i = 0; i < m->n_attrs; i++)
-        if (!rx_whole(&m->attrs[i], pc_resource_attr_str(d, r, m->cfg->resource_attributes.keys[i])))
+        if (!rx_whole(&m->attrs[i],
+                      pc_resource_attr_str(d, r, m->cfg->resource_attributes.keys[i])))
             return false;
     return true;
 }

@@ -37,8 +37,8 @@ static const pc_cfg_key limits_keys[] = {
 
 /* What was done to one batch; added to the component's counters on the loop thread. */
 typedef struct limits_stats {
-    uint64_t samples_truncated, profiles_truncated; /* max_stack_depth */
-    uint64_t samples_folded, profiles_folded;       /* max_samples_per_profile */
+    uint64_t samples_truncated, profiles_truncated;            /* max_stack_depth */
+    uint64_t samples_folded, profiles_folded;                  /* max_samples_per_profile */
     uint64_t profiles_dropped, samples_dropped, bytes_dropped; /* max_profile_bytes */
 } limits_stats;
 
@@ -107,7 +107,7 @@ typedef struct pass {
     pc_batch *b;
     const pc_dictionary *d; /* the batch's dictionary as it came in */
     pc_dict_builder *db;
-    int32_t *trunc;         /* original stack index -> truncated stack index (0: not yet) */
+    int32_t *trunc; /* original stack index -> truncated stack index (0: not yet) */
     int32_t trunc_loc, other_stack;
     int32_t *locs;
     size_t locs_cap;
@@ -250,8 +250,10 @@ static void limit_samples(pass *ps, pc_profile *p, size_t max, limits_stats *st)
     size_t nf = 0, out = 0;
     for (size_t i = 0; i < n; i++) {
         if (!p->samples[i]) continue;
-        if (keep[i]) p->samples[out++] = p->samples[i]; /* kept ones stay in their order */
-        else folded[nf++] = p->samples[i];
+        if (keep[i])
+            p->samples[out++] = p->samples[i]; /* kept ones stay in their order */
+        else
+            folded[nf++] = p->samples[i];
     }
     p->samples[out++] = fold(ps, folded, nf);
     p->n_samples = out;

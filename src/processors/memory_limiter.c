@@ -105,7 +105,8 @@ static int ml_create(pc_component *c, pc_cfg_err *err)
     c->priv = l;
     if (cfg->limit_mib > 0) {
         l->hard = (uint64_t)cfg->limit_mib << 20;
-        uint64_t spike = cfg->spike_limit_mib > 0 ? (uint64_t)cfg->spike_limit_mib << 20 : l->hard / 5;
+        uint64_t spike =
+            cfg->spike_limit_mib > 0 ? (uint64_t)cfg->spike_limit_mib << 20 : l->hard / 5;
         l->soft = l->hard - spike;
     } else {
         uint64_t total = total_memory();

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pipeline/component.h"
+#include "pipeline/telemetry.h"
 
 /* ---- thread-pool jobs ------------------------------------------------------------------- */
 
@@ -66,8 +67,10 @@ static inline void pc_proc_job_submit(pc_proc_job *j)
 /* Shutdown: done once every queued job has passed its batch on. */
 static inline void pc_proc_async_shutdown(pc_proc_async *as, pc_component *c, pc_shutdown_done done)
 {
-    if (as->inflight == 0) done(c);
-    else as->on_down = done;
+    if (as->inflight == 0)
+        done(c);
+    else
+        as->on_down = done;
 }
 
 /* ---- counters ----------------------------------------------------------------------------- */
@@ -85,8 +88,24 @@ size_t pc_tracelink_counters(const pc_component *c, pc_proc_counter *out, size_t
 static inline size_t pc_proc_counters_copy(const pc_proc_counter *all, size_t n,
                                            pc_proc_counter *out, size_t max)
 {
-    for (size_t i = 0; i < n && i < max; i++) out[i] = all[i];
+    for (size_t i = 0; i < n && i < max; i++)
+        out[i] = all[i];
     return n;
+}
+
+/* Register one of c's counters as a self-metric (unregister with pc_metric_unregister(c) in
+ * destroy). Processor ids read "type[/name] in pipeline"; the labels split them. */
+static inline void pc_proc_metric(pc_component *c, const char *name, const char *help,
+                                  const uint64_t *value)
+{
+    char labels[300];
+    const char *in = strstr(c->id, " in ");
+    if (in)
+        snprintf(labels, sizeof labels, "processor=\"%.*s\",pipeline=\"%s\"", (int)(in - c->id),
+                 c->id, in + 4);
+    else
+        snprintf(labels, sizeof labels, "processor=\"%s\"", c->id);
+    pc_metric_u64(c, name, help, PC_METRIC_COUNTER, labels, value);
 }
 
 /* The value of one named counter (0 if absent). */
@@ -186,8 +205,10 @@ static inline int pc_regex_compile(regex_t *re, const char *pat, int flags, char
         out[o++] = '(';
         if (p[1] != '?') continue;
         const char *name = NULL, *end = NULL;
-        if (p[2] == 'P' && p[3] == '<') name = p + 4;
-        else if (p[2] == '<') name = p + 3;
+        if (p[2] == 'P' && p[3] == '<')
+            name = p + 4;
+        else if (p[2] == '<')
+            name = p + 3;
         if (name) end = strchr(name, '>');
         if (!name || !end || end == name) {
             snprintf(err, errlen,
@@ -198,7 +219,8 @@ static inline int pc_regex_compile(regex_t *re, const char *pat, int flags, char
         }
         if (group > cap) {
             size_t ncap = cap ? cap * 2 : 8;
-            while (ncap < group) ncap *= 2;
+            while (ncap < group)
+                ncap *= 2;
             nm = realloc(nm, ncap * sizeof *nm);
             if (!nm) abort();
             memset(nm + cap, 0, (ncap - cap) * sizeof *nm);
@@ -221,23 +243,27 @@ static inline int pc_regex_compile(regex_t *re, const char *pat, int flags, char
         size_t n = re->re_nsub;
         char **all = calloc(n ? n : 1, sizeof *all);
         if (!all) abort();
-        for (size_t i = 0; i < n && i < cap; i++) all[i] = nm[i], nm[i] = NULL;
+        for (size_t i = 0; i < n && i < cap; i++)
+            all[i] = nm[i], nm[i] = NULL;
         *names = all;
         *n_names = n;
     }
-    for (size_t i = 0; i < cap; i++) free(nm[i]);
+    for (size_t i = 0; i < cap; i++)
+        free(nm[i]);
     free(nm);
     return 0;
 fail:
     free(out);
-    for (size_t i = 0; i < cap; i++) free(nm[i]);
+    for (size_t i = 0; i < cap; i++)
+        free(nm[i]);
     free(nm);
     return -1;
 }
 
 static inline void pc_regex_names_free(char **names, size_t n)
 {
-    for (size_t i = 0; i < n; i++) free(names[i]);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
     free(names);
 }
 

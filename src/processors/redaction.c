@@ -69,7 +69,8 @@ typedef struct redaction_state {
 
 static void relist_free(relist *l)
 {
-    for (size_t i = 0; i < l->n; i++) regfree(&l->re[i]);
+    for (size_t i = 0; i < l->n; i++)
+        regfree(&l->re[i]);
     free(l->re);
     memset(l, 0, sizeof *l);
 }
@@ -83,8 +84,8 @@ static int relist_compile(relist *l, const pc_strlist *src, const char *key, int
         char e[300];
         if (pc_regex_compile(&l->re[i], src->v[i], flags, NULL, NULL, e, sizeof e)) {
             const pc_node *list = pc_node_get(node, key);
-            const pc_node *at = list && list->kind == PC_NODE_SEQ && i < list->n ? list->vals[i]
-                                                                                 : list;
+            const pc_node *at =
+                list && list->kind == PC_NODE_SEQ && i < list->n ? list->vals[i] : list;
             char sub[300];
             snprintf(sub, sizeof sub, "%s::%s[%zu]", path, key, i);
             pc_cfg_errorf(err, at ? at : node, sub, "%s", e);
@@ -148,11 +149,20 @@ static int redaction_create(pc_component *c, pc_cfg_err *err)
     redaction_state *st = state_new(c->cfg, NULL, path, err);
     if (!st) return -1;
     c->priv = st;
+    pc_proc_metric(c, "otelcol_processor_redaction_redacted_symbols",
+                   "Function, system, file and mapping names replaced", &st->total.symbols);
+    pc_proc_metric(c, "otelcol_processor_redaction_stripped_paths",
+                   "File names shortened by strip_path_prefixes", &st->total.paths);
+    pc_proc_metric(c, "otelcol_processor_redaction_removed_attributes",
+                   "Attributes removed for a blocked key", &st->total.keys);
+    pc_proc_metric(c, "otelcol_processor_redaction_masked_values",
+                   "Attribute values masked for a blocked value", &st->total.values);
     return 0;
 }
 
 static void redaction_destroy(pc_component *c)
 {
+    if (c->priv) pc_metric_unregister(c);
     if (c->priv) state_free(c->priv);
     c->priv = NULL;
 }
@@ -209,8 +219,8 @@ typedef struct redact_ctx {
     const redaction_state *st;
     pc_batch *b;
     const pc_dictionary *d;
-    pc_dict_builder *db; /* created on first need */
-    int32_t replacement;  /* string index of the replacement, -1 until interned */
+    pc_dict_builder *db;             /* created on first need */
+    int32_t replacement;             /* string index of the replacement, -1 until interned */
     int32_t *sym_cache, *file_cache; /* old string index -> new, -1 = not yet decided */
     int32_t *attr_cache;             /* old attribute index -> new, -1 = remove, -2 = undecided */
     size_t n_str, n_attr;
@@ -271,8 +281,10 @@ static void redact_symbols(redact_ctx *x)
         int32_t file = redact_string(x, f->filename_strindex, true);
         x->n.symbols += (name != f->name_strindex) + (sys != f->system_name_strindex);
         if (file != f->filename_strindex) {
-            if (file == x->replacement) x->n.symbols++;
-            else x->n.paths++;
+            if (file == x->replacement)
+                x->n.symbols++;
+            else
+                x->n.paths++;
         }
         f->name_strindex = name;
         f->system_name_strindex = sys;
@@ -283,8 +295,10 @@ static void redact_symbols(redact_ctx *x)
         if (!m) continue;
         int32_t file = redact_string(x, m->filename_strindex, true);
         if (file != m->filename_strindex) {
-            if (file == x->replacement) x->n.symbols++;
-            else x->n.paths++;
+            if (file == x->replacement)
+                x->n.symbols++;
+            else
+                x->n.paths++;
         }
         m->filename_strindex = file;
     }
@@ -328,8 +342,10 @@ static void redact_indices(redact_ctx *x, int32_t **v, size_t *n)
             memcpy(out, *v, i * sizeof *out);
             k = i;
         }
-        if (ni == -1) x->n.keys++;
-        else if (ni != (*v)[i]) x->n.values++;
+        if (ni == -1)
+            x->n.keys++;
+        else if (ni != (*v)[i])
+            x->n.values++;
         if (out && ni != -1) out[k++] = ni;
     }
     if (!out) return;
@@ -416,7 +432,8 @@ static void redaction_run(pc_proc_job *pj)
         x.attr_cache = pc_xmalloc((x.n_attr + 1) * sizeof(int32_t));
         memset(x.sym_cache, 0xff, (x.n_str + 1) * sizeof(int32_t)); /* -1 */
         memset(x.file_cache, 0xff, (x.n_str + 1) * sizeof(int32_t));
-        for (size_t i = 0; i <= x.n_attr; i++) x.attr_cache[i] = -2;
+        for (size_t i = 0; i <= x.n_attr; i++)
+            x.attr_cache[i] = -2;
         if (x.st->blocked_symbols.n || x.st->cfg->strip_path_prefixes.n) redact_symbols(&x);
     }
     if (x.st->blocked_keys.n || x.st->blocked_values.n) redact_attributes(&x);
@@ -455,8 +472,13 @@ static void redaction_consume(pc_component *c, pc_batch *b, pc_done_fn done, voi
         return;
     }
     redaction_job *job = pc_xcalloc(1, sizeof *job);
-    job->j = (pc_proc_job){.c = c, .as = &st->as, .b = b, .done = done, .arg = arg,
-                           .run = redaction_run, .after = redaction_after};
+    job->j = (pc_proc_job){.c = c,
+                           .as = &st->as,
+                           .b = b,
+                           .done = done,
+                           .arg = arg,
+                           .run = redaction_run,
+                           .after = redaction_after};
     pc_proc_job_submit(&job->j);
 }
 
@@ -468,8 +490,8 @@ static void redaction_shutdown(pc_component *c, pc_shutdown_done done)
         return;
     }
     PC_DEBUG(c->id,
-             "%" PRIu64 " batches: %" PRIu64 " symbols redacted, %" PRIu64 " paths stripped, %" PRIu64
-             " attributes removed, %" PRIu64 " values masked",
+             "%" PRIu64 " batches: %" PRIu64 " symbols redacted, %" PRIu64
+             " paths stripped, %" PRIu64 " attributes removed, %" PRIu64 " values masked",
              st->batches, st->total.symbols, st->total.paths, st->total.keys, st->total.values);
     pc_proc_async_shutdown(&st->as, c, done);
 }

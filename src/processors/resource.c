@@ -19,7 +19,8 @@
  *
  * Attributes may use the plain key/string_value or the profiles-only key_strindex /
  * string_value_strindex forms; both are read. A written attribute is always in the plain form,
- * and any other entry with the same key (in either form) is removed, so one entry per key remains. */
+ * and any other entry with the same key (in either form) is removed, so one entry per key remains.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -94,14 +95,19 @@ static void sha1_block(uint32_t h[5], const uint8_t *p)
     for (int i = 0; i < 16; i++)
         w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
                (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-    for (int i = 16; i < 80; i++) w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    for (int i = 16; i < 80; i++)
+        w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
     for (int i = 0; i < 80; i++) {
         uint32_t f, k;
-        if (i < 20) f = (b & c) | (~b & d), k = 0x5a827999;
-        else if (i < 40) f = b ^ c ^ d, k = 0x6ed9eba1;
-        else if (i < 60) f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
-        else f = b ^ c ^ d, k = 0xca62c1d6;
+        if (i < 20)
+            f = (b & c) | (~b & d), k = 0x5a827999;
+        else if (i < 40)
+            f = b ^ c ^ d, k = 0x6ed9eba1;
+        else if (i < 60)
+            f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
+        else
+            f = b ^ c ^ d, k = 0xca62c1d6;
         uint32_t t = rol32(a, 5) + f + e + k + w[i];
         e = d, d = c, c = rol32(b, 30), b = a, a = t;
     }
@@ -132,8 +138,8 @@ static void sha256_block(uint32_t h[8], const uint8_t *p)
     }
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
     for (int i = 0; i < 64; i++) {
-        uint32_t t1 = hh + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) +
-                      k[i] + w[i];
+        uint32_t t1 =
+            hh + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
         uint32_t t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
         hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
     }
@@ -151,7 +157,8 @@ static void sha_hex(bool sha1, const uint8_t *data, size_t len, char *hex)
     }
     uint8_t block[64];
     size_t off = 0;
-    for (; len - off >= 64; off += 64) sha1 ? sha1_block(h, data + off) : sha256_block(h, data + off);
+    for (; len - off >= 64; off += 64)
+        sha1 ? sha1_block(h, data + off) : sha256_block(h, data + off);
     size_t rest = len - off;
     memset(block, 0, sizeof block);
     if (rest) memcpy(block, data + off, rest);
@@ -161,10 +168,12 @@ static void sha_hex(bool sha1, const uint8_t *data, size_t len, char *hex)
         memset(block, 0, sizeof block);
     }
     uint64_t bits = (uint64_t)len * 8;
-    for (int i = 0; i < 8; i++) block[63 - i] = (uint8_t)(bits >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        block[63 - i] = (uint8_t)(bits >> (8 * i));
     sha1 ? sha1_block(h, block) : sha256_block(h, block);
     int words = sha1 ? 5 : 8;
-    for (int i = 0; i < words; i++) snprintf(hex + 8 * i, 9, "%08" PRIx32, h[i]);
+    for (int i = 0; i < words; i++)
+        snprintf(hex + 8 * i, 9, "%08" PRIx32, h[i]);
 }
 
 /* ---- config ----------------------------------------------------------------------------- */
@@ -181,7 +190,8 @@ static void rule_free(rule *r)
 
 static void rules_free(rule *rules, size_t n)
 {
-    for (size_t i = 0; i < n; i++) rule_free(&rules[i]);
+    for (size_t i = 0; i < n; i++)
+        rule_free(&rules[i]);
     free(rules);
 }
 
@@ -210,7 +220,8 @@ static int scalar_value(const char *s, conv_type conv, pc_anyvalue *v)
 {
     opentelemetry__proto__common__v1__any_value__init(v);
     bool bv;
-    if (conv == CT_BOOL || (conv == CT_NONE && (!strcasecmp(s, "true") || !strcasecmp(s, "false")))) {
+    if (conv == CT_BOOL ||
+        (conv == CT_NONE && (!strcasecmp(s, "true") || !strcasecmp(s, "false")))) {
         if (pc_parse_bool(s, &bv)) return -1;
         v->value_case = PC_AV_BOOL;
         v->bool_value = bv;
@@ -247,7 +258,8 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
     }
     for (size_t i = 0; i < m->n; i++) {
         size_t nk = sizeof rule_keys / sizeof rule_keys[0], j = 0;
-        while (j < nk && strcmp(m->keys[i], rule_keys[j]) != 0) j++;
+        while (j < nk && strcmp(m->keys[i], rule_keys[j]) != 0)
+            j++;
         snprintf(sub, sizeof sub, "%s::%s", path, m->keys[i]);
         if (j == nk) {
             const char *close = pc_closest(m->keys[i], rule_keys, nk);
@@ -264,11 +276,13 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
     const char *act = scalar_of(m, "action");
     snprintf(sub, sizeof sub, "%s::action", path);
     if (!act) {
-        pc_cfg_errorf(err, m, sub, "missing (one of insert, update, upsert, delete, hash, extract)");
+        pc_cfg_errorf(err, m, sub,
+                      "missing (one of insert, update, upsert, delete, hash, extract)");
         return -1;
     }
     int a = 0;
-    while (a < N_ACTIONS && strcasecmp(act, action_names[a]) != 0) a++;
+    while (a < N_ACTIONS && strcasecmp(act, action_names[a]) != 0)
+        a++;
     if (a == N_ACTIONS) {
         pc_cfg_errorf(err, pc_node_get(m, "action"), sub,
                       "\"%s\" is not one of insert, update, upsert, delete, hash, extract", act);
@@ -292,13 +306,14 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
     if (sets && has_value == (from != NULL))
         FAIL(NULL, "action %s needs exactly one of value and from_attribute", act);
     if (!sets && (has_value || from))
-        FAIL(pc_node_get(m, has_value ? "value" : "from_attribute"),
-             "%s: not used by action %s", has_value ? "value" : "from_attribute", act);
+        FAIL(pc_node_get(m, has_value ? "value" : "from_attribute"), "%s: not used by action %s",
+             has_value ? "value" : "from_attribute", act);
     if (r->act == A_EXTRACT && !pattern) FAIL(NULL, "pattern: required for action extract");
     if (sets && pattern) FAIL(pc_node_get(m, "pattern"), "pattern: not used by action %s", act);
     if (conv) {
         int c = 1;
-        while (c <= CT_BOOL && strcasecmp(conv, conv_names[c]) != 0) c++;
+        while (c <= CT_BOOL && strcasecmp(conv, conv_names[c]) != 0)
+            c++;
         if (c > CT_BOOL)
             FAIL(pc_node_get(m, "converted_type"),
                  "converted_type: \"%s\" is not one of string, int, double, bool", conv);
@@ -308,7 +323,8 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
     }
     if (algo) {
         if (r->act != A_HASH) FAIL(pc_node_get(m, "algorithm"), "algorithm: only for action hash");
-        if (!strcasecmp(algo, "sha1")) r->sha1 = true;
+        if (!strcasecmp(algo, "sha1"))
+            r->sha1 = true;
         else if (strcasecmp(algo, "sha256"))
             FAIL(pc_node_get(m, "algorithm"), "algorithm: \"%s\" is not one of sha256, sha1", algo);
     }
@@ -316,7 +332,9 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
         /* value: (empty) is YAML null: the empty string */
         if (scalar_value(value ? value : "", r->conv, &r->value))
             FAIL(pc_node_get(m, "value"), "value: \"%s\" is not %s", value ? value : "",
-                 r->conv == CT_INT ? "an integer" : r->conv == CT_DOUBLE ? "a number" : "a boolean");
+                 r->conv == CT_INT      ? "an integer"
+                 : r->conv == CT_DOUBLE ? "a number"
+                                        : "a boolean");
         r->has_value = true;
     }
     if (pattern) {
@@ -329,7 +347,8 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
         r->groups = names;
         r->n_groups = n_names;
         bool named = false;
-        for (size_t i = 0; i < n_names; i++) named |= names[i] != NULL;
+        for (size_t i = 0; i < n_names; i++)
+            named |= names[i] != NULL;
         if (r->act == A_EXTRACT && !named)
             FAIL(pc_node_get(m, "pattern"),
                  "pattern: extract needs at least one named group (?P<name>...)");
@@ -386,6 +405,9 @@ static int resource_create(pc_component *c, pc_cfg_err *err)
         return -1;
     }
     c->priv = st;
+    pc_proc_metric(c, "otelcol_processor_resource_changed_resources",
+                   "Resources whose attributes the resource processor changed",
+                   &st->resources_changed);
     return 0;
 }
 
@@ -393,6 +415,7 @@ static void resource_destroy(pc_component *c)
 {
     resource_state *st = c->priv;
     if (!st) return;
+    pc_metric_unregister(c);
     rules_free(st->rules, st->n_rules);
     free(st);
     c->priv = NULL;
@@ -423,8 +446,10 @@ static void kv_remove_at(kvlist *l, size_t i)
 static void kv_remove_key(kvlist *l, const pc_dictionary *d, const char *key, size_t from)
 {
     for (size_t i = from; i < l->n;)
-        if (strcmp(pc_kv_key(d, l->v[i]), key) == 0) kv_remove_at(l, i);
-        else i++;
+        if (strcmp(pc_kv_key(d, l->v[i]), key) == 0)
+            kv_remove_at(l, i);
+        else
+            i++;
 }
 
 /* Write key = v (v arena-owned) in the plain form: replaces the first entry with that key and
@@ -464,8 +489,10 @@ static pc_anyvalue *copy_value(pc_arena *a, const pc_dictionary *d, const pc_any
                                conv_type conv)
 {
     pc_anyvalue *v = pc_arena_alloc(a, sizeof *v);
-    if (src) *v = *src;
-    else opentelemetry__proto__common__v1__any_value__init(v);
+    if (src)
+        *v = *src;
+    else
+        opentelemetry__proto__common__v1__any_value__init(v);
     const char *s = pc_any_str(d, src);
     if (s) {
         v->value_case = PC_AV_STRING;
@@ -474,18 +501,24 @@ static pc_anyvalue *copy_value(pc_arena *a, const pc_dictionary *d, const pc_any
     char buf[64];
     switch (conv) {
     case CT_STRING:
-        if (v->value_case == PC_AV_INT) snprintf(buf, sizeof buf, "%" PRId64, v->int_value);
-        else if (v->value_case == PC_AV_DOUBLE) snprintf(buf, sizeof buf, "%.17g", v->double_value);
-        else if (v->value_case == PC_AV_BOOL) snprintf(buf, sizeof buf, "%s", v->bool_value ? "true" : "false");
-        else break;
+        if (v->value_case == PC_AV_INT)
+            snprintf(buf, sizeof buf, "%" PRId64, v->int_value);
+        else if (v->value_case == PC_AV_DOUBLE)
+            snprintf(buf, sizeof buf, "%.17g", v->double_value);
+        else if (v->value_case == PC_AV_BOOL)
+            snprintf(buf, sizeof buf, "%s", v->bool_value ? "true" : "false");
+        else
+            break;
         return new_str_value(a, buf, strlen(buf));
     case CT_INT:
     case CT_DOUBLE:
     case CT_BOOL: {
         pc_anyvalue tmp;
         if (s && scalar_value(s, conv, &tmp) == 0) {
-            if (tmp.value_case == PC_AV_STRING) free(tmp.string_value);
-            else *v = tmp;
+            if (tmp.value_case == PC_AV_STRING)
+                free(tmp.string_value);
+            else
+                *v = tmp;
         } else if (conv == CT_INT && v->value_case == PC_AV_DOUBLE) {
             v->value_case = PC_AV_INT;
             v->int_value = (int64_t)v->double_value;
@@ -520,9 +553,12 @@ static pc_anyvalue *hash_value(pc_arena *a, const pc_dictionary *d, const pc_any
         data = num;
         len = 1;
     } else if (v && (v->value_case == PC_AV_INT || v->value_case == PC_AV_DOUBLE)) {
-        if (v->value_case == PC_AV_INT) bits = (uint64_t)v->int_value;
-        else memcpy(&bits, &v->double_value, sizeof bits);
-        for (int i = 0; i < 8; i++) num[i] = (uint8_t)(bits >> (8 * i));
+        if (v->value_case == PC_AV_INT)
+            bits = (uint64_t)v->int_value;
+        else
+            memcpy(&bits, &v->double_value, sizeof bits);
+        for (int i = 0; i < 8; i++)
+            num[i] = (uint8_t)(bits >> (8 * i));
         data = num;
         len = 8;
     }
@@ -573,11 +609,14 @@ static void apply_rule(const rule *r, kvlist *l, const pc_dictionary *d, pc_aren
         return;
     }
     case A_DELETE:
-        if (r->key) kv_remove_key(l, d, r->key, 0);
+        if (r->key)
+            kv_remove_key(l, d, r->key, 0);
         else
             for (size_t i = 0; i < l->n;)
-                if (regexec(&r->re, pc_kv_key(d, l->v[i]), 0, NULL, 0) == 0) kv_remove_at(l, i);
-                else i++;
+                if (regexec(&r->re, pc_kv_key(d, l->v[i]), 0, NULL, 0) == 0)
+                    kv_remove_at(l, i);
+                else
+                    i++;
         return;
     case A_HASH:
         for (size_t i = 0; i < l->n; i++) {
@@ -628,7 +667,8 @@ static void resource_run(pc_proc_job *pj)
         }
         for (size_t k = 0; k < res->n_attributes; k++)
             if (res->attributes[k]) l.v[l.n++] = res->attributes[k];
-        for (size_t r = 0; r < st->n_rules; r++) apply_rule(&st->rules[r], &l, d, b->arena);
+        for (size_t r = 0; r < st->n_rules; r++)
+            apply_rule(&st->rules[r], &l, d, b->arena);
         if (!l.changed) continue;
         res->n_attributes = l.n;
         res->attributes = l.n ? pc_arena_memdup(b->arena, l.v, l.n * sizeof *l.v) : NULL;
@@ -653,8 +693,13 @@ static void resource_consume(pc_component *c, pc_batch *b, pc_done_fn done, void
         return;
     }
     resource_job *job = pc_xcalloc(1, sizeof *job);
-    job->j = (pc_proc_job){.c = c, .as = &st->as, .b = b, .done = done, .arg = arg,
-                           .run = resource_run, .after = resource_after};
+    job->j = (pc_proc_job){.c = c,
+                           .as = &st->as,
+                           .b = b,
+                           .done = done,
+                           .arg = arg,
+                           .run = resource_run,
+                           .after = resource_after};
     pc_proc_job_submit(&job->j);
 }
 

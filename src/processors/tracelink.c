@@ -64,12 +64,20 @@ static int tracelink_validate(void *cfgp, const pc_node *node, const char *path,
 static int tracelink_create(pc_component *c, pc_cfg_err *err)
 {
     (void)err;
-    c->priv = pc_xcalloc(1, sizeof(tracelink_state));
+    tracelink_state *st = pc_xcalloc(1, sizeof *st);
+    c->priv = st;
+    pc_proc_metric(c, "otelcol_processor_tracelink_linked_samples",
+                   "Samples given a link from trace context attributes", &st->total.linked);
+    pc_proc_metric(c, "otelcol_processor_tracelink_span_only_links",
+                   "Links made from a span id without a trace id", &st->total.span_only);
+    pc_proc_metric(c, "otelcol_processor_tracelink_invalid_ids",
+                   "Trace context attributes that are not valid ids (kept)", &st->total.invalid);
     return 0;
 }
 
 static void tracelink_destroy(pc_component *c)
 {
+    if (c->priv) pc_metric_unregister(c);
     free(c->priv);
     c->priv = NULL;
 }
@@ -101,7 +109,8 @@ static bool parse_id(const pc_dictionary *d, const pc_anyvalue *v, uint8_t *out,
 {
     bool ok = false;
     const char *s = pc_any_str(d, v);
-    if (s) ok = parse_hex(s, strlen(s), out, n);
+    if (s)
+        ok = parse_hex(s, strlen(s), out, n);
     else if (v && v->value_case == PC_AV_BYTES) {
         if (v->bytes_value.len == n) {
             memcpy(out, v->bytes_value.data, n);
@@ -145,8 +154,10 @@ static int attr_kind(link_ctx *x, int32_t ai)
     const char *key = pc_dict_str(x->d, a->key_strindex);
     uint8_t id[16];
     int k = K_OTHER;
-    if (in_list(&x->cfg->trace_id_keys, key)) k = parse_id(x->d, a->value, id, 16) ? K_TRACE : K_INVALID;
-    else if (in_list(&x->cfg->span_id_keys, key)) k = parse_id(x->d, a->value, id, 8) ? K_SPAN : K_INVALID;
+    if (in_list(&x->cfg->trace_id_keys, key))
+        k = parse_id(x->d, a->value, id, 16) ? K_TRACE : K_INVALID;
+    else if (in_list(&x->cfg->span_id_keys, key))
+        k = parse_id(x->d, a->value, id, 8) ? K_SPAN : K_INVALID;
     x->kind[ai] = (uint8_t)k;
     return k;
 }
@@ -159,13 +170,15 @@ static void link_sample(link_ctx *x, pc_sample *s)
     for (size_t i = 0; i < s->n_attribute_indices; i++) {
         int32_t ai = s->attribute_indices[i];
         int k = attr_kind(x, ai);
-        if (k == K_INVALID) x->n.invalid++;
-        else if (k == K_TRACE && ti < 0) ti = (ssize_t)i;
-        else if (k == K_SPAN && si < 0) si = (ssize_t)i;
+        if (k == K_INVALID)
+            x->n.invalid++;
+        else if (k == K_TRACE && ti < 0)
+            ti = (ssize_t)i;
+        else if (k == K_SPAN && si < 0)
+            si = (ssize_t)i;
     }
     if (ti < 0 && si < 0) return;
-    if (ti >= 0)
-        parse_id(x->d, pc_dict_attr_at(x->d, s->attribute_indices[ti])->value, trace, 16);
+    if (ti >= 0) parse_id(x->d, pc_dict_attr_at(x->d, s->attribute_indices[ti])->value, trace, 16);
     if (si >= 0) parse_id(x->d, pc_dict_attr_at(x->d, s->attribute_indices[si])->value, span, 8);
     if (!x->db) x->db = pc_dict_builder_from(x->b->arena, x->d);
     s->link_index = pc_dict_link(x->db, trace, span);
@@ -229,8 +242,13 @@ static void tracelink_consume(pc_component *c, pc_batch *b, pc_done_fn done, voi
 {
     tracelink_state *st = c->priv;
     tracelink_job *job = pc_xcalloc(1, sizeof *job);
-    job->j = (pc_proc_job){.c = c, .as = &st->as, .b = b, .done = done, .arg = arg,
-                           .run = tracelink_run, .after = tracelink_after};
+    job->j = (pc_proc_job){.c = c,
+                           .as = &st->as,
+                           .b = b,
+                           .done = done,
+                           .arg = arg,
+                           .run = tracelink_run,
+                           .after = tracelink_after};
     pc_proc_job_submit(&job->j);
 }
 

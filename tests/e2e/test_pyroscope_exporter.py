@@ -525,8 +525,13 @@ class PyroscopeExporterTest(unittest.TestCase):
             self.procs.remove(p)
 
     def test_backend_errors_reach_the_client(self):
+        """Without the sending queue, the backend's answer reaches the client (with the queue,
+        retryable failures are retried; see test_reliability.py)."""
         port = h.free_port()
-        self.start(exporter_config(h.otlp_receiver_yaml(port), self.sink.url, "push"), port)
+        no_queue = ("    sending_queue:\n      enabled: false\n"
+                    "    retry_on_failure:\n      enabled: false\n")
+        self.start(exporter_config(h.otlp_receiver_yaml(port), self.sink.url, "push", no_queue),
+                   port)
         body = h.make_request(seed=5).SerializeToString()
         self.sink.status = 503
         r = h.post(port, body)

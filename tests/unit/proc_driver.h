@@ -20,8 +20,10 @@ typedef struct rec_consumer {
 static void rec_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
 {
     rec_consumer *r = (rec_consumer *)self;
-    if (r->n < 16) r->got[r->n++] = b;
-    else pc_batch_unref(b);
+    if (r->n < 16)
+        r->got[r->n++] = b;
+    else
+        pc_batch_unref(b);
     done(arg, PC_OK, NULL);
 }
 
@@ -86,7 +88,8 @@ static void driver_free(driver *d)
         CHECK_EQ_INT(d->down, 1);
     }
     if (d->c.type->destroy) d->c.type->destroy(&d->c);
-    for (size_t i = 0; i < d->rec.n; i++) pc_batch_unref(d->rec.got[i]);
+    for (size_t i = 0; i < d->rec.n; i++)
+        pc_batch_unref(d->rec.got[i]);
     pc_cfgtable_free(d->c.type->cfg, d->c.cfg);
     free(d->c.cfg);
     free(d->c.id);

@@ -184,9 +184,15 @@ static char *query_param(const char *q, const char *name)
 
 /* ---- the exporter under test ---- */
 
-static pc_component *exporter_new(const char *yaml, char *errout, size_t errlen)
+static pc_component *exporter_new(const char *yaml_in, char *errout, size_t errlen)
 {
     pc_cfg_err err = {{0}};
+    /* status mapping is observed directly: no queue, no retries (pipeline/sender.c has those) */
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml, "%s%s", yaml_in,
+             strstr(yaml_in, "sending_queue") ? ""
+                                              : "sending_queue:\n  enabled: false\n"
+                                                "retry_on_failure:\n  enabled: false\n");
     pc_node *root = pc_config_parse(yaml, strlen(yaml), "test.yaml", &err);
     if (!root) {
         snprintf(errout, errlen, "%s", err.msg);

@@ -1,6 +1,241 @@
+/* processor "filter": include/exclude by profile type, service.name regex and resource attribute
+ * regex; pruning of emptied scopes/resources; fully dropped batches acknowledged. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "check.h"
+#include "pdata/pdata.h"
+#include "pipeline/component.h"
+
+extern const pc_component_type pc_processor_filter;
+
+typedef struct rec {
+    pc_consumer base;
+    pc_batch *b;
+    int n;
+} rec;
+
+static void rec_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
+{
+    rec *r = (rec *)self;
+    pc_batch_unref(r->b);
+    r->b = b;
+    r->n++;
+    done(arg, PC_OK, NULL);
+}
+
+static int g_calls;
+static pc_status g_st;
+static void up_done(void *arg, pc_status st, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+    g_calls++;
+    g_st = st;
+}
+
+/* Resources: checkout (cpu, alloc_space, alloc_objects; service.name in string-table form),
+ * cart (cpu), auth-v2 with env=prod (cpu, alloc_space). */
+static pc_batch *request(void)
+{
+    static const char *json =
+        "{\"resourceProfiles\":["
+        "{\"resource\":{\"attributes\":[{\"keyStrindex\":7,\"value\":{\"stringValueStrindex\":8}}]},"
+        "\"scopeProfiles\":[{\"profiles\":["
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"samples\":[{\"stackIndex\":1,"
+        "\"values\":[10]}]},"
+        "{\"sampleType\":{\"typeStrindex\":3,\"unitStrindex\":4},\"samples\":[{\"stackIndex\":1,"
+        "\"values\":[20]},{\"stackIndex\":1,\"values\":[5]}]}]},"
+        "{\"scope\":{\"name\":\"other\"},\"profiles\":["
+        "{\"sampleType\":{\"typeStrindex\":5,\"unitStrindex\":6},\"samples\":[{\"stackIndex\":1,"
+        "\"values\":[30]}]}]}]},"
+        "{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":"
+        "\"cart\"}}]},"
+        "\"scopeProfiles\":[{\"profiles\":["
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"samples\":[{\"stackIndex\":1,"
+        "\"values\":[40]}]}]}]},"
+        "{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":"
+        "\"auth-v2\"}},{\"key\":\"env\",\"value\":{\"stringValue\":\"prod\"}}]},"
+        "\"scopeProfiles\":[{\"profiles\":["
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"samples\":[{\"stackIndex\":1,"
+        "\"values\":[50]}]},"
+        "{\"sampleType\":{\"typeStrindex\":3,\"unitStrindex\":4},\"samples\":[{\"stackIndex\":1,"
+        "\"values\":[60]}]}]}]}],"
+        "\"dictionary\":{\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"alloc_space\",\"bytes\","
+        "\"alloc_objects\",\"count\",\"service.name\",\"checkout\",\"main\"],"
+        "\"functionTable\":[{},{\"nameStrindex\":9}],"
+        "\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
+        "\"stackTable\":[{},{\"locationIndices\":[1]}]}}";
+    pc_batch *b = NULL;
+    char err[256];
+    if (pc_batch_decode_json(json, strlen(json), &b, err, sizeof err)) {
+        fprintf(stderr, "decode: %s\n", err);
+        exit(1);
+    }
+    return b;
+}
+
+static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, char *errmsg)
+{
+    const pc_component_type *t = &pc_processor_filter;
+    pc_cfg_err err = {{0}};
+    pc_node *root = pc_config_parse(yaml, strlen(yaml), "test.yaml", &err);
+    pc_component *c = calloc(1, sizeof *c);
+    c->type = t;
+    c->id = strdup("filter");
+    c->loop = loop;
+    c->next = next;
+    c->cfg = calloc(1, t->cfg_size);
+    int rc = !root || pc_cfgtable_apply(t->cfg, c->cfg, root, "processors::filter", &err) ||
+             t->validate(c->cfg, root, "processors::filter", &err) || t->create(c, &err);
+    pc_node_free(root);
+    if (rc) {
+        if (errmsg) snprintf(errmsg, 512, "%s", err.msg);
+        else fprintf(stderr, "config: %s\n", err.msg);
+        pc_cfgtable_free(t->cfg, c->cfg);
+        free(c->cfg);
+        free(c->id);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void destroy(pc_component *c)
+{
+    c->type->destroy(c);
+    pc_cfgtable_free(c->type->cfg, c->cfg);
+    free(c->cfg);
+    free(c->id);
+    free(c);
+}
+
+/* Run the request through a filter; returns the output (NULL if nothing was passed on) and puts
+ * "service/type,..." of what is left into desc. */
+static pc_batch *run(const char *yaml, pc_batch *in, char *desc)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    rec r = {.base = {rec_consume, false}};
+    pc_component *c = make(yaml, &loop, &r.base, NULL);
+    if (!c) exit(1);
+    g_calls = 0;
+    c->type->consume(c, in, up_done, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(g_calls, 1);
+    CHECK_EQ_INT(g_st, PC_OK);
+    destroy(c);
+    uv_loop_close(&loop);
+    desc[0] = 0;
+    if (!r.b) return NULL;
+    const pc_request *q = r.b->req;
+    const pc_dictionary *d = q->dictionary;
+    for (size_t i = 0; i < q->n_resource_profiles; i++) {
+        const pc_resource_profiles *rp = q->resource_profiles[i];
+        CHECK(rp->n_scope_profiles > 0); /* emptied ones are removed */
+        for (size_t j = 0; j < rp->n_scope_profiles; j++) {
+            CHECK(rp->scope_profiles[j]->n_profiles > 0);
+            for (size_t k = 0; k < rp->scope_profiles[j]->n_profiles; k++) {
+                const pc_profile *p = rp->scope_profiles[j]->profiles[k];
+                if (*desc) strcat(desc, ",");
+                strcat(desc, pc_resource_attr_str(d, rp->resource, "service.name"));
+                strcat(desc, "/");
+                strcat(desc, pc_dict_str(d, p->sample_type->type_strindex));
+            }
+        }
+    }
+    return r.b;
+}
+
+static void test_profile_types(void)
+{
+    char desc[512];
+    pc_batch *out = run("include:\n  profile_types: [cpu]\n", request(), desc);
+    CHECK_STR(desc, "checkout/cpu,cart/cpu,auth-v2/cpu");
+    if (out) CHECK_EQ_INT(out->req->resource_profiles[0]->n_scope_profiles, 1);
+    pc_batch_unref(out);
+
+    out = run("include:\n  profile_types: [\"alloc_space:bytes\", alloc_objects]\n", request(),
+              desc);
+    CHECK_STR(desc, "checkout/alloc_space,checkout/alloc_objects,auth-v2/alloc_space");
+    if (out) CHECK_EQ_INT(out->req->n_resource_profiles, 2); /* cart is gone */
+    pc_batch_unref(out);
+
+    out = run("exclude:\n  profile_types: [cpu]\n", request(), desc);
+    CHECK_STR(desc, "checkout/alloc_space,checkout/alloc_objects,auth-v2/alloc_space");
+    pc_batch_unref(out);
+
+    /* a unit that does not match: nothing left, acknowledged and not passed on */
+    out = run("include:\n  profile_types: [\"alloc_space:count\"]\n", request(), desc);
+    CHECK(out == NULL);
+}
+
+static void test_services_and_attributes(void)
+{
+    char desc[512];
+    pc_batch *out = run("exclude:\n  services: [\"check.*\"]\n", request(), desc);
+    CHECK_STR(desc, "cart/cpu,auth-v2/cpu,auth-v2/alloc_space");
+    pc_batch_unref(out);
+
+    /* whole-value match: "auth" alone does not match "auth-v2" */
+    out = run("include:\n  services: [cart, auth]\n", request(), desc);
+    CHECK_STR(desc, "cart/cpu");
+    pc_batch_unref(out);
+
+    /* include and exclude together; criteria inside a block are ANDed */
+    out = run("include:\n  services: [cart, \"auth-.*\"]\nexclude:\n  profile_types: [cpu]\n",
+              request(), desc);
+    CHECK_STR(desc, "auth-v2/alloc_space");
+    pc_batch_unref(out);
+
+    out = run("include:\n  resource_attributes:\n    env: \"prod|staging\"\n", request(), desc);
+    CHECK_STR(desc, "auth-v2/cpu,auth-v2/alloc_space");
+    pc_batch_unref(out);
+
+    out = run("exclude:\n  services: [\"auth-.*\"]\n  profile_types: [alloc_space]\n", request(),
+              desc);
+    CHECK_STR(desc, "checkout/cpu,checkout/alloc_space,checkout/alloc_objects,cart/cpu,auth-v2/cpu");
+    pc_batch_unref(out);
+}
+
+static void test_no_copy_and_cow(void)
+{
+    char desc[512];
+    /* nothing dropped: the very same batch goes on */
+    pc_batch *in = request();
+    pc_batch_ref(in);
+    pc_batch *out = run("include:\n  services: [\".*\"]\n", in, desc);
+    CHECK(out == in);
+    pc_batch_unref(out);
+    /* something dropped from a shared batch: the other holder's copy stays whole */
+    pc_batch_ref(in);
+    out = run("include:\n  services: [cart]\n", in, desc);
+    CHECK(out != in);
+    CHECK_STR(desc, "cart/cpu");
+    CHECK_EQ_INT(pc_batch_counts(in).profiles, 6);
+    pc_batch_unref(out);
+    pc_batch_unref(in);
+}
+
+static void test_config(void)
+{
+    char err[512] = "";
+    CHECK(make("include:\n  services: [\"(unclosed\"]\n", NULL, NULL, err) == NULL);
+    CHECK_CONTAINS(err, "processors::filter");
+    CHECK_CONTAINS(err, "include::services[0]: invalid regular expression");
+    CHECK(make("exclude:\n  resource_attributes:\n    env: \"[\"\n", NULL, NULL, err) == NULL);
+    CHECK_CONTAINS(err, "exclude::resource_attributes::env");
+    CHECK(make("include:\n  profile_types: [\"cpu:\"]\n", NULL, NULL, err) == NULL);
+    CHECK_CONTAINS(err, "profile_types[0]");
+    CHECK(make("include:\n  service: [a]\n", NULL, NULL, err) == NULL);
+    CHECK_CONTAINS(err, "services");
+}
+
 int main(void)
 {
-    fprintf(stderr, "no tests yet\n");
+    RUN(test_profile_types);
+    RUN(test_services_and_attributes);
+    RUN(test_no_copy_and_cow);
+    RUN(test_config);
     return check_report();
 }

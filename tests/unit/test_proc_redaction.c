@@ -20,7 +20,8 @@ static const char *const input_json =
     "\"samples\":[{\"stackIndex\":1,\"values\":[\"10\"],\"attributeIndices\":[1,2,3]},"
     "{\"stackIndex\":2,\"values\":[\"20\"],\"attributeIndices\":[1]}]}]}]}],"
     "\"dictionary\":{"
-    "\"mappingTable\":[{},{\"memoryStart\":\"4096\",\"memoryLimit\":\"8192\",\"filenameStrindex\":6}],"
+    "\"mappingTable\":[{},{\"memoryStart\":\"4096\",\"memoryLimit\":\"8192\",\"filenameStrindex\":"
+    "6}],"
     "\"locationTable\":[{},{\"mappingIndex\":1,\"lines\":[{\"functionIndex\":1}]},"
     "{\"mappingIndex\":1,\"lines\":[{\"functionIndex\":2}]},{\"lines\":[{\"functionIndex\":3}]},"
     "{\"lines\":[{\"functionIndex\":4}]}],"
@@ -230,8 +231,7 @@ static void test_mask_every_match(void)
     in->req->resource_profiles[0]->resource->attributes[2]->value->string_value = "a1b22c";
     b = driver_run(d, in);
     r = b->req->resource_profiles[0]->resource;
-    CHECK_STR(kv_val(b, r->attributes, r->n_attributes, "service.name"),
-              "a[REDACTED]b[REDACTED]c");
+    CHECK_STR(kv_val(b, r->attributes, r->n_attributes, "service.name"), "a[REDACTED]b[REDACTED]c");
     driver_free(d);
 }
 

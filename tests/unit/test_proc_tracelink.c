@@ -21,10 +21,12 @@ static const char *const input_json =
     "{\"stackIndex\":1,\"values\":[\"5\"],\"attributeIndices\":[7,8]},"
     "{\"stackIndex\":1,\"values\":[\"6\"],\"attributeIndices\":[9,3]},"
     "{\"stackIndex\":1,\"values\":[\"7\"],\"attributeIndices\":[1,2],\"linkIndex\":1}]}]}]}],"
-    "\"dictionary\":{\"locationTable\":[{},{\"address\":\"4096\",\"lines\":[{\"functionIndex\":1}]}],"
+    "\"dictionary\":{\"locationTable\":[{},{\"address\":\"4096\",\"lines\":[{\"functionIndex\":1}]}"
+    "],"
     "\"functionTable\":[{},{\"nameStrindex\":9}],"
     "\"stackTable\":[{},{\"locationIndices\":[1]}],"
-    "\"linkTable\":[{\"traceId\":\"00000000000000000000000000000000\",\"spanId\":\"0000000000000000\"},"
+    "\"linkTable\":[{\"traceId\":\"00000000000000000000000000000000\",\"spanId\":"
+    "\"0000000000000000\"},"
     "{\"traceId\":\"ffffffffffffffffffffffffffffffff\",\"spanId\":\"eeeeeeeeeeeeeeee\"}],"
     "\"attributeTable\":[{},"
     "{\"keyStrindex\":3,\"value\":{\"stringValue\":\"0102030405060708090a0b0c0d0e0f10\"}},"
@@ -152,7 +154,8 @@ static void test_custom_keys(void)
     driver *d = make("trace_id_keys: [tid]\nspan_id_keys: [thread]\n");
     pc_batch *b = driver_run(d, batch_from_json(input_json));
     pc_sample **s = first_profile(b)->samples;
-    for (size_t i = 0; i < 6; i++) CHECK_EQ_INT(s[i]->link_index, 0);
+    for (size_t i = 0; i < 6; i++)
+        CHECK_EQ_INT(s[i]->link_index, 0);
     CHECK(has_attrs(s[0], (int32_t[]){1, 2, 3}, 3));
     CHECK_EQ_INT(counter(d, "invalid_ids"), 4);
     CHECK_EQ_INT(b->req->dictionary->n_link_table, 2);

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# libFuzzer targets of tests/fuzz (see tests/fuzz/README.md).
+#   tools/fuzz.sh [RUNS]          CI: every target, RUNS mutations (default 3000) over a temporary
+#                                 copy of its seed corpus, plus every regression input; fails on
+#                                 any crash, leak, UBSan report or timeout
+#   tools/fuzz.sh long SECONDS    fuzz each target for SECONDS, keeping the grown corpus in
+#                                 build-fuzz/corpus/<target> and crashes in build-fuzz/crashes/
+# Environment: FUZZ_BUILD (build dir, default build-fuzz), FUZZ_TARGETS (space-separated subset),
+# FUZZ_JOBS (parallel targets in long mode, default: number of cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${FUZZ_BUILD:-build-fuzz}
+ALL_TARGETS=(fuzz_otlp_proto fuzz_otlp_json fuzz_gzip fuzz_config fuzz_pprof fuzz_http)
+read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
+FLAGS=(-max_len=1048576 -timeout=10 -rss_limit_mb=2048 -print_final_stats=0)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  CC=clang meson setup "$BUILD" -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dbuildtype=debugoptimized
+fi
+meson compile -C "$BUILD"
+
+run_ci() { # RUNS
+  local runs=$1 tmp fail=0
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  for t in "${TARGETS[@]}"; do
+    local exe="$BUILD/tests/fuzz/$t"
+    # regression inputs first: libFuzzer runs files given as arguments once each
+    local regress=(tests/fuzz/regress/"$t"/*)
+    if [ -e "${regress[0]}" ]; then
+      echo "== $t: ${#regress[@]} regression input(s)"
+      "$exe" "${FLAGS[@]}" "${regress[@]}" >"$tmp/$t.regress.log" 2>&1 || {
+        tail -n 60 "$tmp/$t.regress.log"
+        echo "FAIL: $t regression input" >&2
+        fail=1
+      }
+    fi
+    echo "== $t: $runs runs"
+    mkdir -p "$tmp/corpus/$t" "$tmp/artifacts/$t"
+    cp -r tests/fuzz/corpus/"$t"/. "$tmp/corpus/$t/" 2>/dev/null || true
+    "$exe" "${FLAGS[@]}" -runs="$runs" -seed=1 -artifact_prefix="$tmp/artifacts/$t/" \
+      "$tmp/corpus/$t" >"$tmp/$t.log" 2>&1 || {
+      tail -n 60 "$tmp/$t.log"
+      for a in "$tmp/artifacts/$t"/*; do
+        [ -e "$a" ] || continue
+        mkdir -p "$BUILD/crashes/$t"
+        cp "$a" "$BUILD/crashes/$t/"
+        echo "input saved: $BUILD/crashes/$t/$(basename "$a")" >&2
+      done
+      echo "FAIL: $t" >&2
+      fail=1
+    }
+  done
+  return $fail
+}
+
+run_long() { # SECONDS
+  local secs=$1 jobs=${FUZZ_JOBS:-$(nproc)} fail=0
+  local pids=() names=()
+  for t in "${TARGETS[@]}"; do
+    mkdir -p "$BUILD/corpus/$t" "$BUILD/crashes/$t"
+    cp -rn tests/fuzz/corpus/"$t"/. "$BUILD/corpus/$t/" 2>/dev/null || true
+    echo "== $t: ${secs}s, corpus $BUILD/corpus/$t, log $BUILD/crashes/$t.log"
+    "$BUILD/tests/fuzz/$t" "${FLAGS[@]}" -max_total_time="$secs" \
+      -artifact_prefix="$BUILD/crashes/$t/" "$BUILD/corpus/$t" >"$BUILD/crashes/$t.log" 2>&1 &
+    pids+=($!)
+    names+=("$t")
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  done
+  for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then
+      echo "FAIL: ${names[$i]} (see $BUILD/crashes/${names[$i]}.log)" >&2
+      fail=1
+    fi
+  done
+  ls -l "$BUILD"/crashes/*/ 2>/dev/null | grep -E 'crash-|leak-|timeout-|oom-' || true
+  return $fail
+}
+
+case "${1:-3000}" in
+long) run_long "${2:?usage: tools/fuzz.sh long SECONDS}" ;;
+*[!0-9]*)
+  echo "usage: tools/fuzz.sh [RUNS] | tools/fuzz.sh long SECONDS" >&2
+  exit 2
+  ;;
+*) run_ci "${1:-3000}" ;;
+esac
