@@ -24,7 +24,7 @@ fi
 meson compile -C "$BUILD"
 
 run_ci() { # RUNS
-  local runs=$1 tmp fail=0
+  local runs=$1 fail=0 start
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   for t in "${TARGETS[@]}"; do
@@ -40,6 +40,7 @@ run_ci() { # RUNS
       }
     fi
     echo "== $t: $runs runs"
+    start=$SECONDS
     mkdir -p "$tmp/corpus/$t" "$tmp/artifacts/$t"
     cp -r tests/fuzz/corpus/"$t"/. "$tmp/corpus/$t/" 2>/dev/null || true
     "$exe" "${FLAGS[@]}" -runs="$runs" -seed=1 -artifact_prefix="$tmp/artifacts/$t/" \
@@ -54,6 +55,7 @@ run_ci() { # RUNS
       echo "FAIL: $t" >&2
       fail=1
     }
+    echo "   $((SECONDS - start))s"
   done
   return $fail
 }
