@@ -155,8 +155,10 @@ static bool queue_remove(pc_http_client *c, creq *r)
     creq *prev = NULL;
     for (creq *q = c->qhead; q; prev = q, q = q->next) {
         if (q != r) continue;
-        if (prev) prev->next = q->next;
-        else c->qhead = q->next;
+        if (prev)
+            prev->next = q->next;
+        else
+            c->qhead = q->next;
         if (c->qtail == q) c->qtail = prev;
         return true;
     }
@@ -173,7 +175,8 @@ static creq *queue_pop(pc_http_client *c)
 static void fail_queue(pc_http_client *c, int err, const char *msg)
 {
     creq *r;
-    while ((r = queue_pop(c))) fail_req(r, err, msg);
+    while ((r = queue_pop(c)))
+        fail_req(r, err, msg);
 }
 
 /* ---- connections ---- */
@@ -182,8 +185,10 @@ static void on_conn_closed(uv_handle_t *h)
 {
     cconn *k = h->data;
     pc_http_client *c = k->c;
-    if (k->prev) k->prev->next = k->next;
-    else c->conns = k->next;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        c->conns = k->next;
     if (k->next) k->next->prev = k->prev;
     pc_buf_free(&k->field);
     pc_buf_free(&k->value);
@@ -348,8 +353,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     } else if (e != HPE_OK) {
         char msg[512];
         if (k->too_large)
-            snprintf(msg, sizeof msg, "%s to %s: response body larger than %d MiB",
-                     k->req->what, k->c->where, BODY_CAP >> 20);
+            snprintf(msg, sizeof msg, "%s to %s: response body larger than %d MiB", k->req->what,
+                     k->c->where, BODY_CAP >> 20);
         else
             snprintf(msg, sizeof msg, "%s to %s: invalid HTTP response: %s", k->req->what,
                      k->c->where, llhttp_get_error_reason(&k->parser));
@@ -376,8 +381,10 @@ static void on_connect(uv_connect_t *cr, int status)
         conn_fail(k, rc, msg);
         return;
     }
-    if (k->req) conn_send(k);
-    else pump(k->c); /* its request timed out meanwhile: serve the queue */
+    if (k->req)
+        conn_send(k);
+    else
+        pump(k->c); /* its request timed out meanwhile: serve the queue */
 }
 
 static void conn_open(pc_http_client *c, creq *r)
@@ -485,8 +492,7 @@ static void on_req_timeout(uv_timer_t *t)
         queue_remove(c, r);
     }
     char msg[512];
-    snprintf(msg, sizeof msg, "%s to %s: timed out after %u ms", r->what, c->where,
-             r->timeout_ms);
+    snprintf(msg, sizeof msg, "%s to %s: timed out after %u ms", r->what, c->where, r->timeout_ms);
     fail_req(r, UV_ETIMEDOUT, msg);
     pump(c);
 }
@@ -519,8 +525,10 @@ static int on_header_value_complete(llhttp_t *p)
     const char *name = k->field.len ? (const char *)k->field.data : "";
     const char *val = k->value.len ? (const char *)k->value.data : "";
     pc_buf *dst = NULL;
-    if (strcasecmp(name, "content-type") == 0) dst = &k->ctype;
-    else if (strcasecmp(name, "retry-after") == 0) dst = &k->retry_after;
+    if (strcasecmp(name, "content-type") == 0)
+        dst = &k->ctype;
+    else if (strcasecmp(name, "retry-after") == 0)
+        dst = &k->retry_after;
     if (dst) {
         dst->len = 0;
         pc_buf_append(dst, val, strlen(val));
@@ -602,13 +610,15 @@ pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *o
 }
 
 void pc_http_client_request(pc_http_client *c, const char *method, const char *path,
-                            const char *headers, const void *body, size_t len,
-                            unsigned timeout_ms, pc_http_response_cb cb, void *arg)
+                            const char *headers, const void *body, size_t len, unsigned timeout_ms,
+                            pc_http_response_cb cb, void *arg)
 {
     if (!path || !path[0]) path = "/";
     if (c->closing) {
-        pc_http_response resp = {
-            .error = UV_ECANCELED, .error_msg = "client closed", .retry_after_s = -1, .body = (const uint8_t *)""};
+        pc_http_response resp = {.error = UV_ECANCELED,
+                                 .error_msg = "client closed",
+                                 .retry_after_s = -1,
+                                 .body = (const uint8_t *)""};
         cb(&resp, arg);
         return;
     }
@@ -626,6 +636,9 @@ void pc_http_client_request(pc_http_client *c, const char *method, const char *p
     if (len) pc_buf_append(&r->wire, body, len);
     uv_timer_init(c->loop, &r->timer);
     r->timer.data = r;
+    /* the loop's cached clock may be stale (we may not be inside a callback): the timeout counts
+     * from now, not from the loop's last wakeup */
+    uv_update_time(c->loop);
     uv_timer_start(&r->timer, on_req_timeout, r->timeout_ms, 0);
     c->live++;
     c->pending++;
@@ -661,16 +674,19 @@ void pc_http_client_close(pc_http_client *c, void (*done)(void *arg), void *arg)
 int pc_http_parse_retry_after(const char *v)
 {
     if (!v) return -1;
-    while (isspace((unsigned char)*v)) v++;
+    while (isspace((unsigned char)*v))
+        v++;
     char buf[64];
     size_t n = strlen(v);
-    while (n > 0 && isspace((unsigned char)v[n - 1])) n--;
+    while (n > 0 && isspace((unsigned char)v[n - 1]))
+        n--;
     if (n == 0 || n >= sizeof buf) return -1;
     memcpy(buf, v, n);
     buf[n] = 0;
     if (strspn(buf, "0123456789") == n) {
         long long s = 0;
-        for (size_t i = 0; i < n && s <= INT_MAX; i++) s = s * 10 + (buf[i] - '0');
+        for (size_t i = 0; i < n && s <= INT_MAX; i++)
+            s = s * 10 + (buf[i] - '0');
         return s > INT_MAX ? INT_MAX : (int)s;
     }
     /* IMF-fixdate, plus the two obsolete forms RFC 9110 still asks recipients to accept */

@@ -17,11 +17,11 @@ typedef struct pc_http_client_opts {
 } pc_http_client_opts;
 
 typedef struct pc_http_response {
-    int status;        /* 0 when the request failed before a status arrived */
-    int error;         /* 0, or a negative libuv error (UV_ETIMEDOUT on timeout, UV_ECONNREFUSED..) */
-    const char *error_msg; /* human reason when error != 0 */
+    int status; /* 0 when the request failed before a status arrived */
+    int error;  /* 0, or a negative libuv error (UV_ETIMEDOUT on timeout, UV_ECONNREFUSED..) */
+    const char *error_msg;    /* human reason when error != 0 */
     const char *content_type; /* may be NULL */
-    int retry_after_s; /* parsed Retry-After (seconds or HTTP-date), -1 if absent */
+    int retry_after_s;        /* parsed Retry-After (seconds or HTTP-date), -1 if absent */
     const uint8_t *body;
     size_t body_len;
 } pc_http_response;
@@ -33,8 +33,8 @@ pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *o
  * The body is copied. cb is called exactly once, on the loop thread; resp is valid only during cb.
  * timeout_ms covers connect, send and the whole response. */
 void pc_http_client_request(pc_http_client *c, const char *method, const char *path,
-                            const char *headers, const void *body, size_t len,
-                            unsigned timeout_ms, pc_http_response_cb cb, void *arg);
+                            const char *headers, const void *body, size_t len, unsigned timeout_ms,
+                            pc_http_response_cb cb, void *arg);
 /* Number of requests queued or in flight. */
 size_t pc_http_client_pending(const pc_http_client *c);
 /* Fail queued requests with UV_ECANCELED, wait for in-flight ones, close, call done, free. */

@@ -53,8 +53,8 @@ struct conn {
     bool keep_alive;
     pc_http_req *ready; /* complete, waiting to be dispatched after llhttp_execute returns */
     /* state */
-    bool busy;      /* the handler owns a request, or its response is being written */
-    bool counted;   /* counts toward max_connections */
+    bool busy;    /* the handler owns a request, or its response is being written */
+    bool counted; /* counts toward max_connections */
     bool reading;
     bool lingering; /* final response written; draining input until close */
     bool closing;
@@ -180,8 +180,10 @@ static void server_maybe_done(pc_http_server *s)
 static void conn_free(conn *c)
 {
     pc_http_server *s = c->s;
-    if (c->prev) c->prev->next = c->next;
-    else s->conns = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     reset_parse_state(c);
     pc_buf_free(&c->url);
@@ -236,8 +238,10 @@ static void on_written(uv_write_t *w, int status)
     if (status < 0 || c->closing) {
         conn_close(c);
     } else if (kind == W_FINAL) {
-        if (c->s->shutting_down) conn_close(c);
-        else start_linger(c);
+        if (c->s->shutting_down)
+            conn_close(c);
+        else
+            start_linger(c);
     } else if (kind == W_RESPONSE) {
         if (c->s->shutting_down) {
             conn_close(c);
@@ -438,7 +442,8 @@ static int on_header_value_complete(llhttp_t *p)
     }
     pc_http_header *h = &c->hdrs[c->n_hdrs++];
     h->name = pc_xstrdup(c->field.len ? (char *)c->field.data : "");
-    for (char *q = h->name; *q; q++) *q = (char)tolower((unsigned char)*q);
+    for (char *q = h->name; *q; q++)
+        *q = (char)tolower((unsigned char)*q);
     h->value = pc_xstrdup(c->value.len ? (char *)c->value.data : "");
     c->field.len = c->value.len = 0;
     return HPE_OK;
@@ -460,8 +465,11 @@ static int on_headers_complete(llhttp_t *p)
         c->err_status = 413;
         return -1;
     }
+    /* preallocate, but not so much that idle slow uploads pin max_body_bytes each */
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0)
-        pc_buf_reserve(&c->body, (size_t)p->content_length + 1);
+        pc_buf_reserve(
+            &c->body,
+            (p->content_length < (1u << 20) ? (size_t)p->content_length : (size_t)1 << 20) + 1);
     const char *expect = find_header(c->hdrs, c->n_hdrs, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1) {
         pc_buf h = {0};
@@ -550,8 +558,10 @@ static void conn_process(conn *c)
             c->in_off = c->in.len;
         } else if ((e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) && c->ready) {
             c->in_off += (size_t)(llhttp_get_error_pos(&c->parser) - data);
-            if (e == HPE_PAUSED) llhttp_resume(&c->parser);
-            else c->keep_alive = false; /* we do not speak upgraded protocols */
+            if (e == HPE_PAUSED)
+                llhttp_resume(&c->parser);
+            else
+                c->keep_alive = false; /* we do not speak upgraded protocols */
             dispatch(c);
         } else {
             int st = c->err_status ? c->err_status : 400;
@@ -586,7 +596,10 @@ static void accept_error(pc_http_server *s, int status)
 static void on_connection(uv_stream_t *ls, int status)
 {
     pc_http_server *s = ls->data;
-    if (status < 0) { /* EMFILE and friends: libuv already dropped the pending connection */
+    /* On EMFILE libuv's reserve-descriptor trick accepts and closes the pending connections
+     * itself and only reports errors it could not handle that way (ENFILE, ENOBUFS, ...). The
+     * listener stays open either way; we only log, rate-limited. */
+    if (status < 0) {
         accept_error(s, status);
         return;
     }
@@ -624,8 +637,8 @@ static void on_connection(uv_stream_t *ls, int status)
     c->parser.data = c;
     read_start(c);
     /* a connection that never sends a byte is dropped like an idle one, but sooner */
-    unsigned ms = s->o.read_timeout_ms < s->o.idle_timeout_ms ? s->o.read_timeout_ms
-                                                                : s->o.idle_timeout_ms;
+    unsigned ms =
+        s->o.read_timeout_ms < s->o.idle_timeout_ms ? s->o.read_timeout_ms : s->o.idle_timeout_ms;
     timer_arm(c, T_IDLE, ms);
 }
 
@@ -682,8 +695,10 @@ static int resolve_bind(const char *host, int port, struct sockaddr_storage *ss)
     if (rc < 0) return rc;
     memcpy(ss, gr.addrinfo->ai_addr, gr.addrinfo->ai_addrlen);
     uv_freeaddrinfo(gr.addrinfo);
-    if (ss->ss_family == AF_INET) ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
-    else ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
     return 0;
 }
 

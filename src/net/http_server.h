@@ -36,14 +36,14 @@ typedef struct pc_http_req {
 typedef void (*pc_http_handler)(pc_http_req *req, void *arg);
 
 typedef struct pc_http_server_opts {
-    const char *host; /* "localhost", "127.0.0.1", "0.0.0.0", "::" */
-    int port;         /* 0 = ephemeral (see pc_http_server_port) */
-    size_t max_body_bytes;   /* default 20 MiB */
-    size_t max_header_bytes; /* default 64 KiB, whole head */
-    unsigned read_timeout_ms;  /* a request must be fully read within this; default 30000 */
-    unsigned idle_timeout_ms;  /* keep-alive idle close; default 60000 */
-    unsigned max_connections;  /* default 1024; above it new connections get 503 and close */
-    const char *log_id;        /* component id for log lines */
+    const char *host;         /* "localhost", "127.0.0.1", "0.0.0.0", "::" */
+    int port;                 /* 0 = ephemeral (see pc_http_server_port) */
+    size_t max_body_bytes;    /* default 20 MiB */
+    size_t max_header_bytes;  /* default 64 KiB, whole head */
+    unsigned read_timeout_ms; /* a request must be fully read within this; default 30000 */
+    unsigned idle_timeout_ms; /* keep-alive idle close; default 60000 */
+    unsigned max_connections; /* default 1024; above it new connections get 503 and close */
+    const char *log_id;       /* component id for log lines */
 } pc_http_server_opts;
 
 pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *opts,

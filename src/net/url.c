@@ -80,8 +80,7 @@ int pc_url_parse(const char *s, pc_url *out, char *err, size_t errlen)
         return -1;
     }
     int has_port;
-    const char *why =
-        split_authority(auth, an, out->host, sizeof out->host, &out->port, &has_port);
+    const char *why = split_authority(auth, an, out->host, sizeof out->host, &out->port, &has_port);
     if (!why && !out->host[0]) why = "missing host";
     if (why) {
         snprintf(err, errlen, "endpoint \"%s\": %s", s, why);
@@ -94,7 +93,8 @@ int pc_url_parse(const char *s, pc_url *out, char *err, size_t errlen)
         return -1;
     }
     size_t pn = strlen(path);
-    while (pn > 0 && path[pn - 1] == '/') pn--; /* callers append "/v1/..." themselves */
+    while (pn > 0 && path[pn - 1] == '/')
+        pn--; /* callers append "/v1/..." themselves */
     if (pn + 1 > sizeof out->path) {
         snprintf(err, errlen, "endpoint \"%s\": path too long", s);
         return -1;

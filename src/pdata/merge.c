@@ -336,9 +336,7 @@ static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int
         key_tag(k, 's');
         key_str(k, pc_dict_str(d, v->string_value_strindex));
         break;
-    case AV(BOOL_VALUE):
-        key_tag(k, v->bool_value ? 'T' : 'F');
-        break;
+    case AV(BOOL_VALUE): key_tag(k, v->bool_value ? 'T' : 'F'); break;
     case AV(INT_VALUE):
         key_tag(k, 'i');
         pc_buf_append(k, &v->int_value, sizeof v->int_value);
@@ -500,8 +498,7 @@ static void *copy_msg(pc_arena *a, const void *msg)
     size_t n = protobuf_c_message_get_packed_size(src);
     uint8_t *buf = pc_xmalloc(n + 1);
     protobuf_c_message_pack(src, buf);
-    ProtobufCMessage *c =
-        protobuf_c_message_unpack(src->descriptor, pc_arena_allocator(a), n, buf);
+    ProtobufCMessage *c = protobuf_c_message_unpack(src->descriptor, pc_arena_allocator(a), n, buf);
     free(buf);
     if (!c) abort(); /* we just encoded it */
     return c;
@@ -668,8 +665,8 @@ static size_t n_samples(const pc_profile *p)
 /* Where the previous slice went: consecutive slices of one scope skip the key lookups. */
 typedef struct cursor {
     size_t r, s;
-    size_t rgi;  /* an index: m->rg may move when it grows */
-    sgroup *sg;  /* stable until its resource group gets a new scope, which resets it */
+    size_t rgi; /* an index: m->rg may move when it grows */
+    sgroup *sg; /* stable until its resource group gets a new scope, which resets it */
     bool valid;
 } cursor;
 

@@ -26,7 +26,8 @@ void pc_dict_used_reset(pc_dict_used *u);
 void pc_dict_used_profile(pc_dict_used *u, const pc_profile *p, size_t from, size_t to);
 /* Mark the strings that key_strindex / string_value_strindex forms of kv reference. */
 void pc_dict_used_keyvalues(pc_dict_used *u, pc_keyvalue *const *kv, size_t n);
-/* Encoded bytes (protobuf, with field tag and length) of every entry marked since the last reset. */
+/* Encoded bytes (protobuf, with field tag and length) of every entry marked since the last reset.
+ */
 size_t pc_dict_used_bytes(const pc_dict_used *u);
 /* A shallow copy of the dictionary whose unmarked entries are NULL, which pc_dict_import skips:
  * importing it imports exactly the marked entries. Pointer tables are malloc'd; free with

@@ -108,12 +108,14 @@ static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, con
     memset(m, 0, sizeof *m);
     m->cfg = cfg;
     m->set = cfg->profile_types.n || cfg->services.n || cfg->resource_attributes.n;
-    char msg[256];
+    char msg[256], sub[512];
+    const pc_node *bn = pc_node_get(node, block), *at;
     m->services = pc_xcalloc(cfg->services.n + 1, sizeof(regex_t));
     for (size_t i = 0; i < cfg->services.n; i++) {
         if (compile(&m->services[i], cfg->services.v[i], msg, sizeof msg)) {
-            pc_cfg_errorf(err, node, path,
-                          "%s::services[%zu]: invalid regular expression \"%s\": %s", block, i,
+            snprintf(sub, sizeof sub, "%s::%s::services[%zu]", path, block, i);
+            at = pc_node_get(bn, "services");
+            pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
                           cfg->services.v[i], msg);
             matcher_free(m);
             return -1;
@@ -124,9 +126,10 @@ static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, con
     for (size_t i = 0; i < cfg->resource_attributes.n; i++) {
         const char *key = cfg->resource_attributes.keys[i], *val = cfg->resource_attributes.vals[i];
         if (compile(&m->attrs[i], val, msg, sizeof msg)) {
-            pc_cfg_errorf(err, node, path,
-                          "%s::resource_attributes::%s: invalid regular expression \"%s\": %s",
-                          block, key, val, msg);
+            snprintf(sub, sizeof sub, "%s::%s::resource_attributes::%s", path, block, key);
+            at = pc_node_get(pc_node_get(bn, "resource_attributes"), key);
+            pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s", val,
+                          msg);
             matcher_free(m);
             return -1;
         }
@@ -135,9 +138,9 @@ static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, con
     for (size_t i = 0; i < cfg->profile_types.n; i++) {
         const char *t = cfg->profile_types.v[i];
         if (!*t || *t == ':' || (strchr(t, ':') && !strchr(t, ':')[1])) {
-            pc_cfg_errorf(err, node, path,
-                          "%s::profile_types[%zu]: \"%s\" is not \"type\" or \"type:unit\"", block,
-                          i, t);
+            snprintf(sub, sizeof sub, "%s::%s::profile_types[%zu]", path, block, i);
+            at = pc_node_get(bn, "profile_types");
+            pc_cfg_errorf(err, at ? at : node, sub, "\"%s\" is not \"type\" or \"type:unit\"", t);
             matcher_free(m);
             return -1;
         }

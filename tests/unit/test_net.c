@@ -188,7 +188,7 @@ typedef struct raw {
     int port;
     int start_delay_ms;
     const char *parts[4];
-    int delays[4]; /* before each part */
+    int delays[4];  /* before each part */
     int dribble_ms; /* then send one byte per period until the server closes */
     char resp[16384];
     size_t resp_len;
@@ -359,8 +359,7 @@ static void test_gzip(void)
     CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len - 5, 1 << 20, &out), PC_GZ_CORRUPT);
     z.data[z.len / 2] ^= 0x55;
     CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 1 << 20, &out), PC_GZ_CORRUPT);
-    CHECK_EQ_INT(pc_gzip_inflate((const uint8_t *)"plain text", 10, 1 << 20, &out),
-                 PC_GZ_CORRUPT);
+    CHECK_EQ_INT(pc_gzip_inflate((const uint8_t *)"plain text", 10, 1 << 20, &out), PC_GZ_CORRUPT);
     CHECK_EQ_INT(pc_gzip_inflate(two.data, 0, 1 << 20, &out), PC_GZ_CORRUPT);
     /* a valid member followed by garbage */
     two.data[z.len] = 'X';
@@ -459,7 +458,8 @@ static void test_client_queue_fifo(void)
     pc_http_client_request(c, "GET", "/?n=3", NULL, NULL, 0, 3000, on_resp, &r[2]);
     CHECK_EQ_INT(pc_http_client_pending(c), 3);
     CHECK(wait_until(flag_set, &r[2].done, 3000));
-    for (int i = 0; i < 3; i++) CHECK_EQ_INT(r[i].status, 200);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(r[i].status, 200);
     CHECK_STR(ts.order, "1,2,3,");
     CHECK(r[0].t_ms <= r[1].t_ms && r[1].t_ms <= r[2].t_ms);
     CHECK_STR(ts.peers[0], ts.peers[2]); /* one connection served all */
@@ -494,8 +494,9 @@ static void test_chunked_and_http10(void)
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){.max_body_bytes = 64});
     raw r = {0};
-    r.parts[0] = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
-                 "\r\n5\r\nhello\r\n";
+    r.parts[0] =
+        "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+        "\r\n5\r\nhello\r\n";
     r.parts[1] = "6\r\n world\r\n0\r\n\r\n";
     r.delays[1] = 30;
     raw_start(&r, ts.port);
@@ -881,7 +882,8 @@ static void test_accept_survives_emfile(void)
     wait_until(flag_set, &never, 500);
     setrlimit(RLIMIT_NOFILE, &old);
     int st = 0;
-    while (waitpid(pid, &st, WNOHANG) == 0) wait_until(flag_set, &never, 20);
+    while (waitpid(pid, &st, WNOHANG) == 0)
+        wait_until(flag_set, &never, 20);
     CHECK(WIFEXITED(st));
     int dropped = WEXITSTATUS(st);
     fprintf(stderr, "emfile: child saw %d of 30 connections dropped\n", dropped);

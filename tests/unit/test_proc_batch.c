@@ -28,8 +28,10 @@ typedef struct rec {
 static void rec_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
 {
     rec *r = (rec *)self;
-    if (r->n < 256) r->b[r->n++] = b;
-    else pc_batch_unref(b);
+    if (r->n < 256)
+        r->b[r->n++] = b;
+    else
+        pc_batch_unref(b);
     if (r->defer) {
         r->dones[r->n_deferred] = done;
         r->args[r->n_deferred++] = arg;
@@ -87,8 +89,10 @@ static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, 
     if (!rc) rc = t->create(c, &err);
     pc_node_free(root);
     if (rc) {
-        if (errbuf) snprintf(errbuf, 512, "%s", err.msg);
-        else fprintf(stderr, "config: %s\n", err.msg);
+        if (errbuf)
+            snprintf(errbuf, 512, "%s", err.msg);
+        else
+            fprintf(stderr, "config: %s\n", err.msg);
         pc_cfgtable_free(t->cfg, c->cfg);
         free(c->cfg);
         free(c->id);
@@ -137,16 +141,18 @@ static pc_batch *request(int i, int extra)
     pc_buf j = {0};
     pc_buf_printf(&j, "{\"resourceProfiles\":[{\"resource\":{\"attributes\":[");
     if (strindex_form)
-        pc_buf_printf(&j, "{\"keyStrindex\":8,\"value\":{\"stringValueStrindex\":9}},"
-                          "{\"key\":\"host.name\",\"value\":{\"stringValue\":\"h-%s\"}}",
+        pc_buf_printf(&j,
+                      "{\"keyStrindex\":8,\"value\":{\"stringValueStrindex\":9}},"
+                      "{\"key\":\"host.name\",\"value\":{\"stringValue\":\"h-%s\"}}",
                       svc);
     else /* same content, other order and form */
         pc_buf_printf(&j,
                       "{\"key\":\"host.name\",\"value\":{\"stringValue\":\"h-%s\"}},"
                       "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"%s\"}}",
                       svc, svc);
-    pc_buf_printf(&j, "]},\"scopeProfiles\":[{\"scope\":{\"name\":\"profcol-test\",\"version\":\"1\"},"
-                      "\"profiles\":[");
+    pc_buf_printf(&j,
+                  "]},\"scopeProfiles\":[{\"scope\":{\"name\":\"profcol-test\",\"version\":\"1\"},"
+                  "\"profiles\":[");
     /* cpu */
     pc_buf_printf(&j,
                   "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
@@ -163,25 +169,27 @@ static pc_batch *request(int i, int extra)
                   "{\"sampleType\":{\"typeStrindex\":3,\"unitStrindex\":4},\"samples\":["
                   "{\"stackIndex\":2,\"values\":[%d]},{\"stackIndex\":3,\"values\":[3]}]}",
                   1000 * i);
-    pc_buf_printf(&j, "]}]}],\"dictionary\":{"
-                      "\"mappingTable\":[{},{\"memoryStart\":\"4096\",\"memoryLimit\":\"65536\","
-                      "\"filenameStrindex\":10}],"
-                      "\"locationTable\":[{},"
-                      "{\"mappingIndex\":1,\"address\":\"4097\",\"lines\":[{\"functionIndex\":1}]},"
-                      "{\"mappingIndex\":1,\"address\":\"4098\",\"lines\":[{\"functionIndex\":2}]},"
-                      "{\"mappingIndex\":1,\"address\":\"%d\",\"lines\":[{\"functionIndex\":3}]}],"
-                      "\"functionTable\":[{},{\"nameStrindex\":5,\"filenameStrindex\":10},"
-                      "{\"nameStrindex\":6,\"filenameStrindex\":10},"
-                      "{\"nameStrindex\":7,\"filenameStrindex\":10}],",
-                  5000 + i % 5);
     pc_buf_printf(&j,
-                  "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"alloc_space\",\"bytes\","
-                  "\"main\",\"work\",\"helper_%d\",\"service.name\",\"%s\",\"/app/main.go\","
-                  "\"thread\",\"t%d\"],"
-                  "\"attributeTable\":[{},{\"keyStrindex\":11,\"value\":{\"stringValue\":\"t%d\"}}],"
-                  "\"stackTable\":[{},{\"locationIndices\":[2,1]},{\"locationIndices\":[3,2,1]},"
-                  "{\"locationIndices\":[3,1]}]}}",
-                  i % 5, svc, i % 3, i % 3);
+                  "]}]}],\"dictionary\":{"
+                  "\"mappingTable\":[{},{\"memoryStart\":\"4096\",\"memoryLimit\":\"65536\","
+                  "\"filenameStrindex\":10}],"
+                  "\"locationTable\":[{},"
+                  "{\"mappingIndex\":1,\"address\":\"4097\",\"lines\":[{\"functionIndex\":1}]},"
+                  "{\"mappingIndex\":1,\"address\":\"4098\",\"lines\":[{\"functionIndex\":2}]},"
+                  "{\"mappingIndex\":1,\"address\":\"%d\",\"lines\":[{\"functionIndex\":3}]}],"
+                  "\"functionTable\":[{},{\"nameStrindex\":5,\"filenameStrindex\":10},"
+                  "{\"nameStrindex\":6,\"filenameStrindex\":10},"
+                  "{\"nameStrindex\":7,\"filenameStrindex\":10}],",
+                  5000 + i % 5);
+    pc_buf_printf(
+        &j,
+        "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"alloc_space\",\"bytes\","
+        "\"main\",\"work\",\"helper_%d\",\"service.name\",\"%s\",\"/app/main.go\","
+        "\"thread\",\"t%d\"],"
+        "\"attributeTable\":[{},{\"keyStrindex\":11,\"value\":{\"stringValue\":\"t%d\"}}],"
+        "\"stackTable\":[{},{\"locationIndices\":[2,1]},{\"locationIndices\":[3,2,1]},"
+        "{\"locationIndices\":[3,1]}]}}",
+        i % 5, svc, i % 3, i % 3);
     pc_buf_append(&j, "", 1);
     pc_batch *b = NULL;
     char err[256];
@@ -230,7 +238,8 @@ static void add_totals(const pc_batch *b, totals *t)
                     if (x->n_values)
                         for (size_t v = 0; v < x->n_values; v++)
                             t->v[si][ti] += x->values[v];
-                    else t->v[si][ti] += (int64_t)x->n_timestamps_unix_nano;
+                    else
+                        t->v[si][ti] += (int64_t)x->n_timestamps_unix_nano;
                 }
             }
         }
@@ -275,15 +284,14 @@ static int dict_duplicates(const pc_batch *b)
         }
     for (size_t i = 0; i < d->n_stack_table; i++)
         for (size_t k = i + 1; k < d->n_stack_table; k++)
-            dups += i32s_eq(d->stack_table[i]->location_indices,
-                            d->stack_table[i]->n_location_indices,
-                            d->stack_table[k]->location_indices,
-                            d->stack_table[k]->n_location_indices);
+            dups +=
+                i32s_eq(d->stack_table[i]->location_indices, d->stack_table[i]->n_location_indices,
+                        d->stack_table[k]->location_indices, d->stack_table[k]->n_location_indices);
     for (size_t i = 0; i < d->n_mapping_table; i++)
         for (size_t k = i + 1; k < d->n_mapping_table; k++)
-            dups += d->mapping_table[i]->memory_start == d->mapping_table[k]->memory_start &&
-                    d->mapping_table[i]->filename_strindex ==
-                        d->mapping_table[k]->filename_strindex;
+            dups +=
+                d->mapping_table[i]->memory_start == d->mapping_table[k]->memory_start &&
+                d->mapping_table[i]->filename_strindex == d->mapping_table[k]->filename_strindex;
     for (size_t i = 1; i < d->n_attribute_table; i++)
         for (size_t k = i + 1; k < d->n_attribute_table; k++) {
             const pc_kvu *x = d->attribute_table[i], *y = d->attribute_table[k];
@@ -390,8 +398,8 @@ static void test_size_trigger_and_split(void)
     uv_loop_t loop;
     uv_loop_init(&loop);
     rec r = {.base = {rec_consume, false}};
-    pc_component *c = make("timeout: 10s\nsend_batch_size: 40\nsend_batch_max_size: 45\n", &loop,
-                           &r.base, NULL);
+    pc_component *c =
+        make("timeout: 10s\nsend_batch_size: 40\nsend_batch_max_size: 45\n", &loop, &r.base, NULL);
     totals in = {0};
     up ups[3] = {{0}};
     /* 5 + 5 samples, then one with a 100-sample cpu profile: 115 samples reach the size */
@@ -421,10 +429,10 @@ static void test_size_trigger_and_split(void)
         for (size_t i = 0; i < r.n; i++) {
             const pc_request *q = r.b[i]->req;
             for (size_t a = 0; a < q->n_resource_profiles; a++)
-                for (size_t p = 0; p < q->resource_profiles[a]->scope_profiles[0]->n_profiles;
-                     p++)
-                    parts += q->resource_profiles[a]->scope_profiles[0]->profiles[p]
-                                 ->time_unix_nano == 1002;
+                for (size_t p = 0; p < q->resource_profiles[a]->scope_profiles[0]->n_profiles; p++)
+                    parts +=
+                        q->resource_profiles[a]->scope_profiles[0]->profiles[p]->time_unix_nano ==
+                        1002;
         }
         CHECK_EQ_INT(parts, 3);
     }
@@ -442,8 +450,8 @@ static void test_status_propagation(void)
     uv_loop_t loop;
     uv_loop_init(&loop);
     rec r = {.base = {rec_consume, false}, .defer = true};
-    pc_component *c = make("timeout: 10ms\nsend_batch_size: 0\nsend_batch_max_size: 5\n", &loop,
-                           &r.base, NULL);
+    pc_component *c =
+        make("timeout: 10ms\nsend_batch_size: 0\nsend_batch_max_size: 5\n", &loop, &r.base, NULL);
     up ups[2] = {{0}};
     c->type->consume(c, request(0, 0), up_done, &ups[0]); /* 5 samples: output 1 */
     c->type->consume(c, request(1, 0), up_done, &ups[1]); /* 5 samples: output 2 */

@@ -40,7 +40,8 @@ static pc_batch *request(void)
 {
     static const char *json =
         "{\"resourceProfiles\":["
-        "{\"resource\":{\"attributes\":[{\"keyStrindex\":7,\"value\":{\"stringValueStrindex\":8}}]},"
+        "{\"resource\":{\"attributes\":[{\"keyStrindex\":7,\"value\":{\"stringValueStrindex\":8}}]}"
+        ","
         "\"scopeProfiles\":[{\"profiles\":["
         "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"samples\":[{\"stackIndex\":1,"
         "\"values\":[10]}]},"
@@ -90,8 +91,10 @@ static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, 
              t->validate(c->cfg, root, "processors::filter", &err) || t->create(c, &err);
     pc_node_free(root);
     if (rc) {
-        if (errmsg) snprintf(errmsg, 512, "%s", err.msg);
-        else fprintf(stderr, "config: %s\n", err.msg);
+        if (errmsg)
+            snprintf(errmsg, 512, "%s", err.msg);
+        else
+            fprintf(stderr, "config: %s\n", err.msg);
         pc_cfgtable_free(t->cfg, c->cfg);
         free(c->cfg);
         free(c->id);
@@ -155,8 +158,8 @@ static void test_profile_types(void)
     if (out) CHECK_EQ_INT(out->req->resource_profiles[0]->n_scope_profiles, 1);
     pc_batch_unref(out);
 
-    out = run("include:\n  profile_types: [\"alloc_space:bytes\", alloc_objects]\n", request(),
-              desc);
+    out =
+        run("include:\n  profile_types: [\"alloc_space:bytes\", alloc_objects]\n", request(), desc);
     CHECK_STR(desc, "checkout/alloc_space,checkout/alloc_objects,auth-v2/alloc_space");
     if (out) CHECK_EQ_INT(out->req->n_resource_profiles, 2); /* cart is gone */
     pc_batch_unref(out);
@@ -194,7 +197,8 @@ static void test_services_and_attributes(void)
 
     out = run("exclude:\n  services: [\"auth-.*\"]\n  profile_types: [alloc_space]\n", request(),
               desc);
-    CHECK_STR(desc, "checkout/cpu,checkout/alloc_space,checkout/alloc_objects,cart/cpu,auth-v2/cpu");
+    CHECK_STR(desc,
+              "checkout/cpu,checkout/alloc_space,checkout/alloc_objects,cart/cpu,auth-v2/cpu");
     pc_batch_unref(out);
 }
 

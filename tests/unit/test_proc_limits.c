@@ -95,8 +95,9 @@ static pc_batch *request(const char *samples, const char *samples2)
                   "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"samples\":[%s]}",
                   samples);
     if (samples2)
-        pc_buf_printf(&j, ",{\"sampleType\":{\"typeStrindex\":9,\"unitStrindex\":2},"
-                          "\"samples\":[%s]}",
+        pc_buf_printf(&j,
+                      ",{\"sampleType\":{\"typeStrindex\":9,\"unitStrindex\":2},"
+                      "\"samples\":[%s]}",
                       samples2);
     pc_buf_printf(&j, "]}]}],\"dictionary\":{\"stringTable\":[\"\",\"cpu\",\"nanoseconds\","
                       "\"f0\",\"f1\",\"f2\",\"f3\",\"f4\",\"f5\",\"wall\"],"
@@ -147,7 +148,8 @@ static int64_t total(const pc_profile *p)
         if (s->n_values)
             for (size_t k = 0; k < s->n_values; k++)
                 t += s->values[k];
-        else t += (int64_t)s->n_timestamps_unix_nano;
+        else
+            t += (int64_t)s->n_timestamps_unix_nano;
     }
     return t;
 }
@@ -165,7 +167,7 @@ static void test_stack_depth(void)
         pc_profile *p = profile(out, 0);
         CHECK_EQ_INT(p->n_samples, 4);
         CHECK_STR(stack_names(out, p->samples[0]->stack_index), "f0 f1 [truncated]");
-        CHECK_STR(stack_names(out, p->samples[1]->stack_index), "f1 f2"); /* short: untouched */
+        CHECK_STR(stack_names(out, p->samples[1]->stack_index), "f1 f2");     /* short: untouched */
         CHECK_EQ_INT(p->samples[2]->stack_index, p->samples[0]->stack_index); /* one new stack */
         CHECK_STR(stack_names(out, p->samples[3]->stack_index), "f3");
         CHECK_EQ_INT(total(p), 16);
@@ -184,8 +186,7 @@ static void test_sample_cap(void)
     /* values 1..10 and one -20: the heaviest by |sum| are -20, 10, 9 */
     pc_buf s = {0};
     for (int i = 1; i <= 10; i++)
-        pc_buf_printf(&s, "%s{\"stackIndex\":%d,\"values\":[%d]}", i > 1 ? "," : "", 1 + i % 3,
-                      i);
+        pc_buf_printf(&s, "%s{\"stackIndex\":%d,\"values\":[%d]}", i > 1 ? "," : "", 1 + i % 3, i);
     pc_buf_printf(&s, ",{\"stackIndex\":2,\"values\":[-20]}");
     pc_buf_append(&s, "", 1);
     /* timestamps only: sample i has i timestamps */
@@ -198,8 +199,7 @@ static void test_sample_cap(void)
         pc_buf_printf(&t, "]}");
     }
     pc_buf_append(&t, "", 1);
-    pc_batch *out = run("max_samples_per_profile: 4\n",
-                        request((char *)s.data, (char *)t.data));
+    pc_batch *out = run("max_samples_per_profile: 4\n", request((char *)s.data, (char *)t.data));
     CHECK(out != NULL);
     if (out) {
         pc_profile *p = profile(out, 0);

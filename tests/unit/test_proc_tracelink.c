@@ -185,6 +185,21 @@ static void test_copy_on_write(void)
     driver_free(d);
 }
 
+/* Shutdown waits for a batch still on the thread pool, which is passed on first. */
+static void test_shutdown_drains(void)
+{
+    driver *d = make("");
+    d->c.type->consume(&d->c, batch_from_json(input_json), driver_done, d);
+    d->c.type->shutdown(&d->c, driver_down);
+    CHECK_EQ_INT(d->down, 0);
+    uv_run(d->c.loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(d->down, 1);
+    CHECK_EQ_INT(d->rec.n, 1);
+    CHECK_EQ_INT(d->done_calls, 1);
+    d->down = 0; /* driver_free shuts down once more: done at once when idle */
+    driver_free(d);
+}
+
 /* Exported as pprof, the links come back as trace_id / span_id labels. */
 typedef struct pprof_ctx {
     int n;
@@ -244,6 +259,7 @@ int main(void)
     RUN(test_keep_attributes);
     RUN(test_custom_keys);
     RUN(test_copy_on_write);
+    RUN(test_shutdown_drains);
     RUN(test_pprof_labels);
     return check_report();
 }

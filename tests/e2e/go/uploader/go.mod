@@ -1,0 +1,3 @@
+module profcol.test/e2e/uploader
+
+go 1.19
