@@ -164,7 +164,7 @@ static void synth_pprof(uint64_t seed, pc_buf *out_gz)
         values[s][0] = (1 + rnd_below(3)) * 10000000;
         smp[s].n_value = 1;
         smp[s].value = values[s];
-        if (rnd_below(4) == 0) { /* a quarter carry span labels (tracelink has work to do) */
+        if (rnd_below(8) == 0) { /* an eighth carry span labels (tracelink has work to do) */
             char hex[40];
             snprintf(hex, sizeof hex, "%016llx", (unsigned long long)rnd());
             for (unsigned k = 0; k < 2; k++) {

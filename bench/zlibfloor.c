@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,14 +101,21 @@ int main(int argc, char **argv)
         failed |= w[t].failed;
     }
     double el = now_s() - t0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    double cpu_per_gb = in ? cpu / ((double)in / 1e9) : 0;
     if (failed) fprintf(stderr, "zlibfloor: a payload failed to inflate\n");
     printf("zlibfloor: %zu payload(s) from %s, %d thread(s), %.2f s\n", ps.n, path, threads, el);
     printf("  %-28s %10.2f\n", "payloads/s", (double)rounds / el);
     printf("  %-28s %10.2f\n", "MB/s compressed in", (double)in / el / 1e6);
     printf("  %-28s %10.2f\n", "MB/s inflated", (double)raw / el / 1e6);
+    printf("  %-28s %10.1f\n", "CPU s per GB compressed in", cpu_per_gb);
     printf("{\"tool\":\"zlibfloor\",\"threads\":%d,\"seconds\":%.3f,\"payloads_per_s\":%.2f,"
-           "\"mb_per_s_in\":%.4f,\"mb_per_s_raw\":%.4f}\n",
-           threads, el, (double)rounds / el, (double)in / el / 1e6, (double)raw / el / 1e6);
+           "\"mb_per_s_in\":%.4f,\"mb_per_s_raw\":%.4f,\"cpu_s\":%.3f,\"cpu_s_per_gb\":%.2f}\n",
+           threads, el, (double)rounds / el, (double)in / el / 1e6, (double)raw / el / 1e6, cpu,
+           cpu_per_gb);
     for (size_t i = 0; i < ps.n; i++)
         free(ps.p[i].data);
     free(ps.p);

@@ -9,6 +9,7 @@
  * two handles (until their close callbacks), by each pending write or shutdown, and by the
  * request the handler owns, so pc_http_respond is safe after the peer went away. */
 #include "net/http_server.h"
+#include "net/http_pause.h"
 
 #include <ctype.h>
 #include <llhttp.h>
@@ -56,6 +57,7 @@ struct conn {
     bool busy;    /* the handler owns a request, or its response is being written */
     bool counted; /* counts toward max_connections */
     bool reading;
+    bool read_paused; /* reading was stopped by the global pause (memory limiter) */
     bool lingering; /* final response written; draining input until close */
     bool closing;
 };
@@ -362,6 +364,10 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 static void read_start(conn *c)
 {
     if (c->reading || c->closing) return;
+    if (pc_http_servers_paused()) { /* resumed by on_pause when memory falls */
+        c->read_paused = true;
+        return;
+    }
     int rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     if (rc < 0) {
         conn_close(c);
@@ -702,6 +708,22 @@ static int resolve_bind(const char *host, int port, struct sockaddr_storage *ss)
     return 0;
 }
 
+/* The memory limiter's global pause: stop reading every connection, or resume them. */
+static void on_pause(void *arg, int paused)
+{
+    pc_http_server *s = arg;
+    for (conn *c = s->conns; c; c = c->next) {
+        if (paused && c->reading) {
+            uv_read_stop((uv_stream_t *)&c->tcp);
+            c->reading = false;
+            c->read_paused = true;
+        } else if (!paused && c->read_paused) {
+            c->read_paused = false;
+            read_start(c);
+        }
+    }
+}
+
 int pc_http_server_start(pc_http_server *s, char *err, size_t errlen)
 {
     const char *h = s->host;
@@ -731,6 +753,7 @@ int pc_http_server_start(pc_http_server *s, char *err, size_t errlen)
         s->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
                                                 : ((struct sockaddr_in6 *)&ss)->sin6_port);
     s->started = true;
+    pc_http_pause_register(on_pause, s);
     char bound[80];
     format_addr((struct sockaddr *)&ss, bound, sizeof bound);
     PC_INFO(s->log_id, "listening on http://%s", bound);
@@ -753,6 +776,7 @@ void pc_http_server_shutdown(pc_http_server *s, void (*done)(void *arg), void *a
 {
     if (s->shutting_down) return;
     s->shutting_down = true;
+    pc_http_pause_unregister(s);
     s->done = done;
     s->done_arg = arg;
     /* busy connections close once their response is written (with Connection: close) */

@@ -295,8 +295,10 @@ static void ingest_work(job *j)
                             .n_attrs = na,
                             .scope_name = scope,
                             .scope_version = scope_ver};
+        /* As Pyroscope answers (spec §1.6, §1.8): an unknown type suffix in the name is a bad
+         * name (400); a text parse error such as a bad count is an undecodable profile (422). */
         if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, j->err, sizeof j->err))
-            FAIL_KEEP(j, 400);
+            FAIL_KEEP(j, strncmp(j->err, "unknown profile type", 20) == 0 ? 400 : 422);
         if (svc != name.app) { /* explicit service name label overrides the app name */
             pc_keyvalue *kv = j->batch->req->resource_profiles[0]->resource->attributes[0];
             kv->value->string_value = pc_arena_strndup(j->batch->arena, svc, strlen(svc));

@@ -1,0 +1,303 @@
+/* gRPC framing, compression, status, timeout and status-details helpers (see grpc.h). The wire
+ * rules are gRPC's PROTOCOL-HTTP2.md. */
+#include "net/grpc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "net/gzip.h"
+#include "pipeline/log.h"
+#include "rpc_status.pb-c.h"
+
+static const char *const code_names[] = {
+    "OK",        "CANCELLED",         "UNKNOWN",        "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",   "UNIMPLEMENTED",      "INTERNAL",
+    "UNAVAILABLE", "DATA_LOSS",       "UNAUTHENTICATED",
+};
+
+const char *pc_grpc_code_name(int code)
+{
+    if (code < 0 || code > PC_GRPC_UNAUTHENTICATED) return "UNKNOWN";
+    return code_names[code];
+}
+
+int pc_grpc_code_from_http(int http_status)
+{
+    switch (http_status) {
+    case 400: return PC_GRPC_INTERNAL;
+    case 401: return PC_GRPC_UNAUTHENTICATED;
+    case 403: return PC_GRPC_PERMISSION_DENIED;
+    case 404: return PC_GRPC_UNIMPLEMENTED;
+    case 429:
+    case 502:
+    case 503:
+    case 504: return PC_GRPC_UNAVAILABLE;
+    default: return PC_GRPC_UNKNOWN;
+    }
+}
+
+void pc_grpc_frame(const void *msg, size_t len, bool compressed, pc_buf *out)
+{
+    uint8_t p[PC_GRPC_PREFIX] = {compressed ? 1 : 0, (uint8_t)(len >> 24), (uint8_t)(len >> 16),
+                                 (uint8_t)(len >> 8), (uint8_t)len};
+    pc_buf_reserve(out, PC_GRPC_PREFIX + len);
+    pc_buf_append(out, p, sizeof p);
+    if (len) pc_buf_append(out, msg, len);
+}
+
+int pc_grpc_unframe(const uint8_t *body, size_t len, size_t max_len, const uint8_t **msg,
+                    size_t *msg_len, bool *compressed, char *err, size_t errlen)
+{
+    if (len < PC_GRPC_PREFIX) {
+        snprintf(err, errlen, len ? "truncated gRPC message prefix" : "no request message");
+        return PC_GRPC_FRAME_MALFORMED;
+    }
+    if (body[0] > 1) {
+        snprintf(err, errlen, "invalid gRPC compressed flag %u", body[0]);
+        return PC_GRPC_FRAME_MALFORMED;
+    }
+    uint64_t n = (uint64_t)body[1] << 24 | (uint64_t)body[2] << 16 | (uint64_t)body[3] << 8 | body[4];
+    if (n > max_len) {
+        snprintf(err, errlen, "gRPC message of %llu bytes exceeds the limit of %zu bytes",
+                 (unsigned long long)n, max_len);
+        return PC_GRPC_FRAME_TOO_LARGE;
+    }
+    if (n > len - PC_GRPC_PREFIX) {
+        snprintf(err, errlen, "truncated gRPC message (%llu bytes declared, %zu received)",
+                 (unsigned long long)n, len - PC_GRPC_PREFIX);
+        return PC_GRPC_FRAME_MALFORMED;
+    }
+    if (n < len - PC_GRPC_PREFIX) {
+        snprintf(err, errlen, "more than one request message");
+        return PC_GRPC_FRAME_MALFORMED;
+    }
+    *msg = body + PC_GRPC_PREFIX;
+    *msg_len = (size_t)n;
+    *compressed = body[0] == 1;
+    return PC_GRPC_FRAME_OK;
+}
+
+int pc_grpc_decompress(const uint8_t *msg, size_t len, bool compressed, const char *encoding,
+                       size_t max_len, pc_buf *out, char *err, size_t errlen)
+{
+    out->len = 0;
+    if (!compressed) {
+        if (len > max_len) {
+            snprintf(err, errlen, "message of %zu bytes exceeds the limit of %zu bytes", len,
+                     max_len);
+            return PC_GRPC_RESOURCE_EXHAUSTED;
+        }
+        pc_buf_append(out, msg, len);
+        return PC_GRPC_OK;
+    }
+    if (!encoding || !*encoding || strcasecmp(encoding, "identity") == 0) {
+        snprintf(err, errlen, "compressed message without grpc-encoding");
+        return PC_GRPC_INTERNAL;
+    }
+    if (strcasecmp(encoding, "gzip") != 0 && strcasecmp(encoding, "deflate") != 0) {
+        snprintf(err, errlen, "unsupported grpc-encoding \"%.40s\" (supported: gzip)", encoding);
+        return PC_GRPC_UNIMPLEMENTED;
+    }
+    int rc = pc_gzip_inflate(msg, len, max_len, out);
+    if (rc == PC_GZ_TOO_LARGE) {
+        snprintf(err, errlen, "decompressed message exceeds the limit of %zu bytes", max_len);
+        return PC_GRPC_RESOURCE_EXHAUSTED;
+    }
+    if (rc != PC_GZ_OK) {
+        snprintf(err, errlen, "invalid %s message", encoding);
+        return PC_GRPC_INTERNAL;
+    }
+    return PC_GRPC_OK;
+}
+
+/* ---- grpc-message ---- */
+
+char *pc_grpc_message_encode(const char *msg)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(msg);
+    char *out = pc_xmalloc(n * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p >= 0x20 && *p <= 0x7e && *p != '%') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+char *pc_grpc_message_decode(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = pc_xmalloc(n + 1), *o = out;
+    for (size_t i = 0; i < n; i++) {
+        int hi, lo;
+        if (s[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
+            (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+            *o++ = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            *o++ = s[i];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* ---- grpc-timeout ---- */
+
+int pc_grpc_timeout_parse(const char *s, uint64_t *ms)
+{
+    size_t nd = strspn(s, "0123456789");
+    if (nd < 1 || nd > 8 || !s[nd] || s[nd + 1]) return -1;
+    uint64_t v = strtoull(s, NULL, 10);
+    switch (s[nd]) {
+    case 'H': *ms = v * 3600000; break;
+    case 'M': *ms = v * 60000; break;
+    case 'S': *ms = v * 1000; break;
+    case 'm': *ms = v; break;
+    case 'u': *ms = (v + 999) / 1000; break;
+    case 'n': *ms = (v + 999999) / 1000000; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+void pc_grpc_timeout_format(uint64_t ms, char *out, size_t outlen)
+{
+    /* at most 8 digits: pick the finest unit that fits */
+    if (ms <= 99999999) snprintf(out, outlen, "%llum", (unsigned long long)ms);
+    else if (ms / 1000 <= 99999999) snprintf(out, outlen, "%lluS", (unsigned long long)(ms / 1000));
+    else if (ms / 60000 <= 99999999) snprintf(out, outlen, "%lluM", (unsigned long long)(ms / 60000));
+    else snprintf(out, outlen, "%lluH", (unsigned long long)(ms / 3600000 > 99999999 ? 99999999 : ms / 3600000));
+}
+
+/* ---- base64 ---- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *pc_base64_encode(const uint8_t *p, size_t n)
+{
+    char *out = pc_xmalloc(n / 3 * 4 + 5), *o = out;
+    size_t i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        *o++ = b64[v >> 18];
+        *o++ = b64[(v >> 12) & 63];
+        *o++ = b64[(v >> 6) & 63];
+        *o++ = b64[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        *o++ = b64[v >> 18];
+        *o++ = b64[(v >> 12) & 63];
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
+        *o++ = b64[v >> 18];
+        *o++ = b64[(v >> 12) & 63];
+        *o++ = b64[(v >> 6) & 63];
+    }
+    *o = 0;
+    return out;
+}
+
+static int b64val(int ch)
+{
+    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+    if (ch == '+' || ch == '-') return 62;
+    if (ch == '/' || ch == '_') return 63;
+    return -1;
+}
+
+int pc_base64_decode(const char *s, pc_buf *out)
+{
+    size_t n = strlen(s);
+    while (n && s[n - 1] == '=') n--;
+    if (n % 4 == 1) return -1;
+    out->len = 0;
+    pc_buf_reserve(out, n / 4 * 3 + 3);
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64val((unsigned char)s[i]);
+        if (v < 0) return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            uint8_t b = (uint8_t)(acc >> bits);
+            pc_buf_append(out, &b, 1);
+        }
+    }
+    return 0;
+}
+
+/* ---- status details ---- */
+
+char *pc_grpc_status_details(int code, const char *msg, int64_t retry_delay_ms)
+{
+    Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
+    Google__Rpc__RetryInfo ri = GOOGLE__RPC__RETRY_INFO__INIT;
+    Google__Protobuf__Duration d = GOOGLE__PROTOBUF__DURATION__INIT;
+    Google__Protobuf__Any any = GOOGLE__PROTOBUF__ANY__INIT, *details[1] = {&any};
+    uint8_t *ri_buf = NULL;
+    st.code = code;
+    st.message = (char *)(msg ? msg : "");
+    if (retry_delay_ms >= 0) {
+        d.seconds = retry_delay_ms / 1000;
+        d.nanos = (int32_t)(retry_delay_ms % 1000) * 1000000;
+        ri.retry_delay = &d;
+        ri_buf = pc_xmalloc(google__rpc__retry_info__get_packed_size(&ri) + 1);
+        any.value.len = google__rpc__retry_info__pack(&ri, ri_buf);
+        any.value.data = ri_buf;
+        any.type_url = PC_GRPC_RETRY_INFO_TYPE;
+        st.n_details = 1;
+        st.details = details;
+    }
+    uint8_t *buf = pc_xmalloc(google__rpc__status__get_packed_size(&st) + 1);
+    size_t n = google__rpc__status__pack(&st, buf);
+    char *out = pc_base64_encode(buf, n);
+    free(buf);
+    free(ri_buf);
+    return out;
+}
+
+int64_t pc_grpc_status_details_retry_delay(const char *b64s)
+{
+    pc_buf raw = {0};
+    int64_t ms = -1;
+    if (pc_base64_decode(b64s, &raw) == 0) {
+        Google__Rpc__Status *st = google__rpc__status__unpack(NULL, raw.len, raw.data);
+        for (size_t i = 0; st && i < st->n_details; i++) {
+            const Google__Protobuf__Any *a = st->details[i];
+            if (strcmp(a->type_url, PC_GRPC_RETRY_INFO_TYPE) != 0) continue;
+            Google__Rpc__RetryInfo *ri =
+                google__rpc__retry_info__unpack(NULL, a->value.len, a->value.data);
+            if (ri && ri->retry_delay && ri->retry_delay->seconds >= 0 &&
+                ri->retry_delay->seconds < 86400 * 365 && ri->retry_delay->nanos >= 0)
+                ms = ri->retry_delay->seconds * 1000 + (ri->retry_delay->nanos + 999999) / 1000000;
+            if (ri) google__rpc__retry_info__free_unpacked(ri, NULL);
+            break;
+        }
+        if (st) google__rpc__status__free_unpacked(st, NULL);
+    }
+    pc_buf_free(&raw);
+    return ms;
+}

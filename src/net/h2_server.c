@@ -1,0 +1,763 @@
+/* The HTTP/2 server (see h2_server.h): libuv sockets and timers, nghttp2 for the protocol.
+ *
+ * Bytes from uv_read go to nghttp2_session_mem_recv; its callbacks build one h2stream per
+ * request stream. A stream whose request is complete (END_STREAM) is marked ready and handed to
+ * the handler after mem_recv returns, never from inside nghttp2. Output is pulled with
+ * nghttp2_session_mem_send into one uv_write at a time (a peer that stops reading stops costing
+ * us more than what nghttp2 queues, which it bounds itself).
+ *
+ * Lifetimes: a connection is freed when its refcount drops to zero; the two handles and every
+ * dispatched, unanswered call hold a reference. A stream is freed when nghttp2 closes it, except
+ * that a dispatched call lives on until pc_h2_respond. */
+#include "net/h2_server.h"
+
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pdata/pdata.h"
+#include "pipeline/log.h"
+
+enum {
+    READ_CHUNK = 64 * 1024,
+    WRITE_CHUNK = 256 * 1024,   /* gathered from mem_send per uv_write */
+    STREAM_WINDOW = 1 << 20,    /* SETTINGS_INITIAL_WINDOW_SIZE */
+    ACCEPT_LOG_EVERY_MS = 5000, /* accept errors come in storms (EMFILE); log a summary */
+};
+
+typedef struct h2conn h2conn;
+typedef struct h2stream h2stream;
+
+struct h2stream {
+    pc_h2_call call; /* first: a call pointer is a stream pointer */
+    h2conn *c;
+    h2stream *prev, *next;
+    int32_t id;
+    uint64_t start_ms;
+    char *method, *path;
+    size_t cap_hdrs, hdr_bytes;
+    pc_buf body;
+    bool ready;      /* request complete (or too large): hand to the handler */
+    bool dispatched; /* the handler owns it until pc_h2_respond */
+    bool responded;
+    bool ng_closed;   /* nghttp2 closed the stream */
+    bool remote_done; /* the peer sent END_STREAM */
+    /* the response body and trailers, read by nghttp2 while it sends */
+    uint8_t *resp;
+    size_t resp_len, resp_off;
+    nghttp2_nv *trl;
+    size_t n_trl;
+};
+
+struct h2conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    pc_h2_server *s;
+    h2conn *prev, *next;
+    int refs;
+    nghttp2_session *ng;
+    char peer[64];
+    h2stream *streams;
+    size_t buffered; /* body bytes held by this connection's streams */
+    uint64_t idle_since, write_since;
+    bool counted, writing, closing, dispatching;
+};
+
+struct pc_h2_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    pc_h2_server_opts o;
+    char *host, *log_id;
+    pc_h2_handler handler;
+    void *arg;
+    int port;
+    h2conn *conns;
+    unsigned n_active;
+    bool started, shutting_down, listener_closed;
+    void (*done)(void *arg);
+    void *done_arg;
+    uint64_t accept_log_ms;
+    unsigned accept_errs;
+    nghttp2_session_callbacks *cbs;
+    nghttp2_option *opt;
+    char rbuf[READ_CHUNK]; /* shared: the loop thread consumes each read before the next */
+};
+
+static void conn_close(h2conn *c);
+static void conn_flush(h2conn *c);
+static void conn_timer_update(h2conn *c);
+
+/* ---- helpers (the HTTP/1.1 server has the same two; both are small) ---- */
+
+static void format_addr(const struct sockaddr *sa, char *out, size_t n)
+{
+    char ip[64] = "?";
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+        uv_ip4_name(a, ip, sizeof ip);
+        snprintf(out, n, "%s:%d", ip, ntohs(a->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+        uv_ip6_name(a, ip, sizeof ip);
+        snprintf(out, n, "[%s]:%d", ip, ntohs(a->sin6_port));
+    } else {
+        snprintf(out, n, "?");
+    }
+}
+
+/* "localhost" means the IPv4 loopback, as for the HTTP server. */
+static int resolve_bind(uv_loop_t *loop, const char *host, int port, struct sockaddr_storage *ss)
+{
+    char h[256];
+    snprintf(h, sizeof h, "%s", host);
+    size_t n = strlen(h);
+    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+        memmove(h, h + 1, n - 2);
+        h[n - 2] = 0;
+    }
+    if (strcmp(h, "localhost") == 0) snprintf(h, sizeof h, "127.0.0.1");
+    if (uv_ip4_addr(h, port, (struct sockaddr_in *)ss) == 0) return 0;
+    if (uv_ip6_addr(h, port, (struct sockaddr_in6 *)ss) == 0) return 0;
+    uv_getaddrinfo_t gr; /* a host name: resolved once at startup, synchronously */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    int rc = uv_getaddrinfo(loop, &gr, NULL, h, NULL, &hints);
+    if (rc < 0) return rc;
+    memcpy(ss, gr.addrinfo->ai_addr, gr.addrinfo->ai_addrlen);
+    uv_freeaddrinfo(gr.addrinfo);
+    if (ss->ss_family == AF_INET) ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    else ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    return 0;
+}
+
+static nghttp2_nv mknv(const char *name, const char *value)
+{
+    return (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
+                        NGHTTP2_NV_FLAG_NONE};
+}
+
+/* ---- streams ---- */
+
+static h2stream *stream_new(h2conn *c, int32_t id)
+{
+    h2stream *st = pc_xcalloc(1, sizeof *st);
+    st->c = c;
+    st->id = id;
+    st->start_ms = uv_now(c->s->loop);
+    snprintf(st->call.peer, sizeof st->call.peer, "%s", c->peer);
+    st->next = c->streams;
+    if (c->streams) c->streams->prev = st;
+    c->streams = st;
+    return st;
+}
+
+static void stream_drop_body(h2stream *st)
+{
+    st->c->buffered -= st->body.len;
+    pc_buf_free(&st->body);
+}
+
+static void stream_free(h2stream *st)
+{
+    h2conn *c = st->c;
+    if (st->prev) st->prev->next = st->next;
+    else c->streams = st->next;
+    if (st->next) st->next->prev = st->prev;
+    stream_drop_body(st);
+    for (size_t i = 0; i < st->call.n_headers; i++) {
+        free((char *)st->call.headers[i].name);
+        free((char *)st->call.headers[i].value);
+    }
+    free(st->call.headers);
+    for (size_t i = 0; i < st->n_trl; i++) {
+        free(st->trl[i].name);
+        free(st->trl[i].value);
+    }
+    free(st->trl);
+    free(st->resp);
+    free(st->method);
+    free(st->path);
+    free(st);
+}
+
+/* ---- connection teardown ---- */
+
+static void server_maybe_done(pc_h2_server *s)
+{
+    if (!s->shutting_down || s->conns || !s->listener_closed) return;
+    void (*done)(void *) = s->done;
+    void *arg = s->done_arg;
+    PC_INFO(s->log_id, "gRPC server stopped");
+    nghttp2_session_callbacks_del(s->cbs);
+    nghttp2_option_del(s->opt);
+    free(s->host);
+    free(s->log_id);
+    free(s);
+    if (done) done(arg);
+}
+
+static void conn_free(h2conn *c)
+{
+    pc_h2_server *s = c->s;
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    nghttp2_session_del(c->ng);
+    c->ng = NULL;
+    while (c->streams) stream_free(c->streams); /* none is dispatched: those hold references */
+    free(c);
+    server_maybe_done(s);
+}
+
+static void conn_unref(h2conn *c)
+{
+    if (--c->refs == 0) conn_free(c);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    conn_unref(h->data);
+}
+
+static void conn_close(h2conn *c)
+{
+    if (c->closing) return;
+    c->closing = true;
+    if (c->counted) {
+        c->counted = false;
+        c->s->n_active--;
+    }
+    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+/* ---- nghttp2 callbacks ---- */
+
+static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    h2conn *c = ud;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    h2stream *st = stream_new(c, f->hd.stream_id);
+    nghttp2_session_set_stream_user_data(ng, f->hd.stream_id, st);
+    return 0;
+}
+
+static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud)
+{
+    h2conn *c = ud;
+    (void)flags;
+    h2stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (!st || st->dispatched) return 0;
+    st->hdr_bytes += namelen + valuelen + 32; /* RFC 9113's accounting for header list size */
+    if (st->hdr_bytes > c->s->o.max_header_bytes) {
+        PC_DEBUG(c->s->log_id, "%s: stream %d: headers exceed %zu bytes", c->peer, st->id,
+                 c->s->o.max_header_bytes);
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                  NGHTTP2_ENHANCE_YOUR_CALM);
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: not used */
+    if (namelen && name[0] == ':') {
+        char **slot = NULL;
+        if (namelen == 7 && !memcmp(name, ":method", 7)) slot = &st->method;
+        else if (namelen == 5 && !memcmp(name, ":path", 5)) slot = &st->path;
+        if (slot && !*slot) *slot = strndup((const char *)value, valuelen);
+        return 0;
+    }
+    if (st->call.n_headers == st->cap_hdrs) {
+        st->cap_hdrs = st->cap_hdrs ? st->cap_hdrs * 2 : 8;
+        st->call.headers = pc_xrealloc(st->call.headers, st->cap_hdrs * sizeof(pc_h2_header));
+    }
+    pc_h2_header *h = &st->call.headers[st->call.n_headers++];
+    h->name = strndup((const char *)name, namelen); /* nghttp2 checked: lower-case, no NUL */
+    h->value = strndup((const char *)value, valuelen);
+    if (!h->name || !h->value) abort();
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *ud)
+{
+    h2conn *c = ud;
+    (void)flags;
+    h2stream *st = nghttp2_session_get_stream_user_data(ng, id);
+    if (!st || st->dispatched || st->call.too_large) return 0; /* discarded */
+    const pc_h2_server_opts *o = &c->s->o;
+    if (st->body.len + len > o->max_body_bytes || c->buffered + len > o->max_conn_body_bytes) {
+        PC_DEBUG(c->s->log_id, "%s: stream %d: body over the %s limit", c->peer, id,
+                 st->body.len + len > o->max_body_bytes ? "call" : "connection");
+        stream_drop_body(st);
+        st->call.too_large = true;
+        st->ready = true; /* answered now; the rest of the body is dropped as it comes */
+        return 0;
+    }
+    pc_buf_append(&st->body, data, len);
+    c->buffered += len;
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    (void)ud;
+    if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
+        !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    h2stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (!st) return 0;
+    st->remote_done = true;
+    if (!st->dispatched) st->ready = true;
+    return 0;
+}
+
+/* A response that ended before the request did: tell the peer to stop sending (RFC 9113
+ * §8.1: RST_STREAM with NO_ERROR after a complete response). */
+static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    (void)ud;
+    if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
+        !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    h2stream *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (st && !st->remote_done)
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void *ud)
+{
+    h2conn *c = ud;
+    h2stream *st = nghttp2_session_get_stream_user_data(ng, id);
+    if (!st) return 0;
+    nghttp2_session_set_stream_user_data(ng, id, NULL);
+    st->ng_closed = true;
+    if (code != NGHTTP2_NO_ERROR && !st->responded)
+        PC_DEBUG(c->s->log_id, "%s: stream %d reset: %s", c->peer, id,
+                 nghttp2_http2_strerror(code));
+    if (!st->dispatched || st->responded) stream_free(st);
+    return 0;
+}
+
+static ssize_t resp_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
+                         uint32_t *flags, nghttp2_data_source *src, void *ud)
+{
+    h2stream *st = src->ptr;
+    (void)ud;
+    size_t n = st->resp_len - st->resp_off;
+    if (n > length) n = length;
+    if (n) memcpy(buf, st->resp + st->resp_off, n);
+    st->resp_off += n;
+    if (st->resp_off == st->resp_len) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (st->n_trl) {
+            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+            if (nghttp2_submit_trailer(ng, id, st->trl, st->n_trl) != 0)
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
+    }
+    return (ssize_t)n;
+}
+
+/* ---- dispatching ---- */
+
+static void dispatch_ready(h2conn *c)
+{
+    /* A handler may answer synchronously; c->dispatching keeps that answer from running
+     * nghttp2 (whose callbacks free streams) until we are done walking the list. Rescanning from
+     * the head is O(streams^2) with streams <= max_concurrent_streams: cheap. */
+    c->dispatching = true;
+    for (;;) {
+        h2stream *st = c->streams;
+        while (st && (!st->ready || st->dispatched)) st = st->next;
+        if (!st || c->closing) break;
+        st->dispatched = true;
+        c->refs++; /* held by the call until pc_h2_respond */
+        st->call.method = st->method ? st->method : "";
+        st->call.path = st->path ? st->path : "";
+        if (!st->body.data) pc_buf_reserve(&st->body, 1);
+        st->call.body = st->body.data;
+        st->call.body_len = st->body.len;
+        c->s->handler(&st->call, c->s->arg);
+    }
+    c->dispatching = false;
+}
+
+const char *pc_h2_call_header(const pc_h2_call *call, const char *name)
+{
+    for (size_t i = 0; i < call->n_headers; i++)
+        if (strcasecmp(call->headers[i].name, name) == 0) return call->headers[i].value;
+    return NULL;
+}
+
+void pc_h2_respond(pc_h2_call *call, int status, const pc_h2_header *headers, size_t n_headers,
+                   const void *body, size_t len, const pc_h2_header *trailers, size_t n_trailers)
+{
+    h2stream *st = (h2stream *)call;
+    h2conn *c = st->c;
+    st->responded = true;
+    stream_drop_body(st); /* the request body is no longer needed */
+    if (st->ng_closed || c->closing) { /* the peer went away: drop the answer */
+        if (st->ng_closed) stream_free(st); /* else conn_free frees it */
+        conn_unref(c);
+        return;
+    }
+    char sbuf[8];
+    snprintf(sbuf, sizeof sbuf, "%d", status);
+    bool trailers_only = !body && n_trailers;
+    size_t n = 1 + n_headers + (trailers_only ? n_trailers : 0);
+    nghttp2_nv *nva = pc_xmalloc(n * sizeof *nva);
+    size_t k = 0;
+    nva[k++] = mknv(":status", sbuf);
+    for (size_t i = 0; i < n_headers; i++) nva[k++] = mknv(headers[i].name, headers[i].value);
+    int rc;
+    if (trailers_only) {
+        for (size_t i = 0; i < n_trailers; i++)
+            nva[k++] = mknv(trailers[i].name, trailers[i].value);
+        rc = nghttp2_submit_response(c->ng, st->id, nva, k, NULL);
+    } else {
+        if (len) {
+            st->resp = pc_xmalloc(len);
+            memcpy(st->resp, body, len);
+        }
+        st->resp_len = len;
+        st->n_trl = n_trailers;
+        st->trl = n_trailers ? pc_xcalloc(n_trailers, sizeof *st->trl) : NULL;
+        for (size_t i = 0; i < n_trailers; i++) {
+            st->trl[i] = mknv(trailers[i].name, trailers[i].value);
+            st->trl[i].name = (uint8_t *)pc_xstrdup(trailers[i].name);
+            st->trl[i].value = (uint8_t *)pc_xstrdup(trailers[i].value);
+        }
+        nghttp2_data_provider prd = {.source.ptr = st, .read_callback = resp_read};
+        rc = nghttp2_submit_response(c->ng, st->id, nva, k, &prd);
+    }
+    free(nva);
+    if (rc != 0) {
+        PC_DEBUG(c->s->log_id, "%s: stream %d: cannot respond: %s", c->peer, st->id,
+                 nghttp2_strerror(rc));
+        nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+    }
+    if (!c->dispatching) { /* else on_read flushes once every call is handed over */
+        conn_flush(c);
+        conn_timer_update(c);
+    }
+    conn_unref(c);
+}
+
+/* ---- writing ---- */
+
+typedef struct wreq {
+    uv_write_t w;
+    h2conn *c;
+    size_t len;
+    uint8_t data[];
+} wreq;
+
+static void on_written(uv_write_t *w, int status)
+{
+    wreq *wr = (wreq *)w;
+    h2conn *c = wr->c;
+    free(wr);
+    c->writing = false;
+    if (status < 0) {
+        PC_DEBUG(c->s->log_id, "write to %s: %s", c->peer, uv_strerror(status));
+        conn_close(c);
+    } else {
+        conn_flush(c);
+        conn_timer_update(c);
+    }
+    conn_unref(c);
+}
+
+static void conn_flush(h2conn *c)
+{
+    if (c->closing || c->writing || !c->ng) return;
+    pc_buf out = {0};
+    while (out.len < WRITE_CHUNK) {
+        const uint8_t *d;
+        ssize_t n = nghttp2_session_mem_send(c->ng, &d);
+        if (n < 0) {
+            PC_DEBUG(c->s->log_id, "%s: %s", c->peer, nghttp2_strerror((int)n));
+            pc_buf_free(&out);
+            conn_close(c);
+            return;
+        }
+        if (n == 0) break;
+        pc_buf_append(&out, d, (size_t)n);
+    }
+    if (!out.len) {
+        /* nothing to send, nothing more to read: after a GOAWAY, every stream done */
+        if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng))
+            conn_close(c);
+        return;
+    }
+    wreq *wr = pc_xmalloc(sizeof *wr + out.len);
+    wr->c = c;
+    wr->len = out.len;
+    memcpy(wr->data, out.data, out.len);
+    pc_buf_free(&out);
+    uv_buf_t b = uv_buf_init((char *)wr->data, (unsigned)wr->len);
+    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+    if (rc < 0) {
+        PC_DEBUG(c->s->log_id, "write to %s: %s", c->peer, uv_strerror(rc));
+        free(wr);
+        conn_close(c);
+        return;
+    }
+    c->refs++;
+    c->writing = true;
+    c->write_since = uv_now(c->s->loop);
+}
+
+/* ---- timers: stalled requests, idle connections, peers that do not read ---- */
+
+static void on_timer(uv_timer_t *t)
+{
+    h2conn *c = t->data;
+    if (c->closing) return;
+    const pc_h2_server_opts *o = &c->s->o;
+    uint64_t now = uv_now(c->s->loop);
+    if (c->writing && now - c->write_since >= o->idle_timeout_ms) {
+        PC_DEBUG(c->s->log_id, "%s: not reading our writes, closing", c->peer);
+        conn_close(c);
+        return;
+    }
+    if (!c->streams && now - c->idle_since >= o->idle_timeout_ms) {
+        PC_DEBUG(c->s->log_id, "%s: idle, closing", c->peer);
+        nghttp2_session_terminate_session(c->ng, NGHTTP2_NO_ERROR); /* GOAWAY, then close */
+    }
+    for (h2stream *st = c->streams; st; st = st->next)
+        if (!st->dispatched && !st->ng_closed && now - st->start_ms >= o->read_timeout_ms) {
+            PC_DEBUG(c->s->log_id, "%s: stream %d not received in time", c->peer, st->id);
+            nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+        }
+    conn_flush(c);
+    conn_timer_update(c);
+}
+
+static void conn_timer_update(h2conn *c)
+{
+    if (c->closing) return;
+    const pc_h2_server_opts *o = &c->s->o;
+    uint64_t now = uv_now(c->s->loop), due = UINT64_MAX;
+    if (!c->streams) {
+        if (!c->idle_since) c->idle_since = now;
+        due = c->idle_since + o->idle_timeout_ms;
+    } else {
+        c->idle_since = 0;
+    }
+    for (h2stream *st = c->streams; st; st = st->next)
+        if (!st->dispatched && !st->ng_closed && st->start_ms + o->read_timeout_ms < due)
+            due = st->start_ms + o->read_timeout_ms;
+    if (c->writing && c->write_since + o->idle_timeout_ms < due)
+        due = c->write_since + o->idle_timeout_ms;
+    if (due == UINT64_MAX) {
+        uv_timer_stop(&c->timer);
+        return;
+    }
+    uv_timer_start(&c->timer, on_timer, due > now ? due - now : 0, 0);
+}
+
+/* ---- reading ---- */
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    h2conn *c = h->data;
+    *buf = uv_buf_init(c->s->rbuf, sizeof c->s->rbuf);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    h2conn *c = stream->data;
+    if (nread < 0) {
+        if (nread != UV_EOF)
+            PC_DEBUG(c->s->log_id, "read from %s: %s", c->peer, uv_strerror((int)nread));
+        conn_close(c);
+        return;
+    }
+    if (nread == 0 || c->closing) return;
+    c->refs++; /* a synchronous answer must not free c under us */
+    ssize_t rv = nghttp2_session_mem_recv(c->ng, (const uint8_t *)buf->base, (size_t)nread);
+    if (rv < 0) {
+        PC_DEBUG(c->s->log_id, "%s: %s", c->peer, nghttp2_strerror((int)rv));
+        if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)
+            PC_INFO(c->s->log_id, "%s: not an HTTP/2 (h2c prior knowledge) client, closing",
+                    c->peer);
+        conn_close(c);
+    } else {
+        dispatch_ready(c);
+        conn_flush(c);
+        conn_timer_update(c);
+    }
+    conn_unref(c);
+}
+
+/* ---- accepting ---- */
+
+static void accept_error(pc_h2_server *s, int status)
+{
+    s->accept_errs++;
+    uint64_t now = uv_now(s->loop);
+    if (s->accept_log_ms && now - s->accept_log_ms < ACCEPT_LOG_EVERY_MS) return;
+    PC_ERROR(s->log_id, "accept: %s (%u errors since last report)", uv_strerror(status),
+             s->accept_errs);
+    s->accept_errs = 0;
+    s->accept_log_ms = now ? now : 1;
+}
+
+static void on_connection(uv_stream_t *ls, int status)
+{
+    pc_h2_server *s = ls->data;
+    if (status < 0) {
+        accept_error(s, status);
+        return;
+    }
+    h2conn *c = pc_xcalloc(1, sizeof *c);
+    c->s = s;
+    c->refs = 2; /* tcp and timer handles */
+    uv_tcp_init(s->loop, &c->tcp);
+    uv_timer_init(s->loop, &c->timer);
+    c->tcp.data = c->timer.data = c;
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    int rc = uv_accept(ls, (uv_stream_t *)&c->tcp);
+    if (rc < 0) {
+        accept_error(s, rc);
+        conn_close(c);
+        return;
+    }
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        format_addr((struct sockaddr *)&ss, c->peer, sizeof c->peer);
+    else
+        snprintf(c->peer, sizeof c->peer, "?");
+    if (s->n_active >= s->o.max_connections || s->shutting_down) {
+        if (!s->shutting_down)
+            PC_WARN(s->log_id, "connection limit %u reached, closing %s", s->o.max_connections,
+                    c->peer);
+        conn_close(c);
+        return;
+    }
+    s->n_active++;
+    c->counted = true;
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (nghttp2_session_server_new2(&c->ng, s->cbs, c, s->opt) != 0) {
+        conn_close(c);
+        return;
+    }
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->o.max_concurrent_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)s->o.max_header_bytes},
+    };
+    nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
+    size_t win = s->o.max_conn_body_bytes < (1u << 30) ? s->o.max_conn_body_bytes : (1u << 30);
+    if (win > 65535)
+        nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0, (int32_t)win);
+    rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    if (rc < 0) {
+        conn_close(c);
+        return;
+    }
+    conn_flush(c);
+    conn_timer_update(c);
+}
+
+/* ---- public API ---- */
+
+pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
+                               pc_h2_handler handler, void *arg)
+{
+    pc_h2_server *s = pc_xcalloc(1, sizeof *s);
+    s->loop = loop;
+    s->o = *opts;
+    s->host = pc_xstrdup(opts->host && opts->host[0] ? opts->host : "localhost");
+    s->log_id = pc_xstrdup(opts->log_id ? opts->log_id : "h2");
+    s->o.host = s->host;
+    s->o.log_id = s->log_id;
+    if (!s->o.max_body_bytes) s->o.max_body_bytes = (4u << 20) + 5;
+    if (!s->o.max_conn_body_bytes) s->o.max_conn_body_bytes = 4 * s->o.max_body_bytes;
+    if (!s->o.max_header_bytes) s->o.max_header_bytes = 64u << 10;
+    if (!s->o.max_concurrent_streams) s->o.max_concurrent_streams = 100;
+    if (!s->o.idle_timeout_ms) s->o.idle_timeout_ms = 300000;
+    if (!s->o.read_timeout_ms) s->o.read_timeout_ms = 30000;
+    if (!s->o.max_connections) s->o.max_connections = 1024;
+    s->handler = handler;
+    s->arg = arg;
+    uv_tcp_init(loop, &s->listener);
+    s->listener.data = s;
+    nghttp2_session_callbacks_new(&s->cbs);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(s->cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(s->cbs, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(s->cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(s->cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_frame_send_callback(s->cbs, on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(s->cbs, on_stream_close);
+    nghttp2_option_new(&s->opt);
+    return s;
+}
+
+int pc_h2_server_start(pc_h2_server *s, char *err, size_t errlen)
+{
+    const char *h = s->host;
+    bool v6 = strchr(h, ':') && h[0] != '[';
+    char where[300];
+    snprintf(where, sizeof where, "%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "", s->o.port);
+    if (s->started || s->shutting_down) {
+        snprintf(err, errlen, "listen %s: server already started", where);
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    int rc = resolve_bind(s->loop, h, s->o.port, &ss);
+    if (rc < 0) {
+        snprintf(err, errlen, "listen %s: cannot resolve host: %s", where, uv_strerror(rc));
+        return -1;
+    }
+    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
+    if (rc < 0) {
+        snprintf(err, errlen, "listen %s: %s", where, uv_strerror(rc));
+        return -1;
+    }
+    int len = sizeof ss;
+    if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len) == 0)
+        s->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    s->started = true;
+    return 0;
+}
+
+int pc_h2_server_port(const pc_h2_server *s)
+{
+    return s->port;
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    pc_h2_server *s = h->data;
+    s->listener_closed = true;
+    server_maybe_done(s);
+}
+
+void pc_h2_server_shutdown(pc_h2_server *s, void (*done)(void *arg), void *arg)
+{
+    if (s->shutting_down) return;
+    s->shutting_down = true;
+    s->done = done;
+    s->done_arg = arg;
+    /* GOAWAY: streams already started finish; the connection closes when none is left */
+    for (h2conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closing || !c->ng) continue;
+        nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(c->ng), NGHTTP2_NO_ERROR,
+                              NULL, 0);
+        conn_flush(c);
+    }
+    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+}

@@ -1,0 +1,312 @@
+#!/usr/bin/python3
+"""Real Pyroscope clients against profcol's pyroscope receiver.
+
+Node: the real @pyroscope/nodejs client (tests/e2e/node, installed with `npm ci` from the
+lockfile if node_modules is missing) profiles app.js (wall + heap, wrapWithLabels with trace_id
+/ span_id) and uploads to profcol through a recording proxy, so the test knows exactly what the
+client sent:
+  * pyroscope receiver -> otlphttp -> harness' recording sink: service.name, tags as resource
+    attributes, the client's scope, per sample type totals and every (stack, labels) -> value
+    equal to what the client sent, the client's functions, trace_id/span_id sample attributes;
+  * pyroscope receiver -> pyroscope exporter (protocol ingest and push) -> a recording
+    Pyroscope server that checks the protocol (spec/pyroscope.md §1-2): same checks on the
+    pprofs it receives, the client's tenant passed on (skipped while the exporter is a
+    placeholder).
+Go: a stdlib-only program (tests/e2e/go/uploader, built offline in a temp dir) profiles itself
+and uploads raw /ingest, multipart /ingest and Connect Push; what reaches the OTLP sink per
+upload and sample type equals what `go tool pprof -raw` reads from the same files."""
+
+import collections
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import pyro_support as ps  # noqa: E402
+
+NODE_APP = "nodeapp"
+# @pyroscope/nodejs 0.6.4: wall from the time profiler, in-use heap from the heap profiler
+NODE_TYPES = {("samples", "count"), ("wall", "nanoseconds"), ("inuse_objects", "count"),
+              ("inuse_space", "bytes")}
+NODE_FUNCS = ("busyWork", "busyWorkInner", "busyWorkTraced", "allocateObjects")
+GO_CPU_TYPES = {("samples", "count"), ("cpu", "nanoseconds")}
+GO_HEAP_TYPES = {("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"),
+                 ("inuse_space", "bytes")}
+
+
+def node_client_version():
+    with open(os.path.join(ps.NODE_DIR, "node_modules", "@pyroscope", "nodejs",
+                           "package.json")) as f:
+        return json.load(f)["version"]
+
+
+def has_func(names, fn):
+    """Node function names look like './app.js:busyWork:34'; Go ones like 'main.busyLoop'."""
+    pat = re.compile(r"(^|[:/. ])%s(:|$)" % re.escape(fn))
+    return any(pat.search(n) for n in names)
+
+
+class NodeClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        ps.ensure_node_modules()
+        cls.version = node_client_version()
+
+    def setUp(self):
+        self.trace_id = secrets.token_hex(16)
+        self.span_id = secrets.token_hex(8)
+        self.tags = {"env": "e2e", "region": "eu-%d" % secrets.randbelow(100)}
+        self.tenant = "tenant-%s" % secrets.token_hex(3)
+        self.cleanups = []
+
+    def tearDown(self):
+        for fn in reversed(self.cleanups):
+            fn()
+
+    def start(self, config, port):
+        pc = h.Profcol(config, wait_ports=[port], name="pyro-node")
+        self.cleanups.append(pc.kill)
+        return pc.start()
+
+    def run_client(self, profcol_port):
+        """Run the Node app through a recording proxy; return the pprof views it sent (each
+        answered 200) and the records."""
+        rec = ps.Recorder(profcol_port).start()
+        self.cleanups.append(rec.stop)
+        out = ps.run_node_app(rec.url, NODE_APP, self.tags,
+                              {"trace_id": self.trace_id, "span_id": self.span_id},
+                              run_ms=2500, flush_ms=1000, tenant=self.tenant)
+        self.assertTrue(out["done"], out)
+        self.assertGreater(out["labelled"], 0, out)
+        records = rec.snapshot()
+        self.assertTrue(records, "the Node client sent nothing\n%s" % out["stderr"][-2000:])
+        for r in records:
+            self.assertEqual((r.method, r.path.split("?")[0], r.status), ("POST", "/ingest", 200),
+                             "%s %s -> %d %r" % (r.method, r.path, r.status, r.answer[:300]))
+            self.assertEqual(r.answer, b"", "Pyroscope answers 200 with an empty body")
+        views = [ps.pprof_view(r.body) for r in records]
+        sent_types = {t for v in views for t in v["types"]}
+        self.assertEqual(sent_types, NODE_TYPES, "the client's sample types changed?")
+        return views, records
+
+    def check_sent_vs_received(self, sent, got_by_type, where):
+        """Per sample type: total and every (stack, labels) -> value equal what was sent."""
+        want = ps.merge_views(sent)
+        self.assertEqual(set(got_by_type), set(want["totals"]), where)
+        for t in want["totals"]:
+            self.assertEqual(got_by_type[t]["total"], want["totals"][t], "%s %s total" % (where, t))
+            self.assertEqual(got_by_type[t]["samples"], want["samples"][t],
+                             "%s %s: samples differ from what the client sent" % (where, t))
+        for fn in NODE_FUNCS:
+            self.assertTrue(has_func(want["functions"], fn), "client did not report %s" % fn)
+        wall = got_by_type[("wall", "nanoseconds")]["samples"]
+        traced = [(names, attrs) for (names, attrs), v in wall.items()
+                  if ("trace_id", ("s", self.trace_id)) in attrs and
+                  ("span_id", ("s", self.span_id)) in attrs and v > 0]
+        self.assertTrue(traced, "%s: no wall sample carries trace_id/span_id" % where)
+        self.assertTrue(any(has_func(names, "busyWorkTraced") for names, _ in traced),
+                        "%s: no labelled sample inside busyWorkTraced" % where)
+        heap = got_by_type[("inuse_space", "bytes")]
+        self.assertTrue(has_func(heap["functions"], "allocateObjects"), where)
+        self.assertTrue(has_func(wall and got_by_type[("wall", "nanoseconds")]["functions"],
+                                 "busyWork"), where)
+
+    def test_node_client_to_otlp(self):
+        sink = h.Sink().start()
+        self.cleanups.append(sink.stop)
+        port = h.free_port()
+        pc = self.start(ps.pyroscope_to_otlp_config(port, sink.url), port)
+        sent, records = self.run_client(port)
+        want = ps.merge_views(sent)["totals"]
+
+        def arrived(reqs):
+            msgs = [r.message for r in reqs if r.message is not None]
+            got = {t: e["total"] for t, e in ps.by_type(ps.otlp_views(msgs)).items()}
+            return all(got.get(t, 0) >= v for t, v in want.items())
+
+        sink.wait_until(arrived, 15)
+        pc.stop()
+        views = ps.otlp_views(sink.messages())
+        self.assertTrue(views, "nothing reached the OTLP sink")
+        for v in views:
+            res = v["resource"]
+            self.assertEqual(res.get("service.name"), NODE_APP)
+            for k, val in self.tags.items():
+                self.assertEqual(res.get(k), val, "tag %s as a resource attribute" % k)
+            self.assertEqual(res.get("pyroscope.spy"), "nodespy")
+            self.assertEqual(res.get("process.runtime.name"), "nodejs")
+            self.assertNotIn("otel.scope.name", res)
+            self.assertEqual(v["scope"], ("com.grafana.pyroscope/nodejs", self.version))
+            self.assertGreater(v["time"], 0)
+        self.check_sent_vs_received(sent, ps.by_type(views), "OTLP sink")
+        # the tenant header travelled as metadata only: not as an attribute
+        self.assertFalse(any(self.tenant in repr(v["resource"]) for v in views))
+
+    @unittest.skipUnless(ps.exporter_available("protocol"),
+                         "pyroscope exporter not implemented yet (no 'protocol' key in "
+                         "`profcol components`)")
+    def test_node_client_through_pyroscope_exporter(self):
+        ingest_srv = ps.PyroscopeServer().start()
+        push_srv = ps.PyroscopeServer().start()
+        self.cleanups += [ingest_srv.stop, push_srv.stop]
+        port = h.free_port()
+        cfg = (ps.pyroscope_receiver_yaml(port) +
+               "exporters:\n"
+               "  pyroscope/ingest:\n    endpoint: %s\n    protocol: ingest\n"
+               "    tenant_from_request: true\n"
+               "  pyroscope/push:\n    endpoint: %s\n    protocol: push\n"
+               "    tenant_from_request: true\n"
+               "service:\n  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
+               "      exporters: [pyroscope/ingest, pyroscope/push]\n"
+               % (ingest_srv.url, push_srv.url))
+        pc = self.start(cfg, port)
+        sent, _ = self.run_client(port)
+        want = ps.merge_views(sent)["totals"]
+
+        def complete(uploads):
+            got = collections.Counter()
+            for u in uploads:
+                for p in u.profiles:
+                    got.update(ps.pprof_view(p)["totals"])
+            return all(got.get(t, 0) >= v for t, v in want.items())
+
+        for name, srv in (("ingest", ingest_srv), ("push", push_srv)):
+            srv.wait_until(complete, 20)
+        pc.stop()
+        for name, srv in (("ingest", ingest_srv), ("push", push_srv)):
+            with self.subTest(name):
+                self.assertEqual(srv.violations, [], "%s: protocol violations" % name)
+                uploads = srv.snapshot()
+                self.assertTrue(uploads, "%s: nothing arrived" % name)
+                got = {}
+                for u in uploads:
+                    self.assertEqual(u.app, NODE_APP, name)
+                    self.assertEqual(u.headers.get("x-scope-orgid"), self.tenant,
+                                     "%s: tenant_from_request" % name)
+                    for k, val in self.tags.items():
+                        self.assertEqual(u.labels.get(k), val, "%s: tag %s" % (name, k))
+                    if name == "ingest":
+                        self.assertTrue(u.kind.startswith("ingest"), u.kind)
+                        self.assertTrue(u.query.get("spyName"), "ingest without spyName")
+                    else:
+                        self.assertEqual(u.kind, "push")
+                        self.assertEqual(u.labels.get("service_name"), NODE_APP)
+                        self.assertIn(u.labels.get("__name__"), ("wall", "memory"), u.labels)
+                    for p in u.profiles:
+                        v = ps.pprof_view(p)
+                        for t in v["types"]:
+                            e = got.setdefault(t, {"total": 0, "samples": collections.Counter(),
+                                                   "functions": set()})
+                            e["total"] += v["totals"][t]
+                            e["samples"].update(v["samples"][t])
+                            e["functions"] |= v["functions"]
+                # labels the exporter adds to pprof samples from the resource are not the
+                # client's: compare only the client's own sample labels
+                client_keys = {k for v in sent for c in v["samples"].values()
+                               for (_, attrs) in c for k, _ in attrs}
+                for e in got.values():
+                    e["samples"] = collections.Counter(
+                        {(n, tuple(a for a in attrs if a[0] in client_keys)): val
+                         for (n, attrs), val in e["samples"].items()})
+                self.check_sent_vs_received(sent, got, "pyroscope exporter (%s)" % name)
+
+
+class GoClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = ps.mktemp("go-")
+        cls.uploader = ps.build_go_uploader(cls.tmp)
+
+    def test_go_uploads_raw_multipart_push_to_otlp(self):
+        sink = h.Sink().start()
+        self.addCleanup(sink.stop)
+        port = h.free_port()
+        pc = h.Profcol(ps.pyroscope_to_otlp_config(port, sink.url), wait_ports=[port],
+                       name="pyro-go")
+        self.addCleanup(pc.kill)
+        pc.start()
+        trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
+        out = ps.mktemp("go-out-")
+        r = subprocess.run([self.uploader, "-addr", "http://127.0.0.1:%d" % port, "-out", out,
+                            "-trace-id", trace_id, "-span-id", span_id, "-cpu-ms", "300"],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        uploads = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
+        self.assertEqual([u["kind"] for u in uploads], ["raw", "multipart", "push"])
+        for u in uploads:
+            self.assertEqual(u["status"], 200, u)
+            self.assertEqual(u["body"], "", u)
+        files = {f: ps.go_pprof_raw(os.path.join(out, f), self.tmp)
+                 for f in ("cpu.pb.gz", "heap.pb.gz")}
+        times = {}
+        for f in files:
+            with open(os.path.join(out, f), "rb") as fh:
+                times[f] = ps.pprof_view(fh.read())["time_nanos"]
+        self.assertEqual(set(files["cpu.pb.gz"]["types"]), GO_CPU_TYPES)
+        self.assertEqual(set(files["heap.pb.gz"]["types"]), GO_HEAP_TYPES)
+        # expected totals per upload and sample type, as Go's own reader sees the files
+        want = {}
+        for u in uploads:
+            for f in u["files"]:
+                for t, v in files[f]["totals"].items():
+                    want[(u["kind"], t)] = want.get((u["kind"], t), 0) + v
+
+        def arrived(reqs):
+            msgs = [x.message for x in reqs if x.message is not None]
+            got = collections.Counter()
+            for v in ps.otlp_views(msgs):
+                got[(v["resource"].get("upload"), v["type"])] += v["total"]
+            return all(got.get(k, 0) >= v for k, v in want.items())
+
+        sink.wait_until(arrived, 15)
+        pc.stop()
+        views = ps.otlp_views(sink.messages())
+        self.assertEqual({v["resource"].get("upload") for v in views},
+                         {"raw", "multipart", "push"})
+        for u in uploads:
+            kind = u["kind"]
+            with self.subTest(kind):
+                sel = ps.select(views, upload=kind)
+                for v in sel:
+                    res = v["resource"]
+                    self.assertEqual(res.get("service.name"), "goapp")
+                    self.assertEqual(res.get("env"), "test")
+                    if kind != "push":
+                        self.assertEqual(res.get("pyroscope.spy"), "gospy")
+                    self.assertIn(v["time"], [times[f] for f in u["files"]],
+                                  "profile time = the pprof's time_nanos")
+                got = ps.by_type(sel)
+                expect_types = set()
+                for f in u["files"]:
+                    expect_types |= set(files[f]["types"])
+                self.assertEqual(set(got), expect_types)
+                for t in expect_types:
+                    wt = sum(files[f]["totals"].get(t, 0) for f in u["files"])
+                    self.assertEqual(got[t]["total"], wt, "%s %s total vs go tool pprof" % (kind, t))
+                    ws = collections.Counter()
+                    for f in u["files"]:
+                        ws.update(files[f]["samples"].get(t, {}))
+                    self.assertEqual(ps.string_attrs_only(got[t]["samples"]), ws,
+                                     "%s %s: (stack, labels) -> value vs go tool pprof" % (kind, t))
+                if "cpu.pb.gz" in u["files"]:
+                    cpu = got[("cpu", "nanoseconds")]
+                    for fn in ("main.busyLoop", "main.hashLoop", "main.tracedWork",
+                               "main.spinLoop", "runtime/pprof.Do"):
+                        self.assertIn(fn, cpu["functions"], kind)
+                    traced = [names for (names, attrs), val in cpu["samples"].items()
+                              if ("trace_id", ("s", trace_id)) in attrs and
+                              ("span_id", ("s", span_id)) in attrs]
+                    self.assertTrue(traced, "%s: no CPU sample with the pprof.Do labels" % kind)
+                    self.assertTrue(all("main.tracedWork" in n or "runtime/pprof.Do" in n
+                                        for n in traced), kind)
+                if "heap.pb.gz" in u["files"]:
+                    self.assertIn("main.allocLoop", got[("inuse_space", "bytes")]["functions"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
