@@ -135,8 +135,10 @@ static void on_tick(uv_timer_t *t)
     uint64_t sent_or_skipped = g->issued + g->skipped;
     for (int n = 0; sent_or_skipped < due && n < 100000 && !g->stopping; n++, sent_or_skipped++) {
         uint64_t intended = g->t0 + (uint64_t)((double)sent_or_skipped * 1e9 / g->o.rate);
-        if (g->inflight >= g->o.max_inflight) g->skipped++;
-        else issue(g, intended);
+        if (g->inflight >= g->o.max_inflight)
+            g->skipped++;
+        else
+            issue(g, intended);
     }
     maybe_finish(g);
 }
@@ -239,12 +241,18 @@ static void usage(void)
 static int parse(int argc, char **argv, opts *o)
 {
     static const struct option lo[] = {
-        {"url", required_argument, 0, 'u'},          {"payload", required_argument, 0, 'p'},
-        {"header", required_argument, 0, 'H'},       {"connections", required_argument, 0, 'c'},
-        {"rate", required_argument, 0, 'r'},         {"seconds", required_argument, 0, 's'},
-        {"requests", required_argument, 0, 'n'},     {"timeout-ms", required_argument, 0, 't'},
-        {"max-inflight", required_argument, 0, 'm'}, {"label", required_argument, 0, 'l'},
-        {"quiet", no_argument, 0, 'q'},              {0, 0, 0, 0},
+        {"url", required_argument, 0, 'u'},
+        {"payload", required_argument, 0, 'p'},
+        {"header", required_argument, 0, 'H'},
+        {"connections", required_argument, 0, 'c'},
+        {"rate", required_argument, 0, 'r'},
+        {"seconds", required_argument, 0, 's'},
+        {"requests", required_argument, 0, 'n'},
+        {"timeout-ms", required_argument, 0, 't'},
+        {"max-inflight", required_argument, 0, 'm'},
+        {"label", required_argument, 0, 'l'},
+        {"quiet", no_argument, 0, 'q'},
+        {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->conns = 8;

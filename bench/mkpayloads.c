@@ -59,8 +59,10 @@ static int to_otlp(const uint8_t *pprof, size_t len, const char *service, pc_buf
                    pc_counts *counts)
 {
     pc_pprof_attr attrs[] = {{"service.name", service}, {"host.name", "bench-host"}};
-    pc_pprof_in_opts o = {.resource_attrs = attrs, .n_resource_attrs = 2,
-                          .scope_name = "bench", .scope_version = "1"};
+    pc_pprof_in_opts o = {.resource_attrs = attrs,
+                          .n_resource_attrs = 2,
+                          .scope_name = "bench",
+                          .scope_version = "1"};
     pc_batch *b = NULL;
     char err[256];
     if (pc_pprof_to_batch(pprof, len, &o, &b, NULL, err, sizeof err)) {
@@ -89,12 +91,16 @@ static void synth_pprof(uint64_t seed, pc_buf *out_gz)
     int64_t s_cpu = ADD_STR("cpu"), s_ns = ADD_STR("nanoseconds");
     int64_t s_bin = ADD_STR("/usr/local/bin/shop-api");
     int64_t s_span = ADD_STR("span_id"), s_trace = ADD_STR("trace_id");
-    static const char *const pkgs[] = {"runtime", "net/http", "encoding/json", "database/sql",
+    static const char *const pkgs[] = {"runtime",
+                                       "net/http",
+                                       "encoding/json",
+                                       "database/sql",
                                        "github.com/acme/shop/internal/cart",
                                        "github.com/acme/shop/internal/catalog",
                                        "github.com/acme/shop/internal/payments",
                                        "github.com/acme/shop/internal/storage",
-                                       "google.golang.org/grpc", "github.com/lib/pq"};
+                                       "google.golang.org/grpc",
+                                       "github.com/lib/pq"};
     static Perftools__Profiles__Function fn[N_FUNCS];
     static Perftools__Profiles__Function *fnp[N_FUNCS];
     static Perftools__Profiles__Line line[N_FUNCS * SITES_PER_FUNC];

@@ -44,22 +44,24 @@ static sink S;
 
 static void stats_json(const sink *s, char *out, size_t n)
 {
-    int w = snprintf(out, n, "{\"tool\":\"sink\",\"requests\":%" PRIu64 ",\"bytes\":%" PRIu64
-                     ",\"paths\":{", s->requests, s->bytes);
+    int w = snprintf(
+        out, n, "{\"tool\":\"sink\",\"requests\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"paths\":{",
+        s->requests, s->bytes);
     for (size_t i = 0; i < s->n_paths && w > 0 && (size_t)w < n; i++)
         w += snprintf(out + w, n - (size_t)w,
-                      "%s\"%s\":{\"requests\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
-                      i ? "," : "", s->paths[i].path, s->paths[i].requests, s->paths[i].bytes);
+                      "%s\"%s\":{\"requests\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", i ? "," : "",
+                      s->paths[i].path, s->paths[i].requests, s->paths[i].bytes);
     if (w > 0 && (size_t)w < n) snprintf(out + w, n - (size_t)w, "}}");
 }
 
 static void answer(pc_http_req *req)
 {
     const char *ct = pc_http_req_header(req, "content-type");
-    if (!ct || (!strstr(ct, "proto") && !strstr(ct, "json"))) ct = "application/x-protobuf";
-    else if (strstr(ct, "json")) ct = "application/json";
-    pc_http_respond(req, 200, ct, strstr(ct, "json") ? "{}" : "", strstr(ct, "json") ? 2 : 0,
-                    NULL);
+    if (!ct || (!strstr(ct, "proto") && !strstr(ct, "json")))
+        ct = "application/x-protobuf";
+    else if (strstr(ct, "json"))
+        ct = "application/json";
+    pc_http_respond(req, 200, ct, strstr(ct, "json") ? "{}" : "", strstr(ct, "json") ? 2 : 0, NULL);
 }
 
 static void on_delay_closed(uv_handle_t *h)
@@ -141,9 +143,12 @@ int main(int argc, char **argv)
     int port = 0;
     double max_s = 3600;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--port")) port = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--delay-ms")) s->delay_ms = (unsigned)atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--max-seconds")) max_s = atof(argv[i + 1]);
+        if (!strcmp(argv[i], "--port"))
+            port = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--delay-ms"))
+            s->delay_ms = (unsigned)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max-seconds"))
+            max_s = atof(argv[i + 1]);
         else {
             fprintf(stderr, "usage: sink --port P [--delay-ms D] [--max-seconds S]\n");
             return 2;

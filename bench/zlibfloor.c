@@ -64,13 +64,19 @@ int main(int argc, char **argv)
     double seconds = 3;
     int threads = 0;
     const char *env = getenv("UV_THREADPOOL_SIZE");
-    if (env && atoi(env) > 0) threads = atoi(env);
-    else threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (env && atoi(env) > 0)
+        threads = atoi(env);
+    else
+        threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--payload")) path = argv[i + 1];
-        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
-        else path = NULL, i = argc;
+        if (!strcmp(argv[i], "--payload"))
+            path = argv[i + 1];
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seconds"))
+            seconds = atof(argv[i + 1]);
+        else
+            path = NULL, i = argc;
     }
     if (!path || threads < 1 || threads > 256 || seconds <= 0 || seconds > 600) {
         fprintf(stderr, "usage: zlibfloor --payload FILE|DIR [--threads T] [--seconds S]\n");

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
+#include "net/tls.h"
 #include "pipeline/component.h"
 #include "pipeline/config.h"
 #include "pipeline/log.h"
@@ -111,7 +113,7 @@ static int print_components(void)
 typedef struct run_state {
     uv_loop_t *loop;
     pc_service *svc;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     int signals;
 } run_state;
 
@@ -120,6 +122,15 @@ static void service_stopped(void *arg)
     run_state *st = arg;
     uv_close((uv_handle_t *)&st->sigint, NULL);
     uv_close((uv_handle_t *)&st->sigterm, NULL);
+    uv_close((uv_handle_t *)&st->sighup, NULL);
+}
+
+/* SIGHUP: re-read certificates and credential files; new connections use them. */
+static void on_sighup(uv_signal_t *h, int signum)
+{
+    (void)h;
+    PC_INFO(NULL, "received signal %d: reloading certificates and credentials", signum);
+    pc_tls_reload_all();
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -142,6 +153,11 @@ static int run(char **files, size_t n, int validate_only)
         fprintf(stderr, "profcol: %s\n", err.msg);
         return 1;
     }
+    /* payload work runs on libuv's pool: size it to the cores (DESIGN §3) unless the user did */
+    char threads[24];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(threads, sizeof threads, "%ld", ncpu < 2 ? 2 : ncpu);
+    setenv("UV_THREADPOOL_SIZE", threads, 0);
     uv_loop_t *loop = uv_default_loop();
     pc_service *svc = pc_service_new(loop, root, &err);
     if (!svc) {
@@ -160,6 +176,8 @@ static int run(char **files, size_t n, int validate_only)
     st.sigint.data = st.sigterm.data = &st;
     uv_signal_start(&st.sigint, on_signal, SIGINT);
     uv_signal_start(&st.sigterm, on_signal, SIGTERM);
+    uv_signal_init(loop, &st.sighup);
+    uv_signal_start(&st.sighup, on_sighup, SIGHUP);
     char e[512];
     int rc = 0;
     if (pc_service_start(svc, e, sizeof e)) {

@@ -26,7 +26,11 @@ OUT=${DEMO_OUT:-/tmp/profcol-demo}
 UPLOADS=${DEMO_UPLOADS:-2}
 INTERVAL=${DEMO_INTERVAL:-3s}
 
-say() { printf '\033[1mdemo:\033[0m %s\n' "$*" >&2; }
+if [ -t 2 ]; then
+  say() { printf '\033[1mdemo:\033[0m %s\n' "$*" >&2; }
+else
+  say() { printf 'demo: %s\n' "$*" >&2; }
+fi
 die() {
   say "error: $*"
   exit 1
@@ -64,12 +68,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-rm -rf "$OUT"
-mkdir -p "$OUT/recorded"
+mkdir -p "$OUT"
+# only what an earlier run wrote: DEMO_OUT may be a directory with other things in it
+rm -rf "$OUT/recorded"
+rm -f "$OUT"/{flamegraph.html,gateway.log,sidecar.log,app.log,recorder.log}
+mkdir "$OUT/recorded"
 
 # ---- 2. the demo app (Go standard library, offline) ----
 say "building the demo app (deploy/demo/go-app)"
-GO111MODULE=off GOFLAGS= GOCACHE=$TMP/gocache GOPATH=$TMP/gopath \
+GO111MODULE=off GOFLAGS="" GOCACHE=$TMP/gocache GOPATH=$TMP/gopath \
   go build -o "$TMP/go-app" "$ROOT/deploy/demo/go-app/main.go" || die "go build failed"
 
 # ---- 3. ports, recorder, gateway, sidecar ----
@@ -114,7 +121,7 @@ DEMO_GATEWAY_OTLP=127.0.0.1:$G_OTLP DEMO_GATEWAY_PYROSCOPE=127.0.0.1:$G_PYRO \
   DEMO_RECORDER=http://127.0.0.1:$RECORDER_PORT \
   "$BIN" --config "$ROOT/config/demo.yaml" 2>"$OUT/gateway.log" &
 GATEWAY=$!
-PIDS+=($GATEWAY)
+PIDS+=("$GATEWAY")
 wait_http "http://127.0.0.1:$G_HEALTH/" 15 "$GATEWAY" || die "the gateway did not start (see $OUT/gateway.log)"
 
 # The sidecar runs config/sidecar.yaml as shipped; a second config file merged over it moves its
@@ -134,7 +141,7 @@ POD_NAME=demo-pod-1 POD_NAMESPACE=demo NODE_NAME=$(hostname) \
   PROFCOL_HEALTH=127.0.0.1:$S_HEALTH PROFCOL_METRICS=127.0.0.1:$S_METRICS \
   "$BIN" --config "$ROOT/config/sidecar.yaml" --config "$TMP/sidecar-demo.yaml" 2>"$OUT/sidecar.log" &
 SIDECAR=$!
-PIDS+=($SIDECAR)
+PIDS+=("$SIDECAR")
 wait_http "http://127.0.0.1:$S_HEALTH/" 15 "$SIDECAR" || die "the sidecar did not start (see $OUT/sidecar.log)"
 
 # ---- 4. the profiled app ----
@@ -190,4 +197,4 @@ say "the gateway's debug exporter (verbosity: detailed) printed:"
 grep -E '^debug: ' "$OUT/gateway.log" || die "no debug output in $OUT/gateway.log"
 "$PY" "$ROOT/deploy/demo/flamegraph.py" --out "$OUT/flamegraph.html" "$OUT/recorded" ||
   die "no flame graph"
-say "flame graph: $OUT/flamegraph.html ($(ls "$OUT/recorded" | wc -l) OTLP request(s) recorded in $OUT/recorded)"
+say "flame graph: $OUT/flamegraph.html ($(find "$OUT/recorded" -name "*.json" | wc -l) OTLP request(s) recorded in $OUT/recorded)"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # libFuzzer targets of tests/fuzz (see tests/fuzz/README.md).
-#   tools/fuzz.sh [RUNS]          CI: every target, RUNS mutations (default 3000) over a temporary
+#   tools/fuzz.sh [RUNS]          CI: every target, RUNS mutations (default 10000) over a temporary
 #                                 copy of its seed corpus, plus every regression input; fails on
 #                                 any crash, leak, UBSan report or timeout
 #   tools/fuzz.sh long SECONDS    fuzz each target for SECONDS, keeping the grown corpus in
 #                                 build-fuzz/corpus/<target> and crashes in build-fuzz/crashes/
 # Environment: FUZZ_BUILD (build dir, default build-fuzz), FUZZ_TARGETS (space-separated subset),
-# FUZZ_JOBS (parallel targets in long mode, default: number of cores).
+# FUZZ_JOBS (parallel targets in long mode, default: number of cores), FUZZ_EXTRA (more libFuzzer
+# flags for long mode, e.g. "-fork=1 -ignore_crashes=1" to keep going past a known crash).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,7 @@ BUILD=${FUZZ_BUILD:-build-fuzz}
 ALL_TARGETS=(fuzz_otlp_proto fuzz_otlp_json fuzz_gzip fuzz_config fuzz_pprof fuzz_http)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 FLAGS=(-max_len=1048576 -timeout=10 -rss_limit_mb=2048 -print_final_stats=0)
+read -r -a EXTRA <<<"${FUZZ_EXTRA:-}"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
@@ -29,16 +31,16 @@ run_ci() { # RUNS
   trap 'rm -rf "$tmp"' EXIT
   for t in "${TARGETS[@]}"; do
     local exe="$BUILD/tests/fuzz/$t"
-    # regression inputs first: libFuzzer runs files given as arguments once each
-    local regress=(tests/fuzz/regress/"$t"/*)
-    if [ -e "${regress[0]}" ]; then
-      echo "== $t: ${#regress[@]} regression input(s)"
-      "$exe" "${FLAGS[@]}" "${regress[@]}" >"$tmp/$t.regress.log" 2>&1 || {
-        tail -n 60 "$tmp/$t.regress.log"
-        echo "FAIL: $t regression input" >&2
+    # regression inputs first, one process each so every failing input is reported
+    local r
+    for r in tests/fuzz/regress/"$t"/*; do
+      [ -f "$r" ] || continue
+      if ! "$exe" "${FLAGS[@]}" "$r" >"$tmp/regress.log" 2>&1; then
+        grep -E -m 12 'invariant|ERROR|runtime error|SUMMARY|^    #[0-9] ' "$tmp/regress.log" || true
+        echo "FAIL: $t regression input $r" >&2
         fail=1
-      }
-    fi
+      fi
+    done
     echo "== $t: $runs runs"
     start=$SECONDS
     mkdir -p "$tmp/corpus/$t" "$tmp/artifacts/$t"
@@ -67,7 +69,7 @@ run_long() { # SECONDS
     mkdir -p "$BUILD/corpus/$t" "$BUILD/crashes/$t"
     cp -rn tests/fuzz/corpus/"$t"/. "$BUILD/corpus/$t/" 2>/dev/null || true
     echo "== $t: ${secs}s, corpus $BUILD/corpus/$t, log $BUILD/crashes/$t.log"
-    "$BUILD/tests/fuzz/$t" "${FLAGS[@]}" -max_total_time="$secs" \
+    "$BUILD/tests/fuzz/$t" "${FLAGS[@]}" ${EXTRA[@]+"${EXTRA[@]}"} -max_total_time="$secs" \
       -artifact_prefix="$BUILD/crashes/$t/" "$BUILD/corpus/$t" >"$BUILD/crashes/$t.log" 2>&1 &
     pids+=($!)
     names+=("$t")
@@ -83,11 +85,11 @@ run_long() { # SECONDS
   return $fail
 }
 
-case "${1:-3000}" in
+case "${1:-10000}" in
 long) run_long "${2:?usage: tools/fuzz.sh long SECONDS}" ;;
 *[!0-9]*)
   echo "usage: tools/fuzz.sh [RUNS] | tools/fuzz.sh long SECONDS" >&2
   exit 2
   ;;
-*) run_ci "${1:-3000}" ;;
+*) run_ci "${1:-10000}" ;;
 esac

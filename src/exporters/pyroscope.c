@@ -21,7 +21,9 @@
 #include <strings.h>
 #include <time.h>
 
+#include "extensions/auth.h"
 #include "net/http_client.h"
+#include "net/tls.h"
 #include "net/url.h"
 #include "pdata/pprof.h"
 #include "pipeline/component.h"
@@ -45,6 +47,8 @@ typedef struct pyro_cfg {
     int64_t max_label_value_length;
     int64_t max_label_name_length;
     int64_t max_connections;
+    pc_tls_client_cfg tls;
+    char *authenticator;
     pc_sender_cfg sender;
 } pyro_cfg;
 
@@ -78,6 +82,8 @@ static const pc_cfg_key pyro_keys[] = {
      "labels with longer names are dropped (bytes)", NULL},
     {"max_connections", PC_CFG_INT, "8", offsetof(pyro_cfg, max_connections),
      "keep-alive connections to the endpoint", NULL},
+    PC_TLS_CLIENT_KEYS(pyro_cfg, tls, ""),
+    PC_AUTH_CLIENT_KEY(pyro_cfg, authenticator, ""),
     PC_SENDER_KEYS(pyro_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -96,6 +102,8 @@ typedef struct pyro {
     pc_url url;
     char *base_path; /* url.path + "/ingest" or "/push.v1.PusherService/Push" */
     char *headers;   /* preformatted "Name: value\r\n" lines, without the tenant */
+    pc_tls_ctx *tls; /* NULL: plain text */
+    pc_auth *auth;   /* NULL: no authenticator */
     pc_http_client *client;
     pc_shutdown_done shutdown_done;
     pc_shutdown_done closed_done;
@@ -168,9 +176,9 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_c
         pc_cfg_errorf(err, node, path, "endpoint: %s", e);
         return -1;
     }
-    if (!strcmp(u.scheme, "https")) {
-        pc_cfg_errorf(err, node, path,
-                      "endpoint: https:// needs TLS, not supported yet; use http://");
+    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
+    if (cfg->authenticator && cfg->username) {
+        pc_cfg_key_errorf(err, node, path, "auth.authenticator", "conflicts with basic_auth");
         return -1;
     }
     for (size_t i = 0; i < cfg->headers.n; i++) {
@@ -305,11 +313,21 @@ static int pyro_start(pc_component *c, char *err, size_t errlen)
                              .port = x->url.port,
                              .max_connections = (unsigned)cfg->max_connections,
                              .log_id = c->id};
+    if (cfg->authenticator && !(x->auth = pc_auth_find(c, cfg->authenticator, false, err, errlen)))
+        return -1;
+    bool https = !strcmp(x->url.scheme, "https");
+    if (https && cfg->tls.insecure)
+        PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
+    if (https && !cfg->tls.insecure) {
+        x->tls = pc_tls_client_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);
+        if (!x->tls) return -1;
+        o.tls = x->tls;
+    }
     x->client = pc_http_client_new(c->loop, &o);
     x->sender = pc_sender_new(c, &cfg->sender, pyro_send, err, errlen);
     if (!x->sender) return -1;
-    PC_INFO(c->id, "sending to http://%s:%d%s (%s)", x->url.host, x->url.port, x->base_path,
-            protocols[cfg->protocol]);
+    PC_INFO(c->id, "sending to %s://%s:%d%s (%s)", x->tls ? "https" : "http", x->url.host,
+            x->url.port, x->base_path, protocols[cfg->protocol]);
     return 0;
 }
 
@@ -678,16 +696,19 @@ typedef struct enc_ctx {
 static void ingest_path(pc_buf *p, const char *base, const labelset *ls, const pc_pprof_out *o,
                         int64_t now_s)
 {
-    const label *svc = NULL;
+    const label *svc = NULL, *spy = NULL;
     pc_buf name = {0};
-    for (size_t i = 0; i < ls->n; i++)
+    for (size_t i = 0; i < ls->n; i++) {
         if (!strcmp(ls->v[i].name, "service_name")) svc = &ls->v[i];
+        /* the receiver keeps a client's spyName as pyroscope.spy: give it back as spyName */
+        if (!strcmp(ls->v[i].name, "pyroscope_spy")) spy = &ls->v[i];
+    }
     pc_buf_printf(&name, "%s{", svc ? svc->value : "unknown_service");
     bool first = true;
     for (size_t i = 0; i < ls->n; i++) {
         const label *l = &ls->v[i];
         /* the app name is service_name; __name__ is the server's to compute */
-        if (l == svc || !strcmp(l->name, "__name__")) continue;
+        if (l == svc || l == spy || !strcmp(l->name, "__name__")) continue;
         pc_buf_printf(&name, "%s%s=%s", first ? "" : ",", l->name, l->value);
         first = false;
     }
@@ -702,8 +723,8 @@ static void ingest_path(pc_buf *p, const char *base, const labelset *ls, const p
     }
     pc_buf_printf(p, "%s?name=", base);
     url_encode(p, (const char *)name.data);
-    pc_buf_printf(p, "&from=%" PRId64 "&until=%" PRId64 "&format=pprof&spyName=%s", from, until,
-                  SPY_NAME);
+    pc_buf_printf(p, "&from=%" PRId64 "&until=%" PRId64 "&format=pprof&spyName=", from, until);
+    url_encode(p, spy ? spy->value : SPY_NAME);
     pc_buf_append(p, "", 1);
     pc_buf_free(&name);
 }
@@ -897,6 +918,7 @@ static void pyro_send(pc_component *c, pc_batch *b, pc_send_result result, void 
     }
     pc_buf h = {0};
     pc_buf_printf(&h, "%s", x->headers);
+    if (x->auth) pc_auth_headers(x->auth, &h); /* per send: a token file may have been reloaded */
     if (tenant && *tenant) pc_buf_printf(&h, "X-Scope-OrgID: %s\r\n", tenant);
     j->headers = pc_xstrdup((char *)h.data);
     pc_buf_free(&h);
@@ -939,6 +961,7 @@ static void pyro_destroy(pc_component *c)
     pyro *x = c->priv;
     if (!x) return;
     pc_sender_free(x->sender);
+    pc_tls_ctx_free(x->tls);
     free(x->headers);
     free(x->base_path);
     free(x);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "net/http_server.h"
+#include "net/tls.h"
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/service.h"
@@ -11,18 +12,21 @@
 typedef struct health_cfg {
     char *endpoint;
     char *path;
+    pc_tls_server_cfg tls;
 } health_cfg;
 
 static const pc_cfg_key health_keys[] = {
     {"endpoint", PC_CFG_STRING, "localhost:13133", offsetof(health_cfg, endpoint),
      "host:port to listen on", NULL},
     {"path", PC_CFG_STRING, "/", offsetof(health_cfg, path), "path of the status", NULL},
+    PC_TLS_SERVER_KEYS(health_cfg, tls, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
 typedef struct health {
     pc_component *c;
     pc_http_server *srv;
+    pc_tls_ctx *tls;
     pc_shutdown_done done;
 } health;
 
@@ -39,7 +43,7 @@ static int health_validate(void *cfgp, const pc_node *node, const char *path, pc
         pc_cfg_key_errorf(err, node, path, "path", "must start with '/'");
         return -1;
     }
-    return 0;
+    return pc_tls_server_validate(&cfg->tls, node, path, "", err);
 }
 
 static void on_request(pc_http_req *req, void *arg)
@@ -73,9 +77,15 @@ static int health_start(pc_component *c, char *err, size_t errlen)
                              .idle_timeout_ms = 60000,
                              .max_connections = 64,
                              .log_id = c->id};
+    if (pc_tls_server_enabled(&cfg->tls)) {
+        h->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);
+        if (!h->tls) return -1;
+        o.tls = h->tls;
+    }
     h->srv = pc_http_server_new(c->loop, &o, on_request, h);
     if (pc_http_server_start(h->srv, err, errlen)) return -1;
-    PC_INFO(c->id, "health on http://%s:%d%s", host, pc_http_server_port(h->srv), cfg->path);
+    PC_INFO(c->id, "health on %s://%s:%d%s", h->tls ? "https" : "http", host,
+            pc_http_server_port(h->srv), cfg->path);
     return 0;
 }
 
@@ -100,6 +110,8 @@ static void health_shutdown(pc_component *c, pc_shutdown_done done)
 
 static void health_destroy(pc_component *c)
 {
+    health *h = c->priv;
+    if (h) pc_tls_ctx_free(h->tls);
     free(c->priv);
 }
 

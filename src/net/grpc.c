@@ -12,10 +12,23 @@
 #include "rpc_status.pb-c.h"
 
 static const char *const code_names[] = {
-    "OK",        "CANCELLED",         "UNKNOWN",        "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-    "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",   "UNIMPLEMENTED",      "INTERNAL",
-    "UNAVAILABLE", "DATA_LOSS",       "UNAUTHENTICATED",
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
 };
 
 const char *pc_grpc_code_name(int code)
@@ -59,7 +72,8 @@ int pc_grpc_unframe(const uint8_t *body, size_t len, size_t max_len, const uint8
         snprintf(err, errlen, "invalid gRPC compressed flag %u", body[0]);
         return PC_GRPC_FRAME_MALFORMED;
     }
-    uint64_t n = (uint64_t)body[1] << 24 | (uint64_t)body[2] << 16 | (uint64_t)body[3] << 8 | body[4];
+    uint64_t n =
+        (uint64_t)body[1] << 24 | (uint64_t)body[2] << 16 | (uint64_t)body[3] << 8 | body[4];
     if (n > max_len) {
         snprintf(err, errlen, "gRPC message of %llu bytes exceeds the limit of %zu bytes",
                  (unsigned long long)n, max_len);
@@ -181,10 +195,15 @@ int pc_grpc_timeout_parse(const char *s, uint64_t *ms)
 void pc_grpc_timeout_format(uint64_t ms, char *out, size_t outlen)
 {
     /* at most 8 digits: pick the finest unit that fits */
-    if (ms <= 99999999) snprintf(out, outlen, "%llum", (unsigned long long)ms);
-    else if (ms / 1000 <= 99999999) snprintf(out, outlen, "%lluS", (unsigned long long)(ms / 1000));
-    else if (ms / 60000 <= 99999999) snprintf(out, outlen, "%lluM", (unsigned long long)(ms / 60000));
-    else snprintf(out, outlen, "%lluH", (unsigned long long)(ms / 3600000 > 99999999 ? 99999999 : ms / 3600000));
+    if (ms <= 99999999)
+        snprintf(out, outlen, "%llum", (unsigned long long)ms);
+    else if (ms / 1000 <= 99999999)
+        snprintf(out, outlen, "%lluS", (unsigned long long)(ms / 1000));
+    else if (ms / 60000 <= 99999999)
+        snprintf(out, outlen, "%lluM", (unsigned long long)(ms / 60000));
+    else
+        snprintf(out, outlen, "%lluH",
+                 (unsigned long long)(ms / 3600000 > 99999999 ? 99999999 : ms / 3600000));
 }
 
 /* ---- base64 ---- */
@@ -229,7 +248,8 @@ static int b64val(int ch)
 int pc_base64_decode(const char *s, pc_buf *out)
 {
     size_t n = strlen(s);
-    while (n && s[n - 1] == '=') n--;
+    while (n && s[n - 1] == '=')
+        n--;
     if (n % 4 == 1) return -1;
     out->len = 0;
     pc_buf_reserve(out, n / 4 * 3 + 3);
@@ -300,4 +320,29 @@ int64_t pc_grpc_status_details_retry_delay(const char *b64s)
     }
     pc_buf_free(&raw);
     return ms;
+}
+
+/* ---- answering a call ---- */
+
+void pc_grpc_respond(pc_h2_call *call, int code, const char *msg, const void *resp, size_t len,
+                     const char *details_b64)
+{
+    pc_h2_header hdrs[] = {{"content-type", "application/grpc"},
+                           {"grpc-accept-encoding", "identity,gzip"}};
+    char status[16];
+    snprintf(status, sizeof status, "%d", code);
+    if (code == PC_GRPC_OK) {
+        pc_buf body = {0};
+        pc_grpc_frame(resp, len, false, &body);
+        pc_h2_header trl[] = {{"grpc-status", "0"}};
+        pc_h2_respond(call, 200, hdrs, 2, body.data, body.len, trl, 1);
+        pc_buf_free(&body);
+        return;
+    }
+    char *m = pc_grpc_message_encode(msg ? msg : "");
+    pc_h2_header trl[3] = {{"grpc-status", status}, {"grpc-message", m}};
+    size_t nt = 2;
+    if (details_b64) trl[nt++] = (pc_h2_header){"grpc-status-details-bin", details_b64};
+    pc_h2_respond(call, 200, hdrs, 2, NULL, 0, trl, nt);
+    free(m);
 }

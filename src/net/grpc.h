@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/h2_server.h"
 #include "pdata/pdata.h"
 
 typedef enum {
@@ -31,7 +32,7 @@ typedef enum {
     PC_GRPC_UNAUTHENTICATED = 16,
 } pc_grpc_code;
 
-#define PC_GRPC_PREFIX 5
+#define PC_GRPC_PREFIX          5
 #define PC_GRPC_RETRY_INFO_TYPE "type.googleapis.com/google.rpc.RetryInfo"
 
 /* "UNAVAILABLE"; "CODE(n)" style names are not needed: unknown codes give "UNKNOWN". */
@@ -77,5 +78,12 @@ int pc_base64_decode(const char *s, pc_buf *out);
 char *pc_grpc_status_details(int code, const char *msg, int64_t retry_delay_ms);
 /* The RetryInfo delay in a grpc-status-details-bin value, in ms; -1 if absent or malformed. */
 int64_t pc_grpc_status_details_retry_delay(const char *b64);
+
+/* Answer a unary call on the loop thread. code 0: resp (the serialized response message, framed
+ * here, not compressed) with grpc-status 0 in trailers. Otherwise a trailers-only response with
+ * grpc-status, grpc-message (percent-encoded) and, when details_b64 is set,
+ * grpc-status-details-bin. */
+void pc_grpc_respond(pc_h2_call *call, int code, const char *msg, const void *resp, size_t len,
+                     const char *details_b64);
 
 #endif

@@ -131,8 +131,10 @@ static void client_maybe_free(pc_h2_client *c)
 static void req_free(creq *r)
 {
     pc_h2_client *c = r->cl;
-    if (r->prev) r->prev->next = r->next;
-    else c->reqs = r->next;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        c->reqs = r->next;
     if (r->next) r->next->prev = r->prev;
     for (size_t i = 0; i < r->n_nv; i++) {
         free(r->nva[i].name);
@@ -206,8 +208,10 @@ static void conn_unref(kconn *k)
 {
     if (--k->refs) return;
     pc_h2_client *c = k->cl;
-    if (k->prev) k->prev->next = k->next;
-    else c->conns = k->next;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        c->conns = k->next;
     if (k->next) k->next->prev = k->prev;
     free(k);
     c->live--;
@@ -320,8 +324,7 @@ static void conn_flush(kconn *k)
 /* ---- nghttp2 callbacks (record state only) ---- */
 
 static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *ud)
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
     (void)ud;
     (void)flags;
@@ -599,8 +602,10 @@ static void on_kick(uv_timer_t *t)
     for (kconn *k = c->conns, *next; k; k = next) {
         next = k->next;
         if (k->closing) continue;
-        if (c->closing && !c->pending) conn_close(k, UV_ECANCELED, "client closed");
-        else if (k->connected) conn_flush(k);
+        if (c->closing && !c->pending)
+            conn_close(k, UV_ECANCELED, "client closed");
+        else if (k->connected)
+            conn_flush(k);
     }
     if (c->closing && !c->pending && !c->kick_closed) {
         c->kick_closed = true;

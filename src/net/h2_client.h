@@ -23,12 +23,12 @@ typedef struct pc_h2_client_opts {
 } pc_h2_client_opts;
 
 typedef struct pc_h2_response {
-    int error;             /* 0, or a negative libuv error: UV_ETIMEDOUT, UV_ECONNREFUSED,
-                              UV_ECONNRESET (connection lost or stream reset), UV_ECANCELED,
-                              UV_EPROTO (HTTP/2 protocol error), UV_E2BIG (response too big) */
-    const char *error_msg; /* human reason when error != 0 */
-    uint32_t rst_code;     /* the HTTP/2 error code when the peer reset the stream, else 0 */
-    int status;            /* :status, 0 if none arrived */
+    int error;                   /* 0, or a negative libuv error: UV_ETIMEDOUT, UV_ECONNREFUSED,
+                                    UV_ECONNRESET (connection lost or stream reset), UV_ECANCELED,
+                                    UV_EPROTO (HTTP/2 protocol error), UV_E2BIG (response too big) */
+    const char *error_msg;       /* human reason when error != 0 */
+    uint32_t rst_code;           /* the HTTP/2 error code when the peer reset the stream, else 0 */
+    int status;                  /* :status, 0 if none arrived */
     const pc_h2_header *headers; /* response headers (with the trailers of a trailers-only reply) */
     size_t n_headers;
     const pc_h2_header *trailers;

@@ -44,6 +44,7 @@ struct h2stream {
     bool responded;
     bool ng_closed;   /* nghttp2 closed the stream */
     bool remote_done; /* the peer sent END_STREAM */
+    bool cancelled;   /* we reset it for taking too long */
     /* the response body and trailers, read by nghttp2 while it sends */
     uint8_t *resp;
     size_t resp_len, resp_off;
@@ -62,7 +63,8 @@ struct h2conn {
     h2stream *streams;
     size_t buffered; /* body bytes held by this connection's streams */
     uint64_t idle_since, write_since;
-    bool counted, writing, closing, dispatching;
+    bool counted, writing, closing, dispatching, terminating;
+    bool seen_frame; /* until the peer's first frame, read_timeout bounds an idle connection */
 };
 
 struct pc_h2_server {
@@ -126,8 +128,10 @@ static int resolve_bind(uv_loop_t *loop, const char *host, int port, struct sock
     if (rc < 0) return rc;
     memcpy(ss, gr.addrinfo->ai_addr, gr.addrinfo->ai_addrlen);
     uv_freeaddrinfo(gr.addrinfo);
-    if (ss->ss_family == AF_INET) ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
-    else ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
     return 0;
 }
 
@@ -161,8 +165,10 @@ static void stream_drop_body(h2stream *st)
 static void stream_free(h2stream *st)
 {
     h2conn *c = st->c;
-    if (st->prev) st->prev->next = st->next;
-    else c->streams = st->next;
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        c->streams = st->next;
     if (st->next) st->next->prev = st->prev;
     stream_drop_body(st);
     for (size_t i = 0; i < st->call.n_headers; i++) {
@@ -200,12 +206,15 @@ static void server_maybe_done(pc_h2_server *s)
 static void conn_free(h2conn *c)
 {
     pc_h2_server *s = c->s;
-    if (c->prev) c->prev->next = c->next;
-    else s->conns = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     nghttp2_session_del(c->ng);
     c->ng = NULL;
-    while (c->streams) stream_free(c->streams); /* none is dispatched: those hold references */
+    while (c->streams)
+        stream_free(c->streams); /* none is dispatched: those hold references */
     free(c);
     server_maybe_done(s);
 }
@@ -244,8 +253,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
 }
 
 static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *ud)
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
     h2conn *c = ud;
     (void)flags;
@@ -262,8 +270,10 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
     if (f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0; /* request trailers: not used */
     if (namelen && name[0] == ':') {
         char **slot = NULL;
-        if (namelen == 7 && !memcmp(name, ":method", 7)) slot = &st->method;
-        else if (namelen == 5 && !memcmp(name, ":path", 5)) slot = &st->path;
+        if (namelen == 7 && !memcmp(name, ":method", 7))
+            slot = &st->method;
+        else if (namelen == 5 && !memcmp(name, ":path", 5))
+            slot = &st->path;
         if (slot && !*slot) *slot = strndup((const char *)value, valuelen);
         return 0;
     }
@@ -301,7 +311,8 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
-    (void)ud;
+    h2conn *c = ud;
+    c->seen_frame = true;
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
@@ -370,7 +381,8 @@ static void dispatch_ready(h2conn *c)
     c->dispatching = true;
     for (;;) {
         h2stream *st = c->streams;
-        while (st && (!st->ready || st->dispatched)) st = st->next;
+        while (st && (!st->ready || st->dispatched))
+            st = st->next;
         if (!st || c->closing) break;
         st->dispatched = true;
         c->refs++; /* held by the call until pc_h2_respond */
@@ -397,8 +409,8 @@ void pc_h2_respond(pc_h2_call *call, int status, const pc_h2_header *headers, si
     h2stream *st = (h2stream *)call;
     h2conn *c = st->c;
     st->responded = true;
-    stream_drop_body(st); /* the request body is no longer needed */
-    if (st->ng_closed || c->closing) { /* the peer went away: drop the answer */
+    stream_drop_body(st);                   /* the request body is no longer needed */
+    if (st->ng_closed || c->closing) {      /* the peer went away: drop the answer */
         if (st->ng_closed) stream_free(st); /* else conn_free frees it */
         conn_unref(c);
         return;
@@ -410,7 +422,8 @@ void pc_h2_respond(pc_h2_call *call, int status, const pc_h2_header *headers, si
     nghttp2_nv *nva = pc_xmalloc(n * sizeof *nva);
     size_t k = 0;
     nva[k++] = mknv(":status", sbuf);
-    for (size_t i = 0; i < n_headers; i++) nva[k++] = mknv(headers[i].name, headers[i].value);
+    for (size_t i = 0; i < n_headers; i++)
+        nva[k++] = mknv(headers[i].name, headers[i].value);
     int rc;
     if (trailers_only) {
         for (size_t i = 0; i < n_trailers; i++)
@@ -488,8 +501,7 @@ static void conn_flush(h2conn *c)
     }
     if (!out.len) {
         /* nothing to send, nothing more to read: after a GOAWAY, every stream done */
-        if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng))
-            conn_close(c);
+        if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng)) conn_close(c);
         return;
     }
     wreq *wr = pc_xmalloc(sizeof *wr + out.len);
@@ -512,6 +524,15 @@ static void conn_flush(h2conn *c)
 
 /* ---- timers: stalled requests, idle connections, peers that do not read ---- */
 
+/* A connection that never sent a frame (not even the preface) is dropped like an idle one, but
+ * sooner. */
+static uint64_t idle_ms(const h2conn *c)
+{
+    const pc_h2_server_opts *o = &c->s->o;
+    if (c->seen_frame || o->read_timeout_ms >= o->idle_timeout_ms) return o->idle_timeout_ms;
+    return o->read_timeout_ms;
+}
+
 static void on_timer(uv_timer_t *t)
 {
     h2conn *c = t->data;
@@ -523,13 +544,16 @@ static void on_timer(uv_timer_t *t)
         conn_close(c);
         return;
     }
-    if (!c->streams && now - c->idle_since >= o->idle_timeout_ms) {
+    if (!c->streams && !c->terminating && now - c->idle_since >= idle_ms(c)) {
         PC_DEBUG(c->s->log_id, "%s: idle, closing", c->peer);
+        c->terminating = true;
         nghttp2_session_terminate_session(c->ng, NGHTTP2_NO_ERROR); /* GOAWAY, then close */
     }
     for (h2stream *st = c->streams; st; st = st->next)
-        if (!st->dispatched && !st->ng_closed && now - st->start_ms >= o->read_timeout_ms) {
+        if (!st->dispatched && !st->ng_closed && !st->cancelled &&
+            now - st->start_ms >= o->read_timeout_ms) {
             PC_DEBUG(c->s->log_id, "%s: stream %d not received in time", c->peer, st->id);
+            st->cancelled = true;
             nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
         }
     conn_flush(c);
@@ -543,12 +567,13 @@ static void conn_timer_update(h2conn *c)
     uint64_t now = uv_now(c->s->loop), due = UINT64_MAX;
     if (!c->streams) {
         if (!c->idle_since) c->idle_since = now;
-        due = c->idle_since + o->idle_timeout_ms;
+        if (!c->terminating) due = c->idle_since + idle_ms(c);
     } else {
         c->idle_since = 0;
     }
     for (h2stream *st = c->streams; st; st = st->next)
-        if (!st->dispatched && !st->ng_closed && st->start_ms + o->read_timeout_ms < due)
+        if (!st->dispatched && !st->ng_closed && !st->cancelled &&
+            st->start_ms + o->read_timeout_ms < due)
             due = st->start_ms + o->read_timeout_ms;
     if (c->writing && c->write_since + o->idle_timeout_ms < due)
         due = c->write_since + o->idle_timeout_ms;
@@ -556,7 +581,9 @@ static void conn_timer_update(h2conn *c)
         uv_timer_stop(&c->timer);
         return;
     }
-    uv_timer_start(&c->timer, on_timer, due > now ? due - now : 0, 0);
+    /* at least 1 ms: a 0 ms timer restarted from its own callback would run again before the
+     * loop reads or writes anything */
+    uv_timer_start(&c->timer, on_timer, due > now ? due - now : 1, 0);
 }
 
 /* ---- reading ---- */

@@ -21,8 +21,8 @@ typedef struct pc_h2_header {
 } pc_h2_header;
 
 typedef struct pc_h2_call {
-    const char *method; /* :method */
-    const char *path;   /* :path */
+    const char *method;    /* :method */
+    const char *path;      /* :path */
     pc_h2_header *headers; /* regular headers (no pseudo-headers), in arrival order */
     size_t n_headers;
     uint8_t *body; /* the DATA frames' payload, concatenated */
@@ -37,15 +37,15 @@ typedef struct pc_h2_call {
 typedef void (*pc_h2_handler)(pc_h2_call *call, void *arg);
 
 typedef struct pc_h2_server_opts {
-    const char *host; /* "localhost", "127.0.0.1", "0.0.0.0", "::" */
-    int port;         /* 0 = ephemeral (see pc_h2_server_port) */
-    size_t max_body_bytes;      /* per call; default 4 MiB + 5 */
-    size_t max_conn_body_bytes; /* bodies one connection may have buffered; default 4x above */
-    size_t max_header_bytes;    /* per call, names + values; default 64 KiB */
+    const char *host;                /* "localhost", "127.0.0.1", "0.0.0.0", "::" */
+    int port;                        /* 0 = ephemeral (see pc_h2_server_port) */
+    size_t max_body_bytes;           /* per call; default 4 MiB + 5 */
+    size_t max_conn_body_bytes;      /* bodies one connection may have buffered; default 4x above */
+    size_t max_header_bytes;         /* per call, names + values; default 64 KiB */
     unsigned max_concurrent_streams; /* default 100 */
-    unsigned idle_timeout_ms;   /* close connections without streams this long; default 300000 */
-    unsigned read_timeout_ms;   /* a started call must arrive whole within this; default 30000 */
-    unsigned max_connections;   /* default 1024; beyond it new connections are closed */
+    unsigned idle_timeout_ms; /* close connections without streams this long; default 300000 */
+    unsigned read_timeout_ms; /* a started call must arrive whole within this; default 30000 */
+    unsigned max_connections; /* default 1024; beyond it new connections are closed */
     const char *log_id;
 } pc_h2_server_opts;
 

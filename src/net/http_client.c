@@ -8,6 +8,7 @@
  * callback may submit requests or close the client. The client itself is freed once every
  * connection, request and the resolver have finished ("live" counts them). */
 #include "net/http_client.h"
+#include "net/tls.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -56,6 +57,8 @@ struct cconn {
     llhttp_t parser;
     bool connected, closing, reused, got_bytes, msg_done, keep_alive, too_large;
     pc_buf field, value, ctype, retry_after, body;
+    pc_tls_conn *tls; /* NULL: plain text; "connected" only once the handshake is done */
+    pc_buf plain;     /* TLS: decrypted bytes of one read */
 };
 
 struct pc_http_client {
@@ -64,6 +67,7 @@ struct pc_http_client {
     int port;
     char where[300]; /* "host:port" for Host and messages */
     unsigned max_conns;
+    pc_tls_ctx *tls;
     struct sockaddr_storage addr;
     addr_state astate;
     bool host_is_name;
@@ -195,6 +199,8 @@ static void on_conn_closed(uv_handle_t *h)
     pc_buf_free(&k->ctype);
     pc_buf_free(&k->retry_after);
     pc_buf_free(&k->body);
+    pc_buf_free(&k->plain);
+    pc_tls_conn_free(k->tls);
     free(k);
     live_dec(c);
 }
@@ -242,8 +248,9 @@ static void conn_fail(cconn *k, int err, const char *msg)
 
 typedef struct cwrite {
     uv_write_t w;
-    creq *r;
+    creq *r; /* NULL for TLS handshake flights */
     cconn *k;
+    char data[]; /* TLS: the ciphertext */
 } cwrite;
 
 static void on_written(uv_write_t *w, int status)
@@ -252,13 +259,15 @@ static void on_written(uv_write_t *w, int status)
     creq *r = cw->r;
     cconn *k = cw->k;
     free(cw);
-    if (status < 0 && status != UV_ECANCELED && k->req == r) {
+    if (status < 0 && status != UV_ECANCELED && !k->closing && k->req == r) {
         char msg[512];
         snprintf(msg, sizeof msg, "write to %s: %s", k->c->where, uv_strerror(status));
         conn_fail(k, status, msg);
     }
-    creq_unref(r);
+    if (r) creq_unref(r);
 }
+
+static void tls_send(cconn *k, creq *r);
 
 static void conn_send(cconn *k)
 {
@@ -267,6 +276,10 @@ static void conn_send(cconn *k)
     reset_response(k);
     llhttp_init(&k->parser, HTTP_RESPONSE, &k->c->settings);
     k->parser.data = k;
+    if (k->tls) {
+        tls_send(k, r);
+        return;
+    }
     cwrite *cw = pc_xmalloc(sizeof *cw);
     cw->r = r;
     cw->k = k;
@@ -315,7 +328,7 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 
 static void on_read_error(cconn *k, int err)
 {
-    if (err == UV_EOF) {
+    if (err == UV_EOF && !(k->tls && !pc_tls_conn_established(k->tls))) {
         llhttp_finish(&k->parser); /* completes a read-until-close body */
         if (k->msg_done) {
             k->keep_alive = false;
@@ -324,13 +337,19 @@ static void on_read_error(cconn *k, int err)
         }
     }
     char msg[512];
-    if (err == UV_EOF)
+    if (k->tls && !pc_tls_conn_established(k->tls))
+        snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s", k->c->where,
+                 err == UV_EOF ? "connection closed by the server" : uv_strerror(err));
+    else if (err == UV_EOF)
         snprintf(msg, sizeof msg, "%s to %s: connection closed before a complete response",
                  k->req->what, k->c->where);
     else
         snprintf(msg, sizeof msg, "read from %s: %s", k->c->where, uv_strerror(err));
     conn_fail(k, err, msg);
 }
+
+static void tls_read(cconn *k, const char *data, size_t n);
+static void parse_response(cconn *k, const char *data, size_t n);
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
@@ -344,11 +363,20 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         on_read_error(k, (int)nread);
         return;
     }
+    if (k->tls) {
+        tls_read(k, buf->base, (size_t)nread);
+        return;
+    }
     k->got_bytes = true;
-    llhttp_errno_t e = llhttp_execute(&k->parser, buf->base, (size_t)nread);
+    parse_response(k, buf->base, (size_t)nread);
+}
+
+static void parse_response(cconn *k, const char *data, size_t n)
+{
+    llhttp_errno_t e = llhttp_execute(&k->parser, data, n);
     if (e == HPE_PAUSED && k->msg_done) {
         /* bytes after the response were not asked for: do not trust this connection again */
-        if (llhttp_get_error_pos(&k->parser) != buf->base + nread) k->keep_alive = false;
+        if (llhttp_get_error_pos(&k->parser) != data + n) k->keep_alive = false;
         complete(k);
     } else if (e != HPE_OK) {
         char msg[512];
@@ -362,6 +390,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     }
 }
 
+static void tls_handshake(cconn *k);
+
 static void on_connect(uv_connect_t *cr, int status)
 {
     cconn *k = cr->data;
@@ -372,13 +402,18 @@ static void on_connect(uv_connect_t *cr, int status)
         conn_fail(k, status, msg);
         return;
     }
-    k->connected = true;
+    k->connected = !k->c->tls;
     uv_tcp_nodelay(&k->tcp, 1);
     int rc = uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
     if (rc < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "read from %s: %s", k->c->where, uv_strerror(rc));
         conn_fail(k, rc, msg);
+        return;
+    }
+    if (k->c->tls) {
+        k->tls = pc_tls_conn_new(k->c->tls, k->c->host);
+        tls_handshake(k);
         return;
     }
     if (k->req)
@@ -406,6 +441,97 @@ static void conn_open(pc_http_client *c, creq *r)
         snprintf(msg, sizeof msg, "connect %s: %s", c->where, uv_strerror(rc));
         conn_fail(k, rc, msg);
     }
+}
+
+/* ---- TLS (only for clients with a context; the plain path never comes here) ---- */
+
+/* Write the ciphertext waiting in k's TLS output; r (or NULL) is held until it is written.
+ * -1 when the connection failed (k is closing). */
+static int tls_flush(cconn *k, creq *r)
+{
+    size_t n = pc_tls_conn_pending(k->tls);
+    if (!n) return 0;
+    cwrite *cw = pc_xmalloc(sizeof *cw + n);
+    cw->r = r;
+    cw->k = k;
+    n = pc_tls_conn_take(k->tls, cw->data, n);
+    uv_buf_t b = uv_buf_init(cw->data, (unsigned)n);
+    if (r) r->refs++;
+    int rc = uv_write(&cw->w, (uv_stream_t *)&k->tcp, &b, 1, on_written);
+    if (rc < 0) {
+        free(cw);
+        if (r) r->refs--;
+        char msg[512];
+        snprintf(msg, sizeof msg, "write to %s: %s", k->c->where, uv_strerror(rc));
+        conn_fail(k, rc, msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void tls_send(cconn *k, creq *r)
+{
+    if (pc_tls_conn_write(k->tls, r->wire.data, r->wire.len)) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "TLS write to %s: %s", k->c->where, pc_tls_conn_error(k->tls));
+        conn_fail(k, UV_EPROTO, msg);
+        return;
+    }
+    tls_flush(k, r);
+}
+
+/* Advance the handshake; once done the connection is usable like a plain one. */
+static void tls_handshake(cconn *k)
+{
+    int rc = pc_tls_conn_handshake(k->tls);
+    if (rc == PC_TLS_ERROR) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s", k->c->where,
+                 pc_tls_conn_error(k->tls));
+        PC_WARN(k->c->log_id, "%s", msg);
+        tls_flush(k, NULL); /* the alert, so the server knows why */
+        if (!k->closing) conn_fail(k, UV_EPROTO, msg);
+        return;
+    }
+    if (tls_flush(k, NULL) || rc == PC_TLS_WANT) return;
+    k->connected = true;
+    if (k->req)
+        conn_send(k);
+    else
+        pump(k->c); /* its request timed out meanwhile: serve the queue */
+}
+
+static void tls_read(cconn *k, const char *data, size_t n)
+{
+    pc_tls_conn_feed(k->tls, data, n);
+    if (!pc_tls_conn_established(k->tls)) {
+        tls_handshake(k);
+        if (k->closing || !pc_tls_conn_established(k->tls)) return;
+    }
+    k->plain.len = 0;
+    int rc = pc_tls_conn_read(k->tls, &k->plain);
+    if (tls_flush(k, NULL)) return;
+    if (k->plain.len && k->req) {
+        k->got_bytes = true;
+        parse_response(k, (const char *)k->plain.data, k->plain.len);
+    } else if (k->plain.len) { /* bytes nobody asked for */
+        conn_close(k);
+        return;
+    }
+    if (k->closing) return;
+    if (rc == PC_TLS_CLOSED) { /* close_notify: as EOF */
+        if (k->req)
+            on_read_error(k, UV_EOF);
+        else
+            conn_close(k);
+    } else if (rc == PC_TLS_ERROR && k->req) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "TLS read from %s: %s", k->c->where, pc_tls_conn_error(k->tls));
+        conn_fail(k, UV_EPROTO, msg);
+    } else if (rc == PC_TLS_ERROR) {
+        conn_close(k);
+    }
+    if (k->plain.cap > READ_CHUNK * 2) pc_buf_free(&k->plain);
 }
 
 /* ---- name resolution (once, cached; redone after a failed connect) ---- */
@@ -585,6 +711,7 @@ pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *o
     c->log_id = pc_xstrdup(opts->log_id ? opts->log_id : "http-client");
     c->port = opts->port;
     c->max_conns = opts->max_connections ? opts->max_connections : 8;
+    c->tls = opts->tls;
     bool v6 = strchr(c->host, ':') != NULL;
     snprintf(c->where, sizeof c->where, "%s%s%s:%d", v6 ? "[" : "", c->host, v6 ? "]" : "",
              c->port);

@@ -14,6 +14,10 @@ typedef struct pc_http_client_opts {
     int port;
     unsigned max_connections; /* default 8; requests beyond wait in FIFO order */
     const char *log_id;
+    /* NULL: plain text; else HTTPS with this context (net/tls.h; borrowed: outlives the client).
+     * host is the name sent as SNI and verified in the certificate (unless the context overrides
+     * it). A failed handshake is a connection error (error UV_EPROTO) and logged as a warning. */
+    struct pc_tls_ctx *tls;
 } pc_http_client_opts;
 
 typedef struct pc_http_response {

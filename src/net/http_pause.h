@@ -4,6 +4,10 @@
 #define PC_HTTP_PAUSE_H
 
 void pc_http_servers_pause(int paused);
+/* Softer: receivers answer 503 before reading bodies into decoders (memory above the soft
+ * limit); the memory limiter sets it, receivers check it per request. */
+void pc_http_servers_set_refusing(int refusing);
+int pc_http_servers_refusing(void);
 int pc_http_servers_paused(void);
 /* Servers register to hear about changes (loop thread). */
 void pc_http_pause_register(void (*cb)(void *arg, int paused), void *arg);

@@ -10,6 +10,7 @@
  * request the handler owns, so pc_http_respond is safe after the peer went away. */
 #include "net/http_server.h"
 #include "net/http_pause.h"
+#include "net/tls.h"
 
 #include <ctype.h>
 #include <llhttp.h>
@@ -60,6 +61,7 @@ struct conn {
     bool read_paused; /* reading was stopped by the global pause (memory limiter) */
     bool lingering; /* final response written; draining input until close */
     bool closing;
+    pc_tls_conn *tls; /* NULL: plain text */
 };
 
 struct pc_http_server {
@@ -193,6 +195,7 @@ static void conn_free(conn *c)
     pc_buf_free(&c->value);
     pc_buf_free(&c->in);
     free_req(c->ready);
+    pc_tls_conn_free(c->tls);
     free(c);
     server_maybe_done(s);
 }
@@ -256,8 +259,14 @@ static void on_written(uv_write_t *w, int status)
     conn_unref(c);
 }
 
+static void tls_write(conn *c, pc_buf *head, const void *body, size_t len, write_kind kind);
+
 static void conn_write(conn *c, pc_buf *head, const void *body, size_t len, write_kind kind)
 {
+    if (c->tls) {
+        tls_write(c, head, body, len, kind);
+        return;
+    }
     wreq *wr = pc_xmalloc(sizeof *wr + head->len + len);
     wr->c = c;
     wr->kind = kind;
@@ -344,17 +353,25 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
     *buf = uv_buf_init(c->s->rbuf, sizeof c->s->rbuf);
 }
 
+static void tls_read(conn *c, const char *data, size_t n);
+
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     conn *c = st->data;
     if (nread < 0) {
         if (nread != UV_EOF && !c->lingering)
             PC_DEBUG(c->s->log_id, "read from %s: %s", c->peer, uv_strerror((int)nread));
+        else if (c->tls && !pc_tls_conn_established(c->tls) && !c->lingering)
+            PC_DEBUG(c->s->log_id, "%s closed the connection during the TLS handshake", c->peer);
         /* EOF mid-request: the client gave up; nothing sensible to answer */
         conn_close(c);
         return;
     }
     if (nread == 0 || c->lingering) return; /* draining after a final response */
+    if (c->tls) {
+        tls_read(c, buf->base, (size_t)nread);
+        return;
+    }
     pc_buf_append(&c->in, buf->base, (size_t)nread);
     c->refs++; /* the handler may answer synchronously; keep c valid until we return */
     conn_process(c);
@@ -586,6 +603,86 @@ static void conn_process(conn *c)
     if (!c->busy && !c->in_request) timer_arm(c, T_IDLE, c->s->o.idle_timeout_ms);
 }
 
+/* ---- TLS (only when the server has a context; the plain path above never comes here) ---- */
+
+/* Send whatever ciphertext waits (handshake flights, records, alerts) as one write. */
+static void tls_flush(conn *c, write_kind kind)
+{
+    size_t n = pc_tls_conn_pending(c->tls);
+    if (!n || c->closing) return;
+    wreq *wr = pc_xmalloc(sizeof *wr + n);
+    wr->c = c;
+    wr->kind = kind;
+    n = pc_tls_conn_take(c->tls, wr->data, n);
+    uv_buf_t b = uv_buf_init(wr->data, (unsigned)n);
+    c->refs++;
+    int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+    if (rc < 0) {
+        PC_DEBUG(c->s->log_id, "write to %s: %s", c->peer, uv_strerror(rc));
+        free(wr);
+        conn_close(c);
+        c->refs--; /* handles still hold references: never the last one */
+        return;
+    }
+    if (kind != W_INTERIM) timer_arm(c, T_WRITE, c->s->o.idle_timeout_ms);
+}
+
+static void tls_write(conn *c, pc_buf *head, const void *body, size_t len, write_kind kind)
+{
+    if (pc_tls_conn_write(c->tls, head->data, head->len) ||
+        (len && pc_tls_conn_write(c->tls, body, len))) {
+        PC_WARN(c->s->log_id, "TLS write to %s: %s", c->peer, pc_tls_conn_error(c->tls));
+        conn_close(c);
+        return;
+    }
+    if (kind == W_FINAL) pc_tls_conn_shutdown(c->tls); /* close_notify after the last response */
+    tls_flush(c, kind);
+}
+
+/* The handshake failed: send the alert OpenSSL prepared, then close. */
+static void tls_fail(conn *c)
+{
+    PC_WARN(c->s->log_id, "TLS handshake with %s failed: %s", c->peer, pc_tls_conn_error(c->tls));
+    c->in_request = false;
+    c->keep_alive = false;
+    c->busy = true;
+    if (c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+    if (pc_tls_conn_pending(c->tls))
+        tls_flush(c, W_FINAL);
+    else
+        conn_close(c);
+}
+
+static void tls_read(conn *c, const char *data, size_t n)
+{
+    pc_tls_conn_feed(c->tls, data, n);
+    c->refs++; /* the handler may answer synchronously; keep c valid until we return */
+    if (!pc_tls_conn_established(c->tls)) {
+        int rc = pc_tls_conn_handshake(c->tls);
+        if (rc == PC_TLS_ERROR) {
+            tls_fail(c);
+            goto out;
+        }
+        tls_flush(c, W_INTERIM);
+        if (rc == PC_TLS_WANT) goto out;
+    }
+    int rc = pc_tls_conn_read(c->tls, &c->in);
+    tls_flush(c, W_INTERIM); /* e.g. TLS 1.3 session tickets */
+    if (rc == PC_TLS_ERROR) {
+        PC_DEBUG(c->s->log_id, "TLS read from %s: %s", c->peer, pc_tls_conn_error(c->tls));
+        conn_close(c);
+        goto out;
+    }
+    conn_process(c);
+    /* close_notify: the client sends nothing more; an answer in progress still goes out */
+    if (rc == PC_TLS_CLOSED && !c->busy && !c->closing && !c->lingering) conn_close(c);
+out:
+    conn_unref(c);
+}
+
 /* ---- accepting ---- */
 
 static void accept_error(pc_http_server *s, int status)
@@ -634,11 +731,15 @@ static void on_connection(uv_stream_t *ls, int status)
     if (s->n_active >= s->o.max_connections) {
         PC_WARN(s->log_id, "connection limit %u reached, rejecting %s", s->o.max_connections,
                 c->peer);
-        fail(c, 503, "too many connections");
+        if (s->o.tls) /* a 503 in plain text means nothing to a TLS client */
+            conn_close(c);
+        else
+            fail(c, 503, "too many connections");
         return;
     }
     s->n_active++;
     c->counted = true;
+    if (s->o.tls) c->tls = pc_tls_conn_new(s->o.tls, NULL);
     llhttp_init(&c->parser, HTTP_REQUEST, &s->settings);
     c->parser.data = c;
     read_start(c);
@@ -756,7 +857,7 @@ int pc_http_server_start(pc_http_server *s, char *err, size_t errlen)
     pc_http_pause_register(on_pause, s);
     char bound[80];
     format_addr((struct sockaddr *)&ss, bound, sizeof bound);
-    PC_INFO(s->log_id, "listening on http://%s", bound);
+    PC_INFO(s->log_id, "listening on %s://%s", s->o.tls ? "https" : "http", bound);
     return 0;
 }
 

@@ -4,7 +4,9 @@
  * loop thread. The handler answers later (possibly after thread-pool work) with pc_http_respond;
  * until then the connection reads no further request (pipelined requests wait, in order).
  * Errors the server answers itself: 400 malformed, 408 read timeout, 413 body too large,
- * 431 header too large, 503 connection limit reached. */
+ * 431 header too large, 503 connection limit reached (with TLS: the connection is closed).
+ * With a TLS context (net/tls.h) every connection is HTTPS: the handshake runs on the loop over
+ * memory BIOs, a failed one is logged and closed, and the rest is as above. */
 #ifndef PC_HTTP_SERVER_H
 #define PC_HTTP_SERVER_H
 
@@ -44,6 +46,7 @@ typedef struct pc_http_server_opts {
     unsigned idle_timeout_ms; /* keep-alive idle close; default 60000 */
     unsigned max_connections; /* default 1024; above it new connections get 503 and close */
     const char *log_id;       /* component id for log lines */
+    struct pc_tls_ctx *tls;   /* NULL: plain text; else HTTPS (borrowed: outlives the server) */
 } pc_http_server_opts;
 
 pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *opts,

@@ -96,8 +96,10 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key)
 int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err,
                           size_t errlen)
 {
-    if (pc_proto_check_depth(PC_REQUEST_DESC, data, len, 64)) {
-        snprintf(err, errlen, "cannot decode ExportProfilesServiceRequest: nested too deeply");
+    int depth = pc_proto_check_depth(PC_REQUEST_DESC, data, len, 64);
+    if (depth) {
+        snprintf(err, errlen, "cannot decode ExportProfilesServiceRequest: %s",
+                 depth == -2 ? "malformed protobuf (field number 0)" : "nested too deeply");
         return -1;
     }
     /* decoded structs take roughly 2-4x the wire size */
@@ -131,7 +133,11 @@ void pc_batch_make_writable(pc_batch **bp)
     pc_batch_encode_proto(b, &buf);
     pc_batch *copy = NULL;
     char err[128];
-    if (pc_batch_decode_proto(buf.data, buf.len, &copy, err, sizeof err) != 0) abort();
+    if (pc_batch_decode_proto(buf.data, buf.len, &copy, err, sizeof err) != 0) {
+        /* cannot happen for data that decoded and validated; never crash on it anyway */
+        PC_ERROR(NULL, "copy-on-write failed (%s): the processor gets an empty batch", err);
+        copy = pc_batch_new();
+    }
     pc_buf_free(&buf);
     for (size_t i = 0; i < b->meta.n; i++) pc_batch_set_meta(copy, b->meta.keys[i], b->meta.vals[i]);
     pc_batch_unref(b);
@@ -223,6 +229,8 @@ static int check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
         }
         unsigned wt = key & 7;
         uint64_t field = key >> 3;
+        /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
+        if (field == 0) return -2;
         if (wt == 0) {
             while (i < len && (p[i++] & 0x80)) {}
         } else if (wt == 1) {

@@ -1135,7 +1135,7 @@ static int out_one(out_ctx *o, const pc_resource_profiles *rp, const pc_scope_pr
     uint8_t *raw = pc_xmalloc(sz ? sz : 1);
     perftools__profiles__profile__pack(pp, raw);
     pc_buf gz = {0};
-    pc_gzip_deflate(raw, sz, 6, &gz);
+    pc_gzip_deflate(raw, sz, PC_GZIP_DEFAULT_LEVEL, &gz);
     free(raw);
 
     pc_pprof_out out = {

@@ -98,8 +98,10 @@ static int check_zero_elements(const pc_dictionary *d, char *err, size_t errlen)
     }
     if (d->n_link_table) {
         const pc_link *l = d->link_table[0];
-        if (!all_zero(l->trace_id.data, l->trace_id.len) || !all_zero(l->span_id.data, l->span_id.len))
-            FAIL("dictionary: link_table[0] must be the zero Link");
+        if (!all_zero(l->trace_id.data, l->trace_id.len) || !all_zero(l->span_id.data, l->span_id.len) ||
+            (l->trace_id.len != 0 && l->trace_id.len != 16) ||
+            (l->span_id.len != 0 && l->span_id.len != 8))
+            FAIL("dictionary: link_table[0] must be the zero Link (ids of 16 and 8 bytes, or empty)");
     }
     if (d->n_attribute_table) {
         const pc_kvu *a = d->attribute_table[0];

@@ -165,10 +165,7 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
         }
         return 0;
     }
-    if (n->kind == PC_NODE_NULL && k->type == PC_CFG_STRING) {
-        free_value(k, cfg);
-        return 0;
-    }
+    if (n->kind == PC_NODE_NULL) return 0; /* "key:" with no value keeps the default */
     if (n->kind != PC_NODE_SCALAR) goto bad_type;
     const char *s = n->scalar;
     switch (k->type) {

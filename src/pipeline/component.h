@@ -32,6 +32,9 @@ typedef struct pc_component_type {
     int (*start)(pc_component *c, char *err, size_t errlen);
     /* Processors and exporters: take ownership of one reference to b. */
     void (*consume)(pc_component *c, pc_batch *b, pc_done_fn done, void *arg);
+    /* Shutdown has begun: stop holding data (e.g. flush buffers now and pass later data straight
+     * on) so receivers waiting for answers can finish. Optional; called before any shutdown. */
+    void (*drain)(pc_component *c);
     /* Stop accepting, flush, drain, then call done (once). Tolerates never having started. */
     void (*shutdown)(pc_component *c, pc_shutdown_done done);
     /* Free c->priv; handles are already closed. */

@@ -13,9 +13,12 @@ extern const pc_component_type pc_processor_limits;
 extern const pc_component_type pc_processor_filter;
 extern const pc_component_type pc_processor_memory_limiter;
 extern const pc_component_type pc_exporter_otlphttp;
+extern const pc_component_type pc_exporter_otlp;
 extern const pc_component_type pc_exporter_pyroscope;
 extern const pc_component_type pc_exporter_debug;
 extern const pc_component_type pc_extension_health_check;
+extern const pc_component_type pc_extension_bearertokenauth;
+extern const pc_component_type pc_extension_basicauth;
 
 const pc_component_type *const pc_component_types[] = {
     &pc_receiver_otlp,
@@ -28,9 +31,12 @@ const pc_component_type *const pc_component_types[] = {
     &pc_processor_filter,
     &pc_processor_memory_limiter,
     &pc_exporter_otlphttp,
+    &pc_exporter_otlp,
     &pc_exporter_pyroscope,
     &pc_exporter_debug,
     &pc_extension_health_check,
+    &pc_extension_bearertokenauth,
+    &pc_extension_basicauth,
     NULL,
 };
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extensions/auth.h"
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/log.h"
@@ -130,7 +131,9 @@ static int check_keys(const pc_node *map, const char *const *allowed, size_t n, 
         if (j < n) continue;
         const char *close = pc_closest(map->keys[i], allowed, n);
         char sub[256];
-        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "::" : "", map->keys[i]);
+        if (snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "::" : "", map->keys[i]) >=
+            (int)sizeof sub)
+            sub[sizeof sub - 1] = 0; /* a truncated path still locates the key */
         pc_cfg_errorf(err, map->vals[i], sub, "unknown key \"%s\"%s%s%s", map->keys[i],
                       close ? " (did you mean \"" : "", close ? close : "", close ? "\"?)" : "");
         return -1;
@@ -398,6 +401,58 @@ static int build_extensions(pc_service *s, pc_cfg_err *err)
     return 0;
 }
 
+pc_component *pc_service_extension(pc_service *s, const char *id)
+{
+    for (size_t i = 0; i < s->n_extensions; i++)
+        if (strcmp(s->extensions[i]->id, id) == 0) return s->extensions[i];
+    return NULL;
+}
+
+/* Every `auth: authenticator: <id>` below a component (at any depth, e.g. the otlp receiver's
+ * protocols::http::auth) must name an enabled authenticator extension that fits the side. */
+static int check_auth_refs(pc_service *s, const pc_node *n, const char *path, bool server,
+                           pc_cfg_err *err)
+{
+    if (!n || n->kind != PC_NODE_MAP) return 0;
+    for (size_t i = 0; i < n->n; i++) {
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s::%s", path, n->keys[i]);
+        const pc_node *id = pc_node_get(n->vals[i], "authenticator");
+        if (strcmp(n->keys[i], "auth") == 0 && id && id->kind == PC_NODE_SCALAR) {
+            char e[400];
+            pc_component *ext = pc_service_extension(s, id->scalar);
+            const pc_node *def = pc_node_get(pc_node_get(s->root, "extensions"), id->scalar);
+            if (!ext)
+                snprintf(e, sizeof e, "extension \"%s\" %s", id->scalar,
+                         def ? "is defined but not enabled: list it in service::extensions"
+                             : "is not defined in the top-level \"extensions\" section");
+            if (!ext || pc_auth_usable(ext, server, e, sizeof e)) {
+                strncat(sub, "::authenticator", sizeof sub - strlen(sub) - 1);
+                pc_cfg_errorf(err, id, sub, "%s", e);
+                return -1;
+            }
+        } else if (check_auth_refs(s, n->vals[i], sub, server, err)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int check_authenticators(pc_service *s, pc_cfg_err *err)
+{
+    for (size_t i = 0; i < s->n_receivers + s->n_exporters; i++) {
+        bool server = i < s->n_receivers;
+        pc_component *c = server ? s->receivers[i] : s->exporters[i - s->n_receivers];
+        const char *section = server ? "receivers" : "exporters";
+        char path[300];
+        snprintf(path, sizeof path, "%s::%s", section, c->id);
+        if (check_auth_refs(s, pc_node_get(pc_node_get(s->root, section), c->id), path, server,
+                            err))
+            return -1;
+    }
+    return 0;
+}
+
 pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
 {
     pc_service *s = pc_xcalloc(1, sizeof(*s));
@@ -411,7 +466,7 @@ pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
         validate_section(s, "processors", PC_KIND_PROCESSOR, err) ||
         validate_section(s, "exporters", PC_KIND_EXPORTER, err) ||
         validate_section(s, "extensions", PC_KIND_EXTENSION, err) || build_pipelines(s, err) ||
-        build_extensions(s, err)) {
+        build_extensions(s, err) || check_authenticators(s, err)) {
         pc_service_free(s);
         return NULL;
     }
@@ -532,6 +587,11 @@ void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg)
     s->done_arg = arg;
     s->phase = 0;
     if (s->state != SVC_FAILED) s->state = SVC_STOPPING;
+    for (size_t p = 0; p < s->n_pipelines; p++)
+        for (size_t i = 0; i < s->pipelines[p].n_processors; i++) {
+            pc_component *c = s->pipelines[p].processors[i];
+            if (c && c->type->drain) c->type->drain(c);
+        }
     uv_update_time(s->loop);
     pc_shutdown_deadline_ms = uv_now(s->loop) + s->shutdown_timeout_ms;
     g_shutting = s;

@@ -19,6 +19,10 @@ int pc_service_start(pc_service *s, char *err, size_t errlen);
 void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg);
 void pc_service_free(pc_service *s);
 
+/* The extension instance `id` listed in service.extensions, or NULL (components look up their
+ * authenticator at start). */
+struct pc_component *pc_service_extension(pc_service *s, const char *id);
+
 /* Status of the service and every component as JSON (like the Collector's health_check);
  * returns 1 when everything is running, 0 otherwise. */
 int pc_service_status_json(const pc_service *s, pc_buf *out);

@@ -512,15 +512,23 @@ static void maybe_finish_shutdown(batch_proc *bp)
     done(bp->c);
 }
 
-static void batch_shutdown(pc_component *c, pc_shutdown_done done)
+/* Shutdown begins: flush what is buffered and pass later data on at once, so receivers waiting
+ * for answers need not wait for the timer. */
+static void batch_drain(pc_component *c)
 {
     batch_proc *bp = c->priv;
     bp->shutting = true;
-    bp->shutdown_done = done;
     while (bp->n_shards) {
         bp->flushes_shutdown++;
         flush_shard(bp, bp->n_shards - 1);
     }
+}
+
+static void batch_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    batch_proc *bp = c->priv;
+    bp->shutdown_done = done;
+    batch_drain(c);
     maybe_finish_shutdown(bp);
 }
 
@@ -555,6 +563,7 @@ const pc_component_type pc_processor_batch = {
     .create = batch_create,
     .start = batch_start,
     .consume = batch_consume,
+    .drain = batch_drain,
     .shutdown = batch_shutdown,
     .destroy = batch_destroy,
 };

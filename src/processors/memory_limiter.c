@@ -139,6 +139,7 @@ static void check(uv_timer_t *t)
     }
     l->refusing = over;
     l->paused = hard;
+    pc_http_servers_set_refusing(over);
 }
 
 static int ml_start(pc_component *c, char *err, size_t errlen)
@@ -183,6 +184,7 @@ static void ml_shutdown(pc_component *c, pc_shutdown_done done)
 {
     limiter *l = c->priv;
     if (l->paused) pc_http_servers_pause(0);
+    if (l->refusing) pc_http_servers_set_refusing(0);
     l->refusing = l->paused = 0;
     if (!l->timer_open) {
         done(c);

@@ -1,11 +1,16 @@
-/* Receiver "otlp": OTLP/HTTP profiles on POST /v1development/profiles (protobuf or JSON, gzip).
- * Inflate, decode and validate run on the thread pool; the client is answered only once the
- * pipeline has accepted or refused the data (DESIGN §1). */
+/* Receiver "otlp": OTLP profiles over HTTP (POST /v1development/profiles, protobuf or JSON, gzip)
+ * and over gRPC (ProfilesService/Export, h2c, grpc-encoding gzip), each started only when its
+ * protocols:: entry is present, as in the Collector. Both transports share one path: unframe,
+ * inflate, decode and validate on the thread pool, consume, and answer the client only once the
+ * pipeline has accepted or refused the data (DESIGN §1); only the mapping of outcomes to HTTP
+ * statuses or gRPC codes differs. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "net/grpc.h"
 #include "net/gzip.h"
+#include "net/h2_server.h"
 #include "net/http_server.h"
 #include "net/url.h"
 #include "pdata/json.h"
@@ -14,6 +19,8 @@
 #include "rpc_status.pb-c.h"
 
 #define PROFILES_PATH "/v1development/profiles"
+#define GRPC_EXPORT_PATH                                                                           \
+    "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
 #define RETRY_AFTER_S 1
 
 typedef struct otlp_cfg {
@@ -22,7 +29,12 @@ typedef struct otlp_cfg {
     uint64_t read_timeout_ms;
     uint64_t idle_timeout_ms;
     int64_t max_connections;
-    const pc_node *grpc;
+    char *grpc_endpoint;
+    int64_t grpc_max_recv_mib;
+    int64_t grpc_max_streams;
+    int64_t grpc_max_connections;
+    uint64_t grpc_idle_ms;
+    bool http_on, grpc_on; /* which protocols:: entries are present (set by validate) */
 } otlp_cfg;
 
 static const pc_cfg_key otlp_keys[] = {
@@ -36,27 +48,50 @@ static const pc_cfg_key otlp_keys[] = {
      "close keep-alive connections idle this long", NULL},
     {"protocols.http.max_connections", PC_CFG_INT, "1024", offsetof(otlp_cfg, max_connections),
      "concurrent connections; more are answered 503", NULL},
-    {"protocols.grpc", PC_CFG_NODE, NULL, offsetof(otlp_cfg, grpc),
-     "OTLP/gRPC (not supported yet)", NULL},
+    {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint),
+     "host:port for OTLP/gRPC (HTTP/2 cleartext; 0.0.0.0 for all interfaces)", NULL},
+    {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib),
+     "largest request message in MiB, before and after decompression (RESOURCE_EXHAUSTED above)",
+     NULL},
+    {"protocols.grpc.max_concurrent_streams", PC_CFG_INT, "100",
+     offsetof(otlp_cfg, grpc_max_streams), "concurrent calls per connection", NULL},
+    {"protocols.grpc.max_connections", PC_CFG_INT, "1024", offsetof(otlp_cfg, grpc_max_connections),
+     "concurrent connections; more are closed", NULL},
+    {"protocols.grpc.keepalive.server_parameters.max_connection_idle", PC_CFG_DURATION, "300s",
+     offsetof(otlp_cfg, grpc_idle_ms), "close connections without calls this long (GOAWAY)", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+
+enum { T_HTTP, T_GRPC };
 
 typedef struct otlp_recv {
     pc_component *c;
     pc_http_server *srv;
-    char host[256];
-    int port;
-    uint64_t accepted_samples, refused_samples; /* self-metrics */
+    pc_h2_server *h2;
+    char host[256], grpc_host[256];
+    int port, grpc_port;
+    uint64_t accepted[2], refused[2]; /* self-metrics per transport */
+    int closing;                      /* servers still shutting down */
     pc_shutdown_done shutdown_done;
 } otlp_recv;
 
+/* Why a request was refused before reaching the pipeline. */
+typedef enum { E_NONE, E_INVALID, E_TOO_LARGE, E_UNSUPPORTED } refusal;
+
+/* One request on its way through decode and the pipeline, whichever the transport. */
 typedef struct job {
     uv_work_t work;
     otlp_recv *r;
-    pc_http_req *req;
-    int json, gzip;
+    int transport;
+    pc_http_req *req; /* T_HTTP */
+    pc_h2_call *call; /* T_GRPC */
+    const uint8_t *body;
+    size_t body_len;
+    size_t max_size; /* after decompression */
+    int json, gzip;  /* T_HTTP */
+    char *encoding;  /* T_GRPC: grpc-encoding */
     pc_batch *batch;
-    int status; /* 0 = decoded; else the HTTP error status */
+    refusal fail;
     int64_t rejected;
     size_t samples;
     char err[512];
@@ -67,10 +102,13 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
     otlp_cfg *cfg = cfgp;
     char host[256], e[256];
     int port;
-    (void)node;
-    if (cfg->grpc) {
-        pc_cfg_key_errorf(err, node, path, "protocols.grpc",
-                          "OTLP/gRPC is not supported yet; use protocols::http");
+    const pc_node *protocols = pc_node_get(node, "protocols");
+    cfg->http_on = pc_node_get(protocols, "http") != NULL;
+    cfg->grpc_on = pc_node_get(protocols, "grpc") != NULL;
+    if (!cfg->http_on && !cfg->grpc_on) {
+        pc_cfg_key_errorf(err, node, path, "protocols",
+                          "must specify at least one protocol when using the OTLP receiver "
+                          "(protocols::grpc and/or protocols::http)");
         return -1;
     }
     if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
@@ -85,6 +123,30 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
         pc_cfg_key_errorf(err, node, path, "protocols.http.max_connections", "must be > 0");
         return -1;
     }
+    if (pc_hostport_parse(cfg->grpc_endpoint, host, sizeof host, &port, e, sizeof e)) {
+        pc_cfg_key_errorf(err, node, path, "protocols.grpc.endpoint", "%s", e);
+        return -1;
+    }
+    if (cfg->grpc_max_recv_mib <= 0 || cfg->grpc_max_recv_mib > 2047) {
+        pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_recv_msg_size_mib",
+                          "must be between 1 and 2047");
+        return -1;
+    }
+    if (cfg->grpc_max_streams <= 0 || cfg->grpc_max_streams > 100000) {
+        pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_concurrent_streams",
+                          "must be between 1 and 100000");
+        return -1;
+    }
+    if (cfg->grpc_max_connections <= 0) {
+        pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_connections", "must be > 0");
+        return -1;
+    }
+    if (cfg->grpc_idle_ms == 0) {
+        pc_cfg_key_errorf(err, node, path,
+                          "protocols.grpc.keepalive.server_parameters.max_connection_idle",
+                          "must be > 0");
+        return -1;
+    }
     return 0;
 }
 
@@ -95,28 +157,32 @@ static int otlp_create(pc_component *c, pc_cfg_err *err)
     char e[256];
     (void)err;
     pc_hostport_parse(cfg->endpoint, r->host, sizeof r->host, &r->port, e, sizeof e);
+    pc_hostport_parse(cfg->grpc_endpoint, r->grpc_host, sizeof r->grpc_host, &r->grpc_port, e,
+                      sizeof e);
     r->c = c;
     c->priv = r;
     return 0;
 }
 
+/* ---- answering over HTTP ---- */
+
 /* gRPC code for a status body, as the OTLP spec pairs them. */
-static int grpc_code(int http)
+static int grpc_code_for_http(int http)
 {
     switch (http) {
-    case 400: return 3;  /* INVALID_ARGUMENT */
-    case 413: return 8;  /* RESOURCE_EXHAUSTED */
-    case 429: return 8;  /* RESOURCE_EXHAUSTED */
-    case 503: return 14; /* UNAVAILABLE */
-    default: return 2;   /* UNKNOWN */
+    case 400: return PC_GRPC_INVALID_ARGUMENT;
+    case 413:
+    case 429: return PC_GRPC_RESOURCE_EXHAUSTED;
+    case 503: return PC_GRPC_UNAVAILABLE;
+    default: return PC_GRPC_UNKNOWN;
     }
 }
 
 /* Failures carry a google.rpc.Status in the request's content type. */
-static void respond_status(pc_http_req *req, int json, int http, const char *msg)
+static void http_respond_status(pc_http_req *req, int json, int http, const char *msg)
 {
     Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
-    st.code = grpc_code(http);
+    st.code = grpc_code_for_http(http);
     st.message = (char *)msg;
     pc_buf body = {0};
     if (json) {
@@ -126,73 +192,147 @@ static void respond_status(pc_http_req *req, int json, int http, const char *msg
         body.len = protobuf_c_message_pack(&st.base, body.data);
     }
     char extra[64] = "";
-    if (http == 429 || http == 503) snprintf(extra, sizeof extra, "Retry-After: %d\r\n", RETRY_AFTER_S);
+    if (http == 429 || http == 503)
+        snprintf(extra, sizeof extra, "Retry-After: %d\r\n", RETRY_AFTER_S);
     pc_http_respond(req, http, json ? "application/json" : "application/x-protobuf", body.data,
                     body.len, extra);
     pc_buf_free(&body);
 }
 
-static void respond_ok(pc_http_req *req, int json, int64_t rejected, const char *msg)
+/* ---- one outcome, two transports ---- */
+
+static void job_free(job *j)
 {
-    pc_response resp = OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_SERVICE_RESPONSE__INIT;
-    pc_partial_success ps = OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_PARTIAL_SUCCESS__INIT;
+    pc_batch_unref(j->batch);
+    free(j->encoding);
+    free(j);
+}
+
+static void respond_refusal(job *j, refusal why, const char *msg)
+{
+    if (j->transport == T_HTTP) {
+        http_respond_status(j->req, j->json,
+                            why == E_TOO_LARGE     ? 413
+                            : why == E_UNSUPPORTED ? 415
+                                                   : 400,
+                            msg);
+        return;
+    }
+    int code = why == E_TOO_LARGE     ? PC_GRPC_RESOURCE_EXHAUSTED
+               : why == E_UNSUPPORTED ? PC_GRPC_UNIMPLEMENTED
+                                      : PC_GRPC_INVALID_ARGUMENT;
+    pc_grpc_respond(j->call, code, msg, NULL, 0, NULL);
+}
+
+/* The pipeline refused: permanent -> 400 / INVALID_ARGUMENT; overload -> 429 /
+ * RESOURCE_EXHAUSTED with RetryInfo; retryable -> 503 / UNAVAILABLE. */
+static void respond_pipeline_error(job *j, pc_status st, const char *msg)
+{
+    if (j->transport == T_HTTP) {
+        int http = st == PC_ERR_PERMANENT ? 400 : st == PC_ERR_OVERLOAD ? 429 : 503;
+        http_respond_status(j->req, j->json, http, msg);
+        return;
+    }
+    if (st == PC_ERR_OVERLOAD) {
+        char *details =
+            pc_grpc_status_details(PC_GRPC_RESOURCE_EXHAUSTED, msg, RETRY_AFTER_S * 1000);
+        pc_grpc_respond(j->call, PC_GRPC_RESOURCE_EXHAUSTED, msg, NULL, 0, details);
+        free(details);
+        return;
+    }
+    pc_grpc_respond(j->call,
+                    st == PC_ERR_PERMANENT ? PC_GRPC_INVALID_ARGUMENT : PC_GRPC_UNAVAILABLE, msg,
+                    NULL, 0, NULL);
+}
+
+static void respond_ok(job *j, int64_t rejected, const char *msg)
+{
+    pc_response resp =
+        OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_SERVICE_RESPONSE__INIT;
+    pc_partial_success ps =
+        OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_PARTIAL_SUCCESS__INIT;
     if (rejected) {
         ps.rejected_profiles = rejected;
         ps.error_message = (char *)msg;
         resp.partial_success = &ps;
     }
     pc_buf body = {0};
-    if (json) {
+    if (j->json) {
         pc_json_encode(&resp.base, &body);
     } else {
         pc_buf_reserve(&body, protobuf_c_message_get_packed_size(&resp.base) + 1);
         body.len = protobuf_c_message_pack(&resp.base, body.data);
     }
-    pc_http_respond(req, 200, json ? "application/json" : "application/x-protobuf", body.data,
-                    body.len, NULL);
+    if (j->transport == T_HTTP)
+        pc_http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf",
+                        body.data, body.len, NULL);
+    else
+        pc_grpc_respond(j->call, PC_GRPC_OK, NULL, body.data, body.len, NULL);
     pc_buf_free(&body);
 }
 
+static const char *peer(const job *j)
+{
+    return j->transport == T_HTTP ? j->req->peer : j->call->peer;
+}
+
+/* ---- the shared path ---- */
+
+/* Thread pool: the transport's framing and compression, then decode and validate. */
 static void decode_work(uv_work_t *w)
 {
     job *j = w->data;
-    otlp_cfg *cfg = j->r->c->cfg;
-    const uint8_t *data = j->req->body;
-    size_t len = j->req->body_len;
+    const uint8_t *data = j->body;
+    size_t len = j->body_len;
     pc_buf inflated = {0};
-    if (j->gzip) {
-        int rc = pc_gzip_inflate(data, len, cfg->max_body, &inflated);
+    if (j->transport == T_GRPC) {
+        const uint8_t *msg;
+        size_t mlen;
+        bool compressed;
+        int rc = pc_grpc_unframe(data, len, j->max_size, &msg, &mlen, &compressed, j->err,
+                                 sizeof j->err);
+        if (rc != PC_GRPC_FRAME_OK) {
+            j->fail = rc == PC_GRPC_FRAME_TOO_LARGE ? E_TOO_LARGE : E_INVALID;
+            goto out;
+        }
+        data = msg;
+        len = mlen;
+        if (compressed) {
+            rc = pc_grpc_decompress(msg, mlen, true, j->encoding, j->max_size, &inflated, j->err,
+                                    sizeof j->err);
+            if (rc != PC_GRPC_OK) {
+                j->fail = rc == PC_GRPC_RESOURCE_EXHAUSTED ? E_TOO_LARGE
+                          : rc == PC_GRPC_UNIMPLEMENTED    ? E_UNSUPPORTED
+                                                           : E_INVALID;
+                goto out;
+            }
+            data = inflated.data;
+            len = inflated.len;
+        }
+    } else if (j->gzip) {
+        int rc = pc_gzip_inflate(data, len, j->max_size, &inflated);
         if (rc == PC_GZ_TOO_LARGE) {
-            j->status = 413;
-            snprintf(j->err, sizeof j->err, "decompressed body exceeds max_request_body_size (%llu bytes)",
-                     (unsigned long long)cfg->max_body);
+            j->fail = E_TOO_LARGE;
+            snprintf(j->err, sizeof j->err,
+                     "decompressed body exceeds max_request_body_size (%zu bytes)", j->max_size);
         } else if (rc != PC_GZ_OK) {
-            j->status = 400;
+            j->fail = E_INVALID;
             snprintf(j->err, sizeof j->err, "invalid gzip body");
         }
-        if (j->status) goto out;
+        if (j->fail) goto out;
         data = inflated.data;
         len = inflated.len;
     }
-    int rc = j->json ? pc_batch_decode_json((const char *)data, len, &j->batch, j->err, sizeof j->err)
-                     : pc_batch_decode_proto(data, len, &j->batch, j->err, sizeof j->err);
-    if (rc) {
-        j->status = 400;
-        goto out;
-    }
-    if (pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err)) {
-        j->status = 400;
+    int rc = j->json
+                 ? pc_batch_decode_json((const char *)data, len, &j->batch, j->err, sizeof j->err)
+                 : pc_batch_decode_proto(data, len, &j->batch, j->err, sizeof j->err);
+    if (rc || pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err)) {
+        j->fail = E_INVALID;
         goto out;
     }
     j->samples = pc_batch_counts(j->batch).samples;
 out:
     pc_buf_free(&inflated);
-}
-
-static void job_free(job *j)
-{
-    pc_batch_unref(j->batch);
-    free(j);
 }
 
 static void pipeline_done(void *arg, pc_status st, const char *msg)
@@ -201,54 +341,68 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
     otlp_recv *r = j->r;
     switch (st) {
     case PC_OK:
-        r->accepted_samples += j->samples;
-        respond_ok(j->req, j->json, j->rejected, j->err);
+        r->accepted[j->transport] += j->samples;
+        respond_ok(j, j->rejected, j->err);
         break;
     case PC_ERR_PERMANENT:
-        r->refused_samples += j->samples;
-        PC_WARN(r->c->id, "pipeline refused %zu samples permanently: %s", j->samples, msg ? msg : "");
-        respond_status(j->req, j->json, 400, msg ? msg : "refused by the pipeline");
+        r->refused[j->transport] += j->samples;
+        PC_WARN(r->c->id, "pipeline refused %zu samples permanently: %s", j->samples,
+                msg ? msg : "");
+        respond_pipeline_error(j, st, msg ? msg : "refused by the pipeline");
         break;
     case PC_ERR_OVERLOAD:
     case PC_ERR_RETRYABLE:
-        r->refused_samples += j->samples;
+        r->refused[j->transport] += j->samples;
         PC_WARN(r->c->id, "pipeline refused %zu samples (retryable, client told to retry): %s",
                 j->samples, msg ? msg : "");
-        respond_status(j->req, j->json, st == PC_ERR_OVERLOAD ? 429 : 503,
-                       msg ? msg : "pipeline unavailable, retry later");
+        respond_pipeline_error(j, st, msg ? msg : "pipeline unavailable, retry later");
         break;
     }
-    free(j);
+    job_free(j);
 }
 
 static void decode_done(uv_work_t *w, int status)
 {
     job *j = w->data;
     (void)status;
-    if (j->status) {
-        PC_INFO(j->r->c->id, "%s: %d: %s", j->req->peer, j->status, j->err);
-        respond_status(j->req, j->json, j->status, j->err);
+    if (j->fail) {
+        PC_INFO(j->r->c->id, "%s: refused (%s): %s", peer(j),
+                j->fail == E_TOO_LARGE     ? "too large"
+                : j->fail == E_UNSUPPORTED ? "unsupported"
+                                           : "invalid",
+                j->err);
+        respond_refusal(j, j->fail, j->err);
         job_free(j);
         return;
     }
     if (j->rejected)
-        PC_WARN(j->r->c->id, "%s: rejected %lld invalid profile(s): %s", j->req->peer,
+        PC_WARN(j->r->c->id, "%s: rejected %lld invalid profile(s): %s", peer(j),
                 (long long)j->rejected, j->err);
     pc_batch *b = j->batch;
     j->batch = NULL;
     pc_consume(j->r->c->next, b, pipeline_done, j);
 }
 
+static void job_start(job *j)
+{
+    j->work.data = j;
+    uv_queue_work(j->r->c->loop, &j->work, decode_work, decode_done);
+}
+
+/* ---- OTLP/HTTP ---- */
+
 static int media_type_is(const char *ct, const char *want)
 {
     size_t n = strlen(want);
-    while (*ct == ' ') ct++;
+    while (*ct == ' ')
+        ct++;
     return strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
 }
 
 static void on_request(pc_http_req *req, void *arg)
 {
     otlp_recv *r = arg;
+    otlp_cfg *cfg = r->c->cfg;
     const char *ct = pc_http_req_header(req, "content-type");
     int json = ct && media_type_is(ct, "application/json");
     if (strcmp(req->path, PROFILES_PATH) != 0) {
@@ -272,24 +426,98 @@ static void on_request(pc_http_req *req, void *arg)
     if (ce && *ce && strcasecmp(ce, "identity") != 0) {
         if (strcasecmp(ce, "gzip") != 0 && strcasecmp(ce, "deflate") != 0 &&
             strcasecmp(ce, "x-gzip") != 0) {
-            respond_status(req, json, 415, "unsupported Content-Encoding (supported: gzip, deflate)");
+            http_respond_status(req, json, 415,
+                                "unsupported Content-Encoding (supported: gzip, deflate)");
             return;
         }
         gz = 1;
     }
     job *j = pc_xcalloc(1, sizeof(*j));
     j->r = r;
+    j->transport = T_HTTP;
     j->req = req;
+    j->body = req->body;
+    j->body_len = req->body_len;
+    j->max_size = cfg->max_body;
     j->json = json;
     j->gzip = gz;
-    j->work.data = j;
-    uv_queue_work(r->c->loop, &j->work, decode_work, decode_done);
+    job_start(j);
+}
+
+/* ---- OTLP/gRPC ---- */
+
+static void on_call(pc_h2_call *call, void *arg)
+{
+    otlp_recv *r = arg;
+    otlp_cfg *cfg = r->c->cfg;
+    const char *ct = pc_h2_call_header(call, "content-type");
+    if (!ct ||
+        !(media_type_is(ct, "application/grpc") || media_type_is(ct, "application/grpc+proto"))) {
+        pc_h2_header h[] = {{"content-type", "text/plain"}};
+        static const char m[] = "415 unsupported media type: gRPC only (application/grpc)\n";
+        pc_h2_respond(call, 415, h, 1, m, sizeof m - 1, NULL, 0);
+        return;
+    }
+    if (strcmp(call->method, "POST") != 0 || strcmp(call->path, GRPC_EXPORT_PATH) != 0) {
+        char m[400];
+        snprintf(m, sizeof m, "unknown method %.200s (this server has %s)", call->path,
+                 GRPC_EXPORT_PATH);
+        pc_grpc_respond(call, PC_GRPC_UNIMPLEMENTED, m, NULL, 0, NULL);
+        return;
+    }
+    size_t max = (size_t)cfg->grpc_max_recv_mib << 20;
+    if (call->too_large) {
+        char m[160];
+        snprintf(m, sizeof m, "request message larger than max_recv_msg_size_mib (%zu bytes)", max);
+        PC_INFO(r->c->id, "%s: refused (too large): %s", call->peer, m);
+        pc_grpc_respond(call, PC_GRPC_RESOURCE_EXHAUSTED, m, NULL, 0, NULL);
+        return;
+    }
+    const char *enc = pc_h2_call_header(call, "grpc-encoding");
+    job *j = pc_xcalloc(1, sizeof(*j));
+    j->r = r;
+    j->transport = T_GRPC;
+    j->call = call;
+    j->body = call->body;
+    j->body_len = call->body_len;
+    j->max_size = max;
+    j->encoding = enc ? pc_xstrdup(enc) : NULL;
+    job_start(j);
+}
+
+/* ---- lifecycle ---- */
+
+static int start_grpc(pc_component *c, char *err, size_t errlen)
+{
+    otlp_recv *r = c->priv;
+    otlp_cfg *cfg = c->cfg;
+    size_t max = (size_t)cfg->grpc_max_recv_mib << 20;
+    pc_h2_server_opts o = {
+        .host = r->grpc_host,
+        .port = r->grpc_port,
+        .max_body_bytes = max + PC_GRPC_PREFIX,
+        .max_conn_body_bytes = 4 * (max + PC_GRPC_PREFIX),
+        .max_header_bytes = 64 * 1024,
+        .max_concurrent_streams = (unsigned)cfg->grpc_max_streams,
+        .idle_timeout_ms = (unsigned)cfg->grpc_idle_ms,
+        .read_timeout_ms = 30000,
+        .max_connections = (unsigned)cfg->grpc_max_connections,
+        .log_id = c->id,
+    };
+    r->h2 = pc_h2_server_new(c->loop, &o, on_call, r);
+    if (pc_h2_server_start(r->h2, err, errlen)) return -1;
+    pc_receiver_register_metrics(c, "grpc", &r->accepted[T_GRPC], &r->refused[T_GRPC]);
+    PC_INFO(c->id, "OTLP/gRPC profiles on %s:%d (h2c, ProfilesService/Export)", r->grpc_host,
+            pc_h2_server_port(r->h2));
+    return 0;
 }
 
 static int otlp_start(pc_component *c, char *err, size_t errlen)
 {
     otlp_recv *r = c->priv;
     otlp_cfg *cfg = c->cfg;
+    if (cfg->grpc_on && start_grpc(c, err, errlen)) return -1;
+    if (!cfg->http_on) return 0;
     pc_http_server_opts o = {
         .host = r->host,
         .port = r->port,
@@ -302,7 +530,7 @@ static int otlp_start(pc_component *c, char *err, size_t errlen)
     };
     r->srv = pc_http_server_new(c->loop, &o, on_request, r);
     if (pc_http_server_start(r->srv, err, errlen)) return -1;
-    pc_receiver_register_metrics(c, "http", &r->accepted_samples, &r->refused_samples);
+    pc_receiver_register_metrics(c, "http", &r->accepted[T_HTTP], &r->refused[T_HTTP]);
     PC_INFO(c->id, "OTLP/HTTP profiles on http://%s:%d%s", r->host, pc_http_server_port(r->srv),
             PROFILES_PATH);
     return 0;
@@ -312,21 +540,27 @@ static void server_closed(void *arg)
 {
     pc_component *c = arg;
     otlp_recv *r = c->priv;
+    if (--r->closing) return;
     r->srv = NULL;
+    r->h2 = NULL;
     PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
-            (unsigned long long)r->accepted_samples, (unsigned long long)r->refused_samples);
+            (unsigned long long)(r->accepted[T_HTTP] + r->accepted[T_GRPC]),
+            (unsigned long long)(r->refused[T_HTTP] + r->refused[T_GRPC]));
     r->shutdown_done(c);
 }
 
 static void otlp_shutdown(pc_component *c, pc_shutdown_done done)
 {
     otlp_recv *r = c->priv;
-    if (!r->srv) {
+    if (!r->srv && !r->h2) {
         done(c);
         return;
     }
     r->shutdown_done = done;
-    pc_http_server_shutdown(r->srv, server_closed, c);
+    r->closing = (r->srv != NULL) + (r->h2 != NULL);
+    /* both counted before either starts: a server may finish synchronously */
+    if (r->srv) pc_http_server_shutdown(r->srv, server_closed, c);
+    if (r->h2) pc_h2_server_shutdown(r->h2, server_closed, c);
 }
 
 static void otlp_destroy(pc_component *c)
@@ -339,7 +573,8 @@ const pc_component_type pc_receiver_otlp = {
     .name = "otlp",
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
-    .doc = "OTLP/HTTP profiles on POST /v1development/profiles (protobuf or JSON, gzip)",
+    .doc = "OTLP profiles over HTTP (POST /v1development/profiles, protobuf or JSON, gzip) and "
+           "gRPC (ProfilesService/Export, h2c, gzip)",
     .cfg_size = sizeof(otlp_cfg),
     .cfg = otlp_keys,
     .validate = otlp_validate,

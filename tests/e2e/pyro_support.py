@@ -334,11 +334,12 @@ class Recorder:
 class Upload:
     """One profile group as a Pyroscope server would store it."""
 
-    def __init__(self, kind, app, labels, profiles, headers, query=None):
+    def __init__(self, kind, app, labels, profiles, headers, query=None, raws=None):
         self.kind = kind            # 'ingest-raw', 'ingest-multipart' or 'push'
         self.app = app              # service name (ingest: name's app; push: service_name)
         self.labels = labels        # ingest: the name labels; push: every series label
         self.profiles = profiles    # [ppb.Profile]
+        self.raws = raws or []      # [the pprof bytes as sent (gzip)]
         self.headers = headers      # lower-cased
         self.query = query or {}
 
@@ -514,7 +515,7 @@ class PyroscopeServer:
         ctype = headers.get("content-type", "")
         if q.get("format") == "pprof":
             p = self._gzip_pprof(body, "raw pprof body")
-            return [Upload("ingest-raw", app, labels, [p], headers, q)]
+            return [Upload("ingest-raw", app, labels, [p], headers, q, [body])]
         if "multipart/form-data" in ctype:
             if "format" in q:
                 raise ValueError("multipart with format=%s: Pyroscope would not parse the form"
@@ -537,7 +538,8 @@ class PyroscopeServer:
                 for k in cfg:
                     if k not in types:
                         raise ValueError("sample_type_config key %r is no sample type" % k)
-            return [Upload("ingest-multipart", app, labels, [p], headers, q)]
+            return [Upload("ingest-multipart", app, labels, [p], headers, q,
+                           [parts["profile"][1]])]
         raise ValueError("neither format=pprof nor multipart (format=%r, Content-Type %r)"
                          % (q.get("format"), ctype))
 
@@ -573,14 +575,16 @@ class PyroscopeServer:
                 raise ValueError("series without service_name: %r" % labels)
             if len(labels) > 30:
                 raise ValueError("%d labels per series (max 30)" % len(labels))
-            profiles = []
+            profiles, raws = [], []
             for rs in s.samples:
                 if rs.ID:
                     uuid.UUID(rs.ID)
                 profiles.append(self._gzip_pprof(rs.raw_profile, "raw_profile"))
+                raws.append(rs.raw_profile)
             if not profiles:
                 raise ValueError("series without samples")
-            ups.append(Upload("push", labels["service_name"], labels, profiles, headers))
+            ups.append(Upload("push", labels["service_name"], labels, profiles, headers,
+                              raws=raws))
         return ups
 
 

@@ -194,10 +194,21 @@ class PyroscopeBadInputTest(unittest.TestCase):
                     % (ingest_path("badapp{}", format="pprof"), len(big))).encode()
             r = h.raw_request(self.port, head, [big[i:i + 65536] for i in range(0, len(big), 65536)])
             self.assertEqual(r.status, 413, r)
-        with self.subTest("gzip bomb over the limit"):
-            r = h.post(self.port, h.gzip_bomb(8 << 20), "application/octet-stream",
+        bomb = h.gzip_bomb(8 << 20)
+        with self.subTest("gzip pprof inflating over the limit"):
+            r = h.post(self.port, bomb, "application/octet-stream",
                        path=ingest_path("badapp{}", format="pprof"))
             self.assertEqual(r.status, 413, r)
+        with self.subTest("Content-Encoding gzip inflating over the limit"):
+            r = h.post(self.port, bomb, "application/octet-stream",
+                       path=ingest_path("badapp{}", format="pprof"),
+                       headers={"Content-Encoding": "gzip"})
+            self.assertEqual(r.status, 413, r)
+        with self.subTest("push: gzip body inflating over the limit"):
+            r = h.post(self.port, bomb, "application/proto", path=ps.PUSH_PATH,
+                       headers={"Content-Encoding": "gzip"})
+            self.assertEqual(r.status, 413, r)
+            self.assertEqual(r.content_type, "application/json")
         before = self.client.count()
         self.assertTrue(h.wait_for(lambda: self.client.count() >= before + 3, 10),
                         "the good client stopped getting 200s after the bad input")

@@ -16,7 +16,9 @@ Go: a stdlib-only program (tests/e2e/go/uploader, built offline in a temp dir) p
 and uploads raw /ingest, multipart /ingest and Connect Push; what reaches the OTLP sink per
 upload and sample type equals what `go tool pprof -raw` reads from the same files."""
 
+import base64
 import collections
+import gzip
 import json
 import os
 import re
@@ -91,7 +93,9 @@ class NodeClientTest(unittest.TestCase):
             self.assertEqual(r.answer, b"", "Pyroscope answers 200 with an empty body")
         views = [ps.pprof_view(r.body) for r in records]
         sent_types = {t for v in views for t in v["types"]}
-        self.assertEqual(sent_types, NODE_TYPES, "the client's sample types changed?")
+        self.assertEqual(sent_types, NODE_TYPES,
+                         "the client sent other sample types (a new client version, or no heap "
+                         "flush round during the run?)")
         return views, records
 
     def check_sent_vs_received(self, sent, got_by_type, where):
@@ -113,8 +117,8 @@ class NodeClientTest(unittest.TestCase):
                         "%s: no labelled sample inside busyWorkTraced" % where)
         heap = got_by_type[("inuse_space", "bytes")]
         self.assertTrue(has_func(heap["functions"], "allocateObjects"), where)
-        self.assertTrue(has_func(wall and got_by_type[("wall", "nanoseconds")]["functions"],
-                                 "busyWork"), where)
+        self.assertTrue(has_func(got_by_type[("wall", "nanoseconds")]["functions"], "busyWork"),
+                        where)
 
     def test_node_client_to_otlp(self):
         sink = h.Sink().start()
@@ -190,10 +194,14 @@ class NodeClientTest(unittest.TestCase):
                                      "%s: tenant_from_request" % name)
                     for k, val in self.tags.items():
                         self.assertEqual(u.labels.get(k), val, "%s: tag %s" % (name, k))
+                    # resource attribute pyroscope.spy: the ingest spyName (which Pyroscope turns
+                    # into the pyroscope_spy label), a pyroscope_spy label with push
                     if name == "ingest":
                         self.assertTrue(u.kind.startswith("ingest"), u.kind)
-                        self.assertTrue(u.query.get("spyName"), "ingest without spyName")
+                        self.assertEqual(u.query.get("spyName"), "nodespy", name)
+                        self.assertNotIn("pyroscope_spy", u.labels, "spy sent twice")
                     else:
+                        self.assertEqual(u.labels.get("pyroscope_spy"), "nodespy", name)
                         self.assertEqual(u.kind, "push")
                         self.assertEqual(u.labels.get("service_name"), NODE_APP)
                         self.assertIn(u.labels.get("__name__"), ("wall", "memory"), u.labels)
@@ -222,14 +230,9 @@ class GoClientTest(unittest.TestCase):
         cls.tmp = ps.mktemp("go-")
         cls.uploader = ps.build_go_uploader(cls.tmp)
 
-    def test_go_uploads_raw_multipart_push_to_otlp(self):
-        sink = h.Sink().start()
-        self.addCleanup(sink.stop)
-        port = h.free_port()
-        pc = h.Profcol(ps.pyroscope_to_otlp_config(port, sink.url), wait_ports=[port],
-                       name="pyro-go")
-        self.addCleanup(pc.kill)
-        pc.start()
+    def run_uploader(self, port):
+        """Run the Go uploader against profcol; returns (uploads, {file: go_pprof_raw view},
+        {file: time_nanos}, trace_id, span_id)."""
         trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
         out = ps.mktemp("go-out-")
         r = subprocess.run([self.uploader, "-addr", "http://127.0.0.1:%d" % port, "-out", out,
@@ -249,6 +252,19 @@ class GoClientTest(unittest.TestCase):
                 times[f] = ps.pprof_view(fh.read())["time_nanos"]
         self.assertEqual(set(files["cpu.pb.gz"]["types"]), GO_CPU_TYPES)
         self.assertEqual(set(files["heap.pb.gz"]["types"]), GO_HEAP_TYPES)
+        for fn in ("main.busyLoop", "main.tracedWork"):
+            self.assertIn(fn, files["cpu.pb.gz"]["functions"])
+        return uploads, files, times, trace_id, span_id
+
+    def test_go_uploads_raw_multipart_push_to_otlp(self):
+        sink = h.Sink().start()
+        self.addCleanup(sink.stop)
+        port = h.free_port()
+        pc = h.Profcol(ps.pyroscope_to_otlp_config(port, sink.url), wait_ports=[port],
+                       name="pyro-go")
+        self.addCleanup(pc.kill)
+        pc.start()
+        uploads, files, times, trace_id, span_id = self.run_uploader(port)
         # expected totals per upload and sample type, as Go's own reader sees the files
         want = {}
         for u in uploads:
@@ -306,6 +322,177 @@ class GoClientTest(unittest.TestCase):
                                         for n in traced), kind)
                 if "heap.pb.gz" in u["files"]:
                     self.assertIn("main.allocLoop", got[("inuse_space", "bytes")]["functions"])
+
+    @unittest.skipUnless(ps.exporter_available("protocol"),
+                         "pyroscope exporter not implemented yet (no 'protocol' key in "
+                         "`profcol components`)")
+    def test_go_uploads_through_pyroscope_exporter(self):
+        """What the pyroscope exporter sends is read by Go's own pprof reader and equals, per
+        upload and sample type, what the Go program uploaded."""
+        servers = {"ingest": ps.PyroscopeServer().start(), "push": ps.PyroscopeServer().start()}
+        for srv in servers.values():
+            self.addCleanup(srv.stop)
+        port = h.free_port()
+        cfg = (ps.pyroscope_receiver_yaml(port) + "exporters:\n" +
+               "".join("  pyroscope/%s:\n    endpoint: %s\n    protocol: %s\n"
+                       % (p, srv.url, p) for p, srv in servers.items()) +
+               "service:\n  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
+               "      exporters: [pyroscope/ingest, pyroscope/push]\n")
+        pc = h.Profcol(cfg, wait_ports=[port], name="pyro-go-exp")
+        self.addCleanup(pc.kill)
+        pc.start()
+        uploads, files, _, trace_id, span_id = self.run_uploader(port)
+        want = {}
+        for u in uploads:
+            for f in u["files"]:
+                for t, v in files[f]["totals"].items():
+                    want[(u["kind"], t)] = want.get((u["kind"], t), 0) + v
+
+        def complete(ups):
+            got = collections.Counter()
+            for up in ups:
+                for p in up.profiles:
+                    for t, v in ps.pprof_view(p)["totals"].items():
+                        got[(up.labels.get("upload"), t)] += v
+            return all(got.get(k, 0) >= v for k, v in want.items())
+
+        for srv in servers.values():
+            srv.wait_until(complete, 20)
+        pc.stop()
+        for proto, srv in servers.items():
+            with self.subTest(proto):
+                self.assertEqual(srv.violations, [], "%s: protocol violations" % proto)
+                got, cpu_files = {}, []
+                for i, up in enumerate(srv.snapshot()):
+                    self.assertEqual(up.app, "goapp")
+                    self.assertEqual(up.labels.get("env"), "test")
+                    for j, raw in enumerate(up.raws):
+                        path = os.path.join(ps.mktemp("sent-"), "p%d-%d.pb.gz" % (i, j))
+                        with open(path, "wb") as fh:
+                            fh.write(raw)
+                        v = ps.go_pprof_raw(path, self.tmp)   # Go's reader, on the bytes sent
+                        if ("cpu", "nanoseconds") in v["types"]:
+                            cpu_files.append(path)
+                        for t in v["types"]:
+                            e = got.setdefault((up.labels.get("upload"), t),
+                                               {"total": 0, "samples": collections.Counter()})
+                            e["total"] += v["totals"][t]
+                            e["samples"].update(v["samples"][t])
+                self.assertEqual({k: e["total"] for k, e in got.items()}, want, proto)
+                for u in uploads:
+                    for f in u["files"]:
+                        for t in files[f]["types"]:
+                            self.assertEqual(
+                                ps.string_attrs_only(got[(u["kind"], t)]["samples"],
+                                                     ("span_id", "trace_id")),
+                                ps.string_attrs_only(files[f]["samples"][t]),
+                                "%s %s %s: (stack, labels) -> value" % (proto, u["kind"], t))
+                traced = [k for (kind, t), e in got.items() if t == ("cpu", "nanoseconds")
+                          for k in e["samples"] if ("trace_id", ("s", trace_id)) in k[1] and
+                          ("span_id", ("s", span_id)) in k[1]]
+                self.assertTrue(traced, "%s: span_id/trace_id labels lost" % proto)
+                self.assertTrue(cpu_files, proto)
+                top = subprocess.run(["go", "tool", "pprof", "-top", "-cum", "-nodecount=200",
+                                      cpu_files[0]], env=ps.go_env(self.tmp),
+                                     capture_output=True, text=True, timeout=60)
+                self.assertEqual(top.returncode, 0, top.stderr)
+                for fn in ("main.busyLoop", "main.tracedWork"):
+                    self.assertIn(fn, top.stdout, "%s: go tool pprof -top" % proto)
+
+
+class ShapesTest(unittest.TestCase):
+    """The other shapes and paths the receiver serves, with real Go profiles (tests/data):
+    /pyroscope/ingest, /v1/pprof (204), Push as JSON and gzip-compressed proto, Content-Encoding
+    gzip on /ingest, collapsed stacks (folded with sampleRate, lines)."""
+
+    def test_paths_and_encodings(self):
+        data = os.path.join(h.SRC, "tests", "data")
+        with open(os.path.join(data, "go-cpu.pb.gz"), "rb") as f:
+            cpu = f.read()
+        with open(os.path.join(data, "go-heap.pb.gz"), "rb") as f:
+            heap = f.read()
+        sink = h.Sink().start()
+        self.addCleanup(sink.stop)
+        port = h.free_port()
+        pc = h.Profcol(ps.pyroscope_to_otlp_config(port, sink.url), wait_ports=[port],
+                       name="pyro-shapes")
+        self.addCleanup(pc.kill)
+        pc.start()
+
+        def push_req(app, raw):
+            req = ps.ppb.PushRequest()
+            srs = req.series.add()
+            srs.labels.add(name="__name__", value="process_cpu")
+            srs.labels.add(name="service_name", value=app)
+            srs.labels.add(name="shape", value=app)
+            srs.samples.add(raw_profile=raw, ID="0b1e2d3c-4f5a-4b6c-8d7e-9f0a1b2c3d4e")
+            return req
+
+        push_json = json.dumps({"series": [{
+            "labels": [{"name": "__name__", "value": "memory"},
+                       {"name": "service_name", "value": "pushjson"}],
+            "samples": [{"rawProfile": base64.b64encode(heap).decode(), "ID": "x"}]}]}).encode()
+        folded = b"main;handler;work 12\nmain;handler;idle 3\nmain;gc 5\n"
+        # (label, path, body, content type, headers, want status, service, {type: total})
+        cpu_t = ps.pprof_view(cpu)["totals"]
+        heap_t = ps.pprof_view(heap)["totals"]
+        cases = [
+            ("pyroscope/ingest", "/pyroscope/ingest?name=prefixed%7Bshape%3Dp%7D&format=pprof",
+             cpu, "application/octet-stream", {}, 200, "prefixed", cpu_t),
+            ("v1/pprof", "/v1/pprof", heap, "application/octet-stream", {}, 204, None, heap_t),
+            ("ingest, Content-Encoding gzip over plain pprof",
+             "/ingest?name=gzipped&format=pprof", gzip.compress(gzip.decompress(cpu)),
+             "application/octet-stream", {"Content-Encoding": "gzip"}, 200, "gzipped", cpu_t),
+            ("push json", ps.PUSH_PATH, push_json, "application/json", {}, 200, "pushjson",
+             heap_t),
+            ("push proto gzip", ps.PUSH_PATH,
+             gzip.compress(push_req("pushgz", gzip.decompress(cpu)).SerializeToString()),
+             "application/proto", {"Content-Encoding": "gzip"}, 200, "pushgz", cpu_t),
+            ("folded cpu, sampleRate 100", "/ingest?name=folded.cpu%7Bshape%3Df%7D&format=folded"
+             "&sampleRate=100", folded, "text/plain", {}, 200, "folded",
+             {("cpu", "nanoseconds"): 20 * 10_000_000}),
+            ("lines", "/ingest?name=lined.alloc_objects&format=lines",
+             b"main;a\nmain;a\nmain;b\n", "text/plain", {}, 200, "lined",
+             {("alloc_objects", "count"): 3}),
+        ]
+        for label, path, body, ctype, hdrs, status, _, _ in cases:
+            r = h.post(port, body, ctype, path=path, headers=hdrs)
+            self.assertEqual(r.status, status, "%s: %r" % (label, r))
+            if status == 204:
+                self.assertEqual(r.body, b"", label)
+        want = collections.Counter()
+        for _, _, _, _, _, _, svc, totals in cases:
+            for t, v in totals.items():
+                want[(svc, t)] += v
+
+        def key(v):
+            svc = v["resource"].get("service.name")
+            return (svc if svc in {c[6] for c in cases} else None, v["type"])
+
+        def arrived(reqs):
+            got = collections.Counter()
+            for v in ps.otlp_views([x.message for x in reqs if x.message is not None]):
+                got[key(v)] += v["total"]
+            return all(got.get(k, 0) >= n for k, n in want.items())
+
+        sink.wait_until(arrived, 15)
+        pc.stop()
+        views = ps.otlp_views(sink.messages())
+        got = collections.Counter()
+        for v in views:
+            got[key(v)] += v["total"]
+        self.assertEqual(dict(got), dict(want))
+        folded_v = ps.by_type(ps.select(views, **{"service.name": "folded"}))
+        self.assertEqual(folded_v[("cpu", "nanoseconds")]["samples"], collections.Counter({
+            (("work", "handler", "main"), ()): 120_000_000,
+            (("idle", "handler", "main"), ()): 30_000_000,
+            (("gc", "main"), ()): 50_000_000}))
+        for v in ps.select(views, **{"service.name": "folded"}):
+            self.assertEqual(v["resource"].get("shape"), "f")
+            self.assertEqual(v["period"], 10_000_000)
+        for v in ps.select(views, **{"service.name": "pushgz"}):
+            self.assertEqual(v["resource"].get("shape"), "pushgz")
+            self.assertNotIn("__name__", v["resource"])
 
 
 if __name__ == "__main__":

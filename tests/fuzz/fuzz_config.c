@@ -36,7 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(&err, 0, sizeof err);
     pc_service *s = pc_service_new(uv_default_loop(), root, &err);
-    if (s) pc_service_free(s);
-    else FUZZ_ASSERT(err.msg[0] != 0, "pc_service_new failed without a message");
+    if (s)
+        pc_service_free(s);
+    else
+        FUZZ_ASSERT(err.msg[0] != 0, "pc_service_new failed without a message");
     return 0;
 }

@@ -31,7 +31,8 @@ static volatile unsigned sink;
 static void answer(pc_http_req *r)
 {
     unsigned h = 0;
-    for (size_t i = 0; i < r->body_len; i++) h = h * 31 + r->body[i];
+    for (size_t i = 0; i < r->body_len; i++)
+        h = h * 31 + r->body[i];
     FUZZ_ASSERT(r->body[r->body_len] == 0, "body not NUL-terminated");
     for (size_t i = 0; i < r->n_headers; i++)
         h += (unsigned)strlen(r->headers[i].name) + (unsigned)strlen(r->headers[i].value);
@@ -54,7 +55,8 @@ static void on_idle(uv_idle_t *h)
     pc_http_req *todo[64];
     memcpy(todo, deferred, n * sizeof *todo);
     n_deferred = 0;
-    for (size_t i = 0; i < n; i++) answer(todo[i]);
+    for (size_t i = 0; i < n; i++)
+        answer(todo[i]);
     if (!n_deferred) uv_idle_stop(h);
 }
 
@@ -114,7 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         FUZZ_ASSERT(errno == EINPROGRESS || errno == EINTR, "connect: %s", strerror(errno));
         struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        while (poll(&pfd, 1, 1000) < 0) FUZZ_ASSERT(errno == EINTR, "poll: %s", strerror(errno));
+        while (poll(&pfd, 1, 1000) < 0)
+            FUZZ_ASSERT(errno == EINTR, "poll: %s", strerror(errno));
         int soerr = 0;
         socklen_t sl = sizeof soerr;
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
@@ -128,7 +131,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uv_run(loop, UV_RUN_NOWAIT);
         if (off < size) {
             ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n > 0) off += (size_t)n;
+            if (n > 0)
+                off += (size_t)n;
             else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 off = size; /* the server closed early (e.g. 413): stop sending */
         }
@@ -138,7 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n > 0) {
-            for (ssize_t i = 0; i < n && got < 9; i++) first[got++] = buf[i];
+            for (ssize_t i = 0; i < n && got < 9; i++)
+                first[got++] = buf[i];
         } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
             eof = true;
         }
@@ -147,6 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     close(fd);
     FUZZ_ASSERT(memcmp(first, "HTTP/1.1 ", got) == 0, "answer does not start with a status line");
     /* let the server see our close and free the connection; answer what is still deferred */
-    for (int i = 0; i < 8 || n_deferred; i++) uv_run(loop, UV_RUN_NOWAIT);
+    for (int i = 0; i < 8 || n_deferred; i++)
+        uv_run(loop, UV_RUN_NOWAIT);
     return 0;
 }

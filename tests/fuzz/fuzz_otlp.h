@@ -12,6 +12,7 @@
 /* Given a freshly decoded batch (not consumed):
  * - encoding to protobuf and JSON never fails, and the protobuf decodes again;
  * - validation either refuses the batch or leaves data that
+ *   - can be copied for writing (pc_batch_make_writable, used when pipelines share a batch);
  *   - survives JSON: the JSON decodes, validates with nothing rejected, and re-encodes to the very
  *     same JSON (the JSON form is a fixed point);
  *   - survives protobuf: the protobuf decodes, validates with nothing rejected, and re-encodes to
@@ -32,8 +33,9 @@ static inline void fuzz_check_batch(pc_batch *b, bool must_be_valid)
     int64_t rejected = -1;
     int rc = pc_batch_validate(b, &rejected, err, sizeof err);
     if (must_be_valid)
-        FUZZ_ASSERT(rc == 0 && rejected == 0, "translated batch is invalid (rc %d, %lld rejected): %s",
-                    rc, (long long)rejected, err);
+        FUZZ_ASSERT(rc == 0 && rejected == 0,
+                    "translated batch is invalid (rc %d, %lld rejected): %s", rc,
+                    (long long)rejected, err);
     if (rc != 0) {
         /* refused data is still encodable (debug output, error reports) */
         pc_buf j = {0};
@@ -41,6 +43,12 @@ static inline void fuzz_check_batch(pc_batch *b, bool must_be_valid)
         pc_buf_free(&j);
         return;
     }
+
+    /* copy-on-write, as a processor of one of two pipelines sharing the batch does */
+    pc_batch *shared = pc_batch_ref(b);
+    pc_batch_make_writable(&shared);
+    FUZZ_ASSERT(shared != b && atomic_load(&b->refs) == 1, "make_writable did not copy");
+    pc_batch_unref(shared);
 
     /* JSON: decode, validate, fixed point */
     pc_buf j1 = {0}, j2 = {0};

@@ -10,8 +10,11 @@
 #include <time.h>
 #include <jansson.h>
 
+#include "extensions/auth.h"
 #include "net/gzip.h"
+#include "net/http_pause.h"
 #include "net/http_server.h"
+#include "net/tls.h"
 #include "net/url.h"
 #include "pdata/json.h"
 #include "pdata/pprof.h"
@@ -29,6 +32,8 @@ typedef struct pyro_cfg {
     uint64_t read_timeout_ms;
     uint64_t idle_timeout_ms;
     int64_t max_connections;
+    pc_tls_server_cfg tls;
+    char *authenticator;
 } pyro_cfg;
 
 static const pc_cfg_key pyro_keys[] = {
@@ -42,6 +47,8 @@ static const pc_cfg_key pyro_keys[] = {
      "close keep-alive connections idle this long", NULL},
     {"max_connections", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_connections),
      "concurrent connections; more are answered 503", NULL},
+    PC_TLS_SERVER_KEYS(pyro_cfg, tls, ""),
+    PC_AUTH_SERVER_KEY(pyro_cfg, authenticator, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -50,6 +57,8 @@ typedef enum { API_INGEST, API_PUSH, API_PPROF } api_kind;
 typedef struct pyro_recv {
     pc_component *c;
     pc_http_server *srv;
+    pc_tls_ctx *tls;
+    pc_auth *auth;
     char host[256];
     int port;
     uint64_t accepted_samples, refused_samples;
@@ -85,7 +94,7 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_c
         pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
         return -1;
     }
-    return 0;
+    return pc_tls_server_validate(&cfg->tls, node, path, "", err);
 }
 
 static int pyro_create(pc_component *c, pc_cfg_err *err)
@@ -475,10 +484,29 @@ static void decode_done(uv_work_t *w, int status)
     pc_consume(j->r->c->next, b, pipeline_done, j);
 }
 
+/* 401 with the authenticator's challenge, in the format of the API asked for. */
+static void respond_unauthorized(pyro_recv *r, pc_http_req *req)
+{
+    PC_DEBUG(r->c->id, "%s %s: 401: missing or invalid credentials", req->peer, req->path);
+    const char *ch = pc_auth_challenge(r->auth);
+    if (!strcmp(req->path, "/push.v1.PusherService/Push")) {
+        static const char m[] = "{\"code\":\"unauthenticated\",\"message\":\"missing or invalid "
+                                "credentials\"}";
+        pc_http_respond(req, 401, "application/json", m, sizeof m - 1, ch);
+        return;
+    }
+    static const char m[] = "missing or invalid credentials\n";
+    pc_http_respond(req, 401, "text/plain; charset=utf-8", m, sizeof m - 1, ch);
+}
+
 static void on_request(pc_http_req *req, void *arg)
 {
     pyro_recv *r = arg;
     api_kind api;
+    if (r->auth && pc_auth_check(r->auth, req)) {
+        respond_unauthorized(r, req);
+        return;
+    }
     if (!strcmp(req->path, "/ingest") || !strcmp(req->path, "/pyroscope/ingest")) api = API_INGEST;
     else if (!strcmp(req->path, "/push.v1.PusherService/Push")) api = API_PUSH;
     else if (!strcmp(req->path, "/v1/pprof")) api = API_PPROF;
@@ -505,6 +533,11 @@ static void on_request(pc_http_req *req, void *arg)
     j->req = req;
     j->api = api;
     j->json = json;
+    if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
+        respond_error(j, 503, "memory limit reached, retry later");
+        free(j);
+        return;
+    }
     j->work.data = j;
     uv_queue_work(r->c->loop, &j->work, decode_work, decode_done);
 }
@@ -523,11 +556,20 @@ static int pyro_start(pc_component *c, char *err, size_t errlen)
         .max_connections = (unsigned)cfg->max_connections,
         .log_id = c->id,
     };
+    if (cfg->authenticator && !(r->auth = pc_auth_find(c, cfg->authenticator, true, err, errlen)))
+        return -1;
+    if (pc_tls_server_enabled(&cfg->tls)) {
+        r->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);
+        if (!r->tls) return -1;
+        o.tls = r->tls;
+    }
     r->srv = pc_http_server_new(c->loop, &o, on_request, r);
     if (pc_http_server_start(r->srv, err, errlen)) return -1;
     pc_receiver_register_metrics(c, "http", &r->accepted_samples, &r->refused_samples);
-    PC_INFO(c->id, "Pyroscope ingest on http://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)",
-            r->host, pc_http_server_port(r->srv));
+    PC_INFO(c->id,
+            "Pyroscope ingest on %s://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)%s",
+            r->tls ? "https" : "http", r->host, pc_http_server_port(r->srv),
+            r->auth ? ", authenticated" : "");
     return 0;
 }
 
@@ -554,7 +596,9 @@ static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
 
 static void pyro_destroy(pc_component *c)
 {
+    pyro_recv *r = c->priv;
     pc_metric_unregister(c);
+    if (r) pc_tls_ctx_free(r->tls);
     free(c->priv);
 }
 

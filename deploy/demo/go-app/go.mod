@@ -1,0 +1,3 @@
+module profcol.example/demo/go-app
+
+go 1.19

@@ -1,0 +1,415 @@
+/* Exporter "otlp": OTLP profiles over gRPC (ProfilesService/Export on HTTP/2 cleartext).
+ * Queueing and retries are the shared sender's (pipeline/sender.c); this file sends one batch
+ * once: encode, compress and frame on the thread pool, call with the shared HTTP/2 client, and
+ * classify the gRPC status as the OTLP spec says: UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED,
+ * ABORTED, OUT_OF_RANGE, DATA_LOSS and connection errors are retryable, and RESOURCE_EXHAUSTED
+ * when the server sends RetryInfo (whose delay is honoured); everything else is permanent. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "net/grpc.h"
+#include "net/gzip.h"
+#include "net/h2_client.h"
+#include "net/url.h"
+#include "pipeline/component.h"
+#include "pipeline/sender.h"
+
+#define EXPORT_PATH  "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+#define MAX_RESPONSE (4u << 20)
+
+typedef struct otlp_exp_cfg {
+    char *endpoint;
+    pc_strmap headers;
+    int compression; /* 0 gzip, 1 none */
+    uint64_t timeout_ms;
+    const pc_node *tls;
+    pc_sender_cfg sender;
+} otlp_exp_cfg;
+
+static const char *const compressions[] = {"gzip", "none", NULL};
+
+static const pc_cfg_key otlp_exp_keys[] = {
+    {"endpoint", PC_CFG_STRING, NULL, offsetof(otlp_exp_cfg, endpoint),
+     "host:port (or http://host:port) of the OTLP/gRPC server", NULL},
+    {"headers", PC_CFG_MAP, NULL, offsetof(otlp_exp_cfg, headers),
+     "gRPC metadata sent with every call", NULL},
+    {"compression", PC_CFG_ENUM, "gzip", offsetof(otlp_exp_cfg, compression),
+     "grpc-encoding of request messages", compressions},
+    {"timeout", PC_CFG_DURATION, "30s", offsetof(otlp_exp_cfg, timeout_ms),
+     "time allowed for one call (also sent as grpc-timeout)", NULL},
+    {"tls", PC_CFG_NODE, NULL, offsetof(otlp_exp_cfg, tls),
+     "only `insecure: true` (plain text) until TLS is supported", NULL},
+    PC_SENDER_KEYS(otlp_exp_cfg, sender),
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef struct otlp_exp {
+    pc_component *c;
+    char host[256];
+    int port;
+    pc_h2_header *hdrs; /* metadata, names lower-cased, owned */
+    size_t n_hdrs;
+    pc_h2_client *client;
+    pc_sender *sender;
+    pc_shutdown_done shutdown_done;
+} otlp_exp;
+
+typedef struct send_job {
+    uv_work_t work;
+    otlp_exp *x;
+    const pc_batch *batch; /* borrowed from the sender until result is called */
+    pc_buf body;           /* one framed gRPC message */
+    pc_send_result result;
+    void *ctx;
+} send_job;
+
+/* ---- config ---- */
+
+static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port, char *e,
+                          size_t elen)
+{
+    if (strstr(ep, "://")) {
+        pc_url u;
+        if (pc_url_parse(ep, &u, e, elen)) return -1;
+        if (strcmp(u.scheme, "http") != 0) {
+            snprintf(e, elen, "TLS not supported yet: use host:port or http://host:port");
+            return -1;
+        }
+        if (u.path[0] && strcmp(u.path, "/") != 0) {
+            snprintf(e, elen, "a gRPC endpoint has no path (got \"%.100s\")", u.path);
+            return -1;
+        }
+        snprintf(host, hostlen, "%s", u.host);
+        *port = u.port;
+        return 0;
+    }
+    return pc_hostport_parse(ep, host, hostlen, port, e, elen);
+}
+
+static int metadata_ok(const char *name, const char *value, char *e, size_t elen)
+{
+    if (!*name || name[0] == ':' || strncasecmp(name, "grpc-", 5) == 0 ||
+        !strcasecmp(name, "content-type") || !strcasecmp(name, "te")) {
+        snprintf(e, elen, "%s: reserved for gRPC itself", name);
+        return -1;
+    }
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("-_.", *p)) {
+            snprintf(e, elen, "%s: metadata keys are letters, digits, '-', '_' and '.'", name);
+            return -1;
+        }
+    for (const char *p = value; *p; p++)
+        if ((unsigned char)*p < 0x20 && *p != '\t') {
+            snprintf(e, elen, "%s: control characters (line breaks) are not allowed", name);
+            return -1;
+        }
+    return 0;
+}
+
+/* `tls:` is accepted only as the Collector's plain-text marker `insecure: true`. */
+static int tls_ok(const pc_node *tls)
+{
+    if (!tls || tls->kind == PC_NODE_NULL) return 1;
+    if (tls->kind != PC_NODE_MAP) return 0;
+    for (size_t i = 0; i < tls->n; i++) {
+        const pc_node *v = tls->vals[i];
+        bool b;
+        if (strcmp(tls->keys[i], "insecure") != 0 || v->kind != PC_NODE_SCALAR ||
+            pc_parse_bool(v->scalar, &b) || !b)
+            return 0;
+    }
+    return 1;
+}
+
+static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    otlp_exp_cfg *cfg = cfgp;
+    char host[256], e[256];
+    int port;
+    if (!cfg->endpoint || !*cfg->endpoint) {
+        pc_cfg_key_errorf(err, node, path, "endpoint", "required (host:port)");
+        return -1;
+    }
+    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
+        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
+        return -1;
+    }
+    if (!tls_ok(cfg->tls)) {
+        pc_cfg_key_errorf(err, node, path, "tls",
+                          "TLS not supported yet: only `insecure: true` (plain text) is accepted");
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->headers.n; i++)
+        if (metadata_ok(cfg->headers.keys[i], cfg->headers.vals[i], e, sizeof e)) {
+            pc_cfg_key_errorf(err, node, path, "headers", "%s", e);
+            return -1;
+        }
+    if (cfg->timeout_ms == 0) {
+        pc_cfg_key_errorf(err, node, path, "timeout", "must be > 0");
+        return -1;
+    }
+    return pc_sender_validate(&cfg->sender, node, path, err);
+}
+
+static void add_hdr(otlp_exp *x, const char *name, const char *value)
+{
+    x->hdrs = pc_xrealloc(x->hdrs, (x->n_hdrs + 1) * sizeof *x->hdrs);
+    char *n = pc_xstrdup(name);
+    for (char *p = n; *p; p++)
+        *p = (char)tolower((unsigned char)*p); /* HTTP/2 wants lower case */
+    x->hdrs[x->n_hdrs++] = (pc_h2_header){n, pc_xstrdup(value)};
+}
+
+static int otlp_exp_create(pc_component *c, pc_cfg_err *err)
+{
+    otlp_exp_cfg *cfg = c->cfg;
+    otlp_exp *x = pc_xcalloc(1, sizeof(*x));
+    char e[256], ua[64], timeout[16];
+    (void)err;
+    x->c = c;
+    c->priv = x;
+    parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, e, sizeof e);
+    snprintf(ua, sizeof ua, "profcol/%s", PROFCOL_VERSION);
+    pc_grpc_timeout_format(cfg->timeout_ms, timeout, sizeof timeout);
+    add_hdr(x, "content-type", "application/grpc");
+    add_hdr(x, "te", "trailers");
+    add_hdr(x, "user-agent", ua);
+    add_hdr(x, "grpc-accept-encoding", "identity,gzip");
+    add_hdr(x, "grpc-timeout", timeout);
+    if (cfg->compression == 0) add_hdr(x, "grpc-encoding", "gzip");
+    for (size_t i = 0; i < cfg->headers.n; i++)
+        add_hdr(x, cfg->headers.keys[i], cfg->headers.vals[i]);
+    return 0;
+}
+
+/* ---- sending ---- */
+
+static void otlp_exp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
+
+static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
+{
+    otlp_exp *x = c->priv;
+    otlp_exp_cfg *cfg = c->cfg;
+    pc_h2_client_opts o = {.host = x->host,
+                           .port = x->port,
+                           .max_response_bytes = MAX_RESPONSE + PC_GRPC_PREFIX,
+                           .log_id = c->id};
+    x->client = pc_h2_client_new(c->loop, &o);
+    x->sender = pc_sender_new(c, &cfg->sender, otlp_exp_send, err, errlen);
+    if (!x->sender) return -1;
+    PC_INFO(c->id, "sending OTLP/gRPC to %s:%d (h2c%s)", x->host, x->port,
+            cfg->compression == 0 ? ", gzip" : "");
+    return 0;
+}
+
+static void encode_work(uv_work_t *w)
+{
+    send_job *j = w->data;
+    otlp_exp_cfg *cfg = j->x->c->cfg;
+    pc_buf raw = {0}, z = {0};
+    pc_batch_encode_proto(j->batch, &raw);
+    if (cfg->compression == 0) {
+        pc_gzip_deflate(raw.data, raw.len, 6, &z);
+        pc_grpc_frame(z.data, z.len, true, &j->body);
+    } else {
+        pc_grpc_frame(raw.data, raw.len, false, &j->body);
+    }
+    pc_buf_free(&raw);
+    pc_buf_free(&z);
+}
+
+static void finish(send_job *j, pc_status st, int retry_after_s, const char *msg)
+{
+    j->result(j->ctx, st, retry_after_s, msg);
+    pc_buf_free(&j->body);
+    free(j);
+}
+
+static const char *find(const pc_h2_header *h, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(h[i].name, name) == 0) return h[i].value;
+    return NULL;
+}
+
+/* From trailers, or from the headers of a trailers-only response. */
+static const char *status_field(const pc_h2_response *r, const char *name)
+{
+    const char *v = find(r->trailers, r->n_trailers, name);
+    return v ? v : find(r->headers, r->n_headers, name);
+}
+
+/* OK may carry a partial success: log it, the data was still delivered as far as it goes. */
+static void log_partial_success(otlp_exp *x, const pc_h2_response *r)
+{
+    const uint8_t *msg;
+    size_t len;
+    bool compressed;
+    char e[256];
+    pc_buf plain = {0};
+    if (pc_grpc_unframe(r->body, r->body_len, MAX_RESPONSE, &msg, &len, &compressed, e, sizeof e))
+        return; /* an empty or odd body on OK: nothing to report */
+    if (compressed) {
+        if (pc_grpc_decompress(msg, len, true, find(r->headers, r->n_headers, "grpc-encoding"),
+                               MAX_RESPONSE, &plain, e, sizeof e))
+            return;
+        msg = plain.data;
+        len = plain.len;
+    }
+    pc_arena *a = pc_arena_new(1024);
+    const pc_response *resp = (const pc_response *)protobuf_c_message_unpack(
+        PC_RESPONSE_DESC, pc_arena_allocator(a), len, msg);
+    if (resp && resp->partial_success &&
+        (resp->partial_success->rejected_profiles || resp->partial_success->error_message[0]))
+        PC_WARN(x->c->id, "partial success: backend rejected %lld profile(s): %s",
+                (long long)resp->partial_success->rejected_profiles,
+                resp->partial_success->error_message);
+    pc_arena_free(a);
+    pc_buf_free(&plain);
+}
+
+static void on_response(const pc_h2_response *r, void *arg)
+{
+    send_job *j = arg;
+    otlp_exp *x = j->x;
+    char msg[512];
+    if (r->error) {
+        snprintf(msg, sizeof msg, "gRPC call to %s:%d failed: %s", x->host, x->port,
+                 r->error_msg ? r->error_msg : uv_strerror(r->error));
+        /* an oversized response must not be retried (OTLP spec); every other failure may be */
+        finish(j, r->error == UV_E2BIG ? PC_ERR_PERMANENT : PC_ERR_RETRYABLE, -1, msg);
+        return;
+    }
+    const char *gs = status_field(r, "grpc-status");
+    int code;
+    if (gs)
+        code = atoi(gs);
+    else if (r->status != 200)
+        code = pc_grpc_code_from_http(r->status);
+    else
+        code = PC_GRPC_INTERNAL; /* a 200 without grpc-status is a broken response */
+    if (code == PC_GRPC_OK) {
+        log_partial_success(x, r);
+        finish(j, PC_OK, -1, NULL);
+        return;
+    }
+    const char *gm = status_field(r, "grpc-message");
+    char *text = pc_grpc_message_decode(gm ? gm : "");
+    for (char *p = text; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' ';
+    snprintf(msg, sizeof msg, "backend answered gRPC %s%s%s%s", pc_grpc_code_name(code),
+             gs ? "" : " (no grpc-status", gs ? "" : ")", *text ? ": " : "");
+    snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%.300s", text);
+    free(text);
+    const char *details = status_field(r, "grpc-status-details-bin");
+    int64_t delay_ms = details ? pc_grpc_status_details_retry_delay(details) : -1;
+    int retry_after = delay_ms > 0 ? (int)((delay_ms + 999) / 1000) : -1;
+    switch (code) {
+    case PC_GRPC_CANCELLED:
+    case PC_GRPC_DEADLINE_EXCEEDED:
+    case PC_GRPC_ABORTED:
+    case PC_GRPC_OUT_OF_RANGE:
+    case PC_GRPC_UNAVAILABLE:
+    case PC_GRPC_DATA_LOSS: finish(j, PC_ERR_RETRYABLE, retry_after, msg); return;
+    case PC_GRPC_RESOURCE_EXHAUSTED:
+        /* retryable only when the server says recovery is possible (RetryInfo), per OTLP */
+        if (delay_ms >= 0)
+            finish(j, PC_ERR_OVERLOAD, retry_after, msg);
+        else
+            finish(j, PC_ERR_PERMANENT, -1, msg);
+        return;
+    default: finish(j, PC_ERR_PERMANENT, -1, msg); return;
+    }
+}
+
+static void encode_done(uv_work_t *w, int status)
+{
+    send_job *j = w->data;
+    otlp_exp *x = j->x;
+    otlp_exp_cfg *cfg = x->c->cfg;
+    (void)status;
+    j->batch = NULL;
+    pc_h2_client_request(x->client, "POST", EXPORT_PATH, x->hdrs, x->n_hdrs, j->body.data,
+                         j->body.len, (unsigned)cfg->timeout_ms, on_response, j);
+    pc_buf_free(&j->body); /* the client copied it */
+}
+
+/* The sender's send function: one attempt. */
+static void otlp_exp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
+{
+    send_job *j = pc_xcalloc(1, sizeof(*j));
+    j->x = c->priv;
+    j->batch = b;
+    j->result = result;
+    j->ctx = ctx;
+    j->work.data = j;
+    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
+}
+
+static void otlp_exp_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+{
+    otlp_exp *x = c->priv;
+    pc_sender_consume(x->sender, b, done, arg);
+}
+
+/* ---- shutdown ---- */
+
+static void client_closed(void *arg)
+{
+    pc_component *c = arg;
+    otlp_exp *x = c->priv;
+    x->shutdown_done(c);
+}
+
+static void sender_drained(void *arg)
+{
+    pc_component *c = arg;
+    otlp_exp *x = c->priv;
+    pc_h2_client *cl = x->client;
+    x->client = NULL;
+    pc_h2_client_close(cl, client_closed, c);
+}
+
+static void otlp_exp_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    otlp_exp *x = c->priv;
+    x->shutdown_done = done;
+    if (!x->client) {
+        done(c);
+        return;
+    }
+    if (x->sender)
+        pc_sender_shutdown(x->sender, sender_drained, c);
+    else
+        sender_drained(c);
+}
+
+static void otlp_exp_destroy(pc_component *c)
+{
+    otlp_exp *x = c->priv;
+    if (!x) return;
+    pc_sender_free(x->sender);
+    for (size_t i = 0; i < x->n_hdrs; i++) {
+        free((char *)x->hdrs[i].name);
+        free((char *)x->hdrs[i].value);
+    }
+    free(x->hdrs);
+    free(x);
+}
+
+const pc_component_type pc_exporter_otlp = {
+    .name = "otlp",
+    .kind = PC_KIND_EXPORTER,
+    .stability = "alpha",
+    .doc = "OTLP/gRPC profiles exporter (ProfilesService/Export over h2c, gzip)",
+    .cfg_size = sizeof(otlp_exp_cfg),
+    .cfg = otlp_exp_keys,
+    .validate = otlp_exp_validate,
+    .create = otlp_exp_create,
+    .start = otlp_exp_start,
+    .consume = otlp_exp_consume,
+    .shutdown = otlp_exp_shutdown,
+    .destroy = otlp_exp_destroy,
+};

@@ -1,0 +1,184 @@
+/* Extension "bearertokenauth" (as the Collector's): a static token, given inline or read from a
+ * file (re-read on SIGHUP), that exporters send as "<header>: <scheme> <token>" and receivers
+ * require, compared in constant time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extensions/auth.h"
+#include "net/tls.h"
+#include "pipeline/component.h"
+
+#define MAX_TOKEN_FILE 16384
+
+typedef struct bta_cfg {
+    char *scheme;
+    char *token;
+    char *filename;
+    char *header;
+} bta_cfg;
+
+static const pc_cfg_key bta_keys[] = {
+    {"scheme", PC_CFG_STRING, "Bearer", offsetof(bta_cfg, scheme),
+     "scheme before the token in the header value (empty: the token alone)", NULL},
+    {"token", PC_CFG_STRING, NULL, offsetof(bta_cfg, token), "the token (or use filename)", NULL},
+    {"filename", PC_CFG_STRING, NULL, offsetof(bta_cfg, filename),
+     "file holding the token (trailing whitespace ignored); re-read on SIGHUP", NULL},
+    {"header", PC_CFG_STRING, "Authorization", offsetof(bta_cfg, header),
+     "header carrying the token", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+typedef struct bta {
+    pc_auth base; /* first: what receivers and exporters use */
+    pc_component *c;
+    char *value; /* the expected / sent header value: "Bearer <token>" */
+    bool hooked;
+} bta;
+
+static int bta_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+{
+    bta_cfg *cfg = cfgp;
+    char e[400];
+    if (!cfg->token == !cfg->filename) {
+        pc_cfg_key_errorf(err, node, path, cfg->token ? "filename" : "token",
+                          "set exactly one of token and filename");
+        return -1;
+    }
+    if (cfg->token && (!*cfg->token || !pc_auth_header_safe(cfg->token))) {
+        pc_cfg_key_errorf(err, node, path, "token", "must be non-empty, without line breaks");
+        return -1;
+    }
+    if (cfg->filename) {
+        char *t = pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, e, sizeof e);
+        const char *why = !t ? e : !*t ? "the file is empty" : NULL;
+        if (t && *t && !pc_auth_header_safe(t)) why = "the token must be a single line";
+        free(t);
+        if (why) {
+            pc_cfg_key_errorf(err, node, path, "filename", "%s", why);
+            return -1;
+        }
+    }
+    if (!cfg->header || !*cfg->header || strpbrk(cfg->header, "\r\n: ")) {
+        pc_cfg_key_errorf(err, node, path, "header", "must be a header name");
+        return -1;
+    }
+    if (!pc_auth_header_safe(cfg->scheme) || strchr(cfg->scheme, ' ')) {
+        pc_cfg_key_errorf(err, node, path, "scheme", "must be a single word");
+        return -1;
+    }
+    return 0;
+}
+
+static char *make_value(const bta_cfg *cfg, const char *token)
+{
+    pc_buf b = {0};
+    if (cfg->scheme && *cfg->scheme)
+        pc_buf_printf(&b, "%s %s", cfg->scheme, token);
+    else
+        pc_buf_printf(&b, "%s", token);
+    return (char *)b.data;
+}
+
+/* Load the token; on failure keep the previous one. */
+static int load(bta *x, char *err, size_t errlen)
+{
+    bta_cfg *cfg = x->c->cfg;
+    char *t = cfg->token ? pc_xstrdup(cfg->token)
+                         : pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, err, errlen);
+    if (!t) return -1;
+    if (!*t || !pc_auth_header_safe(t)) {
+        snprintf(err, errlen, "\"%s\": %s", cfg->filename ? cfg->filename : "token",
+                 *t ? "the token must be a single line" : "the file is empty");
+        free(t);
+        return -1;
+    }
+    free(x->value);
+    x->value = make_value(cfg, t);
+    free(t);
+    return 0;
+}
+
+static void on_reload(void *arg)
+{
+    bta *x = arg;
+    bta_cfg *cfg = x->c->cfg;
+    char e[400];
+    if (load(x, e, sizeof e))
+        PC_ERROR(x->c->id, "token reload failed, keeping the previous token: %s", e);
+    else
+        PC_INFO(x->c->id, "token reloaded from %s", cfg->filename);
+}
+
+static int bta_check(pc_auth *a, const pc_http_req *req)
+{
+    bta *x = (bta *)a;
+    bta_cfg *cfg = x->c->cfg;
+    const char *got = pc_http_req_header(req, cfg->header);
+    if (!got) return -1;
+    return pc_auth_equal(got, strlen(got), x->value, strlen(x->value)) ? 0 : -1;
+}
+
+static void bta_headers(pc_auth *a, pc_buf *out)
+{
+    bta *x = (bta *)a;
+    bta_cfg *cfg = x->c->cfg;
+    pc_buf_printf(out, "%s: %s\r\n", cfg->header, x->value);
+}
+
+static int bta_create(pc_component *c, pc_cfg_err *err)
+{
+    bta_cfg *cfg = c->cfg;
+    bta *x = pc_xcalloc(1, sizeof *x);
+    char e[400];
+    x->c = c;
+    c->priv = x;
+    x->base.check = bta_check;
+    x->base.headers = bta_headers;
+    snprintf(x->base.challenge, sizeof x->base.challenge,
+             "WWW-Authenticate: %s realm=\"profcol\"\r\n",
+             cfg->scheme && *cfg->scheme ? cfg->scheme : "Bearer");
+    if (load(x, e, sizeof e)) { /* the file changed since validation */
+        char path[300];
+        snprintf(path, sizeof path, "extensions::%s", c->id);
+        pc_cfg_key_errorf(err, NULL, path, "filename", "%s", e);
+        return -1;
+    }
+    return 0;
+}
+
+static int bta_start(pc_component *c, char *err, size_t errlen)
+{
+    bta *x = c->priv;
+    bta_cfg *cfg = c->cfg;
+    (void)err;
+    (void)errlen;
+    if (cfg->filename && !x->hooked) {
+        pc_tls_reload_hook_add(on_reload, x);
+        x->hooked = true;
+    }
+    return 0;
+}
+
+static void bta_destroy(pc_component *c)
+{
+    bta *x = c->priv;
+    if (!x) return;
+    if (x->hooked) pc_tls_reload_hook_remove(x);
+    free(x->value);
+    free(x);
+}
+
+const pc_component_type pc_extension_bearertokenauth = {
+    .name = "bearertokenauth",
+    .kind = PC_KIND_EXTENSION,
+    .stability = "alpha",
+    .doc = "Bearer token authenticator for `auth: authenticator:` (receivers check it in constant "
+           "time and answer 401 otherwise; exporters send it)",
+    .cfg_size = sizeof(bta_cfg),
+    .cfg = bta_keys,
+    .validate = bta_validate,
+    .create = bta_create,
+    .start = bta_start,
+    .destroy = bta_destroy,
+};

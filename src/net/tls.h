@@ -1,0 +1,145 @@
+/* TLS for the one HTTP server and client (DESIGN §6), with OpenSSL on memory BIOs: the sockets
+ * stay libuv's; ciphertext read from the socket is fed in, plaintext comes out, and ciphertext
+ * to send is taken out and written with uv_write. Nothing here blocks or touches a socket.
+ *
+ * Contexts (pc_tls_ctx) are built from a Collector-style `tls:` config block, kept in a
+ * registry, and rebuilt from their files by pc_tls_reload_all() (SIGHUP): new connections use
+ * the new certificates; a reload that fails keeps the old context and logs why. Loop thread only.
+ */
+#ifndef PC_TLS_H
+#define PC_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pdata/pdata.h"
+#include "pipeline/cfgtable.h"
+
+/* `tls:` of a server (receivers, extensions). TLS is on when cert_file is set. */
+typedef struct pc_tls_server_cfg {
+    char *cert_file;
+    char *key_file;
+    char *client_ca_file; /* mutual TLS: clients must present a certificate signed by these */
+    int min_version;      /* index into pc_tls_versions */
+} pc_tls_server_cfg;
+
+/* `tls:` of a client (exporters). TLS is on for https:// endpoints unless insecure. */
+typedef struct pc_tls_client_cfg {
+    bool insecure; /* plain text even for https:// (as the Collector's `insecure: true`) */
+    bool insecure_skip_verify;
+    char *ca_file; /* NULL: the system trust store */
+    char *cert_file, *key_file; /* client certificate for mutual TLS */
+    char *server_name_override;
+    int min_version;
+} pc_tls_client_cfg;
+
+extern const char *const pc_tls_versions[]; /* "1.2", "1.3" */
+
+/* Config-table entries for a server `tls:` block at "<prefix>tls." (prefix "" or e.g.
+ * "protocols.http."), landing in the pc_tls_server_cfg member f of config struct T. */
+#define PC_TLS_SERVER_KEYS(T, f, prefix)                                                           \
+    {prefix "tls.cert_file", PC_CFG_STRING, NULL, offsetof(T, f.cert_file),                       \
+     "server certificate chain (PEM); setting it turns TLS on", NULL},                             \
+        {prefix "tls.key_file", PC_CFG_STRING, NULL, offsetof(T, f.key_file),                     \
+         "private key of cert_file (PEM)", NULL},                                                  \
+        {prefix "tls.client_ca_file", PC_CFG_STRING, NULL, offsetof(T, f.client_ca_file),         \
+         "CA certificates (PEM) client certificates must chain to: mutual TLS, a client "          \
+         "without a valid certificate is refused",                                                 \
+         NULL},                                                                                    \
+    {                                                                                              \
+        prefix "tls.min_version", PC_CFG_ENUM, "1.2", offsetof(T, f.min_version),                 \
+            "lowest TLS version accepted", pc_tls_versions                                         \
+    }
+
+/* Config-table entries for a client `tls:` block at "<prefix>tls.". */
+#define PC_TLS_CLIENT_KEYS(T, f, prefix)                                                           \
+    {prefix "tls.insecure", PC_CFG_BOOL, "false", offsetof(T, f.insecure),                        \
+     "plain text, no TLS, even for an https:// endpoint", NULL},                                   \
+        {prefix "tls.insecure_skip_verify", PC_CFG_BOOL, "false",                                 \
+         offsetof(T, f.insecure_skip_verify),                                                      \
+         "encrypt but do not verify the server's certificate or name (testing only)", NULL},      \
+        {prefix "tls.ca_file", PC_CFG_STRING, NULL, offsetof(T, f.ca_file),                       \
+         "CA certificates (PEM) to verify the server with (default: the system trust store)",     \
+         NULL},                                                                                    \
+        {prefix "tls.cert_file", PC_CFG_STRING, NULL, offsetof(T, f.cert_file),                   \
+         "client certificate chain (PEM) for mutual TLS", NULL},                                   \
+        {prefix "tls.key_file", PC_CFG_STRING, NULL, offsetof(T, f.key_file),                     \
+         "private key of cert_file (PEM)", NULL},                                                  \
+        {prefix "tls.server_name_override", PC_CFG_STRING, NULL,                                  \
+         offsetof(T, f.server_name_override),                                                      \
+         "name sent as SNI and verified in the certificate instead of the endpoint's host",       \
+         NULL},                                                                                    \
+    {                                                                                              \
+        prefix "tls.min_version", PC_CFG_ENUM, "1.2", offsetof(T, f.min_version),                 \
+            "lowest TLS version accepted", pc_tls_versions                                         \
+    }
+
+static inline bool pc_tls_server_enabled(const pc_tls_server_cfg *cfg)
+{
+    return cfg->cert_file != NULL;
+}
+
+/* Validate a server block: key pairs complete, files readable, certificates and keys load and
+ * match. Errors name the key ("receivers::pyroscope::tls::cert_file: ..."); -1 with err. */
+int pc_tls_server_validate(const pc_tls_server_cfg *cfg, const pc_node *node, const char *path,
+                           const char *prefix, pc_cfg_err *err);
+/* Validate a client block the same way (whatever the endpoint's scheme). */
+int pc_tls_client_validate(const pc_tls_client_cfg *cfg, const pc_node *node, const char *path,
+                           const char *prefix, pc_cfg_err *err);
+
+typedef struct pc_tls_ctx pc_tls_ctx;
+
+/* A server context for cfg (which must be enabled). alpn: the protocol to select when the client
+ * offers ALPN ("http/1.1"; "h2" for an HTTP/2 server); a client offering only others proceeds
+ * without ALPN. NULL with a reason in err. */
+pc_tls_ctx *pc_tls_server_ctx_new(const pc_tls_server_cfg *cfg, const char *alpn,
+                                  const char *log_id, char *err, size_t errlen);
+/* A client context; alpn: the protocol offered ("http/1.1", "h2"), or NULL. */
+pc_tls_ctx *pc_tls_client_ctx_new(const pc_tls_client_cfg *cfg, const char *alpn,
+                                  const char *log_id, char *err, size_t errlen);
+void pc_tls_ctx_free(pc_tls_ctx *ctx);
+/* Re-read this context's files; on failure keep the old one. -1 with a reason. */
+int pc_tls_ctx_reload(pc_tls_ctx *ctx, char *err, size_t errlen);
+/* Reload every live context and run the reload hooks; logs each outcome. Returns the number of
+ * failures. */
+int pc_tls_reload_all(void);
+/* Other file-backed credentials (bearer token files, htpasswd) reload with the certificates:
+ * fn(arg) runs on every pc_tls_reload_all(). remove drops every hook with that arg. */
+void pc_tls_reload_hook_add(void (*fn)(void *arg), void *arg);
+void pc_tls_reload_hook_remove(void *arg);
+
+/* ---- one connection: the BIO pump ---- */
+
+typedef struct pc_tls_conn pc_tls_conn;
+
+/* A connection on ctx. Client side: host is the endpoint host, used for SNI (names only) and
+ * for verifying the certificate (names and IP addresses) unless the context overrides it. */
+pc_tls_conn *pc_tls_conn_new(pc_tls_ctx *ctx, const char *host);
+void pc_tls_conn_free(pc_tls_conn *t);
+
+enum { PC_TLS_OK = 0, PC_TLS_WANT = 1, PC_TLS_CLOSED = 2, PC_TLS_ERROR = -1 };
+
+/* Ciphertext received from the socket. */
+void pc_tls_conn_feed(pc_tls_conn *t, const void *data, size_t n);
+/* Advance the handshake: PC_TLS_OK when complete, PC_TLS_WANT when it needs more input (send the
+ * output first), PC_TLS_ERROR when it failed (see pc_tls_conn_error). */
+int pc_tls_conn_handshake(pc_tls_conn *t);
+bool pc_tls_conn_established(const pc_tls_conn *t);
+/* Decrypt everything available, appending plaintext to out: PC_TLS_OK (maybe nothing new),
+ * PC_TLS_CLOSED when the peer sent close_notify, PC_TLS_ERROR. */
+int pc_tls_conn_read(pc_tls_conn *t, pc_buf *out);
+/* Encrypt plaintext (after the handshake); the ciphertext waits in the output. */
+int pc_tls_conn_write(pc_tls_conn *t, const void *data, size_t n);
+/* Queue a close_notify alert in the output. */
+void pc_tls_conn_shutdown(pc_tls_conn *t);
+/* Bytes waiting to be sent. */
+size_t pc_tls_conn_pending(const pc_tls_conn *t);
+/* Move up to cap bytes of the ciphertext waiting to be sent to dst; returns how many. */
+size_t pc_tls_conn_take(pc_tls_conn *t, void *dst, size_t cap);
+/* Why the last call failed: "certificate verify failed (unable to get local issuer
+ * certificate)". */
+const char *pc_tls_conn_error(const pc_tls_conn *t);
+/* The negotiated ALPN protocol, "" if none. */
+const char *pc_tls_conn_alpn(const pc_tls_conn *t);
+
+#endif

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Deployments, end to end: the offline demo (tools/demo.sh: a real Go app -> sidecar profcol ->
+gateway profcol -> debug exporter + recording sink -> flame graph), `profcol validate` on every
+shipped config (config/*.yaml and the configs embedded in deploy/kubernetes ConfigMaps, merged as
+the manifests' `--config` arguments merge them), the compose file through `docker-compose config`
+or `docker compose config` when either is installed, and the container image's package lists
+against what the binary links and what README.md lists.
+
+Debian's /usr/bin/python3 and its standard library only (python3-yaml is used for extra checks
+when it happens to be installed). Environment: PROFCOL_BIN, PROFCOL_SRC as in harness.py;
+DEMO_KEEP=1 keeps the demo's output directory and prints its path."""
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SRC = os.environ.get("PROFCOL_SRC") or os.path.normpath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BIN = os.environ.get("PROFCOL_BIN") or os.path.join(SRC, "build", "profcol")
+DEMO_TIMEOUT = 90  # seconds for the whole of tools/demo.sh
+
+# what the demo app (deploy/demo/go-app/main.go) spends its CPU in
+APP_LEAVES = ["main.isPrime", "main.hashDocument"]
+APP_FUNCTIONS = APP_LEAVES + ["main.computePrimes", "main.scoreDocuments",
+                              "main.checkoutHandler", "main.searchHandler"]
+
+try:
+    import yaml  # python3-yaml: optional
+except ImportError:
+    yaml = None
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def validate(*configs):
+    r = subprocess.run([BIN, "validate"] + [a for c in configs for a in ("--config", c)],
+                       capture_output=True, text=True, timeout=30)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+# ---- Kubernetes manifests without a YAML library ----
+
+def split_documents(text):
+    return [d for d in re.split(r"^---[ \t]*$", text, flags=re.M) if d.strip()]
+
+
+def configmap_files(doc):
+    """{key: text} of a ConfigMap's data entries written as block scalars (`key: |`)."""
+    if not re.search(r"^kind:\s*ConfigMap\s*$", doc, re.M):
+        return None
+    files, lines = {}, doc.splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^(\s+)([\w.-]+):\s*\|\s*$", lines[i])
+        if not m:
+            i += 1
+            continue
+        key_indent, block, i = len(m.group(1)), [], i + 1
+        indent = None
+        while i < len(lines):
+            line = lines[i]
+            if line.strip():
+                n = len(line) - len(line.lstrip(" "))
+                if n <= key_indent:
+                    break
+                indent = n if indent is None else indent
+                block.append(line[indent:])
+            else:
+                block.append("")
+            i += 1
+        while block and not block[-1]:
+            block.pop()
+        files[m.group(2)] = "\n".join(block) + "\n"
+    return files
+
+
+def config_args(doc):
+    """Each container's list of --config paths (args written as a one-line JSON-style list)."""
+    out = []
+    for m in re.finditer(r"^\s*args:\s*(\[.*\])\s*$", doc, re.M):
+        args = json.loads(m.group(1))
+        out.append([args[i + 1] for i, a in enumerate(args[:-1]) if a == "--config"])
+    return out
+
+
+class ConfigsTest(unittest.TestCase):
+    def test_every_config_validates(self):
+        configs = sorted(glob.glob(os.path.join(SRC, "config", "*.yaml")))
+        names = [os.path.basename(c) for c in configs]
+        for want in ("sidecar.yaml", "gateway.yaml", "demo.yaml", "default.yaml"):
+            self.assertIn(want, names)
+        for cfg in configs:
+            rc, out = validate(cfg)
+            self.assertEqual(rc, 0, "%s: %s" % (cfg, out))
+
+    def test_kubernetes_configmaps_validate(self):
+        manifests = sorted(glob.glob(os.path.join(SRC, "deploy", "kubernetes", "*.yaml")))
+        self.assertTrue(manifests, "no manifests in deploy/kubernetes")
+        shipped = {n: read(os.path.join(SRC, "config", n))
+                   for n in ("sidecar.yaml", "gateway.yaml")}
+        checked = 0
+        for path in manifests:
+            text = read(path)
+            docs = split_documents(text)
+            maps = [f for f in (configmap_files(d) for d in docs) if f is not None]
+            runs = [a for d in docs for a in config_args(d)]
+            self.assertTrue(maps, "%s: no ConfigMap" % path)
+            self.assertTrue(runs, "%s: no container with --config arguments" % path)
+            files = {}
+            for m in maps:
+                files.update(m)
+            # the embedded configs are the shipped ones, unchanged
+            self.assertIn("config.yaml", files, path)
+            base = "sidecar.yaml" if "sidecar" in os.path.basename(path) else "gateway.yaml"
+            self.assertEqual(files["config.yaml"], shipped[base],
+                             "%s: config.yaml differs from config/%s" % (path, base))
+            if yaml:  # the text extraction agrees with a YAML parser
+                parsed = {}
+                for d in yaml.safe_load_all(text):
+                    if d and d.get("kind") == "ConfigMap":
+                        parsed.update(d["data"])
+                self.assertEqual(parsed, files, path)
+            with tempfile.TemporaryDirectory(prefix="profcol-k8s-") as tmp:
+                for name, body in files.items():
+                    with open(os.path.join(tmp, name), "w") as f:
+                        f.write(body)
+                for cfgs in runs:
+                    local = []
+                    for c in cfgs:
+                        self.assertTrue(c.startswith("/etc/profcol/"), "%s: %s" % (path, c))
+                        self.assertIn(os.path.basename(c), files, "%s: %s" % (path, c))
+                        local.append(os.path.join(tmp, os.path.basename(c)))
+                    rc, out = validate(*local)
+                    self.assertEqual(rc, 0, "%s %s: %s" % (path, cfgs, out))
+                    checked += 1
+        self.assertGreaterEqual(checked, 3)
+
+
+class ComposeTest(unittest.TestCase):
+    COMPOSE = os.path.join(SRC, "deploy", "docker-compose.yaml")
+
+    def compose_cmd(self):
+        if shutil.which("docker-compose"):
+            return ["docker-compose"]
+        if shutil.which("docker"):
+            r = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=30)
+            if r.returncode == 0:
+                return ["docker", "compose"]
+        return None
+
+    def test_compose_config(self):
+        cmd = self.compose_cmd()
+        if not cmd:
+            self.skipTest("neither docker-compose nor the docker compose plugin is installed")
+        r = subprocess.run(cmd + ["-f", self.COMPOSE, "config", "-q"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_compose_references(self):
+        if not yaml:
+            self.skipTest("python3-yaml is not installed")
+        d = yaml.safe_load(read(self.COMPOSE))
+        services = d["services"]
+        for want in ("pyroscope", "profcol", "node-app", "go-app", "grafana"):
+            self.assertIn(want, services)
+        base = os.path.dirname(self.COMPOSE)
+        for name, svc in services.items():
+            build = svc.get("build")
+            if build is None:
+                continue
+            if isinstance(build, str):
+                build = {"context": build}
+            ctx = os.path.normpath(os.path.join(base, build["context"]))
+            dockerfile = os.path.join(ctx, build.get("dockerfile", "Dockerfile"))
+            self.assertTrue(os.path.isfile(dockerfile), "%s: %s" % (name, dockerfile))
+        for vol in services["grafana"].get("volumes", []):
+            self.assertTrue(os.path.exists(os.path.join(base, vol.split(":")[0])), vol)
+        self.assertTrue(glob.glob(os.path.join(
+            base, "grafana", "provisioning", "datasources", "*.yaml")))
+
+
+def dockerfile_stages():
+    text = read(os.path.join(SRC, "deploy", "Dockerfile"))
+    text = re.sub(r"\\\n", " ", text)
+    stages = re.split(r"^FROM\s", text, flags=re.M)[1:]
+    return ["FROM " + s for s in stages]
+
+
+def apt_packages(stage):
+    pkgs = set()
+    for m in re.finditer(r"apt-get install ([^&\n]*)", stage):
+        pkgs.update(w for w in m.group(1).split() if not w.startswith("-"))
+    return pkgs
+
+
+class DockerfileTest(unittest.TestCase):
+    def test_build_stage_has_every_build_dependency(self):
+        readme = read(os.path.join(SRC, "README.md"))
+        m = re.search(r"Dependencies are Debian packages: `([^`]+)`", readme)
+        self.assertTrue(m, "README.md no longer lists the build dependencies")
+        stages = dockerfile_stages()
+        self.assertEqual(len(stages), 2)
+        want = set(m.group(1).split())
+        # and every Debian package meson.build's deb_deps names
+        deb_deps = re.search(r"deb_deps = \[(.*?)\n\]", read(os.path.join(SRC, "meson.build")),
+                             re.S)
+        self.assertTrue(deb_deps, "meson.build has no deb_deps list")
+        want.update(re.findall(r"\[\s*'[^']+'\s*,\s*'([^']+)'\s*\]", deb_deps.group(1)))
+        missing = want - apt_packages(stages[0])
+        self.assertFalse(missing, "deploy/Dockerfile's build stage lacks %s" % sorted(missing))
+
+    def test_runtime_stage_has_every_linked_library(self):
+        if not (shutil.which("ldd") and shutil.which("dpkg")):
+            self.skipTest("ldd or dpkg missing")
+        runtime = apt_packages(dockerfile_stages()[1])
+        out = subprocess.run(["ldd", BIN], capture_output=True, text=True, check=True).stdout
+        needed = set()
+        for lib in re.findall(r"=>\s*(\S+)", out):
+            r = subprocess.run(["dpkg", "-S", os.path.realpath(lib)], capture_output=True,
+                               text=True)
+            if r.returncode:
+                r = subprocess.run(["dpkg", "-S", lib], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, "no Debian package owns %s" % lib)
+            needed.add(r.stdout.split(":")[0])
+        # the C library is in the base image; the sanitizer runtimes only in sanitizer builds
+        needed = {p for p in needed if p != "libc6" and not re.match(
+            r"lib(asan|ubsan|lsan|tsan)\d*$|libgcc-s1$|libstdc\+\+6$", p)}
+        self.assertFalse(needed - runtime, "deploy/Dockerfile's runtime stage lacks %s"
+                         % sorted(needed - runtime))
+
+
+class DemoTest(unittest.TestCase):
+    def test_offline_demo(self):
+        if not shutil.which("go"):
+            self.skipTest("go is not installed (golang-go; tools/dev.sh test installs it)")
+        out_dir = tempfile.mkdtemp(prefix="profcol-demo-test-")
+        env = dict(os.environ, PROFCOL_BIN=BIN, DEMO_OUT=out_dir, DEMO_UPLOADS="2",
+                   DEMO_INTERVAL="2s")
+        proc = subprocess.Popen(["bash", os.path.join(SRC, "tools", "demo.sh")], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=DEMO_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)  # the script's trap stops what it started
+            try:
+                stdout, stderr = proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+            self.fail("tools/demo.sh took more than %d s:\n%s\n%s" % (DEMO_TIMEOUT, stdout,
+                                                                       stderr))
+        try:
+            self.check_demo(proc.returncode, stdout, stderr, out_dir)
+        finally:
+            if os.environ.get("DEMO_KEEP") == "1":
+                print("demo output kept in %s" % out_dir, file=sys.stderr)
+            else:
+                shutil.rmtree(out_dir, ignore_errors=True)
+
+    def check_demo(self, rc, stdout, stderr, out_dir):
+        self.assertEqual(rc, 0, "tools/demo.sh failed:\n%s\n%s" % (stdout, stderr))
+        debug = [line for line in stdout.splitlines() if line.startswith("debug: ")]
+        self.assertTrue(debug, "no debug exporter output:\n" + stdout)
+        # top-functions tables: rows end with the function name
+        rows = [line for line in debug if re.match(r"debug:\s+\S+\s+[\d.]+%\s+[\d.]+%", line)]
+        table_functions = {line.split()[-1] for line in rows}
+        for fn in APP_LEAVES:
+            self.assertIn(fn, table_functions, "top-functions table lacks %s:\n%s"
+                          % (fn, "\n".join(debug)))
+        text = "\n".join(debug)
+        self.assertIn("service.name=demo-go-app", text)
+        # the sidecar's resource processor (config/sidecar.yaml) tagged the profiles
+        self.assertIn("k8s.pod.name=demo-pod-1", text)
+        self.assertIn("k8s.namespace.name=demo", text)
+        self.assertIn("type=cpu/nanoseconds", text)
+        # the gateway's tracelink processor turned the app's trace_id/span_id labels into links
+        linked = [int(n) for n in re.findall(r"linked=(\d+)", text)]
+        self.assertTrue(linked and max(linked) > 0, "no linked samples:\n" + text)
+        # the flame graph, drawn from what the gateway exported
+        fg = os.path.join(out_dir, "flamegraph.html")
+        self.assertTrue(os.path.isfile(fg), "no flame graph:\n" + stderr)
+        html = read(fg)
+        self.assertIn("<svg", html)
+        self.assertIn("demo-go-app", html)
+        for fn in APP_FUNCTIONS:
+            self.assertIn(fn, html, "flame graph lacks %s" % fn)
+        self.assertTrue(glob.glob(os.path.join(out_dir, "recorded", "*.json")))
+        # both profcols stopped cleanly (the script also requires exit status 0)
+        for name in ("gateway", "sidecar"):
+            log = read(os.path.join(out_dir, name + ".log"))
+            self.assertIn("profcol: stopped", log, name)
+            self.assertNotIn(" error ", log, "%s.log:\n%s" % (name, log))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,480 @@
+#!/usr/bin/python3
+"""End to end over OTLP/gRPC with a real gRPC peer (Debian's python3-grpcio).
+
+Receiver: a grpcio client calls profcol's ProfilesService/Export (plain and gzip; invalid data
+-> INVALID_ARGUMENT; over max_recv_msg_size_mib, also after inflating -> RESOURCE_EXHAUSTED;
+unknown method -> UNIMPLEMENTED; a refusing pipeline -> RESOURCE_EXHAUSTED with RetryInfo or
+UNAVAILABLE) and what profcol forwards (otlphttp -> harness Sink) equals what was sent.
+
+Exporter: profcol (otlp HTTP receiver -> otlp gRPC exporter) calls a grpcio server; what arrives
+equals what was sent; metadata and grpc-timeout are sent; UNAVAILABLE, RESOURCE_EXHAUSTED with
+RetryInfo and a server that is not up yet are retried until delivered; INVALID_ARGUMENT and
+RESOURCE_EXHAUSTED without RetryInfo are not retried.
+
+Stubs: grpc_tools.protoc generates the service stub at test time from tests/e2e/
+profiles_grpc_service.proto; its messages are the harness's modules generated from proto/."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+import urllib.request
+from concurrent import futures
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
+
+import grpc  # noqa: E402  (Debian's python3-grpcio)
+
+EXPORT = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+RPC_TIMEOUT = 15.0
+
+
+def _gen_stub():
+    out = os.path.join(h.TMP, "grpcstub")
+    os.makedirs(out, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    cmd = [sys.executable, "-m", "grpc_tools.protoc", "--grpc_python_out=" + out,
+           "--proto_path=" + os.path.join(h.SRC, "proto"), "--proto_path=" + here,
+           "profiles_grpc_service.proto"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("grpc_tools.protoc failed: %s\n%s" % (" ".join(cmd), r.stderr))
+    sys.path.insert(0, out)
+    import profiles_grpc_service_pb2_grpc  # uses the harness's otlp_profiles_service_pb2
+    return profiles_grpc_service_pb2_grpc
+
+
+svc = _gen_stub()
+
+
+# ---------------------------------------------------------------------------------------------
+# google.rpc.Status / RetryInfo by hand (python's own google.protobuf.Any clashes with
+# proto/pb_wellknown.proto, so those are not generated)
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(num, wt, payload):
+    if wt == 0:
+        return _varint(num << 3) + _varint(payload)
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _fields(buf):
+    pos, out = 0, []
+    while pos < len(buf):
+        key, pos = h._read_varint(buf, pos)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, pos = h._read_varint(buf, pos)
+        elif wt == 2:
+            n, pos = h._read_varint(buf, pos)
+            v, pos = buf[pos:pos + n], pos + n
+        else:
+            raise ValueError("unexpected wire type %d" % wt)
+        out.append((num, v))
+    return out
+
+
+RETRY_INFO_URL = b"type.googleapis.com/google.rpc.RetryInfo"
+
+
+def status_with_retry_info(code, message, seconds):
+    """Serialized google.rpc.Status{code, message, details: [Any{RetryInfo{retry_delay}}]}."""
+    duration = _field(1, 0, seconds)
+    retry_info = _field(1, 2, duration)
+    any_ = _field(1, 2, RETRY_INFO_URL) + _field(2, 2, retry_info)
+    return _field(1, 0, code) + _field(2, 2, message.encode()) + _field(3, 2, any_)
+
+
+def retry_delay_of(details_bin):
+    """(code, retry delay in seconds or None) from a grpc-status-details-bin value."""
+    code, delay = None, None
+    for num, v in _fields(details_bin):
+        if num == 1:
+            code = v
+        elif num == 3:
+            any_ = dict(_fields(v))
+            if any_.get(1) == RETRY_INFO_URL:
+                ri = dict(_fields(any_.get(2, b"")))
+                d = dict(_fields(ri.get(1, b"")))
+                delay = d.get(1, 0) + d.get(2, 0) / 1e9
+    return code, delay
+
+
+def trailing(err, key):
+    for k, v in err.trailing_metadata() or ():
+        if k == key:
+            return v
+    return None
+
+
+def metrics_text(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+        return r.read().decode()
+
+
+# ---------------------------------------------------------------------------------------------
+# profcol's gRPC receiver, called by a grpcio client
+
+class GrpcReceiver(unittest.TestCase):
+    """otlp receiver (grpc + http) -> otlphttp exporter -> Sink."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sink = h.Sink().start()
+        cls.gport, cls.hport, cls.mport = h.free_port(), h.free_port(), h.free_port()
+        cfg = ("receivers:\n  otlp:\n    protocols:\n"
+               "      grpc:\n        endpoint: 127.0.0.1:%d\n        max_recv_msg_size_mib: 1\n"
+               "      http:\n        endpoint: 127.0.0.1:%d\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n    timeout: 5s\n"
+               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlphttp]\n"
+               % (cls.gport, cls.hport, cls.sink.url, cls.mport))
+        cls.p = h.Profcol(cfg, wait_ports=[cls.gport, cls.hport], name="grpc-recv").start()
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.gport)
+        cls.stub = svc.ProfilesServiceStub(cls.channel)
+        cls.raw = cls.channel.unary_unary(EXPORT)  # bytes in, bytes out
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        try:
+            cls.p.stop()
+        finally:
+            cls.p.kill()
+            cls.sink.stop()
+
+    def export_and_check(self, req, **kw):
+        n = len(self.sink.snapshot())
+        resp = self.stub.Export(req, timeout=RPC_TIMEOUT, **kw)
+        self.assertFalse(resp.HasField("partial_success"), resp)
+        got = self.sink.wait_requests(n + 1)
+        self.assertEqual(len(got), n + 1, "nothing forwarded")
+        self.assertIsNone(got[-1].error, got[-1].error)
+        self.assertEqual(h.summarize(got[-1].message), h.summarize(req))
+
+    def test_plain(self):
+        self.export_and_check(h.make_request(("checkout", "cart"), seed=3))
+
+    def test_gzip(self):
+        self.export_and_check(h.make_request(("gz",), seed=4, samples=200),
+                              compression=grpc.Compression.Gzip)
+
+    def test_concurrent_calls_share_a_connection(self):
+        reqs = [h.make_request(("c%d" % i,), seed=10 + i) for i in range(12)]
+        n = len(self.sink.snapshot())
+        calls = [self.stub.Export.future(r, timeout=RPC_TIMEOUT) for r in reqs]
+        for c in calls:
+            c.result()
+        got = self.sink.wait_requests(n + len(reqs))[n:]
+        self.assertEqual(h.merge_summaries([h.summarize(r.message) for r in got]),
+                         h.merge_summaries([h.summarize(r) for r in reqs]))
+
+    def test_http_still_served(self):
+        req = h.make_request(("over-http",), seed=5)
+        r = h.post(self.hport, req.SerializeToString())
+        self.assertEqual(r.status, 200, r)
+
+    def test_invalid_argument(self):
+        bad = h.pb.Request()
+        bad.CopyFrom(h.make_request(("bad",), seed=6))
+        bad.dictionary.string_table[0] = "not empty"  # element 0 of every table must be zero
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.stub.Export(bad, timeout=RPC_TIMEOUT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("string_table[0]", cm.exception.details())
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.raw(b"\xff\xff\xff\xff not protobuf", timeout=RPC_TIMEOUT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_partial_success(self):
+        req = h.make_request(("partial",), seed=7)
+        prof = req.resource_profiles[0].scope_profiles[0].profiles[0]
+        prof.samples[0].stack_index = 10_000  # out of range: this profile is rejected
+        n = len(self.sink.snapshot())
+        resp = self.stub.Export(req, timeout=RPC_TIMEOUT)
+        self.assertEqual(resp.partial_success.rejected_profiles, 1, resp)
+        self.assertTrue(resp.partial_success.error_message)
+        got = self.sink.wait_requests(n + 1)
+        self.assertEqual(h.count_samples([got[-1].message]), h.count_samples([req]) - len(prof.samples))
+
+    def test_too_large(self):
+        big = h.make_request(tuple("svc%d" % i for i in range(120)), samples=200, seed=8)
+        self.assertGreater(big.ByteSize(), 1 << 20)
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.stub.Export(big, timeout=RPC_TIMEOUT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        # small on the wire, over the limit once inflated
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.raw(bytes(3 << 20), timeout=RPC_TIMEOUT, compression=grpc.Compression.Gzip)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("decompressed", cm.exception.details())
+        # the connection is still good
+        self.export_and_check(h.make_request(("after-big",), seed=9))
+
+    def test_unimplemented(self):
+        other = self.channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+        with self.assertRaises(grpc.RpcError) as cm:
+            other(b"", timeout=RPC_TIMEOUT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+
+    def test_zz_metrics(self):  # after the others: counts what they sent over gRPC
+        text = metrics_text(self.mport)
+        line = [ln for ln in text.splitlines()
+                if ln.startswith("otelcol_receiver_accepted_profile_samples{")
+                and 'transport="grpc"' in ln]
+        self.assertTrue(line, text)
+        self.assertGreater(float(line[0].split()[-1]), 0)
+
+
+class GrpcReceiverRefusals(unittest.TestCase):
+    """The pipeline's refusals reach the gRPC client: overload -> RESOURCE_EXHAUSTED with
+    RetryInfo, backend down -> UNAVAILABLE (exporter without queue and retries)."""
+
+    def test_refusals(self):
+        sink = h.Sink().start()
+        gport, mport = h.free_port(), h.free_port()
+        cfg = ("receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n    timeout: 5s\n"
+               "    sending_queue:\n      enabled: false\n"
+               "    retry_on_failure:\n      enabled: false\n"
+               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlphttp]\n"
+               % (gport, sink.url, mport))
+        p = h.Profcol(cfg, wait_ports=[gport], name="grpc-refuse")
+        try:
+            p.start()
+            # only grpc configured: no HTTP server was started
+            self.assertNotIn("OTLP/HTTP", p.stderr())
+            with grpc.insecure_channel("127.0.0.1:%d" % gport) as ch:
+                stub = svc.ProfilesServiceStub(ch)
+                req = h.make_request(("refused",), seed=21)
+                sink.fail_next(1, 429)
+                with self.assertRaises(grpc.RpcError) as cm:
+                    stub.Export(req, timeout=RPC_TIMEOUT)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                details = trailing(cm.exception, "grpc-status-details-bin")
+                self.assertIsNotNone(details, cm.exception.trailing_metadata())
+                self.assertEqual(retry_delay_of(details), (8, 1.0))
+                sink.fail_next(1, 503)
+                with self.assertRaises(grpc.RpcError) as cm:
+                    stub.Export(req, timeout=RPC_TIMEOUT)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                stub.Export(req, timeout=RPC_TIMEOUT)  # and fine again
+            p.stop()
+        finally:
+            p.kill()
+            sink.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# profcol's otlp (gRPC) exporter, calling a grpcio server
+
+class Recorder(svc.ProfilesServiceServicer):
+    """Records every call; `plan` holds the answers for the next calls: None (OK) or
+    (StatusCode, message, RetryInfo seconds or None)."""
+
+    def __init__(self):
+        self.lock = threading.Condition()
+        self.calls = []  # (request, metadata dict, time remaining, outcome)
+        self.plan = []
+
+    def Export(self, request, context):
+        with self.lock:
+            step = self.plan.pop(0) if self.plan else None
+            self.calls.append((request, dict(context.invocation_metadata()),
+                               context.time_remaining(), step))
+            self.lock.notify_all()
+        if step is None:
+            return h.pb.Response()
+        code, msg, retry_s = step
+        if retry_s is not None:
+            context.set_trailing_metadata((
+                ("grpc-status-details-bin",
+                 status_with_retry_info(code.value[0], msg, retry_s)),))
+        context.abort(code, msg)
+
+    def wait_calls(self, n, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while len(self.calls) < n and time.monotonic() < deadline:
+                self.lock.wait(0.1)
+            return list(self.calls)
+
+    def delivered(self):
+        with self.lock:
+            return [c[0] for c in self.calls if c[3] is None]
+
+
+class GrpcExporter(unittest.TestCase):
+
+    def start_server(self, port=None):
+        rec = Recorder()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        svc.add_ProfilesServiceServicer_to_server(rec, server)
+        port = server.add_insecure_port("127.0.0.1:%d" % (port or h.free_port()))
+        server.start()
+        self.addCleanup(server.stop, 0)
+        return rec, server, port
+
+    def start_profcol(self, exporter_yaml, name):
+        hport, mport = h.free_port(), h.free_port()
+        cfg = (h.otlp_receiver_yaml(hport) +
+               "exporters:\n  otlp:\n" +
+               "".join("    %s\n" % ln for ln in exporter_yaml.strip("\n").splitlines()) +
+               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlp]\n"
+               % mport)
+        p = h.Profcol(cfg, wait_ports=[hport], name=name)
+        self.addCleanup(p.kill)
+        p.start()
+        return p, hport
+
+    def post_ok(self, hport, req):
+        r = h.post(hport, req.SerializeToString())
+        self.assertEqual(r.status, 200, r)
+
+    def test_delivers_equal_data_with_metadata(self):
+        rec, _, port = self.start_server()
+        p, hport = self.start_profcol(
+            "endpoint: 127.0.0.1:%d\ntls:\n  insecure: true\ntimeout: 7s\n"
+            "headers:\n  Authorization: Bearer t0k3n\n  x-scope-orgid: tenant-a\n" % port,
+            "grpc-exp")
+        reqs = [h.make_request(("svc-a", "svc-b"), seed=31), h.make_request(("svc-c",), seed=32)]
+        for req in reqs:
+            self.post_ok(hport, req)
+        calls = rec.wait_calls(2)
+        self.assertEqual(len(calls), 2)
+        self.assertEqual(h.merge_summaries([h.summarize(c[0]) for c in calls]),
+                         h.merge_summaries([h.summarize(r) for r in reqs]))
+        md = calls[0][1]
+        self.assertEqual(md.get("authorization"), "Bearer t0k3n")
+        self.assertEqual(md.get("x-scope-orgid"), "tenant-a")
+        self.assertTrue(md.get("user-agent", "").startswith("profcol/"), md)
+        remaining = calls[0][2]
+        self.assertTrue(remaining is not None and 5.0 < remaining <= 7.0, remaining)
+        p.stop()
+
+    def test_no_compression_and_http_scheme(self):
+        rec, _, port = self.start_server()
+        p, hport = self.start_profcol(
+            "endpoint: http://127.0.0.1:%d\ncompression: none\n" % port, "grpc-exp-plain")
+        req = h.make_request(("plain",), seed=33, samples=100)
+        self.post_ok(hport, req)
+        calls = rec.wait_calls(1)
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(h.summarize(calls[0][0]), h.summarize(req))
+        p.stop()
+
+    RETRY = "retry_on_failure:\n  initial_interval: 100ms\n  max_interval: 200ms\n"
+
+    def test_unavailable_then_ok(self):
+        rec, _, port = self.start_server()
+        rec.plan = [(grpc.StatusCode.UNAVAILABLE, "warming up", None)] * 2
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+                                      "grpc-exp-retry")
+        req = h.make_request(("retry",), seed=34)
+        self.post_ok(hport, req)
+        calls = rec.wait_calls(3)
+        self.assertEqual(len(calls), 3, "want 2 refused attempts then a delivery")
+        self.assertEqual([h.summarize(r) for r in rec.delivered()], [h.summarize(req)])
+        self.assertIn("UNAVAILABLE", p.stderr())
+        p.stop()
+
+    def test_resource_exhausted_honours_retry_info(self):
+        rec, _, port = self.start_server()
+        rec.plan = [(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", 1)]
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+                                      "grpc-exp-ri")
+        req = h.make_request(("throttled",), seed=35)
+        t0 = time.monotonic()
+        self.post_ok(hport, req)
+        calls = rec.wait_calls(2)
+        self.assertEqual(len(calls), 2)
+        self.assertEqual([h.summarize(r) for r in rec.delivered()], [h.summarize(req)])
+        # the server's RetryInfo (1s), not the 100ms backoff, set the pause
+        self.assertGreaterEqual(time.monotonic() - t0, 0.9)
+        self.assertIn("retrying in 1000ms", p.stderr())
+        p.stop()
+
+    def test_permanent_errors_not_retried(self):
+        rec, _, port = self.start_server()
+        rec.plan = [(grpc.StatusCode.INVALID_ARGUMENT, "bad data", None),
+                    (grpc.StatusCode.RESOURCE_EXHAUSTED, "too big, no RetryInfo", None)]
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+                                      "grpc-exp-perm")
+        self.post_ok(hport, h.make_request(("perm1",), seed=36))
+        self.post_ok(hport, h.make_request(("perm2",), seed=37))
+        err = p.wait_stderr(lambda t: t.count("not retryable") >= 2)
+        self.assertEqual(err.count("not retryable"), 2, err[-2000:])
+        time.sleep(0.5)  # a retry would come after 100-200ms
+        self.assertEqual(len(rec.wait_calls(2)), 2)
+        self.assertIn("INVALID_ARGUMENT: bad data", err)
+        p.stop()
+
+    def test_server_down_then_up(self):
+        port = h.free_port()
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+                                      "grpc-exp-down")
+        req = h.make_request(("late-server",), seed=38)
+        self.post_ok(hport, req)  # queued: acknowledged before delivery
+        p.wait_stderr(lambda t: "retrying" in t)
+        rec, _, _ = self.start_server(port)
+        calls = rec.wait_calls(1)
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(h.summarize(calls[0][0]), h.summarize(req))
+        p.stop()
+
+
+class GrpcConfig(unittest.TestCase):
+
+    def validate(self, yaml):
+        return h.run_profcol(["validate", "--config", h.write_config(yaml, "grpc-validate")])
+
+    def test_errors(self):
+        base = ("exporters:\n  otlp:\n%s"
+                "receivers:\n  otlp:\n    protocols:\n      http:\n"
+                "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                "      exporters: [otlp]\n")
+        r = self.validate(base % "    endpoint: https://otlp.example.com:4317\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("TLS not supported yet", r.stderr)
+        r = self.validate(base % "    endpoint: 127.0.0.1:4317\n    tls:\n      ca_file: x.pem\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("exporters::otlp::tls", r.stderr)
+        self.assertIn("TLS not supported yet", r.stderr)
+        r = self.validate(base % "    endpoint: 127.0.0.1:4317\n    headers:\n      grpc-x: 1\n")
+        self.assertNotEqual(r.returncode, 0)
+        r = self.validate(base % "    endpoint: 127.0.0.1:4317\n    tls:\n      insecure: true\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.validate("receivers:\n  otlp:\n    protocols:\n"
+                          "exporters:\n  debug:\n"
+                          "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                          "      exporters: [debug]\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("at least one protocol", r.stderr)
+        r = self.validate("receivers:\n  otlp:\n    protocols:\n      grpc:\n"
+                          "        max_recv_msg_size_mib: 0\n"
+                          "exporters:\n  debug:\n"
+                          "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                          "      exporters: [debug]\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("max_recv_msg_size_mib", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
