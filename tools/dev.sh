@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-dev
   protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp libnghttp2-dev libssl-dev)
 TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio
-  python3-grpc-tools openssl)
+  python3-grpc-tools openssl python3-yaml)
 
 install_missing() {
   local missing=()
@@ -31,6 +31,13 @@ build() { # build DIR [meson options...]
   meson compile -C "$dir"
 }
 
+# Node.js runs the real @pyroscope/nodejs client in the e2e tests; any node >= 18 will do, so
+# only install Debian's when there is none (a nodesource build already ships npm).
+install_node() {
+  command -v node >/dev/null && command -v npm >/dev/null && return 0
+  install_missing nodejs npm
+}
+
 case "${1:-}" in
 run)
   shift
@@ -40,15 +47,23 @@ run)
   ;;
 test)
   install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+  install_node
   build build
   meson test -C build --print-errorlogs
   # the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
   build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs
+  # every decoder under libFuzzer (clang): regression inputs, then a fixed number of runs
+  tools/fuzz.sh
+  ;;
+fuzz)
+  install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+  shift
+  exec tools/fuzz.sh "$@"
   ;;
 *)
-  echo "usage: tools/dev.sh run [profcol args...] | tools/dev.sh test" >&2
+  echo "usage: tools/dev.sh run [profcol args...] | tools/dev.sh test | tools/dev.sh fuzz [RUNS|long SECONDS]" >&2
   exit 2
   ;;
 esac
