@@ -11,6 +11,9 @@
  *   without a string service.name matches none;
  * - resource_attributes: key -> extended regular expression matched against the whole string
  *   value of that resource attribute; every key must match (absent or non-string: no match).
+ * Samples are filtered too, by `sample_attributes` (key -> regular expression over the whole
+ * value; integers are matched as decimal text; every key must match): in `exclude` a matching
+ * sample is dropped, in `include` only matching samples are kept (of the profiles kept).
  * Dropped profiles are counted; emptied ScopeProfiles/ResourceProfiles are removed; a batch left
  * empty is acknowledged (PC_OK) and not passed on. Deciding is cheap (per profile, on the loop
  * thread); copying a shared batch before removing profiles is not, so that runs on the pool. */
@@ -26,6 +29,7 @@ typedef struct match_cfg {
     pc_strlist profile_types;
     pc_strlist services;
     pc_strmap resource_attributes;
+    pc_strmap sample_attributes;
 } match_cfg;
 
 typedef struct filter_cfg {
@@ -45,10 +49,17 @@ typedef struct filter_cfg {
          offsetof(filter_cfg, block.services),                                                     \
          "service.name regular expressions (whole value); any may match",                          \
          NULL},                                                                                    \
+        {#block ".resource_attributes",                                                            \
+         PC_CFG_MAP,                                                                               \
+         NULL,                                                                                     \
+         offsetof(filter_cfg, block.resource_attributes),                                          \
+         "resource attribute -> regular expression (whole value); all must match",                 \
+         NULL},                                                                                    \
     {                                                                                              \
-#block ".resource_attributes", PC_CFG_MAP, NULL,                                           \
-            offsetof(filter_cfg, block.resource_attributes),                                       \
-            "resource attribute -> regular expression (whole value); all must match", NULL         \
+#block ".sample_attributes", PC_CFG_MAP, NULL,                                             \
+            offsetof(filter_cfg, block.sample_attributes),                                         \
+            "sample attribute -> regular expression (whole value); all must match (per sample)",   \
+            NULL                                                                                   \
     }
 
 static const pc_cfg_key filter_keys[] = {
@@ -61,8 +72,8 @@ static const pc_cfg_key filter_keys[] = {
 typedef struct matcher {
     const match_cfg *cfg;
     bool set; /* the block gives at least one criterion */
-    regex_t *services, *attrs;
-    size_t n_services, n_attrs;
+    regex_t *services, *attrs, *sattrs;
+    size_t n_services, n_attrs, n_sattrs;
 } matcher;
 
 typedef struct filter_proc {
@@ -85,8 +96,11 @@ static void matcher_free(matcher *m)
         regfree(&m->services[i]);
     for (size_t i = 0; i < m->n_attrs; i++)
         regfree(&m->attrs[i]);
+    for (size_t i = 0; i < m->n_sattrs; i++)
+        regfree(&m->sattrs[i]);
     free(m->services);
     free(m->attrs);
+    free(m->sattrs);
     memset(m, 0, sizeof *m);
 }
 
@@ -134,6 +148,19 @@ static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, con
             return -1;
         }
         m->n_attrs++;
+    }
+    m->sattrs = pc_xcalloc(cfg->sample_attributes.n + 1, sizeof(regex_t));
+    for (size_t i = 0; i < cfg->sample_attributes.n; i++) {
+        const char *key = cfg->sample_attributes.keys[i], *val = cfg->sample_attributes.vals[i];
+        if (compile(&m->sattrs[i], val, msg, sizeof msg)) {
+            snprintf(sub, sizeof sub, "%s::%s::sample_attributes::%s", path, block, key);
+            at = pc_node_get(pc_node_get(bn, "sample_attributes"), key);
+            pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s", val,
+                          msg);
+            matcher_free(m);
+            return -1;
+        }
+        m->n_sattrs++;
     }
     for (size_t i = 0; i < cfg->profile_types.n; i++) {
         const char *t = cfg->profile_types.v[i];
@@ -222,12 +249,66 @@ static bool match_type(const matcher *m, const pc_dictionary *d, const pc_profil
     return false;
 }
 
-/* Walk the request; count (and with apply, remove) the profiles to drop. */
+/* The string (or decimal) form of sample attribute `key`, or NULL when the sample lacks it. */
+static const char *sample_attr(const pc_dictionary *d, const pc_sample *s, const char *key,
+                               char *num, size_t numlen)
+{
+    for (size_t i = 0; d && i < s->n_attribute_indices; i++) {
+        int32_t ai = s->attribute_indices[i];
+        if (ai <= 0 || (size_t)ai >= d->n_attribute_table) continue;
+        const pc_kvu *a = d->attribute_table[ai];
+        if (strcmp(pc_dict_str(d, a->key_strindex), key) != 0 || !a->value) continue;
+        switch (a->value->value_case) {
+        case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
+            return a->value->string_value;
+        case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX:
+            return pc_dict_str(d, a->value->string_value_strindex);
+        case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
+            snprintf(num, numlen, "%lld", (long long)a->value->int_value);
+            return num;
+        default: return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Every sample_attributes criterion of m matches s (false when m gives none). */
+static bool match_sample(const matcher *m, const pc_dictionary *d, const pc_sample *s)
+{
+    if (!m->n_sattrs) return false;
+    char num[32];
+    for (size_t i = 0; i < m->n_sattrs; i++)
+        if (!rx_whole(&m->sattrs[i],
+                      sample_attr(d, s, m->cfg->sample_attributes.keys[i], num, sizeof num)))
+            return false;
+    return true;
+}
+
+/* Drop (with apply, remove) the samples of p the sample criteria reject; returns how many. */
+static size_t filter_samples(const filter_proc *fp, const pc_dictionary *d, pc_profile *p,
+                             bool apply)
+{
+    if ((!fp->include.n_sattrs && !fp->exclude.n_sattrs) || !p->samples) return 0;
+    size_t keep = 0, dropped = 0;
+    for (size_t i = 0; i < p->n_samples; i++) {
+        const pc_sample *s = p->samples[i];
+        bool ok = s && (!fp->include.n_sattrs || match_sample(&fp->include, d, s)) &&
+                  !match_sample(&fp->exclude, d, s);
+        if (!ok)
+            dropped++;
+        else if (apply)
+            p->samples[keep++] = p->samples[i];
+    }
+    if (apply) p->n_samples = keep;
+    return dropped;
+}
+
+/* Walk the request; count (and with apply, remove) the profiles and samples to drop. */
 static void evaluate(const filter_proc *fp, pc_request *r, bool apply, size_t *profiles,
-                     size_t *samples)
+                     size_t *samples, size_t *sample_drops)
 {
     const pc_dictionary *d = r->dictionary;
-    *profiles = *samples = 0;
+    *profiles = *samples = *sample_drops = 0;
     for (size_t i = 0; i < r->n_resource_profiles; i++) {
         pc_resource_profiles *rp = r->resource_profiles[i];
         if (!rp) continue;
@@ -241,7 +322,12 @@ static void evaluate(const filter_proc *fp, pc_request *r, bool apply, size_t *p
                 if (!p) continue;
                 bool keep = inc_res && (!fp->include.set || match_type(&fp->include, d, p));
                 if (keep && exc_res && match_type(&fp->exclude, d, p)) keep = false;
-                if (keep) continue;
+                if (keep) {
+                    size_t n = filter_samples(fp, d, p, apply);
+                    *sample_drops += n;
+                    *samples += n;
+                    continue;
+                }
                 (*profiles)++;
                 *samples += p->samples ? p->n_samples : 0;
                 if (apply) sp->profiles[k] = NULL;
@@ -266,8 +352,9 @@ static void count_drops(pc_component *c, size_t profiles, size_t samples, bool w
 static void filter_work(uv_work_t *w)
 {
     filter_job *j = w->data;
+    size_t sample_drops;
     pc_batch_make_writable(&j->b);
-    evaluate(j->c->priv, j->b->req, true, &j->profiles, &j->samples);
+    evaluate(j->c->priv, j->b->req, true, &j->profiles, &j->samples, &sample_drops);
 }
 
 static void filter_after(uv_work_t *w, int status)
@@ -286,9 +373,9 @@ static void filter_after(uv_work_t *w, int status)
 static void filter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     filter_proc *fp = c->priv;
-    size_t drop, samples;
-    evaluate(fp, b->req, false, &drop, &samples);
-    if (drop == 0) {
+    size_t drop, samples, sample_drops;
+    evaluate(fp, b->req, false, &drop, &samples, &sample_drops);
+    if (drop == 0 && sample_drops == 0) {
         pc_consume(c->next, b, done, arg);
         return;
     }
@@ -311,8 +398,8 @@ const pc_component_type pc_processor_filter = {
     .name = "filter",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "keeps or drops profiles by profile type, service.name and resource attributes "
-           "(include / exclude blocks)",
+    .doc = "keeps or drops profiles by profile type, service.name and resource attributes, and "
+           "samples by sample attributes (include / exclude blocks)",
     .cfg_size = sizeof(filter_cfg),
     .cfg = filter_keys,
     .validate = filter_validate,

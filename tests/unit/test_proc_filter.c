@@ -235,8 +235,63 @@ static void test_config(void)
     CHECK_CONTAINS(err, "services");
 }
 
+/* Samples filtered by sample attribute: string (plain and string-table form) and int values. */
+static void test_sample_attributes(void)
+{
+    static const char *json =
+        "{\"resourceProfiles\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+        "\"value\":{\"stringValue\":\"api\"}}]},\"scopeProfiles\":[{\"profiles\":["
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"samples\":["
+        "{\"stackIndex\":1,\"values\":[1],\"attributeIndices\":[1]},"
+        "{\"stackIndex\":1,\"values\":[2],\"attributeIndices\":[2]},"
+        "{\"stackIndex\":1,\"values\":[4],\"attributeIndices\":[3]},"
+        "{\"stackIndex\":1,\"values\":[8]}]}]}]}],"
+        "\"dictionary\":{\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"endpoint\",\"/health\","
+        "\"/api/orders\",\"main\",\"http.status\"],"
+        "\"attributeTable\":[{},{\"keyStrindex\":3,\"value\":{\"stringValue\":\"/health\"}},"
+        "{\"keyStrindex\":3,\"value\":{\"stringValueStrindex\":5}},"
+        "{\"keyStrindex\":7,\"value\":{\"intValue\":\"503\"}}],"
+        "\"functionTable\":[{},{\"nameStrindex\":6}],"
+        "\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
+        "\"stackTable\":[{},{\"locationIndices\":[1]}]}}";
+    char desc[512], err[256];
+    pc_batch *in = NULL;
+    if (pc_batch_decode_json(json, strlen(json), &in, err, sizeof err)) {
+        fprintf(stderr, "decode: %s\n", err);
+        exit(1);
+    }
+    pc_batch *shared = pc_batch_ref(in);
+    /* exclude: drop health checks and 5xx samples; the rest of the profile stays */
+    pc_batch *out =
+        run("exclude:\n  sample_attributes:\n    endpoint: /health\n", pc_batch_ref(in), desc);
+    CHECK_STR(desc, "api/cpu");
+    const pc_profile *p =
+        out ? out->req->resource_profiles[0]->scope_profiles[0]->profiles[0] : NULL;
+    CHECK(p && p->n_samples == 3);
+    if (p)
+        CHECK_EQ_INT(p->samples[0]->values[0] + p->samples[1]->values[0] + p->samples[2]->values[0],
+                     14);
+    pc_batch_unref(out);
+    out = run("exclude:\n  sample_attributes:\n    http.status: \"5[0-9][0-9]\"\n",
+              pc_batch_ref(in), desc);
+    p = out ? out->req->resource_profiles[0]->scope_profiles[0]->profiles[0] : NULL;
+    CHECK(p && p->n_samples == 3);
+    pc_batch_unref(out);
+    /* include: only /api/... samples (string-table form) are kept */
+    out =
+        run("include:\n  sample_attributes:\n    endpoint: \"/api/.*\"\n", pc_batch_ref(in), desc);
+    p = out ? out->req->resource_profiles[0]->scope_profiles[0]->profiles[0] : NULL;
+    CHECK(p && p->n_samples == 1 && p->samples[0]->values[0] == 2);
+    pc_batch_unref(out);
+    /* copy-on-write: the shared input is untouched */
+    CHECK_EQ_INT(shared->req->resource_profiles[0]->scope_profiles[0]->profiles[0]->n_samples, 4);
+    pc_batch_unref(shared);
+    pc_batch_unref(in);
+}
+
 int main(void)
 {
+    RUN(test_sample_attributes);
     RUN(test_profile_types);
     RUN(test_services_and_attributes);
     RUN(test_no_copy_and_cow);
