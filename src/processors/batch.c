@@ -14,6 +14,8 @@
 
 #include "pdata/merge.h"
 #include "pipeline/component.h"
+#include "pipeline/telemetry.h"
+#include "processors/proc_util.h"
 
 typedef struct batch_cfg {
     uint64_t timeout_ms;
@@ -167,6 +169,15 @@ static int batch_start(pc_component *c, char *err, size_t errlen)
     }
     bp->timer.data = bp;
     bp->timer_inited = true;
+    pc_proc_metric(c, "otelcol_processor_batch_batch_send_size_samples",
+                   "Samples sent in merged requests (divide by requests for the batch size)",
+                   &bp->samples_out);
+    pc_proc_metric(c, "otelcol_processor_batch_requests_sent", "Merged requests sent",
+                   &bp->requests_out);
+    pc_proc_metric(c, "otelcol_processor_batch_batch_size_trigger_send",
+                   "Flushes because send_batch_size was reached", &bp->flushes_size);
+    pc_proc_metric(c, "otelcol_processor_batch_timeout_trigger_send",
+                   "Flushes because the timeout fired", &bp->flushes_timeout);
     return 0;
 }
 
@@ -536,6 +547,7 @@ static void batch_destroy(pc_component *c)
 {
     batch_proc *bp = c->priv;
     if (!bp) return;
+    pc_metric_unregister(c);
     const batch_cfg *cfg = c->cfg;
     /* only reached with data pending if the service never ran: refuse it, lose nothing silently */
     for (size_t i = 0; i < bp->n_shards; i++) {

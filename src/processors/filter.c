@@ -24,6 +24,8 @@
 
 #include "pdata/merge.h"
 #include "pipeline/component.h"
+#include "pipeline/telemetry.h"
+#include "processors/proc_util.h"
 
 typedef struct match_cfg {
     pc_strlist profile_types;
@@ -197,6 +199,11 @@ static int filter_create(pc_component *c, pc_cfg_err *err)
         return -1;
     }
     c->priv = fp;
+    pc_proc_metric(c, "otelcol_processor_filter_profiles_dropped", "Profiles dropped by the filter",
+                   &fp->profiles_dropped);
+    pc_proc_metric(c, "otelcol_processor_filter_samples_dropped",
+                   "Samples dropped by the filter (with their profiles or alone)",
+                   &fp->samples_dropped);
     return 0;
 }
 
@@ -204,6 +211,7 @@ static void filter_destroy(pc_component *c)
 {
     filter_proc *fp = c->priv;
     if (!fp) return;
+    pc_metric_unregister(c);
     matcher_free(&fp->include);
     matcher_free(&fp->exclude);
     free(fp);

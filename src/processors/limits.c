@@ -19,6 +19,8 @@
 #include "pdata/dict.h"
 #include "pdata/merge.h"
 #include "pipeline/component.h"
+#include "pipeline/telemetry.h"
+#include "processors/proc_util.h"
 
 typedef struct limits_cfg {
     int64_t max_stack_depth;
@@ -98,12 +100,23 @@ static int limits_validate(void *cfgp, const pc_node *node, const char *path, pc
 static int limits_create(pc_component *c, pc_cfg_err *err)
 {
     (void)err;
-    c->priv = pc_xcalloc(1, sizeof(limits_proc));
+    limits_proc *lp = pc_xcalloc(1, sizeof(limits_proc));
+    c->priv = lp;
+    const limits_stats *st = &lp->total;
+    pc_proc_metric(c, "otelcol_processor_limits_samples_truncated",
+                   "Samples whose stack was cut to max_stack_depth", &st->samples_truncated);
+    pc_proc_metric(c, "otelcol_processor_limits_samples_folded",
+                   "Samples folded into [other] by max_samples_per_profile", &st->samples_folded);
+    pc_proc_metric(c, "otelcol_processor_limits_profiles_dropped",
+                   "Profiles dropped by max_profile_bytes", &st->profiles_dropped);
+    pc_proc_metric(c, "otelcol_processor_limits_samples_dropped",
+                   "Samples dropped with profiles over max_profile_bytes", &st->samples_dropped);
     return 0;
 }
 
 static void limits_destroy(pc_component *c)
 {
+    pc_metric_unregister(c);
     free(c->priv);
     c->priv = NULL;
 }
