@@ -29,14 +29,14 @@ typedef struct pc_auth {
 /* Config-table entry "<prefix>auth.authenticator" into the char * member f of T. */
 #define PC_AUTH_SERVER_KEY(T, f, prefix)                                                           \
     {                                                                                              \
-        prefix "auth.authenticator", PC_CFG_STRING, NULL, offsetof(T, f),                         \
+        prefix "auth.authenticator", PC_CFG_STRING, NULL, offsetof(T, f),                          \
             "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): "        \
             "requests without valid credentials get 401",                                          \
             NULL                                                                                   \
     }
 #define PC_AUTH_CLIENT_KEY(T, f, prefix)                                                           \
     {                                                                                              \
-        prefix "auth.authenticator", PC_CFG_STRING, NULL, offsetof(T, f),                         \
+        prefix "auth.authenticator", PC_CFG_STRING, NULL, offsetof(T, f),                          \
             "id of an authenticator extension (bearertokenauth, basicauth with client_auth) "      \
             "whose credentials are added to every request",                                        \
             NULL                                                                                   \

@@ -118,8 +118,10 @@ static int parse_htpasswd(const char *text, users *u, char *err, size_t errlen)
             e.secret = pc_auth_unbase64(hash + 5, &e.secret_len);
             if (!e.secret || e.secret_len != SHA_DIGEST_LENGTH) {
                 free(e.secret);
-                snprintf(err, errlen, "line %d (user \"%s\"): {SHA} must be followed by the "
-                         "base64 of a 20-byte SHA-1 digest", lineno, line);
+                snprintf(err, errlen,
+                         "line %d (user \"%s\"): {SHA} must be followed by the "
+                         "base64 of a 20-byte SHA-1 digest",
+                         lineno, line);
                 return -1;
             }
             e.sha = true;
@@ -223,8 +225,8 @@ static int basic_check(pc_auth *a, const pc_http_req *req)
         *colon = 0;
         const entry *e = find_user(x, cred);
         /* an unknown user costs the same as a wrong password */
-        static const entry none = {.user = "", .sha = false, .secret = (unsigned char *)"\1",
-                                   .secret_len = 1};
+        static const entry none = {
+            .user = "", .sha = false, .secret = (unsigned char *)"\1", .secret_len = 1};
         bool ok = entry_matches(e ? e : &none, colon + 1);
         rc = e && ok ? 0 : -1;
     }

@@ -488,7 +488,6 @@ static void tls_handshake(cconn *k)
         char msg[512];
         snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s", k->c->where,
                  pc_tls_conn_error(k->tls));
-        PC_WARN(k->c->log_id, "%s", msg);
         tls_flush(k, NULL); /* the alert, so the server knows why */
         if (!k->closing) conn_fail(k, UV_EPROTO, msg);
         return;

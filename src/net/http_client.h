@@ -16,7 +16,8 @@ typedef struct pc_http_client_opts {
     const char *log_id;
     /* NULL: plain text; else HTTPS with this context (net/tls.h; borrowed: outlives the client).
      * host is the name sent as SNI and verified in the certificate (unless the context overrides
-     * it). A failed handshake is a connection error (error UV_EPROTO) and logged as a warning. */
+     * it). A failed handshake is a connection error (error UV_EPROTO, error_msg "TLS handshake
+     * with host:port failed: <reason>"), which exporters log and retry. */
     struct pc_tls_ctx *tls;
 } pc_http_client_opts;
 

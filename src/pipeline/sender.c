@@ -546,7 +546,7 @@ static int replay(pc_sender *s, char *err, size_t errlen)
         seqs[n++] = seq;
     }
     closedir(d);
-    qsort(seqs, n, sizeof(uint64_t), cmp_u64);
+    if (n) qsort(seqs, n, sizeof(uint64_t), cmp_u64); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < n; i++) {
         char path[4200];
         uint8_t h[REC_HEADER];

@@ -427,8 +427,9 @@ static void test_untrusted_and_skip_verify(void)
     CHECK_EQ_INT(r.status, 0);
     CHECK_EQ_INT(r.error, UV_EPROTO);
     char want[128];
-    snprintf(want, sizeof want, "TLS handshake with 127.0.0.1:%d failed: certificate verify "
-                                "failed (unable to get local issuer certificate)",
+    snprintf(want, sizeof want,
+             "TLS handshake with 127.0.0.1:%d failed: certificate verify "
+             "failed (unable to get local issuer certificate)",
              ts.port);
     CHECK_CONTAINS(r.msg, want);
     cli_close(&t);
