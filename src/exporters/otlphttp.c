@@ -58,7 +58,7 @@ static const pc_cfg_key otlphttp_keys[] = {
 typedef struct otlphttp {
     pc_component *c;
     pc_url url;
-    char *headers; /* preformatted "Name: value\r\n" lines */
+    char *headers;   /* preformatted "Name: value\r\n" lines */
     pc_tls_ctx *tls; /* NULL: plain text */
     pc_auth *auth;   /* NULL: no authenticator */
     pc_http_client *client;

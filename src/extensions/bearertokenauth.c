@@ -63,7 +63,7 @@ static int bta_validate(void *cfgp, const pc_node *node, const char *path, pc_cf
         pc_cfg_key_errorf(err, node, path, "header", "must be a header name");
         return -1;
     }
-    if (!pc_auth_header_safe(cfg->scheme) || strchr(cfg->scheme, ' ')) {
+    if (cfg->scheme && (!pc_auth_header_safe(cfg->scheme) || strchr(cfg->scheme, ' '))) {
         pc_cfg_key_errorf(err, node, path, "scheme", "must be a single word");
         return -1;
     }

@@ -656,8 +656,11 @@ static void maybe_finish_shutdown(pc_sender *s)
         PC_ERROR(s->c->id, "shutdown deadline: dropping %zu queued request(s), %zu samples", left,
                  left_samples);
     if (s->deadline_open) {
-        uv_timer_stop(&s->deadline);
-        uv_close((uv_handle_t *)&s->deadline, deadline_closed);
+        /* re-entered from deadline_fire after complete() already closed it: wait for the close */
+        if (!uv_is_closing((uv_handle_t *)&s->deadline)) {
+            uv_timer_stop(&s->deadline);
+            uv_close((uv_handle_t *)&s->deadline, deadline_closed);
+        }
         return;
     }
     finish_shutdown(s);

@@ -147,6 +147,29 @@ class QueueTest(unittest.TestCase):
             sink.stop()
 
 
+class ShutdownTest(unittest.TestCase):
+    def test_shutdown_deadline_with_a_dead_backend(self):
+        """SIGTERM while a batch waits to retry: exporters drain until service.shutdown_timeout,
+        then what is left is counted and logged as dropped, and profcol exits 0."""
+        port, dead = h.free_port(), h.free_port()
+        cfg = h.relay_config(port, "http://127.0.0.1:%d" % dead, timeout="1s",
+                             exporter_extra=FAST_RETRY)
+        cfg += "  shutdown_timeout: 1s\n"
+        p = h.Profcol(cfg, wait_ports=[port], name="profcol-deadline").start()
+        try:
+            acked, _ = post_many(port, 3, 900)
+            self.assertEqual(len(acked), 3)
+            time.sleep(0.5)  # the first attempts failed; batches wait on their backoff timers
+            t0 = time.monotonic()
+            p.stop()  # asserts exit 0 within 10 s
+            self.assertLess(time.monotonic() - t0, 5)
+            with open(p.stderr_path) as f:
+                log = f.read()
+            self.assertIn("dropping", log, "what is lost at the deadline must be logged")
+        finally:
+            p.kill()
+
+
 class PersistentQueueTest(unittest.TestCase):
     def test_kill9_then_restart_delivers_backlog(self):
         port, dead = h.free_port(), h.free_port()

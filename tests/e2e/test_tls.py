@@ -181,6 +181,26 @@ class TLSTest(unittest.TestCase):
         self.assertEqual(samples(sink2), 2)
         self.stop(p)
 
+    def test_pyroscope_exporter_https_with_token(self):
+        """The pyroscope exporter over https (ca_file) with a bearer token."""
+        port = h.free_port()
+        sink = self.sink(t.TLSSink(SRV_CRT, SRV_KEY))
+        cfg = ("receivers:\n  pyroscope:\n    endpoint: 127.0.0.1:%d\n"
+               "exporters:\n  pyroscope:\n    endpoint: %s\n    tls:\n      ca_file: %s\n"
+               "    auth:\n      authenticator: bearertokenauth\n"
+               "extensions:\n  bearertokenauth:\n    token: pyro-token\n"
+               "service:\n  shutdown_timeout: 2s\n  extensions: [bearertokenauth]\n"
+               "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
+               "      exporters: [pyroscope]\n" % (port, sink.url, CERTS.ca))
+        p = self.start(cfg, port)
+        self.assertEqual(h.post(port, FOLDED, content_type="text/plain", path=INGEST).status, 200)
+        reqs = sink.wait_requests(1, timeout=10)
+        self.assertTrue(reqs, p.stderr()[-2000:])
+        self.assertEqual(reqs[0].path, "/push.v1.PusherService/Push")
+        self.assertEqual(reqs[0].headers.get("authorization"), "Bearer pyro-token")
+        self.assertIn("sending to https://127.0.0.1:%d" % sink.port, p.stderr())
+        self.stop(p)
+
     def test_insecure_means_plain_text(self):
         port = h.free_port()
         sink = self.sink(h.Sink())
