@@ -310,9 +310,13 @@ int64_t pc_grpc_status_details_retry_delay(const char *b64s)
             if (strcmp(a->type_url, PC_GRPC_RETRY_INFO_TYPE) != 0) continue;
             Google__Rpc__RetryInfo *ri =
                 google__rpc__retry_info__unpack(NULL, a->value.len, a->value.data);
+            /* a Duration's nanos are 0..999999999 (int32: adding before the range check
+             * overflowed) */
             if (ri && ri->retry_delay && ri->retry_delay->seconds >= 0 &&
-                ri->retry_delay->seconds < 86400 * 365 && ri->retry_delay->nanos >= 0)
-                ms = ri->retry_delay->seconds * 1000 + (ri->retry_delay->nanos + 999999) / 1000000;
+                ri->retry_delay->seconds < 86400 * 365 && ri->retry_delay->nanos >= 0 &&
+                ri->retry_delay->nanos <= 999999999)
+                ms = ri->retry_delay->seconds * 1000 +
+                     ((int64_t)ri->retry_delay->nanos + 999999) / 1000000;
             if (ri) google__rpc__retry_info__free_unpacked(ri, NULL);
             break;
         }

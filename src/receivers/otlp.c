@@ -11,9 +11,12 @@
 #include "net/grpc.h"
 #include "net/gzip.h"
 #include "net/h2_server.h"
+#include "net/http_pause.h"
 #include "net/http_server.h"
 #include "net/url.h"
 #include "pdata/json.h"
+#include "extensions/auth.h"
+#include "net/tls.h"
 #include "pipeline/component.h"
 #include "pipeline/telemetry.h"
 #include "rpc_status.pb-c.h"
@@ -35,6 +38,8 @@ typedef struct otlp_cfg {
     int64_t grpc_max_connections;
     uint64_t grpc_idle_ms;
     bool http_on, grpc_on; /* which protocols:: entries are present (set by validate) */
+    pc_tls_server_cfg http_tls;
+    char *http_authenticator;
 } otlp_cfg;
 
 static const pc_cfg_key otlp_keys[] = {
@@ -48,6 +53,8 @@ static const pc_cfg_key otlp_keys[] = {
      "close keep-alive connections idle this long", NULL},
     {"protocols.http.max_connections", PC_CFG_INT, "1024", offsetof(otlp_cfg, max_connections),
      "concurrent connections; more are answered 503", NULL},
+    PC_TLS_SERVER_KEYS(otlp_cfg, http_tls, "protocols.http."),
+    PC_AUTH_SERVER_KEY(otlp_cfg, http_authenticator, "protocols.http."),
     {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint),
      "host:port for OTLP/gRPC (HTTP/2 cleartext; 0.0.0.0 for all interfaces)", NULL},
     {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib),
@@ -72,6 +79,8 @@ typedef struct otlp_recv {
     int port, grpc_port;
     uint64_t accepted[2], refused[2]; /* self-metrics per transport */
     int closing;                      /* servers still shutting down */
+    pc_tls_ctx *tls;                  /* HTTPS when protocols.http.tls is set */
+    pc_auth *auth;                    /* protocols.http.auth.authenticator */
     pc_shutdown_done shutdown_done;
 } otlp_recv;
 
@@ -147,6 +156,7 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
                           "must be > 0");
         return -1;
     }
+    if (pc_tls_server_validate(&cfg->http_tls, node, path, "protocols.http.", err)) return -1;
     return 0;
 }
 
@@ -385,6 +395,11 @@ static void decode_done(uv_work_t *w, int status)
 
 static void job_start(job *j)
 {
+    if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
+        respond_pipeline_error(j, PC_ERR_RETRYABLE, "memory limit reached, retry later");
+        job_free(j);
+        return;
+    }
     j->work.data = j;
     uv_queue_work(j->r->c->loop, &j->work, decode_work, decode_done);
 }
@@ -402,6 +417,11 @@ static int media_type_is(const char *ct, const char *want)
 static void on_request(pc_http_req *req, void *arg)
 {
     otlp_recv *r = arg;
+    if (r->auth && pc_auth_check(r->auth, req)) {
+        static const char m[] = "401 unauthorized: missing or invalid credentials\n";
+        pc_http_respond(req, 401, "text/plain", m, sizeof m - 1, pc_auth_challenge(r->auth));
+        return;
+    }
     otlp_cfg *cfg = r->c->cfg;
     const char *ct = pc_http_req_header(req, "content-type");
     int json = ct && media_type_is(ct, "application/json");
@@ -528,11 +548,19 @@ static int otlp_start(pc_component *c, char *err, size_t errlen)
         .max_connections = (unsigned)cfg->max_connections,
         .log_id = c->id,
     };
+    if (cfg->http_authenticator &&
+        !(r->auth = pc_auth_find(c, cfg->http_authenticator, true, err, errlen)))
+        return -1;
+    if (pc_tls_server_enabled(&cfg->http_tls)) {
+        r->tls = pc_tls_server_ctx_new(&cfg->http_tls, "http/1.1", c->id, err, errlen);
+        if (!r->tls) return -1;
+        o.tls = r->tls;
+    }
     r->srv = pc_http_server_new(c->loop, &o, on_request, r);
     if (pc_http_server_start(r->srv, err, errlen)) return -1;
     pc_receiver_register_metrics(c, "http", &r->accepted[T_HTTP], &r->refused[T_HTTP]);
-    PC_INFO(c->id, "OTLP/HTTP profiles on http://%s:%d%s", r->host, pc_http_server_port(r->srv),
-            PROFILES_PATH);
+    PC_INFO(c->id, "OTLP/HTTP profiles on %s://%s:%d%s", r->tls ? "https" : "http", r->host,
+            pc_http_server_port(r->srv), PROFILES_PATH);
     return 0;
 }
 
@@ -565,7 +593,9 @@ static void otlp_shutdown(pc_component *c, pc_shutdown_done done)
 
 static void otlp_destroy(pc_component *c)
 {
+    otlp_recv *r = c->priv;
     pc_metric_unregister(c);
+    if (r) pc_tls_ctx_free(r->tls);
     free(c->priv);
 }
 
