@@ -65,6 +65,8 @@ static void test_time(void)
     CHECK_EQ_INT(pc_ingest_parse_time("now-1h", now), now - 3600000000000LL);
     CHECK_EQ_INT(pc_ingest_parse_time("now+10s", now), now + 10000000000LL);
     CHECK_EQ_INT(pc_ingest_parse_time("yesterday", now), -1);
+    CHECK_EQ_INT(pc_ingest_parse_time("00000101", now), -1); /* before 1970: no overflow */
+    CHECK_EQ_INT(pc_ingest_parse_time("now-999999999y", now), -1);
     CHECK_EQ_INT(pc_ingest_parse_time("99999999999999999999", now), -1);
 }
 

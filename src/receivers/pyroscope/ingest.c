@@ -155,8 +155,11 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
         unsigned long long v = strtoull(buf, NULL, 10);
         if (n == 8) {
             int64_t y = (int64_t)(v / 10000), m = (int64_t)(v / 100 % 100), d = (int64_t)(v % 100);
-            if (m >= 1 && m <= 12 && d >= 1 && d <= 31)
-                return days_from_civil(y, m, d) * 86400LL * 1000000000LL;
+            /* nanoseconds since 1970 in int64 reach 2262; outside that the date is invalid */
+            if (m >= 1 && m <= 12 && d >= 1 && d <= 31) {
+                int64_t days = days_from_civil(y, m, d);
+                return days >= 0 && days < 106000 ? days * 86400LL * 1000000000LL : -1;
+            }
         }
         if (n == 13) return (int64_t)v * 1000000LL;
         if (n == 16) return (int64_t)v * 1000LL;
@@ -177,9 +180,14 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
         int64_t s;
     } units[] = {{"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800},
                  {"mon", 2592000}, {"y", 31536000}, {NULL, 0}};
-    for (int i = 0; units[i].u; i++)
-        if (strcmp(end, units[i].u) == 0)
-            return now_ns + sign * amount * units[i].s * 1000000000LL;
+    for (int i = 0; units[i].u; i++) {
+        if (strcmp(end, units[i].u) != 0) continue;
+        int64_t off, t;
+        if (__builtin_mul_overflow((int64_t)amount, units[i].s * 1000000000LL, &off) ||
+            __builtin_add_overflow(now_ns, sign * off, &t) || t < 0)
+            return -1;
+        return t;
+    }
     return -1;
 }
 
