@@ -13,6 +13,7 @@
 #include "net/url.h"
 #include "pdata/json.h"
 #include "pipeline/component.h"
+#include "pipeline/exporter_http.h"
 #include "pipeline/sender.h"
 #include "pipeline/telemetry.h"
 
@@ -151,21 +152,9 @@ static int otlphttp_start(pc_component *c, char *err, size_t errlen)
 {
     otlphttp *x = c->priv;
     otlphttp_cfg *cfg = c->cfg;
-    pc_http_client_opts o = {.host = x->url.host,
-                             .port = x->url.port,
-                             .max_connections = (unsigned)cfg->max_connections,
-                             .log_id = c->id};
-    if (cfg->authenticator && !(x->auth = pc_auth_find(c, cfg->authenticator, false, err, errlen)))
+    if (pc_exporter_http_open(c, &x->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
+                              &x->client, &x->tls, &x->auth, err, errlen))
         return -1;
-    bool https = !strcmp(x->url.scheme, "https");
-    if (https && cfg->tls.insecure)
-        PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
-    if (https && !cfg->tls.insecure) {
-        x->tls = pc_tls_client_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);
-        if (!x->tls) return -1;
-        o.tls = x->tls;
-    }
-    x->client = pc_http_client_new(c->loop, &o);
     x->sender = pc_sender_new(c, &cfg->sender, otlphttp_send, err, errlen);
     if (!x->sender) return -1;
     PC_INFO(c->id, "sending to %s://%s:%d%s", x->tls ? "https" : "http", x->url.host, x->url.port,

@@ -3,12 +3,15 @@
  *
  * Even: the rest is what a client sends after the HTTP/2 connection preface (prepended here so
  * the fuzzer starts at frame parsing). The real pc_h2_server runs in-process on
- * 127.0.0.1:<ephemeral>; the bytes go through a client socket. Once they are written and the
- * server has gone quiet (deferred answers sent), the client half-closes and the server must close
- * within 5 s. The handler reads every field of each call, decodes a gRPC body like the OTLP
- * receiver (unframe, then grpc-encoding gzip under a cap) and answers at once or, for paths
- * starting with "/d" or calls with an "x-defer" header, a loop iteration later. Invariants: no
- * hang, every call answered exactly once, decode results within their contracts, nothing leaks.
+ * 127.0.0.1:<ephemeral>; the bytes go through a client socket, all at once when the first byte is
+ * 0, else in chunks of (first byte / 2) * 16 bytes with a loop iteration between them (at most
+ * ~64 chunks), so frames arrive split across reads and a reset can follow a dispatched call. Once
+ * they are written and the server has gone quiet (deferred answers sent), the client half-closes
+ * and the server must close within 5 s. The handler reads every field of each call, decodes a gRPC
+ * body like the OTLP receiver (unframe, then grpc-encoding gzip under a cap) and answers at once
+ * or, for paths starting with "/d" or calls with an "x-defer" header, a loop iteration later.
+ * Invariants: no hang, every call answered exactly once, decode results within their contracts,
+ * nothing leaks.
  *
  * Odd: the rest goes through grpc.h's pure functions: unframe (re-framing must give the same
  * bytes) and decompress with each grpc-encoding, a raw gzip message, grpc-timeout parse (exactly
@@ -174,7 +177,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void run_server(const uint8_t *data, size_t size)
+static void run_server(uint8_t mode, const uint8_t *data, size_t size)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     FUZZ_ASSERT(fd >= 0, "socket: %s", strerror(errno));
@@ -192,6 +195,8 @@ static void run_server(const uint8_t *data, size_t size)
     }
     const size_t plen = sizeof preface - 1;
     size_t total = plen + size, off = 0, got = 0;
+    size_t chunk = mode >> 1 ? (size_t)(mode >> 1) * 16 : total;
+    if (chunk <= total / 64) chunk = total / 64 + 1;
     bool shut = false, eof = false;
     int quiet = 0;
     char buf[65536];
@@ -203,6 +208,7 @@ static void run_server(const uint8_t *data, size_t size)
             const void *p =
                 off < plen ? (const void *)(preface + off) : (const void *)(data + off - plen);
             size_t n_want = off < plen ? plen - off : total - off;
+            if (n_want > chunk) n_want = chunk;
             ssize_t n = send(fd, p, n_want, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n > 0) {
                 off += (size_t)n;
@@ -447,6 +453,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 1)
         run_pure(data + 1, size - 1);
     else
-        run_server(data + 1, size - 1);
+        run_server(data[0], data + 1, size - 1);
     return 0;
 }
