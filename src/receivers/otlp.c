@@ -18,6 +18,7 @@
 #include "extensions/auth.h"
 #include "net/tls.h"
 #include "pipeline/component.h"
+#include "pipeline/receiver_http.h"
 #include "pipeline/telemetry.h"
 #include "rpc_status.pb-c.h"
 
@@ -27,34 +28,17 @@
 #define RETRY_AFTER_S 1
 
 typedef struct otlp_cfg {
-    char *endpoint;
-    uint64_t max_body;
-    uint64_t read_timeout_ms;
-    uint64_t idle_timeout_ms;
-    int64_t max_connections;
+    pc_http_server_cfg http;
     char *grpc_endpoint;
     int64_t grpc_max_recv_mib;
     int64_t grpc_max_streams;
     int64_t grpc_max_connections;
     uint64_t grpc_idle_ms;
     bool http_on, grpc_on; /* which protocols:: entries are present (set by validate) */
-    pc_tls_server_cfg http_tls;
-    char *http_authenticator;
 } otlp_cfg;
 
 static const pc_cfg_key otlp_keys[] = {
-    {"protocols.http.endpoint", PC_CFG_STRING, "localhost:4318", offsetof(otlp_cfg, endpoint),
-     "host:port to listen on (0.0.0.0 for all interfaces)", NULL},
-    {"protocols.http.max_request_body_size", PC_CFG_SIZE, "20MiB", offsetof(otlp_cfg, max_body),
-     "largest request body, before and after decompression (413 above)", NULL},
-    {"protocols.http.read_timeout", PC_CFG_DURATION, "30s", offsetof(otlp_cfg, read_timeout_ms),
-     "a request must arrive whole within this time (408 otherwise)", NULL},
-    {"protocols.http.idle_timeout", PC_CFG_DURATION, "60s", offsetof(otlp_cfg, idle_timeout_ms),
-     "close keep-alive connections idle this long", NULL},
-    {"protocols.http.max_connections", PC_CFG_INT, "1024", offsetof(otlp_cfg, max_connections),
-     "concurrent connections; more are answered 503", NULL},
-    PC_TLS_SERVER_KEYS(otlp_cfg, http_tls, "protocols.http."),
-    PC_AUTH_SERVER_KEY(otlp_cfg, http_authenticator, "protocols.http."),
+    PC_HTTP_SERVER_KEYS(otlp_cfg, http, "protocols.http.", "localhost:4318"),
     {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint),
      "host:port for OTLP/gRPC (HTTP/2 cleartext; 0.0.0.0 for all interfaces)", NULL},
     {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib),
@@ -73,14 +57,12 @@ enum { T_HTTP, T_GRPC };
 
 typedef struct otlp_recv {
     pc_component *c;
-    pc_http_server *srv;
+    pc_receiver_http http; /* server, TLS and authenticator of protocols::http */
     pc_h2_server *h2;
-    char host[256], grpc_host[256];
-    int port, grpc_port;
+    char grpc_host[256];
+    int grpc_port;
     uint64_t accepted[2], refused[2]; /* self-metrics per transport */
     int closing;                      /* servers still shutting down */
-    pc_tls_ctx *tls;                  /* HTTPS when protocols.http.tls is set */
-    pc_auth *auth;                    /* protocols.http.auth.authenticator */
     pc_shutdown_done shutdown_done;
 } otlp_recv;
 
@@ -120,18 +102,7 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
                           "(protocols::grpc and/or protocols::http)");
         return -1;
     }
-    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, "protocols.http.endpoint", "%s", e);
-        return -1;
-    }
-    if (cfg->max_body == 0) {
-        pc_cfg_key_errorf(err, node, path, "protocols.http.max_request_body_size", "must be > 0");
-        return -1;
-    }
-    if (cfg->max_connections <= 0) {
-        pc_cfg_key_errorf(err, node, path, "protocols.http.max_connections", "must be > 0");
-        return -1;
-    }
+    if (pc_http_server_cfg_validate(&cfg->http, node, path, "protocols.http.", err)) return -1;
     if (pc_hostport_parse(cfg->grpc_endpoint, host, sizeof host, &port, e, sizeof e)) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.endpoint", "%s", e);
         return -1;
@@ -156,7 +127,6 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
                           "must be > 0");
         return -1;
     }
-    if (pc_tls_server_validate(&cfg->http_tls, node, path, "protocols.http.", err)) return -1;
     return 0;
 }
 
@@ -166,7 +136,6 @@ static int otlp_create(pc_component *c, pc_cfg_err *err)
     otlp_cfg *cfg = c->cfg;
     char e[256];
     (void)err;
-    pc_hostport_parse(cfg->endpoint, r->host, sizeof r->host, &r->port, e, sizeof e);
     pc_hostport_parse(cfg->grpc_endpoint, r->grpc_host, sizeof r->grpc_host, &r->grpc_port, e,
                       sizeof e);
     r->c = c;
@@ -417,11 +386,7 @@ static int media_type_is(const char *ct, const char *want)
 static void on_request(pc_http_req *req, void *arg)
 {
     otlp_recv *r = arg;
-    if (r->auth && pc_auth_check(r->auth, req)) {
-        static const char m[] = "401 unauthorized: missing or invalid credentials\n";
-        pc_http_respond(req, 401, "text/plain", m, sizeof m - 1, pc_auth_challenge(r->auth));
-        return;
-    }
+    if (pc_receiver_http_authorize(&r->http, req)) return;
     otlp_cfg *cfg = r->c->cfg;
     const char *ct = pc_http_req_header(req, "content-type");
     int json = ct && media_type_is(ct, "application/json");
@@ -458,7 +423,7 @@ static void on_request(pc_http_req *req, void *arg)
     j->req = req;
     j->body = req->body;
     j->body_len = req->body_len;
-    j->max_size = cfg->max_body;
+    j->max_size = cfg->http.max_body;
     j->json = json;
     j->gzip = gz;
     job_start(j);
@@ -538,29 +503,10 @@ static int otlp_start(pc_component *c, char *err, size_t errlen)
     otlp_cfg *cfg = c->cfg;
     if (cfg->grpc_on && start_grpc(c, err, errlen)) return -1;
     if (!cfg->http_on) return 0;
-    pc_http_server_opts o = {
-        .host = r->host,
-        .port = r->port,
-        .max_body_bytes = cfg->max_body,
-        .max_header_bytes = 64 * 1024,
-        .read_timeout_ms = (unsigned)cfg->read_timeout_ms,
-        .idle_timeout_ms = (unsigned)cfg->idle_timeout_ms,
-        .max_connections = (unsigned)cfg->max_connections,
-        .log_id = c->id,
-    };
-    if (cfg->http_authenticator &&
-        !(r->auth = pc_auth_find(c, cfg->http_authenticator, true, err, errlen)))
-        return -1;
-    if (pc_tls_server_enabled(&cfg->http_tls)) {
-        r->tls = pc_tls_server_ctx_new(&cfg->http_tls, "http/1.1", c->id, err, errlen);
-        if (!r->tls) return -1;
-        o.tls = r->tls;
-    }
-    r->srv = pc_http_server_new(c->loop, &o, on_request, r);
-    if (pc_http_server_start(r->srv, err, errlen)) return -1;
+    if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;
     pc_receiver_register_metrics(c, "http", &r->accepted[T_HTTP], &r->refused[T_HTTP]);
-    PC_INFO(c->id, "OTLP/HTTP profiles on %s://%s:%d%s", r->tls ? "https" : "http", r->host,
-            pc_http_server_port(r->srv), PROFILES_PATH);
+    PC_INFO(c->id, "OTLP/HTTP profiles on %s://%s:%d%s", r->http.tls ? "https" : "http",
+            r->http.host, r->http.port, PROFILES_PATH);
     return 0;
 }
 
@@ -569,7 +515,7 @@ static void server_closed(void *arg)
     pc_component *c = arg;
     otlp_recv *r = c->priv;
     if (--r->closing) return;
-    r->srv = NULL;
+    r->http.srv = NULL;
     r->h2 = NULL;
     PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
             (unsigned long long)(r->accepted[T_HTTP] + r->accepted[T_GRPC]),
@@ -580,14 +526,14 @@ static void server_closed(void *arg)
 static void otlp_shutdown(pc_component *c, pc_shutdown_done done)
 {
     otlp_recv *r = c->priv;
-    if (!r->srv && !r->h2) {
+    if (!r->http.srv && !r->h2) {
         done(c);
         return;
     }
     r->shutdown_done = done;
-    r->closing = (r->srv != NULL) + (r->h2 != NULL);
+    r->closing = (r->http.srv != NULL) + (r->h2 != NULL);
     /* both counted before either starts: a server may finish synchronously */
-    if (r->srv) pc_http_server_shutdown(r->srv, server_closed, c);
+    if (r->http.srv) pc_http_server_shutdown(r->http.srv, server_closed, c);
     if (r->h2) pc_h2_server_shutdown(r->h2, server_closed, c);
 }
 
@@ -595,7 +541,7 @@ static void otlp_destroy(pc_component *c)
 {
     otlp_recv *r = c->priv;
     pc_metric_unregister(c);
-    if (r) pc_tls_ctx_free(r->tls);
+    if (r) pc_receiver_http_free(&r->http);
     free(c->priv);
 }
 

@@ -9,7 +9,7 @@
  * they are written and the server has gone quiet (deferred answers sent), the client half-closes
  * and the server must close within 5 s. The handler reads every field of each call, decodes a gRPC
  * body like the OTLP receiver (unframe, then grpc-encoding gzip under a cap) and answers at once
- * or, for paths starting with "/d" or calls with an "x-defer" header, a loop iteration later.
+ * or, for paths starting with "/d", a loop iteration later ("x-defer: N": N iterations later).
  * Invariants: no hang, every call answered exactly once, decode results within their contracts,
  * nothing leaks.
  *
@@ -20,6 +20,7 @@
  * decoding of arbitrary grpc-status-details-bin values. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,6 +47,7 @@ static pc_h2_server *server;
 static int port;
 static uv_idle_t idle;
 static pc_h2_call *deferred[MAX_DEFERRED];
+static unsigned defer_left[MAX_DEFERRED]; /* loop iterations until the answer */
 static size_t n_deferred;
 static long outstanding; /* calls handed to the handler and not answered yet */
 static volatile unsigned sink;
@@ -144,14 +146,20 @@ static void answer(pc_h2_call *call)
     pc_buf_free(&out);
 }
 
+/* Answers are due after their count of loop iterations (pc_h2_respond never calls the handler,
+ * so the list is not touched while we walk it). */
 static void on_idle(uv_idle_t *hd)
 {
-    size_t n = n_deferred;
-    pc_h2_call *todo[MAX_DEFERRED];
-    memcpy(todo, deferred, n * sizeof *todo);
-    n_deferred = 0;
-    for (size_t i = 0; i < n; i++)
-        answer(todo[i]);
+    size_t keep = 0;
+    for (size_t i = 0; i < n_deferred; i++) {
+        if (--defer_left[i] == 0) {
+            answer(deferred[i]);
+        } else {
+            defer_left[keep] = defer_left[i];
+            deferred[keep++] = deferred[i];
+        }
+    }
+    n_deferred = keep;
     if (!n_deferred) uv_idle_stop(hd);
 }
 
@@ -160,10 +168,15 @@ static void handler(pc_h2_call *call, void *arg)
     (void)arg;
     FUZZ_ASSERT(call->method && call->path, "call without method or path");
     outstanding++;
-    bool defer = (call->path[0] == '/' && call->path[1] == 'd') ||
-                 pc_h2_call_header(call, "x-defer") != NULL;
-    if (defer && n_deferred < MAX_DEFERRED) {
-        deferred[n_deferred++] = call;
+    if (verbose) fprintf(stderr, "fuzz_grpc: dispatched %s\n", call->path);
+    /* "/d..." paths: one loop iteration later; "x-defer: N": N iterations later (1..8), so a
+     * reset or a closed connection can come in between */
+    unsigned iters = call->path[0] == '/' && call->path[1] == 'd' ? 1 : 0;
+    const char *xd = pc_h2_call_header(call, "x-defer");
+    if (xd) iters = xd[0] >= '1' && xd[0] <= '8' ? (unsigned)(xd[0] - '0') : 1;
+    if (iters && n_deferred < MAX_DEFERRED) {
+        deferred[n_deferred] = call;
+        defer_left[n_deferred++] = iters;
         uv_idle_start(&idle, on_idle);
         return;
     }
@@ -193,6 +206,8 @@ static void run_server(uint8_t mode, const uint8_t *data, size_t size)
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
         FUZZ_ASSERT(soerr == 0, "connect: %s", strerror(soerr));
     }
+    int one = 1; /* chunks must leave now, not wait for the server's delayed ACK (Nagle) */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     const size_t plen = sizeof preface - 1;
     size_t total = plen + size, off = 0, got = 0;
     size_t chunk = mode >> 1 ? (size_t)(mode >> 1) * 16 : total;

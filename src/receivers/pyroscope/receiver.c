@@ -19,6 +19,7 @@
 #include "pdata/json.h"
 #include "pdata/pprof.h"
 #include "pipeline/component.h"
+#include "pipeline/receiver_http.h"
 #include "pipeline/telemetry.h"
 #include "pyroscope_push.pb-c.h"
 #include "receivers/pyroscope/ingest.h"
@@ -27,28 +28,11 @@
 #define MAX_PARTS 16
 
 typedef struct pyro_cfg {
-    char *endpoint;
-    uint64_t max_body;
-    uint64_t read_timeout_ms;
-    uint64_t idle_timeout_ms;
-    int64_t max_connections;
-    pc_tls_server_cfg tls;
-    char *authenticator;
+    pc_http_server_cfg http;
 } pyro_cfg;
 
 static const pc_cfg_key pyro_keys[] = {
-    {"endpoint", PC_CFG_STRING, "localhost:4040", offsetof(pyro_cfg, endpoint),
-     "host:port to listen on (0.0.0.0 for all interfaces)", NULL},
-    {"max_request_body_size", PC_CFG_SIZE, "20MiB", offsetof(pyro_cfg, max_body),
-     "largest request body and largest decompressed profile (413 above)", NULL},
-    {"read_timeout", PC_CFG_DURATION, "30s", offsetof(pyro_cfg, read_timeout_ms),
-     "a request must arrive whole within this time (408 otherwise)", NULL},
-    {"idle_timeout", PC_CFG_DURATION, "60s", offsetof(pyro_cfg, idle_timeout_ms),
-     "close keep-alive connections idle this long", NULL},
-    {"max_connections", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_connections),
-     "concurrent connections; more are answered 503", NULL},
-    PC_TLS_SERVER_KEYS(pyro_cfg, tls, ""),
-    PC_AUTH_SERVER_KEY(pyro_cfg, authenticator, ""),
+    PC_HTTP_SERVER_KEYS(pyro_cfg, http, "", "localhost:4040"),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -56,11 +40,7 @@ typedef enum { API_INGEST, API_PUSH, API_PPROF } api_kind;
 
 typedef struct pyro_recv {
     pc_component *c;
-    pc_http_server *srv;
-    pc_tls_ctx *tls;
-    pc_auth *auth;
-    char host[256];
-    int port;
+    pc_receiver_http http;
     uint64_t accepted_samples, refused_samples;
     pc_shutdown_done shutdown_done;
 } pyro_recv;
@@ -80,30 +60,13 @@ typedef struct job {
 static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     pyro_cfg *cfg = cfgp;
-    char host[256], e[256];
-    int port;
-    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
-        return -1;
-    }
-    if (cfg->max_body == 0) {
-        pc_cfg_key_errorf(err, node, path, "max_request_body_size", "must be > 0");
-        return -1;
-    }
-    if (cfg->max_connections <= 0) {
-        pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
-        return -1;
-    }
-    return pc_tls_server_validate(&cfg->tls, node, path, "", err);
+    return pc_http_server_cfg_validate(&cfg->http, node, path, "", err);
 }
 
 static int pyro_create(pc_component *c, pc_cfg_err *err)
 {
     pyro_recv *r = pc_xcalloc(1, sizeof(*r));
-    pyro_cfg *cfg = c->cfg;
-    char e[256];
     (void)err;
-    pc_hostport_parse(cfg->endpoint, r->host, sizeof r->host, &r->port, e, sizeof e);
     r->c = c;
     c->priv = r;
     return 0;
@@ -143,7 +106,7 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
         snprintf(j->err, sizeof j->err, "unsupported Content-Encoding \"%s\"", ce);
         return -1;
     }
-    int rc = pc_gzip_inflate(*data, *len, cfg->max_body, inflated);
+    int rc = pc_gzip_inflate(*data, *len, cfg->http.max_body, inflated);
     if (rc == PC_GZ_TOO_LARGE) {
         j->status = 413;
         snprintf(j->err, sizeof j->err, "decompressed body exceeds max_request_body_size");
@@ -167,7 +130,7 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
     pc_pprof_attr attrs[PC_INGEST_MAX_LABELS + 4];
     for (size_t i = 0; i < n && i < PC_INGEST_MAX_LABELS + 4; i++)
         attrs[i] = (pc_pprof_attr){keys[i], vals[i]};
-    pc_pprof_in_opts o = {.max_bytes = cfg->max_body,
+    pc_pprof_in_opts o = {.max_bytes = cfg->http.max_body,
                           .resource_attrs = attrs,
                           .n_resource_attrs = n < PC_INGEST_MAX_LABELS + 4 ? n : PC_INGEST_MAX_LABELS + 4,
                           .scope_name = scope,
@@ -488,7 +451,7 @@ static void decode_done(uv_work_t *w, int status)
 static void respond_unauthorized(pyro_recv *r, pc_http_req *req)
 {
     PC_DEBUG(r->c->id, "%s %s: 401: missing or invalid credentials", req->peer, req->path);
-    const char *ch = pc_auth_challenge(r->auth);
+    const char *ch = pc_auth_challenge(r->http.auth);
     if (!strcmp(req->path, "/push.v1.PusherService/Push")) {
         static const char m[] = "{\"code\":\"unauthenticated\",\"message\":\"missing or invalid "
                                 "credentials\"}";
@@ -503,7 +466,7 @@ static void on_request(pc_http_req *req, void *arg)
 {
     pyro_recv *r = arg;
     api_kind api;
-    if (r->auth && pc_auth_check(r->auth, req)) {
+    if (r->http.auth && pc_auth_check(r->http.auth, req)) {
         respond_unauthorized(r, req);
         return;
     }
@@ -546,30 +509,12 @@ static int pyro_start(pc_component *c, char *err, size_t errlen)
 {
     pyro_recv *r = c->priv;
     pyro_cfg *cfg = c->cfg;
-    pc_http_server_opts o = {
-        .host = r->host,
-        .port = r->port,
-        .max_body_bytes = cfg->max_body,
-        .max_header_bytes = 64 * 1024,
-        .read_timeout_ms = (unsigned)cfg->read_timeout_ms,
-        .idle_timeout_ms = (unsigned)cfg->idle_timeout_ms,
-        .max_connections = (unsigned)cfg->max_connections,
-        .log_id = c->id,
-    };
-    if (cfg->authenticator && !(r->auth = pc_auth_find(c, cfg->authenticator, true, err, errlen)))
-        return -1;
-    if (pc_tls_server_enabled(&cfg->tls)) {
-        r->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);
-        if (!r->tls) return -1;
-        o.tls = r->tls;
-    }
-    r->srv = pc_http_server_new(c->loop, &o, on_request, r);
-    if (pc_http_server_start(r->srv, err, errlen)) return -1;
+    if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;
     pc_receiver_register_metrics(c, "http", &r->accepted_samples, &r->refused_samples);
     PC_INFO(c->id,
             "Pyroscope ingest on %s://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)%s",
-            r->tls ? "https" : "http", r->host, pc_http_server_port(r->srv),
-            r->auth ? ", authenticated" : "");
+            r->http.tls ? "https" : "http", r->http.host, r->http.port,
+            r->http.auth ? ", authenticated" : "");
     return 0;
 }
 
@@ -577,7 +522,7 @@ static void server_closed(void *arg)
 {
     pc_component *c = arg;
     pyro_recv *r = c->priv;
-    r->srv = NULL;
+    r->http.srv = NULL;
     PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
             (unsigned long long)r->accepted_samples, (unsigned long long)r->refused_samples);
     r->shutdown_done(c);
@@ -586,19 +531,19 @@ static void server_closed(void *arg)
 static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
 {
     pyro_recv *r = c->priv;
-    if (!r->srv) {
+    if (!r->http.srv) {
         done(c);
         return;
     }
     r->shutdown_done = done;
-    pc_http_server_shutdown(r->srv, server_closed, c);
+    pc_http_server_shutdown(r->http.srv, server_closed, c);
 }
 
 static void pyro_destroy(pc_component *c)
 {
     pyro_recv *r = c->priv;
     pc_metric_unregister(c);
-    if (r) pc_tls_ctx_free(r->tls);
+    if (r) pc_receiver_http_free(&r->http);
     free(c->priv);
 }
 

@@ -1,0 +1,56 @@
+/* What every HTTP receiver configures and starts the same way: endpoint, body limit, timeouts,
+ * connection limit, a tls block and auth::authenticator (the Collector's confighttp server). */
+#ifndef PC_RECEIVER_HTTP_H
+#define PC_RECEIVER_HTTP_H
+
+#include "extensions/auth.h"
+#include "net/http_server.h"
+#include "net/tls.h"
+#include "pipeline/component.h"
+
+typedef struct pc_http_server_cfg {
+    char *endpoint;
+    uint64_t max_body;
+    uint64_t read_timeout_ms;
+    uint64_t idle_timeout_ms;
+    int64_t max_connections;
+    pc_tls_server_cfg tls;
+    char *authenticator;
+} pc_http_server_cfg;
+
+/* Config-table entries under prefix ("" or "protocols.http.") for member f of struct T. */
+#define PC_HTTP_SERVER_KEYS(T, f, prefix, default_endpoint)                                       \
+    {prefix "endpoint", PC_CFG_STRING, default_endpoint, offsetof(T, f.endpoint),                 \
+     "host:port to listen on (0.0.0.0 for all interfaces)", NULL},                                 \
+        {prefix "max_request_body_size", PC_CFG_SIZE, "20MiB", offsetof(T, f.max_body),           \
+         "largest request body, before and after decompression (413 above)", NULL},                \
+        {prefix "read_timeout", PC_CFG_DURATION, "30s", offsetof(T, f.read_timeout_ms),           \
+         "a request must arrive whole within this time (408 otherwise)", NULL},                    \
+        {prefix "idle_timeout", PC_CFG_DURATION, "60s", offsetof(T, f.idle_timeout_ms),           \
+         "close keep-alive connections idle this long", NULL},                                     \
+        {prefix "max_connections", PC_CFG_INT, "1024", offsetof(T, f.max_connections),            \
+         "concurrent connections; more are answered 503", NULL},                                   \
+        PC_TLS_SERVER_KEYS(T, f.tls, prefix), PC_AUTH_SERVER_KEY(T, f.authenticator, prefix)
+
+/* validate(): endpoint, limits and TLS files; errors name path::prefix::key. */
+int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
+                                const char *path, const char *prefix, pc_cfg_err *err);
+
+/* A started server for a receiver: the authenticator looked up, TLS set up, listening. */
+typedef struct pc_receiver_http {
+    pc_http_server *srv;
+    pc_tls_ctx *tls; /* NULL: plain text */
+    pc_auth *auth;   /* NULL: no authenticator */
+    char host[256];
+    int port;
+} pc_receiver_http;
+
+/* In start(); -1 with err (e.g. the port is in use). */
+int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_server_cfg *cfg,
+                           pc_http_handler handler, void *arg, char *err, size_t errlen);
+/* The authenticator's verdict: 0 when the request may go on, else it was answered 401. */
+int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req);
+/* In destroy(), after the server closed. */
+void pc_receiver_http_free(pc_receiver_http *rh);
+
+#endif
