@@ -1,6 +1,6 @@
-/* zlibfloor: how fast zlib alone inflates and re-deflates (PC_GZIP_DEFAULT_LEVEL, as the exporters do) the very
- * payloads a scenario replays, on T threads for S seconds. The relay cannot beat this; the
- * scenarios report their input rate as a ratio of it.
+/* zlibfloor: how fast zlib alone inflates and re-deflates (PC_GZIP_DEFAULT_LEVEL, as the exporters
+ * do) the very payloads a scenario replays, on T threads for S seconds. The relay cannot beat this;
+ * the scenarios report their input rate as a ratio of it.
  *
  *   zlibfloor --payload FILE|DIR [--threads T] [--seconds S]
  *

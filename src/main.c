@@ -17,31 +17,31 @@ extern const char pc_default_config[];
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: profcol [command] [--config FILE]...\n"
-            "\n"
-            "profcol receives continuous-profiling data (OTLP profiles), processes it in\n"
-            "pipelines and exports it, configured like the OpenTelemetry Collector.\n"
-            "\n"
-            "commands:\n"
-            "  (none)       run with the given configs, or the embedded default config\n"
-            "  validate     check the configs and exit (0 valid, 1 invalid)\n"
-            "  components   list every component type with its settings\n"
-            "  components-markdown   the same as a Markdown reference (docs/components.md)\n"
-            "  print-default-config  print the embedded default config\n"
-            "\n"
-            "options:\n"
-            "  -c, --config FILE   config file; repeat to merge later files over earlier ones\n"
-            "  -v, --version       print the version\n"
-            "  -h, --help          this help\n"
-            "\n"
-            "exit status: 0 ok, 1 config or start-up error, 2 usage error\n");
+    fprintf(f, "usage: profcol [command] [--config FILE]...\n"
+               "\n"
+               "profcol receives continuous-profiling data (OTLP profiles), processes it in\n"
+               "pipelines and exports it, configured like the OpenTelemetry Collector.\n"
+               "\n"
+               "commands:\n"
+               "  (none)       run with the given configs, or the embedded default config\n"
+               "  validate     check the configs and exit (0 valid, 1 invalid)\n"
+               "  components   list every component type with its settings\n"
+               "  components-markdown   the same as a Markdown reference (docs/components.md)\n"
+               "  print-default-config  print the embedded default config\n"
+               "\n"
+               "options:\n"
+               "  -c, --config FILE   config file; repeat to merge later files over earlier ones\n"
+               "  -v, --version       print the version\n"
+               "  -h, --help          this help\n"
+               "\n"
+               "exit status: 0 ok, 1 config or start-up error, 2 usage error\n");
 }
 
 static pc_node *load_configs(char **files, size_t n, pc_cfg_err *err)
 {
-    if (n == 0) return pc_config_parse(pc_default_config, strlen(pc_default_config),
-                                       "<embedded default config>", err);
+    if (n == 0)
+        return pc_config_parse(pc_default_config, strlen(pc_default_config),
+                               "<embedded default config>", err);
     pc_node *root = NULL;
     for (size_t i = 0; i < n; i++) {
         pc_node *one = pc_config_load_file(files[i], err);
@@ -49,8 +49,10 @@ static pc_node *load_configs(char **files, size_t n, pc_cfg_err *err)
             pc_node_free(root);
             return NULL;
         }
-        if (!root) root = one;
-        else pc_config_merge(root, one);
+        if (!root)
+            root = one;
+        else
+            pc_config_merge(root, one);
     }
     return root;
 }
@@ -58,7 +60,7 @@ static pc_node *load_configs(char **files, size_t n, pc_cfg_err *err)
 static const char *cfg_type_name(pc_cfg_type t)
 {
     static const char *const names[] = {"string", "int",  "bool", "duration", "size",
-                                        "enum",   "list", "map",  "object", "float"};
+                                        "enum",   "list", "map",  "object",   "float"};
     return names[t];
 }
 
@@ -70,8 +72,7 @@ static int print_components_markdown(void)
            "this file in step with the binary.\n");
     for (size_t i = 0; pc_component_types[i]; i++) {
         const pc_component_type *t = pc_component_types[i];
-        printf("\n## %s `%s` (%s)\n\n%s\n\n", pc_kind_name(t->kind), t->name, t->stability,
-               t->doc);
+        printf("\n## %s `%s` (%s)\n\n%s\n\n", pc_kind_name(t->kind), t->name, t->stability, t->doc);
         if (!t->cfg || !t->cfg->key) {
             printf("No settings.\n");
             continue;
@@ -205,9 +206,18 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'c': files[nfiles++] = optarg; break;
-        case 'v': printf("profcol %s\n", PROFCOL_VERSION); free(files); return 0;
-        case 'h': usage(stdout); free(files); return 0;
-        default: usage(stderr); free(files); return 2;
+        case 'v':
+            printf("profcol %s\n", PROFCOL_VERSION);
+            free(files);
+            return 0;
+        case 'h':
+            usage(stdout);
+            free(files);
+            return 0;
+        default:
+            usage(stderr);
+            free(files);
+            return 2;
         }
     }
     int rc;

@@ -23,7 +23,7 @@ typedef struct otlphttp_cfg {
     pc_strmap headers;
     int compression; /* 0 gzip, 1 none */
     int64_t compression_level;
-    int encoding;    /* 0 proto, 1 json */
+    int encoding; /* 0 proto, 1 json */
     uint64_t timeout_ms;
     int64_t max_connections;
     pc_tls_client_cfg tls;
@@ -133,7 +133,8 @@ static int otlphttp_create(pc_component *c, pc_cfg_err *err)
         if (!x->url.path[0]) strcpy(x->url.path, "/");
     } else {
         pc_url_parse(cfg->endpoint, &x->url, e, sizeof e);
-        strncat(x->url.path, "/v1development/profiles", sizeof x->url.path - strlen(x->url.path) - 1);
+        strncat(x->url.path, "/v1development/profiles",
+                sizeof x->url.path - strlen(x->url.path) - 1);
     }
     pc_buf h = {0};
     pc_buf_printf(&h, "Content-Type: %s\r\nUser-Agent: profcol/%s\r\n",
@@ -167,8 +168,10 @@ static void encode_work(uv_work_t *w)
     send_job *j = w->data;
     otlphttp_cfg *cfg = j->x->c->cfg;
     pc_buf raw = {0};
-    if (cfg->encoding) pc_batch_encode_json(j->batch, &raw);
-    else pc_batch_encode_proto(j->batch, &raw);
+    if (cfg->encoding)
+        pc_batch_encode_json(j->batch, &raw);
+    else
+        pc_batch_encode_proto(j->batch, &raw);
     if (cfg->compression == 0) {
         pc_gzip_deflate(raw.data, raw.len, (int)cfg->compression_level, &j->body);
         pc_buf_free(&raw);
@@ -192,8 +195,11 @@ static void log_partial_success(otlphttp *x, const pc_http_response *r)
     ProtobufCMessage *m = NULL;
     char e[128];
     int json = r->content_type && strstr(r->content_type, "json");
-    if (json) pc_json_decode(PC_RESPONSE_DESC, (const char *)r->body, r->body_len, a, &m, e, sizeof e);
-    else m = protobuf_c_message_unpack(PC_RESPONSE_DESC, pc_arena_allocator(a), r->body_len, r->body);
+    if (json)
+        pc_json_decode(PC_RESPONSE_DESC, (const char *)r->body, r->body_len, a, &m, e, sizeof e);
+    else
+        m = protobuf_c_message_unpack(PC_RESPONSE_DESC, pc_arena_allocator(a), r->body_len,
+                                      r->body);
     const pc_response *resp = (const pc_response *)m;
     if (resp && resp->partial_success &&
         (resp->partial_success->rejected_profiles || resp->partial_success->error_message[0]))
@@ -224,8 +230,10 @@ static void on_response(const pc_http_response *r, void *arg)
              (int)(r->body_len > 200 ? 200 : r->body_len), r->body ? (const char *)r->body : "");
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < 0x20) *p = ' ';
-    if (retryable) finish(j, r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE, r->retry_after_s, msg);
-    else finish(j, PC_ERR_PERMANENT, -1, msg);
+    if (retryable)
+        finish(j, r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE, r->retry_after_s, msg);
+    else
+        finish(j, PC_ERR_PERMANENT, -1, msg);
 }
 
 static void encode_done(uv_work_t *w, int status)
@@ -287,8 +295,10 @@ static void otlphttp_shutdown(pc_component *c, pc_shutdown_done done)
         done(c);
         return;
     }
-    if (x->sender) pc_sender_shutdown(x->sender, sender_drained, c);
-    else sender_drained(c);
+    if (x->sender)
+        pc_sender_shutdown(x->sender, sender_drained, c);
+    else
+        sender_drained(c);
 }
 
 static void otlphttp_destroy(pc_component *c)

@@ -941,8 +941,10 @@ static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
             x->requests, t->dropped_count + t->dropped_name_len, t->values_truncated,
             t->values_sanitized);
     x->shutdown_done = done;
-    if (x->sender) pc_sender_shutdown(x->sender, sender_drained, c);
-    else sender_drained(c);
+    if (x->sender)
+        pc_sender_shutdown(x->sender, sender_drained, c);
+    else
+        sender_drained(c);
 }
 
 static void pyro_destroy(pc_component *c)

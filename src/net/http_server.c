@@ -59,7 +59,7 @@ struct conn {
     bool counted; /* counts toward max_connections */
     bool reading;
     bool read_paused; /* reading was stopped by the global pause (memory limiter) */
-    bool lingering; /* final response written; draining input until close */
+    bool lingering;   /* final response written; draining input until close */
     bool closing;
 
     pc_tls_conn *tls; /* NULL: plain text */

@@ -26,7 +26,8 @@ static pc_dictionary *empty_dictionary(pc_arena *a)
         d->field[0] = pc_arena_calloc(a, 1, sizeof(type));                                         \
         init(d->field[0]);                                                                         \
     } while (0)
-    ZERO_TABLE(mapping_table, pc_mapping, opentelemetry__proto__profiles__v1development__mapping__init);
+    ZERO_TABLE(mapping_table, pc_mapping,
+               opentelemetry__proto__profiles__v1development__mapping__init);
     ZERO_TABLE(location_table, pc_location,
                opentelemetry__proto__profiles__v1development__location__init);
     ZERO_TABLE(function_table, pc_function,
@@ -93,8 +94,7 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key)
     return NULL;
 }
 
-int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err,
-                          size_t errlen)
+int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err, size_t errlen)
 {
     int depth = pc_proto_check_depth(PC_REQUEST_DESC, data, len, 64);
     if (depth) {
@@ -104,7 +104,8 @@ int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char 
     }
     /* decoded structs take roughly 2-4x the wire size */
     pc_arena *a = pc_arena_new(len * 3 + 4096);
-    ProtobufCMessage *m = protobuf_c_message_unpack(PC_REQUEST_DESC, pc_arena_allocator(a), len, data);
+    ProtobufCMessage *m =
+        protobuf_c_message_unpack(PC_REQUEST_DESC, pc_arena_allocator(a), len, data);
     if (!m) {
         pc_arena_free(a);
         snprintf(err, errlen, "cannot decode ExportProfilesServiceRequest: malformed protobuf");
@@ -139,7 +140,8 @@ void pc_batch_make_writable(pc_batch **bp)
         copy = pc_batch_new();
     }
     pc_buf_free(&buf);
-    for (size_t i = 0; i < b->meta.n; i++) pc_batch_set_meta(copy, b->meta.keys[i], b->meta.vals[i]);
+    for (size_t i = 0; i < b->meta.n; i++)
+        pc_batch_set_meta(copy, b->meta.keys[i], b->meta.vals[i]);
     pc_batch_unref(b);
     *bp = copy;
 }
@@ -155,7 +157,8 @@ pc_counts pc_batch_counts(const pc_batch *b)
         for (size_t j = 0; j < rp->n_scope_profiles; j++) {
             const pc_scope_profiles *sp = rp->scope_profiles[j];
             c.profiles += sp->n_profiles;
-            for (size_t k = 0; k < sp->n_profiles; k++) c.samples += sp->profiles[k]->n_samples;
+            for (size_t k = 0; k < sp->n_profiles; k++)
+                c.samples += sp->profiles[k]->n_samples;
         }
     }
     return c;
@@ -232,7 +235,8 @@ static int check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
         /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
         if (field == 0) return -2;
         if (wt == 0) {
-            while (i < len && (p[i++] & 0x80)) {}
+            while (i < len && (p[i++] & 0x80)) {
+            }
         } else if (wt == 1) {
             i += 8;
         } else if (wt == 5) {

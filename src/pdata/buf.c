@@ -11,7 +11,8 @@ void pc_buf_reserve(pc_buf *b, size_t extra)
 {
     if (b->cap - b->len >= extra) return;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < extra) cap *= 2;
+    while (cap - b->len < extra)
+        cap *= 2;
     b->data = pc_xrealloc(b->data, cap);
     b->cap = cap;
 }

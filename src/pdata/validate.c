@@ -1,5 +1,6 @@
 /* Validation on the way in (DESIGN §2): every index inside its table, element 0 of every table
- * the zero value, values and timestamps of equal length. Invalid data is refused, never passed on. */
+ * the zero value, values and timestamps of equal length. Invalid data is refused, never passed on.
+ */
 #include <stdio.h>
 #include <string.h>
 
@@ -25,7 +26,8 @@ static int check_indices(const int32_t *v, size_t n, size_t table, const char *w
                          size_t errlen)
 {
     for (size_t i = 0; i < n; i++)
-        if (!idx_ok(v[i], table)) FAIL("%s[%zu] = %d out of range (table size %zu)", what, i, v[i], table);
+        if (!idx_ok(v[i], table))
+            FAIL("%s[%zu] = %d out of range (table size %zu)", what, i, v[i], table);
     return 0;
 }
 
@@ -66,8 +68,8 @@ static int check_anyvalue(const pc_anyvalue *v, const sizes *s, int depth, const
     return 0;
 }
 
-static int check_keyvalues(pc_keyvalue **kvs, size_t n, const sizes *s, const char *what,
-                           char *err, size_t errlen)
+static int check_keyvalues(pc_keyvalue **kvs, size_t n, const sizes *s, const char *what, char *err,
+                           size_t errlen)
 {
     for (size_t i = 0; i < n; i++) {
         if (!idx_ok(kvs[i]->key_strindex, s->strings))
@@ -79,7 +81,8 @@ static int check_keyvalues(pc_keyvalue **kvs, size_t n, const sizes *s, const ch
 
 static int check_zero_elements(const pc_dictionary *d, char *err, size_t errlen)
 {
-    if (d->n_string_table && d->string_table[0][0]) FAIL("dictionary: string_table[0] must be \"\"");
+    if (d->n_string_table && d->string_table[0][0])
+        FAIL("dictionary: string_table[0] must be \"\"");
     if (d->n_mapping_table) {
         const pc_mapping *m = d->mapping_table[0];
         if (m->memory_start || m->memory_limit || m->file_offset || m->filename_strindex ||
@@ -98,15 +101,18 @@ static int check_zero_elements(const pc_dictionary *d, char *err, size_t errlen)
     }
     if (d->n_link_table) {
         const pc_link *l = d->link_table[0];
-        if (!all_zero(l->trace_id.data, l->trace_id.len) || !all_zero(l->span_id.data, l->span_id.len) ||
+        if (!all_zero(l->trace_id.data, l->trace_id.len) ||
+            !all_zero(l->span_id.data, l->span_id.len) ||
             (l->trace_id.len != 0 && l->trace_id.len != 16) ||
             (l->span_id.len != 0 && l->span_id.len != 8))
-            FAIL("dictionary: link_table[0] must be the zero Link (ids of 16 and 8 bytes, or empty)");
+            FAIL("dictionary: link_table[0] must be the zero Link (ids of 16 and 8 bytes, or "
+                 "empty)");
     }
     if (d->n_attribute_table) {
         const pc_kvu *a = d->attribute_table[0];
         if (a->key_strindex || a->unit_strindex ||
-            (a->value && a->value->value_case != OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE__NOT_SET))
+            (a->value &&
+             a->value->value_case != OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE__NOT_SET))
             FAIL("dictionary: attribute_table[0] must be the zero KeyValueAndUnit");
     }
     if (d->n_stack_table && d->stack_table[0]->n_location_indices)
@@ -189,7 +195,8 @@ static int check_profile(const pc_profile *p, const sizes *s, char *err, size_t 
         if (check_indices(sm->attribute_indices, sm->n_attribute_indices, s->attrs,
                           "sample attribute_indices", err, errlen))
             return -1;
-        if (sm->n_values && sm->n_timestamps_unix_nano && sm->n_values != sm->n_timestamps_unix_nano)
+        if (sm->n_values && sm->n_timestamps_unix_nano &&
+            sm->n_values != sm->n_timestamps_unix_nano)
             FAIL("samples[%zu]: %zu values but %zu timestamps", i, sm->n_values,
                  sm->n_timestamps_unix_nano);
     }
@@ -203,8 +210,9 @@ int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen)
     sizes s = {0};
     *rejected = 0;
     if (d) {
-        s = (sizes){d->n_string_table, d->n_mapping_table, d->n_location_table,
-                    d->n_function_table, d->n_link_table, d->n_attribute_table, d->n_stack_table};
+        s = (sizes){d->n_string_table,   d->n_mapping_table, d->n_location_table,
+                    d->n_function_table, d->n_link_table,    d->n_attribute_table,
+                    d->n_stack_table};
         if (check_dictionary(d, &s, err, errlen)) return -1;
     }
     size_t total = 0;
@@ -226,7 +234,8 @@ int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen)
                 if (check_profile(sp->profiles[k], &s, perr, sizeof perr) == 0) {
                     sp->profiles[keep++] = sp->profiles[k];
                 } else {
-                    if (!*rejected) snprintf(first, sizeof first, "profile %zu: %s", total - 1, perr);
+                    if (!*rejected)
+                        snprintf(first, sizeof first, "profile %zu: %s", total - 1, perr);
                     (*rejected)++;
                 }
             }

@@ -14,9 +14,12 @@
 
 int pc_parse_bool(const char *s, bool *out)
 {
-    if (!strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on")) *out = true;
-    else if (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off")) *out = false;
-    else return -1;
+    if (!strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on"))
+        *out = true;
+    else if (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
+        *out = false;
+    else
+        return -1;
     return 0;
 }
 
@@ -28,7 +31,8 @@ typedef struct unit {
 
 static int parse_with_units(const char *s, const unit *units, double bare_mult, uint64_t *out)
 {
-    while (isspace((unsigned char)*s)) s++;
+    while (isspace((unsigned char)*s))
+        s++;
     if (!*s || *s == '-') return -1;
     double total = 0;
     int parts = 0;
@@ -38,9 +42,11 @@ static int parse_with_units(const char *s, const unit *units, double bare_mult, 
         double v = strtod(s, &end);
         if (end == s || errno) return -1;
         s = end;
-        while (isspace((unsigned char)*s)) s++;
+        while (isspace((unsigned char)*s))
+            s++;
         const char *u = s;
-        while (isalpha((unsigned char)*s)) s++;
+        while (isalpha((unsigned char)*s))
+            s++;
         size_t ulen = (size_t)(s - u);
         double mult = -1;
         if (ulen == 0) {
@@ -52,7 +58,8 @@ static int parse_with_units(const char *s, const unit *units, double bare_mult, 
         if (mult < 0) return -1;
         total += v * mult;
         parts++;
-        while (isspace((unsigned char)*s)) s++;
+        while (isspace((unsigned char)*s))
+            s++;
     }
     if (total < 0 || total > 1.8e19) return -1;
     *out = (uint64_t)(total + 0.5);
@@ -61,7 +68,7 @@ static int parse_with_units(const char *s, const unit *units, double bare_mult, 
 
 int pc_parse_duration_ms(const char *s, uint64_t *out)
 {
-    static const unit units[] = {{"ns", 1e-6}, {"us", 1e-3}, {"ms", 1}, {"s", 1e3},
+    static const unit units[] = {{"ns", 1e-6}, {"us", 1e-3},  {"ms", 1}, {"s", 1e3},
                                  {"m", 60e3},  {"h", 3600e3}, {NULL, 0}};
     /* Go's time.ParseDuration accepts "1m30s"; a bare number is seconds, like most users mean */
     return parse_with_units(s, units, 1e3, out);
@@ -69,11 +76,20 @@ int pc_parse_duration_ms(const char *s, uint64_t *out)
 
 int pc_parse_size(const char *s, uint64_t *out)
 {
-    static const unit units[] = {{"b", 1},          {"k", 1e3},           {"kb", 1e3},
-                                 {"m", 1e6},        {"mb", 1e6},          {"g", 1e9},
-                                 {"gb", 1e9},       {"kib", 1024.0},      {"mib", 1048576.0},
-                                 {"gib", 1073741824.0}, {"ki", 1024.0},   {"mi", 1048576.0},
-                                 {"gi", 1073741824.0}, {NULL, 0}};
+    static const unit units[] = {{"b", 1},
+                                 {"k", 1e3},
+                                 {"kb", 1e3},
+                                 {"m", 1e6},
+                                 {"mb", 1e6},
+                                 {"g", 1e9},
+                                 {"gb", 1e9},
+                                 {"kib", 1024.0},
+                                 {"mib", 1048576.0},
+                                 {"gib", 1073741824.0},
+                                 {"ki", 1024.0},
+                                 {"mi", 1048576.0},
+                                 {"gi", 1073741824.0},
+                                 {NULL, 0}};
     return parse_with_units(s, units, 1, out);
 }
 
@@ -87,7 +103,8 @@ static void free_value(const pc_cfg_key *k, void *cfg)
         break;
     case PC_CFG_LIST: {
         pc_strlist *l = (pc_strlist *)p;
-        for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+        for (size_t i = 0; i < l->n; i++)
+            free(l->v[i]);
         free(l->v);
         memset(l, 0, sizeof *l);
         break;
@@ -109,8 +126,8 @@ static void free_value(const pc_cfg_key *k, void *cfg)
 
 static const char *type_name(pc_cfg_type t)
 {
-    static const char *const names[] = {"a string", "an integer", "a boolean", "a duration",
-                                        "a size",   "one of",     "a list",    "a map",
+    static const char *const names[] = {"a string",  "an integer", "a boolean", "a duration",
+                                        "a size",    "one of",     "a list",    "a map",
                                         "a mapping", "a number"};
     return names[t];
 }
@@ -254,8 +271,10 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
         const pc_cfg_key *exact = NULL;
         int is_prefix = 0;
         for (const pc_cfg_key *k = table; k->key; k++) {
-            if (strcmp(k->key, full) == 0) exact = k;
-            else if (strncmp(k->key, full, flen) == 0 && k->key[flen] == '.') is_prefix = 1;
+            if (strcmp(k->key, full) == 0)
+                exact = k;
+            else if (strncmp(k->key, full, flen) == 0 && k->key[flen] == '.')
+                is_prefix = 1;
         }
         if (exact) {
             if (set_value(exact, cfg, n->vals[i], sub, err)) return -1;
@@ -340,5 +359,6 @@ void pc_cfg_key_errorf(pc_cfg_err *e, const pc_node *component, const char *path
 void pc_cfgtable_free(const pc_cfg_key *table, void *cfg)
 {
     if (!table || !cfg) return;
-    for (const pc_cfg_key *k = table; k->key; k++) free_value(k, cfg);
+    for (const pc_cfg_key *k = table; k->key; k++)
+        free_value(k, cfg);
 }

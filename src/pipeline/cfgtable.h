@@ -12,7 +12,8 @@ typedef enum {
     PC_CFG_STRING,   /* char * */
     PC_CFG_INT,      /* int64_t */
     PC_CFG_BOOL,     /* bool */
-    PC_CFG_DURATION, /* uint64_t milliseconds; "200ms", "1s", "5m", "1h" or a bare number of seconds */
+    PC_CFG_DURATION, /* uint64_t milliseconds; "200ms", "1s", "5m", "1h" or a bare number of seconds
+                      */
     PC_CFG_SIZE,     /* uint64_t bytes; "20MiB", "512KiB", "1GB" or a bare number */
     PC_CFG_ENUM,     /* int: index into choices */
     PC_CFG_LIST,     /* pc_strlist */

@@ -44,11 +44,11 @@ typedef struct pc_component_type {
 
 struct pc_component {
     const pc_component_type *type;
-    char *id;        /* "otlphttp/backend"; processors: "batch in pipeline profiles/x" for logs */
-    void *cfg;       /* parsed config struct of type->cfg_size bytes */
+    char *id;  /* "otlphttp/backend"; processors: "batch in pipeline profiles/x" for logs */
+    void *cfg; /* parsed config struct of type->cfg_size bytes */
     uv_loop_t *loop;
-    pc_consumer self; /* processors and exporters: how upstream reaches this component */
-    pc_consumer *next; /* receivers: fan-out over the pipelines; processors: next in chain */
+    pc_consumer self;        /* processors and exporters: how upstream reaches this component */
+    pc_consumer *next;       /* receivers: fan-out over the pipelines; processors: next in chain */
     struct pc_service *host; /* the service running this component (status for extensions) */
     void *priv;
 };

@@ -105,8 +105,8 @@ static pc_node *convert(convert_ctx *c, yaml_node_t *y, int depth)
 {
     int line = (int)y->start_mark.line + 1;
     if (++c->count > MAX_NODES || depth > MAX_DEPTH) {
-        pc_cfg_errorf(c->err, NULL, NULL, "%s:%d: document too large or too deeply nested",
-                      c->file, line);
+        pc_cfg_errorf(c->err, NULL, NULL, "%s:%d: document too large or too deeply nested", c->file,
+                      line);
         return NULL;
     }
     pc_node *n;
@@ -120,7 +120,8 @@ static pc_node *convert(convert_ctx *c, yaml_node_t *y, int depth)
         n = node_new(PC_NODE_SEQ, c->file, line);
         size_t cnt = (size_t)(y->data.sequence.items.top - y->data.sequence.items.start);
         n->vals = pc_xcalloc(cnt ? cnt : 1, sizeof(pc_node *));
-        for (yaml_node_item_t *it = y->data.sequence.items.start; it < y->data.sequence.items.top; it++) {
+        for (yaml_node_item_t *it = y->data.sequence.items.start; it < y->data.sequence.items.top;
+             it++) {
             pc_node *child = convert(c, yaml_document_get_node(c->doc, *it), depth + 1);
             if (!child) goto fail;
             n->vals[n->n++] = child;
@@ -132,7 +133,8 @@ static pc_node *convert(convert_ctx *c, yaml_node_t *y, int depth)
         size_t cnt = (size_t)(y->data.mapping.pairs.top - y->data.mapping.pairs.start);
         n->keys = pc_xcalloc(cnt ? cnt : 1, sizeof(char *));
         n->vals = pc_xcalloc(cnt ? cnt : 1, sizeof(pc_node *));
-        for (yaml_node_pair_t *p = y->data.mapping.pairs.start; p < y->data.mapping.pairs.top; p++) {
+        for (yaml_node_pair_t *p = y->data.mapping.pairs.start; p < y->data.mapping.pairs.top;
+             p++) {
             yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
             if (!k || k->type != YAML_SCALAR_NODE) {
                 pc_cfg_errorf(c->err, NULL, NULL, "%s:%d: mapping keys must be scalars", c->file,
@@ -171,7 +173,8 @@ pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_cfg_
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         pc_cfg_errorf(err, NULL, NULL, "%s:%zu: invalid YAML: %s", file,
-                      parser.problem_mark.line + 1, parser.problem ? parser.problem : "syntax error");
+                      parser.problem_mark.line + 1,
+                      parser.problem ? parser.problem : "syntax error");
         yaml_parser_delete(&parser);
         return NULL;
     }
@@ -205,7 +208,8 @@ pc_node *pc_config_load_file(const char *path, pc_cfg_err *err)
     pc_buf b = {0};
     char chunk[8192];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) pc_buf_append(&b, chunk, n);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        pc_buf_append(&b, chunk, n);
     fclose(f);
     pc_node *root = pc_config_parse(b.data ? (char *)b.data : "", b.len, p, err);
     pc_buf_free(&b);
@@ -237,7 +241,8 @@ void pc_config_merge(pc_node *dst, pc_node *src)
     }
     for (size_t i = 0; i < src->n; i++) {
         size_t j = 0;
-        while (j < dst->n && strcmp(dst->keys[j], src->keys[i]) != 0) j++;
+        while (j < dst->n && strcmp(dst->keys[j], src->keys[i]) != 0)
+            j++;
         if (j < dst->n) {
             pc_config_merge(dst->vals[j], src->vals[i]);
             free(src->keys[i]);
@@ -267,7 +272,8 @@ static size_t edit_distance(const char *a, const char *b)
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64) return 99;
     size_t row[65];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
     for (size_t i = 1; i <= la; i++) {
         size_t prev = row[0];
         row[0] = i;

@@ -9,8 +9,8 @@
 pc_status pc_status_merge(pc_status a, pc_status b)
 {
     /* retryable outcomes win: the client should send again rather than give up */
-    static const int rank[] = {[PC_OK] = 0, [PC_ERR_PERMANENT] = 1, [PC_ERR_OVERLOAD] = 2,
-                               [PC_ERR_RETRYABLE] = 3};
+    static const int rank[] = {
+        [PC_OK] = 0, [PC_ERR_PERMANENT] = 1, [PC_ERR_OVERLOAD] = 2, [PC_ERR_RETRYABLE] = 3};
     return rank[b] > rank[a] ? b : a;
 }
 
@@ -47,7 +47,8 @@ static void fanout_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void
     j->pending = f->n + 1; /* +1 so a synchronous completion cannot finish the join early */
     j->done = done;
     j->arg = arg;
-    for (size_t i = 0; i < f->n; i++) pc_consume(f->targets[i], pc_batch_ref(b), join_done, j);
+    for (size_t i = 0; i < f->n; i++)
+        pc_consume(f->targets[i], pc_batch_ref(b), join_done, j);
     pc_batch_unref(b);
     join_done(j, PC_OK, NULL);
 }
@@ -59,7 +60,8 @@ pc_consumer *pc_fanout_new(pc_consumer **targets, size_t n)
     f->n = n;
     f->targets = pc_xcalloc(n, sizeof(pc_consumer *));
     memcpy(f->targets, targets, n * sizeof(pc_consumer *));
-    for (size_t i = 0; i < n; i++) f->base.mutates |= targets[i]->mutates;
+    for (size_t i = 0; i < n; i++)
+        f->base.mutates |= targets[i]->mutates;
     return &f->base;
 }
 

@@ -10,8 +10,8 @@ void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #define PC_DEBUG(who, ...) pc_log(PC_LOG_DEBUG, who, __VA_ARGS__)
-#define PC_INFO(who, ...) pc_log(PC_LOG_INFO, who, __VA_ARGS__)
-#define PC_WARN(who, ...) pc_log(PC_LOG_WARN, who, __VA_ARGS__)
+#define PC_INFO(who, ...)  pc_log(PC_LOG_INFO, who, __VA_ARGS__)
+#define PC_WARN(who, ...)  pc_log(PC_LOG_WARN, who, __VA_ARGS__)
 #define PC_ERROR(who, ...) pc_log(PC_LOG_ERROR, who, __VA_ARGS__)
 
 /* malloc family that aborts on exhaustion: callers never see NULL. */

@@ -43,8 +43,7 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
         .max_connections = (unsigned)cfg->max_connections,
         .log_id = c->id,
     };
-    if (cfg->authenticator &&
-        !(rh->auth = pc_auth_find(c, cfg->authenticator, true, err, errlen)))
+    if (cfg->authenticator && !(rh->auth = pc_auth_find(c, cfg->authenticator, true, err, errlen)))
         return -1;
     if (pc_tls_server_enabled(&cfg->tls)) {
         rh->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);

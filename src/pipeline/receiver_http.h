@@ -19,17 +19,37 @@ typedef struct pc_http_server_cfg {
 } pc_http_server_cfg;
 
 /* Config-table entries under prefix ("" or "protocols.http.") for member f of struct T. */
-#define PC_HTTP_SERVER_KEYS(T, f, prefix, default_endpoint)                                       \
-    {prefix "endpoint", PC_CFG_STRING, default_endpoint, offsetof(T, f.endpoint),                 \
-     "host:port to listen on (0.0.0.0 for all interfaces)", NULL},                                 \
-        {prefix "max_request_body_size", PC_CFG_SIZE, "20MiB", offsetof(T, f.max_body),           \
-         "largest request body, before and after decompression (413 above)", NULL},                \
-        {prefix "read_timeout", PC_CFG_DURATION, "30s", offsetof(T, f.read_timeout_ms),           \
-         "a request must arrive whole within this time (408 otherwise)", NULL},                    \
-        {prefix "idle_timeout", PC_CFG_DURATION, "60s", offsetof(T, f.idle_timeout_ms),           \
-         "close keep-alive connections idle this long", NULL},                                     \
-        {prefix "max_connections", PC_CFG_INT, "1024", offsetof(T, f.max_connections),            \
-         "concurrent connections; more are answered 503", NULL},                                   \
+#define PC_HTTP_SERVER_KEYS(T, f, prefix, default_endpoint)                                        \
+    {prefix "endpoint",                                                                            \
+     PC_CFG_STRING,                                                                                \
+     default_endpoint,                                                                             \
+     offsetof(T, f.endpoint),                                                                      \
+     "host:port to listen on (0.0.0.0 for all interfaces)",                                        \
+     NULL},                                                                                        \
+        {prefix "max_request_body_size",                                                           \
+         PC_CFG_SIZE,                                                                              \
+         "20MiB",                                                                                  \
+         offsetof(T, f.max_body),                                                                  \
+         "largest request body, before and after decompression (413 above)",                       \
+         NULL},                                                                                    \
+        {prefix "read_timeout",                                                                    \
+         PC_CFG_DURATION,                                                                          \
+         "30s",                                                                                    \
+         offsetof(T, f.read_timeout_ms),                                                           \
+         "a request must arrive whole within this time (408 otherwise)",                           \
+         NULL},                                                                                    \
+        {prefix "idle_timeout",                                                                    \
+         PC_CFG_DURATION,                                                                          \
+         "60s",                                                                                    \
+         offsetof(T, f.idle_timeout_ms),                                                           \
+         "close keep-alive connections idle this long",                                            \
+         NULL},                                                                                    \
+        {prefix "max_connections",                                                                 \
+         PC_CFG_INT,                                                                               \
+         "1024",                                                                                   \
+         offsetof(T, f.max_connections),                                                           \
+         "concurrent connections; more are answered 503",                                          \
+         NULL},                                                                                    \
         PC_TLS_SERVER_KEYS(T, f.tls, prefix), PC_AUTH_SERVER_KEY(T, f.authenticator, prefix)
 
 /* validate(): endpoint, limits and TLS files; errors name path::prefix::key. */

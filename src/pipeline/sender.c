@@ -16,7 +16,7 @@
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
 uint64_t pc_shutdown_deadline_ms;
 
-#define REC_MAGIC "PCQ1"
+#define REC_MAGIC  "PCQ1"
 #define REC_HEADER 24 /* magic 4, samples 8, meta_len 4, payload_len 4, crc 4 */
 
 typedef struct item item;
@@ -42,9 +42,9 @@ struct pc_sender {
     pc_component *c;
     pc_sender_cfg cfg;
     pc_send_fn send;
-    item *head, *tail;   /* queued, not yet picked by a consumer */
-    item *waiting;       /* in flight (sending or waiting for a retry), a list for shutdown */
-    uint64_t queued;     /* queued items (metric) */
+    item *head, *tail; /* queued, not yet picked by a consumer */
+    item *waiting;     /* in flight (sending or waiting for a retry), a list for shutdown */
+    uint64_t queued;   /* queued items (metric) */
     uint64_t queued_units, capacity;
     size_t active, io_busy;
     char *dir;
@@ -107,11 +107,13 @@ static size_t units_of(const pc_sender *s, size_t samples, size_t bytes)
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 static void put_u64(uint8_t *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 static uint32_t get_u32(const uint8_t *p)
 {
@@ -201,7 +203,8 @@ static void load_work(uv_work_t *w)
         snprintf(it->err, sizeof it->err, "cannot read %.180s: %s", path, strerror(errno));
         return;
     }
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) pc_buf_append(&b, chunk, n);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        pc_buf_append(&b, chunk, n);
     fclose(f);
     it->io_error = EINVAL;
     if (b.len < REC_HEADER || memcmp(b.data, REC_MAGIC, 4) != 0) {
@@ -245,7 +248,8 @@ static void remove_record(const pc_sender *s, uint64_t seq)
 {
     char path[4200];
     record_path(s, seq, "pcq", path, sizeof path);
-    if (unlink(path) && errno != ENOENT) PC_WARN(s->c->id, "cannot remove %s: %s", path, strerror(errno));
+    if (unlink(path) && errno != ENOENT)
+        PC_WARN(s->c->id, "cannot remove %s: %s", path, strerror(errno));
 }
 
 /* ---- items ---- */
@@ -281,8 +285,10 @@ static void unlink_waiting(pc_sender *s, item *it)
 static void push_queue(pc_sender *s, item *it)
 {
     it->next = NULL;
-    if (s->tail) s->tail->next = it;
-    else s->head = it;
+    if (s->tail)
+        s->tail->next = it;
+    else
+        s->head = it;
     s->tail = it;
     s->queued++;
 }
@@ -311,7 +317,8 @@ static void drop(item *it, const char *why)
 static uint64_t backoff_ms(const pc_sender *s, int attempt)
 {
     double iv = (double)s->cfg.initial_interval_ms;
-    for (int i = 1; i < attempt && iv < (double)s->cfg.max_interval_ms; i++) iv *= s->cfg.multiplier;
+    for (int i = 1; i < attempt && iv < (double)s->cfg.max_interval_ms; i++)
+        iv *= s->cfg.multiplier;
     if (iv > (double)s->cfg.max_interval_ms) iv = (double)s->cfg.max_interval_ms;
     double r = s->cfg.randomization;
     double jitter = 1.0 - r + 2.0 * r * ((double)random() / (double)RAND_MAX);
@@ -342,9 +349,11 @@ static void on_result(void *ctx, pc_status st, int retry_after_s, const char *ms
     }
     /* retryable */
     uint64_t now = uv_now(s->c->loop);
-    uint64_t delay = retry_after_s >= 0 ? (uint64_t)retry_after_s * 1000 : backoff_ms(s, it->attempt);
-    int give_up = !s->cfg.retry_enabled || s->deadline_passed ||
-                  (s->cfg.max_elapsed_ms && now + delay - it->first_attempt_ms > s->cfg.max_elapsed_ms);
+    uint64_t delay =
+        retry_after_s >= 0 ? (uint64_t)retry_after_s * 1000 : backoff_ms(s, it->attempt);
+    int give_up =
+        !s->cfg.retry_enabled || s->deadline_passed ||
+        (s->cfg.max_elapsed_ms && now + delay - it->first_attempt_ms > s->cfg.max_elapsed_ms);
     if (give_up) {
         if (it->done) { /* nobody was told OK yet: the client gets the retryable status */
             s->failed += it->samples;
@@ -477,7 +486,8 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     }
     if (s->queued_units + it->units > s->capacity) {
         s->enqueue_failed += it->samples;
-        PC_WARN(s->c->id, "sending queue is full (%llu of %llu %s): refusing %zu samples (retryable)",
+        PC_WARN(s->c->id,
+                "sending queue is full (%llu of %llu %s): refusing %zu samples (retryable)",
                 (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
                 pc_sender_sizers[s->cfg.sizer], it->samples);
         done(arg, PC_ERR_RETRYABLE, "sending queue is full");
@@ -525,7 +535,8 @@ static int replay(pc_sender *s, char *err, size_t errlen)
 {
     DIR *d = opendir(s->dir);
     if (!d) {
-        snprintf(err, errlen, "sending_queue::storage: cannot open %s: %s", s->dir, strerror(errno));
+        snprintf(err, errlen, "sending_queue::storage: cannot open %s: %s", s->dir,
+                 strerror(errno));
         return -1;
     }
     uint64_t *seqs = NULL;
@@ -593,7 +604,8 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn s
             dir[n++] = (*p == '/' || *p == ' ') ? '_' : *p;
         dir[n] = 0;
         if (mkdirs(dir)) {
-            snprintf(err, errlen, "sending_queue::storage: cannot create %s: %s", dir, strerror(errno));
+            snprintf(err, errlen, "sending_queue::storage: cannot create %s: %s", dir,
+                     strerror(errno));
             free(s);
             return NULL;
         }
@@ -651,7 +663,8 @@ static void maybe_finish_shutdown(pc_sender *s)
     s->tail = NULL;
     s->queued = 0;
     if (left && s->dir)
-        PC_WARN(s->c->id, "shutdown deadline: %zu request(s) stay in %s for the next start", left, s->dir);
+        PC_WARN(s->c->id, "shutdown deadline: %zu request(s) stay in %s for the next start", left,
+                s->dir);
     else if (left)
         PC_ERROR(s->c->id, "shutdown deadline: dropping %zu queued request(s), %zu samples", left,
                  left_samples);
@@ -676,8 +689,10 @@ static void deadline_fire(uv_timer_t *t)
         if (it->in_flight_send || !it->timer_open || !uv_is_active((uv_handle_t *)&it->timer))
             continue;
         uv_timer_stop(&it->timer);
-        if (it->done) complete(it, PC_ERR_RETRYABLE, "exporter is shutting down", 0);
-        else if (it->seq) complete(it, PC_ERR_RETRYABLE, NULL, 1);
+        if (it->done)
+            complete(it, PC_ERR_RETRYABLE, "exporter is shutting down", 0);
+        else if (it->seq)
+            complete(it, PC_ERR_RETRYABLE, NULL, 1);
         else {
             drop(it, "shutdown deadline reached while waiting to retry");
             complete(it, PC_ERR_RETRYABLE, NULL, 0);

@@ -16,11 +16,11 @@
 #define MAX_COMPONENTS 256
 
 typedef struct pipeline {
-    char *name;                 /* "profiles" or "profiles/x" */
+    char *name;                /* "profiles" or "profiles/x" */
     pc_component **processors; /* own instances */
     size_t n_processors;
     pc_consumer *exporters_fanout; /* NULL when a single exporter */
-    pc_consumer *first;             /* where receivers hand data to this pipeline */
+    pc_consumer *first;            /* where receivers hand data to this pipeline */
 } pipeline;
 
 struct pc_service {
@@ -127,7 +127,8 @@ static int check_keys(const pc_node *map, const char *const *allowed, size_t n, 
     }
     for (size_t i = 0; i < map->n; i++) {
         size_t j = 0;
-        while (j < n && strcmp(map->keys[i], allowed[j]) != 0) j++;
+        while (j < n && strcmp(map->keys[i], allowed[j]) != 0)
+            j++;
         if (j < n) continue;
         const char *close = pc_closest(map->keys[i], allowed, n);
         char sub[256];
@@ -240,8 +241,8 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
                               exps->vals[i]->scalar);
                 return -1;
             }
-        pc_component *c = shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar,
-                                          exps->vals[i], path, err);
+        pc_component *c =
+            shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar, exps->vals[i], path, err);
         if (!c) return -1;
         targets[i] = &c->self;
     }
@@ -273,13 +274,18 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
     const pc_node *svc = pc_node_get(s->root, "service");
     if (check_keys(svc, service_keys, 4, "service", err)) return -1;
     const pc_node *st = pc_node_get(svc, "shutdown_timeout");
-    if (st && (st->kind != PC_NODE_SCALAR || pc_parse_duration_ms(st->scalar, &s->shutdown_timeout_ms))) {
+    if (st &&
+        (st->kind != PC_NODE_SCALAR || pc_parse_duration_ms(st->scalar, &s->shutdown_timeout_ms))) {
         pc_cfg_errorf(err, st, "service::shutdown_timeout", "not a duration (e.g. 30s)");
         return -1;
     }
     const pc_node *pls = pc_node_get(svc, "pipelines");
     if (!pls || pls->kind != PC_NODE_MAP || pls->n == 0) {
-        pc_cfg_errorf(err, pls ? pls : svc ? svc : s->root, "service::pipelines",
+        pc_cfg_errorf(err,
+                      pls   ? pls
+                      : svc ? svc
+                            : s->root,
+                      "service::pipelines",
                       "at least one pipeline is required (service: pipelines: profiles: ...)");
         return -1;
     }
@@ -311,7 +317,8 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
         char path[256];
         snprintf(path, sizeof path, "service::pipelines::%s", pls->keys[i]);
         for (size_t j = 0; j < recv->n; j++)
-            if (!shared_instance(s, PC_KIND_RECEIVER, recv->vals[j]->scalar, recv->vals[j], path, err))
+            if (!shared_instance(s, PC_KIND_RECEIVER, recv->vals[j]->scalar, recv->vals[j], path,
+                                 err))
                 return -1;
     }
     for (size_t r = 0; r < s->n_receivers; r++) {
@@ -389,7 +396,8 @@ static int build_extensions(pc_service *s, pc_cfg_err *err)
             pc_cfg_errorf(err, id, "service::extensions", "must be a list of extension ids");
             return -1;
         }
-        const pc_node *def = find_definition(s, "extensions", id->scalar, id, "service::extensions", err);
+        const pc_node *def =
+            find_definition(s, "extensions", id->scalar, id, "service::extensions", err);
         if (!def) return -1;
         if (s->n_extensions == MAX_COMPONENTS) return -1;
         char path[256];
@@ -543,8 +551,10 @@ static void metrics_stopped(void *arg)
 static void shutdown_one(pc_service *s, pc_component *c)
 {
     s->pending++;
-    if (c->type->shutdown) c->type->shutdown(c, component_down);
-    else component_down(c);
+    if (c->type->shutdown)
+        c->type->shutdown(c, component_down);
+    else
+        component_down(c);
 }
 
 static void shutdown_phase(pc_service *s)
@@ -557,15 +567,18 @@ static void shutdown_phase(pc_service *s)
         int phase = s->phase++;
         s->pending = 1; /* guard against synchronous completions */
         if (phase == 0) {
-            for (size_t i = 0; i < s->n_receivers; i++) shutdown_one(s, s->receivers[i]);
+            for (size_t i = 0; i < s->n_receivers; i++)
+                shutdown_one(s, s->receivers[i]);
         } else if ((size_t)phase <= max_procs) {
             for (size_t p = 0; p < s->n_pipelines; p++)
                 if ((size_t)phase - 1 < s->pipelines[p].n_processors)
                     shutdown_one(s, s->pipelines[p].processors[phase - 1]);
         } else if ((size_t)phase == max_procs + 1) {
-            for (size_t i = 0; i < s->n_exporters; i++) shutdown_one(s, s->exporters[i]);
+            for (size_t i = 0; i < s->n_exporters; i++)
+                shutdown_one(s, s->exporters[i]);
         } else if ((size_t)phase == max_procs + 2) {
-            for (size_t i = 0; i < s->n_extensions; i++) shutdown_one(s, s->extensions[i]);
+            for (size_t i = 0; i < s->n_extensions; i++)
+                shutdown_one(s, s->extensions[i]);
         } else if ((size_t)phase == max_procs + 3) {
             if (s->metrics) {
                 s->pending++;
@@ -608,14 +621,17 @@ void pc_service_free(pc_service *s)
     }
     for (size_t p = 0; p < s->n_pipelines; p++) {
         pipeline *pl = &s->pipelines[p];
-        for (size_t i = 0; i < pl->n_processors; i++) component_free(pl->processors[i]);
+        for (size_t i = 0; i < pl->n_processors; i++)
+            component_free(pl->processors[i]);
         free(pl->processors);
         pc_fanout_free(pl->exporters_fanout);
         free(pl->name);
     }
     free(s->pipelines);
-    for (size_t i = 0; i < s->n_exporters; i++) component_free(s->exporters[i]);
-    for (size_t i = 0; i < s->n_extensions; i++) component_free(s->extensions[i]);
+    for (size_t i = 0; i < s->n_exporters; i++)
+        component_free(s->exporters[i]);
+    for (size_t i = 0; i < s->n_extensions; i++)
+        component_free(s->extensions[i]);
     pc_node_free(s->root);
     free(s->metrics_address);
     free(s);

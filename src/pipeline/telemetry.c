@@ -33,8 +33,8 @@ static void add(const void *owner, const char *name, const char *help, pc_metric
         g_cap = g_cap ? g_cap * 2 : 64;
         g_metrics = pc_xrealloc(g_metrics, g_cap * sizeof(metric));
     }
-    g_metrics[g_n++] = (metric){owner,  pc_xstrdup(name), pc_xstrdup(help), pc_xstrdup(labels),
-                                kind,   value,            fn,               arg};
+    g_metrics[g_n++] = (metric){
+        owner, pc_xstrdup(name), pc_xstrdup(help), pc_xstrdup(labels), kind, value, fn, arg};
 }
 
 void pc_metric_u64(const void *owner, const char *name, const char *help, pc_metric_kind kind,
@@ -88,8 +88,8 @@ void pc_exporter_register_metrics(pc_component *c, const uint64_t *sent_samples,
     char labels[300];
     snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
     pc_metric_u64(c, "otelcol_exporter_sent_profile_samples",
-                  "Profile samples successfully sent to the destination", PC_METRIC_COUNTER,
-                  labels, sent_samples);
+                  "Profile samples successfully sent to the destination", PC_METRIC_COUNTER, labels,
+                  sent_samples);
     pc_metric_u64(c, "otelcol_exporter_send_failed_profile_samples",
                   "Profile samples that failed to be sent to the destination", PC_METRIC_COUNTER,
                   labels, failed_samples);
@@ -148,8 +148,10 @@ void pc_metrics_render(pc_buf *out)
             if (strcmp(m->name, last) != 0) continue;
             pc_buf_printf(out, "%s%s%s%s ", m->name, *m->labels ? "{" : "", m->labels,
                           *m->labels ? "}" : "");
-            if (m->value) pc_buf_printf(out, "%llu\n", (unsigned long long)*m->value);
-            else pc_buf_printf(out, "%.17g\n", m->fn(m->arg));
+            if (m->value)
+                pc_buf_printf(out, "%llu\n", (unsigned long long)*m->value);
+            else
+                pc_buf_printf(out, "%.17g\n", m->fn(m->arg));
         }
     }
 }
@@ -191,8 +193,8 @@ pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint
                  PC_METRIC_GAUGE, "", process_rss, NULL);
     pc_metric_fn(&g_owner, "otelcol_process_cpu_seconds", "CPU seconds used (user and system)",
                  PC_METRIC_COUNTER, "", process_cpu, NULL);
-    pc_metric_fn(&g_owner, "otelcol_process_uptime", "Seconds since start", PC_METRIC_COUNTER,
-                 "", process_uptime, NULL);
+    pc_metric_fn(&g_owner, "otelcol_process_uptime", "Seconds since start", PC_METRIC_COUNTER, "",
+                 process_uptime, NULL);
     pc_metrics_server *s = pc_xcalloc(1, sizeof(*s));
     pc_http_server_opts o = {.host = host,
                              .port = port,

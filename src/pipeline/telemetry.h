@@ -25,7 +25,8 @@ void pc_metrics_render(pc_buf *out);
 /* The standard per-component metrics, owned by c (unregister with pc_metric_unregister(c)). */
 struct pc_component;
 void pc_receiver_register_metrics(struct pc_component *c, const char *transport,
-                                  const uint64_t *accepted_samples, const uint64_t *refused_samples);
+                                  const uint64_t *accepted_samples,
+                                  const uint64_t *refused_samples);
 void pc_exporter_register_metrics(struct pc_component *c, const uint64_t *sent_samples,
                                   const uint64_t *failed_samples);
 

@@ -42,8 +42,8 @@ static void fuzz_folded(const uint8_t *p, size_t n, int lines)
     const uint8_t *nl = memchr(p, '\n', n);
     size_t al = nl ? (size_t)(nl - p) : n;
     char *app = cstr(p, al);
-    pc_folded_opts o = {.app = app, .lines = lines, .sample_rate = 100, .time_ns = 1,
-                        .duration_ns = 10};
+    pc_folded_opts o = {
+        .app = app, .lines = lines, .sample_rate = 100, .time_ns = 1, .duration_ns = 10};
     pc_batch *b = NULL;
     char *svc = NULL, err[256];
     const char *text = nl ? (const char *)nl + 1 : "";

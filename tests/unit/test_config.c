@@ -161,7 +161,6 @@ static void test_errors(void)
     CHECK_CONTAINS(e, "exporters::otlphttp");
     CHECK_CONTAINS(e, "endpoint");
 
-
     e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: nope\n");
     CHECK_CONTAINS(e, "receivers::otlp");
 
@@ -184,8 +183,9 @@ static void test_billion_laughs(void)
     pc_buf y = {0};
     pc_buf_printf(&y, "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for (int i = 1; i < 12; i++)
-        pc_buf_printf(&y, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n",
-                      i, i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+        pc_buf_printf(&y,
+                      "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i,
+                      i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
     pc_node *r = pc_config_parse((char *)y.data, y.len, "laughs.yaml", &err);
     CHECK(r == NULL);
     CHECK_CONTAINS(err.msg, "too large");

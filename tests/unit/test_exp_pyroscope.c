@@ -418,7 +418,8 @@ static void test_config_errors(void)
     const struct {
         const char *yaml, *want;
     } cases[] = {
-        {"endpoint: https://pyroscope:4040\ntls:\n  ca_file: /nonexistent/ca.pem\n", "tls::ca_file"},
+        {"endpoint: https://pyroscope:4040\ntls:\n  ca_file: /nonexistent/ca.pem\n",
+         "tls::ca_file"},
         {"protocol: push\n", "endpoint is required"},
         {"endpoint: http://h:1\nprotocol: grpc\n", "not one of"},
         {"endpoint: http://h:1\nexternal_labels:\n  bad-name: x\n", "external_labels::bad-name"},

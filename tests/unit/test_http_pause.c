@@ -40,14 +40,20 @@ static void closed(void *arg)
 int main(void)
 {
     loop = uv_default_loop();
-    pc_http_server_opts o = {.host = "127.0.0.1", .max_body_bytes = 1024, .max_header_bytes = 8192,
-                             .read_timeout_ms = 5000, .idle_timeout_ms = 5000,
-                             .max_connections = 8, .log_id = "test"};
+    pc_http_server_opts o = {.host = "127.0.0.1",
+                             .max_body_bytes = 1024,
+                             .max_header_bytes = 8192,
+                             .read_timeout_ms = 5000,
+                             .idle_timeout_ms = 5000,
+                             .max_connections = 8,
+                             .log_id = "test"};
     pc_http_server *s = pc_http_server_new(loop, &o, handler, NULL);
     char err[256];
     CHECK_EQ_INT(pc_http_server_start(s, err, sizeof err), 0);
-    pc_http_client_opts co = {.host = "127.0.0.1", .port = pc_http_server_port(s),
-                              .max_connections = 1, .log_id = "client"};
+    pc_http_client_opts co = {.host = "127.0.0.1",
+                              .port = pc_http_server_port(s),
+                              .max_connections = 1,
+                              .log_id = "client"};
     pc_http_client *c = pc_http_client_new(loop, &co);
     pc_http_servers_pause(1);
     CHECK_EQ_INT(pc_http_servers_paused(), 1);
@@ -56,7 +62,8 @@ int main(void)
     uv_timer_t t;
     uv_timer_init(loop, &t);
     uv_timer_start(&t, resume, 300, 0);
-    while (!answered && uv_run(loop, UV_RUN_ONCE)) {}
+    while (!answered && uv_run(loop, UV_RUN_ONCE)) {
+    }
     CHECK_EQ_INT(status, 200);
     CHECK(answered_at - start >= 300);
     pc_http_client_close(c, closed, NULL);

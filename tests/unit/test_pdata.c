@@ -19,15 +19,20 @@ static const char *const request_json =
     "\"timeUnixNano\":\"1700000000000000000\",\"durationNano\":\"10000000000\","
     "\"samples\":[{\"stackIndex\":1,\"values\":[\"30\"]},"
     "{\"stackIndex\":2,\"values\":[20],\"attributeIndices\":[1],\"linkIndex\":1},"
-    "{\"stackIndex\":1,\"timestampsUnixNano\":[\"1700000000000000001\",\"1700000000000000002\"]}]}]}]}],"
+    "{\"stackIndex\":1,\"timestampsUnixNano\":[\"1700000000000000001\",\"1700000000000000002\"]}]}]"
+    "}]}],"
     "\"dictionary\":{"
-    "\"mappingTable\":[{},{\"memoryStart\":\"4096\",\"memoryLimit\":\"8192\",\"filenameStrindex\":7}],"
-    "\"locationTable\":[{},{\"mappingIndex\":1,\"address\":\"4100\",\"lines\":[{\"functionIndex\":1,\"line\":\"12\"}]},"
+    "\"mappingTable\":[{},{\"memoryStart\":\"4096\",\"memoryLimit\":\"8192\",\"filenameStrindex\":"
+    "7}],"
+    "\"locationTable\":[{},{\"mappingIndex\":1,\"address\":\"4100\",\"lines\":[{\"functionIndex\":"
+    "1,\"line\":\"12\"}]},"
     "{\"mappingIndex\":1,\"lines\":[{\"functionIndex\":2,\"line\":3},{\"functionIndex\":1}]}],"
     "\"functionTable\":[{},{\"nameStrindex\":3,\"filenameStrindex\":7},{\"nameStrindex\":4}],"
-    "\"linkTable\":[{\"traceId\":\"00000000000000000000000000000000\",\"spanId\":\"0000000000000000\"},"
+    "\"linkTable\":[{\"traceId\":\"00000000000000000000000000000000\",\"spanId\":"
+    "\"0000000000000000\"},"
     "{\"traceId\":\"0102030405060708090a0b0c0d0e0f10\",\"spanId\":\"a1a2a3a4a5a6a7a8\"}],"
-    "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\",\"work\",\"host.name\",\"box1\",\"/bin/app\",\"region\",\"eu\"],"
+    "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\",\"work\",\"host.name\",\"box1\",\"/bin/"
+    "app\",\"region\",\"eu\"],"
     "\"attributeTable\":[{},{\"keyStrindex\":8,\"value\":{\"stringValue\":\"eu\"}}],"
     "\"stackTable\":[{},{\"locationIndices\":[1]},{\"locationIndices\":[2,1]}]}}";
 
@@ -100,30 +105,84 @@ static pc_profile *prof(pc_batch *b)
 {
     return b->req->resource_profiles[0]->scope_profiles[0]->profiles[0];
 }
-static void m_stack(pc_batch *b) { prof(b)->samples[0]->stack_index = 3; }
-static void m_stack_neg(pc_batch *b) { prof(b)->samples[0]->stack_index = -1; }
-static void m_attr(pc_batch *b) { prof(b)->samples[1]->attribute_indices[0] = 2; }
-static void m_link(pc_batch *b) { prof(b)->samples[1]->link_index = 2; }
+static void m_stack(pc_batch *b)
+{
+    prof(b)->samples[0]->stack_index = 3;
+}
+static void m_stack_neg(pc_batch *b)
+{
+    prof(b)->samples[0]->stack_index = -1;
+}
+static void m_attr(pc_batch *b)
+{
+    prof(b)->samples[1]->attribute_indices[0] = 2;
+}
+static void m_link(pc_batch *b)
+{
+    prof(b)->samples[1]->link_index = 2;
+}
 static void m_lengths(pc_batch *b)
 {
     pc_sample *s = prof(b)->samples[2];
     s->n_values = 1;
     s->values = prof(b)->samples[0]->values;
 }
-static void m_sample_type(pc_batch *b) { prof(b)->sample_type->type_strindex = 10; }
-static void m_string0(pc_batch *b) { b->req->dictionary->string_table[0] = "x"; }
-static void m_loc_fn(pc_batch *b) { b->req->dictionary->location_table[1]->lines[0]->function_index = 3; }
-static void m_loc_map(pc_batch *b) { b->req->dictionary->location_table[2]->mapping_index = 2; }
-static void m_stack_loc(pc_batch *b) { b->req->dictionary->stack_table[2]->location_indices[0] = 3; }
-static void m_fn_name(pc_batch *b) { b->req->dictionary->function_table[2]->name_strindex = 10; }
-static void m_map_file(pc_batch *b) { b->req->dictionary->mapping_table[1]->filename_strindex = 11; }
-static void m_zero_fn(pc_batch *b) { b->req->dictionary->function_table[0]->name_strindex = 1; }
-static void m_zero_loc(pc_batch *b) { b->req->dictionary->location_table[0]->address = 1; }
-static void m_zero_stack(pc_batch *b) { b->req->dictionary->stack_table[0] = b->req->dictionary->stack_table[1]; }
-static void m_zero_link(pc_batch *b) { b->req->dictionary->link_table[0] = b->req->dictionary->link_table[1]; }
-static void m_zero_attr(pc_batch *b) { b->req->dictionary->attribute_table[0] = b->req->dictionary->attribute_table[1]; }
-static void m_link_len(pc_batch *b) { b->req->dictionary->link_table[1]->span_id.len = 4; }
-static void m_attr_key(pc_batch *b) { b->req->dictionary->attribute_table[1]->key_strindex = 12; }
+static void m_sample_type(pc_batch *b)
+{
+    prof(b)->sample_type->type_strindex = 10;
+}
+static void m_string0(pc_batch *b)
+{
+    b->req->dictionary->string_table[0] = "x";
+}
+static void m_loc_fn(pc_batch *b)
+{
+    b->req->dictionary->location_table[1]->lines[0]->function_index = 3;
+}
+static void m_loc_map(pc_batch *b)
+{
+    b->req->dictionary->location_table[2]->mapping_index = 2;
+}
+static void m_stack_loc(pc_batch *b)
+{
+    b->req->dictionary->stack_table[2]->location_indices[0] = 3;
+}
+static void m_fn_name(pc_batch *b)
+{
+    b->req->dictionary->function_table[2]->name_strindex = 10;
+}
+static void m_map_file(pc_batch *b)
+{
+    b->req->dictionary->mapping_table[1]->filename_strindex = 11;
+}
+static void m_zero_fn(pc_batch *b)
+{
+    b->req->dictionary->function_table[0]->name_strindex = 1;
+}
+static void m_zero_loc(pc_batch *b)
+{
+    b->req->dictionary->location_table[0]->address = 1;
+}
+static void m_zero_stack(pc_batch *b)
+{
+    b->req->dictionary->stack_table[0] = b->req->dictionary->stack_table[1];
+}
+static void m_zero_link(pc_batch *b)
+{
+    b->req->dictionary->link_table[0] = b->req->dictionary->link_table[1];
+}
+static void m_zero_attr(pc_batch *b)
+{
+    b->req->dictionary->attribute_table[0] = b->req->dictionary->attribute_table[1];
+}
+static void m_link_len(pc_batch *b)
+{
+    b->req->dictionary->link_table[1]->span_id.len = 4;
+}
+static void m_attr_key(pc_batch *b)
+{
+    b->req->dictionary->attribute_table[1]->key_strindex = 12;
+}
 static void m_res_key(pc_batch *b)
 {
     b->req->resource_profiles[0]->resource->attributes[1]->key_strindex = 40;
@@ -182,7 +241,8 @@ static void test_partial_success(void)
     pc_scope_profiles *sp = b->req->resource_profiles[0]->scope_profiles[0];
     pc_profile **two = pc_arena_alloc(b->arena, 2 * sizeof(pc_profile *));
     pc_profile *bad = pc_arena_memdup(b->arena, sp->profiles[0], sizeof(pc_profile));
-    pc_sample **samples = pc_arena_memdup(b->arena, bad->samples, bad->n_samples * sizeof(pc_sample *));
+    pc_sample **samples =
+        pc_arena_memdup(b->arena, bad->samples, bad->n_samples * sizeof(pc_sample *));
     samples[0] = pc_arena_memdup(b->arena, samples[0], sizeof(pc_sample));
     samples[0]->stack_index = 77;
     bad->samples = samples;

@@ -13,8 +13,9 @@ static void test_name(void)
     CHECK_EQ_INT(n.n, 0);
     pc_ingest_name_free(&n);
 
-    CHECK_EQ_INT(pc_ingest_parse_name("app{ env = prod , region=eu-1,x=a=b{c/d, e=}", &n, err,
-                                      sizeof err), 0);
+    CHECK_EQ_INT(
+        pc_ingest_parse_name("app{ env = prod , region=eu-1,x=a=b{c/d, e=}", &n, err, sizeof err),
+        0);
     CHECK_STR(n.app, "app");
     CHECK_EQ_INT(n.n, 4);
     CHECK_STR(n.keys[0], "env");
@@ -75,7 +76,8 @@ static void test_multipart(void)
     char b[80];
     CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data; boundary=XyZ", b, sizeof b), 0);
     CHECK_STR(b, "XyZ");
-    CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data; boundary=\"a b\"; x=y", b, sizeof b), 0);
+    CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data; boundary=\"a b\"; x=y", b, sizeof b),
+                 0);
     CHECK_STR(b, "a b");
     CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data", b, sizeof b), -1);
 
@@ -90,7 +92,8 @@ static void test_multipart(void)
         "--XyZ--\r\n";
     pc_form_part parts[4];
     char err[128];
-    int n = pc_multipart_parse((const uint8_t *)body, sizeof body - 1, "XyZ", parts, 4, err, sizeof err);
+    int n = pc_multipart_parse((const uint8_t *)body, sizeof body - 1, "XyZ", parts, 4, err,
+                               sizeof err);
     CHECK_EQ_INT(n, 2);
     CHECK_STR(parts[0].name, "profile");
     CHECK_STR(parts[0].filename, "profile.pprof");
@@ -100,10 +103,13 @@ static void test_multipart(void)
     CHECK_STR(parts[1].filename, "");
     CHECK_EQ_INT(parts[1].len, 2);
 
-    static const char trunc[] = "--XyZ\r\nContent-Disposition: form-data; name=\"profile\"\r\n\r\nabc";
+    static const char trunc[] =
+        "--XyZ\r\nContent-Disposition: form-data; name=\"profile\"\r\n\r\nabc";
     CHECK_EQ_INT(pc_multipart_parse((const uint8_t *)trunc, sizeof trunc - 1, "XyZ", parts, 4, err,
-                                    sizeof err), -1);
-    CHECK_EQ_INT(pc_multipart_parse((const uint8_t *)"nothing", 7, "XyZ", parts, 4, err, sizeof err), -1);
+                                    sizeof err),
+                 -1);
+    CHECK_EQ_INT(
+        pc_multipart_parse((const uint8_t *)"nothing", 7, "XyZ", parts, 4, err, sizeof err), -1);
 }
 
 static const pc_profile *only_profile(const pc_batch *b)
@@ -129,8 +135,13 @@ static void test_folded(void)
 {
     static const char text[] = "main;foo;bar 30\nmain;foo 20\r\nmain;baz 50\n\nno-count-line\n";
     const char *keys[] = {"env"}, *vals[] = {"prod"};
-    pc_folded_opts o = {.app = "myapp.cpu", .sample_rate = 100, .time_ns = 5, .duration_ns = 10,
-                        .attr_keys = keys, .attr_vals = vals, .n_attrs = 1};
+    pc_folded_opts o = {.app = "myapp.cpu",
+                        .sample_rate = 100,
+                        .time_ns = 5,
+                        .duration_ns = 10,
+                        .attr_keys = keys,
+                        .attr_vals = vals,
+                        .n_attrs = 1};
     pc_batch *b = NULL;
     char *svc = NULL, err[256];
     CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, err, sizeof err), 0);
@@ -182,7 +193,8 @@ static void test_sample_type_config(void)
     pc_batch *b = NULL;
     char *svc = NULL, err[256];
     CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, err, sizeof err), 0);
-    static const char cfg[] = "{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\"}}";
+    static const char cfg[] =
+        "{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\"}}";
     CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, cfg, sizeof cfg - 1, err, sizeof err), 0);
     const pc_profile *p = only_profile(b);
     CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->type_strindex), "block_count");

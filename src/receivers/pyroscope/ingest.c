@@ -17,8 +17,10 @@
 
 static char *trimmed(const char *s, size_t len)
 {
-    while (len && isspace((unsigned char)*s)) s++, len--;
-    while (len && isspace((unsigned char)s[len - 1])) len--;
+    while (len && isspace((unsigned char)*s))
+        s++, len--;
+    while (len && isspace((unsigned char)s[len - 1]))
+        len--;
     char *r = pc_xmalloc(len + 1);
     memcpy(r, s, len);
     r[len] = 0;
@@ -79,8 +81,8 @@ int pc_ingest_parse_name(const char *s, pc_ingest_name *out, char *err, size_t e
         }
         for (const char *c = key; *c; c++) {
             if (!label_char_ok(*c)) {
-                snprintf(err, errlen, "name: invalid label name: %s: character is not allowed: '%c'",
-                         key, *c);
+                snprintf(err, errlen,
+                         "name: invalid label name: %s: character is not allowed: '%c'", key, *c);
                 free(key);
                 goto fail;
             }
@@ -107,8 +109,9 @@ int pc_ingest_parse_name(const char *s, pc_ingest_name *out, char *err, size_t e
     }
     for (const char *c = out->app; *c; c++) {
         if (!app_char_ok(*c)) {
-            snprintf(err, errlen, "name: invalid application name: %s: character is not allowed: '%c'",
-                     out->app, *c);
+            snprintf(err, errlen,
+                     "name: invalid application name: %s: character is not allowed: '%c'", out->app,
+                     *c);
             goto fail;
         }
     }
@@ -178,8 +181,8 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
     static const struct {
         const char *u;
         int64_t s;
-    } units[] = {{"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800},
-                 {"mon", 2592000}, {"y", 31536000}, {NULL, 0}};
+    } units[] = {{"s", 1},      {"m", 60},        {"min", 60},     {"h", 3600}, {"d", 86400},
+                 {"w", 604800}, {"mon", 2592000}, {"y", 31536000}, {NULL, 0}};
     for (int i = 0; units[i].u; i++) {
         if (strcmp(end, units[i].u) != 0) continue;
         int64_t off, t;
@@ -229,7 +232,8 @@ static void disposition_param(const char *h, size_t hl, const char *param, char 
                 len = e ? (size_t)(e - v) : rem;
             } else {
                 len = 0;
-                while (len < rem && v[len] != ';' && v[len] != '\r') len++;
+                while (len < rem && v[len] != ';' && v[len] != '\r')
+                    len++;
             }
             if (len >= outlen) len = outlen - 1;
             memcpy(out, v, len);
@@ -254,9 +258,12 @@ int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc
     for (;;) {
         p += dl;
         if (end - p >= 2 && p[0] == '-' && p[1] == '-') return n; /* closing delimiter */
-        while (p < end && (*p == ' ' || *p == '\t')) p++;
-        if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') p += 2;
-        else if (p < end && *p == '\n') p++;
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (end - p >= 2 && p[0] == '\r' && p[1] == '\n')
+            p += 2;
+        else if (p < end && *p == '\n')
+            p++;
         const uint8_t *hdr_end = memmem(p, (size_t)(end - p), "\r\n\r\n", 4);
         size_t sep = 4;
         if (!hdr_end) {
@@ -290,7 +297,8 @@ int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc
         size_t hl = (size_t)(hdr_end - p);
         for (size_t i = 0; i < hl;) {
             size_t ll = 0;
-            while (i + ll < hl && h[i + ll] != '\n') ll++;
+            while (i + ll < hl && h[i + ll] != '\n')
+                ll++;
             if (ll > 20 && strncasecmp(h + i, "content-disposition:", 20) == 0) {
                 disposition_param(h + i + 20, ll - 20, "name", part->name, sizeof part->name);
                 disposition_param(h + i + 20, ll - 20, "filename", part->filename,
@@ -474,7 +482,8 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
         keys[na] = o->attr_keys[i];
         vals[na++] = o->attr_vals[i];
     }
-    pc_scope_profiles *sp = pc_batch_add_resource(b, keys, vals, na, o->scope_name, o->scope_version);
+    pc_scope_profiles *sp =
+        pc_batch_add_resource(b, keys, vals, na, o->scope_name, o->scope_version);
     pc_profile *prof = pc_scope_add_profile(b, sp);
     prof->sample_type = pc_arena_calloc(b->arena, 1, sizeof(pc_value_type));
     opentelemetry__proto__profiles__v1development__value_type__init(prof->sample_type);

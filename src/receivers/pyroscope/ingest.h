@@ -42,10 +42,10 @@ int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc
 /* Collapsed stacks: "root;child;leaf 12" per line ("groups"/folded) or one stack per line, each
  * counting 1 ("lines"). The profile type comes from the app name's last '.' component (§1.6). */
 typedef struct pc_folded_opts {
-    const char *app;        /* __name__ with the optional ".type" suffix */
-    int lines;              /* 1: "lines" format */
-    int64_t sample_rate;    /* Hz; scales cpu/wall counts to nanoseconds when > 0 */
-    const char *units;      /* units= parameter, for types without a known unit */
+    const char *app;     /* __name__ with the optional ".type" suffix */
+    int lines;           /* 1: "lines" format */
+    int64_t sample_rate; /* Hz; scales cpu/wall counts to nanoseconds when > 0 */
+    const char *units;   /* units= parameter, for types without a known unit */
     int64_t time_ns, duration_ns;
     const char *const *attr_keys; /* resource attributes */
     const char *const *attr_vals;

@@ -25,7 +25,7 @@
 #include "receivers/pyroscope/ingest.h"
 
 #define RETRY_AFTER_S 1
-#define MAX_PARTS 16
+#define MAX_PARTS     16
 
 typedef struct pyro_cfg {
     pc_http_server_cfg http;
@@ -89,7 +89,7 @@ static int64_t now_ns(void)
 #define FAIL(j, code, ...)                                                                         \
     do {                                                                                           \
         (j)->status = (code);                                                                      \
-        snprintf((j)->err, sizeof (j)->err, __VA_ARGS__);                                          \
+        snprintf((j)->err, sizeof(j)->err, __VA_ARGS__);                                           \
         goto out;                                                                                  \
     } while (0)
 
@@ -132,7 +132,8 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
         attrs[i] = (pc_pprof_attr){keys[i], vals[i]};
     pc_pprof_in_opts o = {.max_bytes = cfg->http.max_body,
                           .resource_attrs = attrs,
-                          .n_resource_attrs = n < PC_INGEST_MAX_LABELS + 4 ? n : PC_INGEST_MAX_LABELS + 4,
+                          .n_resource_attrs =
+                              n < PC_INGEST_MAX_LABELS + 4 ? n : PC_INGEST_MAX_LABELS + 4,
                           .scope_name = scope,
                           .scope_version = scope_ver};
     bool too_large = false;
@@ -153,7 +154,8 @@ static void fix_times(pc_batch *b, size_t first_rp, int64_t from, int64_t until)
         for (size_t s = 0; s < rp->n_scope_profiles; s++)
             for (size_t k = 0; k < rp->scope_profiles[s]->n_profiles; k++) {
                 pc_profile *p = rp->scope_profiles[s]->profiles[k];
-                if (p->time_unix_nano < 365ULL * 86400 * 1000000000ULL) p->time_unix_nano = (uint64_t)from;
+                if (p->time_unix_nano < 365ULL * 86400 * 1000000000ULL)
+                    p->time_unix_nano = (uint64_t)from;
                 if (!p->duration_nano && until > from) p->duration_nano = (uint64_t)(until - from);
             }
     }
@@ -192,8 +194,10 @@ static void ingest_work(job *j)
     const char *scope = "profcol/pyroscope", *scope_ver = NULL;
     size_t na = 0;
     for (size_t i = 0; i < name.n; i++) {
-        if (!strcmp(name.keys[i], "otel.scope.name")) scope = name.vals[i];
-        else if (!strcmp(name.keys[i], "otel.scope.version")) scope_ver = name.vals[i];
+        if (!strcmp(name.keys[i], "otel.scope.name"))
+            scope = name.vals[i];
+        else if (!strcmp(name.keys[i], "otel.scope.version"))
+            scope_ver = name.vals[i];
         else if (!strcmp(name.keys[i], "service_name") || !strcmp(name.keys[i], "service.name"))
             continue; /* an explicit service name wins, below */
         else {
@@ -221,11 +225,14 @@ static void ingest_work(job *j)
         if (np < 0) FAIL_KEEP(j, 400);
         const pc_form_part *profile = NULL, *config = NULL;
         for (int i = 0; i < np; i++) {
-            if (!strcmp(parts[i].name, "profile") && parts[i].len) profile = &parts[i];
-            else if (!strcmp(parts[i].name, "sample_type_config") && parts[i].len) config = &parts[i];
+            if (!strcmp(parts[i].name, "profile") && parts[i].len)
+                profile = &parts[i];
+            else if (!strcmp(parts[i].name, "sample_type_config") && parts[i].len)
+                config = &parts[i];
             else if (!strcmp(parts[i].name, "prev_profile") && parts[i].len)
-                FAIL(j, 422, "unsupported client version: prev_profile (cumulative profiles) is not "
-                             "supported, upgrade the Pyroscope client");
+                FAIL(j, 422,
+                     "unsupported client version: prev_profile (cumulative profiles) is not "
+                     "supported, upgrade the Pyroscope client");
         }
         if (!profile) FAIL(j, 400, "multipart form has no (non-empty) \"profile\" part");
         keys[na] = "service.name";
@@ -269,7 +276,8 @@ static void ingest_work(job *j)
                             .scope_version = scope_ver};
         /* As Pyroscope answers (spec §1.6, §1.8): an unknown type suffix in the name is a bad
          * name (400); a text parse error such as a bad count is an undecodable profile (422). */
-        if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, j->err, sizeof j->err))
+        if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, j->err,
+                               sizeof j->err))
             FAIL_KEEP(j, strncmp(j->err, "unknown profile type", 20) == 0 ? 400 : 422);
         if (svc != name.app) { /* explicit service name label overrides the app name */
             pc_keyvalue *kv = j->batch->req->resource_profiles[0]->resource->attributes[0];
@@ -314,10 +322,14 @@ static void push_work(job *j)
         const char *svc = NULL, *scope = "profcol/pyroscope", *scope_ver = NULL;
         for (size_t l = 0; l < ser->n_labels; l++) {
             const char *k = ser->labels[l]->name, *v = ser->labels[l]->value;
-            if (!strcmp(k, "service_name")) svc = v;
-            else if (!strcmp(k, "otel_scope_name") || !strcmp(k, "otel.scope.name")) scope = v;
-            else if (!strcmp(k, "otel_scope_version") || !strcmp(k, "otel.scope.version")) scope_ver = v;
-            else if (!strncmp(k, "__", 2)) continue; /* __name__, __delta__: series internals */
+            if (!strcmp(k, "service_name"))
+                svc = v;
+            else if (!strcmp(k, "otel_scope_name") || !strcmp(k, "otel.scope.name"))
+                scope = v;
+            else if (!strcmp(k, "otel_scope_version") || !strcmp(k, "otel.scope.version"))
+                scope_ver = v;
+            else if (!strncmp(k, "__", 2))
+                continue; /* __name__, __delta__: series internals */
             else if (na < PC_INGEST_MAX_LABELS) {
                 keys[na] = k;
                 vals[na++] = v;
@@ -378,8 +390,11 @@ static void decode_work(uv_work_t *w)
 static const char *connect_code(int http)
 {
     switch (http) {
-    case 400: case 415: case 422: return "invalid_argument";
-    case 413: case 429: return "resource_exhausted";
+    case 400:
+    case 415:
+    case 422: return "invalid_argument";
+    case 413:
+    case 429: return "resource_exhausted";
     case 503: return "unavailable";
     default: return "internal";
     }
@@ -406,10 +421,14 @@ static void respond_error(job *j, int status, const char *msg)
 
 static void respond_ok(job *j)
 {
-    if (j->api == API_PPROF) pc_http_respond(j->req, 204, NULL, NULL, 0, NULL);
-    else if (j->api == API_PUSH && j->json) pc_http_respond(j->req, 200, "application/json", "{}", 2, NULL);
-    else if (j->api == API_PUSH) pc_http_respond(j->req, 200, "application/proto", NULL, 0, NULL);
-    else pc_http_respond(j->req, 200, NULL, NULL, 0, NULL);
+    if (j->api == API_PPROF)
+        pc_http_respond(j->req, 204, NULL, NULL, 0, NULL);
+    else if (j->api == API_PUSH && j->json)
+        pc_http_respond(j->req, 200, "application/json", "{}", 2, NULL);
+    else if (j->api == API_PUSH)
+        pc_http_respond(j->req, 200, "application/proto", NULL, 0, NULL);
+    else
+        pc_http_respond(j->req, 200, NULL, NULL, 0, NULL);
 }
 
 static void pipeline_done(void *arg, pc_status st, const char *msg)
@@ -470,9 +489,12 @@ static void on_request(pc_http_req *req, void *arg)
         respond_unauthorized(r, req);
         return;
     }
-    if (!strcmp(req->path, "/ingest") || !strcmp(req->path, "/pyroscope/ingest")) api = API_INGEST;
-    else if (!strcmp(req->path, "/push.v1.PusherService/Push")) api = API_PUSH;
-    else if (!strcmp(req->path, "/v1/pprof")) api = API_PPROF;
+    if (!strcmp(req->path, "/ingest") || !strcmp(req->path, "/pyroscope/ingest"))
+        api = API_INGEST;
+    else if (!strcmp(req->path, "/push.v1.PusherService/Push"))
+        api = API_PUSH;
+    else if (!strcmp(req->path, "/v1/pprof"))
+        api = API_PPROF;
     else {
         pc_http_respond(req, 404, "text/plain", "404 page not found\n", 19, NULL);
         return;
@@ -484,8 +506,8 @@ static void on_request(pc_http_req *req, void *arg)
     }
     const char *ct = pc_http_req_header(req, "content-type");
     int json = ct && strstr(ct, "json") != NULL;
-    if (api == API_PUSH && !json && !(ct && (strstr(ct, "application/proto") ||
-                                             strstr(ct, "application/x-protobuf")))) {
+    if (api == API_PUSH && !json &&
+        !(ct && (strstr(ct, "application/proto") || strstr(ct, "application/x-protobuf")))) {
         static const char m[] = "{\"code\":\"invalid_argument\",\"message\":\"unsupported content "
                                 "type, want application/proto or application/json\"}";
         pc_http_respond(req, 415, "application/json", m, sizeof m - 1, NULL);
