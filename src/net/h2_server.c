@@ -18,13 +18,13 @@
 #include <strings.h>
 
 #include "pdata/pdata.h"
+#include "net/listener.h"
 #include "pipeline/log.h"
 
 enum {
     READ_CHUNK = 64 * 1024,
-    WRITE_CHUNK = 256 * 1024,   /* gathered from mem_send per uv_write */
-    STREAM_WINDOW = 1 << 20,    /* SETTINGS_INITIAL_WINDOW_SIZE */
-    ACCEPT_LOG_EVERY_MS = 5000, /* accept errors come in storms (EMFILE); log a summary */
+    WRITE_CHUNK = 256 * 1024, /* gathered from mem_send per uv_write */
+    STREAM_WINDOW = 1 << 20,  /* SETTINGS_INITIAL_WINDOW_SIZE */
 };
 
 typedef struct h2conn h2conn;
@@ -80,8 +80,7 @@ struct pc_h2_server {
     bool started, shutting_down, listener_closed;
     void (*done)(void *arg);
     void *done_arg;
-    uint64_t accept_log_ms;
-    unsigned accept_errs;
+    pc_accept_log accept_log;
     nghttp2_session_callbacks *cbs;
     nghttp2_option *opt;
     char rbuf[READ_CHUNK]; /* shared: the loop thread consumes each read before the next */
@@ -93,48 +92,7 @@ static void conn_timer_update(h2conn *c);
 
 /* ---- helpers (the HTTP/1.1 server has the same two; both are small) ---- */
 
-static void format_addr(const struct sockaddr *sa, char *out, size_t n)
-{
-    char ip[64] = "?";
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
-        uv_ip4_name(a, ip, sizeof ip);
-        snprintf(out, n, "%s:%d", ip, ntohs(a->sin_port));
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
-        uv_ip6_name(a, ip, sizeof ip);
-        snprintf(out, n, "[%s]:%d", ip, ntohs(a->sin6_port));
-    } else {
-        snprintf(out, n, "?");
-    }
-}
-
 /* "localhost" means the IPv4 loopback, as for the HTTP server. */
-static int resolve_bind(uv_loop_t *loop, const char *host, int port, struct sockaddr_storage *ss)
-{
-    char h[256];
-    snprintf(h, sizeof h, "%s", host);
-    size_t n = strlen(h);
-    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
-        memmove(h, h + 1, n - 2);
-        h[n - 2] = 0;
-    }
-    if (strcmp(h, "localhost") == 0) snprintf(h, sizeof h, "127.0.0.1");
-    if (uv_ip4_addr(h, port, (struct sockaddr_in *)ss) == 0) return 0;
-    if (uv_ip6_addr(h, port, (struct sockaddr_in6 *)ss) == 0) return 0;
-    uv_getaddrinfo_t gr; /* a host name: resolved once at startup, synchronously */
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    int rc = uv_getaddrinfo(loop, &gr, NULL, h, NULL, &hints);
-    if (rc < 0) return rc;
-    memcpy(ss, gr.addrinfo->ai_addr, gr.addrinfo->ai_addrlen);
-    uv_freeaddrinfo(gr.addrinfo);
-    if (ss->ss_family == AF_INET)
-        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
-    else
-        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
-    return 0;
-}
-
 static nghttp2_nv mknv(const char *name, const char *value)
 {
     return (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
@@ -623,22 +581,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- accepting ---- */
 
-static void accept_error(pc_h2_server *s, int status)
-{
-    s->accept_errs++;
-    uint64_t now = uv_now(s->loop);
-    if (s->accept_log_ms && now - s->accept_log_ms < ACCEPT_LOG_EVERY_MS) return;
-    PC_ERROR(s->log_id, "accept: %s (%u errors since last report)", uv_strerror(status),
-             s->accept_errs);
-    s->accept_errs = 0;
-    s->accept_log_ms = now ? now : 1;
-}
-
 static void on_connection(uv_stream_t *ls, int status)
 {
     pc_h2_server *s = ls->data;
     if (status < 0) {
-        accept_error(s, status);
+        pc_accept_error(&s->accept_log, s->loop, s->log_id, status);
         return;
     }
     h2conn *c = pc_xcalloc(1, sizeof *c);
@@ -652,16 +599,11 @@ static void on_connection(uv_stream_t *ls, int status)
     s->conns = c;
     int rc = uv_accept(ls, (uv_stream_t *)&c->tcp);
     if (rc < 0) {
-        accept_error(s, rc);
+        pc_accept_error(&s->accept_log, s->loop, s->log_id, rc);
         conn_close(c);
         return;
     }
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        format_addr((struct sockaddr *)&ss, c->peer, sizeof c->peer);
-    else
-        snprintf(c->peer, sizeof c->peer, "?");
+    pc_tcp_peer_name(&c->tcp, c->peer, sizeof c->peer);
     if (s->n_active >= s->o.max_connections || s->shutting_down) {
         if (!s->shutting_down)
             PC_WARN(s->log_id, "connection limit %u reached, closing %s", s->o.max_connections,
@@ -730,31 +672,14 @@ pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
 
 int pc_h2_server_start(pc_h2_server *s, char *err, size_t errlen)
 {
-    const char *h = s->host;
-    bool v6 = strchr(h, ':') && h[0] != '[';
-    char where[300];
-    snprintf(where, sizeof where, "%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "", s->o.port);
     if (s->started || s->shutting_down) {
-        snprintf(err, errlen, "listen %s: server already started", where);
+        snprintf(err, errlen, "listen %s:%d: server already started", s->host, s->o.port);
         return -1;
     }
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    int rc = resolve_bind(s->loop, h, s->o.port, &ss);
-    if (rc < 0) {
-        snprintf(err, errlen, "listen %s: cannot resolve host: %s", where, uv_strerror(rc));
+    char bound[80];
+    if (pc_tcp_listen(s->loop, &s->listener, s->host, s->o.port, on_connection, &s->port, bound,
+                      sizeof bound, err, errlen))
         return -1;
-    }
-    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
-    if (rc < 0) {
-        snprintf(err, errlen, "listen %s: %s", where, uv_strerror(rc));
-        return -1;
-    }
-    int len = sizeof ss;
-    if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len) == 0)
-        s->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
     s->started = true;
     return 0;
 }

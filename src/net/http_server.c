@@ -21,12 +21,12 @@
 #include <strings.h>
 
 #include "pdata/pdata.h"
+#include "net/listener.h"
 #include "pipeline/log.h"
 
 enum {
     READ_CHUNK = 64 * 1024,
-    LINGER_MS = 2000,          /* how long we drain input after a final response */
-    ACCEPT_LOG_EVERY_MS = 5000 /* accept errors come in storms (EMFILE); log a summary */
+    LINGER_MS = 2000, /* how long we drain input after a final response */
 };
 
 typedef enum { T_IDLE, T_READ, T_WRITE, T_LINGER } timer_mode;
@@ -78,8 +78,7 @@ struct pc_http_server {
     bool started, shutting_down, listener_closed;
     void (*done)(void *arg);
     void *done_arg;
-    uint64_t accept_log_ms;
-    unsigned accept_errs;
+    pc_accept_log accept_log;
     llhttp_settings_t settings;
     char rbuf[READ_CHUNK]; /* shared: the loop thread consumes each read before the next */
 };
@@ -114,25 +113,6 @@ static const char *reason(int status)
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
     default: return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
-    }
-}
-
-static void format_addr(const struct sockaddr *sa, char *out, size_t n)
-{
-    char ip[64] = "?";
-    int port = 0;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
-        uv_ip4_name(a, ip, sizeof ip);
-        port = ntohs(a->sin_port);
-        snprintf(out, n, "%s:%d", ip, port);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
-        uv_ip6_name(a, ip, sizeof ip);
-        port = ntohs(a->sin6_port);
-        snprintf(out, n, "[%s]:%d", ip, port);
-    } else {
-        snprintf(out, n, "?");
     }
 }
 
@@ -686,17 +666,6 @@ out:
 
 /* ---- accepting ---- */
 
-static void accept_error(pc_http_server *s, int status)
-{
-    s->accept_errs++;
-    uint64_t now = uv_now(s->loop);
-    if (s->accept_log_ms && now - s->accept_log_ms < ACCEPT_LOG_EVERY_MS) return;
-    PC_ERROR(s->log_id, "accept: %s (%u errors since last report)", uv_strerror(status),
-             s->accept_errs);
-    s->accept_errs = 0;
-    s->accept_log_ms = now ? now : 1;
-}
-
 static void on_connection(uv_stream_t *ls, int status)
 {
     pc_http_server *s = ls->data;
@@ -704,7 +673,7 @@ static void on_connection(uv_stream_t *ls, int status)
      * itself and only reports errors it could not handle that way (ENFILE, ENOBUFS, ...). The
      * listener stays open either way; we only log, rate-limited. */
     if (status < 0) {
-        accept_error(s, status);
+        pc_accept_error(&s->accept_log, s->loop, s->log_id, status);
         return;
     }
     conn *c = pc_xcalloc(1, sizeof *c);
@@ -718,16 +687,11 @@ static void on_connection(uv_stream_t *ls, int status)
     s->conns = c;
     int rc = uv_accept(ls, (uv_stream_t *)&c->tcp);
     if (rc < 0) {
-        accept_error(s, rc);
+        pc_accept_error(&s->accept_log, s->loop, s->log_id, rc);
         conn_close(c);
         return;
     }
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
-        format_addr((struct sockaddr *)&ss, c->peer, sizeof c->peer);
-    else
-        snprintf(c->peer, sizeof c->peer, "?");
+    pc_tcp_peer_name(&c->tcp, c->peer, sizeof c->peer);
     uv_tcp_nodelay(&c->tcp, 1);
     if (s->n_active >= s->o.max_connections) {
         PC_WARN(s->log_id, "connection limit %u reached, rejecting %s", s->o.max_connections,
@@ -784,32 +748,6 @@ pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *o
 }
 
 /* "localhost" means the IPv4 loopback: predictable, and what clients reach first in practice. */
-static int resolve_bind(const char *host, int port, struct sockaddr_storage *ss)
-{
-    char h[256];
-    snprintf(h, sizeof h, "%s", host);
-    size_t n = strlen(h);
-    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
-        memmove(h, h + 1, n - 2);
-        h[n - 2] = 0;
-    }
-    if (strcmp(h, "localhost") == 0) snprintf(h, sizeof h, "127.0.0.1");
-    if (uv_ip4_addr(h, port, (struct sockaddr_in *)ss) == 0) return 0;
-    if (uv_ip6_addr(h, port, (struct sockaddr_in6 *)ss) == 0) return 0;
-    /* a host name: resolving once at startup, synchronously, is acceptable */
-    uv_getaddrinfo_t gr;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    int rc = uv_getaddrinfo(uv_default_loop(), &gr, NULL, h, NULL, &hints);
-    if (rc < 0) return rc;
-    memcpy(ss, gr.addrinfo->ai_addr, gr.addrinfo->ai_addrlen);
-    uv_freeaddrinfo(gr.addrinfo);
-    if (ss->ss_family == AF_INET)
-        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
-    else
-        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
-    return 0;
-}
-
 /* The memory limiter's global pause: stop reading every connection, or resume them. */
 static void on_pause(void *arg, int paused)
 {
@@ -828,36 +766,16 @@ static void on_pause(void *arg, int paused)
 
 int pc_http_server_start(pc_http_server *s, char *err, size_t errlen)
 {
-    const char *h = s->host;
-    bool v6 = strchr(h, ':') && h[0] != '[';
-    char where[300];
-    snprintf(where, sizeof where, "%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "", s->o.port);
     if (s->started || s->shutting_down) {
-        snprintf(err, errlen, "listen %s: server already started", where);
+        snprintf(err, errlen, "listen %s:%d: server already started", s->host, s->o.port);
         return -1;
     }
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    int rc = resolve_bind(h, s->o.port, &ss);
-    if (rc < 0) {
-        snprintf(err, errlen, "listen %s: cannot resolve host: %s", where, uv_strerror(rc));
+    char bound[80];
+    if (pc_tcp_listen(s->loop, &s->listener, s->host, s->o.port, on_connection, &s->port, bound,
+                      sizeof bound, err, errlen))
         return -1;
-    }
-    /* libuv sets SO_REUSEADDR on bind, so a restart does not wait for TIME_WAIT */
-    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
-    if (rc < 0) {
-        snprintf(err, errlen, "listen %s: %s", where, uv_strerror(rc));
-        return -1;
-    }
-    int len = sizeof ss;
-    if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len) == 0)
-        s->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
     s->started = true;
     pc_http_pause_register(on_pause, s);
-    char bound[80];
-    format_addr((struct sockaddr *)&ss, bound, sizeof bound);
     PC_INFO(s->log_id, "listening on %s://%s", s->o.tls ? "https" : "http", bound);
     return 0;
 }
