@@ -211,7 +211,7 @@ static void encode_work(uv_work_t *w)
     pc_buf raw = {0}, z = {0};
     pc_batch_encode_proto(j->batch, &raw);
     if (cfg->compression == 0) {
-        pc_gzip_deflate(raw.data, raw.len, 6, &z);
+        pc_gzip_deflate(raw.data, raw.len, PC_GZIP_DEFAULT_LEVEL, &z);
         pc_grpc_frame(z.data, z.len, true, &j->body);
     } else {
         pc_grpc_frame(raw.data, raw.len, false, &j->body);
