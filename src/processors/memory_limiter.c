@@ -12,6 +12,8 @@
 #include "pipeline/component.h"
 #include "pipeline/telemetry.h"
 
+#define MIN_RECHECK_MS 20
+
 typedef struct ml_cfg {
     uint64_t check_interval_ms;
     int64_t limit_mib, spike_limit_mib;
@@ -39,6 +41,7 @@ typedef struct limiter {
     int timer_open;
     uint64_t hard, soft; /* bytes */
     int refusing, paused;
+    uint64_t last_check_ms;
     uint64_t refused_samples, refusals;
     pc_shutdown_done done;
 } limiter;
@@ -119,9 +122,9 @@ static int ml_create(pc_component *c, pc_cfg_err *err)
     return 0;
 }
 
-static void check(uv_timer_t *t)
+static void measure(limiter *l)
 {
-    limiter *l = t->data;
+    l->last_check_ms = uv_now(l->c->loop);
     uint64_t rss = pc_process_rss();
     if (rss > l->hard) malloc_trim(0); /* hand freed arenas back before refusing for long */
     int over = rss > l->soft, hard = rss > l->hard;
@@ -140,6 +143,11 @@ static void check(uv_timer_t *t)
     l->refusing = over;
     l->paused = hard;
     pc_http_servers_set_refusing(over);
+}
+
+static void check(uv_timer_t *t)
+{
+    measure(t->data);
 }
 
 static int ml_start(pc_component *c, char *err, size_t errlen)
@@ -165,6 +173,9 @@ static int ml_start(pc_component *c, char *err, size_t errlen)
 static void ml_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     limiter *l = c->priv;
+    /* under load a whole check_interval of accepted data can overshoot the limit: measure
+     * again when the last reading is older than MIN_RECHECK_MS (reading RSS costs microseconds) */
+    if (uv_now(c->loop) - l->last_check_ms >= MIN_RECHECK_MS) measure(l);
     if (l->refusing) {
         l->refused_samples += pc_batch_counts(b).samples;
         pc_batch_unref(b);

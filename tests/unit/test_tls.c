@@ -82,10 +82,10 @@ static void cert_free(cert *c)
 
 static const char *path_of(const char *name)
 {
-    static char bufs[8][128];
+    static char bufs[8][400];
     static int i;
     char *b = bufs[i++ % 8];
-    snprintf(b, 128, "%s/%s", dir, name);
+    snprintf(b, sizeof bufs[0], "%.255s/%.100s", dir, name);
     return b;
 }
 
