@@ -82,6 +82,15 @@ void pc_receiver_register_metrics(pc_component *c, const char *transport,
                   labels, refused_samples);
 }
 
+void pc_receiver_register_in_flight(pc_component *c, const uint64_t *in_flight)
+{
+    char labels[300];
+    snprintf(labels, sizeof labels, "receiver=\"%s\"", c->id);
+    pc_metric_u64(c, "otelcol_receiver_requests_in_flight",
+                  "Requests being decoded or waiting for the pipeline's answer", PC_METRIC_GAUGE,
+                  labels, in_flight);
+}
+
 void pc_exporter_register_metrics(pc_component *c, const uint64_t *sent_samples,
                                   const uint64_t *failed_samples)
 {

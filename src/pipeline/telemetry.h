@@ -27,6 +27,8 @@ struct pc_component;
 void pc_receiver_register_metrics(struct pc_component *c, const char *transport,
                                   const uint64_t *accepted_samples,
                                   const uint64_t *refused_samples);
+/* Requests a receiver is decoding or waiting on the pipeline for (gauge). */
+void pc_receiver_register_in_flight(struct pc_component *c, const uint64_t *in_flight);
 void pc_exporter_register_metrics(struct pc_component *c, const uint64_t *sent_samples,
                                   const uint64_t *failed_samples);
 

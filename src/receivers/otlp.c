@@ -62,6 +62,7 @@ typedef struct otlp_recv {
     char grpc_host[256];
     int grpc_port;
     uint64_t accepted[2], refused[2]; /* self-metrics per transport */
+    uint64_t in_flight;               /* jobs alive (gauge) */
     int closing;                      /* servers still shutting down */
     pc_shutdown_done shutdown_done;
 } otlp_recv;
@@ -182,6 +183,7 @@ static void http_respond_status(pc_http_req *req, int json, int http, const char
 
 static void job_free(job *j)
 {
+    j->r->in_flight--;
     pc_batch_unref(j->batch);
     free(j->encoding);
     free(j);
@@ -418,6 +420,7 @@ static void on_request(pc_http_req *req, void *arg)
         gz = 1;
     }
     job *j = pc_xcalloc(1, sizeof(*j));
+    r->in_flight++;
     j->r = r;
     j->transport = T_HTTP;
     j->req = req;
@@ -460,6 +463,7 @@ static void on_call(pc_h2_call *call, void *arg)
     }
     const char *enc = pc_h2_call_header(call, "grpc-encoding");
     job *j = pc_xcalloc(1, sizeof(*j));
+    r->in_flight++;
     j->r = r;
     j->transport = T_GRPC;
     j->call = call;
@@ -501,6 +505,7 @@ static int otlp_start(pc_component *c, char *err, size_t errlen)
 {
     otlp_recv *r = c->priv;
     otlp_cfg *cfg = c->cfg;
+    pc_receiver_register_in_flight(c, &r->in_flight);
     if (cfg->grpc_on && start_grpc(c, err, errlen)) return -1;
     if (!cfg->http_on) return 0;
     if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;

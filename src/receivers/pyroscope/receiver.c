@@ -42,6 +42,7 @@ typedef struct pyro_recv {
     pc_component *c;
     pc_receiver_http http;
     uint64_t accepted_samples, refused_samples;
+    uint64_t in_flight; /* jobs alive (gauge) */
     pc_shutdown_done shutdown_done;
 } pyro_recv;
 
@@ -366,6 +367,12 @@ static void pprof_work(job *j)
     pc_buf_free(&inflated);
 }
 
+static void job_free(job *j)
+{
+    j->r->in_flight--;
+    free(j);
+}
+
 static void decode_work(uv_work_t *w)
 {
     job *j = w->data;
@@ -446,7 +453,7 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
                 msg ? msg : "");
         respond_error(j, status, msg ? msg : "pipeline unavailable, retry later");
     }
-    free(j);
+    job_free(j);
 }
 
 static void decode_done(uv_work_t *w, int status)
@@ -456,7 +463,7 @@ static void decode_done(uv_work_t *w, int status)
     if (j->status) {
         PC_INFO(j->r->c->id, "%s %s: %d: %s", j->req->peer, j->req->path, j->status, j->err);
         respond_error(j, j->status, j->err);
-        free(j);
+        job_free(j);
         return;
     }
     const char *tenant = pc_http_req_header(j->req, "x-scope-orgid");
@@ -514,13 +521,14 @@ static void on_request(pc_http_req *req, void *arg)
         return;
     }
     job *j = pc_xcalloc(1, sizeof(*j));
+    r->in_flight++;
     j->r = r;
     j->req = req;
     j->api = api;
     j->json = json;
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
         respond_error(j, 503, "memory limit reached, retry later");
-        free(j);
+        job_free(j);
         return;
     }
     j->work.data = j;
@@ -532,6 +540,7 @@ static int pyro_start(pc_component *c, char *err, size_t errlen)
     pyro_recv *r = c->priv;
     pyro_cfg *cfg = c->cfg;
     if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;
+    pc_receiver_register_in_flight(c, &r->in_flight);
     pc_receiver_register_metrics(c, "http", &r->accepted_samples, &r->refused_samples);
     PC_INFO(c->id,
             "Pyroscope ingest on %s://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)%s",
