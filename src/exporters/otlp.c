@@ -1,4 +1,6 @@
-/* Exporter "otlp": OTLP profiles over gRPC (ProfilesService/Export on HTTP/2 cleartext).
+/* Exporter "otlp": OTLP profiles over gRPC (ProfilesService/Export on HTTP/2, cleartext or TLS).
+ * TLS for an https:// endpoint, or for host:port with a `tls:` block (unless `insecure: true`);
+ * http:// and a bare host:port without `tls:` stay plain text (h2c).
  * Queueing and retries are the shared sender's (pipeline/sender.c); this file sends one batch
  * once: encode, compress and frame on the thread pool, call with the shared HTTP/2 client, and
  * classify the gRPC status as the OTLP spec says: UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED,
@@ -12,6 +14,7 @@
 #include "net/grpc.h"
 #include "net/gzip.h"
 #include "net/h2_client.h"
+#include "net/tls.h"
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/sender.h"
@@ -24,7 +27,8 @@ typedef struct otlp_exp_cfg {
     pc_strmap headers;
     int compression; /* 0 gzip, 1 none */
     uint64_t timeout_ms;
-    const pc_node *tls;
+    pc_tls_client_cfg tls;
+    bool use_tls; /* set by validate */
     pc_sender_cfg sender;
 } otlp_exp_cfg;
 
@@ -32,15 +36,16 @@ static const char *const compressions[] = {"gzip", "none", NULL};
 
 static const pc_cfg_key otlp_exp_keys[] = {
     {"endpoint", PC_CFG_STRING, NULL, offsetof(otlp_exp_cfg, endpoint),
-     "host:port (or http://host:port) of the OTLP/gRPC server", NULL},
+     "host:port, http://host:port (plain text) or https://host:port (TLS) of the OTLP/gRPC "
+     "server; host:port with a tls block (other than insecure: true) is TLS too",
+     NULL},
     {"headers", PC_CFG_MAP, NULL, offsetof(otlp_exp_cfg, headers),
      "gRPC metadata sent with every call", NULL},
     {"compression", PC_CFG_ENUM, "gzip", offsetof(otlp_exp_cfg, compression),
      "grpc-encoding of request messages", compressions},
     {"timeout", PC_CFG_DURATION, "30s", offsetof(otlp_exp_cfg, timeout_ms),
      "time allowed for one call (also sent as grpc-timeout)", NULL},
-    {"tls", PC_CFG_NODE, NULL, offsetof(otlp_exp_cfg, tls),
-     "only `insecure: true` (plain text) until TLS is supported", NULL},
+    PC_TLS_CLIENT_KEYS(otlp_exp_cfg, tls, ""),
     PC_SENDER_KEYS(otlp_exp_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -52,6 +57,7 @@ typedef struct otlp_exp {
     pc_h2_header *hdrs; /* metadata, names lower-cased, owned */
     size_t n_hdrs;
     pc_h2_client *client;
+    pc_tls_ctx *tls_ctx;
     pc_sender *sender;
     pc_shutdown_done shutdown_done;
 } otlp_exp;
@@ -67,16 +73,19 @@ typedef struct send_job {
 
 /* ---- config ---- */
 
-static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port, char *e,
-                          size_t elen)
+/* scheme: 0 none (host:port), 1 http://, 2 https:// */
+static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port, int *scheme,
+                          char *e, size_t elen)
 {
+    *scheme = 0;
     if (strstr(ep, "://")) {
         pc_url u;
         if (pc_url_parse(ep, &u, e, elen)) return -1;
-        if (strcmp(u.scheme, "http") != 0) {
-            snprintf(e, elen, "TLS not supported yet: use host:port or http://host:port");
+        if (strcmp(u.scheme, "http") != 0 && strcmp(u.scheme, "https") != 0) {
+            snprintf(e, elen, "use host:port, http://host:port or https://host:port");
             return -1;
         }
+        *scheme = strcmp(u.scheme, "https") == 0 ? 2 : 1;
         if (u.path[0] && strcmp(u.path, "/") != 0) {
             snprintf(e, elen, "a gRPC endpoint has no path (got \"%.100s\")", u.path);
             return -1;
@@ -108,39 +117,25 @@ static int metadata_ok(const char *name, const char *value, char *e, size_t elen
     return 0;
 }
 
-/* `tls:` is accepted only as the Collector's plain-text marker `insecure: true`. */
-static int tls_ok(const pc_node *tls)
-{
-    if (!tls || tls->kind == PC_NODE_NULL) return 1;
-    if (tls->kind != PC_NODE_MAP) return 0;
-    for (size_t i = 0; i < tls->n; i++) {
-        const pc_node *v = tls->vals[i];
-        bool b;
-        if (strcmp(tls->keys[i], "insecure") != 0 || v->kind != PC_NODE_SCALAR ||
-            pc_parse_bool(v->scalar, &b) || !b)
-            return 0;
-    }
-    return 1;
-}
-
 static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     otlp_exp_cfg *cfg = cfgp;
     char host[256], e[256];
-    int port;
+    int port, scheme;
     if (!cfg->endpoint || !*cfg->endpoint) {
         pc_cfg_key_errorf(err, node, path, "endpoint", "required (host:port)");
         return -1;
     }
-    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
+    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, &scheme, e, sizeof e)) {
         pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
         return -1;
     }
-    if (!tls_ok(cfg->tls)) {
-        pc_cfg_key_errorf(err, node, path, "tls",
-                          "TLS not supported yet: only `insecure: true` (plain text) is accepted");
-        return -1;
-    }
+    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
+    /* https://, or host:port with a tls block: TLS unless insecure. A bare host:port stays
+     * plain text (h2c) as it always was here, unlike the Collector's TLS-by-default. */
+    const pc_node *tls = pc_node_get(node, "tls");
+    bool tls_block = tls && tls->kind == PC_NODE_MAP && tls->n > 0;
+    cfg->use_tls = !cfg->tls.insecure && (scheme == 2 || (scheme == 0 && tls_block));
     for (size_t i = 0; i < cfg->headers.n; i++)
         if (metadata_ok(cfg->headers.keys[i], cfg->headers.vals[i], e, sizeof e)) {
             pc_cfg_key_errorf(err, node, path, "headers", "%s", e);
@@ -167,10 +162,11 @@ static int otlp_exp_create(pc_component *c, pc_cfg_err *err)
     otlp_exp_cfg *cfg = c->cfg;
     otlp_exp *x = pc_xcalloc(1, sizeof(*x));
     char e[256], ua[64], timeout[16];
+    int scheme;
     (void)err;
     x->c = c;
     c->priv = x;
-    parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, e, sizeof e);
+    parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, &scheme, e, sizeof e);
     snprintf(ua, sizeof ua, "profcol/%s", PROFCOL_VERSION);
     pc_grpc_timeout_format(cfg->timeout_ms, timeout, sizeof timeout);
     add_hdr(x, "content-type", "application/grpc");
@@ -196,11 +192,18 @@ static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
                            .port = x->port,
                            .max_response_bytes = MAX_RESPONSE + PC_GRPC_PREFIX,
                            .log_id = c->id};
+    if (cfg->use_tls) {
+        x->tls_ctx = pc_tls_client_ctx_new(&cfg->tls, "h2", c->id, err, errlen);
+        if (!x->tls_ctx) return -1;
+        o.tls = x->tls_ctx;
+    } else if (!strncmp(cfg->endpoint, "https://", 8)) {
+        PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
+    }
     x->client = pc_h2_client_new(c->loop, &o);
     x->sender = pc_sender_new(c, &cfg->sender, otlp_exp_send, err, errlen);
     if (!x->sender) return -1;
-    PC_INFO(c->id, "sending OTLP/gRPC to %s:%d (h2c%s)", x->host, x->port,
-            cfg->compression == 0 ? ", gzip" : "");
+    PC_INFO(c->id, "sending OTLP/gRPC to %s:%d (%s%s)", x->host, x->port,
+            x->tls_ctx ? "TLS" : "h2c", cfg->compression == 0 ? ", gzip" : "");
     return 0;
 }
 
@@ -391,6 +394,7 @@ static void otlp_exp_destroy(pc_component *c)
     otlp_exp *x = c->priv;
     if (!x) return;
     pc_sender_free(x->sender);
+    pc_tls_ctx_free(x->tls_ctx);
     for (size_t i = 0; i < x->n_hdrs; i++) {
         free((char *)x->hdrs[i].name);
         free((char *)x->hdrs[i].value);
@@ -403,7 +407,7 @@ const pc_component_type pc_exporter_otlp = {
     .name = "otlp",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "OTLP/gRPC profiles exporter (ProfilesService/Export over h2c, gzip)",
+    .doc = "OTLP/gRPC profiles exporter (ProfilesService/Export over h2c or TLS, gzip)",
     .cfg_size = sizeof(otlp_exp_cfg),
     .cfg = otlp_exp_keys,
     .validate = otlp_exp_validate,

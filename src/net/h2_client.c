@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/tls.h"
 #include "pdata/pdata.h"
 #include "pipeline/log.h"
 
@@ -67,6 +68,8 @@ struct kconn {
     uv_connect_t connect;
     uv_getaddrinfo_t gai;
     nghttp2_session *ng;
+    pc_tls_conn *tls; /* NULL: cleartext */
+    pc_buf plain;     /* TLS: decrypted bytes for nghttp2 */
     int refs;
     bool connected, writing, closing;
 };
@@ -76,6 +79,7 @@ struct pc_h2_client {
     char *host, *authority, *log_id, *where;
     int port;
     size_t max_resp;
+    pc_tls_ctx *tls;
     uv_timer_t kick;
     kconn *conns;
     kconn *cur; /* takes new streams */
@@ -213,6 +217,8 @@ static void conn_unref(kconn *k)
     else
         c->conns = k->next;
     if (k->next) k->next->prev = k->prev;
+    pc_tls_conn_free(k->tls);
+    pc_buf_free(&k->plain);
     free(k);
     c->live--;
     client_maybe_free(c);
@@ -278,8 +284,60 @@ static void on_written(uv_write_t *w, int status)
     conn_unref(k);
 }
 
+static void conn_write(kconn *k, const uint8_t *data, size_t len);
+
+/* TLS: encrypt what nghttp2 has to send (once the handshake is done) and write the ciphertext
+ * waiting in the connection. */
+static void tls_flush(kconn *k)
+{
+    if (k->closing || k->writing || !k->ng) return;
+    if (pc_tls_conn_established(k->tls)) {
+        pc_buf out = {0};
+        while (out.len < WRITE_CHUNK) {
+            const uint8_t *d;
+            ssize_t n = nghttp2_session_mem_send(k->ng, &d);
+            if (n < 0) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "%s: HTTP/2: %s", k->cl->where, nghttp2_strerror((int)n));
+                pc_buf_free(&out);
+                conn_fail(k, UV_EPROTO, msg);
+                return;
+            }
+            if (n == 0) break;
+            pc_buf_append(&out, d, (size_t)n);
+        }
+        if (out.len && pc_tls_conn_write(k->tls, out.data, out.len)) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "TLS write to %s: %s", k->cl->where,
+                     pc_tls_conn_error(k->tls));
+            pc_buf_free(&out);
+            conn_fail(k, UV_EPROTO, msg);
+            return;
+        }
+        bool idle =
+            !out.len && !nghttp2_session_want_read(k->ng) && !nghttp2_session_want_write(k->ng);
+        pc_buf_free(&out);
+        if (idle && !pc_tls_conn_pending(k->tls)) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s: connection closed after GOAWAY", k->cl->where);
+            conn_close(k, UV_ECONNRESET, msg);
+            return;
+        }
+    }
+    size_t n = pc_tls_conn_pending(k->tls);
+    if (!n) return;
+    uint8_t *buf = pc_xmalloc(n);
+    n = pc_tls_conn_take(k->tls, buf, n);
+    conn_write(k, buf, n);
+    free(buf);
+}
+
 static void conn_flush(kconn *k)
 {
+    if (k->tls) {
+        tls_flush(k);
+        return;
+    }
     if (k->closing || k->writing || !k->ng) return;
     pc_buf out = {0};
     while (out.len < WRITE_CHUNK) {
@@ -304,11 +362,17 @@ static void conn_flush(kconn *k)
         }
         return;
     }
-    wreq *wr = pc_xmalloc(sizeof *wr + out.len);
-    wr->k = k;
-    memcpy(wr->data, out.data, out.len);
-    uv_buf_t b = uv_buf_init((char *)wr->data, (unsigned)out.len);
+    conn_write(k, out.data, out.len);
     pc_buf_free(&out);
+}
+
+/* One uv_write of a copy of data; k->writing until it completes. */
+static void conn_write(kconn *k, const uint8_t *data, size_t len)
+{
+    wreq *wr = pc_xmalloc(sizeof *wr + len);
+    wr->k = k;
+    memcpy(wr->data, data, len);
+    uv_buf_t b = uv_buf_init((char *)wr->data, (unsigned)len);
     int rc = uv_write(&wr->w, (uv_stream_t *)&k->tcp, &b, 1, on_written);
     if (rc < 0) {
         free(wr);
@@ -455,8 +519,45 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0) return;
     k->refs++;
-    ssize_t rv = nghttp2_session_mem_recv(k->ng, (const uint8_t *)buf->base, (size_t)nread);
-    if (rv < 0) {
+    const uint8_t *data = (const uint8_t *)buf->base;
+    size_t len = (size_t)nread;
+    int tls_rc = PC_TLS_OK;
+    if (k->tls) {
+        pc_tls_conn_feed(k->tls, data, len);
+        if (!pc_tls_conn_established(k->tls)) {
+            int hs = pc_tls_conn_handshake(k->tls);
+            if (hs == PC_TLS_ERROR) {
+                snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s", k->cl->where,
+                         pc_tls_conn_error(k->tls));
+                PC_WARN(k->cl->log_id, "%s", msg);
+                conn_flush(k); /* the alert, so the server knows why */
+                conn_fail(k, UV_EPROTO, msg);
+                conn_unref(k);
+                return;
+            }
+            if (hs == PC_TLS_WANT) {
+                conn_flush(k);
+                conn_unref(k);
+                return;
+            }
+            PC_DEBUG(k->cl->log_id, "TLS established with %s (ALPN %s)", k->cl->where,
+                     *pc_tls_conn_alpn(k->tls) ? pc_tls_conn_alpn(k->tls) : "none");
+        }
+        k->plain.len = 0;
+        tls_rc = pc_tls_conn_read(k->tls, &k->plain);
+        data = k->plain.data;
+        len = k->plain.len;
+    }
+    ssize_t rv = len ? nghttp2_session_mem_recv(k->ng, data, len) : 0;
+    if (k->plain.cap > 2 * READ_CHUNK) pc_buf_free(&k->plain);
+    if (rv >= 0 && tls_rc != PC_TLS_OK) {
+        if (tls_rc == PC_TLS_CLOSED)
+            snprintf(msg, sizeof msg, "%s: connection closed by peer (close_notify)", k->cl->where);
+        else
+            snprintf(msg, sizeof msg, "TLS read from %s: %s", k->cl->where,
+                     pc_tls_conn_error(k->tls));
+        conn_fail(k, tls_rc == PC_TLS_CLOSED ? UV_ECONNRESET : UV_EPROTO, msg);
+    } else if (rv < 0) {
         snprintf(msg, sizeof msg, "%s: HTTP/2: %s", k->cl->where, nghttp2_strerror((int)rv));
         conn_fail(k, UV_EPROTO, msg);
     } else {
@@ -487,6 +588,10 @@ static void on_connect(uv_connect_t *cr, int status)
                 {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_BYTES},
             };
             nghttp2_submit_settings(k->ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
+            if (c->tls) {
+                k->tls = pc_tls_conn_new(c->tls, c->host);
+                pc_tls_conn_handshake(k->tls); /* the ClientHello, sent by the kick */
+            }
             int rc = uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
             if (rc < 0) {
                 snprintf(msg, sizeof msg, "read from %s: %s", c->where, uv_strerror(rc));
@@ -628,12 +733,13 @@ pc_h2_client *pc_h2_client_new(uv_loop_t *loop, const pc_h2_client_opts *opts)
     c->port = opts->port;
     c->log_id = pc_xstrdup(opts->log_id ? opts->log_id : "h2");
     c->max_resp = opts->max_response_bytes ? opts->max_response_bytes : 4u << 20;
+    c->tls = opts->tls;
     pc_buf b = {0};
     bool v6 = strchr(opts->host, ':') != NULL;
     pc_buf_printf(&b, "%s%s%s:%d", v6 ? "[" : "", opts->host, v6 ? "]" : "", opts->port);
     c->authority = pc_xstrdup((char *)b.data);
     b.len = 0;
-    pc_buf_printf(&b, "http://%s", c->authority);
+    pc_buf_printf(&b, "%s://%s", c->tls ? "https" : "http", c->authority);
     c->where = pc_xstrdup((char *)b.data);
     pc_buf_free(&b);
     uv_timer_init(loop, &c->kick);
@@ -662,7 +768,7 @@ void pc_h2_client_request(pc_h2_client *c, const char *method, const char *path,
     r->arg = arg;
     r->nva = pc_xcalloc(4 + n_headers, sizeof *r->nva);
     r->nva[r->n_nv++] = dupnv(":method", method);
-    r->nva[r->n_nv++] = dupnv(":scheme", "http");
+    r->nva[r->n_nv++] = dupnv(":scheme", c->tls ? "https" : "http");
     r->nva[r->n_nv++] = dupnv(":authority", c->authority);
     r->nva[r->n_nv++] = dupnv(":path", path);
     for (size_t i = 0; i < n_headers; i++)

@@ -1,4 +1,5 @@
-/* An HTTP/2 client (libuv + nghttp2, cleartext with prior knowledge) for unary calls such as
+/* An HTTP/2 client (libuv + nghttp2; cleartext with prior knowledge, or TLS offering ALPN h2
+ * through net/tls.h's memory BIOs) for unary calls such as
  * gRPC's: one connection to one endpoint carries many concurrent streams (as many as the server's
  * SETTINGS_MAX_CONCURRENT_STREAMS allow; nghttp2 queues the rest). A failed connection fails its
  * calls and the next call reconnects; a GOAWAY drains the old connection while new calls go to a
@@ -20,6 +21,9 @@ typedef struct pc_h2_client_opts {
     int port;
     size_t max_response_bytes; /* body; default 4 MiB (more fails the call) */
     const char *log_id;
+    /* NULL: cleartext (h2c, prior knowledge); else TLS, the context offering ALPN "h2"
+     * (borrowed: outlives the client); the host is used for SNI and verification */
+    struct pc_tls_ctx *tls;
 } pc_h2_client_opts;
 
 typedef struct pc_h2_response {

@@ -19,6 +19,7 @@
 
 #include "pdata/pdata.h"
 #include "net/listener.h"
+#include "net/tls.h"
 #include "pipeline/log.h"
 
 enum {
@@ -59,12 +60,15 @@ struct h2conn {
     h2conn *prev, *next;
     int refs;
     nghttp2_session *ng;
+    pc_tls_conn *tls; /* NULL: cleartext */
+    pc_buf plain;     /* TLS: decrypted bytes for nghttp2 */
     char peer[64];
     h2stream *streams;
     size_t buffered; /* body bytes held by this connection's streams */
     uint64_t idle_since, write_since;
     bool counted, writing, closing, dispatching, terminating;
     bool seen_frame; /* until the peer's first frame, read_timeout bounds an idle connection */
+    bool close_after_write; /* TLS: a failed handshake's alert is on its way out */
 };
 
 struct pc_h2_server {
@@ -171,6 +175,8 @@ static void conn_free(h2conn *c)
     if (c->next) c->next->prev = c->prev;
     nghttp2_session_del(c->ng);
     c->ng = NULL;
+    pc_tls_conn_free(c->tls);
+    pc_buf_free(&c->plain);
     while (c->streams)
         stream_free(c->streams); /* none is dispatched: those hold references */
     free(c);
@@ -434,6 +440,8 @@ static void on_written(uv_write_t *w, int status)
     if (status < 0) {
         PC_DEBUG(c->s->log_id, "write to %s: %s", c->peer, uv_strerror(status));
         conn_close(c);
+    } else if (c->close_after_write) {
+        conn_close(c);
     } else {
         conn_flush(c);
         conn_timer_update(c);
@@ -441,8 +449,54 @@ static void on_written(uv_write_t *w, int status)
     conn_unref(c);
 }
 
+static void conn_write(h2conn *c, const uint8_t *data, size_t len);
+
+/* TLS: encrypt what nghttp2 has to send (once the handshake is done) and write the ciphertext
+ * waiting in the connection (handshake flights, records, alerts). */
+static void tls_flush(h2conn *c)
+{
+    if (c->closing || c->writing) return;
+    bool idle = false;
+    if (c->ng && pc_tls_conn_established(c->tls) && !c->close_after_write) {
+        pc_buf out = {0};
+        while (out.len < WRITE_CHUNK) {
+            const uint8_t *d;
+            ssize_t n = nghttp2_session_mem_send(c->ng, &d);
+            if (n < 0) {
+                PC_DEBUG(c->s->log_id, "%s: %s", c->peer, nghttp2_strerror((int)n));
+                pc_buf_free(&out);
+                conn_close(c);
+                return;
+            }
+            if (n == 0) break;
+            pc_buf_append(&out, d, (size_t)n);
+        }
+        if (out.len && pc_tls_conn_write(c->tls, out.data, out.len)) {
+            PC_WARN(c->s->log_id, "TLS write to %s: %s", c->peer, pc_tls_conn_error(c->tls));
+            pc_buf_free(&out);
+            conn_close(c);
+            return;
+        }
+        idle = !out.len && !nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng);
+        pc_buf_free(&out);
+    }
+    size_t n = pc_tls_conn_pending(c->tls);
+    if (!n) {
+        if (idle || c->close_after_write) conn_close(c);
+        return;
+    }
+    uint8_t *buf = pc_xmalloc(n);
+    n = pc_tls_conn_take(c->tls, buf, n);
+    conn_write(c, buf, n);
+    free(buf);
+}
+
 static void conn_flush(h2conn *c)
 {
+    if (c->tls) {
+        tls_flush(c);
+        return;
+    }
     if (c->closing || c->writing || !c->ng) return;
     pc_buf out = {0};
     while (out.len < WRITE_CHUNK) {
@@ -462,11 +516,17 @@ static void conn_flush(h2conn *c)
         if (!nghttp2_session_want_read(c->ng) && !nghttp2_session_want_write(c->ng)) conn_close(c);
         return;
     }
-    wreq *wr = pc_xmalloc(sizeof *wr + out.len);
-    wr->c = c;
-    wr->len = out.len;
-    memcpy(wr->data, out.data, out.len);
+    conn_write(c, out.data, out.len);
     pc_buf_free(&out);
+}
+
+/* One uv_write of a copy of data; c->writing until it completes. */
+static void conn_write(h2conn *c, const uint8_t *data, size_t len)
+{
+    wreq *wr = pc_xmalloc(sizeof *wr + len);
+    wr->c = c;
+    wr->len = len;
+    memcpy(wr->data, data, len);
     uv_buf_t b = uv_buf_init((char *)wr->data, (unsigned)wr->len);
     int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
     if (rc < 0) {
@@ -562,9 +622,48 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
-    if (nread == 0 || c->closing) return;
+    if (nread == 0 || c->closing || c->close_after_write) return;
     c->refs++; /* a synchronous answer must not free c under us */
-    ssize_t rv = nghttp2_session_mem_recv(c->ng, (const uint8_t *)buf->base, (size_t)nread);
+    const uint8_t *data = (const uint8_t *)buf->base;
+    size_t len = (size_t)nread;
+    bool tls_closed = false;
+    if (c->tls) {
+        pc_tls_conn_feed(c->tls, data, len);
+        if (!pc_tls_conn_established(c->tls)) {
+            int hs = pc_tls_conn_handshake(c->tls);
+            if (hs == PC_TLS_ERROR) {
+                PC_WARN(c->s->log_id, "TLS handshake with %s failed: %s", c->peer,
+                        pc_tls_conn_error(c->tls));
+                c->close_after_write = true; /* send the alert OpenSSL prepared, then close */
+                uv_read_stop((uv_stream_t *)&c->tcp);
+                conn_flush(c);
+                conn_unref(c);
+                return;
+            }
+            if (hs == PC_TLS_WANT) {
+                conn_flush(c);
+                conn_unref(c);
+                return;
+            }
+            const char *alpn = pc_tls_conn_alpn(c->tls);
+            if (strcmp(alpn, "h2") != 0)
+                PC_DEBUG(c->s->log_id, "%s: TLS without ALPN h2 (%s), speaking HTTP/2 anyway",
+                         c->peer, *alpn ? alpn : "none");
+        }
+        c->plain.len = 0;
+        int rc = pc_tls_conn_read(c->tls, &c->plain);
+        if (rc == PC_TLS_ERROR) {
+            PC_DEBUG(c->s->log_id, "TLS read from %s: %s", c->peer, pc_tls_conn_error(c->tls));
+            conn_close(c);
+            conn_unref(c);
+            return;
+        }
+        tls_closed = rc == PC_TLS_CLOSED;
+        data = c->plain.data;
+        len = c->plain.len;
+    }
+    ssize_t rv = len ? nghttp2_session_mem_recv(c->ng, data, len) : 0;
+    if (c->plain.cap > 2 * READ_CHUNK) pc_buf_free(&c->plain);
     if (rv < 0) {
         PC_DEBUG(c->s->log_id, "%s: %s", c->peer, nghttp2_strerror((int)rv));
         if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)
@@ -575,6 +674,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         dispatch_ready(c);
         conn_flush(c);
         conn_timer_update(c);
+        /* close_notify: the peer sends nothing more */
+        if (tls_closed && !c->streams && !c->closing) conn_close(c);
     }
     conn_unref(c);
 }
@@ -614,6 +715,7 @@ static void on_connection(uv_stream_t *ls, int status)
     s->n_active++;
     c->counted = true;
     uv_tcp_nodelay(&c->tcp, 1);
+    if (s->o.tls) c->tls = pc_tls_conn_new(s->o.tls, NULL);
     if (nghttp2_session_server_new2(&c->ng, s->cbs, c, s->opt) != 0) {
         conn_close(c);
         return;

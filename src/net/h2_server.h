@@ -1,4 +1,5 @@
-/* An HTTP/2 server (libuv + nghttp2, cleartext with prior knowledge) for unary calls such as
+/* An HTTP/2 server (libuv + nghttp2; cleartext with prior knowledge, or TLS with ALPN h2 through
+ * net/tls.h's memory BIOs) for unary calls such as
  * gRPC's: a call is a request's headers and whole body, collected under limits and handed to the
  * handler on the loop thread; the handler answers later with status, headers, a body and
  * trailers (pc_h2_respond). nghttp2 does the framing, HPACK, flow control and PING acks; this
@@ -47,6 +48,9 @@ typedef struct pc_h2_server_opts {
     unsigned read_timeout_ms; /* a started call must arrive whole within this; default 30000 */
     unsigned max_connections; /* default 1024; beyond it new connections are closed */
     const char *log_id;
+    /* NULL: cleartext (h2c, prior knowledge); else TLS on every connection, the context created
+     * with ALPN "h2" (borrowed: outlives the server) */
+    struct pc_tls_ctx *tls;
 } pc_h2_server_opts;
 
 pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,

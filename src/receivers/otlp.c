@@ -34,13 +34,16 @@ typedef struct otlp_cfg {
     int64_t grpc_max_streams;
     int64_t grpc_max_connections;
     uint64_t grpc_idle_ms;
+    pc_tls_server_cfg grpc_tls;
     bool http_on, grpc_on; /* which protocols:: entries are present (set by validate) */
 } otlp_cfg;
 
 static const pc_cfg_key otlp_keys[] = {
     PC_HTTP_SERVER_KEYS(otlp_cfg, http, "protocols.http.", "localhost:4318"),
     {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint),
-     "host:port for OTLP/gRPC (HTTP/2 cleartext; 0.0.0.0 for all interfaces)", NULL},
+     "host:port for OTLP/gRPC (HTTP/2 cleartext, or TLS with protocols::grpc::tls; 0.0.0.0 for "
+     "all interfaces)",
+     NULL},
     {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib),
      "largest request message in MiB, before and after decompression (RESOURCE_EXHAUSTED above)",
      NULL},
@@ -50,6 +53,7 @@ static const pc_cfg_key otlp_keys[] = {
      "concurrent connections; more are closed", NULL},
     {"protocols.grpc.keepalive.server_parameters.max_connection_idle", PC_CFG_DURATION, "300s",
      offsetof(otlp_cfg, grpc_idle_ms), "close connections without calls this long (GOAWAY)", NULL},
+    PC_TLS_SERVER_KEYS(otlp_cfg, grpc_tls, "protocols.grpc."),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -59,6 +63,7 @@ typedef struct otlp_recv {
     pc_component *c;
     pc_receiver_http http; /* server, TLS and authenticator of protocols::http */
     pc_h2_server *h2;
+    pc_tls_ctx *grpc_tls; /* protocols::grpc::tls, NULL: h2c */
     char grpc_host[256];
     int grpc_port;
     uint64_t accepted[2], refused[2]; /* self-metrics per transport */
@@ -128,7 +133,7 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
                           "must be > 0");
         return -1;
     }
-    return 0;
+    return pc_tls_server_validate(&cfg->grpc_tls, node, path, "protocols.grpc.", err);
 }
 
 static int otlp_create(pc_component *c, pc_cfg_err *err)
@@ -493,11 +498,16 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
         .max_connections = (unsigned)cfg->grpc_max_connections,
         .log_id = c->id,
     };
+    if (pc_tls_server_enabled(&cfg->grpc_tls)) {
+        r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, err, errlen);
+        if (!r->grpc_tls) return -1;
+        o.tls = r->grpc_tls;
+    }
     r->h2 = pc_h2_server_new(c->loop, &o, on_call, r);
     if (pc_h2_server_start(r->h2, err, errlen)) return -1;
     pc_receiver_register_metrics(c, "grpc", &r->accepted[T_GRPC], &r->refused[T_GRPC]);
-    PC_INFO(c->id, "OTLP/gRPC profiles on %s:%d (h2c, ProfilesService/Export)", r->grpc_host,
-            pc_h2_server_port(r->h2));
+    PC_INFO(c->id, "OTLP/gRPC profiles on %s:%d (%s, ProfilesService/Export)", r->grpc_host,
+            pc_h2_server_port(r->h2), r->grpc_tls ? "TLS" : "h2c");
     return 0;
 }
 
@@ -546,7 +556,10 @@ static void otlp_destroy(pc_component *c)
 {
     otlp_recv *r = c->priv;
     pc_metric_unregister(c);
-    if (r) pc_receiver_http_free(&r->http);
+    if (r) {
+        pc_receiver_http_free(&r->http);
+        pc_tls_ctx_free(r->grpc_tls);
+    }
     free(c->priv);
 }
 
@@ -555,7 +568,7 @@ const pc_component_type pc_receiver_otlp = {
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
     .doc = "OTLP profiles over HTTP (POST /v1development/profiles, protobuf or JSON, gzip) and "
-           "gRPC (ProfilesService/Export, h2c, gzip)",
+           "gRPC (ProfilesService/Export, h2c or TLS, gzip)",
     .cfg_size = sizeof(otlp_cfg),
     .cfg = otlp_keys,
     .validate = otlp_validate,

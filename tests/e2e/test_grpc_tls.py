@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""OTLP/gRPC over TLS with real gRPC peers (Debian's python3-grpcio) and throwaway certificates
+made by the `openssl` command (tls_support.Certs).
+
+Receiver: protocols::grpc::tls on profcol's otlp receiver; a grpcio client with
+grpc.ssl_channel_credentials(test CA) sends, what profcol forwards (otlphttp -> harness Sink)
+equals what was sent; a plain-text (h2c) client gets nothing through.
+
+Exporter: profcol's otlp exporter with tls::ca_file sends to a grpcio server with
+grpc.ssl_server_credentials, both as https://host:port and as host:port with a tls block; a
+server certificate from an untrusted CA is refused with a clear log line and nothing is sent."""
+
+import os
+import sys
+import unittest
+from concurrent import futures
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
+import tls_support as t  # noqa: E402
+import test_grpc as g  # noqa: E402  (stubs, Recorder)
+
+import grpc  # noqa: E402
+
+CERTS = t.Certs()
+SRV_CRT, SRV_KEY = CERTS.issue("grpc-server", 4001, cn="localhost")
+BAD_CRT, BAD_KEY = CERTS.issue("grpc-untrusted", 4002, ca="other-ca", cn="localhost")
+RPC_TIMEOUT = 15.0
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class GrpcTlsReceiver(unittest.TestCase):
+    """otlp receiver (grpc with TLS) -> otlphttp exporter -> Sink."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sink = h.Sink().start()
+        cls.gport, cls.mport = h.free_port(), h.free_port()
+        cfg = ("receivers:\n  otlp:\n    protocols:\n"
+               "      grpc:\n        endpoint: 127.0.0.1:%d\n"
+               "        tls:\n          cert_file: %s\n          key_file: %s\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n    timeout: 5s\n"
+               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlphttp]\n"
+               % (cls.gport, SRV_CRT, SRV_KEY, cls.sink.url, cls.mport))
+        cls.p = h.Profcol(cfg, wait_ports=[cls.gport], name="grpc-tls-recv").start()
+        creds = grpc.ssl_channel_credentials(root_certificates=read(CERTS.ca))
+        cls.channel = grpc.secure_channel("127.0.0.1:%d" % cls.gport, creds,
+                                          options=[("grpc.ssl_target_name_override",
+                                                    "localhost")])
+        cls.stub = g.svc.ProfilesServiceStub(cls.channel)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        try:
+            cls.p.stop()
+        finally:
+            cls.p.kill()
+            cls.sink.stop()
+
+    def export_and_check(self, req, **kw):
+        n = len(self.sink.snapshot())
+        resp = self.stub.Export(req, timeout=RPC_TIMEOUT, **kw)
+        self.assertFalse(resp.HasField("partial_success"), resp)
+        got = self.sink.wait_requests(n + 1)
+        self.assertEqual(len(got), n + 1, "nothing forwarded")
+        self.assertEqual(h.summarize(got[-1].message), h.summarize(req))
+
+    def test_tls_export(self):
+        self.assertIn("(TLS, ProfilesService/Export)", self.p.stderr())
+        self.export_and_check(h.make_request(("tls-a", "tls-b"), seed=51))
+
+    def test_tls_gzip_and_concurrent(self):
+        self.export_and_check(h.make_request(("tls-gz",), seed=52, samples=200),
+                              compression=grpc.Compression.Gzip)
+        reqs = [h.make_request(("tc%d" % i,), seed=60 + i) for i in range(8)]
+        n = len(self.sink.snapshot())
+        calls = [self.stub.Export.future(r, timeout=RPC_TIMEOUT) for r in reqs]
+        for c in calls:
+            c.result()
+        got = self.sink.wait_requests(n + len(reqs))[n:]
+        self.assertEqual(h.merge_summaries([h.summarize(r.message) for r in got]),
+                         h.merge_summaries([h.summarize(r) for r in reqs]))
+
+    def test_plaintext_client_refused(self):
+        n = len(self.sink.snapshot())
+        with grpc.insecure_channel("127.0.0.1:%d" % self.gport) as ch:
+            stub = g.svc.ProfilesServiceStub(ch)
+            with self.assertRaises(grpc.RpcError) as cm:
+                stub.Export(h.make_request(("plain",), seed=53), timeout=5)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        self.p.wait_stderr(lambda s: "TLS handshake with 127.0.0.1:" in s)
+        self.assertEqual(len(self.sink.snapshot()), n)
+
+    def test_untrusting_client_refused(self):
+        creds = grpc.ssl_channel_credentials(root_certificates=read(CERTS.other_ca))
+        with grpc.secure_channel("127.0.0.1:%d" % self.gport, creds,
+                                 options=[("grpc.ssl_target_name_override", "localhost")]) as ch:
+            stub = g.svc.ProfilesServiceStub(ch)
+            with self.assertRaises(grpc.RpcError) as cm:
+                stub.Export(h.make_request(("nope",), seed=54), timeout=5)
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
+
+
+class GrpcTlsExporter(unittest.TestCase):
+
+    def start_server(self, crt, key):
+        rec = g.Recorder()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        g.svc.add_ProfilesServiceServicer_to_server(rec, server)
+        creds = grpc.ssl_server_credentials([(read(key), read(crt))])
+        port = server.add_secure_port("127.0.0.1:%d" % h.free_port(), creds)
+        server.start()
+        self.addCleanup(server.stop, 0)
+        return rec, port
+
+    def start_profcol(self, exporter_yaml, name):
+        hport, mport = h.free_port(), h.free_port()
+        cfg = (h.otlp_receiver_yaml(hport) +
+               "exporters:\n  otlp:\n" +
+               "".join("    %s\n" % ln for ln in exporter_yaml.strip("\n").splitlines()) +
+               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlp]\n"
+               % mport)
+        p = h.Profcol(cfg, wait_ports=[hport], name=name)
+        self.addCleanup(p.kill)
+        p.start()
+        return p, hport
+
+    RETRY = "retry_on_failure:\n  initial_interval: 100ms\n  max_interval: 200ms\n"
+
+    def deliver(self, exporter_yaml, name):
+        rec, port = self.start_server(SRV_CRT, SRV_KEY)
+        p, hport = self.start_profcol(exporter_yaml % port, name)
+        self.assertIn("(TLS", p.stderr())
+        reqs = [h.make_request(("e-a", "e-b"), seed=71), h.make_request(("e-c",), seed=72)]
+        for req in reqs:
+            r = h.post(hport, req.SerializeToString())
+            self.assertEqual(r.status, 200, r)
+        calls = rec.wait_calls(2)
+        self.assertEqual(len(calls), 2, p.stderr()[-3000:])
+        self.assertEqual(h.merge_summaries([h.summarize(c[0]) for c in calls]),
+                         h.merge_summaries([h.summarize(r) for r in reqs]))
+        p.stop()
+
+    def test_https_endpoint_with_ca_file(self):
+        self.deliver("endpoint: https://localhost:%%d\ntls:\n  ca_file: %s\n" % CERTS.ca,
+                     "grpc-tls-exp")
+
+    def test_hostport_with_tls_block(self):
+        self.deliver("endpoint: 127.0.0.1:%%d\ntls:\n  ca_file: %s\n"
+                     "  server_name_override: localhost\ncompression: none\n" % CERTS.ca,
+                     "grpc-tls-exp-hp")
+
+    def test_untrusted_server_refused(self):
+        rec, port = self.start_server(BAD_CRT, BAD_KEY)
+        p, hport = self.start_profcol(
+            "endpoint: https://127.0.0.1:%d\ntls:\n  ca_file: %s\n" % (port, CERTS.ca) +
+            self.RETRY, "grpc-tls-exp-bad")
+        r = h.post(hport, h.make_request(("untrusted",), seed=73).SerializeToString())
+        self.assertEqual(r.status, 200, r)  # queued
+        want = ("TLS handshake with https://127.0.0.1:%d failed: certificate verify failed"
+                % port)
+        text = p.wait_stderr(lambda s: s.count(want) >= 2)
+        self.assertGreaterEqual(text.count(want), 2, text[-3000:])  # retried
+        self.assertEqual(rec.calls, [])
+        p.kill()
+
+    def test_insecure_is_plain_text(self):
+        rec = g.Recorder()
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        g.svc.add_ProfilesServiceServicer_to_server(rec, server)
+        port = server.add_insecure_port("127.0.0.1:%d" % h.free_port())
+        server.start()
+        self.addCleanup(server.stop, 0)
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\ntls:\n  insecure: true\n" % port,
+                                      "grpc-tls-exp-insecure")
+        self.assertIn("(h2c", p.stderr())
+        req = h.make_request(("insecure",), seed=74)
+        self.assertEqual(h.post(hport, req.SerializeToString()).status, 200)
+        self.assertEqual(len(rec.wait_calls(1)), 1)
+        p.stop()
+
+
+class GrpcTlsConfig(unittest.TestCase):
+
+    def validate(self, yaml):
+        return h.run_profcol(["validate", "--config", h.write_config(yaml, "grpc-tls-validate")])
+
+    def test_errors(self):
+        base = ("exporters:\n  otlp:\n%s"
+                "receivers:\n  otlp:\n    protocols:\n      http:\n"
+                "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                "      exporters: [otlp]\n")
+        r = self.validate(base % "    endpoint: https://otlp.example.com:4317\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.validate(base % "    endpoint: 127.0.0.1:4317\n    tls:\n      ca_file: /nonexistent.pem\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("exporters::otlp::tls::ca_file", r.stderr)
+        r = self.validate("receivers:\n  otlp:\n    protocols:\n      grpc:\n"
+                          "        tls:\n          cert_file: %s\n"
+                          "exporters:\n  debug:\n"
+                          "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                          "      exporters: [debug]\n" % SRV_CRT)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("receivers::otlp::protocols::grpc::tls::key_file", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
