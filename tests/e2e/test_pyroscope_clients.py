@@ -10,8 +10,7 @@ client sent:
     equal to what the client sent, the client's functions, trace_id/span_id sample attributes;
   * pyroscope receiver -> pyroscope exporter (protocol ingest and push) -> a recording
     Pyroscope server that checks the protocol (spec/pyroscope.md §1-2): same checks on the
-    pprofs it receives, the client's tenant passed on (skipped while the exporter is a
-    placeholder).
+    pprofs it receives, the client's tenant passed on.
 Go: a stdlib-only program (tests/e2e/go/uploader, built offline in a temp dir) profiles itself
 and uploads raw /ingest, multipart /ingest and Connect Push; what reaches the OTLP sink per
 upload and sample type equals what `go tool pprof -raw` reads from the same files."""
@@ -151,9 +150,6 @@ class NodeClientTest(unittest.TestCase):
         # the tenant header travelled as metadata only: not as an attribute
         self.assertFalse(any(self.tenant in repr(v["resource"]) for v in views))
 
-    @unittest.skipUnless(ps.exporter_available("protocol"),
-                         "pyroscope exporter not implemented yet (no 'protocol' key in "
-                         "`profcol components`)")
     def test_node_client_through_pyroscope_exporter(self):
         ingest_srv = ps.PyroscopeServer().start()
         push_srv = ps.PyroscopeServer().start()
@@ -323,9 +319,6 @@ class GoClientTest(unittest.TestCase):
                 if "heap.pb.gz" in u["files"]:
                     self.assertIn("main.allocLoop", got[("inuse_space", "bytes")]["functions"])
 
-    @unittest.skipUnless(ps.exporter_available("protocol"),
-                         "pyroscope exporter not implemented yet (no 'protocol' key in "
-                         "`profcol components`)")
     def test_go_uploads_through_pyroscope_exporter(self):
         """What the pyroscope exporter sends is read by Go's own pprof reader and equals, per
         upload and sample type, what the Go program uploaded."""
