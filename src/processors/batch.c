@@ -92,50 +92,35 @@ typedef struct flush_job {
     char msg[256];
 } flush_job;
 
-/* "path::key: message", at the key's own line when the YAML gives it. */
-static void __attribute__((format(printf, 5, 6)))
-key_errorf(pc_cfg_err *err, const pc_node *node, const char *path, const char *key, const char *fmt,
-           ...)
-{
-    char sub[256], msg[384];
-    snprintf(sub, sizeof sub, "%s::%s", path, key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const pc_node *at = pc_node_get(node, key);
-    pc_cfg_errorf(err, at ? at : node, sub, "%s", msg);
-}
-
 static int batch_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     batch_cfg *cfg = cfgp;
     if (cfg->send_batch_size < 0) {
-        key_errorf(err, node, path, "send_batch_size", "must be >= 0");
+        pc_cfg_key_errorf(err, node, path, "send_batch_size", "must be >= 0");
         return -1;
     }
     if (cfg->send_batch_max_size < 0) {
-        key_errorf(err, node, path, "send_batch_max_size", "must be >= 0");
+        pc_cfg_key_errorf(err, node, path, "send_batch_max_size", "must be >= 0");
         return -1;
     }
     if (cfg->send_batch_max_size > 0 && cfg->send_batch_max_size < cfg->send_batch_size) {
-        key_errorf(err, node, path, "send_batch_max_size", "must be >= send_batch_size (%lld)",
-                   (long long)cfg->send_batch_size);
+        pc_cfg_key_errorf(err, node, path, "send_batch_max_size",
+                          "must be >= send_batch_size (%lld)", (long long)cfg->send_batch_size);
         return -1;
     }
     if (cfg->metadata_cardinality_limit < 1) {
-        key_errorf(err, node, path, "metadata_cardinality_limit", "must be >= 1");
+        pc_cfg_key_errorf(err, node, path, "metadata_cardinality_limit", "must be >= 1");
         return -1;
     }
     if (cfg->metadata_keys.n > PC_META_MAX) {
-        key_errorf(err, node, path, "metadata_keys", "at most %d keys", PC_META_MAX);
+        pc_cfg_key_errorf(err, node, path, "metadata_keys", "at most %d keys", PC_META_MAX);
         return -1;
     }
     for (size_t i = 0; i < cfg->metadata_keys.n; i++) {
         for (size_t j = 0; j < i; j++) {
             if (strcasecmp(cfg->metadata_keys.v[i], cfg->metadata_keys.v[j]) == 0) {
-                key_errorf(err, node, path, "metadata_keys", "\"%s\" is listed twice",
-                           cfg->metadata_keys.v[i]);
+                pc_cfg_key_errorf(err, node, path, "metadata_keys", "\"%s\" is listed twice",
+                                  cfg->metadata_keys.v[i]);
                 return -1;
             }
         }

@@ -90,6 +90,7 @@ typedef struct filter_job {
     pc_done_fn done;
     void *arg;
     size_t profiles, samples;
+    bool whole; /* nothing is left: acknowledge, pass nothing on */
 } filter_job;
 
 static void matcher_free(matcher *m)
@@ -357,10 +358,16 @@ static void count_drops(pc_component *c, size_t profiles, size_t samples, bool w
              whole ? ", the whole request" : "");
 }
 
+/* Sample criteria walk every sample, so deciding runs here too, and a batch is copied only
+ * when something is actually dropped. */
 static void filter_work(uv_work_t *w)
 {
     filter_job *j = w->data;
     size_t sample_drops;
+    evaluate(j->c->priv, j->b->req, false, &j->profiles, &j->samples, &sample_drops);
+    if (!j->profiles && !sample_drops) return;
+    j->whole = j->profiles == pc_batch_counts(j->b).profiles;
+    if (j->whole) return;
     pc_batch_make_writable(&j->b);
     evaluate(j->c->priv, j->b->req, true, &j->profiles, &j->samples, &sample_drops);
 }
@@ -373,21 +380,29 @@ static void filter_after(uv_work_t *w, int status)
     pc_batch *b = j->b;
     pc_done_fn done = j->done;
     void *arg = j->arg;
-    count_drops(c, j->profiles, j->samples, false);
+    bool whole = j->whole;
+    if (j->profiles || j->samples) count_drops(c, j->profiles, j->samples, whole);
     free(j);
+    if (whole) {
+        pc_batch_unref(b);
+        done(arg, PC_OK, NULL);
+        return;
+    }
     pc_consume(c->next, b, done, arg);
 }
 
 static void filter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     filter_proc *fp = c->priv;
-    size_t drop, samples, sample_drops;
-    evaluate(fp, b->req, false, &drop, &samples, &sample_drops);
-    if (drop == 0 && sample_drops == 0) {
+    size_t drop = 0, samples = 0, sample_drops = 0;
+    bool per_sample = fp->include.n_sattrs || fp->exclude.n_sattrs;
+    if (!per_sample) /* per-profile criteria are cheap enough to decide on the loop thread */
+        evaluate(fp, b->req, false, &drop, &samples, &sample_drops);
+    if (!per_sample && drop == 0) {
         pc_consume(c->next, b, done, arg);
         return;
     }
-    if (drop == pc_batch_counts(b).profiles) {
+    if (!per_sample && drop == pc_batch_counts(b).profiles) {
         count_drops(c, drop, samples, true);
         pc_batch_unref(b);
         done(arg, PC_OK, NULL);

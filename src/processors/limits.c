@@ -60,38 +60,23 @@ typedef struct limits_job {
     bool empty;
 } limits_job;
 
-/* "path::key: message", at the key's own line when the YAML gives it. */
-static void __attribute__((format(printf, 5, 6)))
-key_errorf(pc_cfg_err *err, const pc_node *node, const char *path, const char *key, const char *fmt,
-           ...)
-{
-    char sub[256], msg[384];
-    snprintf(sub, sizeof sub, "%s::%s", path, key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const pc_node *at = pc_node_get(node, key);
-    pc_cfg_errorf(err, at ? at : node, sub, "%s", msg);
-}
-
 static int limits_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     limits_cfg *cfg = cfgp;
     if (cfg->max_stack_depth < 0) {
-        key_errorf(err, node, path, "max_stack_depth", "must be >= 0");
+        pc_cfg_key_errorf(err, node, path, "max_stack_depth", "must be >= 0");
         return -1;
     }
     if (cfg->max_samples_per_profile < 0) {
-        key_errorf(err, node, path, "max_samples_per_profile", "must be >= 0");
+        pc_cfg_key_errorf(err, node, path, "max_samples_per_profile", "must be >= 0");
         return -1;
     }
     if (cfg->max_stack_depth > INT32_MAX) {
-        key_errorf(err, node, path, "max_stack_depth", "must be < 2^31");
+        pc_cfg_key_errorf(err, node, path, "max_stack_depth", "must be < 2^31");
         return -1;
     }
     if (cfg->max_samples_per_profile > INT32_MAX) {
-        key_errorf(err, node, path, "max_samples_per_profile", "must be < 2^31");
+        pc_cfg_key_errorf(err, node, path, "max_samples_per_profile", "must be < 2^31");
         return -1;
     }
     return 0;
