@@ -77,19 +77,22 @@ class _PB:
     pass
 
 
-def _gen_protos():
-    out = os.path.join(TMP, "pb")
+def gen_python_protos(subdir, names):
+    """protoc --python_out for proto/<names> into TMP/<subdir>, importable afterwards."""
+    out = os.path.join(TMP, subdir)
     os.makedirs(out, exist_ok=True)
-    proto_dir = os.path.join(SRC, "proto")
-    # rpc_status.proto/pb_wellknown.proto are not generated: pb_wellknown declares
-    # google.protobuf.Any/Duration, which clash with python-protobuf's built-ins.
-    names = ["otlp_common.proto", "otlp_resource.proto", "otlp_profiles.proto",
-             "otlp_profiles_service.proto"]
-    cmd = ["protoc", "--python_out=" + out, "--proto_path=" + proto_dir] + names
+    cmd = ["protoc", "--python_out=" + out, "--proto_path=" + os.path.join(SRC, "proto")] + names
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         raise RuntimeError("protoc failed: %s\n%s" % (" ".join(cmd), r.stderr))
     sys.path.insert(0, out)
+
+
+def _gen_protos():
+    # rpc_status.proto/pb_wellknown.proto are not generated: pb_wellknown declares
+    # google.protobuf.Any/Duration, which clash with python-protobuf's built-ins.
+    gen_python_protos("pb", ["otlp_common.proto", "otlp_resource.proto", "otlp_profiles.proto",
+                             "otlp_profiles_service.proto"])
     import otlp_common_pb2
     import otlp_resource_pb2
     import otlp_profiles_pb2

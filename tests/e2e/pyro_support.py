@@ -49,14 +49,7 @@ class _PPB:
 
 
 def _gen_protos():
-    out = os.path.join(h.TMP, "pb-pyro")
-    os.makedirs(out, exist_ok=True)
-    cmd = ["protoc", "--python_out=" + out, "--proto_path=" + os.path.join(h.SRC, "proto"),
-           "pprof.proto", "pyroscope_push.proto"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        raise RuntimeError("protoc failed: %s\n%s" % (" ".join(cmd), r.stderr))
-    sys.path.insert(0, out)
+    h.gen_python_protos("pb-pyro", ["pprof.proto", "pyroscope_push.proto"])
     import pprof_pb2
     import pyroscope_push_pb2
     m = _PPB()
