@@ -399,12 +399,6 @@ static char *sanitize_name(const char *in)
     return out;
 }
 
-static const char *kv_key(const pc_dictionary *d, const pc_keyvalue *kv)
-{
-    if (kv->key && kv->key[0]) return kv->key;
-    return pc_dict_str(d, kv->key_strindex);
-}
-
 /* String form of a scalar AnyValue (or a one-element array of one); NULL for other types. */
 static char *anyvalue_text(const pc_dictionary *d, const pc_anyvalue *v, int depth)
 {
@@ -506,7 +500,7 @@ static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_p
     for (size_t i = 0; i < na; i++) {
         const pc_keyvalue *kv = r->attributes[i];
         if (!kv) continue;
-        const char *key = kv_key(d, kv);
+        const char *key = pc_keyvalue_key(d, kv);
         if (!*key || !strcmp(key, "service.name")) continue;
         char *name = sanitize_name(key);
         char *value = anyvalue_text(d, kv->value, 0);

@@ -994,3 +994,47 @@ void pc_dict_remap_keyvalue(const pc_dict_remap *m, pc_keyvalue *kv)
     kv->key_strindex = pc_remap_index(m->strings, m->n_strings, kv->key_strindex);
     remap_any(m, kv->value);
 }
+
+/* ---- dictionary lookups ---- */
+
+const char *pc_dict_str(const pc_dictionary *d, int32_t idx)
+{
+    if (!d || idx <= 0 || !d->string_table || (size_t)idx >= d->n_string_table) return "";
+    const char *s = d->string_table[idx];
+    return s ? s : "";
+}
+
+const char *pc_keyvalue_key(const pc_dictionary *d, const pc_keyvalue *kv)
+{
+    if (!kv) return "";
+    if (kv->key && kv->key[0]) return kv->key;
+    return pc_dict_str(d, kv->key_strindex);
+}
+
+const char *pc_anyvalue_str(const pc_dictionary *d, const pc_anyvalue *v)
+{
+    if (!v) return NULL;
+    switch (v->value_case) {
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
+        return v->string_value ? v->string_value : "";
+    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX: {
+        int32_t idx = v->string_value_strindex;
+        if (idx == 0) return "";
+        if (idx < 0 || !d || !d->string_table || (size_t)idx >= d->n_string_table) return NULL;
+        return pc_dict_str(d, idx);
+    }
+    default: return NULL;
+    }
+}
+
+const char *pc_resource_attr_str(const pc_dictionary *d, const pc_resource *r, const char *key)
+{
+    if (!r || !key) return NULL;
+    size_t n = r->attributes ? r->n_attributes : 0;
+    for (size_t i = 0; i < n; i++) {
+        const pc_keyvalue *kv = r->attributes[i];
+        if (!kv || strcmp(pc_keyvalue_key(d, kv), key) != 0) continue;
+        return pc_anyvalue_str(d, kv->value); /* first match decides */
+    }
+    return NULL;
+}

@@ -303,11 +303,6 @@ static void key_tag(pc_buf *k, char t)
     pc_buf_append(k, &t, 1);
 }
 
-static const char *kv_key(const pc_dictionary *d, const pc_keyvalue *kv)
-{
-    return kv->key && kv->key[0] ? kv->key : pc_dict_str(d, kv->key_strindex);
-}
-
 static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int depth);
 
 static void key_kv(pc_buf *k, const pc_dictionary *d, const pc_keyvalue *kv, int depth)
@@ -316,7 +311,7 @@ static void key_kv(pc_buf *k, const pc_dictionary *d, const pc_keyvalue *kv, int
         key_tag(k, '-');
         return;
     }
-    key_str(k, kv_key(d, kv));
+    key_str(k, pc_keyvalue_key(d, kv));
     key_any(k, d, kv->value, depth);
 }
 

@@ -108,6 +108,11 @@ int pc_proto_check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *
 
 /* Dictionary string lookup: "" for index 0 or out of range. */
 const char *pc_dict_str(const pc_dictionary *d, int32_t idx);
+/* A KeyValue's key in either form: the plain key, else key_strindex ("" for NULL kv). */
+const char *pc_keyvalue_key(const pc_dictionary *d, const pc_keyvalue *kv);
+/* A value's string in either form (string_value or string_value_strindex); NULL when v is not a
+ * string or its index is out of range. */
+const char *pc_anyvalue_str(const pc_dictionary *d, const pc_anyvalue *v);
 /* The string value of a resource attribute (plain key/string or key_strindex/string_value_strindex
  * forms); NULL if absent or not a string. */
 const char *pc_resource_attr_str(const pc_dictionary *d, const pc_resource *r, const char *key);

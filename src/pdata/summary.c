@@ -13,50 +13,6 @@
 /* Element count of a repeated field, 0 when the array pointer is missing (hostile input). */
 #define ARR_N(arr, n) ((arr) ? (n) : 0)
 
-/* ---- dictionary lookups ---- */
-
-const char *pc_dict_str(const pc_dictionary *d, int32_t idx)
-{
-    if (!d || idx <= 0 || !d->string_table || (size_t)idx >= d->n_string_table) return "";
-    const char *s = d->string_table[idx];
-    return s ? s : "";
-}
-
-static const char *kv_key(const pc_dictionary *d, const pc_keyvalue *kv)
-{
-    if (kv->key && kv->key[0]) return kv->key;
-    return pc_dict_str(d, kv->key_strindex);
-}
-
-/* The string in v (plain or string-table form); NULL if v is not a string or a bad index. */
-static const char *anyvalue_str(const pc_dictionary *d, const pc_anyvalue *v)
-{
-    if (!v) return NULL;
-    switch (v->value_case) {
-    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-        return v->string_value ? v->string_value : "";
-    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX: {
-        int32_t idx = v->string_value_strindex;
-        if (idx == 0) return "";
-        if (idx < 0 || !d || !d->string_table || (size_t)idx >= d->n_string_table) return NULL;
-        return pc_dict_str(d, idx);
-    }
-    default: return NULL;
-    }
-}
-
-const char *pc_resource_attr_str(const pc_dictionary *d, const pc_resource *r, const char *key)
-{
-    if (!r || !key) return NULL;
-    size_t n = ARR_N(r->attributes, r->n_attributes);
-    for (size_t i = 0; i < n; i++) {
-        const pc_keyvalue *kv = r->attributes[i];
-        if (!kv || strcmp(kv_key(d, kv), key) != 0) continue;
-        return anyvalue_str(d, kv->value); /* first match decides */
-    }
-    return NULL;
-}
-
 /* ---- formatting helpers ---- */
 
 /* At most this many stack frames (lines) are walked per profile for the top table, so a hostile
@@ -287,7 +243,7 @@ static void put_resource(pc_buf *o, const char *who, const pc_dictionary *d, con
         const pc_keyvalue *kv = r->attributes[i];
         if (!kv) continue;
         pc_buf_append(o, " ", 1);
-        put_esc_or_dash(o, kv_key(d, kv));
+        put_esc_or_dash(o, pc_keyvalue_key(d, kv));
         pc_buf_append(o, "=", 1);
         put_anyvalue(o, d, kv->value);
         shown++;

@@ -125,23 +125,6 @@ static inline uint64_t pc_proc_counter_get(const pc_proc_counter *v, size_t n, c
 #define PC_AV_BYTES    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE
 #define PC_AV_STRINDEX OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX
 
-/* A KeyValue's key: the plain key, else key_strindex through the string table. */
-static inline const char *pc_kv_key(const pc_dictionary *d, const pc_keyvalue *kv)
-{
-    if (!kv) return "";
-    if (kv->key && kv->key[0]) return kv->key;
-    return pc_dict_str(d, kv->key_strindex);
-}
-
-/* A value's string (string_value or string_value_strindex); NULL if it is not a string. */
-static inline const char *pc_any_str(const pc_dictionary *d, const pc_anyvalue *v)
-{
-    if (!v) return NULL;
-    if (v->value_case == PC_AV_STRING) return v->string_value ? v->string_value : "";
-    if (v->value_case == PC_AV_STRINDEX) return pc_dict_str(d, v->string_value_strindex);
-    return NULL;
-}
-
 /* A dictionary attribute by index; NULL for 0 or out of range. */
 static inline const pc_kvu *pc_dict_attr_at(const pc_dictionary *d, int32_t idx)
 {

@@ -314,7 +314,7 @@ static int32_t redact_attr(redact_ctx *x, int32_t ai)
     if (a && any_match(&x->st->blocked_keys, pc_dict_str(x->d, a->key_strindex))) {
         out = -1;
     } else if (a) {
-        const char *s = pc_any_str(x->d, a->value);
+        const char *s = pc_anyvalue_str(x->d, a->value);
         char *masked = s && x->st->blocked_values.n ? mask_value(x->st, s) : NULL;
         if (masked) {
             pc_anyvalue v;
@@ -361,11 +361,11 @@ static void redact_kvs(redact_ctx *x, pc_keyvalue ***v, size_t *n)
     size_t k = 0;
     for (size_t i = 0; i < *n; i++) {
         pc_keyvalue *kv = (*v)[i], *nkv = kv;
-        if (kv && any_match(&x->st->blocked_keys, pc_kv_key(x->d, kv))) {
+        if (kv && any_match(&x->st->blocked_keys, pc_keyvalue_key(x->d, kv))) {
             nkv = NULL;
             x->n.keys++;
         } else if (kv) {
-            const char *s = pc_any_str(x->d, kv->value);
+            const char *s = pc_anyvalue_str(x->d, kv->value);
             char *masked = s && x->st->blocked_values.n ? mask_value(x->st, s) : NULL;
             if (masked) {
                 pc_arena *a = x->b->arena;

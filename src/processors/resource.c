@@ -432,7 +432,7 @@ typedef struct kvlist {
 static ssize_t kv_find(const kvlist *l, const pc_dictionary *d, const char *key)
 {
     for (size_t i = 0; i < l->n; i++)
-        if (strcmp(pc_kv_key(d, l->v[i]), key) == 0) return (ssize_t)i;
+        if (strcmp(pc_keyvalue_key(d, l->v[i]), key) == 0) return (ssize_t)i;
     return -1;
 }
 
@@ -446,7 +446,7 @@ static void kv_remove_at(kvlist *l, size_t i)
 static void kv_remove_key(kvlist *l, const pc_dictionary *d, const char *key, size_t from)
 {
     for (size_t i = from; i < l->n;)
-        if (strcmp(pc_kv_key(d, l->v[i]), key) == 0)
+        if (strcmp(pc_keyvalue_key(d, l->v[i]), key) == 0)
             kv_remove_at(l, i);
         else
             i++;
@@ -493,7 +493,7 @@ static pc_anyvalue *copy_value(pc_arena *a, const pc_dictionary *d, const pc_any
         *v = *src;
     else
         opentelemetry__proto__common__v1__any_value__init(v);
-    const char *s = pc_any_str(d, src);
+    const char *s = pc_anyvalue_str(d, src);
     if (s) {
         v->value_case = PC_AV_STRING;
         v->string_value = (char *)s; /* arena or string table: lives as long as the batch */
@@ -543,7 +543,7 @@ static pc_anyvalue *hash_value(pc_arena *a, const pc_dictionary *d, const pc_any
     uint8_t num[8];
     const uint8_t *data = NULL;
     size_t len = 0;
-    const char *s = pc_any_str(d, v);
+    const char *s = pc_anyvalue_str(d, v);
     uint64_t bits = 0;
     if (s) {
         data = (const uint8_t *)s;
@@ -571,7 +571,7 @@ static void apply_extract(const rule *r, kvlist *l, const pc_dictionary *d, pc_a
 {
     ssize_t i = kv_find(l, d, r->key);
     if (i < 0) return;
-    const char *s = pc_any_str(d, l->v[i]->value);
+    const char *s = pc_anyvalue_str(d, l->v[i]->value);
     if (!s) return;
     regmatch_t m[32];
     size_t nm = r->re.re_nsub + 1 < 32 ? r->re.re_nsub + 1 : 32;
@@ -613,14 +613,14 @@ static void apply_rule(const rule *r, kvlist *l, const pc_dictionary *d, pc_aren
             kv_remove_key(l, d, r->key, 0);
         else
             for (size_t i = 0; i < l->n;)
-                if (regexec(&r->re, pc_kv_key(d, l->v[i]), 0, NULL, 0) == 0)
+                if (regexec(&r->re, pc_keyvalue_key(d, l->v[i]), 0, NULL, 0) == 0)
                     kv_remove_at(l, i);
                 else
                     i++;
         return;
     case A_HASH:
         for (size_t i = 0; i < l->n; i++) {
-            const char *k = pc_kv_key(d, l->v[i]);
+            const char *k = pc_keyvalue_key(d, l->v[i]);
             bool hit = r->key ? (ssize_t)i == at : regexec(&r->re, k, 0, NULL, 0) == 0;
             if (!hit) continue;
             pc_keyvalue *kv = pc_arena_alloc(a, sizeof *kv);

@@ -108,7 +108,7 @@ static bool parse_hex(const char *s, size_t len, uint8_t *out, size_t n)
 static bool parse_id(const pc_dictionary *d, const pc_anyvalue *v, uint8_t *out, size_t n)
 {
     bool ok = false;
-    const char *s = pc_any_str(d, v);
+    const char *s = pc_anyvalue_str(d, v);
     if (s)
         ok = parse_hex(s, strlen(s), out, n);
     else if (v && v->value_case == PC_AV_BYTES) {

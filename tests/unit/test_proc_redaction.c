@@ -83,14 +83,14 @@ static const char *attr_key(pc_batch *b, int32_t idx)
 static const char *attr_val(pc_batch *b, int32_t idx)
 {
     const pc_kvu *a = attr_at(b, idx);
-    return a ? pc_any_str(b->req->dictionary, a->value) : NULL;
+    return a ? pc_anyvalue_str(b->req->dictionary, a->value) : NULL;
 }
 
 static const char *kv_val(pc_batch *b, pc_keyvalue **kvs, size_t n, const char *key)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(pc_kv_key(b->req->dictionary, kvs[i]), key) == 0)
-            return pc_any_str(b->req->dictionary, kvs[i]->value);
+        if (strcmp(pc_keyvalue_key(b->req->dictionary, kvs[i]), key) == 0)
+            return pc_anyvalue_str(b->req->dictionary, kvs[i]->value);
     return NULL;
 }
 

@@ -32,7 +32,7 @@ static size_t count_key(pc_batch *b, size_t ri, const char *key)
     pc_resource *r = res_of(b, ri);
     size_t n = 0;
     for (size_t i = 0; r && i < r->n_attributes; i++)
-        if (strcmp(pc_kv_key(b->req->dictionary, r->attributes[i]), key) == 0) n++;
+        if (strcmp(pc_keyvalue_key(b->req->dictionary, r->attributes[i]), key) == 0) n++;
     return n;
 }
 
@@ -40,7 +40,7 @@ static const pc_keyvalue *attr(pc_batch *b, size_t ri, const char *key)
 {
     pc_resource *r = res_of(b, ri);
     for (size_t i = 0; r && i < r->n_attributes; i++)
-        if (strcmp(pc_kv_key(b->req->dictionary, r->attributes[i]), key) == 0)
+        if (strcmp(pc_keyvalue_key(b->req->dictionary, r->attributes[i]), key) == 0)
             return r->attributes[i];
     return NULL;
 }
@@ -48,7 +48,7 @@ static const pc_keyvalue *attr(pc_batch *b, size_t ri, const char *key)
 static const char *str_attr(pc_batch *b, size_t ri, const char *key)
 {
     const pc_keyvalue *kv = attr(b, ri, key);
-    return kv ? pc_any_str(b->req->dictionary, kv->value) : NULL;
+    return kv ? pc_anyvalue_str(b->req->dictionary, kv->value) : NULL;
 }
 
 static pc_batch *run_yaml(const char *yaml)

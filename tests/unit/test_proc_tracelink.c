@@ -223,7 +223,8 @@ static const char *sample_label(pc_batch *b, const pc_sample *s, const char *key
     const pc_dictionary *d = b->req->dictionary;
     for (size_t i = 0; i < s->n_attribute_indices; i++) {
         const pc_kvu *a = pc_dict_attr_at(d, s->attribute_indices[i]);
-        if (a && strcmp(pc_dict_str(d, a->key_strindex), key) == 0) return pc_any_str(d, a->value);
+        if (a && strcmp(pc_dict_str(d, a->key_strindex), key) == 0)
+            return pc_anyvalue_str(d, a->value);
     }
     return NULL;
 }
