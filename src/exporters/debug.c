@@ -46,7 +46,19 @@ static void format_work(uv_work_t *w)
 {
     debug_job *j = w->data;
     debug_cfg *cfg = j->c->cfg;
-    pc_summary_format(j->batch, (pc_verbosity)cfg->verbosity, (int)cfg->top, j->c->id, &j->text);
+    const pc_batch *b = j->batch;
+    if (b->signal == PC_SIGNAL_PROFILES) {
+        pc_summary_format(b, (pc_verbosity)cfg->verbosity, (int)cfg->top, j->c->id, &j->text);
+        return;
+    }
+    /* traces, metrics, logs: a count line; detailed adds the request as OTLP JSON */
+    pc_buf_printf(&j->text, "%s: %s: %zu resource(s), %zu %s\n", j->c->id,
+                  pc_signal_infos[b->signal].name, pc_batch_n_resources(b), pc_batch_items(b),
+                  pc_signal_infos[b->signal].items);
+    if (cfg->verbosity == PC_VERBOSITY_DETAILED) {
+        pc_batch_encode_json(b, &j->text);
+        pc_buf_printf(&j->text, "\n");
+    }
 }
 
 static void format_done(uv_work_t *w, int status)
@@ -78,9 +90,11 @@ const pc_component_type pc_exporter_debug = {
     .name = "debug",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "prints received profiles to stderr (counts, per-profile lines, top functions)",
+    .doc = "prints what arrives to stderr (profiles: counts, per-profile lines, top functions; "
+           "other signals: counts, and OTLP JSON when detailed)",
     .cfg_size = sizeof(debug_cfg),
     .cfg = debug_keys,
     .validate = debug_validate,
     .consume = debug_consume,
+    .signals = PC_SIGNALS_ALL,
 };

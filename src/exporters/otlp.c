@@ -1,6 +1,7 @@
-/* Exporter "otlp": OTLP profiles over gRPC (ProfilesService/Export on HTTP/2, cleartext or TLS).
- * TLS for an https:// endpoint, or for host:port with a `tls:` block (unless `insecure: true`);
- * http:// and a bare host:port without `tls:` stay plain text (h2c).
+/* Exporter "otlp": OTLP over gRPC (ProfilesService/Export, TraceService/Export, ... for each
+ * signal's pipelines, on HTTP/2, cleartext or TLS).
+ * TLS by default, as the Collector's: host:port and https://host:port are TLS unless
+ * `tls: {insecure: true}`; only http://host:port (or insecure) is plain text (h2c).
  * Queueing and retries are the shared sender's (pipeline/sender.c); this file sends one batch
  * once: encode, compress and frame on the thread pool, call with the shared HTTP/2 client, and
  * classify the gRPC status as the OTLP spec says: UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED,
@@ -19,7 +20,6 @@
 #include "pipeline/component.h"
 #include "pipeline/sender.h"
 
-#define EXPORT_PATH  "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
 #define MAX_RESPONSE (4u << 20)
 
 typedef struct otlp_exp_cfg {
@@ -36,8 +36,8 @@ static const char *const compressions[] = {"gzip", "none", NULL};
 
 static const pc_cfg_key otlp_exp_keys[] = {
     {"endpoint", PC_CFG_STRING, NULL, offsetof(otlp_exp_cfg, endpoint),
-     "host:port, http://host:port (plain text) or https://host:port (TLS) of the OTLP/gRPC "
-     "server; host:port with a tls block (other than insecure: true) is TLS too",
+     "host:port or https://host:port (TLS, unless tls::insecure is true) or http://host:port "
+     "(plain text, h2c) of the OTLP/gRPC server",
      NULL},
     {"headers", PC_CFG_MAP, NULL, offsetof(otlp_exp_cfg, headers),
      "gRPC metadata sent with every call", NULL},
@@ -66,7 +66,8 @@ typedef struct send_job {
     uv_work_t work;
     otlp_exp *x;
     const pc_batch *batch; /* borrowed from the sender until result is called */
-    pc_buf body;           /* one framed gRPC message */
+    pc_signal sig;
+    pc_buf body; /* one framed gRPC message */
     pc_send_result result;
     void *ctx;
 } send_job;
@@ -131,11 +132,8 @@ static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, 
         return -1;
     }
     if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
-    /* https://, or host:port with a tls block: TLS unless insecure. A bare host:port stays
-     * plain text (h2c) as it always was here, unlike the Collector's TLS-by-default. */
-    const pc_node *tls = pc_node_get(node, "tls");
-    bool tls_block = tls && tls->kind == PC_NODE_MAP && tls->n > 0;
-    cfg->use_tls = !cfg->tls.insecure && (scheme == 2 || (scheme == 0 && tls_block));
+    /* TLS unless asked not to, as the Collector's configgrpc: http:// or tls::insecure */
+    cfg->use_tls = !cfg->tls.insecure && scheme != 1;
     for (size_t i = 0; i < cfg->headers.n; i++)
         if (metadata_ok(cfg->headers.keys[i], cfg->headers.vals[i], e, sizeof e)) {
             pc_cfg_key_errorf(err, node, path, "headers", "%s", e);
@@ -198,12 +196,17 @@ static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
         o.tls = x->tls_ctx;
     } else if (!strncmp(cfg->endpoint, "https://", 8)) {
         PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
+    } else if (!cfg->tls.insecure && (cfg->tls.ca_file || cfg->tls.cert_file)) {
+        PC_WARN(c->id, "an http:// endpoint is plain text: the tls settings are not used");
     }
     x->client = pc_h2_client_new(c->loop, &o);
     x->sender = pc_sender_new(c, &cfg->sender, otlp_exp_send, err, errlen);
     if (!x->sender) return -1;
     PC_INFO(c->id, "sending OTLP/gRPC to %s:%d (%s%s)", x->host, x->port,
-            x->tls_ctx ? "TLS" : "h2c", cfg->compression == 0 ? ", gzip" : "");
+            x->tls_ctx          ? "TLS"
+            : cfg->tls.insecure ? "h2c: tls::insecure"
+                                : "h2c: http:// endpoint",
+            cfg->compression == 0 ? ", gzip" : "");
     return 0;
 }
 
@@ -245,7 +248,7 @@ static const char *status_field(const pc_h2_response *r, const char *name)
 }
 
 /* OK may carry a partial success: log it, the data was still delivered as far as it goes. */
-static void log_partial_success(otlp_exp *x, const pc_h2_response *r)
+static void log_partial_success(otlp_exp *x, pc_signal sig, const pc_h2_response *r)
 {
     const uint8_t *msg;
     size_t len;
@@ -261,15 +264,11 @@ static void log_partial_success(otlp_exp *x, const pc_h2_response *r)
         msg = plain.data;
         len = plain.len;
     }
-    pc_arena *a = pc_arena_new(1024);
-    const pc_response *resp = (const pc_response *)protobuf_c_message_unpack(
-        PC_RESPONSE_DESC, pc_arena_allocator(a), len, msg);
-    if (resp && resp->partial_success &&
-        (resp->partial_success->rejected_profiles || resp->partial_success->error_message[0]))
-        PC_WARN(x->c->id, "partial success: backend rejected %lld profile(s): %s",
-                (long long)resp->partial_success->rejected_profiles,
-                resp->partial_success->error_message);
-    pc_arena_free(a);
+    int64_t rejected;
+    char why[256];
+    if (pc_partial_success_parse(sig, msg, len, false, &rejected, why, sizeof why))
+        PC_WARN(x->c->id, "partial success: backend rejected %lld %s: %s", (long long)rejected,
+                sig == PC_SIGNAL_PROFILES ? "profile(s)" : pc_signal_infos[sig].items, why);
     pc_buf_free(&plain);
 }
 
@@ -294,7 +293,7 @@ static void on_response(const pc_h2_response *r, void *arg)
     else
         code = PC_GRPC_INTERNAL; /* a 200 without grpc-status is a broken response */
     if (code == PC_GRPC_OK) {
-        log_partial_success(x, r);
+        log_partial_success(x, j->sig, r);
         finish(j, PC_OK, -1, NULL);
         return;
     }
@@ -334,8 +333,8 @@ static void encode_done(uv_work_t *w, int status)
     otlp_exp_cfg *cfg = x->c->cfg;
     (void)status;
     j->batch = NULL;
-    pc_h2_client_request(x->client, "POST", EXPORT_PATH, x->hdrs, x->n_hdrs, j->body.data,
-                         j->body.len, (unsigned)cfg->timeout_ms, on_response, j);
+    pc_h2_client_request(x->client, "POST", pc_signal_infos[j->sig].grpc_path, x->hdrs, x->n_hdrs,
+                         j->body.data, j->body.len, (unsigned)cfg->timeout_ms, on_response, j);
     pc_buf_free(&j->body); /* the client copied it */
 }
 
@@ -345,6 +344,7 @@ static void otlp_exp_send(pc_component *c, pc_batch *b, pc_send_result result, v
     send_job *j = pc_xcalloc(1, sizeof(*j));
     j->x = c->priv;
     j->batch = b;
+    j->sig = b->signal;
     j->result = result;
     j->ctx = ctx;
     j->work.data = j;
@@ -407,7 +407,8 @@ const pc_component_type pc_exporter_otlp = {
     .name = "otlp",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "OTLP/gRPC profiles exporter (ProfilesService/Export over h2c or TLS, gzip)",
+    .doc = "OTLP/gRPC exporter for every signal (ProfilesService/Export, TraceService/Export, ... "
+           "over h2c or TLS, gzip)",
     .cfg_size = sizeof(otlp_exp_cfg),
     .cfg = otlp_exp_keys,
     .validate = otlp_exp_validate,
@@ -416,4 +417,5 @@ const pc_component_type pc_exporter_otlp = {
     .consume = otlp_exp_consume,
     .shutdown = otlp_exp_shutdown,
     .destroy = otlp_exp_destroy,
+    .signals = PC_SIGNALS_ALL,
 };

@@ -1,4 +1,5 @@
-/* Exporter "otlphttp": OTLP/HTTP profiles to endpoint + /v1development/profiles.
+/* Exporter "otlphttp": OTLP/HTTP for every signal, to endpoint + the signal's path
+ * (/v1development/profiles, /v1/traces, /v1/metrics, /v1/logs) or to <signal>_endpoint as is.
  * Queueing and retries are the shared sender's (pipeline/sender.c); this file sends one batch
  * once: encode and compress on the thread pool, POST with the shared HTTP client, and classify
  * the answer as the OTLP/HTTP spec says (429/502/503/504 and network errors are retryable). */
@@ -19,7 +20,7 @@
 
 typedef struct otlphttp_cfg {
     char *endpoint;
-    char *profiles_endpoint;
+    char *signal_endpoint[PC_SIGNAL_COUNT]; /* profiles_endpoint, traces_endpoint, ... */
     pc_strmap headers;
     int compression; /* 0 gzip, 1 none */
     int64_t compression_level;
@@ -36,9 +37,20 @@ static const char *const encodings[] = {"proto", "json", NULL};
 
 static const pc_cfg_key otlphttp_keys[] = {
     {"endpoint", PC_CFG_STRING, NULL, offsetof(otlphttp_cfg, endpoint),
-     "base URL; /v1development/profiles is appended", NULL},
-    {"profiles_endpoint", PC_CFG_STRING, NULL, offsetof(otlphttp_cfg, profiles_endpoint),
+     "base URL; the signal's path is appended (/v1development/profiles, /v1/traces, /v1/metrics, "
+     "/v1/logs)",
+     NULL},
+    {"profiles_endpoint", PC_CFG_STRING, NULL,
+     offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_PROFILES]),
      "full URL for profiles, used as is (overrides endpoint)", NULL},
+    {"traces_endpoint", PC_CFG_STRING, NULL,
+     offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_TRACES]),
+     "full URL for traces, used as is (overrides endpoint)", NULL},
+    {"metrics_endpoint", PC_CFG_STRING, NULL,
+     offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_METRICS]),
+     "full URL for metrics, used as is (overrides endpoint)", NULL},
+    {"logs_endpoint", PC_CFG_STRING, NULL, offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_LOGS]),
+     "full URL for logs, used as is (overrides endpoint)", NULL},
     {"headers", PC_CFG_MAP, NULL, offsetof(otlphttp_cfg, headers), "extra request headers", NULL},
     {"compression", PC_CFG_ENUM, "gzip", offsetof(otlphttp_cfg, compression),
      "request body compression", compressions},
@@ -56,14 +68,22 @@ static const pc_cfg_key otlphttp_keys[] = {
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
+/* Where one signal goes. Signals whose URLs share scheme, host and port share one client. */
+typedef struct target {
+    bool set; /* endpoint or <signal>_endpoint configured */
+    pc_url url;
+    pc_http_client *client; /* owned when owner */
+    pc_tls_ctx *tls;        /* NULL: plain text; owned when owner */
+    bool owner;
+} target;
+
 typedef struct otlphttp {
     pc_component *c;
-    pc_url url;
-    char *headers;   /* preformatted "Name: value\r\n" lines */
-    pc_tls_ctx *tls; /* NULL: plain text */
-    pc_auth *auth;   /* NULL: no authenticator */
-    pc_http_client *client;
+    target t[PC_SIGNAL_COUNT];
+    char *headers; /* preformatted "Name: value\r\n" lines */
+    pc_auth *auth; /* NULL: no authenticator */
     pc_sender *sender;
+    int closing; /* clients still closing at shutdown */
     pc_shutdown_done shutdown_done;
 } otlphttp;
 
@@ -71,6 +91,7 @@ typedef struct send_job {
     uv_work_t work;
     otlphttp *x;
     const pc_batch *batch; /* borrowed from the sender until result is called */
+    target *t;
     pc_buf body;
     pc_send_result result;
     void *ctx;
@@ -86,16 +107,26 @@ static int header_ok(const char *s)
 static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     otlphttp_cfg *cfg = cfgp;
-    const char *ep = cfg->profiles_endpoint ? cfg->profiles_endpoint : cfg->endpoint;
     pc_url u;
     char e[256];
-    const char *key = cfg->profiles_endpoint ? "profiles_endpoint" : "endpoint";
-    if (!ep || !*ep) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "required (or profiles_endpoint)");
+    bool any = cfg->endpoint && *cfg->endpoint;
+    if (any && pc_url_parse(cfg->endpoint, &u, e, sizeof e)) {
+        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
         return -1;
     }
-    if (pc_url_parse(ep, &u, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, key, "%s", e);
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+        const char *ep = cfg->signal_endpoint[sig];
+        if (!ep || !*ep) continue;
+        any = true;
+        if (pc_url_parse(ep, &u, e, sizeof e)) {
+            pc_cfg_key_errorf(err, node, path, pc_signal_infos[sig].endpoint_key, "%s", e);
+            return -1;
+        }
+    }
+    if (!any) {
+        pc_cfg_key_errorf(err, node, path, "endpoint",
+                          "required (or profiles_endpoint, traces_endpoint, metrics_endpoint, "
+                          "logs_endpoint)");
         return -1;
     }
     if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
@@ -128,13 +159,18 @@ static int otlphttp_create(pc_component *c, pc_cfg_err *err)
     (void)err;
     x->c = c;
     c->priv = x;
-    if (cfg->profiles_endpoint) {
-        pc_url_parse(cfg->profiles_endpoint, &x->url, e, sizeof e);
-        if (!x->url.path[0]) strcpy(x->url.path, "/");
-    } else {
-        pc_url_parse(cfg->endpoint, &x->url, e, sizeof e);
-        strncat(x->url.path, "/v1development/profiles",
-                sizeof x->url.path - strlen(x->url.path) - 1);
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+        target *t = &x->t[sig];
+        if (cfg->signal_endpoint[sig] && *cfg->signal_endpoint[sig]) {
+            pc_url_parse(cfg->signal_endpoint[sig], &t->url, e, sizeof e);
+            if (!t->url.path[0]) strcpy(t->url.path, "/");
+            t->set = true;
+        } else if (cfg->endpoint && *cfg->endpoint) {
+            pc_url_parse(cfg->endpoint, &t->url, e, sizeof e);
+            strncat(t->url.path, pc_signal_infos[sig].http_path,
+                    sizeof t->url.path - strlen(t->url.path) - 1);
+            t->set = true;
+        }
     }
     pc_buf h = {0};
     pc_buf_printf(&h, "Content-Type: %s\r\nUser-Agent: profcol/%s\r\n",
@@ -149,17 +185,38 @@ static int otlphttp_create(pc_component *c, pc_cfg_err *err)
 
 static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
 
+static bool same_origin(const pc_url *a, const pc_url *b)
+{
+    return !strcmp(a->scheme, b->scheme) && !strcmp(a->host, b->host) && a->port == b->port;
+}
+
 static int otlphttp_start(pc_component *c, char *err, size_t errlen)
 {
     otlphttp *x = c->priv;
     otlphttp_cfg *cfg = c->cfg;
-    if (pc_exporter_http_open(c, &x->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
-                              &x->client, &x->tls, &x->auth, err, errlen))
-        return -1;
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+        target *t = &x->t[sig];
+        if (!t->set) continue;
+        for (int o = 0; o < sig && !t->client; o++)
+            if (x->t[o].set && same_origin(&x->t[o].url, &t->url)) {
+                t->client = x->t[o].client;
+                t->tls = x->t[o].tls;
+            }
+        if (t->client) continue;
+        pc_auth *auth = NULL;
+        if (pc_exporter_http_open(c, &t->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
+                                  &t->client, &t->tls, &auth, err, errlen))
+            return -1;
+        t->owner = true;
+        x->auth = auth;
+    }
     x->sender = pc_sender_new(c, &cfg->sender, otlphttp_send, err, errlen);
     if (!x->sender) return -1;
-    PC_INFO(c->id, "sending to %s://%s:%d%s", x->tls ? "https" : "http", x->url.host, x->url.port,
-            x->url.path);
+    const target *t = x->t[PC_SIGNAL_PROFILES].set ? &x->t[PC_SIGNAL_PROFILES] : NULL;
+    for (int sig = 0; sig < PC_SIGNAL_COUNT && !t; sig++)
+        if (x->t[sig].set) t = &x->t[sig];
+    PC_INFO(c->id, "sending to %s://%s:%d%s%s", t->tls ? "https" : "http", t->url.host, t->url.port,
+            t->url.path, cfg->endpoint ? " (other signals: their paths)" : "");
     return 0;
 }
 
@@ -188,25 +245,15 @@ static void finish(send_job *j, pc_status st, int retry_after_s, const char *msg
 }
 
 /* 2xx may carry a partial success: log it, the data was still delivered as far as it goes. */
-static void log_partial_success(otlphttp *x, const pc_http_response *r)
+static void log_partial_success(otlphttp *x, pc_signal sig, const pc_http_response *r)
 {
     if (!r->body_len) return;
-    pc_arena *a = pc_arena_new(1024);
-    ProtobufCMessage *m = NULL;
-    char e[128];
-    int json = r->content_type && strstr(r->content_type, "json");
-    if (json)
-        pc_json_decode(PC_RESPONSE_DESC, (const char *)r->body, r->body_len, a, &m, e, sizeof e);
-    else
-        m = protobuf_c_message_unpack(PC_RESPONSE_DESC, pc_arena_allocator(a), r->body_len,
-                                      r->body);
-    const pc_response *resp = (const pc_response *)m;
-    if (resp && resp->partial_success &&
-        (resp->partial_success->rejected_profiles || resp->partial_success->error_message[0]))
-        PC_WARN(x->c->id, "partial success: backend rejected %lld profile(s): %s",
-                (long long)resp->partial_success->rejected_profiles,
-                resp->partial_success->error_message);
-    pc_arena_free(a);
+    int64_t rejected;
+    char why[256];
+    bool json = r->content_type && strstr(r->content_type, "json");
+    if (pc_partial_success_parse(sig, r->body, r->body_len, json, &rejected, why, sizeof why))
+        PC_WARN(x->c->id, "partial success: backend rejected %lld %s: %s", (long long)rejected,
+                sig == PC_SIGNAL_PROFILES ? "profile(s)" : pc_signal_infos[sig].items, why);
 }
 
 static void on_response(const pc_http_response *r, void *arg)
@@ -215,13 +262,13 @@ static void on_response(const pc_http_response *r, void *arg)
     otlphttp *x = j->x;
     char msg[512];
     if (r->error) {
-        snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", x->url.host, x->url.port,
+        snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", j->t->url.host, j->t->url.port,
                  r->error_msg ? r->error_msg : uv_strerror(r->error));
         finish(j, PC_ERR_RETRYABLE, -1, msg);
         return;
     }
     if (r->status >= 200 && r->status < 300) {
-        log_partial_success(x, r);
+        log_partial_success(x, (pc_signal)(j->t - x->t), r);
         finish(j, PC_OK, -1, NULL);
         return;
     }
@@ -248,16 +295,26 @@ static void encode_done(uv_work_t *w, int status)
         pc_buf_printf(&h, "%s", x->headers);
         pc_auth_headers(x->auth, &h);
     }
-    pc_http_client_request(x->client, "POST", x->url.path, x->auth ? (char *)h.data : x->headers,
-                           j->body.data, j->body.len, (unsigned)cfg->timeout_ms, on_response, j);
+    pc_http_client_request(j->t->client, "POST", j->t->url.path,
+                           x->auth ? (char *)h.data : x->headers, j->body.data, j->body.len,
+                           (unsigned)cfg->timeout_ms, on_response, j);
     pc_buf_free(&h);
 }
 
 /* The sender's send function: one attempt. */
 static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
 {
+    otlphttp *x = c->priv;
+    if (!x->t[b->signal].set) { /* endpoint unset, only other signals' endpoints */
+        char m[160];
+        snprintf(m, sizeof m, "no endpoint for %s (set endpoint or %s)",
+                 pc_signal_infos[b->signal].name, pc_signal_infos[b->signal].endpoint_key);
+        result(ctx, PC_ERR_PERMANENT, -1, m);
+        return;
+    }
     send_job *j = pc_xcalloc(1, sizeof(*j));
-    j->x = c->priv;
+    j->x = x;
+    j->t = &x->t[b->signal];
     j->batch = b;
     j->result = result;
     j->ctx = ctx;
@@ -275,23 +332,32 @@ static void client_closed(void *arg)
 {
     pc_component *c = arg;
     otlphttp *x = c->priv;
-    x->shutdown_done(c);
+    if (--x->closing == 0) x->shutdown_done(c);
 }
 
 static void sender_drained(void *arg)
 {
     pc_component *c = arg;
     otlphttp *x = c->priv;
-    pc_http_client *cl = x->client;
-    x->client = NULL;
-    pc_http_client_close(cl, client_closed, c);
+    pc_http_client *owned[PC_SIGNAL_COUNT];
+    int n = 0;
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+        if (x->t[sig].owner && x->t[sig].client) owned[n++] = x->t[sig].client;
+        x->t[sig].client = NULL;
+    }
+    x->closing = n; /* counted before any close: one may complete synchronously */
+    for (int i = 0; i < n; i++)
+        pc_http_client_close(owned[i], client_closed, c);
 }
 
 static void otlphttp_shutdown(pc_component *c, pc_shutdown_done done)
 {
     otlphttp *x = c->priv;
     x->shutdown_done = done;
-    if (!x->client) {
+    bool open = false;
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
+        open |= x->t[sig].owner && x->t[sig].client;
+    if (!open) {
         done(c);
         return;
     }
@@ -306,7 +372,8 @@ static void otlphttp_destroy(pc_component *c)
     otlphttp *x = c->priv;
     if (!x) return;
     pc_sender_free(x->sender);
-    pc_tls_ctx_free(x->tls);
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
+        if (x->t[sig].owner) pc_tls_ctx_free(x->t[sig].tls);
     free(x->headers);
     free(x);
 }
@@ -315,7 +382,7 @@ const pc_component_type pc_exporter_otlphttp = {
     .name = "otlphttp",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "OTLP/HTTP profiles exporter (protobuf or JSON, gzip)",
+    .doc = "OTLP/HTTP exporter for every signal (protobuf or JSON, gzip)",
     .cfg_size = sizeof(otlphttp_cfg),
     .cfg = otlphttp_keys,
     .validate = otlphttp_validate,
@@ -324,4 +391,5 @@ const pc_component_type pc_exporter_otlphttp = {
     .consume = otlphttp_consume,
     .shutdown = otlphttp_shutdown,
     .destroy = otlphttp_destroy,
+    .signals = PC_SIGNALS_ALL,
 };

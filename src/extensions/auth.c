@@ -60,9 +60,24 @@ pc_auth *pc_auth_find(pc_component *c, const char *id, bool server, char *err, s
     return ext->priv;
 }
 
+static const char *http_header(const void *req, const char *name)
+{
+    return pc_http_req_header(req, name);
+}
+
+static const char *call_header(const void *call, const char *name)
+{
+    return pc_h2_call_header(call, name);
+}
+
 int pc_auth_check(pc_auth *a, const pc_http_req *req)
 {
-    return a->check(a, req);
+    return a->check(a, http_header, req);
+}
+
+int pc_auth_check_call(pc_auth *a, const pc_h2_call *call)
+{
+    return a->check(a, call_header, call);
 }
 
 void pc_auth_headers(pc_auth *a, pc_buf *out)

@@ -12,15 +12,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "net/h2_server.h"
 #include "net/http_server.h"
 #include "pdata/pdata.h"
 #include "pipeline/component.h"
+
+/* A request's header by (case-insensitive) name, NULL if absent: one check serves HTTP/1.1
+ * requests and HTTP/2 (gRPC) calls alike. */
+typedef const char *(*pc_auth_header_fn)(const void *req, const char *name);
 
 /* The first member of an authenticator extension's priv. */
 typedef struct pc_auth {
     /* receivers: 0 when the request carries valid credentials; NULL if the extension has no
      * server-side configuration */
-    int (*check)(struct pc_auth *a, const pc_http_req *req);
+    int (*check)(struct pc_auth *a, pc_auth_header_fn header, const void *req);
     /* exporters: append "Name: value\r\n" lines; NULL if it has no client-side configuration */
     void (*headers)(struct pc_auth *a, pc_buf *out);
     char challenge[128]; /* "WWW-Authenticate: Bearer realm=\"profcol\"\r\n" */
@@ -45,6 +50,8 @@ int pc_auth_usable(const pc_component *ext, bool server, char *err, size_t errle
 pc_auth *pc_auth_find(pc_component *c, const char *id, bool server, char *err, size_t errlen);
 
 int pc_auth_check(pc_auth *a, const pc_http_req *req);
+/* The same check on a gRPC call's metadata. */
+int pc_auth_check_call(pc_auth *a, const pc_h2_call *call);
 void pc_auth_headers(pc_auth *a, pc_buf *out);
 /* The challenge header line(s) for a 401. */
 const char *pc_auth_challenge(const pc_auth *a);

@@ -208,10 +208,10 @@ static const entry *find_user(const basic *x, const char *user)
     return NULL;
 }
 
-static int basic_check(pc_auth *a, const pc_http_req *req)
+static int basic_check(pc_auth *a, pc_auth_header_fn header, const void *req)
 {
     basic *x = (basic *)a;
-    const char *h = pc_http_req_header(req, "authorization");
+    const char *h = header(req, "authorization");
     if (!h || strncasecmp(h, "Basic ", 6) != 0) return -1;
     h += 6;
     while (*h == ' ')

@@ -110,11 +110,11 @@ static void on_reload(void *arg)
         PC_INFO(x->c->id, "token reloaded from %s", cfg->filename);
 }
 
-static int bta_check(pc_auth *a, const pc_http_req *req)
+static int bta_check(pc_auth *a, pc_auth_header_fn header, const void *req)
 {
     bta *x = (bta *)a;
     bta_cfg *cfg = x->c->cfg;
-    const char *got = pc_http_req_header(req, cfg->header);
+    const char *got = header(req, cfg->header);
     if (!got) return -1;
     return pc_auth_equal(got, strlen(got), x->value, strlen(x->value)) ? 0 : -1;
 }

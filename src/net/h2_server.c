@@ -69,6 +69,14 @@ struct h2conn {
     bool counted, writing, closing, dispatching, terminating;
     bool seen_frame; /* until the peer's first frame, read_timeout bounds an idle connection */
     bool close_after_write; /* TLS: a failed handshake's alert is on its way out */
+    /* keepalive: our PING and the peer's */
+    uint64_t last_read;    /* when bytes last arrived: a live peer needs no PING */
+    uint64_t ping_sent;    /* our PING awaits an answer since then (0: none) */
+    uint64_t ka_close_at;  /* GOAWAY is on its way; close by then even if it never leaves */
+    uint64_t peer_ping_at; /* the peer's last PING (0: none yet) */
+    int ping_strikes;
+    bool ping_forgiven;   /* we sent HEADERS or DATA since the peer's last PING */
+    bool close_on_goaway; /* close as soon as our GOAWAY is written */
 };
 
 struct pc_h2_server {
@@ -273,10 +281,49 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
     return 0;
 }
 
+/* GOAWAY, then close once it is written (and at the latest a second later, for a peer that
+ * does not read). */
+static void conn_goaway_close(h2conn *c, uint32_t code, const char *debug)
+{
+    if (c->close_on_goaway) return; /* already on its way */
+    nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->ng),
+                          code, (const uint8_t *)debug, strlen(debug));
+    c->terminating = true;
+    c->close_on_goaway = true;
+    c->ka_close_at = uv_now(c->s->loop) + 1000;
+}
+
+/* gRPC's keepalive enforcement policy, as grpc-go applies it: pings closer together than
+ * ping_min_time_ms (2 h without an open call, unless ping_without_stream) are strikes; the
+ * third gets GOAWAY ENHANCE_YOUR_CALM "too_many_pings", which gRPC clients understand as "ping
+ * less". A response sent since the last ping forgives the strikes (clients ping while data
+ * flows, e.g. for BDP estimation). */
+static void on_peer_ping(h2conn *c)
+{
+    const pc_h2_server_opts *o = &c->s->o;
+    if (!o->ping_min_time_ms || c->terminating) return;
+    uint64_t now = uv_now(c->s->loop), last = c->peer_ping_at;
+    c->peer_ping_at = now;
+    if (c->ping_forgiven) {
+        c->ping_forgiven = false;
+        c->ping_strikes = 0;
+        return;
+    }
+    uint64_t min = c->streams || o->ping_without_stream ? o->ping_min_time_ms : 2 * 3600 * 1000;
+    if (!last || now - last >= min || ++c->ping_strikes <= 2) return;
+    PC_WARN(c->s->log_id,
+            "%s: pings more often than keepalive::enforcement_policy allows (min_time %u ms%s), "
+            "closing with GOAWAY ENHANCE_YOUR_CALM",
+            c->peer, o->ping_min_time_ms,
+            o->ping_without_stream ? "" : ", none without an open call");
+    conn_goaway_close(c, NGHTTP2_ENHANCE_YOUR_CALM, "too_many_pings");
+}
+
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
     h2conn *c = ud;
     c->seen_frame = true;
+    if (f->hd.type == NGHTTP2_PING && !(f->hd.flags & NGHTTP2_FLAG_ACK)) on_peer_ping(c);
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
@@ -291,7 +338,9 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
  * §8.1: RST_STREAM with NO_ERROR after a complete response). */
 static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
-    (void)ud;
+    h2conn *c = ud;
+    if (f->hd.type == NGHTTP2_GOAWAY && c->close_on_goaway) c->close_after_write = true;
+    if (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) c->ping_forgiven = true;
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
         !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
@@ -551,17 +600,40 @@ static uint64_t idle_ms(const h2conn *c)
     return o->read_timeout_ms;
 }
 
+/* Keepalive: PING a connection nothing arrived from for keepalive_time_ms; anything arriving
+ * (the ack or other frames, as grpc-go counts it: an ack can queue behind a large upload)
+ * answers it; nothing within keepalive_timeout_ms: GOAWAY and close. */
+static void keepalive_check(h2conn *c, uint64_t now)
+{
+    const pc_h2_server_opts *o = &c->s->o;
+    if (!o->keepalive_time_ms || c->ka_close_at) return;
+    if (c->ping_sent && now - c->ping_sent >= o->keepalive_timeout_ms) {
+        PC_INFO(c->s->log_id, "%s: keepalive ping not answered within %u ms, closing", c->peer,
+                o->keepalive_timeout_ms);
+        conn_goaway_close(c, NGHTTP2_NO_ERROR, "keepalive ping timeout");
+    } else if (!c->ping_sent && now - c->last_read >= o->keepalive_time_ms) {
+        static const uint8_t opaque[8] = "profcol";
+        PC_DEBUG(c->s->log_id, "%s: quiet for %u ms, keepalive ping", c->peer,
+                 o->keepalive_time_ms);
+        nghttp2_submit_ping(c->ng, NGHTTP2_FLAG_NONE, opaque);
+        c->ping_sent = now;
+    }
+}
+
 static void on_timer(uv_timer_t *t)
 {
     h2conn *c = t->data;
     if (c->closing) return;
     const pc_h2_server_opts *o = &c->s->o;
     uint64_t now = uv_now(c->s->loop);
-    if (c->writing && now - c->write_since >= o->idle_timeout_ms) {
-        PC_DEBUG(c->s->log_id, "%s: not reading our writes, closing", c->peer);
+    if ((c->writing && now - c->write_since >= o->idle_timeout_ms) ||
+        (c->ka_close_at && now >= c->ka_close_at)) {
+        PC_DEBUG(c->s->log_id, "%s: not reading our writes%s, closing", c->peer,
+                 c->ka_close_at ? " (GOAWAY)" : "");
         conn_close(c);
         return;
     }
+    keepalive_check(c, now);
     if (!c->streams && !c->terminating && now - c->idle_since >= idle_ms(c)) {
         PC_DEBUG(c->s->log_id, "%s: idle, closing", c->peer);
         c->terminating = true;
@@ -595,6 +667,13 @@ static void conn_timer_update(h2conn *c)
             due = st->start_ms + o->read_timeout_ms;
     if (c->writing && c->write_since + o->idle_timeout_ms < due)
         due = c->write_since + o->idle_timeout_ms;
+    uint64_t ka = UINT64_MAX;
+    if (c->ka_close_at)
+        ka = c->ka_close_at;
+    else if (o->keepalive_time_ms)
+        ka = c->ping_sent ? c->ping_sent + o->keepalive_timeout_ms
+                          : c->last_read + o->keepalive_time_ms;
+    if (ka < due) due = ka;
     if (due == UINT64_MAX) {
         uv_timer_stop(&c->timer);
         return;
@@ -623,7 +702,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     if (nread == 0 || c->closing || c->close_after_write) return;
-    c->refs++; /* a synchronous answer must not free c under us */
+    c->last_read = uv_now(c->s->loop);
+    c->ping_sent = 0; /* the peer is alive: that answers a keepalive ping */
+    c->refs++;        /* a synchronous answer must not free c under us */
     const uint8_t *data = (const uint8_t *)buf->base;
     size_t len = (size_t)nread;
     bool tls_closed = false;
@@ -714,6 +795,7 @@ static void on_connection(uv_stream_t *ls, int status)
     }
     s->n_active++;
     c->counted = true;
+    c->last_read = uv_now(s->loop);
     uv_tcp_nodelay(&c->tcp, 1);
     if (s->o.tls) c->tls = pc_tls_conn_new(s->o.tls, NULL);
     if (nghttp2_session_server_new2(&c->ng, s->cbs, c, s->opt) != 0) {
@@ -757,6 +839,7 @@ pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
     if (!s->o.idle_timeout_ms) s->o.idle_timeout_ms = 300000;
     if (!s->o.read_timeout_ms) s->o.read_timeout_ms = 30000;
     if (!s->o.max_connections) s->o.max_connections = 1024;
+    if (!s->o.keepalive_timeout_ms) s->o.keepalive_timeout_ms = 20000;
     s->handler = handler;
     s->arg = arg;
     uv_tcp_init(loop, &s->listener);

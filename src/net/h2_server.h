@@ -47,6 +47,17 @@ typedef struct pc_h2_server_opts {
     unsigned idle_timeout_ms; /* close connections without streams this long; default 300000 */
     unsigned read_timeout_ms; /* a started call must arrive whole within this; default 30000 */
     unsigned max_connections; /* default 1024; beyond it new connections are closed */
+    /* keepalive (gRPC's server_parameters): PING a connection nothing arrived from for
+     * keepalive_time_ms (0: never); when neither the ack nor anything else arrives within
+     * keepalive_timeout_ms (default 20000), GOAWAY and close */
+    unsigned keepalive_time_ms;
+    unsigned keepalive_timeout_ms;
+    /* gRPC's enforcement_policy: a client PINGing more often than ping_min_time_ms (or at all
+     * within 2 h while it has no call open, unless ping_without_stream) earns a strike; a third
+     * strike gets GOAWAY ENHANCE_YOUR_CALM "too_many_pings" and the connection closes. A
+     * response we send forgives the strikes. 0: not enforced. */
+    unsigned ping_min_time_ms;
+    bool ping_without_stream;
     const char *log_id;
     /* NULL: cleartext (h2c, prior knowledge); else TLS on every connection, the context created
      * with ALPN "h2" (borrowed: outlives the server) */

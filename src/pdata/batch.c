@@ -119,10 +119,11 @@ int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char 
 
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out)
 {
-    size_t n = protobuf_c_message_get_packed_size(&b->req->base);
+    const ProtobufCMessage *m = pc_batch_message(b);
+    size_t n = protobuf_c_message_get_packed_size(m);
     out->len = 0;
     pc_buf_reserve(out, n + 1);
-    out->len = protobuf_c_message_pack(&b->req->base, out->data);
+    out->len = protobuf_c_message_pack(m, out->data);
 }
 
 void pc_batch_make_writable(pc_batch **bp)
@@ -134,10 +135,11 @@ void pc_batch_make_writable(pc_batch **bp)
     pc_batch_encode_proto(b, &buf);
     pc_batch *copy = NULL;
     char err[128];
-    if (pc_batch_decode_proto(buf.data, buf.len, &copy, err, sizeof err) != 0) {
+    if (pc_batch_decode(b->signal, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, &copy,
+                        err, sizeof err) != 0) {
         /* cannot happen for data that decoded and validated; never crash on it anyway */
         PC_ERROR(NULL, "copy-on-write failed (%s): the processor gets an empty batch", err);
-        copy = pc_batch_new();
+        copy = pc_batch_new_signal(b->signal);
     }
     pc_buf_free(&buf);
     for (size_t i = 0; i < b->meta.n; i++)
@@ -150,6 +152,7 @@ pc_counts pc_batch_counts(const pc_batch *b)
 {
     pc_counts c = {0};
     const pc_request *r = b->req;
+    if (!r) return c;
     c.resources = r->n_resource_profiles;
     for (size_t i = 0; i < r->n_resource_profiles; i++) {
         const pc_resource_profiles *rp = r->resource_profiles[i];

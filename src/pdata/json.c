@@ -24,7 +24,7 @@ static int hex_field_len(const ProtobufCFieldDescriptor *f)
 {
     if (f->type != PROTOBUF_C_TYPE_BYTES) return -1;
     if (strcmp(f->name, "trace_id") == 0) return 16;
-    if (strcmp(f->name, "span_id") == 0) return 8;
+    if (strcmp(f->name, "span_id") == 0 || strcmp(f->name, "parent_span_id") == 0) return 8;
     if (strcmp(f->name, "profile_id") == 0) return 16;
     return -1;
 }
@@ -884,5 +884,5 @@ int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err
 
 void pc_batch_encode_json(const pc_batch *b, pc_buf *out)
 {
-    pc_json_encode(&b->req->base, out);
+    pc_json_encode(pc_batch_message(b), out);
 }

@@ -7,8 +7,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "otlp_logs_service.pb-c.h"
+#include "otlp_metrics_service.pb-c.h"
 #include "otlp_profiles_service.pb-c.h"
+#include "otlp_trace_service.pb-c.h"
 #include "pdata/arena.h"
+
+/* The signals a pipeline can carry. Profiles are the model (DESIGN §2); traces, metrics and logs
+ * pass through as their decoded OTLP Export*ServiceRequest, re-shaped by nothing but the
+ * resource processor (and merged by batch). */
+typedef enum {
+    PC_SIGNAL_PROFILES,
+    PC_SIGNAL_TRACES,
+    PC_SIGNAL_METRICS,
+    PC_SIGNAL_LOGS,
+    PC_SIGNAL_COUNT
+} pc_signal;
+#define PC_SIGNAL_BIT(s) (1u << (s))
+#define PC_SIGNALS_ALL   ((1u << PC_SIGNAL_COUNT) - 1)
+
+typedef struct pc_signal_info {
+    const char *name;         /* "traces": the pipeline type in service::pipelines */
+    const char *http_path;    /* "/v1/traces" */
+    const char *grpc_path;    /* "/opentelemetry.proto.collector.trace.v1.TraceService/Export" */
+    const char *items;        /* "spans": what is counted, in log lines */
+    const char *metric;       /* "spans": otelcol_receiver_accepted_<metric> */
+    const char *endpoint_key; /* "traces_endpoint": otlphttp's per-signal URL key */
+    const ProtobufCMessageDescriptor *request, *response;
+} pc_signal_info;
+extern const pc_signal_info pc_signal_infos[PC_SIGNAL_COUNT];
+/* "traces" -> PC_SIGNAL_TRACES (len bytes of name); -1 if unknown. */
+int pc_signal_parse(const char *name, size_t len, pc_signal *out);
 
 /* Short names for the protobuf-c generated types. */
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
@@ -48,16 +77,35 @@ typedef struct pc_meta {
     char *vals[PC_META_MAX];
 } pc_meta;
 
-/* One batch of profiles. consume() takes ownership of one reference. */
+typedef Opentelemetry__Proto__Collector__Trace__V1__ExportTraceServiceRequest pc_traces_request;
+typedef Opentelemetry__Proto__Collector__Metrics__V1__ExportMetricsServiceRequest
+    pc_metrics_request;
+typedef Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest pc_logs_request;
+typedef Opentelemetry__Proto__Trace__V1__ResourceSpans pc_resource_spans;
+typedef Opentelemetry__Proto__Trace__V1__ScopeSpans pc_scope_spans;
+typedef Opentelemetry__Proto__Trace__V1__Span pc_span;
+
+/* One batch of one signal. consume() takes ownership of one reference. */
 typedef struct pc_batch {
     pc_arena *arena;
-    pc_request *req; /* never NULL; req->dictionary may be NULL for an empty request */
+    pc_signal signal;
+    /* profiles: never NULL (req->dictionary may be NULL for an empty request); else NULL */
+    pc_request *req;
+    /* traces, metrics, logs: the Export*ServiceRequest (pc_traces_request, ...); else NULL */
+    ProtobufCMessage *msg;
     atomic_int refs;
     pc_meta meta;
 } pc_batch;
 
 /* An empty request with a dictionary whose tables hold only their zero elements. */
 pc_batch *pc_batch_new(void);
+/* The request message of any signal. */
+static inline const ProtobufCMessage *pc_batch_message(const pc_batch *b)
+{
+    return b->req ? &b->req->base : b->msg;
+}
+/* An empty request of any signal (profiles: as pc_batch_new). */
+pc_batch *pc_batch_new_signal(pc_signal sig);
 pc_batch *pc_batch_ref(pc_batch *b);
 void pc_batch_unref(pc_batch *b);
 /* Copy-on-write: when *b is shared, replace it by a private deep copy (dropping one ref). */
@@ -69,6 +117,10 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key);
 int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err,
                           size_t errlen);
 int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen);
+/* Any signal, protobuf or JSON. Profiles are decoded as above (validate them separately);
+ * other signals only have to decode. */
+int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_batch **out,
+                    char *err, size_t errlen);
 
 /* A growable byte buffer (malloc-owned). */
 typedef struct pc_buf {
@@ -91,7 +143,21 @@ int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen);
 typedef struct pc_counts {
     size_t resources, scopes, profiles, samples;
 } pc_counts;
-pc_counts pc_batch_counts(const pc_batch *b);
+pc_counts pc_batch_counts(const pc_batch *b); /* profiles; zeros for other signals */
+/* What a signal counts: profile samples, spans, metric data points or log records. */
+size_t pc_batch_items(const pc_batch *b);
+/* The resources of any signal: n entries (ResourceProfiles, ResourceSpans, ...) whose Resource
+ * pointer is *pc_batch_resource_slot(b, i) (may be NULL: the processor may set it, from the
+ * arena). */
+size_t pc_batch_n_resources(const pc_batch *b);
+pc_resource **pc_batch_resource_slot(pc_batch *b, size_t i);
+/* One request of signal sig holding the data of every batch in bs (serialized requests
+ * concatenated, then decoded once). Not for profiles (see pdata/merge.h). */
+pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n);
+/* An Export*ServiceResponse body of signal sig: 1 when it carries a partial success (with the
+ * number rejected and the backend's message), 0 when not or undecodable. */
+int pc_partial_success_parse(pc_signal sig, const uint8_t *body, size_t len, bool json,
+                             int64_t *rejected, char *msg, size_t msglen);
 
 /* Append a ResourceProfiles (plain key/string_value attributes) with one ScopeProfiles to a
  * writable batch; returns the new ScopeProfiles to add profiles to. */

@@ -40,15 +40,27 @@ typedef struct pc_component_type {
     /* Free c->priv; handles are already closed. */
     void (*destroy)(pc_component *c);
     bool mutates; /* processors: modifies batches (copy-on-write is then applied) */
+    /* PC_SIGNAL_BIT()s of the pipelines it may be in; 0 means profiles only. A pipeline of
+     * another signal listing it is a config error. */
+    unsigned signals;
 } pc_component_type;
+
+static inline bool pc_component_type_supports(const pc_component_type *t, pc_signal sig)
+{
+    return ((t->signals ? t->signals : PC_SIGNAL_BIT(PC_SIGNAL_PROFILES)) & PC_SIGNAL_BIT(sig)) !=
+           0;
+}
 
 struct pc_component {
     const pc_component_type *type;
     char *id;  /* "otlphttp/backend"; processors: "batch in pipeline profiles/x" for logs */
     void *cfg; /* parsed config struct of type->cfg_size bytes */
     uv_loop_t *loop;
-    pc_consumer self;        /* processors and exporters: how upstream reaches this component */
-    pc_consumer *next;       /* receivers: fan-out over the pipelines; processors: next in chain */
+    pc_consumer self;  /* processors and exporters: how upstream reaches this component */
+    pc_consumer *next; /* receivers: profiles fan-out (= route[0]); processors: next */
+    /* receivers: per signal, the fan-out over the pipelines of that signal listing this
+     * receiver; NULL when none does (the receiver then refuses that signal) */
+    pc_consumer *route[PC_SIGNAL_COUNT];
     struct pc_service *host; /* the service running this component (status for extensions) */
     void *priv;
 };

@@ -16,8 +16,19 @@
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
 uint64_t pc_shutdown_deadline_ms;
 
-#define REC_MAGIC  "PCQ1"
-#define REC_HEADER 24 /* magic 4, samples 8, meta_len 4, payload_len 4, crc 4 */
+#define REC_HEADER 24 /* magic 4, items 8, meta_len 4, payload_len 4, crc 4 */
+/* The magic names the signal of the payload ("PCQ1", profiles, as before signals existed). */
+static const char rec_magic[PC_SIGNAL_COUNT][5] = {"PCQ1", "PCQT", "PCQM", "PCQL"};
+
+static int rec_signal(const uint8_t *h, pc_signal *sig)
+{
+    for (int i = 0; i < PC_SIGNAL_COUNT; i++)
+        if (!memcmp(h, rec_magic[i], 4)) {
+            *sig = (pc_signal)i;
+            return 0;
+        }
+    return -1;
+}
 
 typedef struct item item;
 struct item {
@@ -25,8 +36,9 @@ struct item {
     pc_sender *s;
     pc_batch *batch; /* NULL while a persisted record waits on disk */
     uint64_t seq;    /* persistent record number, 0 = memory only */
-    size_t samples, units;
-    pc_done_fn done; /* set when the queue is disabled: upstream waits for the outcome */
+    pc_signal sig;
+    size_t samples, units; /* samples: items of the signal (spans, data points, ...) */
+    pc_done_fn done;       /* set when the queue is disabled: upstream waits for the outcome */
     void *arg;
     uint64_t first_attempt_ms;
     int attempt;
@@ -54,12 +66,15 @@ struct pc_sender {
     int deadline_open;
     void (*shutdown_done)(void *);
     void *shutdown_arg;
-    uint64_t sent, failed, enqueue_failed;
+    /* per signal, in that signal's unit; metrics registered when a signal first arrives */
+    uint64_t sent[PC_SIGNAL_COUNT], failed[PC_SIGNAL_COUNT], enqueue_failed[PC_SIGNAL_COUNT];
+    unsigned registered;
 };
 
 static void dispatch(pc_sender *s);
 static void start_item(item *it);
 static void maybe_finish_shutdown(pc_sender *s);
+static void register_signal(pc_sender *s, pc_signal sig);
 
 int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
                        pc_cfg_err *err)
@@ -153,7 +168,7 @@ static void persist_work(uv_work_t *w)
     for (size_t i = 0; i < it->batch->meta.n; i++)
         pc_buf_printf(&meta, "%s\t%s\n", it->batch->meta.keys[i], it->batch->meta.vals[i]);
     uint8_t h[REC_HEADER];
-    memcpy(h, REC_MAGIC, 4);
+    memcpy(h, rec_magic[it->sig], 4);
     put_u64(h + 4, it->samples);
     put_u32(h + 12, (uint32_t)meta.len);
     put_u32(h + 16, (uint32_t)payload.len);
@@ -207,7 +222,7 @@ static void load_work(uv_work_t *w)
         pc_buf_append(&b, chunk, n);
     fclose(f);
     it->io_error = EINVAL;
-    if (b.len < REC_HEADER || memcmp(b.data, REC_MAGIC, 4) != 0) {
+    if (b.len < REC_HEADER || rec_signal(b.data, &it->sig)) {
         snprintf(it->err, sizeof it->err, "%.180s: not a queue record (torn write?)", path);
         goto out;
     }
@@ -223,7 +238,7 @@ static void load_work(uv_work_t *w)
         goto out;
     }
     char derr[128];
-    if (pc_batch_decode_proto(payload, pl, &it->batch, derr, sizeof derr)) {
+    if (pc_batch_decode(it->sig, payload, pl, false, &it->batch, derr, sizeof derr)) {
         snprintf(it->err, sizeof it->err, "%.180s: %.60s", path, derr);
         goto out;
     }
@@ -238,7 +253,7 @@ static void load_work(uv_work_t *w)
         }
         p = nl + 1;
     }
-    it->samples = pc_batch_counts(it->batch).samples;
+    it->samples = pc_batch_items(it->batch);
     it->io_error = 0;
 out:
     pc_buf_free(&b);
@@ -310,8 +325,8 @@ static void complete(item *it, pc_status st, const char *msg, int keep_record)
 static void drop(item *it, const char *why)
 {
     pc_sender *s = it->s;
-    s->failed += it->samples;
-    PC_ERROR(s->c->id, "dropping %zu samples: %s", it->samples, why);
+    s->failed[it->sig] += it->samples;
+    PC_ERROR(s->c->id, "dropping %zu %s: %s", it->samples, pc_signal_infos[it->sig].items, why);
 }
 
 static uint64_t backoff_ms(const pc_sender *s, int attempt)
@@ -337,13 +352,14 @@ static void on_result(void *ctx, pc_status st, int retry_after_s, const char *ms
     pc_sender *s = it->s;
     it->in_flight_send = 0;
     if (st == PC_OK) {
-        s->sent += it->samples;
+        s->sent[it->sig] += it->samples;
         complete(it, PC_OK, NULL, 0);
         return;
     }
     if (st == PC_ERR_PERMANENT) {
-        s->failed += it->samples;
-        PC_ERROR(s->c->id, "dropping %zu samples: %s (not retryable)", it->samples, msg ? msg : "");
+        s->failed[it->sig] += it->samples;
+        PC_ERROR(s->c->id, "dropping %zu %s: %s (not retryable)", it->samples,
+                 pc_signal_infos[it->sig].items, msg ? msg : "");
         complete(it, st, msg, 0);
         return;
     }
@@ -356,7 +372,7 @@ static void on_result(void *ctx, pc_status st, int retry_after_s, const char *ms
         (s->cfg.max_elapsed_ms && now + delay - it->first_attempt_ms > s->cfg.max_elapsed_ms);
     if (give_up) {
         if (it->done) { /* nobody was told OK yet: the client gets the retryable status */
-            s->failed += it->samples;
+            s->failed[it->sig] += it->samples;
             complete(it, st, msg, 0);
         } else if (it->seq && s->stopping) { /* stays on disk for the next start */
             complete(it, st, msg, 1);
@@ -446,9 +462,9 @@ static void persist_done(uv_work_t *w, int status)
     if (it->io_error) {
         /* e.g. a full disk: refuse with a retryable status, the client keeps the data */
         s->queued_units -= it->units;
-        s->enqueue_failed += it->samples;
-        PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu samples (retryable)", it->err,
-                 it->samples);
+        s->enqueue_failed[it->sig] += it->samples;
+        PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu %s (retryable)", it->err,
+                 it->samples, pc_signal_infos[it->sig].items);
         done(arg, PC_ERR_RETRYABLE, "persistent queue unavailable");
         item_free(it);
         maybe_finish_shutdown(s);
@@ -467,10 +483,12 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     item *it = pc_xcalloc(1, sizeof(*it));
     it->s = s;
     it->batch = b;
-    it->samples = pc_batch_counts(b).samples;
+    it->sig = b->signal;
+    register_signal(s, it->sig);
+    it->samples = pc_batch_items(b);
     it->units = units_of(s, it->samples, pc_arena_size(b->arena));
     if (s->stopping) {
-        s->enqueue_failed += it->samples;
+        s->enqueue_failed[it->sig] += it->samples;
         done(arg, PC_ERR_RETRYABLE, "exporter is shutting down");
         item_free(it);
         return;
@@ -485,11 +503,10 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
         return;
     }
     if (s->queued_units + it->units > s->capacity) {
-        s->enqueue_failed += it->samples;
-        PC_WARN(s->c->id,
-                "sending queue is full (%llu of %llu %s): refusing %zu samples (retryable)",
+        s->enqueue_failed[it->sig] += it->samples;
+        PC_WARN(s->c->id, "sending queue is full (%llu of %llu %s): refusing %zu %s (retryable)",
                 (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
-                pc_sender_sizers[s->cfg.sizer], it->samples);
+                pc_sender_sizers[s->cfg.sizer], it->samples, pc_signal_infos[it->sig].items);
         done(arg, PC_ERR_RETRYABLE, "sending queue is full");
         item_free(it);
         return;
@@ -570,7 +587,8 @@ static int replay(pc_sender *s, char *err, size_t errlen)
         item *it = pc_xcalloc(1, sizeof(*it));
         it->s = s;
         it->seq = seqs[i];
-        it->samples = got == sizeof h && !memcmp(h, REC_MAGIC, 4) ? (size_t)get_u64(h + 4) : 0;
+        it->samples = got == sizeof h && !rec_signal(h, &it->sig) ? (size_t)get_u64(h + 4) : 0;
+        register_signal(s, it->sig);
         it->units = units_of(s, it->samples, bytes);
         s->queued_units += it->units;
         push_queue(s, it);
@@ -579,6 +597,20 @@ static int replay(pc_sender *s, char *err, size_t errlen)
     if (n) PC_INFO(s->c->id, "persistent queue: replaying %zu request(s) from %s", n, s->dir);
     free(seqs);
     return 0;
+}
+
+/* The per-signal counters of a signal this exporter has seen (profiles always). */
+static void register_signal(pc_sender *s, pc_signal sig)
+{
+    if (s->registered & PC_SIGNAL_BIT(sig)) return;
+    s->registered |= PC_SIGNAL_BIT(sig);
+    char labels[300], name[128], help[160];
+    snprintf(labels, sizeof labels, "exporter=\"%s\"", s->c->id);
+    pc_exporter_register_metrics(s->c, sig, &s->sent[sig], &s->failed[sig]);
+    snprintf(name, sizeof name, "otelcol_exporter_enqueue_failed_%s", pc_signal_infos[sig].metric);
+    snprintf(help, sizeof help, "%s refused because the sending queue was full or unavailable",
+             sig == PC_SIGNAL_PROFILES ? "Profile samples" : pc_signal_infos[sig].items);
+    pc_metric_u64(s->c, name, help, PC_METRIC_COUNTER, labels, &s->enqueue_failed[sig]);
 }
 
 static double queue_size_metric(const void *arg)
@@ -617,10 +649,7 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn s
     }
     char labels[300];
     snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
-    pc_exporter_register_metrics(c, &s->sent, &s->failed);
-    pc_metric_u64(c, "otelcol_exporter_enqueue_failed_profile_samples",
-                  "Profile samples refused because the sending queue was full or unavailable",
-                  PC_METRIC_COUNTER, labels, &s->enqueue_failed);
+    register_signal(s, PC_SIGNAL_PROFILES);
     pc_metric_fn(c, "otelcol_exporter_queue_size", "Current size of the sending queue",
                  PC_METRIC_GAUGE, labels, queue_size_metric, s);
     pc_metric_u64(c, "otelcol_exporter_queue_capacity", "Capacity of the sending queue",
@@ -656,7 +685,7 @@ static void maybe_finish_shutdown(pc_sender *s)
         s->head = it->next;
         left++;
         left_samples += it->samples;
-        if (!it->seq) s->failed += it->samples;
+        if (!it->seq) s->failed[it->sig] += it->samples;
         s->queued_units -= it->units;
         item_free(it);
     }

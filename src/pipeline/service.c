@@ -16,7 +16,8 @@
 #define MAX_COMPONENTS 256
 
 typedef struct pipeline {
-    char *name;                /* "profiles" or "profiles/x" */
+    char *name; /* "profiles" or "profiles/x", "traces", ... */
+    pc_signal signal;
     pc_component **processors; /* own instances */
     size_t n_processors;
     pc_consumer *exporters_fanout; /* NULL when a single exporter */
@@ -32,7 +33,7 @@ struct pc_service {
     enum { SVC_STARTING, SVC_READY, SVC_STOPPING, SVC_FAILED } state;
     pipeline *pipelines;
     size_t n_pipelines;
-    pc_consumer *receiver_fanouts[MAX_COMPONENTS];
+    pc_consumer *receiver_fanouts[MAX_COMPONENTS][PC_SIGNAL_COUNT];
     char *metrics_address; /* NULL: metrics not served */
     uint64_t shutdown_timeout_ms;
     pc_metrics_server *metrics;
@@ -200,6 +201,22 @@ static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id
     return c;
 }
 
+/* A pipeline of a signal the component does not handle is refused, naming what it handles. */
+static int check_signal(const pc_component *c, const pipeline *pl, const pc_node *at,
+                        const char *path, pc_cfg_err *err)
+{
+    if (pc_component_type_supports(c->type, pl->signal)) return 0;
+    char list[64] = "";
+    for (int s = 0; s < PC_SIGNAL_COUNT; s++)
+        if (pc_component_type_supports(c->type, (pc_signal)s))
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                     pc_signal_infos[s].name);
+    pc_cfg_errorf(err, at, path, "%s \"%s\" does not support %s pipelines (only: %s)",
+                  pc_kind_name(c->type->kind), c->type->name, pc_signal_infos[pl->signal].name,
+                  list);
+    return -1;
+}
+
 static const pc_node *id_list(const pc_node *p, const char *key, const char *path, pc_cfg_err *err)
 {
     const pc_node *l = pc_node_get(p, key);
@@ -243,7 +260,7 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
             }
         pc_component *c =
             shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar, exps->vals[i], path, err);
-        if (!c) return -1;
+        if (!c || check_signal(c, pl, exps->vals[i], path, err)) return -1;
         targets[i] = &c->self;
     }
     pc_consumer *next = targets[0];
@@ -262,6 +279,10 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
         pc_component *c = component_new(s, PC_KIND_PROCESSOR, id, def, cpath, log_id, err);
         if (!c) return -1;
         c->next = next;
+        if (check_signal(c, pl, procs->vals[k], path, err)) {
+            component_free(c);
+            return -1;
+        }
         pl->processors[k] = c;
         next = &c->self;
     }
@@ -296,19 +317,17 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
         snprintf(path, sizeof path, "service::pipelines::%s", name);
         size_t sl = strcspn(name, "/");
         snprintf(signal, sizeof signal, "%.*s", (int)(sl < 63 ? sl : 63), name);
-        if (!strcmp(signal, "traces") || !strcmp(signal, "metrics") || !strcmp(signal, "logs")) {
+        pc_signal sig;
+        if (pc_signal_parse(name, sl, &sig) || (name[sl] == '/' && !name[sl + 1])) {
             pc_cfg_errorf(err, pls->vals[i], path,
-                          "%s pipelines are not supported yet: profcol handles profiles only",
-                          signal);
-            return -1;
-        }
-        if (strcmp(signal, "profiles") != 0) {
-            pc_cfg_errorf(err, pls->vals[i], path,
-                          "unknown signal \"%s\" (want profiles or profiles/<name>)", signal);
+                          "unknown pipeline \"%s\" (want profiles, traces, metrics or logs, "
+                          "optionally followed by /<name>)",
+                          name);
             return -1;
         }
         pipeline *pl = &s->pipelines[s->n_pipelines++];
         pl->name = pc_xstrdup(name);
+        pl->signal = sig;
         if (build_pipeline(s, pl, pls->vals[i], path, err)) return -1;
     }
     /* receivers: one instance per id, fanning out to every pipeline that lists it */
@@ -316,28 +335,35 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
         const pc_node *recv = pc_node_get(pls->vals[i], "receivers");
         char path[256];
         snprintf(path, sizeof path, "service::pipelines::%s", pls->keys[i]);
-        for (size_t j = 0; j < recv->n; j++)
-            if (!shared_instance(s, PC_KIND_RECEIVER, recv->vals[j]->scalar, recv->vals[j], path,
-                                 err))
-                return -1;
+        for (size_t j = 0; j < recv->n; j++) {
+            pc_component *c = shared_instance(s, PC_KIND_RECEIVER, recv->vals[j]->scalar,
+                                              recv->vals[j], path, err);
+            if (!c || check_signal(c, &s->pipelines[i], recv->vals[j], path, err)) return -1;
+        }
     }
+    /* each receiver hands each signal to every pipeline of that signal that lists it */
     for (size_t r = 0; r < s->n_receivers; r++) {
-        pc_consumer *targets[MAX_COMPONENTS];
-        size_t n = 0;
-        for (size_t i = 0; i < pls->n; i++) {
-            const pc_node *recv = pc_node_get(pls->vals[i], "receivers");
-            for (size_t j = 0; j < recv->n; j++)
-                if (!strcmp(recv->vals[j]->scalar, s->receivers[r]->id)) {
-                    targets[n++] = s->pipelines[i].first;
-                    break;
-                }
+        pc_component *rc = s->receivers[r];
+        for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+            pc_consumer *targets[MAX_COMPONENTS];
+            size_t n = 0;
+            for (size_t i = 0; i < pls->n; i++) {
+                if (s->pipelines[i].signal != (pc_signal)sig) continue;
+                const pc_node *recv = pc_node_get(pls->vals[i], "receivers");
+                for (size_t j = 0; j < recv->n; j++)
+                    if (!strcmp(recv->vals[j]->scalar, rc->id)) {
+                        targets[n++] = s->pipelines[i].first;
+                        break;
+                    }
+            }
+            if (n == 1) {
+                rc->route[sig] = targets[0];
+            } else if (n > 1) {
+                s->receiver_fanouts[r][sig] = pc_fanout_new(targets, n);
+                rc->route[sig] = s->receiver_fanouts[r][sig];
+            }
         }
-        if (n == 1) {
-            s->receivers[r]->next = targets[0];
-        } else {
-            s->receiver_fanouts[r] = pc_fanout_new(targets, n);
-            s->receivers[r]->next = s->receiver_fanouts[r];
-        }
+        rc->next = rc->route[PC_SIGNAL_PROFILES];
     }
     return 0;
 }
@@ -617,7 +643,8 @@ void pc_service_free(pc_service *s)
     if (!s) return;
     for (size_t i = 0; i < s->n_receivers; i++) {
         component_free(s->receivers[i]);
-        pc_fanout_free(s->receiver_fanouts[i]);
+        for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
+            pc_fanout_free(s->receiver_fanouts[i][sig]);
     }
     for (size_t p = 0; p < s->n_pipelines; p++) {
         pipeline *pl = &s->pipelines[p];

@@ -69,17 +69,27 @@ void pc_metric_unregister(const void *owner)
     }
 }
 
-void pc_receiver_register_metrics(pc_component *c, const char *transport,
-                                  const uint64_t *accepted_samples, const uint64_t *refused_samples)
+/* "otelcol_<kind>_<what>_<metric>" with its help text, for a signal's unit of count. */
+static void signal_counter(pc_component *c, const char *kind, const char *what, pc_signal sig,
+                           const char *help, const char *labels, const uint64_t *value)
+{
+    char name[128], h[160];
+    snprintf(name, sizeof name, "otelcol_%s_%s_%s", kind, what, pc_signal_infos[sig].metric);
+    snprintf(h, sizeof h, "%s%s %s", sig == PC_SIGNAL_PROFILES ? "Profile " : "",
+             sig == PC_SIGNAL_PROFILES ? "samples" : pc_signal_infos[sig].items, help);
+    if (sig != PC_SIGNAL_PROFILES && h[0] >= 'a' && h[0] <= 'z') h[0] = (char)(h[0] - 'a' + 'A');
+    pc_metric_u64(c, name, h, PC_METRIC_COUNTER, labels, value);
+}
+
+void pc_receiver_register_metrics(pc_component *c, pc_signal sig, const char *transport,
+                                  const uint64_t *accepted, const uint64_t *refused)
 {
     char labels[300];
     snprintf(labels, sizeof labels, "receiver=\"%s\",transport=\"%s\"", c->id, transport);
-    pc_metric_u64(c, "otelcol_receiver_accepted_profile_samples",
-                  "Profile samples successfully pushed into the pipeline", PC_METRIC_COUNTER,
-                  labels, accepted_samples);
-    pc_metric_u64(c, "otelcol_receiver_refused_profile_samples",
-                  "Profile samples that could not be pushed into the pipeline", PC_METRIC_COUNTER,
-                  labels, refused_samples);
+    signal_counter(c, "receiver", "accepted", sig, "successfully pushed into the pipeline", labels,
+                   accepted);
+    signal_counter(c, "receiver", "refused", sig, "that could not be pushed into the pipeline",
+                   labels, refused);
 }
 
 void pc_receiver_register_in_flight(pc_component *c, const uint64_t *in_flight)
@@ -91,17 +101,15 @@ void pc_receiver_register_in_flight(pc_component *c, const uint64_t *in_flight)
                   labels, in_flight);
 }
 
-void pc_exporter_register_metrics(pc_component *c, const uint64_t *sent_samples,
-                                  const uint64_t *failed_samples)
+void pc_exporter_register_metrics(pc_component *c, pc_signal sig, const uint64_t *sent,
+                                  const uint64_t *failed)
 {
     char labels[300];
     snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
-    pc_metric_u64(c, "otelcol_exporter_sent_profile_samples",
-                  "Profile samples successfully sent to the destination", PC_METRIC_COUNTER, labels,
-                  sent_samples);
-    pc_metric_u64(c, "otelcol_exporter_send_failed_profile_samples",
-                  "Profile samples that failed to be sent to the destination", PC_METRIC_COUNTER,
-                  labels, failed_samples);
+    signal_counter(c, "exporter", "sent", sig, "successfully sent to the destination", labels,
+                   sent);
+    signal_counter(c, "exporter", "send_failed", sig, "that failed to be sent to the destination",
+                   labels, failed);
 }
 
 uint64_t pc_process_rss(void)

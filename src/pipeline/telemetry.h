@@ -24,13 +24,14 @@ void pc_metrics_render(pc_buf *out);
 
 /* The standard per-component metrics, owned by c (unregister with pc_metric_unregister(c)). */
 struct pc_component;
-void pc_receiver_register_metrics(struct pc_component *c, const char *transport,
-                                  const uint64_t *accepted_samples,
-                                  const uint64_t *refused_samples);
+/* otelcol_receiver_{accepted,refused}_<profile_samples|spans|metric_points|log_records> */
+void pc_receiver_register_metrics(struct pc_component *c, pc_signal sig, const char *transport,
+                                  const uint64_t *accepted, const uint64_t *refused);
 /* Requests a receiver is decoding or waiting on the pipeline for (gauge). */
 void pc_receiver_register_in_flight(struct pc_component *c, const uint64_t *in_flight);
-void pc_exporter_register_metrics(struct pc_component *c, const uint64_t *sent_samples,
-                                  const uint64_t *failed_samples);
+/* otelcol_exporter_{sent,send_failed}_<profile_samples|spans|metric_points|log_records> */
+void pc_exporter_register_metrics(struct pc_component *c, pc_signal sig, const uint64_t *sent,
+                                  const uint64_t *failed);
 
 /* Current resident set size of this process, in bytes (from /proc/self/statm). */
 uint64_t pc_process_rss(void);

@@ -1,5 +1,7 @@
 /* Processor "batch": merges incoming batches into larger requests with one de-duplicated
- * dictionary, like the Collector's batch processor.
+ * dictionary, like the Collector's batch processor. On traces, metrics and logs pipelines it
+ * concatenates requests (send_batch_size counts spans, data points or log records there;
+ * send_batch_max_size splits profiles only).
  *
  * Buffered data is not acknowledged: every upstream (done, arg) stays pending until the flush
  * that carried its data has its downstream result, so backpressure and errors reach the sender
@@ -29,7 +31,9 @@ static const pc_cfg_key batch_keys[] = {
     {"timeout", PC_CFG_DURATION, "200ms", offsetof(batch_cfg, timeout_ms),
      "send a batch this long after its first data arrived, whatever its size (0: at once)", NULL},
     {"send_batch_size", PC_CFG_INT, "8192", offsetof(batch_cfg, send_batch_size),
-     "send as soon as this many samples are pending (0: only the timeout sends)", NULL},
+     "send as soon as this many samples (spans, data points, log records) are pending (0: only "
+     "the timeout sends)",
+     NULL},
     {"send_batch_max_size", PC_CFG_INT, "0", offsetof(batch_cfg, send_batch_max_size),
      "split requests above this many samples, inside a profile if need be (0: no limit)", NULL},
     {"metadata_keys", PC_CFG_LIST, NULL, offsetof(batch_cfg, metadata_keys),
@@ -155,7 +159,7 @@ static int batch_start(pc_component *c, char *err, size_t errlen)
     bp->timer.data = bp;
     bp->timer_inited = true;
     pc_proc_metric(c, "otelcol_processor_batch_batch_send_size_samples",
-                   "Samples sent in merged requests (divide by requests for the batch size)",
+                   "Samples (spans, data points, log records) sent in merged requests",
                    &bp->samples_out);
     pc_proc_metric(c, "otelcol_processor_batch_requests_sent", "Merged requests sent",
                    &bp->requests_out);
@@ -231,11 +235,29 @@ static void add_input(output *o, size_t input)
     o->inputs[o->n_inputs++] = input;
 }
 
+/* Traces, metrics and logs: one request carrying every input. */
+static void concat_inputs(flush_job *j)
+{
+    pc_batch **bs = pc_xmalloc(j->n_in * sizeof *bs);
+    j->n_out = 1;
+    j->out = pc_xcalloc(1, sizeof *j->out);
+    for (size_t i = 0; i < j->n_in; i++) {
+        bs[i] = j->in[i].b;
+        add_input(&j->out[0], i);
+    }
+    j->out[0].b = pc_batch_concat(bs[0]->signal, bs, j->n_in);
+    free(bs);
+}
+
 static void flush_work(uv_work_t *w)
 {
     flush_job *j = w->data;
     const batch_cfg *cfg = j->bp->c->cfg;
     plan pl = {0};
+    if (j->n_in && j->in[0].b->signal != PC_SIGNAL_PROFILES) {
+        concat_inputs(j);
+        goto meta;
+    }
     make_plan(j, (size_t)cfg->send_batch_max_size, &pl);
     if (pl.n == 0) goto out; /* nothing but empty scopes */
     j->n_out = pl.chunks;
@@ -265,6 +287,7 @@ static void flush_work(uv_work_t *w)
         }
         free(tmp);
     }
+meta:
     for (size_t o = 0; o < j->n_out; o++) {
         j->out[o].job = j;
         for (size_t i = 0; i < j->n_meta; i++)
@@ -327,11 +350,12 @@ static void flush_after(uv_work_t *w, int status)
     (void)status;   /* uv_cancel is never called on flush jobs */
     j->pending = 1; /* downstream may answer synchronously */
     for (size_t o = 0; o < j->n_out; o++) {
-        pc_counts n = pc_batch_counts(j->out[o].b);
-        PC_DEBUG(bp->c->id, "sending %zu samples in %zu profiles of %zu resources (part %zu/%zu)",
-                 n.samples, n.profiles, n.resources, o + 1, j->n_out);
+        size_t items = pc_batch_items(j->out[o].b);
+        PC_DEBUG(bp->c->id, "sending %zu %s of %zu resources (part %zu/%zu)", items,
+                 pc_signal_infos[j->out[o].b->signal].items, pc_batch_n_resources(j->out[o].b),
+                 o + 1, j->n_out);
         bp->requests_out++;
-        bp->samples_out += n.samples;
+        bp->samples_out += items;
         j->pending++;
         pc_batch *b = j->out[o].b;
         j->out[o].b = NULL;
@@ -452,8 +476,10 @@ static void batch_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *a
 {
     batch_proc *bp = c->priv;
     const batch_cfg *cfg = c->cfg;
-    pc_counts n = pc_batch_counts(b);
-    if (n.profiles == 0) { /* nothing to send, nothing to wait for */
+    size_t items = pc_batch_items(b);
+    bool empty = b->signal == PC_SIGNAL_PROFILES ? pc_batch_counts(b).profiles == 0
+                                                 : pc_batch_n_resources(b) == 0;
+    if (empty) { /* nothing to send, nothing to wait for */
         pc_batch_unref(b);
         done(arg, PC_OK, NULL);
         return;
@@ -473,7 +499,7 @@ static void batch_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *a
         s->in = pc_xrealloc(s->in, s->cap * sizeof *s->in);
     }
     s->in[s->n_in++] = (input){b, done, arg, PC_OK};
-    s->samples += n.samples;
+    s->samples += items;
     bool full = cfg->send_batch_size > 0 && s->samples >= (size_t)cfg->send_batch_size;
     if (full || cfg->timeout_ms == 0 || bp->shutting || !bp->timer_inited) {
         if (full) bp->flushes_size++;
@@ -563,4 +589,5 @@ const pc_component_type pc_processor_batch = {
     .drain = batch_drain,
     .shutdown = batch_shutdown,
     .destroy = batch_destroy,
+    .signals = PC_SIGNALS_ALL,
 };

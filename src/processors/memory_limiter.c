@@ -225,4 +225,5 @@ const pc_component_type pc_processor_memory_limiter = {
     .consume = ml_consume,
     .shutdown = ml_shutdown,
     .destroy = ml_destroy,
+    .signals = PC_SIGNALS_ALL,
 };

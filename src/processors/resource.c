@@ -1,4 +1,5 @@
-/* Processor "resource": edits the Resource of every ResourceProfiles, like the Collector's
+/* Processor "resource": edits the Resource of every ResourceProfiles (ResourceSpans, ...: it works
+ * on every signal), like the Collector's
  * resource processor. `attributes` is a list of actions applied in order:
  *
  *   - key: deployment.environment      insert (only if absent), update (only if present), upsert
@@ -649,16 +650,16 @@ static void resource_run(pc_proc_job *pj)
     resource_state *st = pj->c->priv;
     pc_batch_make_writable(&pj->b);
     pc_batch *b = pj->b;
-    const pc_dictionary *d = b->req->dictionary;
+    const pc_dictionary *d = b->req ? b->req->dictionary : NULL; /* profiles only */
     kvlist l = {0};
-    for (size_t i = 0; i < b->req->n_resource_profiles; i++) {
-        pc_resource_profiles *rp = b->req->resource_profiles[i];
-        if (!rp) continue;
-        if (!rp->resource) {
-            rp->resource = pc_arena_alloc(b->arena, sizeof *rp->resource);
-            opentelemetry__proto__resource__v1__resource__init(rp->resource);
+    size_t n = pc_batch_n_resources(b);
+    for (size_t i = 0; i < n; i++) {
+        pc_resource **slot = pc_batch_resource_slot(b, i);
+        if (!*slot) {
+            *slot = pc_arena_alloc(b->arena, sizeof **slot);
+            opentelemetry__proto__resource__v1__resource__init(*slot);
         }
-        pc_resource *res = rp->resource;
+        pc_resource *res = *slot;
         l.n = 0;
         l.changed = false;
         if (res->n_attributes > l.cap) {
@@ -736,4 +737,5 @@ const pc_component_type pc_processor_resource = {
     .shutdown = resource_shutdown,
     .destroy = resource_destroy,
     .mutates = true,
+    .signals = PC_SIGNALS_ALL,
 };

@@ -1,6 +1,8 @@
-/* Receiver "otlp": OTLP profiles over HTTP (POST /v1development/profiles, protobuf or JSON, gzip)
- * and over gRPC (ProfilesService/Export, h2c, grpc-encoding gzip), each started only when its
- * protocols:: entry is present, as in the Collector. Both transports share one path: unframe,
+/* Receiver "otlp": OTLP over HTTP (POST /v1development/profiles, /v1/traces, /v1/metrics,
+ * /v1/logs; protobuf or JSON, gzip) and over gRPC (ProfilesService/Export, TraceService/Export,
+ * ...; h2c or TLS, grpc-encoding gzip), each started only when its protocols:: entry is present,
+ * as in the Collector. A signal is served when a pipeline of that signal lists this receiver
+ * (404 / UNIMPLEMENTED otherwise). Both transports share one path: unframe,
  * inflate, decode and validate on the thread pool, consume, and answer the client only once the
  * pipeline has accepted or refused the data (DESIGN §1); only the mapping of outcomes to HTTP
  * statuses or gRPC codes differs. */
@@ -22,9 +24,6 @@
 #include "pipeline/telemetry.h"
 #include "rpc_status.pb-c.h"
 
-#define PROFILES_PATH "/v1development/profiles"
-#define GRPC_EXPORT_PATH                                                                           \
-    "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
 #define RETRY_AFTER_S 1
 
 typedef struct otlp_cfg {
@@ -34,6 +33,9 @@ typedef struct otlp_cfg {
     int64_t grpc_max_streams;
     int64_t grpc_max_connections;
     uint64_t grpc_idle_ms;
+    uint64_t grpc_ka_time_ms, grpc_ka_timeout_ms, grpc_ping_min_ms;
+    bool grpc_ping_without_stream;
+    char *grpc_auth; /* protocols::grpc::auth::authenticator */
     pc_tls_server_cfg grpc_tls;
     bool http_on, grpc_on; /* which protocols:: entries are present (set by validate) */
 } otlp_cfg;
@@ -53,7 +55,26 @@ static const pc_cfg_key otlp_keys[] = {
      "concurrent connections; more are closed", NULL},
     {"protocols.grpc.keepalive.server_parameters.max_connection_idle", PC_CFG_DURATION, "300s",
      offsetof(otlp_cfg, grpc_idle_ms), "close connections without calls this long (GOAWAY)", NULL},
+    {"protocols.grpc.keepalive.server_parameters.time", PC_CFG_DURATION, "2h",
+     offsetof(otlp_cfg, grpc_ka_time_ms),
+     "PING a connection nothing arrived from for this long (0: the default)", NULL},
+    {"protocols.grpc.keepalive.server_parameters.timeout", PC_CFG_DURATION, "20s",
+     offsetof(otlp_cfg, grpc_ka_timeout_ms),
+     "close the connection (GOAWAY) when nothing answers the PING within this (0: the default)",
+     NULL},
+    {"protocols.grpc.keepalive.enforcement_policy.min_time", PC_CFG_DURATION, "5m",
+     offsetof(otlp_cfg, grpc_ping_min_ms),
+     "clients pinging more often get GOAWAY ENHANCE_YOUR_CALM (too_many_pings) and are "
+     "disconnected (0: the default)",
+     NULL},
+    {"protocols.grpc.keepalive.enforcement_policy.permit_without_stream", PC_CFG_BOOL, "false",
+     offsetof(otlp_cfg, grpc_ping_without_stream),
+     "allow client pings while no call is open (else at most one per 2h then)", NULL},
     PC_TLS_SERVER_KEYS(otlp_cfg, grpc_tls, "protocols.grpc."),
+    {"protocols.grpc.auth.authenticator", PC_CFG_STRING, NULL, offsetof(otlp_cfg, grpc_auth),
+     "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): calls without "
+     "valid credentials get UNAUTHENTICATED",
+     NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -64,11 +85,12 @@ typedef struct otlp_recv {
     pc_receiver_http http; /* server, TLS and authenticator of protocols::http */
     pc_h2_server *h2;
     pc_tls_ctx *grpc_tls; /* protocols::grpc::tls, NULL: h2c */
+    pc_auth *grpc_auth;   /* protocols::grpc::auth, NULL: none */
     char grpc_host[256];
     int grpc_port;
-    uint64_t accepted[2], refused[2]; /* self-metrics per transport */
-    uint64_t in_flight;               /* jobs alive (gauge) */
-    int closing;                      /* servers still shutting down */
+    uint64_t accepted[2][PC_SIGNAL_COUNT], refused[2][PC_SIGNAL_COUNT]; /* per transport */
+    uint64_t in_flight;                                                 /* jobs alive (gauge) */
+    int closing; /* servers still shutting down */
     pc_shutdown_done shutdown_done;
 } otlp_recv;
 
@@ -80,6 +102,7 @@ typedef struct job {
     uv_work_t work;
     otlp_recv *r;
     int transport;
+    pc_signal sig;
     pc_http_req *req; /* T_HTTP */
     pc_h2_call *call; /* T_GRPC */
     const uint8_t *body;
@@ -90,7 +113,7 @@ typedef struct job {
     pc_batch *batch;
     refusal fail;
     int64_t rejected;
-    size_t samples;
+    size_t samples; /* items of the signal: samples, spans, data points, log records */
     char err[512];
 } job;
 
@@ -132,6 +155,22 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
                           "protocols.grpc.keepalive.server_parameters.max_connection_idle",
                           "must be > 0");
         return -1;
+    }
+    /* 0 means grpc-go's default, as in the Collector; the h2 server counts in 32-bit ms */
+    struct {
+        uint64_t *ms, def;
+        const char *key;
+    } ka[] = {
+        {&cfg->grpc_ka_time_ms, 2 * 3600 * 1000, "protocols.grpc.keepalive.server_parameters.time"},
+        {&cfg->grpc_ka_timeout_ms, 20000, "protocols.grpc.keepalive.server_parameters.timeout"},
+        {&cfg->grpc_ping_min_ms, 300000, "protocols.grpc.keepalive.enforcement_policy.min_time"},
+    };
+    for (size_t i = 0; i < sizeof ka / sizeof ka[0]; i++) {
+        if (!*ka[i].ms) *ka[i].ms = ka[i].def;
+        if (*ka[i].ms > 24 * 3600 * 1000) {
+            pc_cfg_key_errorf(err, node, path, ka[i].key, "must be at most 24h");
+            return -1;
+        }
     }
     return pc_tls_server_validate(&cfg->grpc_tls, node, path, "protocols.grpc.", err);
 }
@@ -231,8 +270,34 @@ static void respond_pipeline_error(job *j, pc_status st, const char *msg)
                     NULL, 0, NULL);
 }
 
+/* Traces, metrics and logs are never partially rejected: an empty Export*ServiceResponse. */
+static void respond_ok_signal(job *j)
+{
+    const ProtobufCMessageDescriptor *d = pc_signal_infos[j->sig].response;
+    ProtobufCMessage *m = pc_xcalloc(1, d->sizeof_message);
+    protobuf_c_message_init(d, m);
+    pc_buf body = {0};
+    if (j->json) {
+        pc_json_encode(m, &body);
+    } else {
+        pc_buf_reserve(&body, protobuf_c_message_get_packed_size(m) + 1);
+        body.len = protobuf_c_message_pack(m, body.data);
+    }
+    free(m);
+    if (j->transport == T_HTTP)
+        pc_http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf",
+                        body.data, body.len, NULL);
+    else
+        pc_grpc_respond(j->call, PC_GRPC_OK, NULL, body.data, body.len, NULL);
+    pc_buf_free(&body);
+}
+
 static void respond_ok(job *j, int64_t rejected, const char *msg)
 {
+    if (j->sig != PC_SIGNAL_PROFILES) {
+        respond_ok_signal(j);
+        return;
+    }
     pc_response resp =
         OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_SERVICE_RESPONSE__INIT;
     pc_partial_success ps =
@@ -309,14 +374,13 @@ static void decode_work(uv_work_t *w)
         data = inflated.data;
         len = inflated.len;
     }
-    int rc = j->json
-                 ? pc_batch_decode_json((const char *)data, len, &j->batch, j->err, sizeof j->err)
-                 : pc_batch_decode_proto(data, len, &j->batch, j->err, sizeof j->err);
-    if (rc || pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err)) {
+    if (pc_batch_decode(j->sig, data, len, j->json, &j->batch, j->err, sizeof j->err) ||
+        (j->sig == PC_SIGNAL_PROFILES &&
+         pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err))) {
         j->fail = E_INVALID;
         goto out;
     }
-    j->samples = pc_batch_counts(j->batch).samples;
+    j->samples = pc_batch_items(j->batch);
 out:
     pc_buf_free(&inflated);
 }
@@ -325,22 +389,23 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
 {
     job *j = arg;
     otlp_recv *r = j->r;
+    const char *items = pc_signal_infos[j->sig].items;
     switch (st) {
     case PC_OK:
-        r->accepted[j->transport] += j->samples;
+        r->accepted[j->transport][j->sig] += j->samples;
         respond_ok(j, j->rejected, j->err);
         break;
     case PC_ERR_PERMANENT:
-        r->refused[j->transport] += j->samples;
-        PC_WARN(r->c->id, "pipeline refused %zu samples permanently: %s", j->samples,
+        r->refused[j->transport][j->sig] += j->samples;
+        PC_WARN(r->c->id, "pipeline refused %zu %s permanently: %s", j->samples, items,
                 msg ? msg : "");
         respond_pipeline_error(j, st, msg ? msg : "refused by the pipeline");
         break;
     case PC_ERR_OVERLOAD:
     case PC_ERR_RETRYABLE:
-        r->refused[j->transport] += j->samples;
-        PC_WARN(r->c->id, "pipeline refused %zu samples (retryable, client told to retry): %s",
-                j->samples, msg ? msg : "");
+        r->refused[j->transport][j->sig] += j->samples;
+        PC_WARN(r->c->id, "pipeline refused %zu %s (retryable, client told to retry): %s",
+                j->samples, items, msg ? msg : "");
         respond_pipeline_error(j, st, msg ? msg : "pipeline unavailable, retry later");
         break;
     }
@@ -366,7 +431,7 @@ static void decode_done(uv_work_t *w, int status)
                 (long long)j->rejected, j->err);
     pc_batch *b = j->batch;
     j->batch = NULL;
-    pc_consume(j->r->c->next, b, pipeline_done, j);
+    pc_consume(j->r->c->route[j->sig], b, pipeline_done, j);
 }
 
 static void job_start(job *j)
@@ -397,7 +462,11 @@ static void on_request(pc_http_req *req, void *arg)
     otlp_cfg *cfg = r->c->cfg;
     const char *ct = pc_http_req_header(req, "content-type");
     int json = ct && media_type_is(ct, "application/json");
-    if (strcmp(req->path, PROFILES_PATH) != 0) {
+    int sig = 0;
+    while (sig < PC_SIGNAL_COUNT &&
+           !(r->c->route[sig] && !strcmp(req->path, pc_signal_infos[sig].http_path)))
+        sig++;
+    if (sig == PC_SIGNAL_COUNT) {
         pc_http_respond(req, 404, "text/plain", "404 page not found\n", 19, NULL);
         return;
     }
@@ -428,6 +497,7 @@ static void on_request(pc_http_req *req, void *arg)
     r->in_flight++;
     j->r = r;
     j->transport = T_HTTP;
+    j->sig = (pc_signal)sig;
     j->req = req;
     j->body = req->body;
     j->body_len = req->body_len;
@@ -442,6 +512,12 @@ static void on_request(pc_http_req *req, void *arg)
 static void on_call(pc_h2_call *call, void *arg)
 {
     otlp_recv *r = arg;
+    if (r->grpc_auth && pc_auth_check_call(r->grpc_auth, call)) {
+        PC_DEBUG(r->c->id, "%s: gRPC call without valid credentials", call->peer);
+        pc_grpc_respond(call, PC_GRPC_UNAUTHENTICATED, "missing or invalid credentials", NULL, 0,
+                        NULL);
+        return;
+    }
     otlp_cfg *cfg = r->c->cfg;
     const char *ct = pc_h2_call_header(call, "content-type");
     if (!ct ||
@@ -451,10 +527,13 @@ static void on_call(pc_h2_call *call, void *arg)
         pc_h2_respond(call, 415, h, 1, m, sizeof m - 1, NULL, 0);
         return;
     }
-    if (strcmp(call->method, "POST") != 0 || strcmp(call->path, GRPC_EXPORT_PATH) != 0) {
+    int sig = 0;
+    while (sig < PC_SIGNAL_COUNT &&
+           !(r->c->route[sig] && !strcmp(call->path, pc_signal_infos[sig].grpc_path)))
+        sig++;
+    if (strcmp(call->method, "POST") != 0 || sig == PC_SIGNAL_COUNT) {
         char m[400];
-        snprintf(m, sizeof m, "unknown method %.200s (this server has %s)", call->path,
-                 GRPC_EXPORT_PATH);
+        snprintf(m, sizeof m, "unknown method %.200s for this receiver's pipelines", call->path);
         pc_grpc_respond(call, PC_GRPC_UNIMPLEMENTED, m, NULL, 0, NULL);
         return;
     }
@@ -471,6 +550,7 @@ static void on_call(pc_h2_call *call, void *arg)
     r->in_flight++;
     j->r = r;
     j->transport = T_GRPC;
+    j->sig = (pc_signal)sig;
     j->call = call;
     j->body = call->body;
     j->body_len = call->body_len;
@@ -480,6 +560,35 @@ static void on_call(pc_h2_call *call, void *arg)
 }
 
 /* ---- lifecycle ---- */
+
+/* The counters of every signal this receiver serves, per transport. */
+static void register_metrics(pc_component *c, int t)
+{
+    otlp_recv *r = c->priv;
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
+        if (c->route[sig])
+            pc_receiver_register_metrics(c, (pc_signal)sig, t == T_HTTP ? "http" : "grpc",
+                                         &r->accepted[t][sig], &r->refused[t][sig]);
+}
+
+/* The paths (HTTP) or services (gRPC, "TraceService/Export") served, for the start-up log. */
+static const char *signal_list(const pc_component *c, int t)
+{
+    static char out[512];
+    out[0] = 0;
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+        if (!c->route[sig]) continue;
+        const char *p = pc_signal_infos[sig].http_path;
+        if (t == T_GRPC) { /* drop the package: "/a.b.TraceService/Export" */
+            const char *g = pc_signal_infos[sig].grpc_path, *slash = strrchr(g, '/');
+            p = g;
+            for (const char *q = g; q < slash; q++)
+                if (*q == '.') p = q + 1;
+        }
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", out[0] ? ", " : "", p);
+    }
+    return out;
+}
 
 static int start_grpc(pc_component *c, char *err, size_t errlen)
 {
@@ -496,8 +605,14 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
         .idle_timeout_ms = (unsigned)cfg->grpc_idle_ms,
         .read_timeout_ms = 30000,
         .max_connections = (unsigned)cfg->grpc_max_connections,
+        .keepalive_time_ms = (unsigned)cfg->grpc_ka_time_ms,
+        .keepalive_timeout_ms = (unsigned)cfg->grpc_ka_timeout_ms,
+        .ping_min_time_ms = (unsigned)cfg->grpc_ping_min_ms,
+        .ping_without_stream = cfg->grpc_ping_without_stream,
         .log_id = c->id,
     };
+    if (cfg->grpc_auth && !(r->grpc_auth = pc_auth_find(c, cfg->grpc_auth, true, err, errlen)))
+        return -1;
     if (pc_tls_server_enabled(&cfg->grpc_tls)) {
         r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, err, errlen);
         if (!r->grpc_tls) return -1;
@@ -505,9 +620,10 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
     }
     r->h2 = pc_h2_server_new(c->loop, &o, on_call, r);
     if (pc_h2_server_start(r->h2, err, errlen)) return -1;
-    pc_receiver_register_metrics(c, "grpc", &r->accepted[T_GRPC], &r->refused[T_GRPC]);
-    PC_INFO(c->id, "OTLP/gRPC profiles on %s:%d (%s, ProfilesService/Export)", r->grpc_host,
-            pc_h2_server_port(r->h2), r->grpc_tls ? "TLS" : "h2c");
+    register_metrics(c, T_GRPC);
+    PC_INFO(c->id, "OTLP/gRPC on %s:%d (%s, %s%s%s)", r->grpc_host, pc_h2_server_port(r->h2),
+            r->grpc_tls ? "TLS" : "h2c", signal_list(c, T_GRPC), cfg->grpc_auth ? ", auth: " : "",
+            cfg->grpc_auth ? cfg->grpc_auth : "");
     return 0;
 }
 
@@ -519,9 +635,9 @@ static int otlp_start(pc_component *c, char *err, size_t errlen)
     if (cfg->grpc_on && start_grpc(c, err, errlen)) return -1;
     if (!cfg->http_on) return 0;
     if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;
-    pc_receiver_register_metrics(c, "http", &r->accepted[T_HTTP], &r->refused[T_HTTP]);
-    PC_INFO(c->id, "OTLP/HTTP profiles on %s://%s:%d%s", r->http.tls ? "https" : "http",
-            r->http.host, r->http.port, PROFILES_PATH);
+    register_metrics(c, T_HTTP);
+    PC_INFO(c->id, "OTLP/HTTP on %s://%s:%d: %s", r->http.tls ? "https" : "http", r->http.host,
+            r->http.port, signal_list(c, T_HTTP));
     return 0;
 }
 
@@ -532,9 +648,9 @@ static void server_closed(void *arg)
     if (--r->closing) return;
     r->http.srv = NULL;
     r->h2 = NULL;
-    PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
-            (unsigned long long)(r->accepted[T_HTTP] + r->accepted[T_GRPC]),
-            (unsigned long long)(r->refused[T_HTTP] + r->refused[T_GRPC]));
+    PC_INFO(c->id, "stopped (accepted %llu profile samples, refused %llu)",
+            (unsigned long long)(r->accepted[T_HTTP][0] + r->accepted[T_GRPC][0]),
+            (unsigned long long)(r->refused[T_HTTP][0] + r->refused[T_GRPC][0]));
     r->shutdown_done(c);
 }
 
@@ -567,8 +683,9 @@ const pc_component_type pc_receiver_otlp = {
     .name = "otlp",
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
-    .doc = "OTLP profiles over HTTP (POST /v1development/profiles, protobuf or JSON, gzip) and "
-           "gRPC (ProfilesService/Export, h2c or TLS, gzip)",
+    .doc = "OTLP over HTTP (POST /v1development/profiles, /v1/traces, /v1/metrics, /v1/logs; "
+           "protobuf or JSON, gzip) and gRPC (ProfilesService/Export, TraceService/Export, ...; "
+           "h2c or TLS, gzip)",
     .cfg_size = sizeof(otlp_cfg),
     .cfg = otlp_keys,
     .validate = otlp_validate,
@@ -576,4 +693,5 @@ const pc_component_type pc_receiver_otlp = {
     .start = otlp_start,
     .shutdown = otlp_shutdown,
     .destroy = otlp_destroy,
+    .signals = PC_SIGNALS_ALL,
 };

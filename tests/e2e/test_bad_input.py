@@ -591,11 +591,20 @@ class CommandLineTest(unittest.TestCase):
                 self.assertNotEqual(text, g, "test bug")
                 self.assert_config_error(text, key_path, [_line_of(text, needle)])
 
-    def test_validate_traces_pipeline_refused(self):
-        text = self.good_config() + "    traces:\n      receivers: [otlp]\n      exporters: [debug]\n"
+    def test_validate_traces_pipeline_with_profiles_only_processor_refused(self):
+        # traces pass through; a processor that handles profiles only is a config error there
+        text = self.good_config().replace("service:\n", "processors:\n  filter:\nservice:\n", 1)
+        text += ("    traces:\n      receivers: [otlp]\n      processors: [filter]\n"
+                 "      exporters: [debug]\n")
         n = _line_of(text, "traces:")
-        out = self.assert_config_error(text, "service::pipelines::traces", [n, n + 1, n + 2])
-        self.assertIn("traces", out)
+        out = self.assert_config_error(text, "service::pipelines::traces",
+                                       [n, n + 1, n + 2, n + 3])
+        self.assertIn('processor "filter" does not support traces pipelines', out)
+
+    def test_validate_traces_pipeline_accepted(self):
+        text = self.good_config() + "    traces:\n      receivers: [otlp]\n      exporters: [debug]\n"
+        r = h.run_profcol(["validate", "--config", h.write_config(text, "traces")])
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_validate_pipeline_without_exporters(self):
         text = self.good_config().replace("      exporters: [otlphttp, debug]\n", "")

@@ -107,6 +107,29 @@ static void test_valid_example(void)
     CHECK_STR(service_error(good), "");
 }
 
+/* The config, as users copy it from the profiling guides: every signal's pipeline. */
+static void test_seed_config(void)
+{
+    CHECK_STR(service_error("receivers:\n  otlp:\n    protocols:\n      grpc:\n"
+                            "        endpoint: 0.0.0.0:4317\n      http:\n"
+                            "        endpoint: 0.0.0.0:4318\n  otlp/profiles:\n    protocols:\n"
+                            "      grpc:\n        endpoint: 0.0.0.0:4327\nprocessors:\n  batch:\n"
+                            "    timeout: 1s\n  resource:\n    attributes:\n"
+                            "    - key: service.name\n      from_attribute: service.name\n"
+                            "      action: upsert\nexporters:\n  otlphttp/traces:\n"
+                            "    endpoint: https://otlp.example.com\n    headers:\n"
+                            "      x-api-token: ${API_TOKEN}\n  otlphttp/pyroscope:\n"
+                            "    endpoint: http://pyroscope:4040\n  otlp/profiles:\n"
+                            "    endpoint: https://otlp.example.com:4317\n    headers:\n"
+                            "      Authorization: \"Bearer ${API_TOKEN}\"\nservice:\n"
+                            "  pipelines:\n    traces:\n      receivers: [otlp]\n"
+                            "      processors: [batch, resource]\n"
+                            "      exporters: [otlphttp/traces]\n    profiles:\n"
+                            "      receivers: [otlp/profiles]\n      processors: [batch]\n"
+                            "      exporters: [otlphttp/pyroscope, otlp/profiles]\n"),
+              "");
+}
+
 static void test_errors(void)
 {
     /* unknown key with a suggestion, file, line and key path */
@@ -143,10 +166,29 @@ static void test_errors(void)
                       "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n");
     CHECK_CONTAINS(e, "at least one exporter");
 
+    /* other signals: only components that handle them; the error names what they handle */
+    e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\nprocessors:\n  filter:\n"
+                      "exporters:\n  debug:\nservice:\n  pipelines:\n    traces:\n"
+                      "      receivers: [otlp]\n      processors: [filter]\n"
+                      "      exporters: [debug]\n");
+    CHECK_CONTAINS(e, "processor \"filter\" does not support traces pipelines (only: profiles)");
+    CHECK_CONTAINS(e, "service::pipelines::traces");
+    CHECK_CONTAINS(e, "test.yaml:13");
+
+    e = service_error("receivers:\n  pyroscope:\nexporters:\n  debug:\n"
+                      "service:\n  pipelines:\n    logs/x:\n"
+                      "      receivers: [pyroscope]\n      exporters: [debug]\n");
+    CHECK_CONTAINS(e, "receiver \"pyroscope\" does not support logs pipelines");
+
+    e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\nexporters:\n"
+                      "  pyroscope:\n    endpoint: http://x:1\nservice:\n  pipelines:\n"
+                      "    metrics:\n      receivers: [otlp]\n      exporters: [pyroscope]\n");
+    CHECK_CONTAINS(e, "exporter \"pyroscope\" does not support metrics pipelines");
+
     e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\nexporters:\n  debug:\n"
-                      "service:\n  pipelines:\n    traces:\n"
+                      "service:\n  pipelines:\n    events:\n"
                       "      receivers: [otlp]\n      exporters: [debug]\n");
-    CHECK_CONTAINS(e, "traces pipelines are not supported yet");
+    CHECK_CONTAINS(e, "unknown pipeline \"events\"");
 
     e = service_error("exporters:\n  otlphttp:\n    endpoint: http://x:1\n    timeout: soon\n");
     CHECK_CONTAINS(e, "exporters::otlphttp::timeout");
@@ -198,6 +240,7 @@ int main(void)
     RUN(test_merge);
     RUN(test_units);
     RUN(test_valid_example);
+    RUN(test_seed_config);
     RUN(test_errors);
     RUN(test_billion_laughs);
     return check_report();

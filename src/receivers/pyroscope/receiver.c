@@ -541,7 +541,8 @@ static int pyro_start(pc_component *c, char *err, size_t errlen)
     pyro_cfg *cfg = c->cfg;
     if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;
     pc_receiver_register_in_flight(c, &r->in_flight);
-    pc_receiver_register_metrics(c, "http", &r->accepted_samples, &r->refused_samples);
+    pc_receiver_register_metrics(c, PC_SIGNAL_PROFILES, "http", &r->accepted_samples,
+                                 &r->refused_samples);
     PC_INFO(c->id,
             "Pyroscope ingest on %s://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)%s",
             r->http.tls ? "https" : "http", r->http.host, r->http.port,

@@ -1,0 +1,221 @@
+/* The signals a pipeline carries, and what pdata does for every one of them: decode, count,
+ * reach the resources, concatenate. Profiles have their own model code (batch.c, merge.c);
+ * traces, metrics and logs are passed through as decoded OTLP requests. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pdata/json.h"
+#include "pdata/pdata.h"
+#include "pipeline/log.h"
+
+#define COLLECTOR(sig, svc) "/opentelemetry.proto.collector." sig ".v1." svc "/Export"
+
+const pc_signal_info pc_signal_infos[PC_SIGNAL_COUNT] = {
+    [PC_SIGNAL_PROFILES] = {"profiles", "/v1development/profiles",
+                            "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/"
+                            "Export",
+                            "samples", "profile_samples", "profiles_endpoint", PC_REQUEST_DESC,
+                            PC_RESPONSE_DESC},
+    [PC_SIGNAL_TRACES] =
+        {"traces", "/v1/traces", COLLECTOR("trace", "TraceService"), "spans", "spans",
+         "traces_endpoint",
+         &opentelemetry__proto__collector__trace__v1__export_trace_service_request__descriptor,
+         &opentelemetry__proto__collector__trace__v1__export_trace_service_response__descriptor},
+    [PC_SIGNAL_METRICS] =
+        {"metrics", "/v1/metrics", COLLECTOR("metrics", "MetricsService"), "data points",
+         "metric_points", "metrics_endpoint",
+         &opentelemetry__proto__collector__metrics__v1__export_metrics_service_request__descriptor,
+         &opentelemetry__proto__collector__metrics__v1__export_metrics_service_response__descriptor},
+    [PC_SIGNAL_LOGS] =
+        {"logs", "/v1/logs", COLLECTOR("logs", "LogsService"), "log records", "log_records",
+         "logs_endpoint",
+         &opentelemetry__proto__collector__logs__v1__export_logs_service_request__descriptor,
+         &opentelemetry__proto__collector__logs__v1__export_logs_service_response__descriptor},
+};
+
+int pc_signal_parse(const char *name, size_t len, pc_signal *out)
+{
+    for (int s = 0; s < PC_SIGNAL_COUNT; s++)
+        if (strlen(pc_signal_infos[s].name) == len && !memcmp(pc_signal_infos[s].name, name, len)) {
+            *out = (pc_signal)s;
+            return 0;
+        }
+    return -1;
+}
+
+static pc_batch *wrap(pc_signal sig, pc_arena *a, ProtobufCMessage *m)
+{
+    pc_batch *b = pc_xcalloc(1, sizeof(*b));
+    b->arena = a;
+    b->signal = sig;
+    b->msg = m;
+    atomic_init(&b->refs, 1);
+    return b;
+}
+
+pc_batch *pc_batch_new_signal(pc_signal sig)
+{
+    if (sig == PC_SIGNAL_PROFILES) return pc_batch_new();
+    pc_arena *a = pc_arena_new(1024);
+    const ProtobufCMessageDescriptor *d = pc_signal_infos[sig].request;
+    ProtobufCMessage *m = pc_arena_calloc(a, 1, d->sizeof_message);
+    protobuf_c_message_init(d, m);
+    return wrap(sig, a, m);
+}
+
+int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_batch **out,
+                    char *err, size_t errlen)
+{
+    if (sig == PC_SIGNAL_PROFILES)
+        return json ? pc_batch_decode_json((const char *)data, len, out, err, errlen)
+                    : pc_batch_decode_proto(data, len, out, err, errlen);
+    const ProtobufCMessageDescriptor *d = pc_signal_infos[sig].request;
+    *out = NULL;
+    ProtobufCMessage *m = NULL;
+    pc_arena *a = pc_arena_new(json ? len / 2 + 4096 : len * 3 + 4096);
+    if (json) {
+        if (pc_json_decode(d, (const char *)data, len, a, &m, err, errlen) < 0) {
+            pc_arena_free(a);
+            return -1;
+        }
+    } else {
+        int depth = pc_proto_check_depth(d, data, len, 64);
+        if (!depth) m = protobuf_c_message_unpack(d, pc_arena_allocator(a), len, data);
+        if (!m) {
+            snprintf(err, errlen, "cannot decode %s: %s", d->short_name,
+                     depth == -2 ? "malformed protobuf (field number 0)"
+                     : depth < 0 ? "nested too deeply"
+                                 : "malformed protobuf");
+            pc_arena_free(a);
+            return -1;
+        }
+    }
+    *out = wrap(sig, a, m);
+    return 0;
+}
+
+static size_t metric_points(const Opentelemetry__Proto__Metrics__V1__Metric *m)
+{
+    switch (m->data_case) {
+    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE: return m->gauge->n_data_points;
+    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUM: return m->sum->n_data_points;
+    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_HISTOGRAM:
+        return m->histogram->n_data_points;
+    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_EXPONENTIAL_HISTOGRAM:
+        return m->exponential_histogram->n_data_points;
+    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUMMARY: return m->summary->n_data_points;
+    default: return 0;
+    }
+}
+
+size_t pc_batch_items(const pc_batch *b)
+{
+    size_t n = 0;
+    switch (b->signal) {
+    case PC_SIGNAL_PROFILES: return pc_batch_counts(b).samples;
+    case PC_SIGNAL_TRACES: {
+        const pc_traces_request *r = (const pc_traces_request *)b->msg;
+        for (size_t i = 0; i < r->n_resource_spans; i++)
+            for (size_t j = 0; j < r->resource_spans[i]->n_scope_spans; j++)
+                n += r->resource_spans[i]->scope_spans[j]->n_spans;
+        return n;
+    }
+    case PC_SIGNAL_METRICS: {
+        const pc_metrics_request *r = (const pc_metrics_request *)b->msg;
+        for (size_t i = 0; i < r->n_resource_metrics; i++)
+            for (size_t j = 0; j < r->resource_metrics[i]->n_scope_metrics; j++) {
+                const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm =
+                    r->resource_metrics[i]->scope_metrics[j];
+                for (size_t k = 0; k < sm->n_metrics; k++)
+                    n += metric_points(sm->metrics[k]);
+            }
+        return n;
+    }
+    case PC_SIGNAL_LOGS: {
+        const pc_logs_request *r = (const pc_logs_request *)b->msg;
+        for (size_t i = 0; i < r->n_resource_logs; i++)
+            for (size_t j = 0; j < r->resource_logs[i]->n_scope_logs; j++)
+                n += r->resource_logs[i]->scope_logs[j]->n_log_records;
+        return n;
+    }
+    default: return 0;
+    }
+}
+
+size_t pc_batch_n_resources(const pc_batch *b)
+{
+    switch (b->signal) {
+    case PC_SIGNAL_PROFILES: return b->req->n_resource_profiles;
+    case PC_SIGNAL_TRACES: return ((const pc_traces_request *)b->msg)->n_resource_spans;
+    case PC_SIGNAL_METRICS: return ((const pc_metrics_request *)b->msg)->n_resource_metrics;
+    case PC_SIGNAL_LOGS: return ((const pc_logs_request *)b->msg)->n_resource_logs;
+    default: return 0;
+    }
+}
+
+pc_resource **pc_batch_resource_slot(pc_batch *b, size_t i)
+{
+    switch (b->signal) {
+    case PC_SIGNAL_PROFILES: return &b->req->resource_profiles[i]->resource;
+    case PC_SIGNAL_TRACES: return &((pc_traces_request *)b->msg)->resource_spans[i]->resource;
+    case PC_SIGNAL_METRICS: return &((pc_metrics_request *)b->msg)->resource_metrics[i]->resource;
+    case PC_SIGNAL_LOGS: return &((pc_logs_request *)b->msg)->resource_logs[i]->resource;
+    default: return NULL;
+    }
+}
+
+pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n)
+{
+    /* each request is only field 1 repeated: the concatenation is the merged request */
+    pc_buf buf = {0};
+    for (size_t i = 0; i < n; i++) {
+        const ProtobufCMessage *m = pc_batch_message(bs[i]);
+        size_t sz = protobuf_c_message_get_packed_size(m);
+        pc_buf_reserve(&buf, sz + 1);
+        buf.len += protobuf_c_message_pack(m, buf.data + buf.len);
+    }
+    pc_batch *out = NULL;
+    char err[128];
+    if (pc_batch_decode(sig, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, &out, err,
+                        sizeof err)) {
+        /* cannot happen for requests that decoded; never crash on it anyway */
+        PC_ERROR(NULL, "merging %s requests failed (%s)", pc_signal_infos[sig].name, err);
+        out = pc_batch_new_signal(sig);
+    }
+    pc_buf_free(&buf);
+    return out;
+}
+
+int pc_partial_success_parse(pc_signal sig, const uint8_t *body, size_t len, bool json,
+                             int64_t *rejected, char *msg, size_t msglen)
+{
+    /* every Export*ServiceResponse is {1: partial_success {1: int64 rejected, 2: string}}:
+     * read it through the descriptors, whatever the signal calls the count */
+    const ProtobufCMessageDescriptor *d = pc_signal_infos[sig].response;
+    pc_arena *a = pc_arena_new(1024);
+    ProtobufCMessage *m = NULL;
+    char e[128];
+    int found = 0;
+    *rejected = 0;
+    if (msglen) msg[0] = 0;
+    if (json) {
+        if (pc_json_decode(d, (const char *)body, len, a, &m, e, sizeof e) < 0) m = NULL;
+    } else {
+        m = protobuf_c_message_unpack(d, pc_arena_allocator(a), len, body);
+    }
+    const ProtobufCFieldDescriptor *f = m ? protobuf_c_message_descriptor_get_field(d, 1) : NULL;
+    const ProtobufCMessage *ps =
+        f ? *(ProtobufCMessage *const *)((const char *)m + f->offset) : NULL;
+    if (ps) {
+        const ProtobufCFieldDescriptor *fr =
+            protobuf_c_message_descriptor_get_field(ps->descriptor, 1);
+        const ProtobufCFieldDescriptor *fm =
+            protobuf_c_message_descriptor_get_field(ps->descriptor, 2);
+        *rejected = *(const int64_t *)((const char *)ps + fr->offset);
+        const char *s = *(char *const *)((const char *)ps + fm->offset);
+        if (s && msglen) snprintf(msg, msglen, "%s", s);
+        found = *rejected != 0 || (s && *s);
+    }
+    pc_arena_free(a);
+    return found;
+}

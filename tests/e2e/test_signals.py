@@ -1,0 +1,1285 @@
+#!/usr/bin/python3
+"""Traces, metrics and logs pipelines end to end (besides profiles), as the OpenTelemetry
+Collector runs them, with real peers: Python's http.server (optionally behind ssl) as OTLP/HTTP
+backends, grpcio servers and clients (Debian's python3-grpcio).
+
+1. Acceptance: the issue's config, unchanged except for addresses on 127.0.0.1. `profcol
+   validate` passes; profcol runs with API_TOKEN set and SSL_CERT_FILE = a throwaway CA
+   (tls_support.Certs) so that its https:// exporters trust our TLS backends:
+     traces (OTLP/HTTP protobuf and JSON, OTLP/gRPC) -> otlp -> batch, resource ->
+       otlphttp/traces -> HTTPS sink (x-api-token header from ${API_TOKEN});
+     profiles (grpcio client) -> otlp/profiles -> batch -> otlphttp/pyroscope (plain sink at
+       /v1development/profiles) and otlp/profiles (TLS grpcio server, metadata authorization
+       "Bearer ${API_TOKEN}").
+   What arrives equals what was sent. A signal sent to a receiver that no pipeline of that
+   signal lists: HTTP 404, gRPC UNIMPLEMENTED.
+2. Pass-through of every signal (traces; metrics: gauge, sum, histogram, exponential histogram,
+   summary; logs) over OTLP/HTTP (protobuf, JSON, gzip) and OTLP/gRPC (plain, gzip):
+     client -> profcol A (resource upsert env=prod, batch; otlphttp with endpoint,
+       metrics_endpoint + encoding json, logs_endpoint) -> profcol B (gateway) -> otlp gRPC
+       exporter (tls insecure) -> grpcio server with TraceService, MetricsService, LogsService.
+   Decoded equality except the added resource attribute; A's and B's self-metrics count what
+   was sent (accepted spans / metric points / log records per transport, sent per exporter).
+3. Config errors: processors filter/limits/redaction, exporter and receiver pyroscope in
+   traces/metrics/logs pipelines, an unknown pipeline type: `profcol validate` exits 1 naming
+   file, key path and problem.
+4. Malformed traces (protobuf and JSON; and metrics, logs, gRPC) -> 400 with google.rpc.Status /
+   INVALID_ARGUMENT, while a concurrent good client gets only 200s and only its data arrives.
+
+"Equal" compares multisets, so that the batch processor may regroup requests: one element per
+span (per metric data point, per log record) with its resource (attributes as a set, dropped
+count, schema url), its scope (and schema url) and, for metrics, the metric's own fields.
+
+gRPC: one .proto file cannot declare services of three packages, so no stub is generated;
+grpcio's generic API (channel.unary_unary / method_handlers_generic_handler, what generated
+stubs call) with the service names of the OTLP spec and the message classes generated from
+proto/ by harness.gen_python_protos does the same on the wire."""
+
+import base64
+import collections
+import gzip
+import http.client
+import json
+import os
+import random
+import re
+import sys
+import threading
+import time
+import unittest
+from concurrent import futures
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
+import tls_support as t  # noqa: E402
+
+import grpc  # noqa: E402  (Debian's python3-grpcio)
+from google.protobuf import json_format, text_format  # noqa: E402
+
+h.gen_python_protos("pbsig", ["otlp_trace.proto", "otlp_trace_service.proto",
+                              "otlp_metrics.proto", "otlp_metrics_service.proto",
+                              "otlp_logs.proto", "otlp_logs_service.proto"])
+import otlp_metrics_pb2 as metrics_pb  # noqa: E402
+import otlp_trace_service_pb2 as trace_svc  # noqa: E402
+import otlp_metrics_service_pb2 as metrics_svc  # noqa: E402
+import otlp_logs_service_pb2 as logs_svc  # noqa: E402
+
+RPC_TIMEOUT = 15.0
+ARRIVE_TIMEOUT = 15.0
+GRPC_OPTIONS = [("grpc.enable_http_proxy", 0)]
+BASE_TIME = 1_760_000_000_000_000_000
+TOKEN = "s3cr3t-signals-token"
+
+
+# ---------------------------------------------------------------------------------------------
+# the signals
+
+class Signal:
+    def __init__(self, name, path, service, req, resp, top, counted, accepted, sent):
+        self.name = name                  # pipeline type
+        self.path = path                  # OTLP/HTTP path
+        self.service = service            # gRPC service full name
+        self.method = "/%s/Export" % service
+        self.Req, self.Resp = req, resp
+        self.top = top                    # repeated resource field of the request
+        self.counted = counted            # what the self-metrics count
+        self.accepted = accepted          # otelcol_receiver_accepted_*
+        self.sent = sent                  # otelcol_exporter_sent_*
+
+    def __repr__(self):
+        return self.name
+
+
+TRACES = Signal("traces", "/v1/traces", "opentelemetry.proto.collector.trace.v1.TraceService",
+                trace_svc.ExportTraceServiceRequest, trace_svc.ExportTraceServiceResponse,
+                "resource_spans", "spans", "otelcol_receiver_accepted_spans",
+                "otelcol_exporter_sent_spans")
+METRICS = Signal("metrics", "/v1/metrics",
+                 "opentelemetry.proto.collector.metrics.v1.MetricsService",
+                 metrics_svc.ExportMetricsServiceRequest, metrics_svc.ExportMetricsServiceResponse,
+                 "resource_metrics", "metric points", "otelcol_receiver_accepted_metric_points",
+                 "otelcol_exporter_sent_metric_points")
+LOGS = Signal("logs", "/v1/logs", "opentelemetry.proto.collector.logs.v1.LogsService",
+              logs_svc.ExportLogsServiceRequest, logs_svc.ExportLogsServiceResponse,
+              "resource_logs", "log records", "otelcol_receiver_accepted_log_records",
+              "otelcol_exporter_sent_log_records")
+PROFILES = Signal("profiles", h.PROFILES_PATH,
+                  "opentelemetry.proto.collector.profiles.v1development.ProfilesService",
+                  h.pb.Request, h.pb.Response, "resource_profiles", "samples",
+                  "otelcol_receiver_accepted_profile_samples",
+                  "otelcol_exporter_sent_profile_samples")
+SIGNALS = (TRACES, METRICS, LOGS)
+BY_PATH = {s.path: s for s in SIGNALS + (PROFILES,)}
+
+
+# ---------------------------------------------------------------------------------------------
+# OTLP JSON: lowerCamelCase, enums as integers, 64-bit integers as strings, trace and span ids
+# as hex (json_format wants base64 for bytes)
+
+HEX_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def _walk_ids(obj, conv):
+    if isinstance(obj, dict):
+        return {k: (conv(v) if k in HEX_KEYS and isinstance(v, str) else _walk_ids(v, conv))
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_walk_ids(x, conv) for x in obj]
+    return obj
+
+
+def to_json(msg):
+    d = json_format.MessageToDict(msg, use_integers_for_enums=True)
+    return json.dumps(_walk_ids(d, lambda v: base64.b64decode(v).hex())).encode()
+
+
+def from_json(sig, body):
+    d = _walk_ids(json.loads(body.decode("utf-8")),
+                  lambda v: base64.b64encode(bytes.fromhex(v)).decode())
+    msg = sig.Req()
+    json_format.ParseDict(d, msg, ignore_unknown_fields=True)
+    return msg
+
+
+# ---------------------------------------------------------------------------------------------
+# realistic requests
+
+def _set_value(av, v):
+    if isinstance(v, bool):
+        av.bool_value = v
+    elif isinstance(v, int):
+        av.int_value = v
+    elif isinstance(v, float):
+        av.double_value = v
+    elif isinstance(v, bytes):
+        av.bytes_value = v
+    elif isinstance(v, list):
+        av.array_value.SetInParent()
+        for x in v:
+            _set_value(av.array_value.values.add(), x)
+    elif isinstance(v, dict):
+        av.kvlist_value.SetInParent()
+        for k, x in v.items():
+            _set_value(av.kvlist_value.values.add(key=k).value, x)
+    else:
+        av.string_value = v
+
+
+def _attrs(repeated, **kv):
+    for k, v in kv.items():
+        _set_value(repeated.add(key=k.replace("__", ".")).value, v)
+
+
+def _resource(top, svc, i, seed, schema=True):
+    r = top.add()
+    if schema:
+        r.schema_url = "https://opentelemetry.io/schemas/1.37.0"
+    _attrs(r.resource.attributes, service__name=svc, service__version="2.%d.%d" % (seed, i),
+           host__name="node-%d" % (seed % 3), process__pid=4000 + seed * 10 + i)
+    if i % 2:
+        r.resource.dropped_attributes_count = 2
+    return r
+
+
+def _scope(scope_msg, tag, seed):
+    scope_msg.scope.name = "io.opentelemetry.e2e.%s" % tag
+    scope_msg.scope.version = "0.%d.0" % seed
+    _attrs(scope_msg.scope.attributes, instrumentation__flag=True)
+    scope_msg.schema_url = "https://opentelemetry.io/schemas/1.36.0"
+
+
+def make_traces(tag, seed, services=("checkout", "cart"), spans=4):
+    """One ResourceSpans per service; spans with every field: parent ids, kinds, flags, trace
+    state, attributes of each type, events, links, status, dropped counts."""
+    rnd = random.Random(seed)
+    req = TRACES.Req()
+    for i, svc in enumerate(services):
+        rs = _resource(req.resource_spans, svc, i, seed)
+        ss = rs.scope_spans.add()
+        _scope(ss, tag, seed)
+        trace_id, parent = rnd.randbytes(16), b""
+        for k in range(spans):
+            sp = ss.spans.add()
+            sp.trace_id, sp.span_id = trace_id, rnd.randbytes(8)
+            sp.parent_span_id = parent
+            parent = sp.span_id
+            sp.name = "%s %s op-%d" % (tag, svc, k)
+            sp.kind = 1 + k % 5
+            sp.flags = 0x301 if k % 2 else 0x1
+            if k == 1:
+                sp.trace_state = "vendor=e2e,rojo=00f067aa0ba902b7"
+            t0 = BASE_TIME + seed * 1_000_000_000 + k * 1_000_000
+            sp.start_time_unix_nano, sp.end_time_unix_nano = t0, t0 + rnd.randrange(1, 10**9)
+            _attrs(sp.attributes, http__route="/api/%s/%d" % (tag, k), http__status_code=200 + k,
+                   retry=bool(k % 2), ratio=0.25 * (k + 1), tags=["a", "b", k],
+                   blob=bytes([k, 255, 0, 7]), nested={"x": 1, "y": "two"})
+            if k % 2:
+                sp.dropped_attributes_count = 1
+            ev = sp.events.add(time_unix_nano=t0 + 500, name="exception")
+            _attrs(ev.attributes, exception__type="ValueError", exception__message="bad %d" % k)
+            if k == 2:
+                ev.dropped_attributes_count = 3
+                sp.dropped_events_count = 1
+            ln = sp.links.add(trace_id=rnd.randbytes(16), span_id=rnd.randbytes(8),
+                              trace_state="k=v", flags=0x100)
+            _attrs(ln.attributes, link__kind="follows")
+            if k == 3:
+                ln.dropped_attributes_count = 1
+                sp.dropped_links_count = 2
+            if k % 3 == 0:
+                sp.status.code = 2
+                sp.status.message = "boom %d" % k
+            elif k % 3 == 1:
+                sp.status.code = 1
+    return req
+
+
+def make_metrics(tag, seed, services=("checkout",)):
+    """Every metric type: gauge (double and int points), monotonic cumulative sum with an
+    exemplar, non-monotonic delta sum, histogram (with and without sum/min/max), exponential
+    histogram, summary; metric metadata; 11 data points per service."""
+    req = METRICS.Req()
+    t0 = BASE_TIME + seed * 1_000_000_000
+    for i, svc in enumerate(services):
+        rm = _resource(req.resource_metrics, svc, i, seed)
+        sm = rm.scope_metrics.add()
+        _scope(sm, tag, seed)
+
+        def metric(name, unit, desc):
+            m = sm.metrics.add(name="%s.%s" % (tag, name), unit=unit, description=desc)
+            return m
+
+        m = metric("cpu.utilization", "1", "CPU busy fraction")
+        for cpu in range(2):
+            dp = m.gauge.data_points.add(time_unix_nano=t0, start_time_unix_nano=t0 - 10**9,
+                                         as_double=0.125 + cpu * 0.5)
+            _attrs(dp.attributes, cpu=cpu, state="user")
+        dp = m.gauge.data_points.add(time_unix_nano=t0, as_int=-42)
+        _attrs(dp.attributes, cpu="total")
+        _attrs(m.metadata, source="e2e")
+
+        m = metric("requests", "{request}", "requests served")
+        m.sum.aggregation_temporality = 2
+        m.sum.is_monotonic = True
+        dp = m.sum.data_points.add(start_time_unix_nano=t0 - 60 * 10**9, time_unix_nano=t0,
+                                   as_int=1_234_567_890_123 + seed)
+        _attrs(dp.attributes, http__route="/cart")
+        ex = dp.exemplars.add(time_unix_nano=t0 - 5, as_double=0.0375,
+                              trace_id=bytes(range(16)), span_id=bytes(range(8, 16)))
+        _attrs(ex.filtered_attributes, user="u-%d" % seed)
+        m.sum.data_points.add(start_time_unix_nano=t0 - 60 * 10**9, time_unix_nano=t0,
+                              as_int=77, flags=0)
+
+        m = metric("queue.delta", "{item}", "")
+        m.sum.aggregation_temporality = 1
+        m.sum.is_monotonic = False
+        m.sum.data_points.add(time_unix_nano=t0, as_double=-3.5)
+
+        m = metric("latency", "ms", "request latency")
+        m.histogram.aggregation_temporality = 2
+        dp = m.histogram.data_points.add(start_time_unix_nano=t0 - 10**9, time_unix_nano=t0,
+                                         count=10, sum=123.5, min=0.5, max=80.25,
+                                         bucket_counts=[1, 4, 3, 2],
+                                         explicit_bounds=[1.0, 10.0, 50.0])
+        _attrs(dp.attributes, http__route="/checkout")
+        dp.exemplars.add(time_unix_nano=t0 - 7, as_int=33, span_id=bytes(range(8)),
+                         trace_id=bytes(range(16, 32)))
+        # no sum, min, max (their absence must survive: proto3 optional)
+        m.histogram.data_points.add(time_unix_nano=t0, count=3, bucket_counts=[3],
+                                    flags=0)
+
+        m = metric("latency.exp", "ms", "")
+        m.exponential_histogram.aggregation_temporality = 1
+        dp = m.exponential_histogram.data_points.add(
+            start_time_unix_nano=t0 - 10**9, time_unix_nano=t0, count=17, sum=402.75, scale=-2,
+            zero_count=1, zero_threshold=0.001, min=0.0625, max=96.0)
+        dp.positive.offset = -2
+        dp.positive.bucket_counts.extend([1, 0, 5, 7])
+        dp.negative.offset = 3
+        dp.negative.bucket_counts.extend([2, 1])
+        _attrs(dp.attributes, region="eu")
+
+        m = metric("gc.pause", "s", "GC pauses")
+        dp = m.summary.data_points.add(start_time_unix_nano=t0 - 10**9, time_unix_nano=t0,
+                                       count=250, sum=1.75)
+        for q, v in ((0.0, 0.001), (0.5, 0.004), (0.99, 0.03), (1.0, 0.05)):
+            dp.quantile_values.add(quantile=q, value=v)
+        _attrs(dp.attributes, gc="major")
+        m.summary.data_points.add(time_unix_nano=t0, count=1, sum=0.5)
+    return req
+
+
+def make_logs(tag, seed, services=("checkout", "cart"), records=5):
+    """Log records with each kind of body, severities, trace context, flags, event names."""
+    rnd = random.Random(seed)
+    req = LOGS.Req()
+    bodies = ["plain text line", {"msg": "structured", "n": 3, "ok": True},
+              ["array", 1, 2.5], b"\x00\x01binary\xff", 12345, 0.5, False]
+    for i, svc in enumerate(services):
+        rl = _resource(req.resource_logs, svc, i, seed, schema=bool(i % 2))
+        sl = rl.scope_logs.add()
+        _scope(sl, tag, seed)
+        for k in range(records):
+            lr = sl.log_records.add()
+            lr.time_unix_nano = BASE_TIME + seed * 1_000_000_000 + k
+            lr.observed_time_unix_nano = lr.time_unix_nano + 1000
+            lr.severity_number = 1 + (k * 5 + seed) % 24
+            lr.severity_text = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"][k % 5]
+            _set_value(lr.body, bodies[(k + i) % len(bodies)])
+            _attrs(lr.attributes, log__tag="%s-%s-%d" % (tag, svc, k), thread__id=k)
+            if k % 2:
+                lr.trace_id, lr.span_id = rnd.randbytes(16), rnd.randbytes(8)
+                lr.flags = 1
+            if k == 3:
+                lr.event_name = "device.app.lifecycle"
+                lr.dropped_attributes_count = 4
+    return req
+
+
+def count_items(sig, msgs):
+    if not isinstance(msgs, (list, tuple)):
+        msgs = [msgs]
+    return sum(n for m in msgs for n in _flatten(sig, m).values())
+
+
+# ---------------------------------------------------------------------------------------------
+# canonical multisets
+
+def _txt(msg):
+    return text_format.MessageToString(msg, as_one_line=True)
+
+
+def _resource_key(top_item):
+    attrs = tuple(sorted(_txt(kv) for kv in top_item.resource.attributes))
+    return (attrs, top_item.resource.dropped_attributes_count,
+            tuple(_txt(e) for e in top_item.resource.entity_refs), top_item.schema_url)
+
+
+def _scope_key(scope_item):
+    return (_txt(scope_item.scope), scope_item.schema_url)
+
+
+def _flatten(sig, msg):
+    """Counter of (resource, scope, [metric], item) text tuples for one request."""
+    out = collections.Counter()
+    if sig is TRACES:
+        for rs in msg.resource_spans:
+            for ss in rs.scope_spans:
+                for sp in ss.spans:
+                    out[(_resource_key(rs), _scope_key(ss), _txt(sp))] += 1
+    elif sig is LOGS:
+        for rl in msg.resource_logs:
+            for sl in rl.scope_logs:
+                for lr in sl.log_records:
+                    out[(_resource_key(rl), _scope_key(sl), _txt(lr))] += 1
+    elif sig is METRICS:
+        for rm in msg.resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    which = m.WhichOneof("data")
+                    head = metrics_pb.Metric()
+                    head.CopyFrom(m)
+                    if which:
+                        getattr(head, which).ClearField("data_points")
+                    points = getattr(m, which).data_points if which else []
+                    for dp in points:
+                        out[(_resource_key(rm), _scope_key(sm), _txt(head), _txt(dp))] += 1
+    else:
+        raise ValueError(sig)
+    return out
+
+
+def multiset(sig, msgs):
+    total = collections.Counter()
+    for m in msgs:
+        total.update(_flatten(sig, m))
+    return total
+
+
+def with_resource_attr(sig, req, key, value):
+    """A copy of req with resource attribute key=value upserted into every resource."""
+    out = sig.Req()
+    out.CopyFrom(req)
+    for top in getattr(out, sig.top):
+        attrs = top.resource.attributes
+        for kv in attrs:
+            if kv.key == key:
+                kv.value.Clear()
+                kv.value.string_value = value
+                break
+        else:
+            attrs.add(key=key).value.string_value = value
+    return out
+
+
+def describe_diff(got, want, limit=3):
+    missing, extra = want - got, got - want
+    lines = ["%d expected item(s) missing, %d unexpected item(s) (of %d expected, %d got)"
+             % (sum(missing.values()), sum(extra.values()), sum(want.values()),
+                sum(got.values()))]
+    for title, c in (("missing", missing), ("unexpected", extra)):
+        for i, (k, n) in enumerate(sorted(c.items())):
+            if i >= limit:
+                lines.append("  ... %d more %s" % (len(c) - limit, title))
+                break
+            lines.append("  %s x%d:\n    %s" % (title, n, "\n    ".join(str(x) for x in k)))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# backends
+
+class _SignalRecording:
+    """Mixin for harness.Sink: records and decodes requests of every signal by path."""
+
+    def _handle(self, handler, raw):
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        sig = BY_PATH.get(handler.path)
+        body, msg, err = raw, None, None
+        try:
+            if sig is None:
+                raise ValueError("unexpected path %r" % handler.path)
+            enc = headers.get("content-encoding", "").strip().lower()
+            if enc == "gzip":
+                body = gzip.decompress(raw)
+            elif enc not in ("", "identity"):
+                raise ValueError("unsupported content-encoding %r" % enc)
+            if ctype == h.CT_PROTO:
+                msg = sig.Req.FromString(body)
+            elif ctype == h.CT_JSON:
+                msg = from_json(sig, body)
+            else:
+                raise ValueError("unsupported content-type %r" % ctype)
+        except Exception as e:  # recorded; the test decides
+            err = "%s: %s" % (type(e).__name__, e)
+            msg = None
+        rec = h.Recorded(handler.path, headers, raw, body, msg, err)
+        rec.signal = sig
+        with self.cond:
+            self.requests.append(rec)
+            self.cond.notify_all()
+        if sig is None:
+            handler._reply(404, "text/plain", b"not found\n")
+        elif err:
+            handler._reply(400, "text/plain", err.encode())
+        elif ctype == h.CT_JSON:
+            handler._reply(200, h.CT_JSON, b"{}")
+        else:
+            handler._reply(200, h.CT_PROTO, sig.Resp().SerializeToString())
+
+    def of(self, sig):
+        return [r for r in self.snapshot() if r.signal is sig]
+
+
+class SignalSink(_SignalRecording, h.Sink):
+    pass
+
+
+class TLSSignalSink(_SignalRecording, t.TLSSink):
+    pass
+
+
+class GrpcBackend:
+    """A grpcio server implementing Export of the given signals; records (signal, request,
+    metadata). creds: grpc.ssl_server_credentials for TLS, else plain text (h2c)."""
+
+    def __init__(self, signals, creds=None):
+        self.cond = threading.Condition()
+        self.calls = []
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        handlers = []
+        for sig in signals:
+            handlers.append(grpc.method_handlers_generic_handler(sig.service, {
+                "Export": grpc.unary_unary_rpc_method_handler(
+                    self._export(sig), request_deserializer=sig.Req.FromString,
+                    response_serializer=sig.Resp.SerializeToString)}))
+        self.server.add_generic_rpc_handlers(handlers)
+        addr = "127.0.0.1:%d" % h.free_port()
+        if creds is None:
+            self.port = self.server.add_insecure_port(addr)
+        else:
+            self.port = self.server.add_secure_port(addr, creds)
+        self.server.start()
+
+    def _export(self, sig):
+        def export(request, context):
+            with self.cond:
+                self.calls.append((sig, request, dict(context.invocation_metadata())))
+                self.cond.notify_all()
+            return sig.Resp()
+        return export
+
+    def of(self, sig):
+        with self.cond:
+            return [c for c in self.calls if c[0] is sig]
+
+    def stop(self):
+        self.server.stop(0)
+
+
+def wait_multiset(test, sig, fetch, want, what, timeout=ARRIVE_TIMEOUT):
+    """Poll fetch() -> list of messages until their multiset equals want (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = multiset(sig, fetch())
+        if got == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if got != want:
+        test.fail("%s: what arrived differs from what was sent: %s" % (what, describe_diff(got, want)))
+    return got
+
+
+def grpc_export(channel, sig, req, **kw):
+    call = channel.unary_unary(sig.method, request_serializer=sig.Req.SerializeToString,
+                               response_deserializer=sig.Resp.FromString)
+    return call(req, timeout=RPC_TIMEOUT, **kw)
+
+
+def grpc_raw(channel, sig, body, **kw):
+    return channel.unary_unary(sig.method)(body, timeout=RPC_TIMEOUT, **kw)
+
+
+def http_get(port, path):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def metric_value(text, name, **labels):
+    """Sum of the samples of `name` whose labels include `labels`; None if there is none."""
+    total, found = 0.0, False
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if not m or m.group(1) != name:
+            continue
+        have = dict(_LABEL.findall(m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(m.group(3))
+            found = True
+    return total if found else None
+
+
+def check_ok(test, r, sig, ctype):
+    test.assertEqual(r.status, 200, "want 200, got %r" % r)
+    test.assertEqual(r.content_type, ctype, "the response's content type must be the request's")
+    if ctype == h.CT_PROTO:
+        resp = sig.Resp.FromString(r.body)
+        test.assertFalse(resp.HasField("partial_success"), resp)
+    else:
+        d = json.loads(r.body.decode("utf-8"))
+        test.assertIsInstance(d, dict, r)
+        test.assertFalse(d.get("partialSuccess"), d)
+
+
+CERTS = t.Certs()
+SRV_CRT, SRV_KEY = CERTS.issue("signals-server", 5101, cn="127.0.0.1")
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. the issue's config
+
+ISSUE_CONFIG = """\
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 0.0.0.0:4317
+      http:
+        endpoint: 0.0.0.0:4318
+  otlp/profiles:
+    protocols:
+      grpc:
+        endpoint: 0.0.0.0:4327
+processors:
+  batch:
+    timeout: 1s
+  resource:
+    attributes:
+    - key: service.name
+      from_attribute: service.name
+      action: upsert
+exporters:
+  otlphttp/traces:
+    endpoint: https://otlp.example.com
+    headers:
+      x-api-token: ${API_TOKEN}
+  otlphttp/pyroscope:
+    endpoint: http://pyroscope:4040
+  otlp/profiles:
+    endpoint: https://otlp.example.com:4317
+    headers:
+      Authorization: "Bearer ${API_TOKEN}"
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch, resource]
+      exporters: [otlphttp/traces]
+    profiles:
+      receivers: [otlp/profiles]
+      processors: [batch]
+      exporters: [otlphttp/pyroscope, otlp/profiles]
+"""
+
+
+def issue_config(grpc_port, http_port, profiles_port, traces_url, pyroscope_url, grpc_tls_url):
+    """The issue's config with its addresses, and only those, pointed at 127.0.0.1."""
+    text = ISSUE_CONFIG
+    for old, new in (("0.0.0.0:4317", "127.0.0.1:%d" % grpc_port),
+                     ("0.0.0.0:4318", "127.0.0.1:%d" % http_port),
+                     ("0.0.0.0:4327", "127.0.0.1:%d" % profiles_port),
+                     ("https://otlp.example.com:4317", grpc_tls_url),
+                     ("https://otlp.example.com\n", traces_url + "\n"),
+                     ("http://pyroscope:4040", pyroscope_url)):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+class IssueConfig(unittest.TestCase):
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.https_sink = TLSSignalSink(SRV_CRT, SRV_KEY).start()
+        cls.pyro_sink = SignalSink().start()
+        cls.grpc_backend = GrpcBackend(
+            [PROFILES], grpc.ssl_server_credentials([(_read(SRV_KEY), _read(SRV_CRT))]))
+        cls.gport, cls.hport, cls.pport = h.free_port(), h.free_port(), h.free_port()
+        cls.config = issue_config(cls.gport, cls.hport, cls.pport, cls.https_sink.url,
+                                  cls.pyro_sink.url, "https://127.0.0.1:%d" % cls.grpc_backend.port)
+        cls.env = {"API_TOKEN": TOKEN, "SSL_CERT_FILE": CERTS.ca}
+        cls.p = h.Profcol(cls.config, wait_ports=[cls.gport, cls.hport, cls.pport],
+                          env=cls.env, unset=("SSL_CERT_DIR",), name="signals-issue")
+        try:
+            cls.p.start()
+        except Exception:
+            cls._stop_backends()
+            raise
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.gport, options=GRPC_OPTIONS)
+        cls.pchannel = grpc.insecure_channel("127.0.0.1:%d" % cls.pport, options=GRPC_OPTIONS)
+
+    @classmethod
+    def _stop_backends(cls):
+        cls.https_sink.stop()
+        cls.pyro_sink.stop()
+        cls.grpc_backend.stop()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.pchannel.close()
+        try:
+            cls.p.stop()
+        finally:
+            cls.p.kill()
+            cls._stop_backends()
+
+    def test_a_validate(self):
+        path = h.write_config(self.config, "signals-issue-validate")
+        r = h.run_profcol(["validate", "--config", path], env=self.env)
+        self.assertEqual(r.returncode, 0, "validate of the issue's config: %s" % r.stderr)
+
+    def test_traces_to_https_backend(self):
+        before = len(self.https_sink.snapshot())
+        sent = [make_traces("accept-proto", 1), make_traces("accept-json", 2, ("search",)),
+                make_traces("accept-gzip", 3, ("cart",)), make_traces("accept-grpc", 4)]
+        check_ok(self, h.post(self.hport, sent[0].SerializeToString(), path=TRACES.path),
+                 TRACES, h.CT_PROTO)
+        check_ok(self, h.post(self.hport, to_json(sent[1]), h.CT_JSON, path=TRACES.path),
+                 TRACES, h.CT_JSON)
+        check_ok(self, h.post(self.hport, sent[2].SerializeToString(), gzip_body=True,
+                              path=TRACES.path), TRACES, h.CT_PROTO)
+        resp = grpc_export(self.channel, TRACES, sent[3])
+        self.assertFalse(resp.HasField("partial_success"), resp)
+        # the resource processor upserts service.name from service.name: unchanged
+        want = multiset(TRACES, sent)
+
+        def arrived():
+            return [r.message for r in self.https_sink.snapshot()[before:] if r.message]
+        wait_multiset(self, TRACES, arrived, want, "traces at the HTTPS backend")
+        got = self.https_sink.snapshot()[before:]
+        for r in got:
+            self.assertIsNone(r.error, r.error)
+            self.assertEqual(r.path, "/v1/traces")
+            self.assertEqual(r.headers.get("x-api-token"), TOKEN, "${API_TOKEN} in a header")
+            self.assertEqual(r.content_type, h.CT_PROTO)
+            self.assertEqual(r.headers.get("content-encoding"), "gzip", "compression: gzip default")
+        # batch (timeout: 1s) merged what arrived within its window
+        self.assertLessEqual(len(got), len(sent))
+
+    def test_profiles_to_both_exporters(self):
+        before_http = len(self.pyro_sink.of(PROFILES))
+        before_grpc = len(self.grpc_backend.of(PROFILES))
+        sent = [h.make_request(("checkout", "cart"), seed=81), h.make_request(("search",), seed=82)]
+        resp = grpc_export(self.pchannel, PROFILES, sent[0])
+        self.assertFalse(resp.HasField("partial_success"), resp)
+        resp = grpc_export(self.pchannel, PROFILES, sent[1], compression=grpc.Compression.Gzip)
+        self.assertFalse(resp.HasField("partial_success"), resp)
+        want = h.summarize(sent)
+        n_samples = h.count_samples(sent)
+
+        def http_msgs():
+            return [r.message for r in self.pyro_sink.of(PROFILES)[before_http:] if r.message]
+
+        def grpc_msgs():
+            return [c[1] for c in self.grpc_backend.of(PROFILES)[before_grpc:]]
+
+        for what, fetch in (("otlphttp/pyroscope", http_msgs), ("otlp/profiles (TLS)", grpc_msgs)):
+            ok = h.wait_for(lambda: h.count_samples(fetch()) >= n_samples, ARRIVE_TIMEOUT)
+            self.assertTrue(ok, "%s: %d of %d samples arrived\n%s" % (
+                what, h.count_samples(fetch()), n_samples, self.p.stderr()[-3000:]))
+            self.assertEqual(h.summarize(fetch()), want, "%s: what arrived differs" % what)
+        for r in self.pyro_sink.of(PROFILES)[before_http:]:
+            self.assertIsNone(r.error, r.error)
+            self.assertEqual(r.path, "/v1development/profiles")
+        for _, _, md in self.grpc_backend.of(PROFILES)[before_grpc:]:
+            self.assertEqual(md.get("authorization"), "Bearer " + TOKEN)
+        self.assertEqual([r for r in self.https_sink.snapshot() if r.signal is PROFILES], [])
+
+    def test_signal_without_pipeline(self):
+        """otlp is in the traces pipeline only, otlp/profiles in the profiles pipeline only."""
+        for sig, req in ((METRICS, make_metrics("unrouted", 5)), (LOGS, make_logs("unrouted", 5)),
+                         (PROFILES, h.make_request(("unrouted",), seed=5))):
+            with self.subTest(signal=sig.name, transport="http"):
+                r = h.post(self.hport, req.SerializeToString(), path=sig.path)
+                self.assertEqual(r.status, 404, r)
+            with self.subTest(signal=sig.name, transport="grpc"):
+                with self.assertRaises(grpc.RpcError) as cm:
+                    grpc_export(self.channel, sig, req)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        for sig, req in ((TRACES, make_traces("unrouted", 6)), (LOGS, make_logs("unrouted", 6))):
+            with self.subTest(signal=sig.name, receiver="otlp/profiles"):
+                with self.assertRaises(grpc.RpcError) as cm:
+                    grpc_export(self.pchannel, sig, req)
+                self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        self.assertTrue(self.p.running())
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. every signal through two relays to a gRPC backend
+
+A_CONFIG = """\
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{a_grpc}
+      http:
+        endpoint: 127.0.0.1:{a_http}
+processors:
+  resource:
+    attributes:
+    - key: env
+      value: prod
+      action: upsert
+  batch:
+    timeout: 200ms
+  memory_limiter:
+    check_interval: 1s
+    limit_mib: 4000
+exporters:
+  otlphttp:
+    endpoint: http://127.0.0.1:{b_http}
+  otlphttp/json:
+    metrics_endpoint: http://127.0.0.1:{b_http}/v1/metrics
+    encoding: json
+    compression: none
+  otlphttp/logs:
+    logs_endpoint: http://127.0.0.1:{b_http}/v1/logs
+service:
+  telemetry:
+    metrics:
+      address: 127.0.0.1:{a_metrics}
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [resource, batch]
+      exporters: [otlphttp]
+    metrics:
+      receivers: [otlp]
+      processors: [memory_limiter, resource, batch]
+      exporters: [otlphttp/json]
+    logs:
+      receivers: [otlp]
+      processors: [batch, resource]
+      exporters: [otlphttp/logs]
+"""
+
+B_CONFIG = """\
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:{b_http}
+exporters:
+  otlp/backend:
+    endpoint: 127.0.0.1:{backend}
+    tls:
+      insecure: true
+    headers:
+      x-hop: gateway
+service:
+  telemetry:
+    metrics:
+      address: 127.0.0.1:{b_metrics}
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [otlp/backend]
+    metrics/all:
+      receivers: [otlp]
+      exporters: [otlp/backend]
+    logs:
+      receivers: [otlp]
+      exporters: [otlp/backend]
+"""
+
+A_EXPORTER = {TRACES: "otlphttp", METRICS: "otlphttp/json", LOGS: "otlphttp/logs"}
+MAKERS = {TRACES: make_traces, METRICS: make_metrics, LOGS: make_logs}
+
+
+class PassThrough(unittest.TestCase):
+    maxDiff = None
+    sent_http = collections.Counter()   # signal -> items acknowledged over OTLP/HTTP
+    sent_grpc = collections.Counter()   # signal -> items acknowledged over OTLP/gRPC
+
+    @classmethod
+    def setUpClass(cls):
+        cls.backend = GrpcBackend(SIGNALS)
+        ports = {k: h.free_port() for k in ("a_grpc", "a_http", "a_metrics", "b_http",
+                                            "b_metrics")}
+        ports["backend"] = cls.backend.port
+        cls.ports = ports
+        cls.b = h.Profcol(B_CONFIG.format(**ports), wait_ports=[ports["b_http"]],
+                          name="signals-B")
+        cls.a = h.Profcol(A_CONFIG.format(**ports), wait_ports=[ports["a_grpc"], ports["a_http"]],
+                          name="signals-A")
+        try:
+            cls.b.start()
+            cls.a.start()
+        except Exception:
+            cls.b.kill()
+            cls.backend.stop()
+            raise
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % ports["a_grpc"], options=GRPC_OPTIONS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        try:
+            cls.a.stop()
+            cls.b.stop()
+        finally:
+            cls.a.kill()
+            cls.b.kill()
+            cls.backend.stop()
+
+    def relay(self, sig):
+        """Send 6 requests (HTTP: protobuf, JSON, gzip protobuf, gzip JSON; gRPC: plain, gzip)
+        and check what the backend gets."""
+        before = len(self.backend.of(sig))
+        make = MAKERS[sig]
+        port = self.ports["a_http"]
+        sent = []
+        for i, (ctype, gz) in enumerate(((h.CT_PROTO, False), (h.CT_JSON, False),
+                                         (h.CT_PROTO, True), (h.CT_JSON, True))):
+            req = make("%s-http-%s%s" % (sig.name, ctype.split("/")[1], "-gz" if gz else ""),
+                       10 + i)
+            body = req.SerializeToString() if ctype == h.CT_PROTO else to_json(req)
+            r = h.post(port, body, ctype, gzip_body=gz, path=sig.path)
+            if r.status == 200:  # accepted, whatever else is wrong with the answer
+                sent.append(req)
+                self.sent_http[sig] += count_items(sig, req)
+            with self.subTest(transport="http", content_type=ctype, gzip=gz):
+                check_ok(self, r, sig, ctype)
+        for i, comp in enumerate((None, grpc.Compression.Gzip)):
+            req = make("%s-grpc%s" % (sig.name, "-gz" if comp else ""), 20 + i)
+            with self.subTest(transport="grpc", gzip=bool(comp)):
+                kw = {"compression": comp} if comp else {}
+                resp = grpc_export(self.channel, sig, req, **kw)
+                self.assertFalse(resp.HasField("partial_success"), resp)
+                sent.append(req)
+                self.sent_grpc[sig] += count_items(sig, req)
+        want = multiset(sig, [with_resource_attr(sig, r, "env", "prod") for r in sent])
+        wait_multiset(self, sig, lambda: [c[1] for c in self.backend.of(sig)[before:]], want,
+                      "%s at the gRPC backend (A stderr: %s\nB stderr: %s)"
+                      % (sig.name, self.a.stderr()[-1500:], self.b.stderr()[-1500:]))
+        for _, _, md in self.backend.of(sig)[before:]:
+            self.assertEqual(md.get("x-hop"), "gateway", "headers become gRPC metadata")
+
+    def test_logs(self):
+        self.relay(LOGS)
+
+    def test_metrics(self):
+        self.relay(METRICS)
+
+    def test_traces(self):
+        self.relay(TRACES)
+
+    def test_zz_self_metrics(self):
+        """After the others: A's and B's counters equal what was acknowledged."""
+        sigs = [s for s in SIGNALS if self.sent_http[s] or self.sent_grpc[s]]
+        if not sigs:
+            self.skipTest("nothing was sent")
+        a_port, b_port = self.ports["a_metrics"], self.ports["b_metrics"]
+
+        def counters():
+            _, a = http_get(a_port, "/metrics")
+            _, b = http_get(b_port, "/metrics")
+            out = {}
+            for s in sigs:
+                total = self.sent_http[s] + self.sent_grpc[s]
+                out[s] = {
+                    "A accepted http": (metric_value(a, s.accepted, receiver="otlp",
+                                                     transport="http"), self.sent_http[s]),
+                    "A accepted grpc": (metric_value(a, s.accepted, receiver="otlp",
+                                                     transport="grpc"), self.sent_grpc[s]),
+                    "A sent": (metric_value(a, s.sent, exporter=A_EXPORTER[s]), total),
+                    "B accepted": (metric_value(b, s.accepted, receiver="otlp"), total),
+                    "B sent": (metric_value(b, s.sent, exporter="otlp/backend"), total),
+                }
+            return out
+
+        def settled():
+            c = counters()
+            return all(got == want for per in c.values() for got, want in per.values())
+
+        h.wait_for(settled, timeout=10, interval=0.1)
+        for s, per in counters().items():
+            for what, (got, want) in per.items():
+                with self.subTest(signal=s.name, counter=what):
+                    self.assertEqual(got, want, "%s %s (%s): got %r, want %r"
+                                     % (what, s.counted, s.accepted if "accepted" in what
+                                        else s.sent, got, want))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. config errors
+
+VALID_SIGNALS_CONFIG = """\
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:4317
+      http:
+        endpoint: 127.0.0.1:4318
+processors:
+  batch:
+  memory_limiter:
+    limit_mib: 512
+  resource:
+    attributes:
+    - key: env
+      value: prod
+      action: upsert
+exporters:
+  otlphttp:
+    endpoint: http://127.0.0.1:4319
+  otlp:
+    endpoint: 127.0.0.1:4320
+    tls:
+      insecure: true
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [memory_limiter, resource, batch]
+      exporters: [otlphttp, otlp]
+    traces/second:
+      receivers: [otlp]
+      exporters: [otlp]
+    metrics:
+      receivers: [otlp]
+      processors: [resource]
+      exporters: [otlphttp]
+    logs/app:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [otlp]
+    profiles:
+      receivers: [otlp]
+      exporters: [otlphttp]
+"""
+
+
+def bad_pipeline_config(signal, kind, comp, comp_yaml):
+    """A config whose `signal` pipeline lists component `comp` (a processor, exporter or
+    receiver of the given kind, configured by comp_yaml) besides otlp/otlphttp."""
+    recv = "  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:4318\n"
+    exps = "  otlphttp:\n    endpoint: http://127.0.0.1:4319\n"
+    procs = ""
+    r, p, e = ["otlp"], [], ["otlphttp"]
+    if kind == "processor":
+        procs, p = comp_yaml, [comp]
+    elif kind == "exporter":
+        exps += comp_yaml
+        e.append(comp)
+    else:
+        recv += comp_yaml
+        r.append(comp)
+    s = "receivers:\n" + recv + "exporters:\n" + exps
+    if procs:
+        s += "processors:\n" + procs
+    s += ("service:\n  pipelines:\n    %s:\n      receivers: [%s]\n"
+          % (signal, ", ".join(r)))
+    if p:
+        s += "      processors: [%s]\n" % ", ".join(p)
+    s += "      exporters: [%s]\n" % ", ".join(e)
+    return s
+
+
+class ConfigErrors(unittest.TestCase):
+
+    def validate(self, text, name="signals-validate"):
+        path = h.write_config(text, name)
+        return path, h.run_profcol(["validate", "--config", path])
+
+    def test_valid_signal_pipelines(self):
+        _, r = self.validate(VALID_SIGNALS_CONFIG)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_unsupported_components(self):
+        cases = [
+            ("traces", "processor", "filter",
+             "  filter:\n    include:\n      services: [checkout]\n"),
+            ("metrics", "processor", "limits", "  limits:\n    max_stack_depth: 64\n"),
+            ("logs", "processor", "redaction",
+             "  redaction:\n    blocked_keys: [password]\n"),
+            ("traces/x", "processor", "filter",
+             "  filter:\n    exclude:\n      services: [noisy]\n"),
+            ("logs", "exporter", "pyroscope", "  pyroscope:\n    endpoint: http://127.0.0.1:4040\n"),
+            ("traces", "receiver", "pyroscope", "  pyroscope:\n    endpoint: 127.0.0.1:4040\n"),
+        ]
+        for signal, kind, comp, yaml in cases:
+            with self.subTest(pipeline=signal, component=comp):
+                text = bad_pipeline_config(signal, kind, comp, yaml)
+                # the component itself is fine in a profiles pipeline
+                ok = text.replace("    %s:\n" % signal, "    profiles:\n")
+                _, r = self.validate(ok)
+                self.assertEqual(r.returncode, 0, "%s in a profiles pipeline: %s" % (comp, r.stderr))
+                path, r = self.validate(text)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                err = r.stderr
+                self.assertIn(path, err, "the message names the file")
+                self.assertIn("service::pipelines::%s" % signal, err, "the key path")
+                self.assertIn(comp, err)
+                self.assertIn("does not support", err)
+                self.assertIn(signal.split("/")[0], err.split("does not support", 1)[1],
+                              "the message names the signal: %s" % err)
+
+    def test_unknown_pipeline_type(self):
+        text = ("receivers:\n  otlp:\n    protocols:\n      http:\n"
+                "exporters:\n  otlphttp:\n    endpoint: http://127.0.0.1:4319\n"
+                "service:\n  pipelines:\n    events:\n      receivers: [otlp]\n"
+                "      exporters: [otlphttp]\n")
+        path, r = self.validate(text)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(path, r.stderr)
+        self.assertIn("service::pipelines::events", r.stderr)
+        self.assertRegex(r.stderr, r"(?i)unknown|not supported|invalid")
+        path, r = self.validate(text.replace("    events:", "    traces/:"))
+        self.assertEqual(r.returncode, 1, "an empty pipeline name: %s" % r.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. malformed input with a good client going on
+
+BAD_CONFIG = """\
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{grpc}
+      http:
+        endpoint: 127.0.0.1:{http}
+exporters:
+  otlphttp:
+    endpoint: {sink}
+service:
+  telemetry:
+    metrics:
+      address: 127.0.0.1:{metrics}
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [otlphttp]
+    metrics:
+      receivers: [otlp]
+      exporters: [otlphttp]
+    logs:
+      receivers: [otlp]
+      exporters: [otlphttp]
+"""
+
+
+class GoodTracesClient(threading.Thread):
+    """Posts the same good traces request every 20 ms until stopped; records outcomes."""
+
+    def __init__(self, port, body):
+        super().__init__(daemon=True)
+        self.port, self.body = port, body
+        self.stop_event = threading.Event()
+        self.ok, self.failures = 0, []
+        self.lock = threading.Lock()
+
+    def run(self):
+        while not self.stop_event.is_set():
+            try:
+                r = h.post(self.port, self.body, path=TRACES.path, timeout=5)
+                with self.lock:
+                    if r.status == 200:
+                        self.ok += 1
+                    else:
+                        self.failures.append(repr(r))
+            except Exception as e:
+                with self.lock:
+                    self.failures.append("%s: %s" % (type(e).__name__, e))
+            self.stop_event.wait(0.02)
+
+    def count(self):
+        with self.lock:
+            return self.ok
+
+    def finish(self):
+        self.stop_event.set()
+        self.join(10)
+        return self.ok, list(self.failures)
+
+
+class MalformedInput(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.sink = SignalSink().start()
+        self.addCleanup(self.sink.stop)
+        self.gport, self.hport, self.mport = h.free_port(), h.free_port(), h.free_port()
+        self.p = h.Profcol(BAD_CONFIG.format(grpc=self.gport, http=self.hport, sink=self.sink.url,
+                                             metrics=self.mport),
+                           wait_ports=[self.gport, self.hport], name="signals-bad")
+        self.addCleanup(self.p.kill)
+        self.p.start()
+        self.good_req = make_traces("good", 90, ("good-svc",), spans=3)
+        self.good = GoodTracesClient(self.hport, self.good_req.SerializeToString())
+        self.good.start()
+        self.addCleanup(self.good.finish)
+        self.assertTrue(h.wait_for(lambda: self.good.count() >= 3, timeout=10),
+                        "the good client gets no 200s: %s" % self.good.failures[:3])
+
+    def check_400(self, what, r):
+        self.assertEqual(r.status, 400, "%s: want 400, got %r" % (what, r))
+        try:
+            code, msg, _ = h.decode_status_any(r.body, r.content_type)
+        except ValueError as e:
+            self.fail("%s: 400 body is not a google.rpc.Status (%s): %r" % (what, e, r.body[:200]))
+        self.assertTrue(msg.strip(), "%s: Status.message must explain the error: %r" % (what, r))
+
+    def test_malformed(self):
+        good = make_traces("bad", 91).SerializeToString()
+        proto_cases = {
+            "garbage": b"\xff\xff\xff\xff\xff",
+            "truncated": good[:len(good) // 2],
+            "length past end": b"\x0a\x7f\x0a\x03abc",
+            "garbage inside a submessage": b"\x0a\x03\xff\xff\xff",
+        }
+        json_cases = {
+            "truncated": b'{"resourceSpans": [{"resource": ',
+            "not json": b"spans, please",
+            "wrong type": b'{"resourceSpans": "everything"}',
+            "top level array": b"[1, 2, 3]",
+            "bad hex trace id": (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz",'
+                                 b' "spanId": "0102030405060708", "name": "x"}]}]}]}'),
+        }
+        for name, body in proto_cases.items():
+            with self.subTest(traces="protobuf", case=name):
+                self.check_400("protobuf " + name,
+                               h.post(self.hport, body, h.CT_PROTO, path=TRACES.path))
+            with self.subTest(traces="gzip protobuf", case=name):
+                self.check_400("gzip protobuf " + name,
+                               h.post(self.hport, body, h.CT_PROTO, gzip_body=True,
+                                      path=TRACES.path))
+        for name, body in json_cases.items():
+            with self.subTest(traces="json", case=name):
+                r = h.post(self.hport, body, h.CT_JSON, path=TRACES.path)
+                self.check_400("json " + name, r)
+                self.assertEqual(r.content_type, h.CT_JSON, "a JSON request gets a JSON Status")
+        for sig in (METRICS, LOGS):
+            with self.subTest(signal=sig.name):
+                self.check_400(sig.name, h.post(self.hport, b"\xff\xff\xff", path=sig.path))
+                self.check_400(sig.name + " json",
+                               h.post(self.hport, b"{", h.CT_JSON, path=sig.path))
+        with grpc.insecure_channel("127.0.0.1:%d" % self.gport, options=GRPC_OPTIONS) as ch:
+            for sig in SIGNALS:
+                with self.subTest(grpc=sig.name):
+                    with self.assertRaises(grpc.RpcError) as cm:
+                        grpc_raw(ch, sig, b"\xff\xff\xff\xff not protobuf")
+                    self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.check_good_only()
+
+    def test_wrong_id_lengths(self):
+        """Trace ids are 16 bytes and span ids 8 (or empty): anything else is refused, as the
+        Collector's pdata refuses it ("unmarshal: invalid TraceID length"), and not forwarded."""
+        def span_with(**ids):
+            req = make_traces("bad-id", 92, ("x",), spans=1)
+            sp = req.resource_spans[0].scope_spans[0].spans[0]
+            for k, v in ids.items():
+                setattr(sp, k, v)
+            return req
+        log = make_logs("bad-id", 93, ("x",), records=2)
+        log.resource_logs[0].scope_logs[0].log_records[1].trace_id = bytes(15)
+        cases = [("traces", "trace_id of 5 bytes", TRACES, span_with(trace_id=b"\x01" * 5)),
+                 ("traces", "span_id of 3 bytes", TRACES, span_with(span_id=b"\x02" * 3)),
+                 ("traces", "parent_span_id of 9 bytes", TRACES,
+                  span_with(parent_span_id=b"\x03" * 9)),
+                 ("logs", "trace_id of 15 bytes", LOGS, log)]
+        for _, name, sig, req in cases:
+            with self.subTest(http="protobuf", case=name):
+                self.check_400("protobuf " + name,
+                               h.post(self.hport, req.SerializeToString(), path=sig.path))
+            with self.subTest(http="json", case=name):
+                self.check_400("json " + name,
+                               h.post(self.hport, to_json(req), h.CT_JSON, path=sig.path))
+        with grpc.insecure_channel("127.0.0.1:%d" % self.gport, options=GRPC_OPTIONS) as ch:
+            for _, name, sig, req in cases:
+                with self.subTest(grpc=name):
+                    with self.assertRaises(grpc.RpcError) as cm:
+                        grpc_export(ch, sig, req)
+                    self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.check_good_only()
+
+    def check_good_only(self):
+        # a few more good requests after the bad ones
+        n = self.good.count()
+        self.assertTrue(h.wait_for(lambda: self.good.count() >= n + 3, timeout=10))
+        ok, failures = self.good.finish()
+        self.assertEqual(failures, [], "the good client must only get 200s")
+        # exactly the good client's data arrives, nothing of the bad requests
+        one = _flatten(TRACES, self.good_req)
+        want = collections.Counter({k: v * ok for k, v in one.items()})
+        wait_multiset(self, TRACES, lambda: [r.message for r in self.sink.of(TRACES) if r.message],
+                      want, "traces at the sink")
+        self.assertEqual([r.error for r in self.sink.snapshot() if r.error], [])
+        self.assertEqual({r.path for r in self.sink.snapshot()}, {TRACES.path},
+                         "only the good client's traces may reach the sink")
+        self.assertTrue(self.p.running(), self.p.stderr()[-2000:])
+        self.p.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
