@@ -154,6 +154,9 @@ pc_resource **pc_batch_resource_slot(pc_batch *b, size_t i);
 /* One request of signal sig holding the data of every batch in bs (serialized requests
  * concatenated, then decoded once). Not for profiles (see pdata/merge.h). */
 pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n);
+/* Traces, metrics, logs: every trace id 16 bytes, span id 8 (or empty); -1 with err naming the
+ * field otherwise. Profiles have pc_batch_validate. */
+int pc_signal_validate(const pc_batch *b, char *err, size_t errlen);
 /* An Export*ServiceResponse body of signal sig: 1 when it carries a partial success (with the
  * number rejected and the backend's message), 0 when not or undecodable. */
 int pc_partial_success_parse(pc_signal sig, const uint8_t *body, size_t len, bool json,

@@ -219,3 +219,53 @@ int pc_partial_success_parse(pc_signal sig, const uint8_t *body, size_t len, boo
     pc_arena_free(a);
     return found;
 }
+
+/* Ids are fixed-size (or empty): a wrong length is refused as the Collector's pdata refuses it,
+ * rather than forwarded to a backend that would drop the whole request. */
+static int id_len(const ProtobufCFieldDescriptor *f)
+{
+    if (f->type != PROTOBUF_C_TYPE_BYTES) return -1;
+    if (!strcmp(f->name, "trace_id")) return 16;
+    if (!strcmp(f->name, "span_id") || !strcmp(f->name, "parent_span_id")) return 8;
+    return -1;
+}
+
+static int check_ids(const ProtobufCMessage *m, char *err, size_t errlen, int depth)
+{
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    if (depth > 64) return 0; /* decoders already bound nesting */
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        const char *base = (const char *)m;
+        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF &&
+            *(const uint32_t *)(base + f->quantifier_offset) != f->id)
+            continue;
+        int want = id_len(f);
+        if (want > 0 && f->label != PROTOBUF_C_LABEL_REPEATED) {
+            const ProtobufCBinaryData *v = (const ProtobufCBinaryData *)(base + f->offset);
+            if (v->len != 0 && v->len != (size_t)want) {
+                snprintf(err, errlen, "%s.%s: invalid length %zu, want %d bytes (or empty)",
+                         d->short_name, f->name, v->len, want);
+                return -1;
+            }
+            continue;
+        }
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t k = 0; k < n; k++)
+                if (v[k] && check_ids(v[k], err, errlen, depth + 1)) return -1;
+        } else {
+            const ProtobufCMessage *v = *(ProtobufCMessage *const *)(base + f->offset);
+            if (v && check_ids(v, err, errlen, depth + 1)) return -1;
+        }
+    }
+    return 0;
+}
+
+int pc_signal_validate(const pc_batch *b, char *err, size_t errlen)
+{
+    if (b->signal == PC_SIGNAL_PROFILES || !b->msg) return 0;
+    return check_ids(b->msg, err, errlen, 0);
+}

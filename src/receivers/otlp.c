@@ -375,8 +375,9 @@ static void decode_work(uv_work_t *w)
         len = inflated.len;
     }
     if (pc_batch_decode(j->sig, data, len, j->json, &j->batch, j->err, sizeof j->err) ||
-        (j->sig == PC_SIGNAL_PROFILES &&
-         pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err))) {
+        (j->sig == PC_SIGNAL_PROFILES
+             ? pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err)
+             : pc_signal_validate(j->batch, j->err, sizeof j->err))) {
         j->fail = E_INVALID;
         goto out;
     }

@@ -214,6 +214,121 @@ class PersistentQueueTest(unittest.TestCase):
             shutil.rmtree(storage, ignore_errors=True)
 
 
+class RawSink:
+    """Records every POST (path, body after gzip) and answers 200: the other signals' backend."""
+
+    def __init__(self, port):
+        import http.server
+        import threading
+        self.reqs, self.lock = [], threading.Lock()
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.headers.get("Content-Encoding", "") == "gzip":
+                    raw = h.gzip.decompress(raw)
+                with sink.lock:
+                    sink.reqs.append((self.path, raw))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.reqs)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class SignalQueueTest(unittest.TestCase):
+    """Traces and logs survive kill -9 in the persistent queue as profiles do (their records
+    carry the signal), and arrive at their own paths after the restart."""
+
+    def test_kill9_then_restart_delivers_traces_and_logs(self):
+        h.gen_python_protos("pb_signals", ["otlp_trace.proto", "otlp_trace_service.proto",
+                                           "otlp_logs.proto", "otlp_logs_service.proto"])
+        import otlp_trace_service_pb2 as ts
+        import otlp_logs_service_pb2 as ls
+        port, dead, mport = h.free_port(), h.free_port(), h.free_port()
+        storage = tempfile.mkdtemp(prefix="profcol-queue-")
+        cfg = (h.otlp_receiver_yaml(port)
+               + "exporters:\n  otlphttp:\n    endpoint: http://127.0.0.1:%d\n    timeout: 1s\n"
+               "    sending_queue:\n      storage: %s\n" % (dead, storage)
+               + "".join("    %s\n" % line for line in FAST_RETRY.splitlines())
+               + "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport
+               + "  pipelines:\n"
+               "    traces:\n      receivers: [otlp]\n      exporters: [otlphttp]\n"
+               "    logs:\n      receivers: [otlp]\n      exporters: [otlphttp]\n")
+        sent_spans, sent_logs = set(), set()
+        try:
+            p = h.Profcol(cfg, wait_ports=[port], name="profcol-sq1").start()
+            try:
+                for i in range(5):
+                    t = ts.ExportTraceServiceRequest()
+                    sp = t.resource_spans.add().scope_spans.add().spans.add()
+                    sp.trace_id, sp.span_id, sp.name = bytes([i + 1] * 16), bytes([i + 1] * 8), "op%d" % i
+                    r = h.post(port, t.SerializeToString(), path="/v1/traces")
+                    self.assertEqual(r.status, 200, r)
+                    sent_spans.add(sp.name)
+                    lg = ls.ExportLogsServiceRequest()
+                    lr = lg.resource_logs.add().scope_logs.add().log_records.add()
+                    lr.body.string_value = "line %d" % i
+                    r = h.post(port, lg.SerializeToString(), path="/v1/logs")
+                    self.assertEqual(r.status, 200, r)
+                    sent_logs.add(lr.body.string_value)
+                qdir = os.path.join(storage, "otlphttp")
+                magics = []
+                for f in os.listdir(qdir):
+                    if f.endswith(".pcq"):
+                        with open(os.path.join(qdir, f), "rb") as fh:
+                            magics.append(fh.read(4))
+                magics.sort()
+                self.assertEqual(magics, [b"PCQL"] * 5 + [b"PCQT"] * 5)
+                p.proc.send_signal(signal.SIGKILL)
+                p.proc.wait(10)
+            finally:
+                p.kill()
+            sink = RawSink(dead)
+            try:
+                p2 = h.Profcol(cfg, wait_ports=[port], name="profcol-sq2").start()
+                try:
+                    def got():
+                        spans, logs = set(), set()
+                        for path, body in sink.snapshot():
+                            if path == "/v1/traces":
+                                m = ts.ExportTraceServiceRequest.FromString(body)
+                                spans |= {s.name for rs in m.resource_spans
+                                          for ss in rs.scope_spans for s in ss.spans}
+                            elif path == "/v1/logs":
+                                m = ls.ExportLogsServiceRequest.FromString(body)
+                                logs |= {r.body.string_value for rl in m.resource_logs
+                                         for sl in rl.scope_logs for r in sl.log_records}
+                        return spans, logs
+                    self.assertTrue(h.wait_for(lambda: got() == (sent_spans, sent_logs),
+                                               timeout=20), "backlog after restart: %r" % (got(),))
+                    self.assertEqual(metric(mport, "otelcol_exporter_sent_spans"), 5)
+                    self.assertEqual(metric(mport, "otelcol_exporter_sent_log_records"), 5)
+                finally:
+                    p2.kill()
+            finally:
+                sink.stop()
+        finally:
+            shutil.rmtree(storage, ignore_errors=True)
+
+
 class OverloadTest(unittest.TestCase):
     def test_memory_limiter_refuses_above_soft_limit(self):
         port, sport, mport = h.free_port(), h.free_port(), h.free_port()
