@@ -313,10 +313,9 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
     s->pipelines = pc_xcalloc(pls->n, sizeof(pipeline));
     for (size_t i = 0; i < pls->n; i++) {
         const char *name = pls->keys[i];
-        char path[256], signal[64];
+        char path[256];
         snprintf(path, sizeof path, "service::pipelines::%s", name);
         size_t sl = strcspn(name, "/");
-        snprintf(signal, sizeof signal, "%.*s", (int)(sl < 63 ? sl : 63), name);
         pc_signal sig;
         if (pc_signal_parse(name, sl, &sig) || (name[sl] == '/' && !name[sl + 1])) {
             pc_cfg_errorf(err, pls->vals[i], path,

@@ -56,7 +56,7 @@ static const pc_cfg_key tracelink_keys[] = {
     {"span_index.ttl", PC_CFG_DURATION, "5m", offsetof(tracelink_cfg, index_ttl_ms),
      "how long an indexed span is kept", NULL},
     {"span_index.max_spans", PC_CFG_INT, "100000", offsetof(tracelink_cfg, index_max_spans),
-     "most spans kept (about 60 bytes + name each); the oldest are evicted first", NULL},
+     "most spans kept (about 70 bytes + name + service.name each); the oldest go first", NULL},
     {"add_span_name", PC_CFG_BOOL, "false", offsetof(tracelink_cfg, add_span_name),
      "add the indexed span's name as sample attribute span.name", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
@@ -80,8 +80,8 @@ typedef struct span_entry {
 } span_entry;
 
 /* A ring of slots in insertion order (so the oldest, first to expire or to be evicted, is at
- * head) and a chained hash table over it. Shared by thread-pool jobs of several pipelines: every
- * field below mu is guarded by it. */
+ * head) and a chained hash table over it. Shared by thread-pool jobs of several pipelines: mu
+ * guards head, n, slots and buckets; the other fields below it are fixed at creation. */
 typedef struct span_index {
     /* registry (guarded by reg_mu) */
     struct span_index *next_ix;
@@ -527,7 +527,7 @@ static void complete_link(link_ctx *x, pc_sample *s)
         return; /* the same span id in another trace: not this span's name */
     }
     int32_t add = name_attr(x, h);
-    if (add && (has_name_attr(x, s) || 1)) set_attrs(x, s, -1, -1, add);
+    if (add && !has_name_attr(x, s)) set_attrs(x, s, -1, -1, add);
 }
 
 static void link_sample(link_ctx *x, pc_sample *s)

@@ -12,7 +12,8 @@ backends, grpcio servers and clients (Debian's python3-grpcio).
        /v1development/profiles) and otlp/profiles (TLS grpcio server, metadata authorization
        "Bearer ${API_TOKEN}").
    What arrives equals what was sent. A signal sent to a receiver that no pipeline of that
-   signal lists: HTTP 404, gRPC UNIMPLEMENTED.
+   signal lists: HTTP 404, gRPC UNIMPLEMENTED. With SSL_CERT_FILE naming another CA, both
+   https:// exporters refuse our backends (certificate verify failed) and send nothing.
 2. Pass-through of every signal (traces; metrics: gauge, sum, histogram, exponential histogram,
    summary; logs) over OTLP/HTTP (protobuf, JSON, gzip) and OTLP/gRPC (plain, gzip):
      client -> profcol A (resource upsert env=prod, batch; otlphttp with endpoint,
@@ -25,6 +26,8 @@ backends, grpcio servers and clients (Debian's python3-grpcio).
    file, key path and problem.
 4. Malformed traces (protobuf and JSON; and metrics, logs, gRPC) -> 400 with google.rpc.Status /
    INVALID_ARGUMENT, while a concurrent good client gets only 200s and only its data arrives.
+   Likewise trace ids not 16 bytes long and span ids not 8 (when not empty), which the
+   Collector's pdata refuses when it decodes them.
 
 "Equal" compares multisets, so that the batch processor may regroup requests: one element per
 span (per metric data point, per log record) with its resource (attributes as a set, dropped
@@ -527,7 +530,8 @@ def wait_multiset(test, sig, fetch, want, what, timeout=ARRIVE_TIMEOUT):
             break
         time.sleep(0.05)
     if got != want:
-        test.fail("%s: what arrived differs from what was sent: %s" % (what, describe_diff(got, want)))
+        test.fail("%s: what arrived differs from what was sent: %s"
+                  % (what, describe_diff(got, want)))
     return got
 
 
@@ -751,6 +755,32 @@ class IssueConfig(unittest.TestCase):
         for _, _, md in self.grpc_backend.of(PROFILES)[before_grpc:]:
             self.assertEqual(md.get("authorization"), "Bearer " + TOKEN)
         self.assertEqual([r for r in self.https_sink.snapshot() if r.signal is PROFILES], [])
+
+    def test_untrusted_backends(self):
+        """The same config, SSL_CERT_FILE = a CA that did not sign the backends' certificate:
+        the https:// exporters verify the server and send nothing."""
+        gport, hport, pport = h.free_port(), h.free_port(), h.free_port()
+        cfg = issue_config(gport, hport, pport, self.https_sink.url, self.pyro_sink.url,
+                           "https://127.0.0.1:%d" % self.grpc_backend.port)
+        p = h.Profcol(cfg, wait_ports=[gport, hport, pport], unset=("SSL_CERT_DIR",),
+                      env={"API_TOKEN": TOKEN, "SSL_CERT_FILE": CERTS.other_ca},
+                      name="signals-issue-untrusted")
+        self.addCleanup(p.kill)
+        p.start()
+        before_https = len(self.https_sink.snapshot())
+        before_grpc = len(self.grpc_backend.of(PROFILES))
+        check_ok(self, h.post(hport, make_traces("untrusted", 7).SerializeToString(),
+                              path=TRACES.path), TRACES, h.CT_PROTO)
+        with grpc.insecure_channel("127.0.0.1:%d" % pport, options=GRPC_OPTIONS) as ch:
+            grpc_export(ch, PROFILES, h.make_request(("untrusted",), seed=7))
+        want = [r"TLS handshake with (https://)?127\.0\.0\.1:%d failed: certificate verify failed"
+                % port for port in (self.https_sink.port, self.grpc_backend.port)]
+        text = p.wait_stderr(lambda t: all(re.search(w, t) for w in want), timeout=10)
+        for w in want:
+            self.assertRegex(text, w)
+        self.assertEqual(len(self.https_sink.snapshot()), before_https)
+        self.assertEqual(len(self.grpc_backend.of(PROFILES)), before_grpc)
+        p.kill()
 
     def test_signal_without_pipeline(self):
         """otlp is in the traces pipeline only, otlp/profiles in the profiles pipeline only."""
@@ -1064,7 +1094,8 @@ class ConfigErrors(unittest.TestCase):
              "  redaction:\n    blocked_keys: [password]\n"),
             ("traces/x", "processor", "filter",
              "  filter:\n    exclude:\n      services: [noisy]\n"),
-            ("logs", "exporter", "pyroscope", "  pyroscope:\n    endpoint: http://127.0.0.1:4040\n"),
+            ("logs", "exporter", "pyroscope",
+             "  pyroscope:\n    endpoint: http://127.0.0.1:4040\n"),
             ("traces", "receiver", "pyroscope", "  pyroscope:\n    endpoint: 127.0.0.1:4040\n"),
         ]
         for signal, kind, comp, yaml in cases:
@@ -1073,7 +1104,8 @@ class ConfigErrors(unittest.TestCase):
                 # the component itself is fine in a profiles pipeline
                 ok = text.replace("    %s:\n" % signal, "    profiles:\n")
                 _, r = self.validate(ok)
-                self.assertEqual(r.returncode, 0, "%s in a profiles pipeline: %s" % (comp, r.stderr))
+                self.assertEqual(r.returncode, 0,
+                                 "%s in a profiles pipeline: %s" % (comp, r.stderr))
                 path, r = self.validate(text)
                 self.assertEqual(r.returncode, 1, r.stderr)
                 err = r.stderr
