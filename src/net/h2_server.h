@@ -5,7 +5,8 @@
  * trailers (pc_h2_respond). nghttp2 does the framing, HPACK, flow control and PING acks; this
  * file bounds what a peer can make us hold: streams per connection
  * (SETTINGS_MAX_CONCURRENT_STREAMS), header bytes and body bytes per stream, body bytes per
- * connection, connections, and time (idle connections, stalled requests). */
+ * connection, connections, and time (idle connections, stalled requests, peers that answer no
+ * keepalive PING, peers that PING too often). */
 #ifndef PC_H2_SERVER_H
 #define PC_H2_SERVER_H
 

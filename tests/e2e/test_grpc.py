@@ -5,16 +5,26 @@ Receiver: a grpcio client calls profcol's ProfilesService/Export (plain and gzip
 -> INVALID_ARGUMENT; over max_recv_msg_size_mib, also after inflating -> RESOURCE_EXHAUSTED;
 unknown method -> UNIMPLEMENTED; a refusing pipeline -> RESOURCE_EXHAUSTED with RetryInfo or
 UNAVAILABLE) and what profcol forwards (otlphttp -> harness Sink) equals what was sent.
+protocols::grpc::auth with bearertokenauth (token file re-read on SIGHUP) and basicauth:
+UNAUTHENTICATED without valid credentials. Keepalive: a hand-made HTTP/2 client that never
+answers PINGs is PINGed after `time`, then sent GOAWAY and disconnected after `timeout`; one that
+pings too often gets GOAWAY ENHANCE_YOUR_CALM; a grpcio client answers and keeps its connection.
 
 Exporter: profcol (otlp HTTP receiver -> otlp gRPC exporter) calls a grpcio server; what arrives
-equals what was sent; metadata and grpc-timeout are sent; UNAVAILABLE, RESOURCE_EXHAUSTED with
+equals what was sent (h2c: http:// or tls::insecure, since a bare host:port means TLS);
+metadata and grpc-timeout are sent; UNAVAILABLE, RESOURCE_EXHAUSTED with
 RetryInfo and a server that is not up yet are retried until delivered; INVALID_ARGUMENT and
 RESOURCE_EXHAUSTED without RetryInfo are not retried.
 
 Stubs: grpc_tools.protoc generates the service stub at test time from tests/e2e/
 profiles_grpc_service.proto; its messages are the harness's modules generated from proto/."""
 
+import base64
+import hashlib
 import os
+import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -381,11 +391,12 @@ class GrpcExporter(unittest.TestCase):
         p.stop()
 
     RETRY = "retry_on_failure:\n  initial_interval: 100ms\n  max_interval: 200ms\n"
+    H2C = "tls:\n  insecure: true\n"  # a bare host:port is TLS unless this (as in the Collector)
 
     def test_unavailable_then_ok(self):
         rec, _, port = self.start_server()
         rec.plan = [(grpc.StatusCode.UNAVAILABLE, "warming up", None)] * 2
-        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.H2C + self.RETRY,
                                       "grpc-exp-retry")
         req = h.make_request(("retry",), seed=34)
         self.post_ok(hport, req)
@@ -398,7 +409,7 @@ class GrpcExporter(unittest.TestCase):
     def test_resource_exhausted_honours_retry_info(self):
         rec, _, port = self.start_server()
         rec.plan = [(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", 1)]
-        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.H2C + self.RETRY,
                                       "grpc-exp-ri")
         req = h.make_request(("throttled",), seed=35)
         t0 = time.monotonic()
@@ -415,7 +426,7 @@ class GrpcExporter(unittest.TestCase):
         rec, _, port = self.start_server()
         rec.plan = [(grpc.StatusCode.INVALID_ARGUMENT, "bad data", None),
                     (grpc.StatusCode.RESOURCE_EXHAUSTED, "too big, no RetryInfo", None)]
-        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.H2C + self.RETRY,
                                       "grpc-exp-perm")
         self.post_ok(hport, h.make_request(("perm1",), seed=36))
         self.post_ok(hport, h.make_request(("perm2",), seed=37))
@@ -428,7 +439,7 @@ class GrpcExporter(unittest.TestCase):
 
     def test_server_down_then_up(self):
         port = h.free_port()
-        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.H2C + self.RETRY,
                                       "grpc-exp-down")
         req = h.make_request(("late-server",), seed=38)
         self.post_ok(hport, req)  # queued: acknowledged before delivery
@@ -438,6 +449,232 @@ class GrpcExporter(unittest.TestCase):
         self.assertEqual(len(calls), 1)
         self.assertEqual(h.summarize(calls[0][0]), h.summarize(req))
         p.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# protocols::grpc::auth
+
+def auth_md(value):
+    return (("authorization", value),)
+
+
+def basic(user, pw):
+    return "Basic " + base64.b64encode(("%s:%s" % (user, pw)).encode()).decode()
+
+
+class GrpcAuth(unittest.TestCase):
+    """otlp/bearer (bearertokenauth, token file re-read on SIGHUP) and otlp/basic (basicauth
+    htpasswd file and inline) -> otlphttp -> Sink: calls without valid credentials get
+    UNAUTHENTICATED and forward nothing."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sink = h.Sink().start()
+        cls.bport, cls.aport = h.free_port(), h.free_port()
+        cls.token_file = os.path.join(h.TMP, "grpc-token")
+        with open(cls.token_file, "w") as f:
+            f.write("tok-1\n")
+        htpasswd = os.path.join(h.TMP, "grpc-htpasswd")
+        with open(htpasswd, "w") as f:
+            f.write("alice:{SHA}%s\n" % base64.b64encode(hashlib.sha1(b"alice-pw").digest())
+                    .decode())
+        cfg = ("extensions:\n  bearertokenauth:\n    filename: %s\n"
+               "  basicauth:\n    htpasswd:\n      file: %s\n      inline: |\n"
+               "        bob:bob-plain\n"
+               "receivers:\n"
+               "  otlp/bearer:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n"
+               "        auth:\n          authenticator: bearertokenauth\n"
+               "  otlp/basic:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n"
+               "        auth:\n          authenticator: basicauth\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n    timeout: 5s\n"
+               "service:\n  extensions: [bearertokenauth, basicauth]\n"
+               "  telemetry:\n    metrics:\n      level: none\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp/bearer, otlp/basic]\n"
+               "      exporters: [otlphttp]\n"
+               % (cls.token_file, htpasswd, cls.bport, cls.aport, cls.sink.url))
+        cls.p = h.Profcol(cfg, wait_ports=[cls.bport, cls.aport], name="grpc-auth").start()
+        cls.bearer = grpc.insecure_channel("127.0.0.1:%d" % cls.bport)
+        cls.basic = grpc.insecure_channel("127.0.0.1:%d" % cls.aport)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.bearer.close()
+        cls.basic.close()
+        try:
+            cls.p.stop()
+        finally:
+            cls.p.kill()
+            cls.sink.stop()
+
+    def refused(self, channel, md, seed):
+        n = len(self.sink.snapshot())
+        with self.assertRaises(grpc.RpcError) as cm:
+            svc.ProfilesServiceStub(channel).Export(h.make_request(("no",), seed=seed),
+                                                    metadata=md, timeout=RPC_TIMEOUT)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED, md)
+        self.assertIn("missing or invalid credentials", cm.exception.details())
+        self.assertEqual(len(self.sink.snapshot()), n, "a refused call was forwarded")
+
+    def accepted(self, channel, md, seed):
+        n = len(self.sink.snapshot())
+        req = h.make_request(("yes",), seed=seed)
+        svc.ProfilesServiceStub(channel).Export(req, metadata=md, timeout=RPC_TIMEOUT)
+        got = self.sink.wait_requests(n + 1)
+        self.assertEqual(h.summarize(got[-1].message), h.summarize(req))
+
+    def test_bearer_token_and_reload(self):
+        self.assertRegex(self.p.stderr(), r"otlp/bearer: OTLP/gRPC on .*, auth: bearertokenauth\)")
+        for md in ((), auth_md("Bearer wrong"), auth_md("tok-1"), auth_md("Bearer tok-12"),
+                   auth_md("Basic dG9rLTE=")):
+            self.refused(self.bearer, md, 81)
+        self.accepted(self.bearer, auth_md("Bearer tok-1"), 82)
+        # the token file is re-read on SIGHUP, and the gRPC receiver uses the new token
+        with open(self.token_file, "w") as f:
+            f.write("tok-2\n")
+        self.p.proc.send_signal(signal.SIGHUP)
+        self.p.wait_stderr(lambda t: "token reloaded" in t)
+        self.refused(self.bearer, auth_md("Bearer tok-1"), 83)
+        self.accepted(self.bearer, auth_md("Bearer tok-2"), 84)
+
+    def test_basicauth_htpasswd(self):
+        for md in ((), auth_md(basic("alice", "wrong")), auth_md(basic("nobody", "alice-pw")),
+                   auth_md("Basic !!!"), auth_md("Bearer alice-pw")):
+            self.refused(self.basic, md, 85)
+        self.accepted(self.basic, auth_md(basic("alice", "alice-pw")), 86)
+        self.accepted(self.basic, auth_md(basic("bob", "bob-plain")), 87)
+
+
+# ---------------------------------------------------------------------------------------------
+# keepalive: profcol PINGs quiet connections and drops those that do not answer; clients that
+# ping too often are told to calm down
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+SETTINGS, PING, GOAWAY, ACK = 4, 6, 7, 1
+ENHANCE_YOUR_CALM = 11
+
+
+def h2_frame(ftype, flags, payload=b"", stream=0):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + \
+        struct.pack(">I", stream) + payload
+
+
+class RawH2:
+    """A hand-made HTTP/2 client that acks SETTINGS and nothing else (no PING acks)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.sendall(PREFACE + h2_frame(SETTINGS, 0))
+        self.buf = b""
+        self.t0 = time.monotonic()
+
+    def frames(self, deadline):
+        """(type, flags, payload, seconds since connect) until the server closes (then
+        (None, ...)) or the deadline passes."""
+        while time.monotonic() < deadline:
+            while len(self.buf) >= 9:
+                n = int.from_bytes(self.buf[:3], "big")
+                if len(self.buf) < 9 + n:
+                    break
+                ftype, flags = self.buf[3], self.buf[4]
+                payload, self.buf = self.buf[9:9 + n], self.buf[9 + n:]
+                if ftype == SETTINGS and not flags & ACK:
+                    self.sock.sendall(h2_frame(SETTINGS, ACK))
+                yield ftype, flags, payload, time.monotonic() - self.t0
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                return
+            except ConnectionResetError:
+                data = b""
+            if not data:
+                yield None, 0, b"", time.monotonic() - self.t0
+                return
+            self.buf += data
+
+    def close(self):
+        self.sock.close()
+
+
+class GrpcKeepalive(unittest.TestCase):
+    """keepalive::server_parameters time 200ms / timeout 500ms, enforcement_policy defaults."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sink = h.Sink().start()
+        cls.gport = h.free_port()
+        cfg = ("receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n"
+               "        keepalive:\n          server_parameters:\n            time: 200ms\n"
+               "            timeout: 500ms\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n    timeout: 5s\n"
+               "service:\n  telemetry:\n    logs:\n      level: debug\n"
+               "    metrics:\n      level: none\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlphttp]\n"
+               % (cls.gport, cls.sink.url))
+        cls.p = h.Profcol(cfg, wait_ports=[cls.gport], name="grpc-keepalive").start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.p.stop()
+        finally:
+            cls.p.kill()
+            cls.sink.stop()
+
+    def test_unanswered_ping_closes(self):
+        c = RawH2(self.gport)
+        self.addCleanup(c.close)
+        ping_at = goaway = closed_at = None
+        for ftype, flags, payload, t in c.frames(time.monotonic() + 10):
+            if ftype == PING and not flags & ACK and ping_at is None:
+                ping_at = t  # not answered
+            elif ftype == GOAWAY:
+                goaway = (int.from_bytes(payload[4:8], "big"), t)
+            elif ftype is None:
+                closed_at = t
+        self.assertIsNotNone(ping_at, "no PING after 200ms of quiet")
+        self.assertGreaterEqual(ping_at, 0.15)
+        self.assertIsNotNone(goaway, "no GOAWAY before the close")
+        self.assertEqual(goaway[0], 0)
+        self.assertIsNotNone(closed_at, "connection not closed")
+        self.assertGreaterEqual(closed_at - ping_at, 0.45)  # the 500ms timeout
+        self.assertLess(closed_at - ping_at, 5)
+        self.p.wait_stderr(lambda t: "keepalive ping not answered within 500 ms" in t)
+
+    def test_too_many_pings(self):
+        c = RawH2(self.gport)
+        self.addCleanup(c.close)
+        for i in range(4):  # no call open: more than one PING per 2h is a strike
+            c.sock.sendall(h2_frame(PING, 0, struct.pack(">Q", i)))
+        acks, goaway, closed = 0, None, False
+        for ftype, flags, payload, _ in c.frames(time.monotonic() + 10):
+            if ftype == PING and flags & ACK:
+                acks += 1
+            elif ftype == GOAWAY:
+                goaway = (int.from_bytes(payload[4:8], "big"), payload[8:])
+            elif ftype is None:
+                closed = True
+        self.assertEqual(goaway, (ENHANCE_YOUR_CALM, b"too_many_pings"))
+        self.assertTrue(closed)
+        self.assertGreaterEqual(acks, 3)
+        self.assertIn("ENHANCE_YOUR_CALM", self.p.stderr())
+
+    def test_grpcio_client_answers_and_stays(self):
+        unanswered = self.p.stderr().count("keepalive ping not answered")
+        pings = self.p.stderr().count("keepalive ping")
+        states = []
+        with grpc.insecure_channel("127.0.0.1:%d" % self.gport) as ch:
+            ch.subscribe(states.append, try_to_connect=True)
+            stub = svc.ProfilesServiceStub(ch)
+            stub.Export(h.make_request(("ka-1",), seed=91), timeout=RPC_TIMEOUT)
+            time.sleep(1.5)  # several keepalive periods without a call
+            stub.Export(h.make_request(("ka-2",), seed=92), timeout=RPC_TIMEOUT)
+            ch.unsubscribe(states.append)
+        text = self.p.stderr()
+        self.assertGreaterEqual(text.count("keepalive ping") - pings, 3, text[-3000:])
+        self.assertEqual(text.count("keepalive ping not answered"), unanswered, text[-3000:])
+        ready = states.index(grpc.ChannelConnectivity.READY)
+        self.assertEqual(set(states[ready:]), {grpc.ChannelConnectivity.READY}, states)
 
 
 class GrpcConfig(unittest.TestCase):
@@ -472,6 +709,22 @@ class GrpcConfig(unittest.TestCase):
                           "      exporters: [debug]\n")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("max_recv_msg_size_mib", r.stderr)
+        recv = ("receivers:\n  otlp:\n    protocols:\n      grpc:\n%s"
+                "exporters:\n  debug:\n"
+                "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                "      exporters: [debug]\n")
+        r = self.validate(recv % "        auth:\n          authenticator: bearertokenauth\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("receivers::otlp::protocols::grpc::auth::authenticator", r.stderr)
+        r = self.validate(recv % "        keepalive:\n          server_parameters:\n"
+                          "            time: 48h\n")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("keepalive::server_parameters::time", r.stderr)
+        r = self.validate(recv % "        keepalive:\n          server_parameters:\n"
+                          "            time: 1m\n            timeout: 0s\n"
+                          "          enforcement_policy:\n            min_time: 10s\n"
+                          "            permit_without_stream: true\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":

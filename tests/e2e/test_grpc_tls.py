@@ -6,11 +6,19 @@ Receiver: protocols::grpc::tls on profcol's otlp receiver; a grpcio client with
 grpc.ssl_channel_credentials(test CA) sends, what profcol forwards (otlphttp -> harness Sink)
 equals what was sent; a plain-text (h2c) client gets nothing through.
 
+Mutual TLS (protocols::grpc::tls::client_ca_file): a client without a certificate, or with one
+from another CA, is refused; one with a certificate from that CA is served. SIGHUP: after the
+certificate files are replaced, new connections get the new certificate (its serial number, seen
+by a Python ssl client); a broken file keeps the old one.
+
 Exporter: profcol's otlp exporter with tls::ca_file sends to a grpcio server with
 grpc.ssl_server_credentials, both as https://host:port and as host:port with a tls block; a
-server certificate from an untrusted CA is refused with a clear log line and nothing is sent."""
+server certificate from an untrusted CA is refused with a clear log line and nothing is sent; a
+bare host:port without a tls block is TLS too (the Collector's default)."""
 
 import os
+import shutil
+import signal
 import sys
 import unittest
 from concurrent import futures
@@ -25,6 +33,9 @@ import grpc  # noqa: E402
 CERTS = t.Certs()
 SRV_CRT, SRV_KEY = CERTS.issue("grpc-server", 4001, cn="localhost")
 BAD_CRT, BAD_KEY = CERTS.issue("grpc-untrusted", 4002, ca="other-ca", cn="localhost")
+SRV2_CRT, SRV2_KEY = CERTS.issue("grpc-server2", 4003, cn="localhost")
+CLI_CRT, CLI_KEY = CERTS.issue("grpc-client", 4011, client=True)
+BAD_CLI_CRT, BAD_CLI_KEY = CERTS.issue("grpc-client-untrusted", 4012, client=True, ca="other-ca")
 RPC_TIMEOUT = 15.0
 
 
@@ -107,6 +118,93 @@ class GrpcTlsReceiver(unittest.TestCase):
             self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAVAILABLE)
 
 
+def grpc_receiver_config(gport, tls, sink_url, name=""):
+    return ("receivers:\n  otlp:\n    protocols:\n"
+            "      grpc:\n        endpoint: 127.0.0.1:%d\n        tls:\n" % gport +
+            "".join("          %s: %s\n" % kv for kv in tls.items()) +
+            "exporters:\n  otlphttp:\n    endpoint: %s\n    timeout: 5s\n" % sink_url +
+            "service:\n  telemetry:\n    metrics:\n      level: none\n"
+            "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlphttp]\n")
+
+
+class GrpcMutualTlsAndReload(unittest.TestCase):
+
+    def setUp(self):
+        self.sink = h.Sink().start()
+        self.addCleanup(self.sink.stop)
+
+    def start(self, tls, name):
+        gport = h.free_port()
+        p = h.Profcol(grpc_receiver_config(gport, tls, self.sink.url), wait_ports=[gport],
+                      name=name)
+        self.addCleanup(p.kill)
+        p.start()
+        return p, gport
+
+    def export(self, gport, creds, seed):
+        """Export over a new channel; the grpc.StatusCode (OK when it went through)."""
+        with grpc.secure_channel("127.0.0.1:%d" % gport, creds,
+                                 options=[("grpc.ssl_target_name_override", "localhost")]) as ch:
+            try:
+                g.svc.ProfilesServiceStub(ch).Export(h.make_request(("m",), seed=seed),
+                                                     timeout=5)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as e:
+                return e.code()
+
+    def test_client_certificate_required(self):
+        p, gport = self.start({"cert_file": SRV_CRT, "key_file": SRV_KEY,
+                               "client_ca_file": CERTS.ca}, "grpc-mtls")
+        ca = read(CERTS.ca)
+        without = grpc.ssl_channel_credentials(root_certificates=ca)
+        self.assertEqual(self.export(gport, without, 101), grpc.StatusCode.UNAVAILABLE)
+        self.wait_handshake_failure(p)
+        other = grpc.ssl_channel_credentials(root_certificates=ca, private_key=read(BAD_CLI_KEY),
+                                             certificate_chain=read(BAD_CLI_CRT))
+        self.assertEqual(self.export(gport, other, 102), grpc.StatusCode.UNAVAILABLE)
+        self.assertEqual(self.sink.snapshot(), [])
+        good = grpc.ssl_channel_credentials(root_certificates=ca, private_key=read(CLI_KEY),
+                                            certificate_chain=read(CLI_CRT))
+        self.assertEqual(self.export(gport, good, 103), grpc.StatusCode.OK)
+        self.assertEqual(len(self.sink.wait_requests(1)), 1)
+        p.stop()
+
+    def wait_handshake_failure(self, p):
+        text = p.wait_stderr(lambda s: "TLS handshake with 127.0.0.1:" in s)
+        self.assertIn("certificate", text[text.index("TLS handshake with 127.0.0.1:"):])
+
+    def test_sighup_reloads_certificate(self):
+        live_crt, live_key = CERTS.path("grpc-live.crt"), CERTS.path("grpc-live.key")
+        shutil.copyfile(SRV_CRT, live_crt)
+        shutil.copyfile(SRV_KEY, live_key)
+        p, gport = self.start({"cert_file": live_crt, "key_file": live_key}, "grpc-reload")
+        ctx = t.client_context(CERTS.ca)
+        self.assertEqual(t.served_serial(gport, ctx), 4001)
+        creds = grpc.ssl_channel_credentials(root_certificates=read(CERTS.ca))
+        old = grpc.secure_channel("127.0.0.1:%d" % gport, creds,
+                                  options=[("grpc.ssl_target_name_override", "localhost")])
+        self.addCleanup(old.close)
+        old_stub = g.svc.ProfilesServiceStub(old)
+        old_stub.Export(h.make_request(("before",), seed=111), timeout=RPC_TIMEOUT)
+        # a broken file: the reload fails, the old certificate stays
+        with open(live_crt, "w") as f:
+            f.write("not a certificate\n")
+        p.proc.send_signal(signal.SIGHUP)
+        text = p.wait_stderr(lambda s: "TLS reload failed" in s)
+        self.assertIn("keeping the previous certificates", text)
+        self.assertEqual(t.served_serial(gport, ctx), 4001)
+        shutil.copyfile(SRV2_CRT, live_crt)
+        shutil.copyfile(SRV2_KEY, live_key)
+        p.proc.send_signal(signal.SIGHUP)
+        p.wait_stderr(lambda s: "TLS certificates reloaded" in s)
+        self.assertEqual(t.served_serial(gport, ctx), 4003)
+        self.assertEqual(self.export(gport, creds, 112), grpc.StatusCode.OK)
+        # a connection made before the reload keeps working
+        old_stub.Export(h.make_request(("after",), seed=113), timeout=RPC_TIMEOUT)
+        self.assertEqual(len(self.sink.wait_requests(3)), 3)
+        p.stop()
+
+
 class GrpcTlsExporter(unittest.TestCase):
 
     def start_server(self, crt, key):
@@ -168,6 +266,21 @@ class GrpcTlsExporter(unittest.TestCase):
                 % port)
         text = p.wait_stderr(lambda s: s.count(want) >= 2)
         self.assertGreaterEqual(text.count(want), 2, text[-3000:])  # retried
+        self.assertEqual(rec.calls, [])
+        p.kill()
+
+    def test_bare_hostport_is_tls(self):
+        """No tls block: TLS against the system trust store, which does not know the test CA."""
+        rec, port = self.start_server(SRV_CRT, SRV_KEY)
+        p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\n" % port + self.RETRY,
+                                      "grpc-tls-exp-default")
+        self.assertIn("sending OTLP/gRPC to 127.0.0.1:%d (TLS" % port, p.stderr())
+        r = h.post(hport, h.make_request(("default-tls",), seed=75).SerializeToString())
+        self.assertEqual(r.status, 200, r)
+        want = ("TLS handshake with https://127.0.0.1:%d failed: certificate verify failed"
+                % port)
+        text = p.wait_stderr(lambda s: want in s)
+        self.assertIn(want, text[-3000:])
         self.assertEqual(rec.calls, [])
         p.kill()
 

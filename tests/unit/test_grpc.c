@@ -575,6 +575,152 @@ static void test_h2_hostile_peers(void)
     run_until(&closed, 1);
 }
 
+/* ---- keepalive: server PINGs, a peer that never answers, a peer that pings too often ---- */
+
+typedef struct ka_peer {
+    int fd;
+    nghttp2_session *ng;
+    int pings; /* PINGs (not acks) received */
+    int goaways;
+    uint32_t goaway_code;
+    char goaway_debug[32];
+    int closed; /* the server closed the connection */
+} ka_peer;
+
+typedef struct ka_result {
+    int port;
+    ka_peer silent, acking, flooding;
+    atomic_int done;
+} ka_result;
+
+static int ka_on_frame(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    ka_peer *p = ud;
+    (void)ng;
+    if (f->hd.type == NGHTTP2_PING && !(f->hd.flags & NGHTTP2_FLAG_ACK)) p->pings++;
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        p->goaways++;
+        p->goaway_code = f->goaway.error_code;
+        size_t n = f->goaway.opaque_data_len < sizeof p->goaway_debug - 1
+                       ? f->goaway.opaque_data_len
+                       : sizeof p->goaway_debug - 1;
+        memcpy(p->goaway_debug, f->goaway.opaque_data, n);
+        p->goaway_debug[n] = 0;
+    }
+    return 0;
+}
+
+static void ka_connect(ka_peer *p, int port, bool auto_ack)
+{
+    p->fd = connect_port(port);
+    nghttp2_session_callbacks *cbs;
+    nghttp2_session_callbacks_new(&cbs);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, ka_on_frame);
+    nghttp2_option *opt;
+    nghttp2_option_new(&opt);
+    if (!auto_ack) nghttp2_option_set_no_auto_ping_ack(opt, 1);
+    nghttp2_session_client_new2(&p->ng, cbs, p, opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cbs);
+    nghttp2_submit_settings(p->ng, NGHTTP2_FLAG_NONE, NULL, 0);
+}
+
+static void ka_flush(ka_peer *p)
+{
+    const uint8_t *d;
+    ssize_t n;
+    while ((n = nghttp2_session_mem_send(p->ng, &d)) > 0)
+        if (write(p->fd, d, (size_t)n) != n) return;
+}
+
+/* Read, answer what nghttp2 answers, for up to ms (or until closed); every_ms > 0: also send a
+ * PING that often. */
+static void ka_pump(ka_peer *p, int ms, int every_ms)
+{
+    uint8_t buf[16384];
+    for (int waited = 0; waited < ms && !p->closed; waited += 10) {
+        if (every_ms && waited % every_ms == 0) nghttp2_submit_ping(p->ng, NGHTTP2_FLAG_NONE, NULL);
+        ka_flush(p);
+        struct pollfd pf = {.fd = p->fd, .events = POLLIN};
+        if (poll(&pf, 1, 10) <= 0) continue;
+        ssize_t n = read(p->fd, buf, sizeof buf);
+        if (n <= 0) {
+            p->closed = 1;
+            break;
+        }
+        nghttp2_session_mem_recv(p->ng, buf, (size_t)n);
+    }
+}
+
+static void ka_close(ka_peer *p)
+{
+    nghttp2_session_del(p->ng);
+    close(p->fd);
+}
+
+static void *ka_thread(void *arg)
+{
+    ka_result *r = arg;
+    /* never acks: PINGed after 200 ms of quiet, GOAWAY and closed 300 ms later */
+    ka_connect(&r->silent, r->port, false);
+    ka_pump(&r->silent, 3000, 0);
+    ka_close(&r->silent);
+    /* acks (nghttp2 does by default): PINGed again and again, never closed */
+    ka_connect(&r->acking, r->port, true);
+    ka_pump(&r->acking, 1500, 0);
+    ka_close(&r->acking);
+    /* pings every 20 ms without a call open: the third strike is told to calm down */
+    ka_connect(&r->flooding, r->port, true);
+    ka_pump(&r->flooding, 3000, 20);
+    ka_close(&r->flooding);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static void poll_ka_done(uv_timer_t *t)
+{
+    ka_result *r = t->data;
+    if (atomic_load(&r->done)) hostile_done = 1;
+}
+
+static void test_h2_keepalive(void)
+{
+    outcome so = {0};
+    pc_h2_server_opts o = {.host = "127.0.0.1",
+                           .keepalive_time_ms = 200,
+                           .keepalive_timeout_ms = 300,
+                           .ping_min_time_ms = 10000,
+                           .log_id = "h2test"};
+    pc_h2_server *s = pc_h2_server_new(loop, &o, echo_handler, &so);
+    char err[256];
+    CHECK_EQ_INT(pc_h2_server_start(s, err, sizeof err), 0);
+    ka_result r = {.port = pc_h2_server_port(s)};
+    pthread_t th;
+    pthread_create(&th, NULL, ka_thread, &r);
+    uv_timer_t t;
+    uv_timer_init(loop, &t);
+    t.data = &r;
+    uv_timer_start(&t, poll_ka_done, 20, 20);
+    hostile_done = 0;
+    run_until(&hostile_done, 1);
+    uv_close((uv_handle_t *)&t, NULL);
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(r.silent.pings, 1);
+    CHECK_EQ_INT(r.silent.goaways, 1);
+    CHECK_EQ_INT(r.silent.goaway_code, NGHTTP2_NO_ERROR);
+    CHECK(r.silent.closed);
+    CHECK(r.acking.pings >= 3); /* about one per 200 ms of quiet over 1.5 s */
+    CHECK_EQ_INT(r.acking.goaways, 0);
+    CHECK(!r.acking.closed);
+    CHECK_EQ_INT(r.flooding.goaways, 1);
+    CHECK_EQ_INT(r.flooding.goaway_code, NGHTTP2_ENHANCE_YOUR_CALM);
+    CHECK_STR(r.flooding.goaway_debug, "too_many_pings");
+    CHECK(r.flooding.closed);
+    closed = 0;
+    pc_h2_server_shutdown(s, on_closed, NULL);
+    run_until(&closed, 1);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -589,6 +735,7 @@ int main(void)
     RUN(test_h2_roundtrip);
     RUN(test_h2_shutdown_waits);
     RUN(test_h2_hostile_peers);
+    RUN(test_h2_keepalive);
     uv_run(loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(uv_loop_close(loop), 0); /* every handle was closed */
     return check_report();
