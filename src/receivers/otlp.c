@@ -28,6 +28,7 @@
 
 typedef struct otlp_cfg {
     pc_http_server_cfg http;
+    char *url_path[PC_SIGNAL_COUNT]; /* protocols::http::<signal>_url_path, normalised */
     char *grpc_endpoint;
     int64_t grpc_max_recv_mib;
     int64_t grpc_max_streams;
@@ -42,6 +43,14 @@ typedef struct otlp_cfg {
 
 static const pc_cfg_key otlp_keys[] = {
     PC_HTTP_SERVER_KEYS(otlp_cfg, http, "protocols.http.", "localhost:4318"),
+    {"protocols.http.profiles_url_path", PC_CFG_STRING, "/v1development/profiles",
+     offsetof(otlp_cfg, url_path[PC_SIGNAL_PROFILES]), "URL path profiles are posted to", NULL},
+    {"protocols.http.traces_url_path", PC_CFG_STRING, "/v1/traces",
+     offsetof(otlp_cfg, url_path[PC_SIGNAL_TRACES]), "URL path traces are posted to", NULL},
+    {"protocols.http.metrics_url_path", PC_CFG_STRING, "/v1/metrics",
+     offsetof(otlp_cfg, url_path[PC_SIGNAL_METRICS]), "URL path metrics are posted to", NULL},
+    {"protocols.http.logs_url_path", PC_CFG_STRING, "/v1/logs",
+     offsetof(otlp_cfg, url_path[PC_SIGNAL_LOGS]), "URL path logs are posted to", NULL},
     {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint),
      "host:port for OTLP/gRPC (HTTP/2 cleartext, or TLS with protocols::grpc::tls; 0.0.0.0 for "
      "all interfaces)",
@@ -117,6 +126,37 @@ typedef struct job {
     char err[512];
 } job;
 
+/* As the Collector cleans them: a leading '/', no trailing one; two signals on one path are
+ * an error. */
+static int normalise_url_paths(otlp_cfg *cfg, const pc_node *node, const char *path,
+                               pc_cfg_err *err)
+{
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+        char key[64];
+        snprintf(key, sizeof key, "protocols.http.%s_url_path", pc_signal_infos[sig].name);
+        char *p = cfg->url_path[sig] ? cfg->url_path[sig] : "";
+        size_t n = strlen(p);
+        while (n > 1 && p[n - 1] == '/')
+            n--;
+        if (n == 0 || strpbrk(p, "?# ")) {
+            pc_cfg_key_errorf(err, node, path, key, "must be a URL path such as %s",
+                              pc_signal_infos[sig].http_path);
+            return -1;
+        }
+        char *clean = pc_xmalloc(n + 2);
+        snprintf(clean, n + 2, "%s%.*s", p[0] == '/' ? "" : "/", (int)n, p);
+        free(cfg->url_path[sig]);
+        cfg->url_path[sig] = clean;
+        for (int o = 0; o < sig; o++)
+            if (!strcmp(cfg->url_path[o], clean)) {
+                pc_cfg_key_errorf(err, node, path, key, "\"%s\" is already %s_url_path", clean,
+                                  pc_signal_infos[o].name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     otlp_cfg *cfg = cfgp;
@@ -132,6 +172,7 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
         return -1;
     }
     if (pc_http_server_cfg_validate(&cfg->http, node, path, "protocols.http.", err)) return -1;
+    if (normalise_url_paths(cfg, node, path, err)) return -1;
     if (pc_hostport_parse(cfg->grpc_endpoint, host, sizeof host, &port, e, sizeof e)) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.endpoint", "%s", e);
         return -1;
@@ -464,8 +505,7 @@ static void on_request(pc_http_req *req, void *arg)
     const char *ct = pc_http_req_header(req, "content-type");
     int json = ct && media_type_is(ct, "application/json");
     int sig = 0;
-    while (sig < PC_SIGNAL_COUNT &&
-           !(r->c->route[sig] && !strcmp(req->path, pc_signal_infos[sig].http_path)))
+    while (sig < PC_SIGNAL_COUNT && !(r->c->route[sig] && !strcmp(req->path, cfg->url_path[sig])))
         sig++;
     if (sig == PC_SIGNAL_COUNT) {
         pc_http_respond(req, 404, "text/plain", "404 page not found\n", 19, NULL);
@@ -579,7 +619,7 @@ static const char *signal_list(const pc_component *c, int t)
     out[0] = 0;
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         if (!c->route[sig]) continue;
-        const char *p = pc_signal_infos[sig].http_path;
+        const char *p = ((const otlp_cfg *)c->cfg)->url_path[sig];
         if (t == T_GRPC) { /* drop the package: "/a.b.TraceService/Export" */
             const char *g = pc_signal_infos[sig].grpc_path, *slash = strrchr(g, '/');
             p = g;

@@ -1313,5 +1313,29 @@ class MalformedInput(unittest.TestCase):
         self.p.stop()
 
 
+class UrlPaths(unittest.TestCase):
+    """protocols::http::<signal>_url_path moves a signal, as in the Collector (cleaned: leading
+    slash added, trailing one dropped); the default path then answers 404."""
+
+    def test_custom_paths(self):
+        port = h.free_port()
+        cfg = ("receivers:\n  otlp:\n    protocols:\n      http:\n"
+               "        endpoint: 127.0.0.1:%d\n        traces_url_path: /custom/traces/\n"
+               "        metrics_url_path: otlp/metrics\nexporters:\n  debug:\n"
+               "service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n"
+               "    traces: {receivers: [otlp], exporters: [debug]}\n"
+               "    metrics: {receivers: [otlp], exporters: [debug]}\n" % port)
+        p = h.Profcol(cfg, wait_ports=[port], name="profcol-paths").start()
+        try:
+            for sig, path, want in ((TRACES, "/custom/traces", 200), (TRACES, "/v1/traces", 404),
+                                    (METRICS, "/otlp/metrics", 200),
+                                    (METRICS, "/v1/metrics", 404)):
+                r = h.post(port, sig.Req().SerializeToString(), path=path)
+                self.assertEqual(r.status, want, "%s %s: %r" % (sig.name, path, r))
+        finally:
+            p.stop()
+        self.assertIn("/custom/traces, /otlp/metrics", p.stderr())
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -185,6 +185,15 @@ static void test_errors(void)
                       "    metrics:\n      receivers: [otlp]\n      exporters: [pyroscope]\n");
     CHECK_CONTAINS(e, "exporter \"pyroscope\" does not support metrics pipelines");
 
+    e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\n"
+                      "        logs_url_path: v1/traces/\n");
+    CHECK_CONTAINS(e, "receivers::otlp::protocols::http::logs_url_path");
+    CHECK_CONTAINS(e, "\"/v1/traces\" is already traces_url_path");
+
+    e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\n"
+                      "        traces_url_path: \"/a?b\"\n");
+    CHECK_CONTAINS(e, "must be a URL path such as /v1/traces");
+
     e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\nexporters:\n  debug:\n"
                       "service:\n  pipelines:\n    events:\n"
                       "      receivers: [otlp]\n      exporters: [debug]\n");
