@@ -243,6 +243,17 @@ static int grpc_code_for_http(int http)
     }
 }
 
+/* A response or status message in the request's encoding. */
+static void encode_message(const ProtobufCMessage *m, int json, pc_buf *out)
+{
+    if (json) {
+        pc_json_encode(m, out);
+    } else {
+        pc_buf_reserve(out, protobuf_c_message_get_packed_size(m) + 1);
+        out->len = protobuf_c_message_pack(m, out->data);
+    }
+}
+
 /* Failures carry a google.rpc.Status in the request's content type. */
 static void http_respond_status(pc_http_req *req, int json, int http, const char *msg)
 {
@@ -250,12 +261,7 @@ static void http_respond_status(pc_http_req *req, int json, int http, const char
     st.code = grpc_code_for_http(http);
     st.message = (char *)msg;
     pc_buf body = {0};
-    if (json) {
-        pc_json_encode(&st.base, &body);
-    } else {
-        pc_buf_reserve(&body, protobuf_c_message_get_packed_size(&st.base) + 1);
-        body.len = protobuf_c_message_pack(&st.base, body.data);
-    }
+    encode_message(&st.base, json, &body);
     char extra[64] = "";
     if (http == 429 || http == 503)
         snprintf(extra, sizeof extra, "Retry-After: %d\r\n", RETRY_AFTER_S);
@@ -311,20 +317,11 @@ static void respond_pipeline_error(job *j, pc_status st, const char *msg)
                     NULL, 0, NULL);
 }
 
-/* Traces, metrics and logs are never partially rejected: an empty Export*ServiceResponse. */
-static void respond_ok_signal(job *j)
+/* 200 / OK with an Export*ServiceResponse. */
+static void respond_message(job *j, const ProtobufCMessage *m)
 {
-    const ProtobufCMessageDescriptor *d = pc_signal_infos[j->sig].response;
-    ProtobufCMessage *m = pc_xcalloc(1, d->sizeof_message);
-    protobuf_c_message_init(d, m);
     pc_buf body = {0};
-    if (j->json) {
-        pc_json_encode(m, &body);
-    } else {
-        pc_buf_reserve(&body, protobuf_c_message_get_packed_size(m) + 1);
-        body.len = protobuf_c_message_pack(m, body.data);
-    }
-    free(m);
+    encode_message(m, j->json, &body);
     if (j->transport == T_HTTP)
         pc_http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf",
                         body.data, body.len, NULL);
@@ -336,7 +333,12 @@ static void respond_ok_signal(job *j)
 static void respond_ok(job *j, int64_t rejected, const char *msg)
 {
     if (j->sig != PC_SIGNAL_PROFILES) {
-        respond_ok_signal(j);
+        /* traces, metrics and logs are never partially rejected: an empty response */
+        const ProtobufCMessageDescriptor *d = pc_signal_infos[j->sig].response;
+        ProtobufCMessage *m = pc_xcalloc(1, d->sizeof_message);
+        protobuf_c_message_init(d, m);
+        respond_message(j, m);
+        free(m);
         return;
     }
     pc_response resp =
@@ -348,19 +350,7 @@ static void respond_ok(job *j, int64_t rejected, const char *msg)
         ps.error_message = (char *)msg;
         resp.partial_success = &ps;
     }
-    pc_buf body = {0};
-    if (j->json) {
-        pc_json_encode(&resp.base, &body);
-    } else {
-        pc_buf_reserve(&body, protobuf_c_message_get_packed_size(&resp.base) + 1);
-        body.len = protobuf_c_message_pack(&resp.base, body.data);
-    }
-    if (j->transport == T_HTTP)
-        pc_http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf",
-                        body.data, body.len, NULL);
-    else
-        pc_grpc_respond(j->call, PC_GRPC_OK, NULL, body.data, body.len, NULL);
-    pc_buf_free(&body);
+    respond_message(j, &resp.base);
 }
 
 static const char *peer(const job *j)

@@ -762,6 +762,10 @@ def set_anyvalue(av, value, strindex_builder=None):
         av.array_value.SetInParent()
         for v in value:
             set_anyvalue(av.array_value.values.add(), v)
+    elif isinstance(value, dict):
+        av.kvlist_value.SetInParent()
+        for k, v in value.items():
+            set_anyvalue(av.kvlist_value.values.add(key=k).value, v)
     elif strindex_builder is not None:
         av.string_value_strindex = strindex_builder.s(value)
     else:

@@ -147,30 +147,9 @@ def from_json(sig, body):
 # ---------------------------------------------------------------------------------------------
 # realistic requests
 
-def _set_value(av, v):
-    if isinstance(v, bool):
-        av.bool_value = v
-    elif isinstance(v, int):
-        av.int_value = v
-    elif isinstance(v, float):
-        av.double_value = v
-    elif isinstance(v, bytes):
-        av.bytes_value = v
-    elif isinstance(v, list):
-        av.array_value.SetInParent()
-        for x in v:
-            _set_value(av.array_value.values.add(), x)
-    elif isinstance(v, dict):
-        av.kvlist_value.SetInParent()
-        for k, x in v.items():
-            _set_value(av.kvlist_value.values.add(key=k).value, x)
-    else:
-        av.string_value = v
-
-
 def _attrs(repeated, **kv):
     for k, v in kv.items():
-        _set_value(repeated.add(key=k.replace("__", ".")).value, v)
+        h.set_anyvalue(repeated.add(key=k.replace("__", ".")).value, v)
 
 
 def _resource(top, svc, i, seed, schema=True):
@@ -328,7 +307,7 @@ def make_logs(tag, seed, services=("checkout", "cart"), records=5):
             lr.observed_time_unix_nano = lr.time_unix_nano + 1000
             lr.severity_number = 1 + (k * 5 + seed) % 24
             lr.severity_text = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"][k % 5]
-            _set_value(lr.body, bodies[(k + i) % len(bodies)])
+            h.set_anyvalue(lr.body, bodies[(k + i) % len(bodies)])
             _attrs(lr.attributes, log__tag="%s-%s-%d" % (tag, svc, k), thread__id=k)
             if k % 2:
                 lr.trace_id, lr.span_id = rnd.randbytes(16), rnd.randbytes(8)
