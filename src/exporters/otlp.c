@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "extensions/auth.h"
 #include "net/grpc.h"
 #include "net/gzip.h"
 #include "net/h2_client.h"
@@ -29,6 +30,7 @@ typedef struct otlp_exp_cfg {
     uint64_t timeout_ms;
     pc_tls_client_cfg tls;
     bool use_tls; /* set by validate */
+    char *authenticator;
     pc_sender_cfg sender;
 } otlp_exp_cfg;
 
@@ -46,6 +48,7 @@ static const pc_cfg_key otlp_exp_keys[] = {
     {"timeout", PC_CFG_DURATION, "30s", offsetof(otlp_exp_cfg, timeout_ms),
      "time allowed for one call (also sent as grpc-timeout)", NULL},
     PC_TLS_CLIENT_KEYS(otlp_exp_cfg, tls, ""),
+    PC_AUTH_CLIENT_KEY(otlp_exp_cfg, authenticator, ""),
     PC_SENDER_KEYS(otlp_exp_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -58,6 +61,7 @@ typedef struct otlp_exp {
     size_t n_hdrs;
     pc_h2_client *client;
     pc_tls_ctx *tls_ctx;
+    pc_auth *auth; /* NULL: no authenticator */
     pc_sender *sender;
     pc_shutdown_done shutdown_done;
 } otlp_exp;
@@ -200,6 +204,8 @@ static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
         PC_WARN(c->id, "an http:// endpoint is plain text: the tls settings are not used");
     }
     x->client = pc_h2_client_new(c->loop, &o);
+    if (cfg->authenticator && !(x->auth = pc_auth_find(c, cfg->authenticator, false, err, errlen)))
+        return -1;
     x->sender = pc_sender_new(c, &cfg->sender, otlp_exp_send, err, errlen);
     if (!x->sender) return -1;
     PC_INFO(c->id, "sending OTLP/gRPC to %s:%d (%s%s)", x->host, x->port,
@@ -326,6 +332,32 @@ static void on_response(const pc_h2_response *r, void *arg)
     }
 }
 
+/* The exporter's metadata plus the authenticator's "Name: value\r\n" lines (parsed in place in
+ * lines, names lower-cased for HTTP/2); the caller frees the array, the client copies it. */
+static pc_h2_header *auth_metadata(const otlp_exp *x, pc_buf *lines, size_t *n)
+{
+    size_t cap = x->n_hdrs + 4, k = x->n_hdrs;
+    pc_h2_header *h = pc_xmalloc(cap * sizeof *h);
+    memcpy(h, x->hdrs, x->n_hdrs * sizeof *h);
+    pc_buf_reserve(lines, 1);
+    lines->data[lines->len] = 0;
+    for (char *p = (char *)lines->data, *eol; p && *p && k < cap; p = eol ? eol + 2 : NULL) {
+        eol = strstr(p, "\r\n");
+        if (eol) *eol = 0;
+        char *colon = strchr(p, ':');
+        if (!colon) continue;
+        *colon = 0;
+        for (char *q = p; *q; q++)
+            *q = (char)tolower((unsigned char)*q);
+        char *v = colon + 1;
+        while (*v == ' ')
+            v++;
+        h[k++] = (pc_h2_header){p, v};
+    }
+    *n = k;
+    return h;
+}
+
 static void encode_done(uv_work_t *w, int status)
 {
     send_job *j = w->data;
@@ -333,8 +365,17 @@ static void encode_done(uv_work_t *w, int status)
     otlp_exp_cfg *cfg = x->c->cfg;
     (void)status;
     j->batch = NULL;
-    pc_h2_client_request(x->client, "POST", pc_signal_infos[j->sig].grpc_path, x->hdrs, x->n_hdrs,
+    pc_buf lines = {0};
+    pc_h2_header *hdrs = x->hdrs;
+    size_t n = x->n_hdrs;
+    if (x->auth) { /* per request, as metadata: a token file may have been reloaded */
+        pc_auth_headers(x->auth, &lines);
+        hdrs = auth_metadata(x, &lines, &n);
+    }
+    pc_h2_client_request(x->client, "POST", pc_signal_infos[j->sig].grpc_path, hdrs, n,
                          j->body.data, j->body.len, (unsigned)cfg->timeout_ms, on_response, j);
+    if (hdrs != x->hdrs) free(hdrs);
+    pc_buf_free(&lines);
     pc_buf_free(&j->body); /* the client copied it */
 }
 

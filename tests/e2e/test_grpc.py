@@ -543,6 +543,36 @@ class GrpcAuth(unittest.TestCase):
         self.accepted(self.basic, auth_md(basic("alice", "alice-pw")), 86)
         self.accepted(self.basic, auth_md(basic("bob", "bob-plain")), 87)
 
+    def test_exporter_sends_credentials(self):
+        """The otlp (gRPC) exporter's auth::authenticator: its credentials travel as metadata;
+        wrong ones get UNAUTHENTICATED, which is not retried and is logged as dropped."""
+        port = h.free_port()
+        cfg = ("extensions:\n  basicauth/client:\n    client_auth:\n      username: alice\n"
+               "      password: alice-pw\n  bearertokenauth/wrong:\n    token: nope\n"
+               "receivers:\n  otlp:\n    protocols:\n      http:\n"
+               "        endpoint: 127.0.0.1:%d\n"
+               "exporters:\n  otlp/good:\n    endpoint: 127.0.0.1:%d\n"
+               "    tls:\n      insecure: true\n    auth:\n      authenticator: basicauth/client\n"
+               "  otlp/bad:\n    endpoint: 127.0.0.1:%d\n    tls:\n      insecure: true\n"
+               "    auth:\n      authenticator: bearertokenauth/wrong\n"
+               "service:\n  extensions: [basicauth/client, bearertokenauth/wrong]\n"
+               "  telemetry:\n    metrics:\n      level: none\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+               "      exporters: [otlp/good, otlp/bad]\n" % (port, self.aport, self.bport))
+        n = len(self.sink.snapshot())
+        client = h.Profcol(cfg, wait_ports=[port], name="grpc-auth-client").start()
+        try:
+            req = h.make_request(("creds",), seed=88)
+            self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
+            got = self.sink.wait_requests(n + 1)
+            self.assertEqual(h.summarize(got[-1].message), h.summarize(req))
+            client.wait_stderr(lambda t: "otlp/bad" in t and "dropping" in t)
+            time.sleep(0.3)  # nothing else may arrive: the bad exporter's call was refused
+            self.assertEqual(len(self.sink.snapshot()), n + 1)
+        finally:
+            client.stop()
+        self.assertRegex(client.stderr(), r"otlp/bad.*dropping \d+ samples.*(UNAUTHENTICATED|16)")
+
 
 # ---------------------------------------------------------------------------------------------
 # keepalive: profcol PINGs quiet connections and drops those that do not answer; clients that
