@@ -185,6 +185,15 @@ static int otlphttp_create(pc_component *c, pc_cfg_err *err)
 
 static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
 
+static int otlphttp_check_signal(const pc_component *c, pc_signal sig, char *err, size_t errlen)
+{
+    const otlphttp *x = c->priv;
+    if (x->t[sig].set) return 0;
+    snprintf(err, errlen, "no endpoint for %s (set endpoint or %s)", pc_signal_infos[sig].name,
+             pc_signal_infos[sig].endpoint_key);
+    return -1;
+}
+
 static bool same_origin(const pc_url *a, const pc_url *b)
 {
     return !strcmp(a->scheme, b->scheme) && !strcmp(a->host, b->host) && a->port == b->port;
@@ -304,14 +313,7 @@ static void encode_done(uv_work_t *w, int status)
 /* The sender's send function: one attempt. */
 static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
 {
-    otlphttp *x = c->priv;
-    if (!x->t[b->signal].set) { /* endpoint unset, only other signals' endpoints */
-        char m[160];
-        snprintf(m, sizeof m, "no endpoint for %s (set endpoint or %s)",
-                 pc_signal_infos[b->signal].name, pc_signal_infos[b->signal].endpoint_key);
-        result(ctx, PC_ERR_PERMANENT, -1, m);
-        return;
-    }
+    otlphttp *x = c->priv; /* x->t[b->signal] is set: otlphttp_check_signal saw to it */
     send_job *j = pc_xcalloc(1, sizeof(*j));
     j->x = x;
     j->t = &x->t[b->signal];
@@ -392,4 +394,5 @@ const pc_component_type pc_exporter_otlphttp = {
     .shutdown = otlphttp_shutdown,
     .destroy = otlphttp_destroy,
     .signals = PC_SIGNALS_ALL,
+    .check_signal = otlphttp_check_signal,
 };

@@ -43,6 +43,9 @@ typedef struct pc_component_type {
     /* PC_SIGNAL_BIT()s of the pipelines it may be in; 0 means profiles only. A pipeline of
      * another signal listing it is a config error. */
     unsigned signals;
+    /* Optional: whether this instance's config can serve a pipeline of sig (e.g. an exporter
+     * with only traces_endpoint cannot take profiles); -1 with a reason otherwise. */
+    int (*check_signal)(const pc_component *c, pc_signal sig, char *err, size_t errlen);
 } pc_component_type;
 
 static inline bool pc_component_type_supports(const pc_component_type *t, pc_signal sig)

@@ -205,7 +205,13 @@ static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id
 static int check_signal(const pc_component *c, const pipeline *pl, const pc_node *at,
                         const char *path, pc_cfg_err *err)
 {
-    if (pc_component_type_supports(c->type, pl->signal)) return 0;
+    if (pc_component_type_supports(c->type, pl->signal)) {
+        char e[256];
+        if (!c->type->check_signal || !c->type->check_signal(c, pl->signal, e, sizeof e)) return 0;
+        pc_cfg_errorf(err, at, path, "%s \"%s\" cannot serve %s pipelines: %s",
+                      pc_kind_name(c->type->kind), c->id, pc_signal_infos[pl->signal].name, e);
+        return -1;
+    }
     char list[64] = "";
     for (int s = 0; s < PC_SIGNAL_COUNT; s++)
         if (pc_component_type_supports(c->type, (pc_signal)s))

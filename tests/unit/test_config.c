@@ -185,6 +185,14 @@ static void test_errors(void)
                       "    metrics:\n      receivers: [otlp]\n      exporters: [pyroscope]\n");
     CHECK_CONTAINS(e, "exporter \"pyroscope\" does not support metrics pipelines");
 
+    e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\nexporters:\n"
+                      "  otlphttp/t:\n    traces_endpoint: http://x:1/t\nservice:\n  pipelines:\n"
+                      "    traces:\n      receivers: [otlp]\n      exporters: [otlphttp/t]\n"
+                      "    profiles:\n      receivers: [otlp]\n      exporters: [otlphttp/t]\n");
+    CHECK_CONTAINS(e, "exporter \"otlphttp/t\" cannot serve profiles pipelines: no endpoint for "
+                      "profiles (set endpoint or profiles_endpoint)");
+    CHECK_CONTAINS(e, "test.yaml:15");
+
     e = service_error("receivers:\n  otlp:\n    protocols:\n      http:\n"
                       "        logs_url_path: v1/traces/\n");
     CHECK_CONTAINS(e, "receivers::otlp::protocols::http::logs_url_path");
