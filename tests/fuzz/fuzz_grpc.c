@@ -452,6 +452,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         .idle_timeout_ms = 2000,
         .read_timeout_ms = 2000,
         .max_connections = 16,
+        /* keepalive and ping enforcement on: a few PING frames in one input reach the
+         * strikes and ENHANCE_YOUR_CALM path */
+        .keepalive_time_ms = 1000,
+        .keepalive_timeout_ms = 500,
+        .ping_min_time_ms = 60000,
         .log_id = "fuzz",
     };
     server = pc_h2_server_new(loop, &o, handler, NULL);
