@@ -64,6 +64,18 @@ static const char *cfg_type_name(pc_cfg_type t)
     return names[t];
 }
 
+/* "profiles, traces, metrics, logs": the pipelines a component may be in ("" for extensions). */
+static const char *pipeline_list(const pc_component_type *t)
+{
+    static char out[64];
+    out[0] = 0;
+    for (int s = 0; t->kind != PC_KIND_EXTENSION && s < PC_SIGNAL_COUNT; s++)
+        if (pc_component_type_supports(t, (pc_signal)s))
+            snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", out[0] ? ", " : "",
+                     pc_signal_infos[s].name);
+    return out;
+}
+
 /* Markdown reference for docs/components.md (a test checks the file matches). */
 static int print_components_markdown(void)
 {
@@ -73,6 +85,7 @@ static int print_components_markdown(void)
     for (size_t i = 0; pc_component_types[i]; i++) {
         const pc_component_type *t = pc_component_types[i];
         printf("\n## %s `%s` (%s)\n\n%s\n\n", pc_kind_name(t->kind), t->name, t->stability, t->doc);
+        if (*pipeline_list(t)) printf("Pipelines: %s.\n\n", pipeline_list(t));
         if (!t->cfg || !t->cfg->key) {
             printf("No settings.\n");
             continue;
@@ -94,6 +107,7 @@ static int print_components(void)
     for (size_t i = 0; pc_component_types[i]; i++) {
         const pc_component_type *t = pc_component_types[i];
         printf("%s %s [%s]\n  %s\n", pc_kind_name(t->kind), t->name, t->stability, t->doc);
+        if (*pipeline_list(t)) printf("  pipelines: %s\n", pipeline_list(t));
         for (const pc_cfg_key *k = t->cfg; k && k->key; k++) {
             char type[128];
             snprintf(type, sizeof type, "%s", cfg_type_name(k->type));
