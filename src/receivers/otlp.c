@@ -679,9 +679,15 @@ static void server_closed(void *arg)
     if (--r->closing) return;
     r->http.srv = NULL;
     r->h2 = NULL;
-    PC_INFO(c->id, "stopped (accepted %llu profile samples, refused %llu)",
-            (unsigned long long)(r->accepted[T_HTTP][0] + r->accepted[T_GRPC][0]),
-            (unsigned long long)(r->refused[T_HTTP][0] + r->refused[T_GRPC][0]));
+    char totals[400] = "";
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) /* "12 samples (0 refused), 5 spans ..." */
+        if (c->route[sig])
+            snprintf(totals + strlen(totals), sizeof totals - strlen(totals),
+                     "%s%llu %s (%llu refused)", totals[0] ? ", " : "",
+                     (unsigned long long)(r->accepted[T_HTTP][sig] + r->accepted[T_GRPC][sig]),
+                     pc_signal_infos[sig].items,
+                     (unsigned long long)(r->refused[T_HTTP][sig] + r->refused[T_GRPC][sig]));
+    PC_INFO(c->id, "stopped (accepted %s)", totals);
     r->shutdown_done(c);
 }
 
