@@ -430,12 +430,12 @@ def raw_request(port, head, body_chunks=(), timeout=15.0):
 # ---------------------------------------------------------------------------------------------
 # (d) the recording sink
 
-HEX_ID_FIELDS = ("traceId", "spanId", "profileId")
+HEX_ID_FIELDS = ("traceId", "spanId", "parentSpanId", "profileId")
 
 
 def _hex_ids_to_base64(obj):
-    """OTLP JSON has hex traceId/spanId (and, as the Collector's pdata writes it, profileId);
-    proto3 JSON (json_format) wants base64."""
+    """OTLP JSON has hex traceId/spanId/parentSpanId (and, as the Collector's pdata writes it,
+    profileId); proto3 JSON (json_format) wants base64."""
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
@@ -470,10 +470,11 @@ def _ids_to_hex(obj):
     return obj
 
 
-def to_otlp_json(msg, ints_as_numbers=False):
+def to_otlp_json(msg, ints_as_numbers=False, enums_as_ints=False):
     """OTLP JSON text for a message: lowerCamelCase, hex trace/span/profile ids, int64 as strings
-    (or as numbers when ints_as_numbers, which decoders must accept too)."""
-    d = _ids_to_hex(json_format.MessageToDict(msg))
+    (or as numbers when ints_as_numbers, which decoders must accept too), enums by name (or as
+    integers, as the OTLP spec has them, when enums_as_ints)."""
+    d = _ids_to_hex(json_format.MessageToDict(msg, use_integers_for_enums=enums_as_ints))
     if ints_as_numbers:
         d = _int_strings_to_numbers(d)
     return json.dumps(d).encode()

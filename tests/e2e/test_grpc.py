@@ -30,11 +30,11 @@ import sys
 import threading
 import time
 import unittest
-import urllib.request
 from concurrent import futures
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
+from signal_support import self_metric  # noqa: E402
 
 import grpc  # noqa: E402  (Debian's python3-grpcio)
 
@@ -129,11 +129,6 @@ def trailing(err, key):
         if k == key:
             return v
     return None
-
-
-def metrics_text(port):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
-        return r.read().decode()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,12 +238,9 @@ class GrpcReceiver(unittest.TestCase):
         self.assertEqual(cm.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
 
     def test_zz_metrics(self):  # after the others: counts what they sent over gRPC
-        text = metrics_text(self.mport)
-        line = [ln for ln in text.splitlines()
-                if ln.startswith("otelcol_receiver_accepted_profile_samples{")
-                and 'transport="grpc"' in ln]
-        self.assertTrue(line, text)
-        self.assertGreater(float(line[0].split()[-1]), 0)
+        n = self_metric(self.mport, "otelcol_receiver_accepted_profile_samples", transport="grpc")
+        self.assertIsNotNone(n, "no otelcol_receiver_accepted_profile_samples{transport=\"grpc\"}")
+        self.assertGreater(n, 0)
 
 
 class GrpcReceiverRefusals(unittest.TestCase):

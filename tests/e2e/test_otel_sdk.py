@@ -30,39 +30,26 @@ Only 127.0.0.1; npm's registry is the only network use (and only when installing
 
 import base64
 import collections
-import http.client
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import unittest
-from concurrent import futures
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
-
-import grpc  # noqa: E402  (Debian's python3-grpcio)
-from google.protobuf import json_format, text_format  # noqa: E402
-
-h.gen_python_protos("pbotel", ["otlp_trace.proto", "otlp_trace_service.proto",
-                               "otlp_metrics.proto", "otlp_metrics_service.proto",
-                               "otlp_logs.proto", "otlp_logs_service.proto"])
-import otlp_metrics_pb2 as metrics_pb  # noqa: E402
-import otlp_trace_service_pb2 as trace_svc  # noqa: E402
-import otlp_metrics_service_pb2 as metrics_svc  # noqa: E402
-import otlp_logs_service_pb2 as logs_svc  # noqa: E402
+from signal_support import (  # noqa: E402
+    ARRIVE_TIMEOUT, TRACES, METRICS, LOGS, SIGNALS, GrpcBackend, from_json, http_get,
+    metric_value, multiset, wait_multiset, walk, with_resource_attr)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OTEL_DIR = os.path.join(HERE, "otel")
 NPM_TIMEOUT = 300
 APP_TIMEOUT = 30           # one app.js run (it bounds each flush/shutdown step itself)
-ARRIVE_TIMEOUT = 15.0
 TIME_BUDGET = 70.0         # every run together, after the install: later runs fail fast
-GRPC_OPTIONS = [("grpc.enable_http_proxy", 0)]
 # the pinned packages need node ^18.19.0 || >=20.6.0 (their "engines")
 NODE_MIN = ((18, 19), (20, 6))
 
@@ -161,199 +148,21 @@ def run_app(protocol, endpoint, compression, service, timeout=APP_TIMEOUT):
 
 
 # ---------------------------------------------------------------------------------------------
-# signals, the gRPC backend
-
-class Signal:
-    def __init__(self, name, path, service, req, resp, top, accepted, sent):
-        self.name, self.path = name, path
-        self.method = "/%s/Export" % service
-        self.service = service
-        self.Req, self.Resp, self.top = req, resp, top
-        self.accepted, self.sent = accepted, sent
-
-    def __repr__(self):
-        return self.name
-
-
-TRACES = Signal("traces", "/v1/traces", "opentelemetry.proto.collector.trace.v1.TraceService",
-                trace_svc.ExportTraceServiceRequest, trace_svc.ExportTraceServiceResponse,
-                "resource_spans", "otelcol_receiver_accepted_spans",
-                "otelcol_exporter_sent_spans")
-METRICS = Signal("metrics", "/v1/metrics",
-                 "opentelemetry.proto.collector.metrics.v1.MetricsService",
-                 metrics_svc.ExportMetricsServiceRequest, metrics_svc.ExportMetricsServiceResponse,
-                 "resource_metrics", "otelcol_receiver_accepted_metric_points",
-                 "otelcol_exporter_sent_metric_points")
-LOGS = Signal("logs", "/v1/logs", "opentelemetry.proto.collector.logs.v1.LogsService",
-              logs_svc.ExportLogsServiceRequest, logs_svc.ExportLogsServiceResponse,
-              "resource_logs", "otelcol_receiver_accepted_log_records",
-              "otelcol_exporter_sent_log_records")
-SIGNALS = (TRACES, METRICS, LOGS)
-
-
-class GrpcBackend:
-    """A grpcio server implementing Export of every signal; records (signal, request)."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.calls = []
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        handlers = []
-        for sig in SIGNALS:
-            handlers.append(grpc.method_handlers_generic_handler(sig.service, {
-                "Export": grpc.unary_unary_rpc_method_handler(
-                    self._export(sig), request_deserializer=sig.Req.FromString,
-                    response_serializer=sig.Resp.SerializeToString)}))
-        self.server.add_generic_rpc_handlers(handlers)
-        self.port = self.server.add_insecure_port("127.0.0.1:%d" % h.free_port())
-        self.server.start()
-
-    def _export(self, sig):
-        def export(request, context):
-            with self.lock:
-                self.calls.append((sig, request))
-            return sig.Resp()
-        return export
-
-    def of(self, sig):
-        with self.lock:
-            return [req for s, req in self.calls if s is sig]
-
-    def stop(self):
-        self.server.stop(0)
-
-
-# ---------------------------------------------------------------------------------------------
-# canonical multisets (as test_signals.py): one element per span, data point, log record, with
-# its resource (attributes as a set), scope and, for metrics, the metric's own fields
-
-def _txt(msg):
-    return text_format.MessageToString(msg, as_one_line=True)
-
-
-def _resource_key(top):
-    return (tuple(sorted(_txt(kv) for kv in top.resource.attributes)),
-            top.resource.dropped_attributes_count,
-            tuple(_txt(e) for e in top.resource.entity_refs), top.schema_url)
-
-
-def _scope_key(s):
-    return (_txt(s.scope), s.schema_url)
-
-
-def _service(top):
-    for kv in top.resource.attributes:
-        if kv.key == "service.name":
-            return kv.value.string_value
-    return None
-
-
-def flatten(sig, msgs, service=None):
-    """Counter of (resource, scope, [metric,] item) text tuples; only resources whose
-    service.name is `service` when given."""
-    out = collections.Counter()
-    for msg in msgs:
-        for top in getattr(msg, sig.top):
-            if service is not None and _service(top) != service:
-                continue
-            rk = _resource_key(top)
-            if sig is TRACES:
-                for ss in top.scope_spans:
-                    for sp in ss.spans:
-                        out[(rk, _scope_key(ss), _txt(sp))] += 1
-            elif sig is LOGS:
-                for sl in top.scope_logs:
-                    for lr in sl.log_records:
-                        out[(rk, _scope_key(sl), _txt(lr))] += 1
-            else:
-                for sm in top.scope_metrics:
-                    for m in sm.metrics:
-                        which = m.WhichOneof("data")
-                        head = metrics_pb.Metric()
-                        head.CopyFrom(m)
-                        if which:
-                            getattr(head, which).ClearField("data_points")
-                        for dp in (getattr(m, which).data_points if which else []):
-                            out[(rk, _scope_key(sm), _txt(head), _txt(dp))] += 1
-    return out
-
+# what the SDK sent, what arrived (multisets etc.: signal_support.py)
 
 def items_of(sig, msgs, service):
     """[(resource, scope, [metric,] item message)] for one service."""
-    out = []
-    for msg in msgs:
-        for top in getattr(msg, sig.top):
-            if _service(top) != service:
-                continue
-            if sig is TRACES:
-                out += [(top.resource, ss.scope, sp) for ss in top.scope_spans for sp in ss.spans]
-            elif sig is LOGS:
-                out += [(top.resource, sl.scope, lr) for sl in top.scope_logs
-                        for lr in sl.log_records]
-            else:
-                for sm in top.scope_metrics:
-                    for m in sm.metrics:
-                        which = m.WhichOneof("data")
-                        for dp in (getattr(m, which).data_points if which else []):
-                            out.append((top.resource, sm.scope, m, dp))
-    return out
-
-
-def describe_diff(got, want, limit=3):
-    missing, extra = want - got, got - want
-    lines = ["%d expected item(s) missing, %d unexpected (of %d expected, %d got)"
-             % (sum(missing.values()), sum(extra.values()), sum(want.values()),
-                sum(got.values()))]
-    for title, c in (("missing", missing), ("unexpected", extra)):
-        for i, (k, n) in enumerate(sorted(c.items())):
-            if i >= limit:
-                lines.append("  ... %d more %s" % (len(c) - limit, title))
-                break
-            lines.append("  %s x%d:\n    %s" % (title, n, "\n    ".join(str(x) for x in k)))
-    return "\n".join(lines)
-
-
-# OTLP JSON (what http/json sends): ids in hex, where json_format wants base64
-HEX_KEYS = ("traceId", "spanId", "parentSpanId")
-
-
-def _walk_ids(obj):
-    if isinstance(obj, dict):
-        return {k: (base64.b64encode(bytes.fromhex(v)).decode()
-                    if k in HEX_KEYS and isinstance(v, str) else _walk_ids(v))
-                for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_walk_ids(x) for x in obj]
-    return obj
+    return [(e[0].resource, e[1].scope) + tuple(e[2:]) for e in walk(sig, msgs, service)]
 
 
 def sdk_requests(sig, report):
-    """The requests app.js's SDK put on the wire for `sig`, decoded."""
+    """The requests app.js's SDK put on the wire for `sig`, decoded (OTLP JSON strictly)."""
     out = []
     for e in report["exports"][sig.name]:
-        msg = sig.Req()
         if report["protocol"] == "http/json":
-            json_format.ParseDict(_walk_ids(json.loads(e["request"])), msg)
+            out.append(from_json(sig, e["request"], strict=True))
         else:
-            msg.ParseFromString(base64.b64decode(e["request"]))
-        out.append(msg)
-    return out
-
-
-def with_resource_attr(sig, msgs, key, value):
-    out = []
-    for req in msgs:
-        c = sig.Req()
-        c.CopyFrom(req)
-        for top in getattr(c, sig.top):
-            for kv in top.resource.attributes:
-                if kv.key == key:
-                    kv.value.Clear()
-                    kv.value.string_value = value
-                    break
-            else:
-                top.resource.attributes.add(key=key).value.string_value = value
-        out.append(c)
+            out.append(sig.Req.FromString(base64.b64decode(e["request"])))
     return out
 
 
@@ -444,34 +253,6 @@ service:
       exporters: [otlp]
 """
 
-_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def metric_value(text, name, **labels):
-    """Sum of the samples of `name` whose labels include `labels`; None if there is none."""
-    total, found = 0.0, False
-    for line in text.splitlines():
-        m = _SAMPLE.match(line)
-        if not m or m.group(1) != name:
-            continue
-        have = dict(_LABEL.findall(m.group(2) or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total += float(m.group(3))
-            found = True
-    return total if found else None
-
-
-def http_get(port, path):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        conn.request("GET", path)
-        r = conn.getresponse()
-        return r.status, r.read().decode("utf-8", "replace")
-    finally:
-        conn.close()
-
-
 class OtelSdk(unittest.TestCase):
     maxDiff = None
     sent = {"http": collections.Counter(), "grpc": collections.Counter()}  # transport -> signal
@@ -531,23 +312,17 @@ class OtelSdk(unittest.TestCase):
 
         got = {}
         for sig in SIGNALS:
-            want = flatten(sig, with_resource_attr(sig, sdk_requests(sig, rep), "collector",
-                                                   "profcol"))
+            want = multiset(sig, [with_resource_attr(sig, r, "collector", "profcol")
+                                  for r in sdk_requests(sig, rep)])
             n_want = sum(e["items"] for e in rep["exports"][sig.name])
             self.assertEqual(sum(want.values()), n_want, "%s: app.js's own count" % sig.name)
-            deadline = time.monotonic() + min(ARRIVE_TIMEOUT, self.time_left())
-            while True:
-                have = flatten(sig, self.backend.of(sig), service)
-                if have == want or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
+            timeout = min(ARRIVE_TIMEOUT, self.time_left())
             with self.subTest(signal=sig.name, check="exactly what the SDK sent"):
-                if have != want:
-                    self.fail("%s (%s, %s): what the backend got differs from what the SDK sent"
-                              " (+ collector=profcol): %s%s"
-                              % (sig.name, protocol, compression, describe_diff(have, want),
-                                 self.diag()))
-            got[sig] = items_of(sig, self.backend.of(sig), service)
+                wait_multiset(self, sig, lambda: self.backend.requests(sig), want,
+                              "%s (%s, %s) at the backend, against what the SDK sent (+ "
+                              "collector=profcol)" % (sig.name, protocol, compression),
+                              timeout=timeout, service=service, diag=self.diag)
+            got[sig] = items_of(sig, self.backend.requests(sig), service)
         with self.subTest(check="resource and scope"):
             self.check_resource_scope(rep, got)
         with self.subTest(check="spans"):

@@ -13,6 +13,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
+from signal_support import LOGS, TRACES, self_metric  # noqa: E402
 
 h.ensure_debian_python()
 
@@ -45,14 +46,6 @@ def acked_totals(acked):
     return h.totals(h.merge_summaries(acked))
 
 
-def metric(port, name, labels=""):
-    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + "{" + labels) or (not labels and line.startswith(name + " ")):
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
 class QueueTest(unittest.TestCase):
     def test_backend_down_then_back(self):
         """Backend down at steady load, then back: every acknowledged sample arrives."""
@@ -64,14 +57,15 @@ class QueueTest(unittest.TestCase):
         try:
             acked, statuses = post_many(port, 20, 100)
             self.assertEqual(statuses, [200] * 20, "the queue accepts while the backend is down")
-            self.assertGreater(metric(mport, "otelcol_exporter_queue_size"), 0)
+            self.assertGreater(self_metric(mport, "otelcol_exporter_queue_size"), 0)
             sink = h.Sink(dead).start()
             try:
                 want = acked_totals(acked)
                 sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
                 self.assertEqual(delivered_totals(sink.snapshot()), want,
                                  "not every acknowledged sample arrived")
-                self.assertEqual(metric(mport, "otelcol_exporter_send_failed_profile_samples"), 0)
+                self.assertEqual(
+                    self_metric(mport, "otelcol_exporter_send_failed_profile_samples"), 0)
             finally:
                 sink.stop()
             p.stop()
@@ -258,10 +252,6 @@ class SignalQueueTest(unittest.TestCase):
     carry the signal), and arrive at their own paths after the restart."""
 
     def test_kill9_then_restart_delivers_traces_and_logs(self):
-        h.gen_python_protos("pb_signals", ["otlp_trace.proto", "otlp_trace_service.proto",
-                                           "otlp_logs.proto", "otlp_logs_service.proto"])
-        import otlp_trace_service_pb2 as ts
-        import otlp_logs_service_pb2 as ls
         port, dead, mport = h.free_port(), h.free_port(), h.free_port()
         storage = tempfile.mkdtemp(prefix="profcol-queue-")
         cfg = (h.otlp_receiver_yaml(port)
@@ -277,16 +267,16 @@ class SignalQueueTest(unittest.TestCase):
             p = h.Profcol(cfg, wait_ports=[port], name="profcol-sq1").start()
             try:
                 for i in range(5):
-                    t = ts.ExportTraceServiceRequest()
+                    t = TRACES.Req()
                     sp = t.resource_spans.add().scope_spans.add().spans.add()
                     sp.trace_id, sp.span_id, sp.name = bytes([i + 1] * 16), bytes([i + 1] * 8), "op%d" % i
-                    r = h.post(port, t.SerializeToString(), path="/v1/traces")
+                    r = h.post(port, t.SerializeToString(), path=TRACES.path)
                     self.assertEqual(r.status, 200, r)
                     sent_spans.add(sp.name)
-                    lg = ls.ExportLogsServiceRequest()
+                    lg = LOGS.Req()
                     lr = lg.resource_logs.add().scope_logs.add().log_records.add()
                     lr.body.string_value = "line %d" % i
-                    r = h.post(port, lg.SerializeToString(), path="/v1/logs")
+                    r = h.post(port, lg.SerializeToString(), path=LOGS.path)
                     self.assertEqual(r.status, 200, r)
                     sent_logs.add(lr.body.string_value)
                 qdir = os.path.join(storage, "otlphttp")
@@ -308,19 +298,19 @@ class SignalQueueTest(unittest.TestCase):
                     def got():
                         spans, logs = set(), set()
                         for path, body in sink.snapshot():
-                            if path == "/v1/traces":
-                                m = ts.ExportTraceServiceRequest.FromString(body)
+                            if path == TRACES.path:
+                                m = TRACES.Req.FromString(body)
                                 spans |= {s.name for rs in m.resource_spans
                                           for ss in rs.scope_spans for s in ss.spans}
-                            elif path == "/v1/logs":
-                                m = ls.ExportLogsServiceRequest.FromString(body)
+                            elif path == LOGS.path:
+                                m = LOGS.Req.FromString(body)
                                 logs |= {r.body.string_value for rl in m.resource_logs
                                          for sl in rl.scope_logs for r in sl.log_records}
                         return spans, logs
                     self.assertTrue(h.wait_for(lambda: got() == (sent_spans, sent_logs),
                                                timeout=20), "backlog after restart: %r" % (got(),))
-                    self.assertEqual(metric(mport, "otelcol_exporter_sent_spans"), 5)
-                    self.assertEqual(metric(mport, "otelcol_exporter_sent_log_records"), 5)
+                    self.assertEqual(self_metric(mport, "otelcol_exporter_sent_spans"), 5)
+                    self.assertEqual(self_metric(mport, "otelcol_exporter_sent_log_records"), 5)
                 finally:
                     p2.kill()
             finally:
@@ -355,7 +345,7 @@ class OverloadTest(unittest.TestCase):
                 self.assertEqual(len(sink.snapshot()), 0, "refused data must not be forwarded")
                 # refused before decoding (receivers check the limiter's state first)
                 self.assertIn("memory limit", h.decode_status_any(r.body, r.content_type)[1])
-                rss = metric(mport, "otelcol_process_memory_rss")
+                rss = self_metric(mport, "otelcol_process_memory_rss")
                 self.assertGreater(rss, 1 << 20)
                 p.stop()
             finally:
@@ -384,10 +374,10 @@ class HealthTest(unittest.TestCase):
                 req = h.make_request(("checkout",), seed=5)
                 self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
                 n = h.count_samples([req])
-                self.assertTrue(h.wait_for(lambda: metric(
+                self.assertTrue(h.wait_for(lambda: self_metric(
                     mport, "otelcol_exporter_sent_profile_samples") == n, timeout=10))
-                self.assertEqual(metric(mport, "otelcol_receiver_accepted_profile_samples"), n)
-                self.assertEqual(metric(mport, "otelcol_receiver_requests_in_flight"), 0)
+                self.assertEqual(self_metric(mport, "otelcol_receiver_accepted_profile_samples"), n)
+                self.assertEqual(self_metric(mport, "otelcol_receiver_requests_in_flight"), 0)
                 p.stop()
             finally:
                 p.kill()

@@ -33,115 +33,31 @@ backends, grpcio servers and clients (Debian's python3-grpcio).
 span (per metric data point, per log record) with its resource (attributes as a set, dropped
 count, schema url), its scope (and schema url) and, for metrics, the metric's own fields.
 
-gRPC: one .proto file cannot declare services of three packages, so no stub is generated;
-grpcio's generic API (channel.unary_unary / method_handlers_generic_handler, what generated
-stubs call) with the service names of the OTLP spec and the message classes generated from
-proto/ by harness.gen_python_protos does the same on the wire."""
+gRPC: grpcio's generic API (no generated stub), see signal_support.py, which holds the signal
+table, the multisets, the gRPC backend and the self-metrics parsing shared with
+test_otel_sdk.py."""
 
-import base64
 import collections
 import gzip
-import http.client
 import json
 import os
 import random
 import re
 import sys
 import threading
-import time
 import unittest
-from concurrent import futures
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
 import tls_support as t  # noqa: E402
+from signal_support import (  # noqa: E402
+    GRPC_OPTIONS, ARRIVE_TIMEOUT, TRACES, METRICS, LOGS, PROFILES, SIGNALS, BY_PATH,
+    GrpcBackend, from_json, grpc_export, grpc_raw, http_get, metric_value, multiset, to_json,
+    wait_multiset, with_resource_attr)
 
 import grpc  # noqa: E402  (Debian's python3-grpcio)
-from google.protobuf import json_format, text_format  # noqa: E402
 
-h.gen_python_protos("pbsig", ["otlp_trace.proto", "otlp_trace_service.proto",
-                              "otlp_metrics.proto", "otlp_metrics_service.proto",
-                              "otlp_logs.proto", "otlp_logs_service.proto"])
-import otlp_metrics_pb2 as metrics_pb  # noqa: E402
-import otlp_trace_service_pb2 as trace_svc  # noqa: E402
-import otlp_metrics_service_pb2 as metrics_svc  # noqa: E402
-import otlp_logs_service_pb2 as logs_svc  # noqa: E402
-
-RPC_TIMEOUT = 15.0
-ARRIVE_TIMEOUT = 15.0
-GRPC_OPTIONS = [("grpc.enable_http_proxy", 0)]
-BASE_TIME = 1_760_000_000_000_000_000
 TOKEN = "s3cr3t-signals-token"
-
-
-# ---------------------------------------------------------------------------------------------
-# the signals
-
-class Signal:
-    def __init__(self, name, path, service, req, resp, top, counted, accepted, sent):
-        self.name = name                  # pipeline type
-        self.path = path                  # OTLP/HTTP path
-        self.service = service            # gRPC service full name
-        self.method = "/%s/Export" % service
-        self.Req, self.Resp = req, resp
-        self.top = top                    # repeated resource field of the request
-        self.counted = counted            # what the self-metrics count
-        self.accepted = accepted          # otelcol_receiver_accepted_*
-        self.sent = sent                  # otelcol_exporter_sent_*
-
-    def __repr__(self):
-        return self.name
-
-
-TRACES = Signal("traces", "/v1/traces", "opentelemetry.proto.collector.trace.v1.TraceService",
-                trace_svc.ExportTraceServiceRequest, trace_svc.ExportTraceServiceResponse,
-                "resource_spans", "spans", "otelcol_receiver_accepted_spans",
-                "otelcol_exporter_sent_spans")
-METRICS = Signal("metrics", "/v1/metrics",
-                 "opentelemetry.proto.collector.metrics.v1.MetricsService",
-                 metrics_svc.ExportMetricsServiceRequest, metrics_svc.ExportMetricsServiceResponse,
-                 "resource_metrics", "metric points", "otelcol_receiver_accepted_metric_points",
-                 "otelcol_exporter_sent_metric_points")
-LOGS = Signal("logs", "/v1/logs", "opentelemetry.proto.collector.logs.v1.LogsService",
-              logs_svc.ExportLogsServiceRequest, logs_svc.ExportLogsServiceResponse,
-              "resource_logs", "log records", "otelcol_receiver_accepted_log_records",
-              "otelcol_exporter_sent_log_records")
-PROFILES = Signal("profiles", h.PROFILES_PATH,
-                  "opentelemetry.proto.collector.profiles.v1development.ProfilesService",
-                  h.pb.Request, h.pb.Response, "resource_profiles", "samples",
-                  "otelcol_receiver_accepted_profile_samples",
-                  "otelcol_exporter_sent_profile_samples")
-SIGNALS = (TRACES, METRICS, LOGS)
-BY_PATH = {s.path: s for s in SIGNALS + (PROFILES,)}
-
-
-# ---------------------------------------------------------------------------------------------
-# OTLP JSON: lowerCamelCase, enums as integers, 64-bit integers as strings, trace and span ids
-# as hex (json_format wants base64 for bytes)
-
-HEX_KEYS = ("traceId", "spanId", "parentSpanId")
-
-
-def _walk_ids(obj, conv):
-    if isinstance(obj, dict):
-        return {k: (conv(v) if k in HEX_KEYS and isinstance(v, str) else _walk_ids(v, conv))
-                for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_walk_ids(x, conv) for x in obj]
-    return obj
-
-
-def to_json(msg):
-    d = json_format.MessageToDict(msg, use_integers_for_enums=True)
-    return json.dumps(_walk_ids(d, lambda v: base64.b64decode(v).hex())).encode()
-
-
-def from_json(sig, body):
-    d = _walk_ids(json.loads(body.decode("utf-8")),
-                  lambda v: base64.b64encode(bytes.fromhex(v)).decode())
-    msg = sig.Req()
-    json_format.ParseDict(d, msg, ignore_unknown_fields=True)
-    return msg
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,7 +106,7 @@ def make_traces(tag, seed, services=("checkout", "cart"), spans=4):
             sp.flags = 0x301 if k % 2 else 0x1
             if k == 1:
                 sp.trace_state = "vendor=e2e,rojo=00f067aa0ba902b7"
-            t0 = BASE_TIME + seed * 1_000_000_000 + k * 1_000_000
+            t0 = h.BASE_TIME + seed * 1_000_000_000 + k * 1_000_000
             sp.start_time_unix_nano, sp.end_time_unix_nano = t0, t0 + rnd.randrange(1, 10**9)
             _attrs(sp.attributes, http__route="/api/%s/%d" % (tag, k), http__status_code=200 + k,
                    retry=bool(k % 2), ratio=0.25 * (k + 1), tags=["a", "b", k],
@@ -221,7 +137,7 @@ def make_metrics(tag, seed, services=("checkout",)):
     exemplar, non-monotonic delta sum, histogram (with and without sum/min/max), exponential
     histogram, summary; metric metadata; 11 data points per service."""
     req = METRICS.Req()
-    t0 = BASE_TIME + seed * 1_000_000_000
+    t0 = h.BASE_TIME + seed * 1_000_000_000
     for i, svc in enumerate(services):
         rm = _resource(req.resource_metrics, svc, i, seed)
         sm = rm.scope_metrics.add()
@@ -303,7 +219,7 @@ def make_logs(tag, seed, services=("checkout", "cart"), records=5):
         _scope(sl, tag, seed)
         for k in range(records):
             lr = sl.log_records.add()
-            lr.time_unix_nano = BASE_TIME + seed * 1_000_000_000 + k
+            lr.time_unix_nano = h.BASE_TIME + seed * 1_000_000_000 + k
             lr.observed_time_unix_nano = lr.time_unix_nano + 1000
             lr.severity_number = 1 + (k * 5 + seed) % 24
             lr.severity_text = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"][k % 5]
@@ -318,94 +234,8 @@ def make_logs(tag, seed, services=("checkout", "cart"), records=5):
     return req
 
 
-def count_items(sig, msgs):
-    if not isinstance(msgs, (list, tuple)):
-        msgs = [msgs]
-    return sum(n for m in msgs for n in _flatten(sig, m).values())
-
-
-# ---------------------------------------------------------------------------------------------
-# canonical multisets
-
-def _txt(msg):
-    return text_format.MessageToString(msg, as_one_line=True)
-
-
-def _resource_key(top_item):
-    attrs = tuple(sorted(_txt(kv) for kv in top_item.resource.attributes))
-    return (attrs, top_item.resource.dropped_attributes_count,
-            tuple(_txt(e) for e in top_item.resource.entity_refs), top_item.schema_url)
-
-
-def _scope_key(scope_item):
-    return (_txt(scope_item.scope), scope_item.schema_url)
-
-
-def _flatten(sig, msg):
-    """Counter of (resource, scope, [metric], item) text tuples for one request."""
-    out = collections.Counter()
-    if sig is TRACES:
-        for rs in msg.resource_spans:
-            for ss in rs.scope_spans:
-                for sp in ss.spans:
-                    out[(_resource_key(rs), _scope_key(ss), _txt(sp))] += 1
-    elif sig is LOGS:
-        for rl in msg.resource_logs:
-            for sl in rl.scope_logs:
-                for lr in sl.log_records:
-                    out[(_resource_key(rl), _scope_key(sl), _txt(lr))] += 1
-    elif sig is METRICS:
-        for rm in msg.resource_metrics:
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    which = m.WhichOneof("data")
-                    head = metrics_pb.Metric()
-                    head.CopyFrom(m)
-                    if which:
-                        getattr(head, which).ClearField("data_points")
-                    points = getattr(m, which).data_points if which else []
-                    for dp in points:
-                        out[(_resource_key(rm), _scope_key(sm), _txt(head), _txt(dp))] += 1
-    else:
-        raise ValueError(sig)
-    return out
-
-
-def multiset(sig, msgs):
-    total = collections.Counter()
-    for m in msgs:
-        total.update(_flatten(sig, m))
-    return total
-
-
-def with_resource_attr(sig, req, key, value):
-    """A copy of req with resource attribute key=value upserted into every resource."""
-    out = sig.Req()
-    out.CopyFrom(req)
-    for top in getattr(out, sig.top):
-        attrs = top.resource.attributes
-        for kv in attrs:
-            if kv.key == key:
-                kv.value.Clear()
-                kv.value.string_value = value
-                break
-        else:
-            attrs.add(key=key).value.string_value = value
-    return out
-
-
-def describe_diff(got, want, limit=3):
-    missing, extra = want - got, got - want
-    lines = ["%d expected item(s) missing, %d unexpected item(s) (of %d expected, %d got)"
-             % (sum(missing.values()), sum(extra.values()), sum(want.values()),
-                sum(got.values()))]
-    for title, c in (("missing", missing), ("unexpected", extra)):
-        for i, (k, n) in enumerate(sorted(c.items())):
-            if i >= limit:
-                lines.append("  ... %d more %s" % (len(c) - limit, title))
-                break
-            lines.append("  %s x%d:\n    %s" % (title, n, "\n    ".join(str(x) for x in k)))
-    return "\n".join(lines)
+def count_items(sig, req):
+    return sum(multiset(sig, [req]).values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,96 +290,6 @@ class SignalSink(_SignalRecording, h.Sink):
 
 class TLSSignalSink(_SignalRecording, t.TLSSink):
     pass
-
-
-class GrpcBackend:
-    """A grpcio server implementing Export of the given signals; records (signal, request,
-    metadata). creds: grpc.ssl_server_credentials for TLS, else plain text (h2c)."""
-
-    def __init__(self, signals, creds=None):
-        self.cond = threading.Condition()
-        self.calls = []
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        handlers = []
-        for sig in signals:
-            handlers.append(grpc.method_handlers_generic_handler(sig.service, {
-                "Export": grpc.unary_unary_rpc_method_handler(
-                    self._export(sig), request_deserializer=sig.Req.FromString,
-                    response_serializer=sig.Resp.SerializeToString)}))
-        self.server.add_generic_rpc_handlers(handlers)
-        addr = "127.0.0.1:%d" % h.free_port()
-        if creds is None:
-            self.port = self.server.add_insecure_port(addr)
-        else:
-            self.port = self.server.add_secure_port(addr, creds)
-        self.server.start()
-
-    def _export(self, sig):
-        def export(request, context):
-            with self.cond:
-                self.calls.append((sig, request, dict(context.invocation_metadata())))
-                self.cond.notify_all()
-            return sig.Resp()
-        return export
-
-    def of(self, sig):
-        with self.cond:
-            return [c for c in self.calls if c[0] is sig]
-
-    def stop(self):
-        self.server.stop(0)
-
-
-def wait_multiset(test, sig, fetch, want, what, timeout=ARRIVE_TIMEOUT):
-    """Poll fetch() -> list of messages until their multiset equals want (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = multiset(sig, fetch())
-        if got == want or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    if got != want:
-        test.fail("%s: what arrived differs from what was sent: %s"
-                  % (what, describe_diff(got, want)))
-    return got
-
-
-def grpc_export(channel, sig, req, **kw):
-    call = channel.unary_unary(sig.method, request_serializer=sig.Req.SerializeToString,
-                               response_deserializer=sig.Resp.FromString)
-    return call(req, timeout=RPC_TIMEOUT, **kw)
-
-
-def grpc_raw(channel, sig, body, **kw):
-    return channel.unary_unary(sig.method)(body, timeout=RPC_TIMEOUT, **kw)
-
-
-def http_get(port, path):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        conn.request("GET", path)
-        r = conn.getresponse()
-        return r.status, r.read().decode("utf-8", "replace")
-    finally:
-        conn.close()
-
-
-_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def metric_value(text, name, **labels):
-    """Sum of the samples of `name` whose labels include `labels`; None if there is none."""
-    total, found = 0.0, False
-    for line in text.splitlines():
-        m = _SAMPLE.match(line)
-        if not m or m.group(1) != name:
-            continue
-        have = dict(_LABEL.findall(m.group(2) or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total += float(m.group(3))
-            found = True
-    return total if found else None
 
 
 def check_ok(test, r, sig, ctype):
@@ -721,7 +461,7 @@ class IssueConfig(unittest.TestCase):
             return [r.message for r in self.pyro_sink.of(PROFILES)[before_http:] if r.message]
 
         def grpc_msgs():
-            return [c[1] for c in self.grpc_backend.of(PROFILES)[before_grpc:]]
+            return self.grpc_backend.requests(PROFILES)[before_grpc:]
 
         for what, fetch in (("otlphttp/pyroscope", http_msgs), ("otlp/profiles (TLS)", grpc_msgs)):
             ok = h.wait_for(lambda: h.count_samples(fetch()) >= n_samples, ARRIVE_TIMEOUT)
@@ -926,9 +666,10 @@ class PassThrough(unittest.TestCase):
                 sent.append(req)
                 self.sent_grpc[sig] += count_items(sig, req)
         want = multiset(sig, [with_resource_attr(sig, r, "env", "prod") for r in sent])
-        wait_multiset(self, sig, lambda: [c[1] for c in self.backend.of(sig)[before:]], want,
-                      "%s at the gRPC backend (A stderr: %s\nB stderr: %s)"
-                      % (sig.name, self.a.stderr()[-1500:], self.b.stderr()[-1500:]))
+        wait_multiset(self, sig, lambda: self.backend.requests(sig)[before:], want,
+                      "%s at the gRPC backend" % sig.name,
+                      diag=lambda: "\n--- A stderr ---\n%s\n--- B stderr ---\n%s"
+                      % (self.a.stderr()[-1500:], self.b.stderr()[-1500:]))
         for _, _, md in self.backend.of(sig)[before:]:
             self.assertEqual(md.get("x-hop"), "gateway", "headers become gRPC metadata")
 
@@ -1281,7 +1022,7 @@ class MalformedInput(unittest.TestCase):
         ok, failures = self.good.finish()
         self.assertEqual(failures, [], "the good client must only get 200s")
         # exactly the good client's data arrives, nothing of the bad requests
-        one = _flatten(TRACES, self.good_req)
+        one = multiset(TRACES, [self.good_req])
         want = collections.Counter({k: v * ok for k, v in one.items()})
         wait_multiset(self, TRACES, lambda: [r.message for r in self.sink.of(TRACES) if r.message],
                       want, "traces at the sink")
