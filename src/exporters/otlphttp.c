@@ -12,7 +12,6 @@
 #include "net/http_client.h"
 #include "net/tls.h"
 #include "net/url.h"
-#include "pdata/json.h"
 #include "pipeline/component.h"
 #include "pipeline/exporter_http.h"
 #include "pipeline/sender.h"
