@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "check.h"
+#include "testdata.h"
 #include "net/gzip.h"
 #include "net/http_server.h"
 #include "pdata/pdata.h"
@@ -309,48 +310,6 @@ static const char *const batch_json =
     "\"alloc_space\",\"bytes\"],"
     "\"attributeTable\":[{}],"
     "\"stackTable\":[{},{\"locationIndices\":[1]},{\"locationIndices\":[2,1]}]}}";
-
-static char data_dir[4096];
-
-static void find_data_dir(void)
-{
-    const char *env = getenv("PC_TEST_DATA");
-    if (env && *env) {
-        snprintf(data_dir, sizeof data_dir, "%s/", env);
-        return;
-    }
-    char from_file[4096];
-    snprintf(from_file, sizeof from_file, "%s", __FILE__);
-    char *p = strstr(from_file, "unit/test_exp_pyroscope.c");
-    if (p) strcpy(p, "data/");
-    const char *candidates[] = {from_file, "tests/data/", "../tests/data/", "../../tests/data/"};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-        char probe[4200];
-        snprintf(probe, sizeof probe, "%sgo-cpu.pb.gz", candidates[i]);
-        if (access(probe, R_OK) == 0) {
-            snprintf(data_dir, sizeof data_dir, "%s", candidates[i]);
-            return;
-        }
-    }
-    snprintf(data_dir, sizeof data_dir, "%s", from_file);
-}
-
-static int read_file(const char *name, pc_buf *out)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s%s", data_dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot open %s (set PC_TEST_DATA to tests/data)\n", path);
-        return -1;
-    }
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        pc_buf_append(out, buf, n);
-    fclose(f);
-    return 0;
-}
 
 /* go-cpu (service go-cpu-app) and go-heap (service go-heap-app) in one batch. */
 static pc_batch *go_batch(void)
@@ -708,7 +667,6 @@ static void test_status_mapping(void)
 int main(void)
 {
     loop = uv_default_loop();
-    find_data_dir();
     RUN(test_config_errors);
     RUN(test_ingest);
     RUN(test_push_go);

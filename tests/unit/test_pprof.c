@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testdata.h"
 #include "net/gzip.h"
 #include "pdata/dict.h"
 #include "pdata/pdata.h"
@@ -18,51 +19,6 @@ typedef Perftools__Profiles__Profile pp_profile;
 #define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static char data_dir[4096];
-
-static void find_data_dir(void)
-{
-    const char *env = getenv("PC_TEST_DATA");
-    if (env && *env) {
-        snprintf(data_dir, sizeof data_dir, "%s/", env);
-        return;
-    }
-    /* __FILE__ is ".../tests/unit/test_pprof.c", relative to the compiler's working directory,
-     * which is where meson runs the test; also try the usual working directories. */
-    char from_file[4096];
-    snprintf(from_file, sizeof from_file, "%s", __FILE__);
-    char *p = strstr(from_file, "unit/test_pprof.c");
-    if (p) strcpy(p, "data/");
-    const char *candidates[] = {from_file, "tests/data/", "../tests/data/", "../../tests/data/"};
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-        char probe[4200];
-        snprintf(probe, sizeof probe, "%sgo-cpu.pb.gz", candidates[i]);
-        if (access(probe, R_OK) == 0) {
-            snprintf(data_dir, sizeof data_dir, "%s", candidates[i]);
-            return;
-        }
-    }
-    snprintf(data_dir, sizeof data_dir, "%s", from_file);
-}
-
-static int read_file(const char *name, pc_buf *out)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s%s", data_dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot open %s (set PC_TEST_DATA to tests/data)\n", path);
-        return -1;
-    }
-    out->len = 0;
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        pc_buf_append(out, buf, n);
-    fclose(f);
-    return 0;
-}
 
 static pp_profile *decode_pprof(const uint8_t *data, size_t len)
 {
@@ -1274,7 +1230,6 @@ static void test_bad_otlp(void)
 
 int main(void)
 {
-    find_data_dir();
     RUN(test_dict_dedup);
     RUN(test_dict_import);
     RUN(test_synthetic_round_trip);
