@@ -292,9 +292,10 @@ static void on_response(const pc_h2_response *r, void *arg)
     }
     const char *gs = status_field(r, "grpc-status");
     int code;
-    if (gs)
-        code = atoi(gs);
-    else if (r->status != 200)
+    if (gs) { /* strtol saturates where atoi would overflow on a hostile backend's trailer */
+        long v = strtol(gs, NULL, 10);
+        code = v >= 0 && v <= 16 ? (int)v : PC_GRPC_UNKNOWN;
+    } else if (r->status != 200)
         code = pc_grpc_code_from_http(r->status);
     else
         code = PC_GRPC_INTERNAL; /* a 200 without grpc-status is a broken response */

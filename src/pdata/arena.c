@@ -17,6 +17,8 @@ struct pc_arena {
     block *head;
     size_t total;
     ProtobufCAllocator pb;
+    pc_budget *budget;
+    size_t charged; /* what this arena charged to budget */
 };
 
 static block *block_new(size_t size)
@@ -30,7 +32,9 @@ static block *block_new(size_t size)
 
 static void *pb_alloc(void *data, size_t size)
 {
-    return pc_arena_alloc(data, size);
+    pc_arena *a = data;
+    void *p = pc_arena_alloc(a, size);
+    return pc_budget_ok(a->budget) ? p : NULL;
 }
 
 static void pb_free(void *data, void *p)
@@ -53,6 +57,7 @@ pc_arena *pc_arena_new(size_t first_block)
 void pc_arena_free(pc_arena *a)
 {
     if (!a) return;
+    pc_arena_set_budget(a, NULL);
     for (block *b = a->head; b;) {
         block *prev = b->prev;
         free(b);
@@ -65,6 +70,7 @@ void *pc_arena_alloc(pc_arena *a, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
     if (size == 0) size = 16;
+    if (a->budget) pc_arena_charge(a, size);
     block *b = a->head;
     if (b->size - b->used < size) {
         /* Grow geometrically so a large decode needs few blocks; a huge object gets its own. */
@@ -119,4 +125,31 @@ size_t pc_arena_size(const pc_arena *a)
 ProtobufCAllocator *pc_arena_allocator(pc_arena *a)
 {
     return &a->pb;
+}
+
+void pc_arena_set_budget(pc_arena *a, pc_budget *b)
+{
+    if (a->budget) pc_budget_uncharge(a->budget, a->charged);
+    a->charged = 0;
+    a->budget = b;
+}
+
+pc_budget *pc_arena_budget(const pc_arena *a)
+{
+    return a->budget;
+}
+
+bool pc_arena_charge(pc_arena *a, size_t n)
+{
+    if (!a->budget) return true;
+    a->charged += n;
+    return pc_budget_charge(a->budget, n);
+}
+
+void pc_arena_uncharge(pc_arena *a, size_t n)
+{
+    if (!a->budget) return;
+    if (n > a->charged) n = a->charged;
+    a->charged -= n;
+    pc_budget_uncharge(a->budget, n);
 }

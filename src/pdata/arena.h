@@ -2,8 +2,11 @@
 #ifndef PC_ARENA_H
 #define PC_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <protobuf-c/protobuf-c.h>
+
+#include "base/budget.h"
 
 typedef struct pc_arena pc_arena;
 
@@ -16,7 +19,18 @@ char *pc_arena_strndup(pc_arena *a, const char *s, size_t len);
 void *pc_arena_memdup(pc_arena *a, const void *p, size_t len);
 /* Bytes handed out plus block overhead, for memory accounting. */
 size_t pc_arena_size(const pc_arena *a);
-/* A protobuf-c allocator whose free() is a no-op: unpack allocates from the arena. */
+/* A protobuf-c allocator whose free() is a no-op: unpack allocates from the arena. With a
+ * budget attached it answers NULL once the budget is refused, which makes unpack fail. */
 ProtobufCAllocator *pc_arena_allocator(pc_arena *a);
+
+/* Charge every later allocation to b (a decode's budget); NULL detaches, giving back what this
+ * arena charged. Allocations through pc_arena_alloc still succeed past the limit: the decoder
+ * checks pc_budget_ok() once per element. */
+void pc_arena_set_budget(pc_arena *a, pc_budget *b);
+pc_budget *pc_arena_budget(const pc_arena *a);
+/* Memory that lives as long as the arena's decode but is malloc'd elsewhere (hash tables,
+ * scratch arrays) is charged to the same budget; false once it is refused. */
+bool pc_arena_charge(pc_arena *a, size_t n);
+void pc_arena_uncharge(pc_arena *a, size_t n);
 
 #endif

@@ -14,6 +14,13 @@ static pc_batch *batch_alloc(pc_arena *a)
     return b;
 }
 
+pc_batch *pc_batch_wrap(pc_arena *a, pc_signal sig)
+{
+    pc_batch *b = batch_alloc(a);
+    b->signal = sig;
+    return b;
+}
+
 /* Each dictionary table starts with its zero element (index 0 means "unset"). */
 static pc_dictionary *empty_dictionary(pc_arena *a)
 {
@@ -96,25 +103,7 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key)
 
 int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err, size_t errlen)
 {
-    int depth = pc_proto_check_depth(PC_REQUEST_DESC, data, len, 64);
-    if (depth) {
-        snprintf(err, errlen, "cannot decode ExportProfilesServiceRequest: %s",
-                 depth == -2 ? "malformed protobuf (field number 0)" : "nested too deeply");
-        return -1;
-    }
-    /* decoded structs take roughly 2-4x the wire size */
-    pc_arena *a = pc_arena_new(len * 3 + 4096);
-    ProtobufCMessage *m =
-        protobuf_c_message_unpack(PC_REQUEST_DESC, pc_arena_allocator(a), len, data);
-    if (!m) {
-        pc_arena_free(a);
-        snprintf(err, errlen, "cannot decode ExportProfilesServiceRequest: malformed protobuf");
-        return -1;
-    }
-    pc_batch *b = batch_alloc(a);
-    b->req = (pc_request *)m;
-    *out = b;
-    return 0;
+    return pc_batch_decode(PC_SIGNAL_PROFILES, data, len, false, NULL, out, err, errlen);
 }
 
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out)
@@ -135,8 +124,8 @@ void pc_batch_make_writable(pc_batch **bp)
     pc_batch_encode_proto(b, &buf);
     pc_batch *copy = NULL;
     char err[128];
-    if (pc_batch_decode(b->signal, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, &copy,
-                        err, sizeof err) != 0) {
+    if (pc_batch_decode(b->signal, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, NULL,
+                        &copy, err, sizeof err) != 0) {
         /* cannot happen for data that decoded and validated; never crash on it anyway */
         PC_ERROR(NULL, "copy-on-write failed (%s): the processor gets an empty batch", err);
         copy = pc_batch_new_signal(b->signal);
@@ -217,58 +206,4 @@ pc_profile *pc_scope_add_profile(pc_batch *b, pc_scope_profiles *sp)
     sp->profiles = grow_ptr_array(b->arena, sp->profiles, sp->n_profiles, 1);
     sp->profiles[sp->n_profiles++] = p;
     return p;
-}
-
-/* Walk the wire format following the descriptors; only message-typed fields recurse. */
-static int check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
-                       int depth)
-{
-    if (depth < 0) return -1;
-    size_t i = 0;
-    while (i < len) {
-        uint64_t key = 0;
-        int shift = 0;
-        while (i < len && shift < 64) {
-            key |= (uint64_t)(p[i] & 0x7f) << shift;
-            shift += 7;
-            if (!(p[i++] & 0x80)) break;
-        }
-        unsigned wt = key & 7;
-        uint64_t field = key >> 3;
-        /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
-        if (field == 0) return -2;
-        if (wt == 0) {
-            while (i < len && (p[i++] & 0x80)) {
-            }
-        } else if (wt == 1) {
-            i += 8;
-        } else if (wt == 5) {
-            i += 4;
-        } else if (wt == 2) {
-            uint64_t l = 0;
-            shift = 0;
-            while (i < len && shift < 64) {
-                l |= (uint64_t)(p[i] & 0x7f) << shift;
-                shift += 7;
-                if (!(p[i++] & 0x80)) break;
-            }
-            if (l > len - i) return 0; /* malformed: protobuf-c will reject it */
-            const ProtobufCFieldDescriptor *f =
-                field <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)field)
-                                    : NULL;
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-                check_depth(f->descriptor, p + i, (size_t)l, depth - 1))
-                return -1;
-            i += (size_t)l;
-        } else {
-            return 0; /* groups or garbage: left to protobuf-c */
-        }
-    }
-    return 0;
-}
-
-int pc_proto_check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-                         int max_depth)
-{
-    return check_depth(desc, data, len, max_depth);
 }

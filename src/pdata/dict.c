@@ -26,7 +26,17 @@ struct pc_dict_builder {
     table t[T_COUNT];
     int32_t *scratch; /* import: rewritten index lists */
     size_t scratch_cap;
+    size_t heap; /* bytes of the malloc'd tables, charged to the arena's budget */
 };
+
+/* The tables live as long as the builder, which lives as long as a decode: their memory counts
+ * against the decode's budget like the arena's (docs/limits.md). */
+static void heap_account(pc_dict_builder *db, size_t added, size_t freed)
+{
+    if (added) pc_arena_charge(db->a, added);
+    if (freed) pc_arena_uncharge(db->a, freed);
+    db->heap += added - freed;
+}
 
 /* ---- hashing ---------------------------------------------------------------------------- */
 
@@ -326,19 +336,20 @@ static const void *entry_as_key(int t, const void *e, str_key *sk, stack_key *kk
 
 /* ---- tables ----------------------------------------------------------------------------- */
 
-static void slots_alloc(table *t, size_t cap)
+static void slots_alloc(pc_dict_builder *db, table *t, size_t cap)
 {
     t->s = pc_xmalloc(cap * sizeof(slot));
+    heap_account(db, cap * sizeof(slot), 0);
     for (size_t i = 0; i < cap; i++)
         t->s[i].idx = -1;
     t->scap = cap;
 }
 
-static void slots_grow(table *t)
+static void slots_grow(pc_dict_builder *db, table *t)
 {
     slot *old = t->s;
     size_t ocap = t->scap;
-    slots_alloc(t, ocap * 2);
+    slots_alloc(db, t, ocap * 2);
     size_t mask = t->scap - 1;
     for (size_t i = 0; i < ocap; i++) {
         if (old[i].idx < 0) continue;
@@ -348,6 +359,7 @@ static void slots_grow(table *t)
         t->s[j] = old[i];
     }
     free(old);
+    heap_account(db, 0, ocap * sizeof(slot));
 }
 
 /* Index of an entry equal to key, or -1 with *pos the free slot to insert at. */
@@ -365,11 +377,13 @@ static int32_t lookup(const pc_dict_builder *db, int ti, uint32_t h, const void 
     }
 }
 
-static int32_t push(table *t, void *e)
+static int32_t push(pc_dict_builder *db, table *t, void *e)
 {
     if (t->n == t->cap) {
+        size_t old = t->cap;
         t->cap = t->cap ? t->cap * 2 : 64;
         t->v = pc_xrealloc(t->v, t->cap * sizeof(void *));
+        heap_account(db, (t->cap - old) * sizeof(void *), 0);
     }
     if (t->n >= INT32_MAX) abort(); /* indices are int32 on the wire */
     t->v[t->n] = e;
@@ -380,10 +394,10 @@ static int32_t push(table *t, void *e)
 static int32_t add(pc_dict_builder *db, int ti, uint32_t h, size_t pos, void *e)
 {
     table *t = &db->t[ti];
-    int32_t idx = push(t, e);
+    int32_t idx = push(db, t, e);
     t->s[pos].h = h;
     t->s[pos].idx = idx;
-    if (++t->used * 4 > t->scap * 3) slots_grow(t);
+    if (++t->used * 4 > t->scap * 3) slots_grow(db, t);
     return idx;
 }
 
@@ -396,7 +410,7 @@ static void adopt(pc_dict_builder *db, int ti, void *e)
     uint32_t h = fold(hash_entry(ti, key));
     size_t pos;
     if (lookup(db, ti, h, key, &pos) >= 0) {
-        push(&db->t[ti], e);
+        push(db, &db->t[ti], e);
         return;
     }
     add(db, ti, h, pos, e);
@@ -449,7 +463,7 @@ static pc_dict_builder *builder_alloc(pc_arena *arena)
     pc_dict_builder *db = pc_xcalloc(1, sizeof *db);
     db->a = arena;
     for (int i = 0; i < T_COUNT; i++)
-        slots_alloc(&db->t[i], i == T_STR ? 256 : 64);
+        slots_alloc(db, &db->t[i], i == T_STR ? 256 : 64);
     return db;
 }
 
@@ -493,6 +507,7 @@ void pc_dict_builder_free(pc_dict_builder *db)
         free(db->t[i].s);
     }
     free(db->scratch);
+    heap_account(db, 0, db->heap);
     free(db);
 }
 
@@ -788,8 +803,10 @@ pc_dictionary *pc_dict_builder_finish(pc_dict_builder *db)
 static int32_t *scratch(pc_dict_builder *db, size_t n)
 {
     if (n > db->scratch_cap) {
+        size_t old = db->scratch_cap;
         db->scratch_cap = n < 64 ? 64 : n;
         db->scratch = pc_xrealloc(db->scratch, db->scratch_cap * sizeof(int32_t));
+        heap_account(db, (db->scratch_cap - old) * sizeof(int32_t), 0);
     }
     return db->scratch;
 }

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -474,11 +476,25 @@ static int decode_message(dctx *c, const ProtobufCMessageDescriptor *desc, const
     c->depth++;
     const char *key;
     json_t *v;
+    /* a field given twice (as "memoryStart" and "memory_start") or two members of one oneof lose
+     * data whichever wins: refused, as protojson refuses them (duplicate keys are refused by the
+     * parser already) */
+    uint64_t seen = 0;
     json_object_foreach((json_t *)obj, key, v)
     {
         if (json_is_null(v)) continue;
         const ProtobufCFieldDescriptor *f = find_field(desc, key);
         if (!f) continue; /* unknown keys are ignored */
+        if (!pc_budget_ok(pc_arena_budget(c->arena))) return fail(c, "over the decode budget");
+        size_t fi = (size_t)(f - desc->fields);
+        if (fi < 64) {
+            if (seen & (1ull << fi)) return fail(c, "duplicate field \"%s\"", key);
+            seen |= 1ull << fi;
+        }
+        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+            uint32_t cur = *(uint32_t *)((char *)msg + f->quantifier_offset);
+            if (cur && cur != f->id) return fail(c, "more than one member of a oneof is set");
+        }
         c->frames[c->nframes].field = f;
         c->frames[c->nframes].index = SIZE_MAX;
         c->nframes++;
@@ -490,30 +506,168 @@ static int decode_message(dctx *c, const ProtobufCMessageDescriptor *desc, const
     return 0;
 }
 
+/* ---- what a JSON document costs, before jansson builds its tree ---- */
+
+/* jansson's allocations go through these, so a decode's parser tree is charged to its budget;
+ * outside a budgeted decode they are plain malloc and free. */
+static _Thread_local pc_budget *tls_budget;
+
+static void *budget_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p && tls_budget && !pc_budget_charge(tls_budget, malloc_usable_size(p))) {
+        pc_budget_uncharge(tls_budget, malloc_usable_size(p));
+        free(p);
+        return NULL; /* jansson fails the parse with "out of memory" */
+    }
+    return p;
+}
+
+static void budget_free(void *p)
+{
+    if (p && tls_budget) pc_budget_uncharge(tls_budget, malloc_usable_size(p));
+    free(p);
+}
+
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static void install_hooks(void)
+{
+    json_set_alloc_funcs(budget_malloc, budget_free);
+}
+
+typedef struct json_counts {
+    size_t objects, arrays, members, values, big_ints;
+} json_counts;
+
+/* Is the integer token s[0..n) outside int64? (JSON integer grammar assumed.) */
+static bool int_outside_i64(const char *s, size_t n)
+{
+    bool neg = s[0] == '-';
+    size_t d = n - neg;
+    if (d < 19) return false;
+    if (d > 19) return true;
+    return memcmp(s + neg, neg ? "9223372036854775808" : "9223372036854775807", 19) > 0;
+}
+
+/* One pass over the text outside strings: counts what jansson will allocate and finds integer
+ * tokens jansson cannot hold (it refuses anything outside int64, so 64-bit unsigned values written
+ * as numbers, as Go's and Python's OTLP encoders write them, need quoting first). A token at
+ * [i, j) is an integer when it is -?(0|[1-9][0-9]*) and no '.', 'e' or 'E' follows. */
+static void json_count(const char *s, size_t len, json_counts *o, char *out, size_t *outlen)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < len;) {
+        char ch = s[i];
+        if (ch == '"') {
+            size_t j = i + 1;
+            while (j < len && s[j] != '"')
+                j += s[j] == '\\' ? 2 : 1;
+            j = j < len ? j + 1 : len;
+            if (out) memcpy(out + w, s + i, j - i), w += j - i;
+            o->values++;
+            i = j;
+            continue;
+        }
+        if (ch == '-' || (ch >= '0' && ch <= '9')) {
+            size_t j = i + (ch == '-');
+            size_t digits = j;
+            while (j < len && s[j] >= '0' && s[j] <= '9')
+                j++;
+            bool integer = j > digits && !(s[digits] == '0' && j - digits > 1) &&
+                           !(j < len && (s[j] == '.' || s[j] == 'e' || s[j] == 'E'));
+            bool quote = integer && int_outside_i64(s + i, j - i);
+            o->big_ints += quote;
+            if (out) {
+                if (quote) out[w++] = '"';
+                memcpy(out + w, s + i, j - i), w += j - i;
+                if (quote) out[w++] = '"';
+            }
+            o->values++;
+            i = j;
+            continue;
+        }
+        o->objects += ch == '{';
+        o->arrays += ch == '[';
+        o->members += ch == ':';
+        o->values += ch == 't' || ch == 'f' || ch == 'n';
+        if (out) out[w++] = ch;
+        i++;
+    }
+    if (outlen) *outlen = w;
+}
+
+/* Bytes jansson takes per object (struct, hashtable, first bucket array), per member (pair with
+ * list links and a bucket slot as the table doubles), per array (struct and first table), per
+ * value (a string or number struct, an array slot), plus the text itself for keys and strings;
+ * the decoded structs and pointer arrays come on top. Measured with malloc_usable_size on
+ * jansson 2.14 (tests/unit/test_json.c keeps the estimate above the real use). */
+static size_t json_estimate(const json_counts *k, size_t len)
+{
+    return k->objects * 480 + k->members * 128 + k->arrays * 224 + k->values * 96 + len * 3;
+}
+
+size_t pc_json_decode_estimate(const char *json, size_t len)
+{
+    json_counts k = {0};
+    json_count(json, len, &k, NULL, NULL);
+    return json_estimate(&k, len);
+}
+
 int pc_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
                    pc_arena *arena, ProtobufCMessage **out, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
     *out = NULL;
-    json_error_t jerr;
-    json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
-    if (!root) {
-        if (err && errlen)
-            snprintf(err, errlen, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-                     jerr.text);
+    pc_budget *budget = pc_arena_budget(arena);
+    json_counts k = {0};
+    json_count(json, len, &k, NULL, NULL);
+    if (budget && !pc_budget_reserve(budget, json_estimate(&k, len), "decoded JSON request")) {
+        if (err && errlen) snprintf(err, errlen, "%s: over the decode budget", budget->what);
         return -1;
+    }
+    char *quoted = NULL;
+    if (k.big_ints) {
+        size_t qlen = len + 2 * k.big_ints;
+        quoted = pc_xmalloc(qlen);
+        pc_arena_charge(arena, qlen);
+        json_count(json, len, &(json_counts){0}, quoted, &len);
+        json = quoted;
+    }
+    pthread_once(&hooks_once, install_hooks);
+    pc_budget *prev = tls_budget;
+    tls_budget = budget;
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    int r = -1;
+    if (!root) {
+        if (err && errlen) {
+            if (!pc_budget_ok(budget))
+                snprintf(err, errlen, "%s: over the decode budget", budget->what);
+            else
+                snprintf(err, errlen, "invalid JSON at line %d column %d: %s", jerr.line,
+                         jerr.column, jerr.text);
+        }
+        goto out;
     }
     dctx *c = pc_xcalloc(1, sizeof(*c));
     c->arena = arena;
     c->err = err;
     c->errlen = errlen;
     ProtobufCMessage *msg = NULL;
-    int r = decode_message(c, desc, root, &msg);
+    r = decode_message(c, desc, root, &msg);
     free(c);
     json_decref(root);
-    if (r < 0) return -1;
-    *out = msg;
-    return 0;
+    if (r == 0 && !pc_budget_ok(budget)) r = -1;
+    if (r < 0 && !pc_budget_ok(budget) && err && errlen)
+        snprintf(err, errlen, "%s: over the decode budget", budget->what);
+    if (r == 0) *out = msg;
+out:
+    tls_budget = prev;
+    if (quoted) {
+        free(quoted);
+        pc_arena_uncharge(arena, len);
+    }
+    return r;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -867,19 +1021,8 @@ void pc_json_encode(const ProtobufCMessage *msg, pc_buf *out)
 
 int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen)
 {
-    *out = NULL;
-    pc_arena *a = pc_arena_new(len / 2 + 4096);
-    ProtobufCMessage *m = NULL;
-    if (pc_json_decode(PC_REQUEST_DESC, data, len, a, &m, err, errlen) < 0) {
-        pc_arena_free(a);
-        return -1;
-    }
-    pc_batch *b = pc_xcalloc(1, sizeof(*b));
-    b->arena = a;
-    b->req = (pc_request *)m;
-    atomic_init(&b->refs, 1);
-    *out = b;
-    return 0;
+    return pc_batch_decode(PC_SIGNAL_PROFILES, (const uint8_t *)data, len, true, NULL, out, err,
+                           errlen);
 }
 
 void pc_batch_encode_json(const pc_batch *b, pc_buf *out)

@@ -19,6 +19,10 @@
 int pc_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
                    pc_arena *arena, ProtobufCMessage **out, char *err, size_t errlen);
 
+/* What decoding this text may take (jansson's tree plus the decoded structs), counted from the
+ * text before parsing; pc_json_decode reserves it from the arena's budget. */
+size_t pc_json_decode_estimate(const char *json, size_t len);
+
 /* Encode a message as OTLP JSON, appending to out (NUL-terminated afterwards). */
 void pc_json_encode(const ProtobufCMessage *msg, pc_buf *out);
 

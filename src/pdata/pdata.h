@@ -113,14 +113,28 @@ void pc_batch_make_writable(pc_batch **b);
 void pc_batch_set_meta(pc_batch *b, const char *key, const char *val);
 const char *pc_batch_get_meta(const pc_batch *b, const char *key);
 
-/* Decoders: 0 on success; -1 with a message in err for undecodable input. */
+/* Decode a request of any signal, protobuf or JSON: 0, or -1 with a message in err for
+ * undecodable input (nesting deeper than PC_PROTO_MAX_DEPTH, invalid UTF-8 in a string field,
+ * duplicate JSON keys or fields...). Profiles are validated separately (pc_batch_validate);
+ * other signals only have to decode. With a budget (docs/limits.md) the decoded size is counted
+ * before anything is allocated and every allocation is charged: on -1, budget->state says
+ * whether the request was over its limit (PC_BUDGET_OVER) or the process had no room now
+ * (PC_BUDGET_BUSY). The budget stays attached to the batch's arena until
+ * pc_batch_end_budget(). */
+int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_budget *budget,
+                    pc_batch **out, char *err, size_t errlen);
+/* Profiles without a budget (tests, tools). */
 int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err,
                           size_t errlen);
 int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen);
-/* Any signal, protobuf or JSON. Profiles are decoded as above (validate them separately);
- * other signals only have to decode. */
-int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_batch **out,
-                    char *err, size_t errlen);
+/* The decode is over: stop charging the batch's arena to the request's budget. */
+static inline void pc_batch_end_budget(pc_batch *b)
+{
+    if (b) pc_arena_set_budget(b->arena, NULL);
+}
+/* A batch of signal sig owning arena a (message pointers are set by the caller). */
+pc_batch *pc_batch_wrap(pc_arena *a, pc_signal sig);
+#define PC_PROTO_MAX_DEPTH 64
 
 /* A growable byte buffer (malloc-owned). */
 typedef struct pc_buf {
@@ -169,11 +183,6 @@ pc_scope_profiles *pc_batch_add_resource(pc_batch *b, const char *const *keys,
                                          const char *scope_version);
 /* Append a profile (zero-initialised, in the batch arena) to a ScopeProfiles. */
 pc_profile *pc_scope_add_profile(pc_batch *b, pc_scope_profiles *sp);
-
-/* Reject protobuf input whose message nesting exceeds max_depth before protobuf-c (which
- * recurses without a limit) unpacks it: a nested AnyValue bomb must not overflow the stack. */
-int pc_proto_check_depth(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-                         int max_depth);
 
 /* Dictionary string lookup: "" for index 0 or out of range. */
 const char *pc_dict_str(const pc_dictionary *d, int32_t idx);

@@ -9,6 +9,7 @@
 
 #include "net/gzip.h"
 #include "pdata/dict.h"
+#include "pdata/proto_scan.h"
 #include "pipeline/log.h"
 #include "pprof.pb-c.h"
 
@@ -153,9 +154,18 @@ typedef struct in_ctx {
     int32_t *smap; /* pprof string index -> dictionary index, -1 = not interned yet */
     idmap maps, funs, locs;
     i32vec tmp; /* stack / attribute scratch */
+    pc_budget *budget;
     char *err;
     size_t errlen;
 } in_ctx;
+
+/* Checked once per element: the batch arena and the dictionary's tables charge the budget. */
+#define BUDGET_CHECK(c)                                                                            \
+    do {                                                                                           \
+        if (!pc_budget_ok((c)->budget))                                                            \
+            return fail((c)->err, (c)->errlen, "pprof: %s: over the decode budget",                \
+                        (c)->budget->what);                                                        \
+    } while (0)
 
 static int str_ok(const in_ctx *c, int64_t idx)
 {
@@ -209,6 +219,7 @@ static int in_mappings(in_ctx *c)
     const pp_profile *p = c->p;
     int32_t attrs[5];
     for (size_t i = 0; i < p->n_mapping; i++) {
+        BUDGET_CHECK(c);
         const pp_mapping *m = p->mapping[i];
         if (m->id == 0) return fail(c->err, c->errlen, "pprof: mapping %zu has id 0", i);
         pc_mapping k;
@@ -240,6 +251,7 @@ static int in_functions(in_ctx *c)
 {
     const pp_profile *p = c->p;
     for (size_t i = 0; i < p->n_function; i++) {
+        BUDGET_CHECK(c);
         const pp_function *f = p->function[i];
         if (f->id == 0) return fail(c->err, c->errlen, "pprof: function %zu has id 0", i);
         int32_t name = sidx(c, f->name, "function", i);
@@ -261,6 +273,10 @@ static int in_locations(in_ctx *c)
     int rc = 0;
     for (size_t i = 0; i < p->n_location && rc == 0; i++) {
         const pp_location *l = p->location[i];
+        if (!pc_budget_ok(c->budget)) {
+            rc = fail(c->err, c->errlen, "pprof: %s: over the decode budget", c->budget->what);
+            break;
+        }
         if (l->id == 0) {
             rc = fail(c->err, c->errlen, "pprof: location %zu has id 0", i);
             break;
@@ -506,6 +522,7 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_pprof_in_opts *opts)
     }
 
     for (size_t j = 0; j < p->n_sample; j++) {
+        BUDGET_CHECK(c);
         const pp_sample *s = p->sample[j];
         if (s->n_value != nt)
             return fail(c->err, c->errlen,
@@ -587,6 +604,37 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_pprof_in_opts *opts)
     return 0;
 }
 
+#define R16(n) (((size_t)(n) + 15) & ~(size_t)15)
+
+/* What translate_in adds to the batch arena and the dictionary's tables, counted from the decoded
+ * pprof before translating: per sample type a Sample with its value and attribute list for every
+ * pprof sample, a stack per sample (all distinct at worst), the locations, functions, mappings
+ * and strings copied, an attribute per label, and a hash slot and table pointer per entry. */
+static size_t translation_estimate(const pp_profile *p)
+{
+    const size_t entry = 16 * 2 + sizeof(void *) * 2; /* hash slots at 3/4 load, table pointers */
+    size_t nt = p->n_sample_type ? p->n_sample_type : 1, est = 4096;
+    est += nt * (R16(sizeof(pc_profile)) + R16(p->n_sample * sizeof(pc_sample *)));
+    for (size_t i = 0; i < p->n_sample; i++) {
+        const pp_sample *s = p->sample[i];
+        est += nt * (R16(sizeof(pc_sample)) + 16 + R16(s->n_label * sizeof(int32_t)));
+        est += R16(sizeof(pc_stack)) + R16(s->n_location_id * sizeof(int32_t)) + entry;
+        est += s->n_label * (R16(sizeof(pc_kvu)) + R16(sizeof(pc_anyvalue)) + entry);
+    }
+    for (size_t i = 0; i < p->n_location; i++)
+        est += R16(sizeof(pc_location)) + R16(p->location[i]->n_line * sizeof(pc_line *)) +
+               p->location[i]->n_line * R16(sizeof(pc_line)) + R16(sizeof(int32_t)) + entry;
+    est += p->n_function * (R16(sizeof(pc_function)) + entry);
+    est += p->n_mapping * (R16(sizeof(pc_mapping)) + R16(5 * sizeof(int32_t)) + entry +
+                           5 * (R16(sizeof(pc_kvu)) + R16(sizeof(pc_anyvalue)) + entry));
+    for (size_t i = 0; i < p->n_string_table; i++)
+        est += R16(strlen(nz(p->string_table[i])) + 1) + entry;
+    /* pc_dict_builder_finish: a snapshot of every table's pointers */
+    est += (p->n_string_table + p->n_location + p->n_function + p->n_mapping + 2 * p->n_sample) *
+           sizeof(void *);
+    return est;
+}
+
 int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *opts, pc_batch **out,
                       bool *too_large, char *err, size_t errlen)
 {
@@ -617,26 +665,55 @@ int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *o
         return fail(err, errlen, "pprof: empty payload");
     }
 
-    size_t first = mlen * 2 < (64u << 10)  ? (64u << 10)
-                   : mlen * 2 > (8u << 20) ? (8u << 20)
-                                           : mlen * 2;
-    pc_arena *scratch = pc_arena_new(first);
+    /* counted before unpack allocates (strings checked for UTF-8, as Pyroscope requires); the
+     * estimate bounds the scratch arena, so it is also its one block */
+    pc_budget *budget = opts ? opts->budget : NULL;
+    pc_proto_scan scan;
+    char why[256];
+    if (pc_proto_scan_message(&perftools__profiles__profile__descriptor, msg, mlen,
+                              PC_PROTO_MAX_DEPTH, &scan)) {
+        pc_buf_free(&raw);
+        return fail(err, errlen, "pprof: %s",
+                    scan.error == PC_SCAN_UTF8 ? pc_proto_scan_strerror(&scan, why, sizeof why)
+                                               : "undecodable protobuf");
+    }
+    if (budget && !pc_budget_reserve(budget, scan.cost, "decoded pprof")) {
+        pc_buf_free(&raw);
+        return fail(err, errlen, "pprof: %s: over the decode budget", budget->what);
+    }
+    pc_arena *scratch = pc_arena_new(scan.cost + 64);
+    pc_arena_set_budget(scratch, budget);
     pp_profile *p = perftools__profiles__profile__unpack(pc_arena_allocator(scratch), mlen, msg);
     pc_buf_free(&raw); /* unpack copies strings and bytes */
     if (!p) {
         pc_arena_free(scratch);
+        if (!pc_budget_ok(budget))
+            return fail(err, errlen, "pprof: %s: over the decode budget", budget->what);
         return fail(err, errlen, "pprof: undecodable protobuf");
     }
+    if (budget && !pc_budget_reserve(budget, translation_estimate(p), "pprof translated to OTLP")) {
+        pc_arena_free(scratch);
+        return fail(err, errlen, "pprof: %s: over the decode budget", budget->what);
+    }
 
-    pc_batch *b = *out ? *out : pc_batch_new();
-    in_ctx c = {.p = p, .a = b->arena, .err = err, .errlen = errlen};
+    pc_batch *b = *out;
+    if (!b) {
+        b = pc_batch_new();
+        pc_arena_set_budget(b->arena, budget); /* until the receiver's pc_batch_end_budget */
+    }
+    in_ctx c = {.p = p, .a = b->arena, .budget = budget, .err = err, .errlen = errlen};
+    size_t ns = p->n_string_table ? p->n_string_table : 1;
     c.db = pc_dict_builder_from(b->arena, b->req->dictionary);
-    c.smap = pc_xmalloc((p->n_string_table ? p->n_string_table : 1) * sizeof(int32_t));
-    memset(c.smap, 0xff, (p->n_string_table ? p->n_string_table : 1) * sizeof(int32_t));
+    c.smap = pc_xmalloc(ns * sizeof(int32_t));
+    memset(c.smap, 0xff, ns * sizeof(int32_t));
     idmap_init(&c.maps, p->n_mapping);
     idmap_init(&c.funs, p->n_function);
     idmap_init(&c.locs, p->n_location);
+    size_t side = ns * sizeof(int32_t) +
+                  (c.maps.cap + c.funs.cap + c.locs.cap) * (sizeof(uint64_t) + sizeof(int32_t));
+    pc_arena_charge(b->arena, side);
     int rc = translate_in(&c, b, opts);
+    pc_arena_uncharge(b->arena, side);
     idmap_free(&c.maps);
     idmap_free(&c.funs);
     idmap_free(&c.locs);

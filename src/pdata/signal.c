@@ -6,6 +6,7 @@
 
 #include "pdata/json.h"
 #include "pdata/pdata.h"
+#include "pdata/proto_scan.h"
 #include "pipeline/log.h"
 
 #define COLLECTOR(sig, svc) "/opentelemetry.proto.collector." sig ".v1." svc "/Export"
@@ -45,11 +46,11 @@ int pc_signal_parse(const char *name, size_t len, pc_signal *out)
 
 static pc_batch *wrap(pc_signal sig, pc_arena *a, ProtobufCMessage *m)
 {
-    pc_batch *b = pc_xcalloc(1, sizeof(*b));
-    b->arena = a;
-    b->signal = sig;
-    b->msg = m;
-    atomic_init(&b->refs, 1);
+    pc_batch *b = pc_batch_wrap(a, sig);
+    if (sig == PC_SIGNAL_PROFILES)
+        b->req = (pc_request *)m;
+    else
+        b->msg = m;
     return b;
 }
 
@@ -63,29 +64,42 @@ pc_batch *pc_batch_new_signal(pc_signal sig)
     return wrap(sig, a, m);
 }
 
-int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_batch **out,
-                    char *err, size_t errlen)
+int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_budget *budget,
+                    pc_batch **out, char *err, size_t errlen)
 {
-    if (sig == PC_SIGNAL_PROFILES)
-        return json ? pc_batch_decode_json((const char *)data, len, out, err, errlen)
-                    : pc_batch_decode_proto(data, len, out, err, errlen);
     const ProtobufCMessageDescriptor *d = pc_signal_infos[sig].request;
     *out = NULL;
     ProtobufCMessage *m = NULL;
-    pc_arena *a = pc_arena_new(json ? len / 2 + 4096 : len * 3 + 4096);
+    pc_arena *a;
     if (json) {
+        a = pc_arena_new(len / 2 + 4096);
+        pc_arena_set_budget(a, budget);
         if (pc_json_decode(d, (const char *)data, len, a, &m, err, errlen) < 0) {
             pc_arena_free(a);
             return -1;
         }
     } else {
-        int depth = pc_proto_check_depth(d, data, len, 64);
-        if (!depth) m = protobuf_c_message_unpack(d, pc_arena_allocator(a), len, data);
-        if (!m) {
+        /* counted before anything is allocated; the estimate bounds unpack's arena use, so it is
+         * also the size of the arena's one block */
+        pc_proto_scan scan;
+        char why[256];
+        if (pc_proto_scan_message(d, data, len, PC_PROTO_MAX_DEPTH, &scan)) {
             snprintf(err, errlen, "cannot decode %s: %s", d->short_name,
-                     depth == -2 ? "malformed protobuf (field number 0)"
-                     : depth < 0 ? "nested too deeply"
-                                 : "malformed protobuf");
+                     pc_proto_scan_strerror(&scan, why, sizeof why));
+            return -1;
+        }
+        if (budget && !pc_budget_reserve(budget, scan.cost, "decoded protobuf request")) {
+            snprintf(err, errlen, "%s: over the decode budget", budget->what);
+            return -1;
+        }
+        a = pc_arena_new(scan.cost + 64);
+        pc_arena_set_budget(a, budget);
+        m = protobuf_c_message_unpack(d, pc_arena_allocator(a), len, data);
+        if (!m) {
+            if (!pc_budget_ok(budget))
+                snprintf(err, errlen, "%s: over the decode budget", budget->what);
+            else
+                snprintf(err, errlen, "cannot decode %s: malformed protobuf", d->short_name);
             pc_arena_free(a);
             return -1;
         }
@@ -176,8 +190,8 @@ pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n)
     }
     pc_batch *out = NULL;
     char err[128];
-    if (pc_batch_decode(sig, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, &out, err,
-                        sizeof err)) {
+    if (pc_batch_decode(sig, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, NULL, &out,
+                        err, sizeof err)) {
         /* cannot happen for requests that decoded; never crash on it anyway */
         PC_ERROR(NULL, "merging %s requests failed (%s)", pc_signal_infos[sig].name, err);
         out = pc_batch_new_signal(sig);

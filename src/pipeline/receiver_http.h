@@ -11,6 +11,7 @@
 typedef struct pc_http_server_cfg {
     char *endpoint;
     uint64_t max_body;
+    uint64_t max_decoded; /* 0: PC_DECODED_PER_BODY x max_body */
     uint64_t read_timeout_ms;
     uint64_t idle_timeout_ms;
     int64_t max_connections;
@@ -32,6 +33,13 @@ typedef struct pc_http_server_cfg {
          offsetof(T, f.max_body),                                                                  \
          "largest request body, before and after decompression (413 above)",                       \
          NULL},                                                                                    \
+        {prefix "max_request_decoded_size",                                                        \
+         PC_CFG_SIZE,                                                                              \
+         "0",                                                                                      \
+         offsetof(T, f.max_decoded),                                                               \
+         "most memory one request may take decoded, counted before decoding (413 above; 0: 16 x "  \
+         "max_request_body_size)",                                                                 \
+         NULL},                                                                                    \
         {prefix "read_timeout",                                                                    \
          PC_CFG_DURATION,                                                                          \
          "30s",                                                                                    \
@@ -51,6 +59,14 @@ typedef struct pc_http_server_cfg {
          "concurrent connections; more are answered 503",                                          \
          NULL},                                                                                    \
         PC_TLS_SERVER_KEYS(T, f.tls, prefix), PC_AUTH_SERVER_KEY(T, f.authenticator, prefix)
+
+/* The default decode budget of a request, as a multiple of the body limit: decoded OTLP takes
+ * 6-11x its wire size for real profiles and spans (docs/limits.md), hostile shapes 70x and more. */
+#define PC_DECODED_PER_BODY 16
+static inline uint64_t pc_decoded_limit(uint64_t max_decoded, uint64_t max_body)
+{
+    return max_decoded ? max_decoded : PC_DECODED_PER_BODY * max_body;
+}
 
 /* validate(): endpoint, limits and TLS files; errors name path::prefix::key. */
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,

@@ -238,7 +238,7 @@ static void load_work(uv_work_t *w)
         goto out;
     }
     char derr[128];
-    if (pc_batch_decode(it->sig, payload, pl, false, &it->batch, derr, sizeof derr)) {
+    if (pc_batch_decode(it->sig, payload, pl, false, NULL, &it->batch, derr, sizeof derr)) {
         snprintf(it->err, sizeof it->err, "%.180s: %.60s", path, derr);
         goto out;
     }

@@ -92,6 +92,22 @@ void pc_receiver_register_metrics(pc_component *c, pc_signal sig, const char *tr
                    labels, refused);
 }
 
+void pc_receiver_register_refused_requests(pc_component *c, const char *transport,
+                                           const pc_refused_requests *r)
+{
+    static const char *const reasons[PC_REFUSED_COUNT] = {"invalid", "too_large", "unsupported",
+                                                          "memory", "pipeline"};
+    for (int i = 0; i < PC_REFUSED_COUNT; i++) {
+        char labels[300];
+        snprintf(labels, sizeof labels, "receiver=\"%s\",transport=\"%s\",reason=\"%s\"", c->id,
+                 transport, reasons[i]);
+        pc_metric_u64(c, "profcol_receiver_refused_requests",
+                      "Requests a receiver refused (invalid data, too large, unsupported, no "
+                      "memory, or refused by the pipeline)",
+                      PC_METRIC_COUNTER, labels, &r->n[i]);
+    }
+}
+
 void pc_receiver_register_in_flight(pc_component *c, const uint64_t *in_flight)
 {
     char labels[300];

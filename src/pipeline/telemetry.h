@@ -27,6 +27,24 @@ struct pc_component;
 /* otelcol_receiver_{accepted,refused}_<profile_samples|spans|metric_points|log_records> */
 void pc_receiver_register_metrics(struct pc_component *c, pc_signal sig, const char *transport,
                                   const uint64_t *accepted, const uint64_t *refused);
+/* Why a receiver refused a request (docs/limits.md): undecodable or invalid data (400/422),
+ * over a size or decode budget (413), an unsupported media type or encoding (415), no memory now
+ * (memory limiter, decodes in flight: 503), or the pipeline's refusal (429/503/400). */
+typedef enum {
+    PC_REFUSED_INVALID,
+    PC_REFUSED_TOO_LARGE,
+    PC_REFUSED_UNSUPPORTED,
+    PC_REFUSED_MEMORY,
+    PC_REFUSED_PIPELINE,
+    PC_REFUSED_COUNT
+} pc_refused_reason;
+typedef struct pc_refused_requests {
+    uint64_t n[PC_REFUSED_COUNT];
+} pc_refused_requests;
+/* profcol_receiver_refused_requests{receiver,transport,reason}: every request a receiver
+ * refused, whether or not its items could be counted. */
+void pc_receiver_register_refused_requests(struct pc_component *c, const char *transport,
+                                           const pc_refused_requests *r);
 /* Requests a receiver is decoding or waiting on the pipeline for (gauge). */
 void pc_receiver_register_in_flight(struct pc_component *c, const uint64_t *in_flight);
 /* otelcol_exporter_{sent,send_failed}_<profile_samples|spans|metric_points|log_records> */

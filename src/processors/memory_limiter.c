@@ -2,7 +2,9 @@
  * every check_interval. Above the soft limit (limit - spike_limit) it refuses data with a
  * retryable error (the receiver answers 503 with Retry-After, the sender keeps the data). Above
  * the hard limit it also asks every HTTP server to stop reading sockets (TCP back-pressure: not
- * even a 503 is worth the memory) until memory falls back under the hard limit. */
+ * even a 503 is worth the memory) until memory falls back under the hard limit. The memory that
+ * decodes in flight have reserved counts as used, and those decodes may reserve only what the
+ * soft limit leaves above the resident set (docs/limits.md). */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +45,22 @@ typedef struct limiter {
     int refusing, paused;
     uint64_t last_check_ms;
     uint64_t refused_samples, refusals;
+    uint64_t decode_cap; /* what the soft limit leaves above the resident set, for decodes */
     pc_shutdown_done done;
+    struct limiter *next_live;
 } limiter;
+
+/* Every started limiter (one per pipeline that lists one): decodes in flight may reserve what the
+ * strictest of them leaves (docs/limits.md). Loop thread only. */
+static limiter *g_live;
+
+static void set_decode_cap(void)
+{
+    size_t cap = SIZE_MAX;
+    for (limiter *l = g_live; l; l = l->next_live)
+        if (l->decode_cap < cap) cap = (size_t)l->decode_cap;
+    pc_budget_set_process_cap(cap);
+}
 
 static uint64_t read_u64_file(const char *path)
 {
@@ -127,6 +143,10 @@ static void measure(limiter *l)
     l->last_check_ms = uv_now(l->c->loop);
     uint64_t rss = pc_process_rss();
     if (rss > l->hard) malloc_trim(0); /* hand freed arenas back before refusing for long */
+    l->decode_cap = rss < l->soft ? l->soft - rss : 0;
+    set_decode_cap();
+    /* what the decodes in flight have reserved is about to be used: it counts as used now */
+    rss += pc_budget_in_flight();
     int over = rss > l->soft, hard = rss > l->hard;
     if (over && !l->refusing)
         PC_WARN(l->c->id, "memory usage %llu MiB above the soft limit %llu MiB: refusing data",
@@ -159,6 +179,9 @@ static int ml_start(pc_component *c, char *err, size_t errlen)
     uv_timer_init(c->loop, &l->timer);
     l->timer.data = l;
     l->timer_open = 1;
+    l->decode_cap = SIZE_MAX;
+    l->next_live = g_live;
+    g_live = l;
     uv_timer_start(&l->timer, check, 0, cfg->check_interval_ms);
     char labels[300];
     snprintf(labels, sizeof labels, "processor=\"%s\"", c->id);
@@ -194,6 +217,12 @@ static void timer_closed(uv_handle_t *h)
 static void ml_shutdown(pc_component *c, pc_shutdown_done done)
 {
     limiter *l = c->priv;
+    for (limiter **p = &g_live; *p; p = &(*p)->next_live)
+        if (*p == l) {
+            *p = l->next_live;
+            break;
+        }
+    set_decode_cap();
     if (l->paused) pc_http_servers_pause(0);
     if (l->refusing) pc_http_servers_set_refusing(0);
     l->refusing = l->paused = 0;

@@ -31,6 +31,7 @@ typedef struct otlp_cfg {
     char *url_path[PC_SIGNAL_COUNT]; /* protocols::http::<signal>_url_path, normalised */
     char *grpc_endpoint;
     int64_t grpc_max_recv_mib;
+    int64_t grpc_max_decoded_mib; /* 0: PC_DECODED_PER_BODY x grpc_max_recv_mib */
     int64_t grpc_max_streams;
     int64_t grpc_max_connections;
     uint64_t grpc_idle_ms;
@@ -57,6 +58,11 @@ static const pc_cfg_key otlp_keys[] = {
      NULL},
     {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib),
      "largest request message in MiB, before and after decompression (RESOURCE_EXHAUSTED above)",
+     NULL},
+    {"protocols.grpc.max_recv_msg_decoded_size_mib", PC_CFG_INT, "0",
+     offsetof(otlp_cfg, grpc_max_decoded_mib),
+     "most memory in MiB one request message may take decoded, counted before decoding "
+     "(RESOURCE_EXHAUSTED above; 0: 16 x max_recv_msg_size_mib)",
      NULL},
     {"protocols.grpc.max_concurrent_streams", PC_CFG_INT, "100",
      offsetof(otlp_cfg, grpc_max_streams), "concurrent calls per connection", NULL},
@@ -98,13 +104,14 @@ typedef struct otlp_recv {
     char grpc_host[256];
     int grpc_port;
     uint64_t accepted[2][PC_SIGNAL_COUNT], refused[2][PC_SIGNAL_COUNT]; /* per transport */
-    uint64_t in_flight;                                                 /* jobs alive (gauge) */
-    int closing; /* servers still shutting down */
+    pc_refused_requests refused_requests[2];
+    uint64_t in_flight; /* jobs alive (gauge) */
+    int closing;        /* servers still shutting down */
     pc_shutdown_done shutdown_done;
 } otlp_recv;
 
 /* Why a request was refused before reaching the pipeline. */
-typedef enum { E_NONE, E_INVALID, E_TOO_LARGE, E_UNSUPPORTED } refusal;
+typedef enum { E_NONE, E_INVALID, E_TOO_LARGE, E_UNSUPPORTED, E_BUSY } refusal;
 
 /* One request on its way through decode and the pipeline, whichever the transport. */
 typedef struct job {
@@ -116,13 +123,16 @@ typedef struct job {
     pc_h2_call *call; /* T_GRPC */
     const uint8_t *body;
     size_t body_len;
-    size_t max_size; /* after decompression */
-    int json, gzip;  /* T_HTTP */
-    char *encoding;  /* T_GRPC: grpc-encoding */
+    size_t max_size;    /* after decompression */
+    size_t max_decoded; /* the request's decode budget */
+    const char *decoded_key;
+    int json, gzip; /* T_HTTP */
+    char *encoding; /* T_GRPC: grpc-encoding */
     pc_batch *batch;
     refusal fail;
     int64_t rejected;
-    size_t samples; /* items of the signal: samples, spans, data points, log records */
+    size_t samples;       /* items of the signal: samples, spans, data points, log records */
+    size_t invalid_items; /* decoded but refused by validation */
     char err[512];
 } job;
 
@@ -180,6 +190,11 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
     if (cfg->grpc_max_recv_mib <= 0 || cfg->grpc_max_recv_mib > 2047) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_recv_msg_size_mib",
                           "must be between 1 and 2047");
+        return -1;
+    }
+    if (cfg->grpc_max_decoded_mib < 0 || cfg->grpc_max_decoded_mib > 1 << 20) {
+        pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_recv_msg_decoded_size_mib",
+                          "must be between 0 (16 x max_recv_msg_size_mib) and 1048576");
         return -1;
     }
     if (cfg->grpc_max_streams <= 0 || cfg->grpc_max_streams > 100000) {
@@ -280,8 +295,14 @@ static void job_free(job *j)
     free(j);
 }
 
+static void respond_pipeline_error(job *j, pc_status st, const char *msg);
+
 static void respond_refusal(job *j, refusal why, const char *msg)
 {
+    if (why == E_BUSY) { /* no memory now: retryable, as the memory limiter's refusals */
+        respond_pipeline_error(j, PC_ERR_RETRYABLE, msg);
+        return;
+    }
     if (j->transport == T_HTTP) {
         http_respond_status(j->req, j->json,
                             why == E_TOO_LARGE     ? 413
@@ -405,14 +426,25 @@ static void decode_work(uv_work_t *w)
         data = inflated.data;
         len = inflated.len;
     }
-    if (pc_batch_decode(j->sig, data, len, j->json, &j->batch, j->err, sizeof j->err) ||
-        (j->sig == PC_SIGNAL_PROFILES
-             ? pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err)
-             : pc_signal_validate(j->batch, j->err, sizeof j->err))) {
-        j->fail = E_INVALID;
-        goto out;
+    pc_budget budget;
+    pc_budget_init(&budget, j->max_decoded);
+    if (pc_batch_decode(j->sig, data, len, j->json, &budget, &j->batch, j->err, sizeof j->err)) {
+        j->fail = budget.state == PC_BUDGET_BUSY   ? E_BUSY
+                  : budget.state == PC_BUDGET_OVER ? E_TOO_LARGE
+                                                   : E_INVALID;
+        if (budget.state) pc_budget_message(&budget, j->decoded_key, j->err, sizeof j->err);
+    } else {
+        size_t items = pc_batch_items(j->batch);
+        if (j->sig == PC_SIGNAL_PROFILES
+                ? pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err)
+                : pc_signal_validate(j->batch, j->err, sizeof j->err))
+            j->fail = E_INVALID;
+        j->samples = pc_batch_items(j->batch);
+        /* what validation took out (or the whole request) is refused data, counted as such */
+        j->invalid_items = j->fail ? items : items - j->samples;
+        pc_batch_end_budget(j->batch);
     }
-    j->samples = pc_batch_items(j->batch);
+    pc_budget_release(&budget);
 out:
     pc_buf_free(&inflated);
 }
@@ -429,6 +461,7 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
         break;
     case PC_ERR_PERMANENT:
         r->refused[j->transport][j->sig] += j->samples;
+        r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
         PC_WARN(r->c->id, "pipeline refused %zu %s permanently: %s", j->samples, items,
                 msg ? msg : "");
         respond_pipeline_error(j, st, msg ? msg : "refused by the pipeline");
@@ -436,6 +469,7 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
     case PC_ERR_OVERLOAD:
     case PC_ERR_RETRYABLE:
         r->refused[j->transport][j->sig] += j->samples;
+        r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
         PC_WARN(r->c->id, "pipeline refused %zu %s (retryable, client told to retry): %s",
                 j->samples, items, msg ? msg : "");
         respond_pipeline_error(j, st, msg ? msg : "pipeline unavailable, retry later");
@@ -448,10 +482,17 @@ static void decode_done(uv_work_t *w, int status)
 {
     job *j = w->data;
     (void)status;
+    j->r->refused[j->transport][j->sig] += j->invalid_items;
     if (j->fail) {
+        static const pc_refused_reason reason[] = {[E_INVALID] = PC_REFUSED_INVALID,
+                                                   [E_TOO_LARGE] = PC_REFUSED_TOO_LARGE,
+                                                   [E_UNSUPPORTED] = PC_REFUSED_UNSUPPORTED,
+                                                   [E_BUSY] = PC_REFUSED_MEMORY};
+        j->r->refused_requests[j->transport].n[reason[j->fail]]++;
         PC_INFO(j->r->c->id, "%s: refused (%s): %s", peer(j),
                 j->fail == E_TOO_LARGE     ? "too large"
                 : j->fail == E_UNSUPPORTED ? "unsupported"
+                : j->fail == E_BUSY        ? "no memory now, client told to retry"
                                            : "invalid",
                 j->err);
         respond_refusal(j, j->fail, j->err);
@@ -469,6 +510,7 @@ static void decode_done(uv_work_t *w, int status)
 static void job_start(job *j)
 {
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
+        j->r->refused_requests[j->transport].n[PC_REFUSED_MEMORY]++;
         respond_pipeline_error(j, PC_ERR_RETRYABLE, "memory limit reached, retry later");
         job_free(j);
         return;
@@ -533,6 +575,8 @@ static void on_request(pc_http_req *req, void *arg)
     j->body = req->body;
     j->body_len = req->body_len;
     j->max_size = cfg->http.max_body;
+    j->max_decoded = pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body);
+    j->decoded_key = "max_request_decoded_size";
     j->json = json;
     j->gzip = gz;
     job_start(j);
@@ -586,6 +630,8 @@ static void on_call(pc_h2_call *call, void *arg)
     j->body = call->body;
     j->body_len = call->body_len;
     j->max_size = max;
+    j->max_decoded = pc_decoded_limit((uint64_t)cfg->grpc_max_decoded_mib << 20, max);
+    j->decoded_key = "max_recv_msg_decoded_size_mib";
     j->encoding = enc ? pc_xstrdup(enc) : NULL;
     job_start(j);
 }
@@ -600,6 +646,8 @@ static void register_metrics(pc_component *c, int t)
         if (c->route[sig])
             pc_receiver_register_metrics(c, (pc_signal)sig, t == T_HTTP ? "http" : "grpc",
                                          &r->accepted[t][sig], &r->refused[t][sig]);
+    pc_receiver_register_refused_requests(c, t == T_HTTP ? "http" : "grpc",
+                                          &r->refused_requests[t]);
 }
 
 /* The paths (HTTP) or services (gRPC, "TraceService/Export") served, for the start-up log. */

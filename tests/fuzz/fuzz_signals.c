@@ -27,8 +27,8 @@ static void check_proto(pc_signal sig, const pc_batch *b, const pc_buf *p1)
 {
     char err[512] = "";
     pc_batch *b2 = NULL;
-    FUZZ_ASSERT(pc_batch_decode(sig, p1->data ? p1->data : (const uint8_t *)"", p1->len, false, &b2,
-                                err, sizeof err) == 0,
+    FUZZ_ASSERT(pc_batch_decode(sig, p1->data ? p1->data : (const uint8_t *)"", p1->len, false,
+                                NULL, &b2, err, sizeof err) == 0,
                 "re-encoded %s protobuf (%zu bytes) does not decode: %s", pc_signal_infos[sig].name,
                 p1->len, err);
     FUZZ_ASSERT(b2 && b2->signal == sig && b2->msg, "decode succeeded without a message");
@@ -54,7 +54,7 @@ static void check_json(pc_signal sig, const pc_batch *b)
                     j1.data[j1.len] == 0,
                 "JSON encoding is not a NUL-terminated object: %.*s", SHOW(j1));
     pc_batch *b2 = NULL;
-    if (pc_batch_decode(sig, j1.data, j1.len, true, &b2, err, sizeof err) != 0) {
+    if (pc_batch_decode(sig, j1.data, j1.len, true, NULL, &b2, err, sizeof err) != 0) {
         /* protobuf carries ids of any length; OTLP JSON only the exact hex length */
         FUZZ_ASSERT(b2 == NULL && strstr(err, "Id: invalid length:"),
                     "JSON of decoded %s does not decode: %s\nJSON: %.*s", pc_signal_infos[sig].name,
@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     pc_batch *b = NULL;
     char err[512] = "";
-    if (pc_batch_decode(sig, data, size, json, &b, err, sizeof err) != 0) {
+    if (pc_batch_decode(sig, data, size, json, NULL, &b, err, sizeof err) != 0) {
         FUZZ_ASSERT(b == NULL, "failed decode returned a batch");
         FUZZ_ASSERT(err[0], "failed decode without a message");
         return 0;

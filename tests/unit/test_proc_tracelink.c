@@ -314,7 +314,7 @@ static pc_batch *traces_batch(const char *service, const tspan *spans, size_t n)
     protobuf_c_message_pack(&req.base, buf);
     pc_batch *b = NULL;
     char err[256] = "";
-    if (pc_batch_decode(PC_SIGNAL_TRACES, buf, len, false, &b, err, sizeof err)) {
+    if (pc_batch_decode(PC_SIGNAL_TRACES, buf, len, false, NULL, &b, err, sizeof err)) {
         fprintf(stderr, "traces batch: %s\n", err);
         exit(1);
     }

@@ -719,7 +719,7 @@ static pc_batch *decode_ok(pc_signal sig, const void *data, size_t len, bool jso
 {
     pc_batch *b = (pc_batch *)1;
     char err[512] = "";
-    int rc = pc_batch_decode(sig, data, len, json, &b, err, sizeof err);
+    int rc = pc_batch_decode(sig, data, len, json, NULL, &b, err, sizeof err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
         fprintf(stderr, "  decode %s (%s) failed: %s\n", pc_signal_infos[sig].name,
@@ -739,7 +739,7 @@ static void decode_fails(pc_signal sig, const void *data, size_t len, bool json,
 {
     pc_batch *b = (pc_batch *)1;
     char err[512] = "";
-    CHECK_EQ_INT(pc_batch_decode(sig, data, len, json, &b, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_batch_decode(sig, data, len, json, NULL, &b, err, sizeof err), -1);
     CHECK(b == NULL);
     CHECK_CONTAINS(err, want);
     if (b && b != (pc_batch *)1) pc_batch_unref(b);

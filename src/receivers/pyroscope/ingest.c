@@ -3,6 +3,7 @@
 #include "receivers/pyroscope/ingest.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/utf8.h"
 #include "pdata/dict.h"
 #include "pipeline/log.h"
 
@@ -93,6 +95,12 @@ int pc_ingest_parse_name(const char *s, pc_ingest_name *out, char *err, size_t e
             goto fail;
         }
         char *val = trimmed(eq + 1, (size_t)(p + span - (eq + 1)));
+        if (!pc_utf8_valid(val, strlen(val))) { /* Pyroscope's distributor refuses it too */
+            snprintf(err, errlen, "name: invalid label value for %s: not valid UTF-8", key);
+            free(key);
+            free(val);
+            goto fail;
+        }
         if (strcmp(key, "__name__") == 0) { /* explicit __name__ overrides the app name */
             free(out->app);
             out->app = val;
@@ -164,11 +172,10 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
                 return days >= 0 && days < 106000 ? days * 86400LL * 1000000000LL : -1;
             }
         }
-        if (n == 13) return (int64_t)v * 1000000LL;
-        if (n == 16) return (int64_t)v * 1000LL;
-        if (n == 19) return v > INT64_MAX ? -1 : (int64_t)v;
-        if (v > INT64_MAX / 1000000000LL) return -1;
-        return (int64_t)v * 1000000000LL;
+        /* 13 digits of ms or 16 of µs can pass 2262-04-11, the end of int64 nanoseconds */
+        int64_t scale = n == 13 ? 1000000LL : n == 16 ? 1000LL : n == 19 ? 1 : 1000000000LL, ns;
+        if (v > INT64_MAX || __builtin_mul_overflow((int64_t)v, scale, &ns)) return -1;
+        return ns;
     }
     if (strncmp(buf, "now", 3) != 0) return -1;
     const char *r = buf + 3;
@@ -353,8 +360,8 @@ typedef struct folded_sample {
     int64_t value;
 } folded_sample;
 
-static int add_stack_line(pc_dict_builder *db, const char *line, size_t len, int64_t value,
-                          folded_sample **samples, size_t *n, size_t *cap)
+static int add_stack_line(pc_dict_builder *db, pc_arena *a, const char *line, size_t len,
+                          int64_t value, folded_sample **samples, size_t *n, size_t *cap)
 {
     /* frames are root first; OTLP stacks are leaf first */
     int32_t locs_local[256] = {0}, *locs = locs_local;
@@ -392,11 +399,34 @@ static int add_stack_line(pc_dict_builder *db, const char *line, size_t len, int
     int32_t stack = pc_dict_stack(db, locs, nl);
     if (locs != locs_local) free(locs);
     if (*n == *cap) {
+        size_t old = *cap;
         *cap = *cap ? *cap * 2 : 64;
         *samples = pc_xrealloc(*samples, *cap * sizeof(folded_sample));
+        pc_arena_charge(a, (*cap - old) * sizeof(folded_sample));
     }
     (*samples)[(*n)++] = (folded_sample){stack, value};
     return 0;
+}
+
+#define R16(n)     (((size_t)(n) + 15) & ~(size_t)15)
+#define DICT_ENTRY (16 * 2 + sizeof(void *) * 2) /* hash slots at 3/4 load, table pointers */
+
+/* What a collapsed-stacks body becomes, counted before parsing: per line a sample, its value and
+ * a stack; per frame (every ';' and line) a string, a function and a location with one line, all
+ * distinct at worst, each with its dictionary slots. */
+static size_t folded_estimate(const char *text, size_t len)
+{
+    size_t lines = 1, frames = 0;
+    for (size_t i = 0; i < len; i++) {
+        lines += text[i] == '\n';
+        frames += text[i] == ';';
+    }
+    frames += lines;
+    return 4096 + 2 * len +
+           lines * (R16(sizeof(pc_sample)) + 16 + sizeof(void *) + 2 * sizeof(folded_sample) +
+                    R16(sizeof(pc_stack)) + DICT_ENTRY) +
+           frames * (R16(sizeof(pc_function)) + R16(sizeof(pc_location)) + 16 +
+                     R16(sizeof(pc_line)) + 3 * DICT_ENTRY + sizeof(int32_t) + 16);
 }
 
 int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc_batch **out,
@@ -415,7 +445,13 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
         }
         app_len = (size_t)(dot - o->app);
     }
+    if (o->budget &&
+        !pc_budget_reserve(o->budget, folded_estimate(text, len), "collapsed stacks")) {
+        snprintf(err, errlen, "%s: over the decode budget", o->budget->what);
+        return -1;
+    }
     pc_batch *b = pc_batch_new();
+    pc_arena_set_budget(b->arena, o->budget); /* until the receiver's pc_batch_end_budget */
     pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
     folded_sample *samples = NULL;
     size_t n = 0, cap = 0;
@@ -424,6 +460,10 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
     const char *p = text, *end = text + len;
     size_t lineno = 0;
     while (p < end) {
+        if (!pc_budget_ok(o->budget)) {
+            snprintf(err, errlen, "%s: over the decode budget", o->budget->what);
+            goto fail;
+        }
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         lineno++;
@@ -431,7 +471,7 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
         if (ll && p[ll - 1] == '\r') ll--;
         if (ll) {
             if (o->lines) {
-                add_stack_line(db, p, ll, 1, &samples, &n, &cap);
+                add_stack_line(db, b->arena, p, ll, period ? period : 1, &samples, &n, &cap);
             } else {
                 const char *sp = NULL;
                 for (size_t i = ll; i-- > 0;)
@@ -444,19 +484,26 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
                     size_t dl = (size_t)(p + ll - sp - 1);
                     char *e = NULL;
                     long long v = -1;
+                    errno = 0;
                     if (dl > 0 && dl < sizeof num) {
                         memcpy(num, sp + 1, dl);
                         num[dl] = 0;
                         v = strtoll(num, &e, 10);
                     }
-                    if (v < 0 || !e || *e) {
+                    if (v < 0 || !e || *e || errno == ERANGE) {
                         snprintf(err, errlen, "line %zu: invalid sample count", lineno);
-                        free(samples);
-                        pc_dict_builder_free(db);
-                        pc_batch_unref(b);
-                        return -1;
+                        goto fail;
                     }
-                    add_stack_line(db, p, (size_t)(sp - p), v, &samples, &n, &cap);
+                    /* cpu/wall counts become nanoseconds: refuse what int64 cannot hold */
+                    int64_t value = v;
+                    if (period && __builtin_mul_overflow(value, period, &value)) {
+                        snprintf(err, errlen,
+                                 "line %zu: sample count %lld x %lld ns (sampleRate) overflows a "
+                                 "64-bit value",
+                                 lineno, v, (long long)period);
+                        goto fail;
+                    }
+                    add_stack_line(db, b->arena, p, (size_t)(sp - p), value, &samples, &n, &cap);
                 }
             }
         }
@@ -505,15 +552,22 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
         s->stack_index = samples[i].stack;
         s->n_values = 1;
         s->values = pc_arena_alloc(b->arena, sizeof(int64_t));
-        s->values[0] = period ? samples[i].value * period : samples[i].value;
+        s->values[0] = samples[i].value; /* already scaled by the period */
         prof->samples[prof->n_samples++] = s;
     }
+    pc_arena_uncharge(b->arena, cap * sizeof(folded_sample));
     free(samples);
     b->req->dictionary = pc_dict_builder_finish(db);
     pc_dict_builder_free(db);
     *out = b;
     *service = svc;
     return 0;
+fail:
+    pc_arena_uncharge(b->arena, cap * sizeof(folded_sample));
+    free(samples);
+    pc_dict_builder_free(db);
+    pc_batch_unref(b);
+    return -1;
 }
 
 /* ---- sample_type_config (§1.5) ---- */

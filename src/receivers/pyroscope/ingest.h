@@ -51,10 +51,14 @@ typedef struct pc_folded_opts {
     const char *const *attr_vals;
     size_t n_attrs;
     const char *scope_name, *scope_version;
+    pc_budget *budget; /* the request's decode budget, or NULL (docs/limits.md) */
 } pc_folded_opts;
 
 /* Parse collapsed stacks into a new batch; *service gets the app name without the type suffix
- * (malloc'd). 0 ok, -1 with err for an unknown profile type or a malformed line. */
+ * (malloc'd). 0 ok, -1 with err for an unknown profile type, a malformed line, a count outside
+ * int64 or one that overflows once scaled by the sampleRate period, or (budget->state set) a body
+ * over the decode budget. The new batch's arena stays charged to the budget until
+ * pc_batch_end_budget(). */
 int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc_batch **out,
                        char **service, char *err, size_t errlen);
 

@@ -4,6 +4,7 @@
  *   POST /v1/pprof                       raw pprof, as the Collector's pprofreceiver (204)
  * Everything is decoded into OTLP (one translator, pdata/pprof.c) so every processor works on
  * Pyroscope traffic. Parsing and translation run on the thread pool. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,6 +19,7 @@
 #include "net/url.h"
 #include "pdata/json.h"
 #include "pdata/pprof.h"
+#include "pdata/proto_scan.h"
 #include "pipeline/component.h"
 #include "pipeline/receiver_http.h"
 #include "pipeline/telemetry.h"
@@ -42,6 +44,7 @@ typedef struct pyro_recv {
     pc_component *c;
     pc_receiver_http http;
     uint64_t accepted_samples, refused_samples;
+    pc_refused_requests refused_requests;
     uint64_t in_flight; /* jobs alive (gauge) */
     pc_shutdown_done shutdown_done;
 } pyro_recv;
@@ -55,6 +58,8 @@ typedef struct job {
     pc_batch *batch;
     int status; /* 0 decoded, else the HTTP status to answer */
     size_t samples;
+    size_t invalid_samples; /* decoded but refused by validation */
+    pc_budget budget;       /* what the request may take decoded (docs/limits.md) */
     char err[512];
 } job;
 
@@ -123,6 +128,16 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
     return 0;
 }
 
+/* A refusal by the decode budget: 413 over the request's limit, 503 when the decodes in flight
+ * leave no room now. 1 when the budget refused (status and message set). */
+static int budget_refused(job *j)
+{
+    if (j->budget.state == PC_BUDGET_OK) return 0;
+    j->status = j->budget.state == PC_BUDGET_BUSY ? 503 : 413;
+    pc_budget_message(&j->budget, "max_request_decoded_size", j->err, sizeof j->err);
+    return 1;
+}
+
 /* Translate one pprof into the job's batch (appending). Sets status 413/422 on failure. */
 static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const *keys,
                      const char *const *vals, size_t n, const char *scope, const char *scope_ver)
@@ -136,10 +151,12 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
                           .n_resource_attrs =
                               n < PC_INGEST_MAX_LABELS + 4 ? n : PC_INGEST_MAX_LABELS + 4,
                           .scope_name = scope,
-                          .scope_version = scope_ver};
+                          .scope_version = scope_ver,
+                          .budget = &j->budget};
     bool too_large = false;
     char e[400];
     if (pc_pprof_to_batch(data, len, &o, &j->batch, &too_large, e, sizeof e)) {
+        if (budget_refused(j)) return -1;
         j->status = too_large ? 413 : 422;
         snprintf(j->err, sizeof j->err, "%s", e);
         return -1;
@@ -262,8 +279,10 @@ static void ingest_work(job *j)
         if (add_pprof(j, body, len, keys, vals, na, scope, scope_ver)) goto out;
     } else { /* folded ("groups", "folded", "collapsed", none) or "lines" */
         char *rate_end = NULL;
+        errno = 0;
         long long rate = qrate && *qrate ? strtoll(qrate, &rate_end, 10) : 100;
-        if (rate_end && *rate_end) rate = 100; /* Pyroscope logs and uses the default */
+        if ((rate_end && *rate_end) || errno == ERANGE)
+            rate = 100; /* as strconv.Atoi fails: Pyroscope logs and uses the default */
         pc_folded_opts o = {.app = name.app,
                             .lines = !strcmp(format, "lines"),
                             .sample_rate = rate,
@@ -274,12 +293,15 @@ static void ingest_work(job *j)
                             .attr_vals = vals,
                             .n_attrs = na,
                             .scope_name = scope,
-                            .scope_version = scope_ver};
+                            .scope_version = scope_ver,
+                            .budget = &j->budget};
         /* As Pyroscope answers (spec §1.6, §1.8): an unknown type suffix in the name is a bad
          * name (400); a text parse error such as a bad count is an undecodable profile (422). */
         if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, j->err,
-                               sizeof j->err))
+                               sizeof j->err)) {
+            if (budget_refused(j)) goto out;
             FAIL_KEEP(j, strncmp(j->err, "unknown profile type", 20) == 0 ? 400 : 422);
+        }
         if (svc != name.app) { /* explicit service name label overrides the app name */
             pc_keyvalue *kv = j->batch->req->resource_profiles[0]->resource->attributes[0];
             kv->value->string_value = pc_arena_strndup(j->batch->arena, svc, strlen(svc));
@@ -303,16 +325,27 @@ static void push_work(job *j)
     const uint8_t *body;
     size_t len;
     pc_arena *a = pc_arena_new(4096);
+    pc_arena_set_budget(a, &j->budget);
     if (request_body(j, &inflated, &body, &len)) goto out;
     ProtobufCMessage *m = NULL;
+    char e[400];
     if (j->json) {
-        char e[400];
         if (pc_json_decode(&push__v1__push_request__descriptor, (const char *)body, len, a, &m, e,
-                           sizeof e))
+                           sizeof e)) {
+            if (budget_refused(j)) goto out;
             FAIL(j, 400, "invalid PushRequest JSON: %s", e);
+        }
     } else {
+        /* counted first (label strings checked for UTF-8, as Pyroscope's distributor does) */
+        pc_proto_scan scan;
+        if (pc_proto_scan_message(&push__v1__push_request__descriptor, body, len,
+                                  PC_PROTO_MAX_DEPTH, &scan))
+            FAIL(j, 400, "invalid PushRequest: %s", pc_proto_scan_strerror(&scan, e, sizeof e));
+        if (!pc_budget_reserve(&j->budget, scan.cost, "decoded PushRequest") && budget_refused(j))
+            goto out;
         m = protobuf_c_message_unpack(&push__v1__push_request__descriptor, pc_arena_allocator(a),
                                       len, body);
+        if (!m && budget_refused(j)) goto out;
         if (!m) FAIL(j, 400, "invalid PushRequest: malformed protobuf");
     }
     const Push__V1__PushRequest *pr = (const Push__V1__PushRequest *)m;
@@ -376,6 +409,8 @@ static void job_free(job *j)
 static void decode_work(uv_work_t *w)
 {
     job *j = w->data;
+    pyro_cfg *cfg = j->r->c->cfg;
+    pc_budget_init(&j->budget, pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body));
     switch (j->api) {
     case API_INGEST: ingest_work(j); break;
     case API_PUSH: push_work(j); break;
@@ -383,14 +418,19 @@ static void decode_work(uv_work_t *w)
     }
     if (!j->status) {
         int64_t rejected = 0;
+        size_t decoded = pc_batch_counts(j->batch).samples;
         if (pc_batch_validate(j->batch, &rejected, j->err, sizeof j->err)) {
             j->status = 422;
+            j->invalid_samples = decoded;
             pc_batch_unref(j->batch);
             j->batch = NULL;
         } else {
             j->samples = pc_batch_counts(j->batch).samples;
+            j->invalid_samples = decoded - j->samples;
         }
     }
+    pc_batch_end_budget(j->batch);
+    pc_budget_release(&j->budget);
 }
 
 /* Connect error codes for the push API. */
@@ -447,6 +487,7 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
         respond_ok(j);
     } else {
         r->refused_samples += j->samples;
+        r->refused_requests.n[PC_REFUSED_PIPELINE]++;
         int status = st == PC_ERR_PERMANENT ? 400 : st == PC_ERR_OVERLOAD ? 429 : 503;
         PC_WARN(r->c->id, "pipeline refused %zu samples (%s): %s", j->samples,
                 st == PC_ERR_PERMANENT ? "permanent" : "retryable, client told to retry",
@@ -460,7 +501,12 @@ static void decode_done(uv_work_t *w, int status)
 {
     job *j = w->data;
     (void)status;
+    j->r->refused_samples += j->invalid_samples;
     if (j->status) {
+        j->r->refused_requests.n[j->status == 413   ? PC_REFUSED_TOO_LARGE
+                                 : j->status == 415 ? PC_REFUSED_UNSUPPORTED
+                                 : j->status == 503 ? PC_REFUSED_MEMORY
+                                                    : PC_REFUSED_INVALID]++;
         PC_INFO(j->r->c->id, "%s %s: %d: %s", j->req->peer, j->req->path, j->status, j->err);
         respond_error(j, j->status, j->err);
         job_free(j);
@@ -517,6 +563,7 @@ static void on_request(pc_http_req *req, void *arg)
         !(ct && (strstr(ct, "application/proto") || strstr(ct, "application/x-protobuf")))) {
         static const char m[] = "{\"code\":\"invalid_argument\",\"message\":\"unsupported content "
                                 "type, want application/proto or application/json\"}";
+        r->refused_requests.n[PC_REFUSED_UNSUPPORTED]++;
         pc_http_respond(req, 415, "application/json", m, sizeof m - 1, NULL);
         return;
     }
@@ -527,6 +574,7 @@ static void on_request(pc_http_req *req, void *arg)
     j->api = api;
     j->json = json;
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
+        r->refused_requests.n[PC_REFUSED_MEMORY]++;
         respond_error(j, 503, "memory limit reached, retry later");
         job_free(j);
         return;
@@ -543,6 +591,7 @@ static int pyro_start(pc_component *c, char *err, size_t errlen)
     pc_receiver_register_in_flight(c, &r->in_flight);
     pc_receiver_register_metrics(c, PC_SIGNAL_PROFILES, "http", &r->accepted_samples,
                                  &r->refused_samples);
+    pc_receiver_register_refused_requests(c, "http", &r->refused_requests);
     PC_INFO(c->id,
             "Pyroscope ingest on %s://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)%s",
             r->http.tls ? "https" : "http", r->http.host, r->http.port,

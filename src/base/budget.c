@@ -1,0 +1,116 @@
+/* Per-request decode budgets and the process-wide total of their reservations (budget.h). */
+#include "base/budget.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Charges past the estimate grow the reservation by at least this much, so the shared counter is
+ * touched once per chunk, not once per allocation. */
+#define GROW_CHUNK ((size_t)1 << 20)
+
+static atomic_size_t g_in_flight;
+static atomic_size_t g_cap = SIZE_MAX;
+
+void pc_budget_init(pc_budget *b, size_t limit)
+{
+    memset(b, 0, sizeof *b);
+    b->limit = limit;
+}
+
+static void refuse(pc_budget *b, pc_budget_state st, size_t need, const char *what)
+{
+    if (b->state != PC_BUDGET_OK) return;
+    b->state = st;
+    snprintf(b->what, sizeof b->what, "%s (%zu bytes)", what ? what : "decoded request", need);
+}
+
+/* Move the reservation up to want bytes, within the process-wide cap. */
+static bool reserve_to(pc_budget *b, size_t want)
+{
+    if (want <= b->reserved) return true;
+    size_t delta = want - b->reserved;
+    size_t cur = atomic_load_explicit(&g_in_flight, memory_order_relaxed);
+    size_t cap = atomic_load_explicit(&g_cap, memory_order_relaxed);
+    do {
+        if (cur > cap || delta > cap - cur) return false;
+    } while (!atomic_compare_exchange_weak_explicit(&g_in_flight, &cur, cur + delta,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    b->reserved = want;
+    return true;
+}
+
+bool pc_budget_reserve(pc_budget *b, size_t est, const char *what)
+{
+    if (b->state != PC_BUDGET_OK) return false;
+    if (b->limit && (est > b->limit || b->used > b->limit - est)) {
+        refuse(b, PC_BUDGET_OVER, b->used + est, what);
+        return false;
+    }
+    if (!reserve_to(b, b->used + est)) {
+        refuse(b, PC_BUDGET_BUSY, est, what);
+        return false;
+    }
+    return true;
+}
+
+bool pc_budget_charge(pc_budget *b, size_t n)
+{
+    if (!b) return true;
+    b->used += n;
+    if (b->used > b->peak) b->peak = b->used;
+    if (b->state != PC_BUDGET_OK) return false;
+    if (b->limit && b->used > b->limit) {
+        refuse(b, PC_BUDGET_OVER, b->used, "decoded request");
+        return false;
+    }
+    if (b->used > b->reserved) {
+        b->misses++;
+        size_t want = b->used + GROW_CHUNK;
+        if (b->limit && want > b->limit) want = b->limit;
+        if (!reserve_to(b, want)) {
+            refuse(b, PC_BUDGET_BUSY, b->used, "decoded request");
+            return false;
+        }
+    }
+    return true;
+}
+
+void pc_budget_uncharge(pc_budget *b, size_t n)
+{
+    if (b) b->used = n < b->used ? b->used - n : 0;
+}
+
+void pc_budget_release(pc_budget *b)
+{
+    if (b->reserved) atomic_fetch_sub_explicit(&g_in_flight, b->reserved, memory_order_relaxed);
+    b->reserved = 0;
+}
+
+void pc_budget_message(const pc_budget *b, const char *key, char *out, size_t outlen)
+{
+    if (b->state == PC_BUDGET_BUSY)
+        snprintf(out, outlen,
+                 "%s: the decodes in flight hold all the memory the memory limiter allows now; "
+                 "retry later",
+                 b->what);
+    else
+        snprintf(out, outlen, "%s needs more memory than %s (%zu bytes) allows", b->what,
+                 key ? key : "the decode budget", b->limit);
+}
+
+size_t pc_budget_in_flight(void)
+{
+    return atomic_load_explicit(&g_in_flight, memory_order_relaxed);
+}
+
+void pc_budget_set_process_cap(size_t cap)
+{
+    atomic_store_explicit(&g_cap, cap, memory_order_relaxed);
+}
+
+size_t pc_budget_process_cap(void)
+{
+    return atomic_load_explicit(&g_cap, memory_order_relaxed);
+}

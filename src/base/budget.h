@@ -1,0 +1,58 @@
+/* What one request may cost in decoded memory, and what every decode in flight costs together.
+ *
+ * A decoder works out what a request will take before it allocates (pdata/proto_scan.h counts
+ * every repeated element of a protobuf message; the JSON, pprof and collapsed-stack decoders
+ * count theirs), reserves that estimate, and refuses the request when the estimate is over the
+ * request's limit (an HTTP 413 naming the limit) or when the process-wide total of reservations
+ * in flight cannot take it (a retryable 503). While it works, every byte it allocates for the
+ * request (arena blocks, parser trees, hash tables) is charged, so a wrong estimate is still
+ * stopped at the limit. The memory limiter adds the reservations to its RSS reading and sets the
+ * process-wide cap from its soft limit. A budget belongs to one request on one thread at a time. */
+#ifndef PC_BASE_BUDGET_H
+#define PC_BASE_BUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum {
+    PC_BUDGET_OK,
+    PC_BUDGET_OVER, /* the request needs more than its limit: refuse it (413) */
+    PC_BUDGET_BUSY, /* the decodes in flight hold what memory may be used now: retry (503) */
+} pc_budget_state;
+
+typedef struct pc_budget {
+    size_t limit;    /* the most the request may hold decoded at once; 0: no limit */
+    size_t used;     /* bytes charged and not yet released */
+    size_t peak;     /* the most used at any time */
+    size_t reserved; /* held in the process-wide total (>= used while decoding) */
+    unsigned misses; /* times the charges passed the estimates (a decoder's count was low) */
+    pc_budget_state state;
+    char what[160]; /* the first refusal, for the message: "decoded OTLP request: 1.2 GB" */
+} pc_budget;
+
+void pc_budget_init(pc_budget *b, size_t limit);
+/* Before the work: reserve an estimate of what the decode will hold. false (state set) when est
+ * is over the limit or the process-wide cap; what names the data ("pprof", "OTLP request"). */
+bool pc_budget_reserve(pc_budget *b, size_t est, const char *what);
+/* Charge n bytes allocated for the request (also grows the reservation when the estimate was
+ * low). false once the budget is refused; the bytes are charged either way. b may be NULL. */
+bool pc_budget_charge(pc_budget *b, size_t n);
+/* n bytes charged earlier were freed. */
+void pc_budget_uncharge(pc_budget *b, size_t n);
+static inline bool pc_budget_ok(const pc_budget *b)
+{
+    return !b || b->state == PC_BUDGET_OK;
+}
+/* After the work: give the reservation back to the process-wide total. */
+void pc_budget_release(pc_budget *b);
+/* "decoded OTLP request needs more than max_request_decoded_size (41943040 bytes)" and the like;
+ * key names the config key of the limit. */
+void pc_budget_message(const pc_budget *b, const char *key, char *out, size_t outlen);
+
+/* Process-wide: bytes reserved by decodes in flight, and the cap on them (SIZE_MAX: none; the
+ * memory limiter sets it to what its soft limit leaves above the resident set). */
+size_t pc_budget_in_flight(void);
+void pc_budget_set_process_cap(size_t cap);
+size_t pc_budget_process_cap(void);
+
+#endif

@@ -1,0 +1,228 @@
+/* The pre-unpack pass over protobuf input (proto_scan.h). Its cost model follows protobuf-c
+ * 1.4's unpack: one struct per message, a ScannedMember per field occurrence beyond the 16 kept
+ * on the stack (in slabs that double), one array per repeated field sized by a first count,
+ * len + 1 per string, len per non-empty bytes, a copy and a slot per unknown field, and for a
+ * singular message field seen again, new arrays holding both occurrences (merge_messages). */
+#include "pdata/proto_scan.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/utf8.h"
+
+#define R16(n) (((size_t)(n) + 15) & ~(size_t)15)
+/* per-field bookkeeping for the first fields of a message; later ones are costed per element */
+#define TRACKED 64
+
+/* protobuf-c's private ScannedMember, for its size */
+typedef struct scanned_member {
+    uint32_t tag;
+    uint8_t wire_type, length_prefix_len;
+    const void *field;
+    size_t len;
+    const uint8_t *data;
+} scanned_member;
+
+typedef struct scan_ctx {
+    pc_proto_scan *out;
+} scan_ctx;
+
+static size_t elt_size(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return 8;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
+    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
+    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
+    default: return 4;
+    }
+}
+
+static int read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (*i >= len) return -1;
+        uint8_t b = p[(*i)++];
+        if (shift < 64) x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1; /* more than 10 bytes */
+}
+
+/* Prepend "name[index]." to the error path as the recursion unwinds (the tail is cut when long). */
+static void path_prepend(pc_proto_scan *o, const ProtobufCFieldDescriptor *f, long index)
+{
+    char head[96];
+    int h = index >= 0 ? snprintf(head, sizeof head, "%s[%ld]", f->name, index)
+                       : snprintf(head, sizeof head, "%s", f->name);
+    size_t hl = h < 0 ? 0 : (size_t)h < sizeof head ? (size_t)h : sizeof head - 1;
+    size_t wl = strlen(o->where), sep = wl ? 1 : 0, cap = sizeof o->where - 1;
+    if (hl + sep > cap) return;
+    if (hl + sep + wl > cap) wl = cap - hl - sep;
+    memmove(o->where + hl + sep, o->where, wl);
+    memcpy(o->where, head, hl);
+    if (sep) o->where[hl] = '.';
+    o->where[hl + sep + wl] = 0;
+}
+
+static int fail(scan_ctx *c, pc_scan_error e)
+{
+    c->out->error = e;
+    return -1;
+}
+
+/* Elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it. */
+static long long packed_count(ProtobufCType t, const uint8_t *p, size_t l)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT: return l % 4 ? -1 : (long long)(l / 4);
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return l % 8 ? -1 : (long long)(l / 8);
+    case PROTOBUF_C_TYPE_BOOL: return (long long)l;
+    default: {
+        long long n = 0;
+        for (size_t i = 0; i < l; i++)
+            n += !(p[i] & 0x80);
+        return n;
+    }
+    }
+}
+
+static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                int depth, size_t *cost_out)
+{
+    if (depth < 0) return fail(c, PC_SCAN_DEPTH);
+    size_t cost = R16(desc->sizeof_message);
+    size_t n_elems[TRACKED] = {0}; /* repeated: elements; singular message: occurrences */
+    size_t merged[TRACKED] = {0};  /* singular message: cost of the occurrences so far */
+    size_t occurrences = 0, unknown = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint64_t key, l = 0;
+        if (read_varint(p, len, &i, &key)) return fail(c, PC_SCAN_MALFORMED);
+        unsigned wt = key & 7;
+        uint64_t num = key >> 3;
+        /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
+        if (num == 0) return fail(c, PC_SCAN_FIELD0);
+        if (num > UINT32_MAX) return fail(c, PC_SCAN_MALFORMED);
+        size_t start = i;
+        switch (wt) {
+        case 0:
+            if (read_varint(p, len, &i, &l)) return fail(c, PC_SCAN_MALFORMED);
+            break;
+        case 1:
+            if (len - i < 8) return fail(c, PC_SCAN_MALFORMED);
+            i += 8;
+            break;
+        case 5:
+            if (len - i < 4) return fail(c, PC_SCAN_MALFORMED);
+            i += 4;
+            break;
+        case 2:
+            if (read_varint(p, len, &i, &l) || l > len - i) return fail(c, PC_SCAN_MALFORMED);
+            break;
+        default: return fail(c, PC_SCAN_MALFORMED); /* groups and reserved wire types */
+        }
+        occurrences++;
+        const ProtobufCFieldDescriptor *f =
+            protobuf_c_message_descriptor_get_field(desc, (unsigned)num);
+        if (!f) { /* kept as an unknown field: a copy of the value and a slot */
+            size_t vlen = wt == 2 ? (i - start) + (size_t)l : i - start;
+            cost += R16(vlen);
+            unknown++;
+            if (wt == 2) i += (size_t)l;
+            continue;
+        }
+        size_t fi = (size_t)(f - desc->fields);
+        bool repeated = f->label == PROTOBUF_C_LABEL_REPEATED;
+        size_t n_new = 1; /* elements this occurrence adds to a repeated field */
+        if (wt == 2) {
+            const uint8_t *v = p + i;
+            size_t vl = (size_t)l;
+            i += vl;
+            if (f->type == PROTOBUF_C_TYPE_STRING) {
+                if (!pc_utf8_valid(v, vl)) {
+                    c->out->where[0] = 0;
+                    path_prepend(c->out, f, repeated && fi < TRACKED ? (long)n_elems[fi] : -1);
+                    return fail(c, PC_SCAN_UTF8);
+                }
+                cost += R16(vl + 1);
+            } else if (f->type == PROTOBUF_C_TYPE_BYTES) {
+                if (vl) cost += R16(vl);
+            } else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+                size_t sub = 0;
+                if (scan(c, f->descriptor, v, vl, depth - 1, &sub)) {
+                    path_prepend(c->out, f, repeated && fi < TRACKED ? (long)n_elems[fi] : -1);
+                    return -1;
+                }
+                cost += sub;
+                bool oneof = (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
+                if (!repeated && !oneof) {
+                    /* each occurrence after the first is merged into new arrays holding all
+                     * occurrences so far; untracked fields are costed as if merged fully */
+                    size_t acc = fi < TRACKED ? (merged[fi] += sub) : sub * 2;
+                    if (fi >= TRACKED || n_elems[fi]++ > 0) cost += acc;
+                    continue;
+                }
+            } else if (repeated) { /* a packed run of scalars */
+                long long n = packed_count(f->type, v, vl);
+                if (n < 0) return fail(c, PC_SCAN_MALFORMED);
+                n_new = (size_t)n;
+            }
+        }
+        if (repeated) {
+            if (fi < TRACKED)
+                n_elems[fi] += n_new;
+            else
+                cost += R16(n_new * elt_size(f->type));
+        }
+    }
+    for (size_t fi = 0; fi < desc->n_fields && fi < TRACKED; fi++)
+        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
+            cost += R16(n_elems[fi] * elt_size(desc->fields[fi].type));
+    if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
+    /* scan slabs: 16 members on the stack, then slabs of 32, 64, ... members */
+    for (size_t cap = 16, k = 1; occurrences > cap; k++) {
+        cost += R16(sizeof(scanned_member) << (k + 4));
+        cap += (size_t)1 << (k + 4);
+    }
+    *cost_out = cost;
+    return 0;
+}
+
+int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                          int max_depth, pc_proto_scan *out)
+{
+    memset(out, 0, sizeof *out);
+    scan_ctx c = {out};
+    size_t cost = 0;
+    if (scan(&c, desc, data, len, max_depth, &cost)) return -1;
+    out->cost = cost;
+    return 0;
+}
+
+const char *pc_proto_scan_strerror(const pc_proto_scan *s, char *buf, size_t buflen)
+{
+    switch (s->error) {
+    case PC_SCAN_OK: snprintf(buf, buflen, "ok"); break;
+    case PC_SCAN_MALFORMED: snprintf(buf, buflen, "malformed protobuf"); break;
+    case PC_SCAN_DEPTH: snprintf(buf, buflen, "nested too deeply"); break;
+    case PC_SCAN_FIELD0: snprintf(buf, buflen, "malformed protobuf (field number 0)"); break;
+    case PC_SCAN_UTF8: snprintf(buf, buflen, "invalid UTF-8 in string field %s", s->where); break;
+    }
+    return buf;
+}

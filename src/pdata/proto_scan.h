@@ -1,0 +1,36 @@
+/* One pass over protobuf input before protobuf-c unpacks it (docs/limits.md, "What a request
+ * may cost"): it bounds the nesting (protobuf-c recurses without a limit), checks that every
+ * string field is valid UTF-8 (as proto3 requires and Go's decoders enforce), refuses field
+ * number 0 (protobuf-c accepts it but cannot encode it again), and adds up what unpack will
+ * allocate: every message struct, every repeated array (elements counted first, packed ones
+ * too), string and bytes copies, unknown fields, protobuf-c's scan slabs and the arrays a
+ * repeated singular submessage is merged into. The sum is an upper bound of unpack's arena use,
+ * so a request can be refused (or its memory reserved) before anything is allocated. */
+#ifndef PC_PROTO_SCAN_H
+#define PC_PROTO_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <protobuf-c/protobuf-c.h>
+
+typedef enum {
+    PC_SCAN_OK,
+    PC_SCAN_MALFORMED, /* protobuf-c would refuse it too */
+    PC_SCAN_DEPTH,
+    PC_SCAN_FIELD0,
+    PC_SCAN_UTF8,
+} pc_scan_error;
+
+typedef struct pc_proto_scan {
+    size_t cost; /* bytes unpack allocates from an arena (16-byte rounded), at most */
+    pc_scan_error error;
+    char where[200]; /* the field path of the error: "resource_profiles[0].resource..." */
+} pc_proto_scan;
+
+/* 0, or -1 with out->error set. */
+int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                          int max_depth, pc_proto_scan *out);
+/* "nested too deeply", "invalid UTF-8 in string field resource_profiles[0]...", ... */
+const char *pc_proto_scan_strerror(const pc_proto_scan *s, char *buf, size_t buflen);
+
+#endif
