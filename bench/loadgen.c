@@ -36,6 +36,7 @@ typedef struct lg {
     uv_loop_t *loop;
     opts o;
     pc_url url;
+    char target[1040]; /* request target: the URL's path and query as given */
     payload_set ps;
     pc_http_client *client;
     uv_timer_t tick, stop_timer, hard_timer;
@@ -120,7 +121,7 @@ static void issue(lg *g, uint64_t intended)
     g->issued++;
     g->inflight++;
     g->bytes_sent += f->p->len;
-    pc_http_client_request(g->client, "POST", g->url.path, g->o.headers, f->p->data, f->p->len,
+    pc_http_client_request(g->client, "POST", g->target, g->o.headers, f->p->data, f->p->len,
                            g->o.timeout_ms, on_response, f);
 }
 
@@ -303,10 +304,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "bad --url %s: %s\n", g->o.url, err);
         return 2;
     }
-    const char *q = strchr(g->o.url + 7, '?');
-    if (!g->url.path[0]) strcpy(g->url.path, "/");
-    if (q) /* pc_url_parse keeps the path only; the query travels with it */
-        strncat(g->url.path, q, sizeof g->url.path - strlen(g->url.path) - 1);
+    /* The target is taken verbatim from the URL: pc_url_parse already keeps the query in
+     * url.path (appending it again sent "?a=b?a=b") and trims trailing slashes for exporters. */
+    const char *t = strstr(g->o.url, "://") + 3;
+    t += strcspn(t, "/?#");
+    int slash = *t == '/', tn = (int)strcspn(t, "#") - slash;
+    if ((size_t)snprintf(g->target, sizeof g->target, "/%.*s", tn, t + slash) >= sizeof g->target) {
+        fprintf(stderr, "bad --url %s: path too long\n", g->o.url);
+        return 2;
+    }
     if (payload_load(g->o.payload, &g->ps)) return 2;
 
     g->loop = uv_default_loop();

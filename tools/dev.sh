@@ -2,14 +2,15 @@
 # profcol's one entry point for a fresh Debian machine:
 #   tools/dev.sh run [profcol args...]  install what is missing, build, run profcol
 #   tools/dev.sh test                   install what is missing, build, run every test
-#                                       (plain build, then AddressSanitizer+UBSan build)
+#                                       (plain build, then AddressSanitizer+UBSan build;
+#                                       the release build is compiled, not run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-dev
   protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp libnghttp2-dev libssl-dev)
 TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio
-  python3-grpc-tools openssl python3-yaml clang-format)
+  python3-grpc-tools openssl python3-yaml clang-format curl)
 
 install_missing() {
   local missing=()
@@ -49,6 +50,9 @@ test)
   install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
   install_node
   build build
+  # -O3 brings warnings of its own (-Wmaybe-uninitialized, -Wstringop-*, -Wformat-truncation)
+  # and werror stays on in release builds: compile that configuration too (no test run)
+  build build-release -Dbuildtype=release
   meson test -C build --print-errorlogs
   # the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
   build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug

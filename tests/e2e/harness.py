@@ -234,9 +234,11 @@ class Profcol:
     """One running profcol. `configs` is a YAML text or a list of them (each a --config file).
 
     env: variables to set; unset: names to remove from the inherited environment.
-    wait_ports: ports that must accept connections before start() returns."""
+    wait_ports: ports that must accept connections before start() returns.
+    preexec_fn: run in the child before exec (e.g. resource limits, ignored signals)."""
 
-    def __init__(self, configs, wait_ports=(), env=None, unset=(), name="profcol"):
+    def __init__(self, configs, wait_ports=(), env=None, unset=(), name="profcol",
+                 preexec_fn=None):
         if isinstance(configs, str):
             configs = [configs]
         self.name = name
@@ -248,6 +250,7 @@ class Profcol:
         self.env.update(env or {})
         self.stderr_path = _tmpfile(name, ".stderr")
         self.stdout_path = _tmpfile(name, ".stdout")
+        self.preexec_fn = preexec_fn
         self.proc = None
 
     def start(self):
@@ -259,7 +262,8 @@ class Profcol:
         self._err = open(self.stderr_path, "wb")
         self._out = open(self.stdout_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._err,
-                                     stdin=subprocess.DEVNULL, env=self.env)
+                                     stdin=subprocess.DEVNULL, env=self.env,
+                                     preexec_fn=self.preexec_fn)
         for port in self.wait_ports:
             if not wait_port(port, START_TIMEOUT, self.proc):
                 rc = self.proc.poll()
