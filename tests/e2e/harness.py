@@ -110,6 +110,36 @@ def _gen_protos():
 pb = _gen_protos()
 
 
+def varint(n):
+    """Protobuf base-128 varint of a non-negative n (hand-made wire data in tests)."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def pb_field(num, payload):
+    """A length-delimited protobuf field: key, length, payload."""
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def peak_rss(pid):
+    """The process's peak resident set (VmHWM) in bytes, or None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _read_varint(buf, pos):
     result = shift = 0
     while True:

@@ -25,38 +25,15 @@ MAX_BODY = 1 << 20
 MAX_BODY_YAML = "1MiB"
 
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def padded(body, total):
     """body + an unknown length-delimited field (number 15) so that the result is `total`
     bytes of valid protobuf (decoders skip unknown fields)."""
     n = total - len(body) - 1 - 1
-    while len(body) + 1 + len(_varint(n)) + n > total:
+    while len(body) + 1 + len(h.varint(n)) + n > total:
         n -= 1
-    out = body + b"\x7a" + _varint(n) + bytes(n)
+    out = body + b"\x7a" + h.varint(n) + bytes(n)
     assert len(out) == total, (len(out), total)
     return out
-
-
-def rss_peak_kb(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 class BadInputTest(unittest.TestCase):
@@ -207,9 +184,9 @@ class BadInputTest(unittest.TestCase):
         r = h.post(self.port, h.to_otlp_json(self.good_req) + b" " * (2 * MAX_BODY), h.CT_JSON,
                    gzip_body=True)
         self.assert_status(r, 413, "valid JSON, 2 MiB after gunzip")
-        peak = rss_peak_kb(self.profcol.proc.pid)
+        peak = h.peak_rss(self.profcol.proc.pid)
         if peak is not None:
-            self.assertLess(peak, 150 * 1024, "profcol's peak RSS suggests it inflated the bomb")
+            self.assertLess(peak, 150 << 20, "profcol's peak RSS suggests it inflated the bomb")
         self.finish()
 
     def test_invalid_indices(self):

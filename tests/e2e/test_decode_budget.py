@@ -39,20 +39,7 @@ BUDGET = 48 * MiB
 MARGIN = 200 * MiB
 
 
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field(num, payload):
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
+varint, field = h.varint, h.pb_field
 
 
 def otlp_empty_samples(n):
@@ -76,14 +63,6 @@ def pprof_locations(n):
                     for i in range(1, n + 1))
     strings = field(6, b"") + field(6, b"cpu") + field(6, b"nanoseconds")
     return field(1, b"\x08\x01\x10\x02") + locs + strings
-
-
-def vm_hwm(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def vm_rss(pid):
@@ -209,7 +188,7 @@ class BudgetTest(Base):
             t.join(120)
         self.check_refused(results)
 
-        peak = vm_hwm(self.profcol.proc.pid)
+        peak = h.peak_rss(self.profcol.proc.pid)
         sys.stderr.write("peak RSS after the bad requests: %.1f MiB\n" % (peak / MiB))
         self.assertLess(peak, 2 * BUDGET + MARGIN,
                         "peak RSS %.0f MiB over 2 x budget + margin" % (peak / MiB))
@@ -246,7 +225,7 @@ class BudgetTest(Base):
             r = h.post(port, otlp_empty_samples(9500000), gzip_body=True, timeout=60)
             self.assertEqual(r.status, 413, r.body[:300])
             self.assertIn(b"max_request_decoded_size (335544320 bytes)", r.body)
-            self.assertLess(vm_hwm(p.proc.pid), 2 * BUDGET + MARGIN)
+            self.assertLess(h.peak_rss(p.proc.pid), 2 * BUDGET + MARGIN)
             p.stop()
         finally:
             p.kill()

@@ -64,22 +64,10 @@ svc = _gen_stub()
 # google.rpc.Status / RetryInfo by hand (python's own google.protobuf.Any clashes with
 # proto/pb_wellknown.proto, so those are not generated)
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(num, wt, payload):
     if wt == 0:
-        return _varint(num << 3) + _varint(payload)
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+        return h.varint(num << 3) + h.varint(payload)
+    return h.varint(num << 3 | 2) + h.varint(len(payload)) + payload
 
 
 def _fields(buf):
