@@ -101,11 +101,6 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key)
     return NULL;
 }
 
-int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err, size_t errlen)
-{
-    return pc_batch_decode(PC_SIGNAL_PROFILES, data, len, false, NULL, out, err, errlen);
-}
-
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out)
 {
     const ProtobufCMessage *m = pc_batch_message(b);

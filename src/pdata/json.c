@@ -1019,12 +1019,6 @@ void pc_json_encode(const ProtobufCMessage *msg, pc_buf *out)
  * Batches
  * ------------------------------------------------------------------------------------------- */
 
-int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen)
-{
-    return pc_batch_decode(PC_SIGNAL_PROFILES, (const uint8_t *)data, len, true, NULL, out, err,
-                           errlen);
-}
-
 void pc_batch_encode_json(const pc_batch *b, pc_buf *out)
 {
     pc_json_encode(pc_batch_message(b), out);

@@ -108,6 +108,17 @@ int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, p
     return 0;
 }
 
+int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err, size_t errlen)
+{
+    return pc_batch_decode(PC_SIGNAL_PROFILES, data, len, false, NULL, out, err, errlen);
+}
+
+int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen)
+{
+    return pc_batch_decode(PC_SIGNAL_PROFILES, (const uint8_t *)data, len, true, NULL, out, err,
+                           errlen);
+}
+
 static size_t metric_points(const Opentelemetry__Proto__Metrics__V1__Metric *m)
 {
     switch (m->data_case) {
