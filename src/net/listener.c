@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,10 @@ static void on_retry(uv_timer_t *t)
  * Returns whether accepting may go on. */
 static bool out_of_descriptors(pc_listener *l, int e)
 {
+    /* accept() wants a descriptor before it looks at the queue: at the limit it fails even when
+     * no connection is waiting, and then there is nothing to do until one comes */
+    struct pollfd pending = {.fd = l->fd, .events = POLLIN};
+    if (poll(&pending, 1, 0) != 1 || !(pending.revents & POLLIN)) return false;
     l->o.stats->accept_errors++;
     struct rlimit rl;
     char limit[64] = "";

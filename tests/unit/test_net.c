@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -85,6 +87,8 @@ typedef struct tsrv {
     int port;
     int n_reqs, inflight, max_inflight;
     pc_http_req *held;
+    pc_http_req *many[8]; /* "/holdmany" requests, answered later by the test */
+    int n_many;
     char peers[16][64];
     char order[64]; /* query "n" values in the order the handler saw them */
     char xtest[64], qa[64], qb[64];
@@ -145,6 +149,10 @@ static void handler(pc_http_req *req, void *arg)
     free(b);
     if (strcmp(req->path, "/hold") == 0) { /* answered later by the test */
         ts->held = req;
+        return;
+    }
+    if (strcmp(req->path, "/holdmany") == 0 && ts->n_many < 8) {
+        ts->many[ts->n_many++] = req;
         return;
     }
     if (strcmp(req->path, "/429") == 0) {
@@ -1100,6 +1108,17 @@ static int lowest_free_fd(void)
     return fd;
 }
 
+/* An RLIMIT_NOFILE that leaves exactly n descriptors free (there may be holes below the last
+ * one in use). */
+static int limit_for_room(int n)
+{
+    int fd = 0;
+    for (int free_ = 0;; fd++) {
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF && ++free_ == n) break;
+    }
+    return fd + 1;
+}
+
 /* Child: open n connections, then count how many the server dropped (EOF or reset). */
 static int flood_child(int port, int n)
 {
@@ -1121,8 +1140,9 @@ static int flood_child(int port, int n)
 /* Out of file descriptors: the listener must keep working once descriptors are available. */
 static void test_accept_survives_emfile(void)
 {
+    pc_conn_stats st = {0};
     tsrv ts;
-    srv_start(&ts, (pc_http_server_opts){0});
+    srv_start(&ts, (pc_http_server_opts){.stats = &st});
     struct rlimit old, low;
     getrlimit(RLIMIT_NOFILE, &old);
     pid_t pid = fork();
@@ -1133,19 +1153,96 @@ static void test_accept_survives_emfile(void)
     atomic_int never = 0;
     wait_until(flag_set, &never, 500);
     setrlimit(RLIMIT_NOFILE, &old);
-    int st = 0;
-    while (waitpid(pid, &st, WNOHANG) == 0)
+    int ws = 0;
+    while (waitpid(pid, &ws, WNOHANG) == 0)
         wait_until(flag_set, &never, 20);
-    CHECK(WIFEXITED(st));
-    int dropped = WEXITSTATUS(st);
+    CHECK(WIFEXITED(ws));
+    int dropped = WEXITSTATUS(ws);
     fprintf(stderr, "emfile: child saw %d of 30 connections dropped\n", dropped);
     CHECK(dropped >= 20 && dropped <= 30);
+    /* counted: the failed accepts, and each dropped connection as evicted (idle ones made room
+     * for newer ones) or refused (closed at once for lack of a descriptor) */
+    fprintf(stderr, "emfile: %llu accept errors, %llu evicted, %llu refused\n",
+            (unsigned long long)st.accept_errors, (unsigned long long)st.evicted,
+            (unsigned long long)st.refused);
+    CHECK(st.accept_errors >= 1);
+    CHECK(st.evicted + st.refused >= (uint64_t)dropped);
+    CHECK(st.evicted + st.refused <= 30);
     pc_http_client *c = client_new(ts.port, 1);
     result r = {0};
     pc_http_client_request(c, "GET", "/after", NULL, NULL, 0, 2000, on_resp, &r);
     CHECK(wait_until(flag_set, &r.done, 3000));
     CHECK_EQ_INT(r.status, 200);
     client_close(c);
+    srv_stop(&ts);
+}
+
+/* Child: 3 connections with a request each, which the server holds; then 10 more while the
+ * server has no descriptor left and nothing idle to close. Returns how many of the 10 were
+ * dropped + 16 * how many of the 3 were answered 200. */
+static int busy_flood_child(int port)
+{
+    int fds[13], dropped = 0, ok = 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static const char req[] = "GET /holdmany HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    for (int i = 0; i < 13; i++) {
+        if (i == 3) usleep(600 * 1000); /* the server has taken the three requests by now */
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fds[i], (struct sockaddr *)&a, sizeof a) != 0) return 255;
+        if (i < 3) send(fds[i], req, sizeof req - 1, MSG_NOSIGNAL);
+    }
+    for (int i = 3; i < 13; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        char b;
+        if (poll(&p, 1, i == 3 ? 2000 : 200) == 1 && recv(fds[i], &b, 1, 0) <= 0) dropped++;
+    }
+    for (int i = 0; i < 3; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        char b[64] = "";
+        if (poll(&p, 1, 5000) == 1 && recv(fds[i], b, sizeof b - 1, 0) > 0 &&
+            strncmp(b, "HTTP/1.1 200 ", 13) == 0)
+            ok++;
+    }
+    return dropped + 16 * ok;
+}
+
+/* Out of descriptors with every connection busy: the pending connections are closed at once
+ * (counted as refused), nothing busy is touched, and the held requests are answered later. */
+static void test_emfile_all_busy(void)
+{
+    pc_conn_stats st = {0};
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.stats = &st});
+    struct rlimit old, low;
+    getrlimit(RLIMIT_NOFILE, &old);
+    pid_t pid = fork();
+    if (pid == 0) _exit(busy_flood_child(ts.port));
+    low = old;
+    low.rlim_cur = (rlim_t)limit_for_room(3); /* room for the three */
+    CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+    CHECK(wait_until(int_set, &st.refused, 5000) || st.refused);
+    atomic_int never = 0;
+    wait_until(flag_set, &never, 1500); /* the child counts its closed connections meanwhile */
+    setrlimit(RLIMIT_NOFILE, &old);
+    CHECK_EQ_INT(ts.n_many, 3);
+    for (int i = 0; i < ts.n_many; i++)
+        pc_http_respond(ts.many[i], 200, "text/plain", "ok", 2, NULL);
+    int ws = 0;
+    while (waitpid(pid, &ws, WNOHANG) == 0)
+        wait_until(flag_set, &never, 20);
+    CHECK(WIFEXITED(ws));
+    int code = WEXITSTATUS(ws), dropped = code % 16, answered = code / 16;
+    fprintf(stderr,
+            "emfile, all busy: %d of 10 dropped, %d of 3 answered; %llu accept errors, "
+            "%llu refused, %llu evicted\n",
+            dropped, answered, (unsigned long long)st.accept_errors, (unsigned long long)st.refused,
+            (unsigned long long)st.evicted);
+    CHECK_EQ_INT(answered, 3);
+    CHECK(dropped >= 8);
+    CHECK_EQ_INT(st.evicted, 0);
+    CHECK(st.refused >= (uint64_t)dropped && st.refused <= 10);
+    CHECK(st.accept_errors >= 1);
     srv_stop(&ts);
 }
 
@@ -1178,6 +1275,7 @@ int main(void)
     RUN(test_idle_close_then_reconnect);
     RUN(test_listen_errors);
     RUN(test_accept_survives_emfile);
+    RUN(test_emfile_all_busy);
     uv_run(loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(uv_loop_close(loop), 0); /* every handle was closed */
     return check_report();
