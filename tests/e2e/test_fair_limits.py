@@ -118,6 +118,10 @@ class Base(unittest.TestCase):
         self.p = h.Profcol(cfg, wait_ports=ports, name="fair-limits").start()
         self.addCleanup(self.p.kill)
         self.good = h.make_request(("fair",), seed=18).SerializeToString()
+        # the start-up probes (wait_ports) have closed: they take no slot and make no room
+        self.wait_metric("profcol_http_server_open_connections", lambda v: v == 0)
+        if self.gport:
+            self.wait_metric("profcol_grpc_server_open_connections", lambda v: v == 0)
 
     def metric(self, name, **labels):
         text = http_get(self.mport, "/metrics")[1]
