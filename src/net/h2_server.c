@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "pdata/pdata.h"
 #include "net/listener.h"
@@ -25,6 +26,7 @@
 enum {
     READ_CHUNK = 64 * 1024,
     WRITE_CHUNK = 256 * 1024, /* gathered from mem_send per uv_write */
+    LOG_TICK_MS = 10000,      /* summaries of suppressed log lines, at most this often */
     STREAM_WINDOW = 1 << 20,  /* SETTINGS_INITIAL_WINDOW_SIZE */
 };
 
@@ -58,6 +60,11 @@ struct h2conn {
     uv_timer_t timer;
     pc_h2_server *s;
     h2conn *prev, *next;
+    /* the server's eviction order: counted connections without a call being handled, oldest
+     * first (since accept or their last answer) */
+    h2conn *lru_prev, *lru_next;
+    bool in_lru;
+    unsigned n_busy; /* calls dispatched and not yet answered */
     int refs;
     nghttp2_session *ng;
     pc_tls_conn *tls; /* NULL: cleartext */
@@ -81,18 +88,23 @@ struct h2conn {
 
 struct pc_h2_server {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    pc_listener *listener;
+    uv_timer_t tick; /* writes the rate-limited log lines' summaries */
     pc_h2_server_opts o;
     char *host, *log_id;
     pc_h2_handler handler;
     void *arg;
     int port;
     h2conn *conns;
+    h2conn *lru_head, *lru_tail;
     unsigned n_active;
-    bool started, shutting_down, listener_closed;
+    bool started, shutting_down;
+    int closing_handles; /* listener and tick, during shutdown */
     void (*done)(void *arg);
     void *done_arg;
-    pc_accept_log accept_log;
+    pc_conn_stats own_stats, *st;
+    /* per-connection lines a peer can trigger at will */
+    pc_log_limiter refuse_log, evict_log, proto_log, tls_log, ping_log;
     nghttp2_session_callbacks *cbs;
     nghttp2_option *opt;
     char rbuf[READ_CHUNK]; /* shared: the loop thread consumes each read before the next */
@@ -161,7 +173,7 @@ static void stream_free(h2stream *st)
 
 static void server_maybe_done(pc_h2_server *s)
 {
-    if (!s->shutting_down || s->conns || !s->listener_closed) return;
+    if (!s->shutting_down || s->conns || s->closing_handles) return;
     void (*done)(void *) = s->done;
     void *arg = s->done_arg;
     PC_INFO(s->log_id, "gRPC server stopped");
@@ -201,13 +213,46 @@ static void on_handle_closed(uv_handle_t *h)
     conn_unref(h->data);
 }
 
+/* ---- the eviction order (O(1) per change) ---- */
+
+static void lru_remove(h2conn *c)
+{
+    if (!c->in_lru) return;
+    pc_h2_server *s = c->s;
+    if (c->lru_prev)
+        c->lru_prev->lru_next = c->lru_next;
+    else
+        s->lru_head = c->lru_next;
+    if (c->lru_next)
+        c->lru_next->lru_prev = c->lru_prev;
+    else
+        s->lru_tail = c->lru_prev;
+    c->lru_prev = c->lru_next = NULL;
+    c->in_lru = false;
+}
+
+/* At the back: the newest connection without a call being handled. */
+static void lru_append(h2conn *c)
+{
+    if (!c->counted || c->closing || c->in_lru) return;
+    pc_h2_server *s = c->s;
+    c->in_lru = true;
+    c->lru_prev = s->lru_tail;
+    if (s->lru_tail)
+        s->lru_tail->lru_next = c;
+    else
+        s->lru_head = c;
+    s->lru_tail = c;
+}
+
 static void conn_close(h2conn *c)
 {
     if (c->closing) return;
     c->closing = true;
+    lru_remove(c);
     if (c->counted) {
         c->counted = false;
-        c->s->n_active--;
+        c->s->st->open = --c->s->n_active;
     }
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
@@ -311,11 +356,11 @@ static void on_peer_ping(h2conn *c)
     }
     uint64_t min = c->streams || o->ping_without_stream ? o->ping_min_time_ms : 2 * 3600 * 1000;
     if (!last || now - last >= min || ++c->ping_strikes <= 2) return;
-    PC_WARN(c->s->log_id,
-            "%s: pings more often than keepalive::enforcement_policy allows (min_time %u ms%s), "
-            "closing with GOAWAY ENHANCE_YOUR_CALM",
-            c->peer, o->ping_min_time_ms,
-            o->ping_without_stream ? "" : ", none without an open call");
+    PC_WARN_RATELIMITED(
+        &c->s->ping_log, c->s->log_id,
+        "%s: pings more often than keepalive::enforcement_policy allows (min_time %u ms%s), "
+        "closing with GOAWAY ENHANCE_YOUR_CALM",
+        c->peer, o->ping_min_time_ms, o->ping_without_stream ? "" : ", none without an open call");
     conn_goaway_close(c, NGHTTP2_ENHANCE_YOUR_CALM, "too_many_pings");
 }
 
@@ -398,7 +443,8 @@ static void dispatch_ready(h2conn *c)
             st = st->next;
         if (!st || c->closing) break;
         st->dispatched = true;
-        c->refs++; /* held by the call until pc_h2_respond */
+        if (c->n_busy++ == 0) lru_remove(c); /* a call being handled: never evicted */
+        c->refs++;                           /* held by the call until pc_h2_respond */
         st->call.method = st->method ? st->method : "";
         st->call.path = st->path ? st->path : "";
         if (!st->body.data) pc_buf_reserve(&st->body, 1);
@@ -422,6 +468,7 @@ void pc_h2_respond(pc_h2_call *call, int status, const pc_h2_header *headers, si
     h2stream *st = (h2stream *)call;
     h2conn *c = st->c;
     st->responded = true;
+    if (--c->n_busy == 0) lru_append(c);
     stream_drop_body(st);                   /* the request body is no longer needed */
     if (st->ng_closed || c->closing) {      /* the peer went away: drop the answer */
         if (st->ng_closed) stream_free(st); /* else conn_free frees it */
@@ -521,7 +568,8 @@ static void tls_flush(h2conn *c)
             pc_buf_append(&out, d, (size_t)n);
         }
         if (out.len && pc_tls_conn_write(c->tls, out.data, out.len)) {
-            PC_WARN(c->s->log_id, "TLS write to %s: %s", c->peer, pc_tls_conn_error(c->tls));
+            PC_WARN_RATELIMITED(&c->s->tls_log, c->s->log_id, "TLS write to %s: %s", c->peer,
+                                pc_tls_conn_error(c->tls));
             pc_buf_free(&out);
             conn_close(c);
             return;
@@ -608,8 +656,9 @@ static void keepalive_check(h2conn *c, uint64_t now)
     const pc_h2_server_opts *o = &c->s->o;
     if (!o->keepalive_time_ms || c->ka_close_at) return;
     if (c->ping_sent && now - c->ping_sent >= o->keepalive_timeout_ms) {
-        PC_INFO(c->s->log_id, "%s: keepalive ping not answered within %u ms, closing", c->peer,
-                o->keepalive_timeout_ms);
+        PC_INFO_RATELIMITED(&c->s->ping_log, c->s->log_id,
+                            "%s: keepalive ping not answered within %u ms, closing", c->peer,
+                            o->keepalive_timeout_ms);
         conn_goaway_close(c, NGHTTP2_NO_ERROR, "keepalive ping timeout");
     } else if (!c->ping_sent && now - c->last_read >= o->keepalive_time_ms) {
         static const uint8_t opaque[8] = "profcol";
@@ -713,8 +762,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         if (!pc_tls_conn_established(c->tls)) {
             int hs = pc_tls_conn_handshake(c->tls);
             if (hs == PC_TLS_ERROR) {
-                PC_WARN(c->s->log_id, "TLS handshake with %s failed: %s", c->peer,
-                        pc_tls_conn_error(c->tls));
+                PC_WARN_RATELIMITED(&c->s->tls_log, c->s->log_id,
+                                    "TLS handshake with %s failed: %s", c->peer,
+                                    pc_tls_conn_error(c->tls));
                 c->close_after_write = true; /* send the alert OpenSSL prepared, then close */
                 uv_read_stop((uv_stream_t *)&c->tcp);
                 conn_flush(c);
@@ -748,8 +798,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (rv < 0) {
         PC_DEBUG(c->s->log_id, "%s: %s", c->peer, nghttp2_strerror((int)rv));
         if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)
-            PC_INFO(c->s->log_id, "%s: not an HTTP/2 (h2c prior knowledge) client, closing",
-                    c->peer);
+            PC_INFO_RATELIMITED(&c->s->proto_log, c->s->log_id,
+                                "%s: not an HTTP/2 (h2c prior knowledge) client, closing", c->peer);
         conn_close(c);
     } else {
         dispatch_ready(c);
@@ -763,13 +813,38 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- accepting ---- */
 
-static void on_connection(uv_stream_t *ls, int status)
+/* Close the connection idle or incomplete longest (no call of it being handled): GOAWAY first,
+ * so a client that was merely idle knows to reconnect rather than fail a call. */
+static bool evict_one(pc_h2_server *s, const char *why, const char *for_peer)
 {
-    pc_h2_server *s = ls->data;
-    if (status < 0) {
-        pc_accept_error(&s->accept_log, s->loop, s->log_id, status);
-        return;
+    h2conn *v = s->lru_head;
+    if (!v) return false;
+    s->st->evicted++;
+    PC_WARN_RATELIMITED(&s->evict_log, s->log_id,
+                        "%s: closed %s (%s, the longest) to make room for %s", why, v->peer,
+                        v->streams      ? "call incomplete"
+                        : v->seen_frame ? "idle"
+                                        : "no preface",
+                        for_peer);
+    if (v->ng && v->seen_frame && !v->terminating) {
+        nghttp2_submit_goaway(v->ng, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(v->ng), NGHTTP2_NO_ERROR,
+                              (const uint8_t *)"evicted", 7);
+        conn_flush(v); /* a socket write is tried at once; what does not fit is dropped */
     }
+    conn_close(v);
+    return true;
+}
+
+/* The listener is out of descriptors. */
+static int make_room(void *arg)
+{
+    return evict_one(arg, "out of file descriptors", "a new connection");
+}
+
+static void on_accept(void *arg, uv_os_sock_t fd)
+{
+    pc_h2_server *s = arg;
     h2conn *c = pc_xcalloc(1, sizeof *c);
     c->s = s;
     c->refs = 2; /* tcp and timer handles */
@@ -779,22 +854,35 @@ static void on_connection(uv_stream_t *ls, int status)
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
-    int rc = uv_accept(ls, (uv_stream_t *)&c->tcp);
+    int rc = uv_tcp_open(&c->tcp, fd);
     if (rc < 0) {
-        pc_accept_error(&s->accept_log, s->loop, s->log_id, rc);
+        close(fd);
+        s->st->accept_errors++;
+        PC_ERROR_RATELIMITED(&s->refuse_log, s->log_id, "accept: %s", uv_strerror(rc));
         conn_close(c);
         return;
     }
     pc_tcp_peer_name(&c->tcp, c->peer, sizeof c->peer);
-    if (s->n_active >= s->o.max_connections || s->shutting_down) {
-        if (!s->shutting_down)
-            PC_WARN(s->log_id, "connection limit %u reached, closing %s", s->o.max_connections,
-                    c->peer);
+    if (s->shutting_down) {
         conn_close(c);
         return;
     }
-    s->n_active++;
+    if (s->n_active >= s->o.max_connections) {
+        char why[64];
+        snprintf(why, sizeof why, "connection limit %u reached", s->o.max_connections);
+        if (!evict_one(s, why, c->peer)) {
+            s->st->refused++;
+            PC_WARN_RATELIMITED(&s->refuse_log, s->log_id,
+                                "connection limit %u reached, every connection busy with a "
+                                "call: closing %s",
+                                s->o.max_connections, c->peer);
+            conn_close(c);
+            return;
+        }
+    }
+    s->st->open = ++s->n_active;
     c->counted = true;
+    lru_append(c);
     c->last_read = uv_now(s->loop);
     uv_tcp_nodelay(&c->tcp, 1);
     if (s->o.tls) c->tls = pc_tls_conn_new(s->o.tls, NULL);
@@ -820,6 +908,21 @@ static void on_connection(uv_stream_t *ls, int status)
     conn_timer_update(c);
 }
 
+static void flush_logs(pc_h2_server *s)
+{
+    pc_log_limiter_flush(&s->refuse_log, PC_LOG_WARN, s->log_id,
+                         "connections refused (limit reached, every connection busy)");
+    pc_log_limiter_flush(&s->evict_log, PC_LOG_WARN, s->log_id, "connections closed to make room");
+    pc_log_limiter_flush(&s->proto_log, PC_LOG_INFO, s->log_id, "non-HTTP/2 clients closed");
+    pc_log_limiter_flush(&s->tls_log, PC_LOG_WARN, s->log_id, "TLS failures");
+    pc_log_limiter_flush(&s->ping_log, PC_LOG_WARN, s->log_id, "keepalive closes");
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    flush_logs(t->data);
+}
+
 /* ---- public API ---- */
 
 pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
@@ -840,10 +943,11 @@ pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
     if (!s->o.read_timeout_ms) s->o.read_timeout_ms = 30000;
     if (!s->o.max_connections) s->o.max_connections = 1024;
     if (!s->o.keepalive_timeout_ms) s->o.keepalive_timeout_ms = 20000;
+    s->st = s->o.stats ? s->o.stats : &s->own_stats;
     s->handler = handler;
     s->arg = arg;
-    uv_tcp_init(loop, &s->listener);
-    s->listener.data = s;
+    uv_timer_init(loop, &s->tick);
+    s->tick.data = s;
     nghttp2_session_callbacks_new(&s->cbs);
     nghttp2_session_callbacks_set_on_begin_headers_callback(s->cbs, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(s->cbs, on_header);
@@ -862,10 +966,18 @@ int pc_h2_server_start(pc_h2_server *s, char *err, size_t errlen)
         return -1;
     }
     char bound[80];
-    if (pc_tcp_listen(s->loop, &s->listener, s->host, s->o.port, on_connection, &s->port, bound,
-                      sizeof bound, err, errlen))
-        return -1;
+    pc_listener_opts lo = {.host = s->host,
+                           .port = s->o.port,
+                           .log_id = s->log_id,
+                           .on_accept = on_accept,
+                           .make_room = make_room,
+                           .arg = s,
+                           .stats = s->st};
+    s->listener = pc_listener_start(s->loop, &lo, &s->port, bound, sizeof bound, err, errlen);
+    if (!s->listener) return -1;
     s->started = true;
+    uv_timer_start(&s->tick, on_tick, LOG_TICK_MS, LOG_TICK_MS);
+    uv_unref((uv_handle_t *)&s->tick);
     return 0;
 }
 
@@ -874,11 +986,16 @@ int pc_h2_server_port(const pc_h2_server *s)
     return s->port;
 }
 
-static void on_listener_closed(uv_handle_t *h)
+static void on_listener_closed(void *arg)
 {
-    pc_h2_server *s = h->data;
-    s->listener_closed = true;
+    pc_h2_server *s = arg;
+    s->closing_handles--;
     server_maybe_done(s);
+}
+
+static void on_tick_closed(uv_handle_t *h)
+{
+    on_listener_closed(h->data);
 }
 
 void pc_h2_server_shutdown(pc_h2_server *s, void (*done)(void *arg), void *arg)
@@ -896,5 +1013,9 @@ void pc_h2_server_shutdown(pc_h2_server *s, void (*done)(void *arg), void *arg)
                               NULL, 0);
         conn_flush(c);
     }
-    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+    flush_logs(s);
+    /* both counted before either closes */
+    s->closing_handles = 1 + (s->listener != NULL);
+    uv_close((uv_handle_t *)&s->tick, on_tick_closed);
+    if (s->listener) pc_listener_close(s->listener, on_listener_closed, s);
 }

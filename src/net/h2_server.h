@@ -47,7 +47,11 @@ typedef struct pc_h2_server_opts {
     unsigned max_concurrent_streams; /* default 100 */
     unsigned idle_timeout_ms; /* close connections without streams this long; default 300000 */
     unsigned read_timeout_ms; /* a started call must arrive whole within this; default 30000 */
-    unsigned max_connections; /* default 1024; beyond it new connections are closed */
+    /* default 1024. A newcomer beyond it takes the place of the connection idle longest (no
+     * call being handled: no stream, only incomplete ones, or not even the preface), which gets
+     * GOAWAY and is closed; only when every connection has a call being handled is the newcomer
+     * closed. The same happens when accept runs out of file descriptors. */
+    unsigned max_connections;
     /* keepalive (gRPC's server_parameters): PING a connection nothing arrived from for
      * keepalive_time_ms (0: never); when neither the ack nor anything else arrives within
      * keepalive_timeout_ms (default 20000), GOAWAY and close */
@@ -60,6 +64,7 @@ typedef struct pc_h2_server_opts {
     unsigned ping_min_time_ms;
     bool ping_without_stream;
     const char *log_id;
+    struct pc_conn_stats *stats; /* NULL, or counters to keep (net/listener.h; outlive server) */
     /* NULL: cleartext (h2c, prior knowledge); else TLS on every connection, the context created
      * with ALPN "h2" (borrowed: outlives the server) */
     struct pc_tls_ctx *tls;

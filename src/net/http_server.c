@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "pdata/pdata.h"
 #include "net/listener.h"
@@ -26,10 +27,11 @@
 
 enum {
     READ_CHUNK = 64 * 1024,
-    LINGER_MS = 2000, /* how long we drain input after a final response */
+    LINGER_MS = 2000,    /* how long we drain input after a final response */
+    LOG_TICK_MS = 10000, /* summaries of suppressed log lines, at most this often */
 };
 
-typedef enum { T_IDLE, T_READ, T_WRITE, T_LINGER } timer_mode;
+typedef enum { T_IDLE, T_HEADER, T_READ, T_WRITE, T_LINGER } timer_mode;
 typedef enum { W_INTERIM, W_RESPONSE, W_FINAL } write_kind;
 
 typedef struct conn conn;
@@ -39,6 +41,10 @@ struct conn {
     uv_shutdown_t shut;
     pc_http_server *s;
     conn *prev, *next;
+    /* the server's eviction order: counted connections the handler does not hold, oldest first
+     * (since accept or their last response; lingering ones at the front) */
+    conn *lru_prev, *lru_next;
+    bool in_lru;
     int refs;
     llhttp_t parser;
     char peer[64];
@@ -51,7 +57,8 @@ struct conn {
     pc_http_header *hdrs;
     size_t n_hdrs, cap_hdrs;
     size_t head_bytes;
-    int err_status; /* set by a callback that rejects the request (413, 431) */
+    uint64_t req_start; /* when the request's first byte was parsed (read_timeout runs from it) */
+    int err_status;     /* set by a callback that rejects the request (413, 431) */
     bool keep_alive;
     pc_http_req *ready; /* complete, waiting to be dispatched after llhttp_execute returns */
     /* state */
@@ -67,18 +74,23 @@ struct conn {
 
 struct pc_http_server {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    pc_listener *listener;
+    uv_timer_t tick; /* writes the rate-limited log lines' summaries */
     pc_http_server_opts o;
     char *host, *log_id;
     pc_http_handler handler;
     void *arg;
     int port;
     conn *conns;
+    conn *lru_head, *lru_tail;
     unsigned n_active;
-    bool started, shutting_down, listener_closed;
+    bool started, shutting_down;
+    int closing_handles; /* listener and tick, during shutdown */
     void (*done)(void *arg);
     void *done_arg;
-    pc_accept_log accept_log;
+    pc_conn_stats own_stats, *st;
+    /* per-connection lines a peer can trigger at will */
+    pc_log_limiter refuse_log, evict_log, reject_log, tls_log;
     llhttp_settings_t settings;
     char rbuf[READ_CHUNK]; /* shared: the loop thread consumes each read before the next */
 };
@@ -152,7 +164,7 @@ static void timer_arm(conn *c, timer_mode m, unsigned ms);
 
 static void server_maybe_done(pc_http_server *s)
 {
-    if (!s->shutting_down || s->conns || !s->listener_closed) return;
+    if (!s->shutting_down || s->conns || s->closing_handles) return;
     void (*done)(void *) = s->done;
     void *arg = s->done_arg;
     PC_INFO(s->log_id, "server stopped");
@@ -191,13 +203,57 @@ static void on_handle_closed(uv_handle_t *h)
     conn_unref(h->data);
 }
 
+/* ---- the eviction order (O(1) per change) ---- */
+
+static void lru_remove(conn *c)
+{
+    if (!c->in_lru) return;
+    pc_http_server *s = c->s;
+    if (c->lru_prev)
+        c->lru_prev->lru_next = c->lru_next;
+    else
+        s->lru_head = c->lru_next;
+    if (c->lru_next)
+        c->lru_next->lru_prev = c->lru_prev;
+    else
+        s->lru_tail = c->lru_prev;
+    c->lru_prev = c->lru_next = NULL;
+    c->in_lru = false;
+}
+
+/* (Re)insert a counted connection the handler does not hold: at the back (the newest), or at
+ * the front for one that is done anyway (lingering after its last response). */
+static void lru_insert(conn *c, bool front)
+{
+    if (!c->counted || c->closing) return;
+    lru_remove(c);
+    pc_http_server *s = c->s;
+    c->in_lru = true;
+    if (front) {
+        c->lru_next = s->lru_head;
+        if (s->lru_head)
+            s->lru_head->lru_prev = c;
+        else
+            s->lru_tail = c;
+        s->lru_head = c;
+    } else {
+        c->lru_prev = s->lru_tail;
+        if (s->lru_tail)
+            s->lru_tail->lru_next = c;
+        else
+            s->lru_head = c;
+        s->lru_tail = c;
+    }
+}
+
 static void conn_close(conn *c)
 {
     if (c->closing) return;
     c->closing = true;
+    lru_remove(c);
     if (c->counted) {
         c->counted = false;
-        c->s->n_active--;
+        c->s->st->open = --c->s->n_active;
     }
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
@@ -233,6 +289,7 @@ static void on_written(uv_write_t *w, int status)
             conn_close(c);
         } else {
             c->busy = false; /* the next pipelined request may be parsed now */
+            lru_insert(c, false);
             read_start(c);
             conn_process(c);
         }
@@ -289,7 +346,8 @@ static void fail(conn *c, int status, const char *msg)
     if (status == 408 || status == 503)
         PC_DEBUG(c->s->log_id, "%s: %d %s", c->peer, status, msg);
     else
-        PC_WARN(c->s->log_id, "rejecting request from %s: %d %s", c->peer, status, msg);
+        PC_WARN_RATELIMITED(&c->s->reject_log, c->s->log_id, "rejecting request from %s: %d %s",
+                            c->peer, status, msg);
     char body[160];
     int n = snprintf(body, sizeof body, "%s\n", msg);
     c->in_request = false;
@@ -309,6 +367,13 @@ static void on_timer(uv_timer_t *t)
     conn *c = t->data;
     if (c->closing) return;
     switch (c->tmode) {
+    case T_HEADER:
+        if (!c->busy)
+            fail(c, 408,
+                 c->s->o.read_header_timeout_ms < c->s->o.read_timeout_ms
+                     ? "request header not received in time"
+                     : "request not received in time");
+        break;
     case T_READ:
         if (!c->busy) fail(c, 408, "request not received in time");
         break;
@@ -385,6 +450,7 @@ static void on_shutdown(uv_shutdown_t *r, int status)
 static void start_linger(conn *c)
 {
     c->lingering = true;
+    lru_insert(c, true); /* done: the first to go when room is needed */
     c->in.len = c->in_off = 0;
     c->shut.data = c;
     if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown) == 0) c->refs++;
@@ -408,7 +474,13 @@ static int on_message_begin(llhttp_t *p)
     conn *c = p->data;
     reset_parse_state(c);
     c->in_request = true;
-    timer_arm(c, T_READ, c->s->o.read_timeout_ms); /* from the request's first byte */
+    /* both from the request's first byte: the head within read_header_timeout, the whole
+     * request within read_timeout */
+    c->req_start = uv_now(c->s->loop);
+    const pc_http_server_opts *o = &c->s->o;
+    timer_arm(c, T_HEADER,
+              o->read_header_timeout_ms < o->read_timeout_ms ? o->read_header_timeout_ms
+                                                             : o->read_timeout_ms);
     return HPE_OK;
 }
 
@@ -474,6 +546,10 @@ static int on_headers_complete(llhttp_t *p)
         pc_buf_reserve(
             &c->body,
             (p->content_length < (1u << 20) ? (size_t)p->content_length : (size_t)1 << 20) + 1);
+    uint64_t spent = uv_now(c->s->loop) - c->req_start;
+    unsigned left =
+        spent < c->s->o.read_timeout_ms ? (unsigned)(c->s->o.read_timeout_ms - spent) : 1;
+    timer_arm(c, T_READ, left); /* the head is in; the body has what is left of read_timeout */
     const char *expect = find_header(c->hdrs, c->n_hdrs, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1) {
         pc_buf h = {0};
@@ -534,7 +610,8 @@ static void dispatch(conn *c)
     c->ready = NULL;
     c->in_request = false;
     c->busy = true;
-    c->refs++; /* held by r until pc_http_respond */
+    lru_remove(c); /* busy with a complete request: never evicted */
+    c->refs++;     /* held by r until pc_http_respond */
     uv_timer_stop(&c->timer);
     if (c->reading) { /* backpressure: a pipelining client waits in its socket buffer */
         uv_read_stop((uv_stream_t *)&c->tcp);
@@ -612,7 +689,8 @@ static void tls_write(conn *c, pc_buf *head, const void *body, size_t len, write
 {
     if (pc_tls_conn_write(c->tls, head->data, head->len) ||
         (len && pc_tls_conn_write(c->tls, body, len))) {
-        PC_WARN(c->s->log_id, "TLS write to %s: %s", c->peer, pc_tls_conn_error(c->tls));
+        PC_WARN_RATELIMITED(&c->s->tls_log, c->s->log_id, "TLS write to %s: %s", c->peer,
+                            pc_tls_conn_error(c->tls));
         conn_close(c);
         return;
     }
@@ -623,7 +701,8 @@ static void tls_write(conn *c, pc_buf *head, const void *body, size_t len, write
 /* The handshake failed: send the alert OpenSSL prepared, then close. */
 static void tls_fail(conn *c)
 {
-    PC_WARN(c->s->log_id, "TLS handshake with %s failed: %s", c->peer, pc_tls_conn_error(c->tls));
+    PC_WARN_RATELIMITED(&c->s->tls_log, c->s->log_id, "TLS handshake with %s failed: %s", c->peer,
+                        pc_tls_conn_error(c->tls));
     c->in_request = false;
     c->keep_alive = false;
     c->busy = true;
@@ -666,16 +745,36 @@ out:
 
 /* ---- accepting ---- */
 
-static void on_connection(uv_stream_t *ls, int status)
+static const char *conn_state(const conn *c)
 {
-    pc_http_server *s = ls->data;
-    /* On EMFILE libuv's reserve-descriptor trick accepts and closes the pending connections
-     * itself and only reports errors it could not handle that way (ENFILE, ENOBUFS, ...). The
-     * listener stays open either way; we only log, rate-limited. */
-    if (status < 0) {
-        pc_accept_error(&s->accept_log, s->loop, s->log_id, status);
-        return;
-    }
+    if (c->lingering) return "closing";
+    if (c->in_request) return "request incomplete";
+    return "idle";
+}
+
+/* Close the connection idle or incomplete longest (never one whose request the handler holds):
+ * a client that opens connections and sends nothing, or too little, cannot lock others out. */
+static bool evict_one(pc_http_server *s, const char *why, const char *for_peer)
+{
+    conn *v = s->lru_head;
+    if (!v) return false;
+    s->st->evicted++;
+    PC_WARN_RATELIMITED(&s->evict_log, s->log_id,
+                        "%s: closed %s (%s, the longest) to make room for %s", why, v->peer,
+                        conn_state(v), for_peer);
+    conn_close(v);
+    return true;
+}
+
+/* The listener is out of descriptors. */
+static int make_room(void *arg)
+{
+    return evict_one(arg, "out of file descriptors", "a new connection");
+}
+
+static void on_accept(void *arg, uv_os_sock_t fd)
+{
+    pc_http_server *s = arg;
     conn *c = pc_xcalloc(1, sizeof *c);
     c->s = s;
     c->refs = 2; /* tcp and timer handles */
@@ -685,33 +784,59 @@ static void on_connection(uv_stream_t *ls, int status)
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
-    int rc = uv_accept(ls, (uv_stream_t *)&c->tcp);
+    int rc = uv_tcp_open(&c->tcp, fd);
     if (rc < 0) {
-        pc_accept_error(&s->accept_log, s->loop, s->log_id, rc);
+        close(fd);
+        s->st->accept_errors++;
+        PC_ERROR_RATELIMITED(&s->refuse_log, s->log_id, "accept: %s", uv_strerror(rc));
         conn_close(c);
         return;
     }
     pc_tcp_peer_name(&c->tcp, c->peer, sizeof c->peer);
     uv_tcp_nodelay(&c->tcp, 1);
     if (s->n_active >= s->o.max_connections) {
-        PC_WARN(s->log_id, "connection limit %u reached, rejecting %s", s->o.max_connections,
-                c->peer);
-        if (s->o.tls) /* a 503 in plain text means nothing to a TLS client */
-            conn_close(c);
-        else
-            fail(c, 503, "too many connections");
-        return;
+        char why[64];
+        snprintf(why, sizeof why, "connection limit %u reached", s->o.max_connections);
+        if (!evict_one(s, why, c->peer)) {
+            s->st->refused++;
+            PC_WARN_RATELIMITED(&s->refuse_log, s->log_id,
+                                "connection limit %u reached, every connection busy with a "
+                                "request: refusing %s",
+                                s->o.max_connections, c->peer);
+            if (s->o.tls) /* a 503 in plain text means nothing to a TLS client */
+                conn_close(c);
+            else
+                fail(c, 503, "too many connections");
+            return;
+        }
     }
-    s->n_active++;
+    s->st->open = ++s->n_active;
     c->counted = true;
+    lru_insert(c, false);
     if (s->o.tls) c->tls = pc_tls_conn_new(s->o.tls, NULL);
     llhttp_init(&c->parser, HTTP_REQUEST, &s->settings);
     c->parser.data = c;
     read_start(c);
-    /* a connection that never sends a byte is dropped like an idle one, but sooner */
+    /* a connection that never sends a byte (or never finishes its TLS handshake) is dropped
+     * like an idle one, but as soon as a slow request head would be */
     unsigned ms =
         s->o.read_timeout_ms < s->o.idle_timeout_ms ? s->o.read_timeout_ms : s->o.idle_timeout_ms;
+    if (s->o.read_header_timeout_ms < ms) ms = s->o.read_header_timeout_ms;
     timer_arm(c, T_IDLE, ms);
+}
+
+static void flush_logs(pc_http_server *s)
+{
+    pc_log_limiter_flush(&s->refuse_log, PC_LOG_WARN, s->log_id,
+                         "connections refused (limit reached, every connection busy)");
+    pc_log_limiter_flush(&s->evict_log, PC_LOG_WARN, s->log_id, "connections closed to make room");
+    pc_log_limiter_flush(&s->reject_log, PC_LOG_WARN, s->log_id, "requests rejected");
+    pc_log_limiter_flush(&s->tls_log, PC_LOG_WARN, s->log_id, "TLS failures");
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    flush_logs(t->data);
 }
 
 /* ---- public API ---- */
@@ -730,11 +855,13 @@ pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *o
     if (!s->o.max_header_bytes) s->o.max_header_bytes = 64u << 10;
     if (!s->o.read_timeout_ms) s->o.read_timeout_ms = 30000;
     if (!s->o.idle_timeout_ms) s->o.idle_timeout_ms = 60000;
+    if (!s->o.read_header_timeout_ms) s->o.read_header_timeout_ms = 10000;
     if (!s->o.max_connections) s->o.max_connections = 1024;
+    s->st = s->o.stats ? s->o.stats : &s->own_stats;
     s->handler = handler;
     s->arg = arg;
-    uv_tcp_init(loop, &s->listener);
-    s->listener.data = s;
+    uv_timer_init(loop, &s->tick);
+    s->tick.data = s;
     llhttp_settings_init(&s->settings);
     s->settings.on_message_begin = on_message_begin;
     s->settings.on_url = on_url;
@@ -771,10 +898,18 @@ int pc_http_server_start(pc_http_server *s, char *err, size_t errlen)
         return -1;
     }
     char bound[80];
-    if (pc_tcp_listen(s->loop, &s->listener, s->host, s->o.port, on_connection, &s->port, bound,
-                      sizeof bound, err, errlen))
-        return -1;
+    pc_listener_opts lo = {.host = s->host,
+                           .port = s->o.port,
+                           .log_id = s->log_id,
+                           .on_accept = on_accept,
+                           .make_room = make_room,
+                           .arg = s,
+                           .stats = s->st};
+    s->listener = pc_listener_start(s->loop, &lo, &s->port, bound, sizeof bound, err, errlen);
+    if (!s->listener) return -1;
     s->started = true;
+    uv_timer_start(&s->tick, on_tick, LOG_TICK_MS, LOG_TICK_MS);
+    uv_unref((uv_handle_t *)&s->tick);
     pc_http_pause_register(on_pause, s);
     PC_INFO(s->log_id, "listening on %s://%s", s->o.tls ? "https" : "http", bound);
     return 0;
@@ -785,11 +920,16 @@ int pc_http_server_port(const pc_http_server *s)
     return s->port;
 }
 
-static void on_listener_closed(uv_handle_t *h)
+static void on_listener_closed(void *arg)
 {
-    pc_http_server *s = h->data;
-    s->listener_closed = true;
+    pc_http_server *s = arg;
+    s->closing_handles--;
     server_maybe_done(s);
+}
+
+static void on_tick_closed(uv_handle_t *h)
+{
+    on_listener_closed(h->data);
 }
 
 void pc_http_server_shutdown(pc_http_server *s, void (*done)(void *arg), void *arg)
@@ -800,9 +940,13 @@ void pc_http_server_shutdown(pc_http_server *s, void (*done)(void *arg), void *a
     s->done = done;
     s->done_arg = arg;
     /* busy connections close once their response is written (with Connection: close) */
+    flush_logs(s);
     for (conn *c = s->conns; c; c = c->next)
         if (!c->busy || c->lingering) conn_close(c);
-    uv_close((uv_handle_t *)&s->listener, on_listener_closed);
+    /* both counted before either closes */
+    s->closing_handles = 1 + (s->listener != NULL);
+    uv_close((uv_handle_t *)&s->tick, on_tick_closed);
+    if (s->listener) pc_listener_close(s->listener, on_listener_closed, s);
 }
 
 /* ---- request helpers and responding ---- */

@@ -3,8 +3,9 @@
  * The server reads a whole request (head and body) under limits, then calls the handler on the
  * loop thread. The handler answers later (possibly after thread-pool work) with pc_http_respond;
  * until then the connection reads no further request (pipelined requests wait, in order).
- * Errors the server answers itself: 400 malformed, 408 read timeout, 413 body too large,
- * 431 header too large, 503 connection limit reached (with TLS: the connection is closed).
+ * Errors the server answers itself: 400 malformed, 408 read (or header read) timeout, 413 body
+ * too large, 431 header too large, 503 connection limit reached with every connection busy
+ * (with TLS: the connection is closed). Per-connection log lines are rate-limited.
  * With a TLS context (net/tls.h) every connection is HTTPS: the handshake runs on the loop over
  * memory BIOs, a failed one is logged and closed, and the rest is as above. */
 #ifndef PC_HTTP_SERVER_H
@@ -43,10 +44,17 @@ typedef struct pc_http_server_opts {
     size_t max_body_bytes;    /* default 20 MiB */
     size_t max_header_bytes;  /* default 64 KiB, whole head */
     unsigned read_timeout_ms; /* a request must be fully read within this; default 30000 */
+    /* the request line and headers must arrive within this (from the request's first byte, or
+     * from accept for a connection that sends nothing); default 10000 */
+    unsigned read_header_timeout_ms;
     unsigned idle_timeout_ms; /* keep-alive idle close; default 60000 */
-    unsigned max_connections; /* default 1024; above it new connections get 503 and close */
-    const char *log_id;       /* component id for log lines */
-    struct pc_tls_ctx *tls;   /* NULL: plain text; else HTTPS (borrowed: outlives the server) */
+    /* default 1024. A newcomer beyond it takes the place of the connection idle or incomplete
+     * longest; only when every connection holds a request being handled is it refused (503,
+     * with TLS closed). The same happens when accept runs out of file descriptors. */
+    unsigned max_connections;
+    const char *log_id;          /* component id for log lines */
+    struct pc_tls_ctx *tls;      /* NULL: plain text; else HTTPS (borrowed: outlives the server) */
+    struct pc_conn_stats *stats; /* NULL, or counters to keep (net/listener.h; outlive server) */
 } pc_http_server_opts;
 
 pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *opts,

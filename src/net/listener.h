@@ -1,5 +1,6 @@
 /* What every TCP server (HTTP/1.1 and HTTP/2) does the same way: resolve and bind host:port,
- * listen, log accept errors rate-limited, and name peers for log lines. */
+ * listen, accept (surviving and reporting a lack of file descriptors), count connections for the
+ * self-metrics, and name peers for log lines. */
 #ifndef PC_LISTENER_H
 #define PC_LISTENER_H
 
@@ -7,23 +8,43 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "pipeline/log.h"
+
 /* "1.2.3.4:80" or "[::1]:80"; "?" for anything else. */
 void pc_sockaddr_format(const struct sockaddr *sa, char *out, size_t n);
 /* The peer of an accepted connection, formatted as above. */
 void pc_tcp_peer_name(uv_tcp_t *tcp, char *out, size_t n);
 
-/* Bind listener (already uv_tcp_init'ed) to host:port ("localhost" = 127.0.0.1, "[v6]" or "v6",
- * or a name resolved once) and listen. On success *bound_port is the port (useful with 0) and
- * bound the formatted address. -1 with err ("listen 127.0.0.1:4318: address already in use"). */
-int pc_tcp_listen(uv_loop_t *loop, uv_tcp_t *listener, const char *host, int port,
-                  uv_connection_cb cb, int *bound_port, char *bound, size_t boundlen, char *err,
-                  size_t errlen);
+/* A server's connection counters (loop thread only), read by the self-metrics. */
+typedef struct pc_conn_stats {
+    uint64_t open;          /* connections counted against max_connections (a gauge) */
+    uint64_t refused;       /* newcomers turned away: every connection busy, or no descriptor */
+    uint64_t evicted;       /* idle or incomplete connections closed to make room */
+    uint64_t accept_errors; /* accept() failures (EMFILE, ENFILE, ENOBUFS, ...) */
+} pc_conn_stats;
 
-/* Accept errors come in storms (EMFILE): log one summary line every few seconds. */
-typedef struct pc_accept_log {
-    uint64_t last_ms;
-    unsigned errs;
-} pc_accept_log;
-void pc_accept_error(pc_accept_log *l, uv_loop_t *loop, const char *log_id, int status);
+/* A listening socket whose connections are handed over as descriptors. libuv's own accept path
+ * silently sheds connections when the process runs out of descriptors; this one reports it. */
+typedef struct pc_listener pc_listener;
+
+typedef struct pc_listener_opts {
+    const char *host; /* "localhost" = 127.0.0.1, "[v6]" or "v6", or a name resolved once */
+    int port;         /* 0: ephemeral */
+    const char *log_id;
+    /* a new connection: fd is a connected, non-blocking socket the callee now owns */
+    void (*on_accept)(void *arg, uv_os_sock_t fd);
+    /* out of descriptors: close one idle or incomplete connection to free one; 1 if it did */
+    int (*make_room)(void *arg);
+    void *arg;
+    pc_conn_stats *stats; /* accept_errors and refused are counted here */
+} pc_listener_opts;
+
+/* Bind, listen and start accepting. On success bound is the address ("127.0.0.1:4318") and
+ * *bound_port the port (useful with 0). NULL with err ("listen 127.0.0.1:4318: address already
+ * in use"). */
+pc_listener *pc_listener_start(uv_loop_t *loop, const pc_listener_opts *o, int *bound_port,
+                               char *bound, size_t boundlen, char *err, size_t errlen);
+/* Stop accepting and close; done(arg) once the socket is closed and l freed. */
+void pc_listener_close(pc_listener *l, void (*done)(void *arg), void *arg);
 
 #endif

@@ -2,6 +2,7 @@
 #include "pipeline/log.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,9 @@ int pc_log_parse_level(const char *s, pc_log_level *out)
     return -1;
 }
 
-void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)
+/* One line: timestamp, level, who, the message, then suffix (may be ""). */
+static void vlog(pc_log_level lvl, const char *who, const char *suffix, const char *fmt, va_list ap)
 {
-    if (lvl < g_level) return;
     char line[2048];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -43,14 +44,84 @@ void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)
                      "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s: ", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                      ts.tv_nsec / 1000000, level_names[lvl], who ? who : "profcol");
-    va_list ap;
-    va_start(ap, fmt);
     if (n < (int)sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    /* one write per line so concurrent lines never interleave */
     size_t len = strnlen(line, sizeof line - 2);
+    if (*suffix) {
+        snprintf(line + len, sizeof line - 1 - len, "%s", suffix);
+        len = strnlen(line, sizeof line - 2);
+    }
+    /* one write per line so concurrent lines never interleave */
     line[len++] = '\n';
     fwrite(line, 1, len, stderr);
+}
+
+void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)
+{
+    if (lvl < g_level) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(lvl, who, "", fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* " (N more in the last 10s)", or "" when nothing was suppressed. */
+static void suppressed_note(char *out, size_t n, uint64_t count, uint64_t ms)
+{
+    if (!count)
+        out[0] = 0;
+    else if (ms < 10000)
+        snprintf(out, n, " (%llu more in the last %.1fs)", (unsigned long long)count, ms / 1e3);
+    else
+        snprintf(out, n, " (%llu more in the last %llus)", (unsigned long long)count,
+                 (unsigned long long)(ms / 1000));
+}
+
+void pc_log_limited(pc_log_limiter *l, pc_log_level lvl, const char *who, const char *fmt, ...)
+{
+    if (lvl < g_level) return;
+    uint64_t now = mono_ms(), every = l->interval_ms ? l->interval_ms : 10000;
+    if (l->last_ms && now - l->last_ms < every) {
+        l->suppressed++;
+        return;
+    }
+    char note[96];
+    suppressed_note(note, sizeof note, l->suppressed, now - l->last_ms);
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(lvl, who, note, fmt, ap);
+    va_end(ap);
+    l->suppressed = 0;
+    l->last_ms = now ? now : 1;
+}
+
+__attribute__((format(printf, 3, 4))) static void log_plain(pc_log_level lvl, const char *who,
+                                                            const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(lvl, who, "", fmt, ap);
+    va_end(ap);
+}
+
+void pc_log_limiter_flush(pc_log_limiter *l, pc_log_level lvl, const char *who, const char *what)
+{
+    if (lvl < g_level || !l->suppressed) return;
+    uint64_t now = mono_ms();
+    char note[96];
+    suppressed_note(note, sizeof note, l->suppressed, now - l->last_ms);
+    /* "what: N more in the last Ts": the note without its parentheses */
+    size_t len = strlen(note);
+    note[len - 1] = 0;
+    log_plain(lvl, who, "%s: %s", what, note + 2);
+    l->suppressed = 0;
+    l->last_ms = now ? now : 1;
 }
 
 static void oom(size_t n)

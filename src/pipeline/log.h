@@ -14,6 +14,28 @@ void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)
 #define PC_WARN(who, ...)  pc_log(PC_LOG_WARN, who, __VA_ARGS__)
 #define PC_ERROR(who, ...) pc_log(PC_LOG_ERROR, who, __VA_ARGS__)
 
+/* For lines a peer can trigger at will (one per connection: refused, evicted, failed handshakes,
+ * accept errors), so a flood of them cannot flood the log: the first line is written, then at
+ * most one per interval, carrying how many were suppressed since the previous one, e.g.
+ * "... (1234 more in the last 10s)". Zero-initialised is ready (interval 10 s). One limiter per
+ * kind of line; a limiter is used from one thread only. */
+#include <stdint.h>
+typedef struct pc_log_limiter {
+    unsigned interval_ms; /* 0: 10000 */
+    uint64_t last_ms;     /* monotonic time of the last line written (0: none yet) */
+    uint64_t suppressed;  /* lines not written since then */
+} pc_log_limiter;
+
+void pc_log_limited(pc_log_limiter *l, pc_log_level lvl, const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Write what is still suppressed as "<what>: N more in the last Ts" (e.g. at shutdown, so the
+ * last burst is not lost); nothing when nothing was suppressed. */
+void pc_log_limiter_flush(pc_log_limiter *l, pc_log_level lvl, const char *who, const char *what);
+
+#define PC_INFO_RATELIMITED(l, who, ...)  pc_log_limited(l, PC_LOG_INFO, who, __VA_ARGS__)
+#define PC_WARN_RATELIMITED(l, who, ...)  pc_log_limited(l, PC_LOG_WARN, who, __VA_ARGS__)
+#define PC_ERROR_RATELIMITED(l, who, ...) pc_log_limited(l, PC_LOG_ERROR, who, __VA_ARGS__)
+
 /* malloc family that aborts on exhaustion: callers never see NULL. */
 #include <stddef.h>
 void *pc_xmalloc(size_t n);

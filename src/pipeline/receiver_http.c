@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "net/url.h"
+#include "pipeline/telemetry.h"
 
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
                                 const char *path, const char *prefix, pc_cfg_err *err)
@@ -39,9 +40,14 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
         .max_body_bytes = cfg->max_body,
         .max_header_bytes = 64 * 1024,
         .read_timeout_ms = (unsigned)cfg->read_timeout_ms,
+        /* 0 means read_timeout, as Go's http.Server (the Collector's) has it */
+        .read_header_timeout_ms =
+            (unsigned)(cfg->read_header_timeout_ms ? cfg->read_header_timeout_ms
+                                                   : cfg->read_timeout_ms),
         .idle_timeout_ms = (unsigned)cfg->idle_timeout_ms,
         .max_connections = (unsigned)cfg->max_connections,
         .log_id = c->id,
+        .stats = &rh->conns,
     };
     if (cfg->authenticator && !(rh->auth = pc_auth_find(c, cfg->authenticator, true, err, errlen)))
         return -1;
@@ -53,6 +59,7 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
     rh->srv = pc_http_server_new(c->loop, &o, handler, arg);
     if (pc_http_server_start(rh->srv, err, errlen)) return -1;
     rh->port = pc_http_server_port(rh->srv);
+    pc_receiver_register_conn_metrics(c, "http", &rh->conns);
     return 0;
 }
 

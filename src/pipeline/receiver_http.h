@@ -5,6 +5,7 @@
 
 #include "extensions/auth.h"
 #include "net/http_server.h"
+#include "net/listener.h"
 #include "net/tls.h"
 #include "pipeline/component.h"
 
@@ -13,6 +14,7 @@ typedef struct pc_http_server_cfg {
     uint64_t max_body;
     uint64_t max_decoded; /* 0: PC_DECODED_PER_BODY x max_body */
     uint64_t read_timeout_ms;
+    uint64_t read_header_timeout_ms;
     uint64_t idle_timeout_ms;
     int64_t max_connections;
     pc_tls_server_cfg tls;
@@ -46,6 +48,13 @@ typedef struct pc_http_server_cfg {
          offsetof(T, f.read_timeout_ms),                                                           \
          "a request must arrive whole within this time (408 otherwise)",                           \
          NULL},                                                                                    \
+        {prefix "read_header_timeout",                                                             \
+         PC_CFG_DURATION,                                                                          \
+         "10s",                                                                                    \
+         offsetof(T, f.read_header_timeout_ms),                                                    \
+         "a request's line and headers must arrive within this time (408 otherwise; 0: "           \
+         "read_timeout)",                                                                          \
+         NULL},                                                                                    \
         {prefix "idle_timeout",                                                                    \
          PC_CFG_DURATION,                                                                          \
          "60s",                                                                                    \
@@ -56,7 +65,8 @@ typedef struct pc_http_server_cfg {
          PC_CFG_INT,                                                                               \
          "1024",                                                                                   \
          offsetof(T, f.max_connections),                                                           \
-         "concurrent connections; more are answered 503",                                          \
+         "concurrent connections; at the limit the connection idle or incomplete longest makes "   \
+         "room, and 503 only when every one has a request being handled",                          \
          NULL},                                                                                    \
         PC_TLS_SERVER_KEYS(T, f.tls, prefix), PC_AUTH_SERVER_KEY(T, f.authenticator, prefix)
 
@@ -77,6 +87,8 @@ typedef struct pc_receiver_http {
     pc_http_server *srv;
     pc_tls_ctx *tls; /* NULL: plain text */
     pc_auth *auth;   /* NULL: no authenticator */
+    /* the server's connection counters, in the self-metrics */
+    pc_conn_stats conns;
     char host[256];
     int port;
 } pc_receiver_http;

@@ -1,6 +1,7 @@
 /* Self-metrics registry and its Prometheus endpoint. */
 #include "pipeline/telemetry.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "net/http_server.h"
+#include "net/listener.h"
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/log.h"
@@ -115,6 +117,36 @@ void pc_receiver_register_in_flight(pc_component *c, const uint64_t *in_flight)
     pc_metric_u64(c, "otelcol_receiver_requests_in_flight",
                   "Requests being decoded or waiting for the pipeline's answer", PC_METRIC_GAUGE,
                   labels, in_flight);
+}
+
+void pc_receiver_register_conn_metrics(pc_component *c, const char *server, const pc_conn_stats *st)
+{
+    static const struct {
+        const char *name;
+        const char *help;
+        pc_metric_kind kind;
+        size_t off;
+    } m[] = {
+        {"open_connections", "Connections open, counted against max_connections", PC_METRIC_GAUGE,
+         offsetof(pc_conn_stats, open)},
+        {"connections_refused_total",
+         "New connections turned away: at max_connections with every connection busy with a "
+         "request, or no file descriptor left",
+         PC_METRIC_COUNTER, offsetof(pc_conn_stats, refused)},
+        {"connections_evicted_total",
+         "Idle or incomplete connections closed to make room for a new one (at max_connections "
+         "or out of file descriptors)",
+         PC_METRIC_COUNTER, offsetof(pc_conn_stats, evicted)},
+        {"accept_errors_total", "accept() failures (EMFILE, ENFILE, ...)", PC_METRIC_COUNTER,
+         offsetof(pc_conn_stats, accept_errors)},
+    };
+    char labels[300], name[128];
+    snprintf(labels, sizeof labels, "receiver=\"%s\"", c->id);
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        snprintf(name, sizeof name, "profcol_%s_server_%s", server, m[i].name);
+        pc_metric_u64(c, name, m[i].help, m[i].kind, labels,
+                      (const uint64_t *)((const char *)st + m[i].off));
+    }
 }
 
 void pc_exporter_register_metrics(pc_component *c, pc_signal sig, const uint64_t *sent,

@@ -47,6 +47,11 @@ void pc_receiver_register_refused_requests(struct pc_component *c, const char *t
                                            const pc_refused_requests *r);
 /* Requests a receiver is decoding or waiting on the pipeline for (gauge). */
 void pc_receiver_register_in_flight(struct pc_component *c, const uint64_t *in_flight);
+/* profcol_<server>_server_{open_connections, connections_refused_total,
+ * connections_evicted_total, accept_errors_total}{receiver="id"}, server "http" or "grpc". */
+struct pc_conn_stats;
+void pc_receiver_register_conn_metrics(struct pc_component *c, const char *server,
+                                       const struct pc_conn_stats *st);
 /* otelcol_exporter_{sent,send_failed}_<profile_samples|spans|metric_points|log_records> */
 void pc_exporter_register_metrics(struct pc_component *c, pc_signal sig, const uint64_t *sent,
                                   const uint64_t *failed);

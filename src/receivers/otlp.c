@@ -67,7 +67,9 @@ static const pc_cfg_key otlp_keys[] = {
     {"protocols.grpc.max_concurrent_streams", PC_CFG_INT, "100",
      offsetof(otlp_cfg, grpc_max_streams), "concurrent calls per connection", NULL},
     {"protocols.grpc.max_connections", PC_CFG_INT, "1024", offsetof(otlp_cfg, grpc_max_connections),
-     "concurrent connections; more are closed", NULL},
+     "concurrent connections; at the limit the one idle longest (no call being handled) makes "
+     "room, and a newcomer is closed only when every one has a call being handled",
+     NULL},
     {"protocols.grpc.keepalive.server_parameters.max_connection_idle", PC_CFG_DURATION, "300s",
      offsetof(otlp_cfg, grpc_idle_ms), "close connections without calls this long (GOAWAY)", NULL},
     {"protocols.grpc.keepalive.server_parameters.time", PC_CFG_DURATION, "2h",
@@ -101,6 +103,8 @@ typedef struct otlp_recv {
     pc_h2_server *h2;
     pc_tls_ctx *grpc_tls; /* protocols::grpc::tls, NULL: h2c */
     pc_auth *grpc_auth;   /* protocols::grpc::auth, NULL: none */
+    /* the gRPC server's connection counters (self-metrics) */
+    pc_conn_stats grpc_conns;
     char grpc_host[256];
     int grpc_port;
     uint64_t accepted[2][PC_SIGNAL_COUNT], refused[2][PC_SIGNAL_COUNT]; /* per transport */
@@ -689,6 +693,7 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
         .ping_min_time_ms = (unsigned)cfg->grpc_ping_min_ms,
         .ping_without_stream = cfg->grpc_ping_without_stream,
         .log_id = c->id,
+        .stats = &r->grpc_conns,
     };
     if (cfg->grpc_auth && !(r->grpc_auth = pc_auth_find(c, cfg->grpc_auth, true, err, errlen)))
         return -1;
@@ -700,6 +705,7 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
     r->h2 = pc_h2_server_new(c->loop, &o, on_call, r);
     if (pc_h2_server_start(r->h2, err, errlen)) return -1;
     register_metrics(c, T_GRPC);
+    pc_receiver_register_conn_metrics(c, "grpc", &r->grpc_conns);
     PC_INFO(c->id, "OTLP/gRPC on %s:%d (%s, %s%s%s)", r->grpc_host, pc_h2_server_port(r->h2),
             r->grpc_tls ? "TLS" : "h2c", signal_list(c, T_GRPC), cfg->grpc_auth ? ", auth: " : "",
             cfg->grpc_auth ? cfg->grpc_auth : "");

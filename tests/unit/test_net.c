@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -18,8 +20,11 @@
 
 #include "check.h"
 #include "net/gzip.h"
+#include "net/h2_client.h"
+#include "net/h2_server.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/listener.h"
 #include "net/url.h"
 #include "pipeline/log.h"
 
@@ -82,6 +87,8 @@ typedef struct tsrv {
     int port;
     int n_reqs, inflight, max_inflight;
     pc_http_req *held;
+    pc_http_req *many[8]; /* "/holdmany" requests, answered later by the test */
+    int n_many;
     char peers[16][64];
     char order[64]; /* query "n" values in the order the handler saw them */
     char xtest[64], qa[64], qb[64];
@@ -142,6 +149,10 @@ static void handler(pc_http_req *req, void *arg)
     free(b);
     if (strcmp(req->path, "/hold") == 0) { /* answered later by the test */
         ts->held = req;
+        return;
+    }
+    if (strcmp(req->path, "/holdmany") == 0 && ts->n_many < 8) {
+        ts->many[ts->n_many++] = req;
         return;
     }
     if (strcmp(req->path, "/429") == 0) {
@@ -592,32 +603,281 @@ static void test_slow_client_408(void)
     srv_stop(&ts);
 }
 
+/* ---- rate-limited log lines ---- */
+
+typedef struct limiter_run {
+    pc_log_limiter *l;
+    int n;
+    const char *what; /* flush with this, when set */
+} limiter_run;
+
+static void limiter_lines(void *arg)
+{
+    limiter_run *r = arg;
+    for (int i = 0; i < r->n; i++)
+        PC_ERROR_RATELIMITED(r->l, "test", "refusing peer %d", i);
+    PC_INFO_RATELIMITED(r->l, "test", "below the level: neither written nor counted");
+    if (r->what) pc_log_limiter_flush(r->l, PC_LOG_ERROR, "test", r->what);
+}
+
+/* What fn writes to stderr (malloc'd). */
+static char *capture_stderr(void (*fn)(void *), void *arg)
+{
+    fflush(stderr);
+    char path[] = "/tmp/test_net_logXXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    unlink(path);
+    dup2(fd, 2);
+    fn(arg);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *out = calloc(1, (size_t)n + 1);
+    CHECK_EQ_INT(pread(fd, out, (size_t)n, 0), n);
+    close(fd);
+    return out;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static void test_log_limiter(void)
+{
+    pc_log_limiter l = {.interval_ms = 300};
+    /* a burst: the first line only */
+    limiter_run r = {&l, 1000, NULL};
+    char *out = capture_stderr(limiter_lines, &r);
+    CHECK_EQ_INT(count_lines(out), 1);
+    CHECK_CONTAINS(out, " error test: refusing peer 0\n");
+    free(out);
+    /* after the interval: the next line, with the count of those suppressed meanwhile */
+    usleep(350 * 1000);
+    r.n = 3;
+    out = capture_stderr(limiter_lines, &r);
+    CHECK_EQ_INT(count_lines(out), 1);
+    CHECK_CONTAINS(out, "refusing peer 0 (999 more in the last ");
+    free(out);
+    /* the two suppressed since then come out on a flush, once */
+    r.n = 0;
+    r.what = "peers refused";
+    out = capture_stderr(limiter_lines, &r);
+    CHECK_EQ_INT(count_lines(out), 1);
+    CHECK_CONTAINS(out, " error test: peers refused: 2 more in the last ");
+    free(out);
+    out = capture_stderr(limiter_lines, &r);
+    CHECK_STR(out, "");
+    free(out);
+    /* a long interval is written in whole seconds */
+    pc_log_limiter l2 = {.interval_ms = 300, .last_ms = 1, .suppressed = 5};
+    r = (limiter_run){&l2, 1, NULL};
+    out = capture_stderr(limiter_lines, &r);
+    const char *note = strstr(out, "refusing peer 0 (5 more in the last ");
+    CHECK(note != NULL);
+    if (note) { /* the monotonic clock's age: "(5 more in the last 12345s)" */
+        note += strlen("refusing peer 0 (5 more in the last ");
+        size_t digits = strspn(note, "0123456789");
+        CHECK(digits > 0);
+        CHECK_STR(note + digits, "s)\n");
+    }
+    free(out);
+}
+
+/* At the limit with the only connection busy (the handler holds its request), a newcomer gets
+ * 503; once that connection is merely idle, the next newcomer takes its place. */
 static void test_conn_limit(void)
 {
+    pc_conn_stats st = {0};
     tsrv ts;
-    srv_start(&ts, (pc_http_server_opts){.max_connections = 1});
-    raw a = {0}, b = {0};
-    a.parts[0] = "GET /a HTTP/1.1\r\nHost: x\r\n";
-    a.parts[1] = "Connection: close\r\n\r\n";
-    a.delays[1] = 400;
+    srv_start(&ts, (pc_http_server_opts){.max_connections = 1, .stats = &st});
+    raw a = {0}, b = {0}, c = {0};
+    a.parts[0] = "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n";
     b.start_delay_ms = 150;
     b.parts[0] = "GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
     raw_start(&a, ts.port);
     raw_start(&b, ts.port);
     raw_wait(&b);
-    raw_wait(&a);
     CHECK_CONTAINS(b.resp, "HTTP/1.1 503 Service Unavailable\r\n");
-    CHECK_CONTAINS(a.resp, "HTTP/1.1 200 OK\r\n");
-    CHECK_EQ_INT(ts.n_reqs, 1);
-    /* the slot is free again once a closed */
-    atomic_int never = 0;
-    wait_until(flag_set, &never, 100);
-    raw c = {0};
+    CHECK(b.elapsed_ms < 3000); /* answered, not left hanging */
+    CHECK_EQ_INT(st.refused, 1);
+    CHECK_EQ_INT(st.evicted, 0);
+    CHECK_EQ_INT(st.open, 1);
+    CHECK(ts.held != NULL);
+    if (ts.held) pc_http_respond(ts.held, 200, "text/plain", "held", 4, NULL);
+    ts.held = NULL;
+    /* a is idle now (keep-alive): the next newcomer is served in its place */
     c.parts[0] = "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     raw_start(&c, ts.port);
     raw_wait(&c);
+    raw_wait(&a);
     CHECK_CONTAINS(c.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK_CONTAINS(a.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK(a.elapsed_ms < 4500); /* closed by the server, not by the helper's own deadline */
+    CHECK_EQ_INT(ts.n_reqs, 2);
+    CHECK_EQ_INT(st.refused, 1);
+    CHECK_EQ_INT(st.evicted, 1);
     srv_stop(&ts);
+    CHECK_EQ_INT(st.open, 0);
+}
+
+/* At the limit, newcomers take the place of the connection idle or incomplete longest: a silent
+ * one, then one whose headers are incomplete, never the older connection that was answered more
+ * recently (the order is since accept or the last response, not since accept). */
+static void test_conn_limit_evicts_longest_idle(void)
+{
+    pc_conn_stats st = {0};
+    tsrv ts;
+    srv_start(&ts,
+              (pc_http_server_opts){.max_connections = 3, .idle_timeout_ms = 3000, .stats = &st});
+    raw a = {0}, silent = {0}, partial = {0}, c = {0}, d = {0};
+    a.parts[0] = "GET /a?n=1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    a.parts[1] = "GET /a?n=2 HTTP/1.1\r\nHost: x\r\n\r\n";
+    a.delays[1] = 450;
+    silent.start_delay_ms = 150;
+    partial.start_delay_ms = 250;
+    partial.parts[0] = "POST /p HTTP/1.1\r\nHost: x\r\n"; /* headers never finished */
+    c.start_delay_ms = 750;
+    c.parts[0] = "GET /c HTTP/1.1\r\nHost: x\r\n\r\n";
+    d.start_delay_ms = 1050;
+    d.parts[0] = "GET /d HTTP/1.1\r\nHost: x\r\n\r\n";
+    raw *all[] = {&a, &silent, &partial, &c, &d};
+    for (int i = 0; i < 5; i++)
+        raw_start(all[i], ts.port);
+    for (int i = 0; i < 5; i++)
+        raw_wait(all[i]);
+    CHECK_CONTAINS(a.resp, "GET /a n=2");
+    CHECK_CONTAINS(c.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK_CONTAINS(d.resp, "HTTP/1.1 200 OK\r\n");
+    /* left alone, silent would be closed by idle_timeout (3 s) and partial by
+     * read_header_timeout (10 s, after the helper gave up at 5 s) */
+    CHECK_EQ_INT(silent.resp_len, 0);
+    CHECK_EQ_INT(partial.resp_len, 0);
+    CHECK(silent.elapsed_ms < 2500);
+    CHECK(partial.elapsed_ms < 2500);
+    CHECK(a.elapsed_ms >= 2500); /* a was kept: its idle_timeout closed it */
+    CHECK_EQ_INT(st.evicted, 2);
+    CHECK_EQ_INT(st.refused, 0);
+    srv_stop(&ts);
+}
+
+/* read_header_timeout bounds the request head; the body has the rest of read_timeout. */
+static void test_header_timeout(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.read_timeout_ms = 4000, .read_header_timeout_ms = 300});
+    raw loris = {0}, body = {0}, silent = {0};
+    loris.parts[0] = "POST /x HTTP/1.1\r\nHost: x\r\nX-Drip: ";
+    loris.dribble_ms = 50; /* a header byte every 50 ms, forever */
+    body.parts[0] = "POST /slowbody HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                    "Connection: close\r\n\r\na";
+    body.parts[1] = "b";
+    body.parts[2] = "c";
+    body.delays[1] = body.delays[2] = 400; /* the body takes 800 ms: more than the head may */
+    raw_start(&loris, ts.port);
+    raw_start(&body, ts.port);
+    raw_start(&silent, ts.port);
+    raw_wait(&loris);
+    raw_wait(&body);
+    raw_wait(&silent);
+    CHECK_CONTAINS(loris.resp, "HTTP/1.1 408 Request Timeout\r\n");
+    CHECK_CONTAINS(loris.resp, "request header not received in time");
+    CHECK(loris.elapsed_ms >= 250 && loris.elapsed_ms < 3000);
+    CHECK_CONTAINS(body.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK_CONTAINS(body.resp, "POST /slowbody n=- len=3\nabc");
+    CHECK_EQ_INT(silent.resp_len, 0); /* never sent a byte: closed without an answer */
+    CHECK(silent.elapsed_ms >= 250 && silent.elapsed_ms < 3000);
+    srv_stop(&ts);
+}
+
+/* ---- the HTTP/2 server's connection limit ---- */
+
+typedef struct h2srv {
+    int calls;
+    pc_h2_call *held;
+} h2srv;
+
+static void h2_handler(pc_h2_call *call, void *arg)
+{
+    h2srv *hs = arg;
+    hs->calls++;
+    if (strcmp(call->path, "/hold") == 0) {
+        hs->held = call;
+        return;
+    }
+    pc_h2_respond(call, 200, NULL, 0, "ok", 2, NULL, 0);
+}
+
+typedef struct h2res {
+    atomic_int done;
+    int status, error;
+} h2res;
+
+static void on_h2_resp(const pc_h2_response *r, void *arg)
+{
+    h2res *o = arg;
+    o->status = r->status;
+    o->error = r->error;
+    atomic_store(&o->done, 1);
+}
+
+static void h2_client_close(pc_h2_client *c)
+{
+    atomic_int done = 0;
+    pc_h2_client_close(c, set_flag, &done);
+    CHECK(wait_until(flag_set, &done, 5000));
+}
+
+/* A connection that never sent the preface gives its place to a real client; a connection with
+ * a call being handled does not, and the newcomer is closed. */
+static void test_h2_conn_limit(void)
+{
+    pc_conn_stats st = {0};
+    h2srv hs = {0};
+    pc_h2_server_opts o = {
+        .host = "127.0.0.1", .max_connections = 1, .log_id = "h2-srv", .stats = &st};
+    pc_h2_server *s = pc_h2_server_new(loop, &o, h2_handler, &hs);
+    char err[256];
+    CHECK_EQ_INT(pc_h2_server_start(s, err, sizeof err), 0);
+    int port = pc_h2_server_port(s);
+    raw silent = {0};
+    raw_start(&silent, port);
+    CHECK(wait_until(int_set, (int *)&st.open, 2000)); /* the silent one holds the only slot */
+    pc_h2_client_opts co = {.host = "127.0.0.1", .port = port, .log_id = "h2-cli"};
+    pc_h2_client *c1 = pc_h2_client_new(loop, &co);
+    h2res r1 = {0}, r2 = {0}, r3 = {0};
+    pc_h2_client_request(c1, "POST", "/ok", NULL, 0, "x", 1, 3000, on_h2_resp, &r1);
+    CHECK(wait_until(flag_set, &r1.done, 4000));
+    CHECK_EQ_INT(r1.error, 0);
+    CHECK_EQ_INT(r1.status, 200);
+    raw_wait(&silent);
+    CHECK(silent.elapsed_ms < 3000); /* evicted, not timed out (30 s) */
+    CHECK_EQ_INT(st.evicted, 1);
+    /* c1's connection now holds a call: a second client is turned away */
+    pc_h2_client_request(c1, "POST", "/hold", NULL, 0, "x", 1, 5000, on_h2_resp, &r2);
+    CHECK(wait_until(int_set, &hs.calls, 2000) && hs.held);
+    CHECK(wait_until(flag_set, &r2.done, 200) == 0);
+    pc_h2_client *c2 = pc_h2_client_new(loop, &co);
+    pc_h2_client_request(c2, "POST", "/ok", NULL, 0, "x", 1, 3000, on_h2_resp, &r3);
+    CHECK(wait_until(flag_set, &r3.done, 4000));
+    CHECK(r3.error != 0);
+    CHECK_EQ_INT(r3.status, 0);
+    CHECK_EQ_INT(st.refused, 1);
+    CHECK_EQ_INT(st.evicted, 1);
+    CHECK_EQ_INT(hs.calls, 2);
+    if (hs.held) pc_h2_respond(hs.held, 200, NULL, 0, "late", 4, NULL, 0);
+    CHECK(wait_until(flag_set, &r2.done, 3000));
+    CHECK_EQ_INT(r2.status, 200);
+    h2_client_close(c1);
+    h2_client_close(c2);
+    atomic_int done = 0;
+    pc_h2_server_shutdown(s, set_flag, &done);
+    CHECK(wait_until(flag_set, &done, 5000));
+    CHECK_EQ_INT(st.open, 0);
 }
 
 static void test_client_timeout_and_late_answer(void)
@@ -848,6 +1108,17 @@ static int lowest_free_fd(void)
     return fd;
 }
 
+/* An RLIMIT_NOFILE that leaves exactly n descriptors free (there may be holes below the last
+ * one in use). */
+static int limit_for_room(int n)
+{
+    int fd = 0;
+    for (int free_ = 0;; fd++) {
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF && ++free_ == n) break;
+    }
+    return fd + 1;
+}
+
 /* Child: open n connections, then count how many the server dropped (EOF or reset). */
 static int flood_child(int port, int n)
 {
@@ -869,8 +1140,9 @@ static int flood_child(int port, int n)
 /* Out of file descriptors: the listener must keep working once descriptors are available. */
 static void test_accept_survives_emfile(void)
 {
+    pc_conn_stats st = {0};
     tsrv ts;
-    srv_start(&ts, (pc_http_server_opts){0});
+    srv_start(&ts, (pc_http_server_opts){.stats = &st});
     struct rlimit old, low;
     getrlimit(RLIMIT_NOFILE, &old);
     pid_t pid = fork();
@@ -881,19 +1153,96 @@ static void test_accept_survives_emfile(void)
     atomic_int never = 0;
     wait_until(flag_set, &never, 500);
     setrlimit(RLIMIT_NOFILE, &old);
-    int st = 0;
-    while (waitpid(pid, &st, WNOHANG) == 0)
+    int ws = 0;
+    while (waitpid(pid, &ws, WNOHANG) == 0)
         wait_until(flag_set, &never, 20);
-    CHECK(WIFEXITED(st));
-    int dropped = WEXITSTATUS(st);
+    CHECK(WIFEXITED(ws));
+    int dropped = WEXITSTATUS(ws);
     fprintf(stderr, "emfile: child saw %d of 30 connections dropped\n", dropped);
     CHECK(dropped >= 20 && dropped <= 30);
+    /* counted: the failed accepts, and each dropped connection as evicted (idle ones made room
+     * for newer ones) or refused (closed at once for lack of a descriptor) */
+    fprintf(stderr, "emfile: %llu accept errors, %llu evicted, %llu refused\n",
+            (unsigned long long)st.accept_errors, (unsigned long long)st.evicted,
+            (unsigned long long)st.refused);
+    CHECK(st.accept_errors >= 1);
+    CHECK(st.evicted + st.refused >= (uint64_t)dropped);
+    CHECK(st.evicted + st.refused <= 30);
     pc_http_client *c = client_new(ts.port, 1);
     result r = {0};
     pc_http_client_request(c, "GET", "/after", NULL, NULL, 0, 2000, on_resp, &r);
     CHECK(wait_until(flag_set, &r.done, 3000));
     CHECK_EQ_INT(r.status, 200);
     client_close(c);
+    srv_stop(&ts);
+}
+
+/* Child: 3 connections with a request each, which the server holds; then 10 more while the
+ * server has no descriptor left and nothing idle to close. Returns how many of the 10 were
+ * dropped + 16 * how many of the 3 were answered 200. */
+static int busy_flood_child(int port)
+{
+    int fds[13], dropped = 0, ok = 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static const char req[] = "GET /holdmany HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    for (int i = 0; i < 13; i++) {
+        if (i == 3) usleep(600 * 1000); /* the server has taken the three requests by now */
+        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+        if (connect(fds[i], (struct sockaddr *)&a, sizeof a) != 0) return 255;
+        if (i < 3) send(fds[i], req, sizeof req - 1, MSG_NOSIGNAL);
+    }
+    for (int i = 3; i < 13; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        char b;
+        if (poll(&p, 1, i == 3 ? 2000 : 200) == 1 && recv(fds[i], &b, 1, 0) <= 0) dropped++;
+    }
+    for (int i = 0; i < 3; i++) {
+        struct pollfd p = {.fd = fds[i], .events = POLLIN};
+        char b[64] = "";
+        if (poll(&p, 1, 5000) == 1 && recv(fds[i], b, sizeof b - 1, 0) > 0 &&
+            strncmp(b, "HTTP/1.1 200 ", 13) == 0)
+            ok++;
+    }
+    return dropped + 16 * ok;
+}
+
+/* Out of descriptors with every connection busy: the pending connections are closed at once
+ * (counted as refused), nothing busy is touched, and the held requests are answered later. */
+static void test_emfile_all_busy(void)
+{
+    pc_conn_stats st = {0};
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){.stats = &st});
+    struct rlimit old, low;
+    getrlimit(RLIMIT_NOFILE, &old);
+    pid_t pid = fork();
+    if (pid == 0) _exit(busy_flood_child(ts.port));
+    low = old;
+    low.rlim_cur = (rlim_t)limit_for_room(3); /* room for the three */
+    CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
+    CHECK(wait_until(int_set, &st.refused, 5000) || st.refused);
+    atomic_int never = 0;
+    wait_until(flag_set, &never, 1500); /* the child counts its closed connections meanwhile */
+    setrlimit(RLIMIT_NOFILE, &old);
+    CHECK_EQ_INT(ts.n_many, 3);
+    for (int i = 0; i < ts.n_many; i++)
+        pc_http_respond(ts.many[i], 200, "text/plain", "ok", 2, NULL);
+    int ws = 0;
+    while (waitpid(pid, &ws, WNOHANG) == 0)
+        wait_until(flag_set, &never, 20);
+    CHECK(WIFEXITED(ws));
+    int code = WEXITSTATUS(ws), dropped = code % 16, answered = code / 16;
+    fprintf(stderr,
+            "emfile, all busy: %d of 10 dropped, %d of 3 answered; %llu accept errors, "
+            "%llu refused, %llu evicted\n",
+            dropped, answered, (unsigned long long)st.accept_errors, (unsigned long long)st.refused,
+            (unsigned long long)st.evicted);
+    CHECK_EQ_INT(answered, 3);
+    CHECK(dropped >= 8);
+    CHECK_EQ_INT(st.evicted, 0);
+    CHECK(st.refused >= (uint64_t)dropped && st.refused <= 10);
+    CHECK(st.accept_errors >= 1);
     srv_stop(&ts);
 }
 
@@ -913,7 +1262,11 @@ int main(void)
     RUN(test_chunked_and_http10);
     RUN(test_limits);
     RUN(test_slow_client_408);
+    RUN(test_log_limiter);
     RUN(test_conn_limit);
+    RUN(test_conn_limit_evicts_longest_idle);
+    RUN(test_header_timeout);
+    RUN(test_h2_conn_limit);
     RUN(test_client_timeout_and_late_answer);
     RUN(test_shutdown_waits_for_inflight);
     RUN(test_client_refused);
@@ -922,6 +1275,7 @@ int main(void)
     RUN(test_idle_close_then_reconnect);
     RUN(test_listen_errors);
     RUN(test_accept_survives_emfile);
+    RUN(test_emfile_all_busy);
     uv_run(loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(uv_loop_close(loop), 0); /* every handle was closed */
     return check_report();
