@@ -109,6 +109,8 @@ typedef struct otlp_recv {
     int grpc_port;
     uint64_t accepted[2][PC_SIGNAL_COUNT], refused[2][PC_SIGNAL_COUNT]; /* per transport */
     pc_refused_requests refused_requests[2];
+    /* a client can trigger these at will: rate-limited (pipeline/log.h) */
+    pc_log_limiter refused_log, pipeline_log;
     uint64_t in_flight; /* jobs alive (gauge) */
     int closing;        /* servers still shutting down */
     pc_shutdown_done shutdown_done;
@@ -466,16 +468,17 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
     case PC_ERR_PERMANENT:
         r->refused[j->transport][j->sig] += j->samples;
         r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
-        PC_WARN(r->c->id, "pipeline refused %zu %s permanently: %s", j->samples, items,
-                msg ? msg : "");
+        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id, "pipeline refused %zu %s permanently: %s",
+                            j->samples, items, msg ? msg : "");
         respond_pipeline_error(j, st, msg ? msg : "refused by the pipeline");
         break;
     case PC_ERR_OVERLOAD:
     case PC_ERR_RETRYABLE:
         r->refused[j->transport][j->sig] += j->samples;
         r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
-        PC_WARN(r->c->id, "pipeline refused %zu %s (retryable, client told to retry): %s",
-                j->samples, items, msg ? msg : "");
+        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
+                            "pipeline refused %zu %s (retryable, client told to retry): %s",
+                            j->samples, items, msg ? msg : "");
         respond_pipeline_error(j, st, msg ? msg : "pipeline unavailable, retry later");
         break;
     }
@@ -493,19 +496,20 @@ static void decode_done(uv_work_t *w, int status)
                                                    [E_UNSUPPORTED] = PC_REFUSED_UNSUPPORTED,
                                                    [E_BUSY] = PC_REFUSED_MEMORY};
         j->r->refused_requests[j->transport].n[reason[j->fail]]++;
-        PC_INFO(j->r->c->id, "%s: refused (%s): %s", peer(j),
-                j->fail == E_TOO_LARGE     ? "too large"
-                : j->fail == E_UNSUPPORTED ? "unsupported"
-                : j->fail == E_BUSY        ? "no memory now, client told to retry"
-                                           : "invalid",
-                j->err);
+        PC_INFO_RATELIMITED(&j->r->refused_log, j->r->c->id, "%s: refused (%s): %s", peer(j),
+                            j->fail == E_TOO_LARGE     ? "too large"
+                            : j->fail == E_UNSUPPORTED ? "unsupported"
+                            : j->fail == E_BUSY        ? "no memory now, client told to retry"
+                                                       : "invalid",
+                            j->err);
         respond_refusal(j, j->fail, j->err);
         job_free(j);
         return;
     }
     if (j->rejected)
-        PC_WARN(j->r->c->id, "%s: rejected %lld invalid profile(s): %s", peer(j),
-                (long long)j->rejected, j->err);
+        PC_WARN_RATELIMITED(&j->r->refused_log, j->r->c->id,
+                            "%s: rejected %lld invalid profile(s): %s", peer(j),
+                            (long long)j->rejected, j->err);
     pc_batch *b = j->batch;
     j->batch = NULL;
     pc_consume(j->r->c->route[j->sig], b, pipeline_done, j);
@@ -620,7 +624,8 @@ static void on_call(pc_h2_call *call, void *arg)
     if (call->too_large) {
         char m[160];
         snprintf(m, sizeof m, "request message larger than max_recv_msg_size_mib (%zu bytes)", max);
-        PC_INFO(r->c->id, "%s: refused (too large): %s", call->peer, m);
+        PC_INFO_RATELIMITED(&r->refused_log, r->c->id, "%s: refused (too large): %s", call->peer,
+                            m);
         pc_grpc_respond(call, PC_GRPC_RESOURCE_EXHAUSTED, m, NULL, 0, NULL);
         return;
     }
@@ -741,6 +746,8 @@ static void server_closed(void *arg)
                      (unsigned long long)(r->accepted[T_HTTP][sig] + r->accepted[T_GRPC][sig]),
                      pc_signal_infos[sig].items,
                      (unsigned long long)(r->refused[T_HTTP][sig] + r->refused[T_GRPC][sig]));
+    pc_log_limiter_flush(&r->refused_log, PC_LOG_INFO, c->id, "refused requests");
+    pc_log_limiter_flush(&r->pipeline_log, PC_LOG_WARN, c->id, "pipeline refusals");
     PC_INFO(c->id, "stopped (accepted %s)", totals);
     r->shutdown_done(c);
 }

@@ -45,6 +45,8 @@ typedef struct pyro_recv {
     pc_receiver_http http;
     uint64_t accepted_samples, refused_samples;
     pc_refused_requests refused_requests;
+    /* a client can trigger these at will: rate-limited (pipeline/log.h) */
+    pc_log_limiter refused_log, pipeline_log;
     uint64_t in_flight; /* jobs alive (gauge) */
     pc_shutdown_done shutdown_done;
 } pyro_recv;
@@ -489,9 +491,10 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
         r->refused_samples += j->samples;
         r->refused_requests.n[PC_REFUSED_PIPELINE]++;
         int status = st == PC_ERR_PERMANENT ? 400 : st == PC_ERR_OVERLOAD ? 429 : 503;
-        PC_WARN(r->c->id, "pipeline refused %zu samples (%s): %s", j->samples,
-                st == PC_ERR_PERMANENT ? "permanent" : "retryable, client told to retry",
-                msg ? msg : "");
+        PC_WARN_RATELIMITED(
+            &r->pipeline_log, r->c->id, "pipeline refused %zu samples (%s): %s", j->samples,
+            st == PC_ERR_PERMANENT ? "permanent" : "retryable, client told to retry",
+            msg ? msg : "");
         respond_error(j, status, msg ? msg : "pipeline unavailable, retry later");
     }
     job_free(j);
@@ -507,7 +510,8 @@ static void decode_done(uv_work_t *w, int status)
                                  : j->status == 415 ? PC_REFUSED_UNSUPPORTED
                                  : j->status == 503 ? PC_REFUSED_MEMORY
                                                     : PC_REFUSED_INVALID]++;
-        PC_INFO(j->r->c->id, "%s %s: %d: %s", j->req->peer, j->req->path, j->status, j->err);
+        PC_INFO_RATELIMITED(&j->r->refused_log, j->r->c->id, "%s %s: %d: %s", j->req->peer,
+                            j->req->path, j->status, j->err);
         respond_error(j, j->status, j->err);
         job_free(j);
         return;
@@ -604,6 +608,8 @@ static void server_closed(void *arg)
     pc_component *c = arg;
     pyro_recv *r = c->priv;
     r->http.srv = NULL;
+    pc_log_limiter_flush(&r->refused_log, PC_LOG_INFO, c->id, "refused requests");
+    pc_log_limiter_flush(&r->pipeline_log, PC_LOG_WARN, c->id, "pipeline refusals");
     PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
             (unsigned long long)r->accepted_samples, (unsigned long long)r->refused_samples);
     r->shutdown_done(c);
