@@ -107,8 +107,13 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
 {
     if (depth < 0) return fail(c, PC_SCAN_DEPTH);
     size_t cost = R16(desc->sizeof_message);
-    size_t n_elems[TRACKED] = {0}; /* repeated: elements; singular message: occurrences */
-    size_t merged[TRACKED] = {0};  /* singular message: cost of the occurrences so far */
+    /* zeroed for this message's fields only: the scan runs once per Sample, and most messages
+     * have a handful of fields */
+    size_t nf = desc->n_fields < TRACKED ? desc->n_fields : TRACKED;
+    size_t n_elems[TRACKED]; /* repeated: elements; singular message: occurrences */
+    size_t merged[TRACKED];  /* singular message: cost of the occurrences so far */
+    memset(n_elems, 0, nf * sizeof n_elems[0]);
+    memset(merged, 0, nf * sizeof merged[0]);
     size_t occurrences = 0, unknown = 0;
     size_t i = 0;
     while (i < len) {
@@ -191,7 +196,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
                 cost += R16(n_new * elt_size(f->type));
         }
     }
-    for (size_t fi = 0; fi < desc->n_fields && fi < TRACKED; fi++)
+    for (size_t fi = 0; fi < nf; fi++)
         if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
             cost += R16(n_elems[fi] * elt_size(desc->fields[fi].type));
     if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
