@@ -10,6 +10,8 @@ time; the process's peak RSS (VmHWM) stays under twice the budget plus a fixed m
 bodies; the refusals are counted (profcol_receiver_refused_requests{reason="too_large"}); only
 the good data reaches the sink.
 
+GrpcBudgetTest: the same over OTLP/gRPC (grpcio, gzip): RESOURCE_EXHAUSTED naming the limit.
+
 MemoryLimiterTest: with a memory_limiter, decodes may reserve only what its soft limit leaves
 above the resident set: a request whose decoded size fits the request's budget but not what the
 limiter leaves gets a retryable 503 (reason="memory"), a small one is served.
@@ -229,6 +231,35 @@ class BudgetTest(Base):
             p.stop()
         finally:
             p.kill()
+
+
+class GrpcBudgetTest(unittest.TestCase):
+    """OTLP/gRPC: 2 million empty samples (4 MB, under max_recv_msg_size_mib) sent gzip by grpcio
+    are refused with RESOURCE_EXHAUSTED naming max_recv_msg_decoded_size_mib (default 16 x 4 MiB),
+    while a good call on the same channel is served."""
+
+    def test_grpc_bomb(self):
+        sink = h.Sink().start()
+        port, gport = h.free_port(), h.free_port()
+        cfg = h.relay_config(port, sink.url).replace(
+            "      http:\n", "      grpc:\n        endpoint: 127.0.0.1:%d\n      http:\n" % gport, 1)
+        p = h.Profcol(cfg, wait_ports=[port, gport], env=ENV, name="profcol-grpc").start()
+        try:
+            ch = ss.grpc.insecure_channel("127.0.0.1:%d" % gport)
+            with self.assertRaises(ss.grpc.RpcError) as e:
+                ss.grpc_raw(ch, ss.PROFILES, otlp_empty_samples(2000000),
+                            compression=ss.grpc.Compression.Gzip)
+            self.assertEqual(e.exception.code(), ss.grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("max_recv_msg_decoded_size_mib (67108864 bytes)",
+                          e.exception.details())
+            good = h.make_request(("grpc-good",), seed=4, samples=6)
+            ss.grpc_export(ch, ss.PROFILES, good)
+            ch.close()
+            self.assertLess(h.peak_rss(p.proc.pid), 2 * BUDGET + MARGIN)
+            p.stop()
+        finally:
+            p.kill()
+            sink.stop()
 
 
 class MemoryLimiterTest(Base):
