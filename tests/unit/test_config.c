@@ -13,19 +13,32 @@ static pc_node *parse(const char *y, pc_cfg_err *err)
     return pc_config_parse(y, strlen(y), "test.yaml", err);
 }
 
-/* Build a service from YAML; returns the error message ("" when valid). */
+/* Every error of a carrier, one per line. */
+static const char *all_errors(const pc_cfg_err *err)
+{
+    static char out[PC_CFG_MAX_ISSUES * 700];
+    out[0] = 0;
+    for (size_t i = 0; i < err->n && i < PC_CFG_MAX_ISSUES; i++) {
+        char line[700];
+        pc_cfg_issue_format(&err->issues[i], line, sizeof line);
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s\n", line);
+    }
+    return out;
+}
+
+/* Build a service from YAML; returns every error message, one per line ("" when valid). */
 static const char *service_error(const char *yaml)
 {
     static pc_cfg_err err;
     memset(&err, 0, sizeof err);
     pc_node *root = parse(yaml, &err);
-    if (!root) return err.msg;
+    if (!root) return all_errors(&err);
     pc_service *s = pc_service_new(uv_default_loop(), root, &err);
     if (s) {
         pc_service_free(s);
         return "";
     }
-    return err.msg;
+    return all_errors(&err);
 }
 
 static const char *const good = "receivers:\n"
