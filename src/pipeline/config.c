@@ -294,6 +294,17 @@ static int retrieve(subst *c, const char *ref, pc_buf *out)
     return 0;
 }
 
+/* A file's trailing newline stays in the value, as in the Collector: say so, since it is rarely
+ * what a token or header wants (bearertokenauth's filename trims it). */
+static void newline_hint(subst *c, const char *ref, const pc_buf *raw)
+{
+    if (!strncmp(ref, "file:", 5) && raw->len && raw->data[raw->len - 1] == '\n')
+        PC_WARN(NULL,
+                "%s:%d: %s%s${%s} ends with a newline, which stays in the value (as in the "
+                "Collector)",
+                c->file, c->line, c->path, *c->path ? ": " : "", ref);
+}
+
 /* Expand every ${...} in s; "$$" is a literal '$'. A retrieved value is expanded again (as the
  * Collector's resolver does), up to MAX_EXPANSIONS deep. NULL on error (recorded). */
 static char *expand(subst *c, const char *s, int depth)
@@ -318,6 +329,7 @@ static char *expand(subst *c, const char *s, int depth)
             ref[len] = 0;
             pc_buf raw = {0};
             int rc = retrieve(c, ref, &raw);
+            if (!rc) newline_hint(c, ref, &raw);
             free(ref);
             char *inner = rc ? NULL : expand(c, raw.data ? (char *)raw.data : "", depth + 1);
             pc_buf_free(&raw);
@@ -406,6 +418,7 @@ static pc_node *expand_scalar(convert_ctx *c, const char *v, int line, int depth
                                   c->expansions + 1, path, c->err, &empty);
                 }
             } else {
+                newline_hint(&sc, ref, &raw);
                 char *val = expand(&sc, text, c->expansions + 1);
                 if (val) {
                     n = node_new(PC_NODE_SCALAR, c->file, line);
@@ -838,8 +851,13 @@ static void emit_scalar(emit_ctx *c, const char *s, bool is_null)
 {
     yaml_event_t ev;
     const char *v = is_null ? "null" : s;
+    /* a string that would read back as null is quoted */
+    bool nullish = !is_null && (!*v || !strcmp(v, "~") || !strcmp(v, "null") ||
+                                !strcmp(v, "Null") || !strcmp(v, "NULL"));
     yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)v, (int)strlen(v), 1, 1,
-                                 is_null ? YAML_PLAIN_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+                                 is_null   ? YAML_PLAIN_SCALAR_STYLE
+                                 : nullish ? YAML_SINGLE_QUOTED_SCALAR_STYLE
+                                           : YAML_ANY_SCALAR_STYLE);
     emit_event(c, &ev);
 }
 

@@ -924,10 +924,13 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
             char pp[200];
             snprintf(pp, sizeof pp, "%s::pull", RP);
             if (check_keys(pull, (const char *const[]){"exporter"}, 1, pp, err) ||
-                check_keys(exp, (const char *const[]){"prometheus"}, 1, "...::pull::exporter", err))
+                check_keys(exp, (const char *const[]){"prometheus"}, 1,
+                           "service::telemetry::metrics::readers::pull::exporter", err))
                 rc = -1;
-            else if (!prom || check_keys(prom, prometheus_keys, N_OF(prometheus_keys),
-                                         "...::pull::exporter::prometheus", err)) {
+            else if (!prom ||
+                     check_keys(prom, prometheus_keys, N_OF(prometheus_keys),
+                                "service::telemetry::metrics::readers::pull::exporter::prometheus",
+                                err)) {
                 if (!prom) pc_cfg_errorf(err, pull, pp, "want exporter: prometheus: {host, port}");
                 rc = -1;
             } else {
@@ -938,7 +941,10 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
                          h && h->kind == PC_NODE_SCALAR ? h->scalar : "localhost",
                          p && p->kind == PC_NODE_SCALAR ? p->scalar : "8888");
                 if (pc_hostport_parse(address, host, sizeof host, &port, e, sizeof e)) {
-                    pc_cfg_errorf(err, prom, "...::pull::exporter::prometheus", "%s", e);
+                    pc_cfg_errorf(
+                        err, prom,
+                        "service::telemetry::metrics::readers::pull::exporter::prometheus", "%s",
+                        e);
                     rc = -1;
                 }
             }
