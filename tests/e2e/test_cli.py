@@ -486,6 +486,28 @@ class ReloadTest(unittest.TestCase):
             p.stop()
             sink.stop()
 
+    def test_reload_that_cannot_start_stops(self):
+        """As the Collector: a config that validates but whose new receiver cannot listen ends
+        profcol with exit 1 (the data path is never left half-started)."""
+        port, busy = h.free_port(), h.free_port()
+        blocker = __import__("socket").socket()
+        blocker.bind(("127.0.0.1", busy))
+        blocker.listen(1)
+        base = ("exporters:\n  debug:\nservice:\n  telemetry:\n    metrics:\n      level: none\n"
+                "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [debug]\n")
+        p = h.Profcol("receivers:\n" + receiver(port) + base, wait_ports=[port],
+                      name="reload-busy").start()
+        try:
+            self.rewrite(p, "receivers:\n" + receiver(busy) + base)
+            p.proc.send_signal(signal.SIGHUP)
+            rc = p.proc.wait(20)
+            self.assertEqual(rc, 1, p.stderr()[-2000:])
+            self.assertIn("reload: cannot start the new config: receivers::otlp: listen "
+                          "127.0.0.1:%d" % busy, p.stderr())
+        finally:
+            p.kill()
+            blocker.close()
+
 
 if __name__ == "__main__":
     unittest.main()
