@@ -504,6 +504,8 @@ class ReloadTest(unittest.TestCase):
             self.assertEqual(rc, 1, p.stderr()[-2000:])
             self.assertIn("reload: cannot start the new config: receivers::otlp: listen "
                           "127.0.0.1:%d" % busy, p.stderr())
+            for marker in h.SANITIZER_MARKERS:
+                self.assertNotIn(marker, p.stderr())
         finally:
             p.kill()
             blocker.close()
