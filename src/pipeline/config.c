@@ -33,7 +33,10 @@ void pc_cfg_issue_format(const pc_cfg_issue *is, char *out, size_t outlen)
     else if (is->file)
         n = snprintf(out, outlen, "%s: ", is->file);
     if (n < 0 || (size_t)n >= outlen) n = 0;
-    snprintf(out + n, outlen - (size_t)n, "%s%s%s", is->path, is->path[0] ? ": " : "", is->msg);
+    /* a long message is cut at outlen (the return value says so; nothing to do about it) */
+    if (snprintf(out + n, outlen - (size_t)n, "%s%s%s", is->path, is->path[0] ? ": " : "",
+                 is->msg) < 0)
+        out[n] = 0;
 }
 
 static void add_issue(pc_cfg_err *e, const char *file, int line, const char *path, const char *fmt,
