@@ -1,9 +1,11 @@
-/* profcol command line: run, validate, components (like otelcol). */
+/* profcol command line: run, validate, print-config, components, featuregate (like otelcol). */
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -17,44 +19,34 @@ extern const char pc_default_config[];
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: profcol [command] [--config FILE]...\n"
+    fprintf(f, "usage: profcol [command] [--config URI]... [--set key::path=value]...\n"
                "\n"
                "profcol receives continuous-profiling data (OTLP profiles), processes it in\n"
                "pipelines and exports it, configured like the OpenTelemetry Collector.\n"
                "\n"
                "commands:\n"
-               "  (none)       run with the given configs, or the embedded default config\n"
+               "  (none)       run with the given configs, or the embedded default config;\n"
+               "               SIGHUP reloads them (and certificates), SIGINT/SIGTERM stop\n"
                "  validate     check the configs and exit (0 valid, 1 invalid)\n"
+               "  print-config print the merged config with ${...} substituted, as YAML, secrets\n"
+               "               (headers, tokens, passwords, auth blocks) as [REDACTED];\n"
+               "               --mode redacted|unredacted, --format yaml|json, --validate=false\n"
                "  components   list every component type with its settings\n"
                "  components-markdown   the same as a Markdown reference (docs/components.md)\n"
+               "  featuregate [ID]      list the feature gates (profcol has none yet)\n"
                "  print-default-config  print the embedded default config\n"
                "\n"
                "options:\n"
-               "  -c, --config FILE   config file; repeat to merge later files over earlier ones\n"
+               "  -c, --config URI    a config file path, file:PATH, env:VAR (YAML in a variable)\n"
+               "                      or 'yaml:key::path: value'; repeat to merge later ones\n"
+               "                      over earlier ones\n"
+               "      --set K=V       set one value after every --config (repeatable), e.g.\n"
+               "                      --set exporters::debug::verbosity=detailed\n"
+               "      --feature-gates LIST   gates to enable (id, +id) or disable (-id)\n"
                "  -v, --version       print the version\n"
                "  -h, --help          this help\n"
                "\n"
                "exit status: 0 ok, 1 config or start-up error, 2 usage error\n");
-}
-
-static pc_node *load_configs(char **files, size_t n, pc_cfg_err *err)
-{
-    if (n == 0)
-        return pc_config_parse(pc_default_config, strlen(pc_default_config),
-                               "<embedded default config>", err);
-    pc_node *root = NULL;
-    for (size_t i = 0; i < n; i++) {
-        pc_node *one = pc_config_load_file(files[i], err);
-        if (!one) {
-            pc_node_free(root);
-            return NULL;
-        }
-        if (!root)
-            root = one;
-        else
-            pc_config_merge(root, one);
-    }
-    return root;
 }
 
 static const char *cfg_type_name(pc_cfg_type t)
@@ -127,9 +119,14 @@ static int print_components(void)
 
 typedef struct run_state {
     uv_loop_t *loop;
-    pc_service *svc;
+    pc_service *svc, *next; /* next: the service a reload switches to */
+    pc_config_sources src;  /* what SIGHUP reads again */
     uv_signal_t sigint, sigterm, sighup;
     int signals;
+    int reloading;    /* a reload is under way (until its old service is freed) */
+    int reload_again; /* SIGHUP during a reload: one more after it */
+    int stop_pending; /* SIGINT/SIGTERM while a reload stops the old components */
+    int rc;
 } run_state;
 
 static void service_stopped(void *arg)
@@ -138,14 +135,80 @@ static void service_stopped(void *arg)
     uv_close((uv_handle_t *)&st->sigint, NULL);
     uv_close((uv_handle_t *)&st->sigterm, NULL);
     uv_close((uv_handle_t *)&st->sighup, NULL);
+    signal(SIGHUP, SIG_IGN); /* nothing left to reload: a late SIGHUP must not kill the exit */
 }
 
-/* SIGHUP: re-read certificates and credential files; new connections use them. */
+static void start_reload(run_state *st);
+
+static void reload_event(void *arg, pc_reload_event ev, const char *msg)
+{
+    run_state *st = arg;
+    switch (ev) {
+    case PC_RELOAD_RUNNING:
+        st->svc = st->next;
+        if (st->stop_pending) pc_service_shutdown(st->svc, service_stopped, st);
+        break;
+    case PC_RELOAD_FAILED:
+        /* as the Collector: a config that validated but cannot start ends the process */
+        PC_ERROR(NULL, "reload: cannot start the new config: %s; stopping", msg);
+        st->rc = 1;
+        if (st->svc != st->next || !st->signals || st->stop_pending) {
+            st->svc = st->next;
+            st->signals = 1;
+            st->stop_pending = 0;
+            pc_service_shutdown(st->svc, service_stopped, st);
+        }
+        break;
+    case PC_RELOAD_COMPLETE:
+        st->reloading = 0;
+        if (st->reload_again && !st->signals) {
+            st->reload_again = 0;
+            start_reload(st);
+        }
+        break;
+    }
+}
+
+/* Read the same --config sources and --set values again; switch only to a config that
+ * validates, restarting only what changed. */
+static void start_reload(run_state *st)
+{
+    pc_cfg_err err = {{0}};
+    pc_node *root = pc_config_load(&st->src, &err);
+    pc_service *next = root ? pc_service_new_reload(st->svc, root, &err) : NULL;
+    if (!next) {
+        PC_ERROR(NULL, "reload: the new config is invalid, the running one stays (%zu error(s))",
+                 err.n);
+        for (size_t i = 0; i < err.n && i < PC_CFG_MAX_ISSUES; i++) {
+            char line[700];
+            pc_cfg_issue_format(&err.issues[i], line, sizeof line);
+            PC_ERROR(NULL, "reload: invalid config: %s", line);
+        }
+        return;
+    }
+    if (!pc_service_reload_changes(st->svc, next)) {
+        PC_INFO(NULL, "reload: the config is unchanged");
+        pc_service_free(next);
+        return;
+    }
+    st->reloading = 1;
+    st->next = next;
+    pc_service_reload(st->svc, next, reload_event, st);
+}
+
+/* SIGHUP: re-read certificates and credential files (new connections use them), then the
+ * config. */
 static void on_sighup(uv_signal_t *h, int signum)
 {
-    (void)h;
-    PC_INFO(NULL, "received signal %d: reloading certificates and credentials", signum);
+    run_state *st = h->data;
+    PC_INFO(NULL, "received signal %d: reloading certificates, credentials and the config", signum);
     pc_tls_reload_all();
+    if (st->signals) return;
+    if (st->reloading) {
+        st->reload_again = 1;
+        return;
+    }
+    start_reload(st);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -157,92 +220,224 @@ static void on_signal(uv_signal_t *h, int signum)
         exit(1);
     }
     PC_INFO(NULL, "received signal %d: stopping", signum);
+    if (st->reloading && st->svc != st->next) {
+        st->stop_pending = 1; /* a reload is stopping old components: stop once it switched */
+        return;
+    }
     pc_service_shutdown(st->svc, service_stopped, st);
 }
 
-static int run(char **files, size_t n, int validate_only)
+/* Load every source; print every error. NULL when there were any. */
+static pc_node *load(const pc_config_sources *src)
 {
     pc_cfg_err err = {{0}};
-    pc_node *root = load_configs(files, n, &err);
-    if (!root) {
-        fprintf(stderr, "profcol: %s\n", err.msg);
-        return 1;
-    }
+    pc_node *root = pc_config_load(src, &err);
+    if (!root) pc_cfg_err_print(&err, stderr, "profcol: ");
+    return root;
+}
+
+static pc_service *build(uv_loop_t *loop, pc_node *root)
+{
+    pc_cfg_err err = {{0}};
+    pc_service *svc = pc_service_new(loop, root, &err);
+    if (!svc) pc_cfg_err_print(&err, stderr, "profcol: invalid config: ");
+    return svc;
+}
+
+static int run(const pc_config_sources *src, int validate_only)
+{
+    pc_node *root = load(src);
+    if (!root) return 1;
     /* payload work runs on libuv's pool: size it to the cores (DESIGN §3) unless the user did */
     char threads[24];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(threads, sizeof threads, "%ld", ncpu < 2 ? 2 : ncpu);
     setenv("UV_THREADPOOL_SIZE", threads, 0);
     uv_loop_t *loop = uv_default_loop();
-    pc_service *svc = pc_service_new(loop, root, &err);
-    if (!svc) {
-        fprintf(stderr, "profcol: invalid config: %s\n", err.msg);
-        return 1;
-    }
+    pc_service *svc = build(loop, root);
+    if (!svc) return 1;
     if (validate_only) {
         pc_service_free(svc);
         printf("config is valid\n");
         return 0;
     }
     signal(SIGPIPE, SIG_IGN);
-    run_state st = {.loop = loop, .svc = svc};
+    run_state st = {.loop = loop, .svc = svc, .src = *src};
     uv_signal_init(loop, &st.sigint);
     uv_signal_init(loop, &st.sigterm);
-    st.sigint.data = st.sigterm.data = &st;
+    uv_signal_init(loop, &st.sighup);
+    st.sigint.data = st.sigterm.data = st.sighup.data = &st;
     uv_signal_start(&st.sigint, on_signal, SIGINT);
     uv_signal_start(&st.sigterm, on_signal, SIGTERM);
-    uv_signal_init(loop, &st.sighup);
     uv_signal_start(&st.sighup, on_sighup, SIGHUP);
     char e[512];
-    int rc = 0;
     if (pc_service_start(svc, e, sizeof e)) {
         fprintf(stderr, "profcol: cannot start: %s\n", e);
-        rc = 1;
+        st.rc = 1;
         st.signals = 1;
         pc_service_shutdown(svc, service_stopped, &st);
     }
     uv_run(loop, UV_RUN_DEFAULT);
-    pc_service_free(svc);
+    pc_service_free(st.svc);
     uv_loop_close(loop);
-    if (!rc) PC_INFO(NULL, "stopped");
+    if (!st.rc) PC_INFO(NULL, "stopped");
+    return st.rc;
+}
+
+/* otelcol print-config: the resolved config, redacted unless --mode unredacted; validated first
+ * unless --validate=false (an invalid config is not printed). */
+static int print_config(const pc_config_sources *src, const char *mode, const char *format,
+                        bool validate)
+{
+    bool redacted;
+    pc_print_format fmt;
+    if (!strcasecmp(mode, "redacted")) {
+        redacted = true;
+    } else if (!strcasecmp(mode, "unredacted")) {
+        redacted = false;
+    } else {
+        fprintf(stderr, "profcol: invalid mode \"%s\": modes are: redacted, unredacted\n", mode);
+        return 2;
+    }
+    if (!strcasecmp(format, "yaml")) {
+        fmt = PC_PRINT_YAML;
+    } else if (!strcasecmp(format, "json")) {
+        fmt = PC_PRINT_JSON;
+    } else {
+        fprintf(stderr, "profcol: unrecognized print format \"%s\": yaml or json\n", format);
+        return 2;
+    }
+    pc_node *root = load(src);
+    if (!root) return 1;
+    if (validate) {
+        pc_service *svc = build(uv_default_loop(), pc_node_clone(root));
+        if (!svc) {
+            pc_node_free(root);
+            return 1;
+        }
+        pc_service_free(svc);
+    }
+    int rc = pc_config_print(root, fmt, redacted, stdout);
+    pc_node_free(root);
+    return rc ? 1 : 0;
+}
+
+/* otelcol featuregate [ID]: profcol has no gates yet. */
+static int featuregate(const char *id)
+{
+    if (id) {
+        fprintf(stderr, "profcol: feature \"%s\" not found (profcol has no feature gates yet)\n",
+                id);
+        return 1;
+    }
+    printf("profcol has no feature gates yet.\n");
+    return 0;
+}
+
+/* --feature-gates=a,-b,+c: every id must exist, and none does yet. */
+static int check_feature_gates(const char *list)
+{
+    char *copy = pc_xstrdup(list), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        if (*t == '+' || *t == '-') t++;
+        if (!*t) continue;
+        fprintf(stderr, "profcol: --feature-gates: no such feature gate \"%s\"\n", t);
+        rc = 2;
+    }
+    free(copy);
     return rc;
 }
+
+enum { OPT_SET = 256, OPT_GATES, OPT_MODE, OPT_FORMAT, OPT_VALIDATE };
 
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"set", required_argument, NULL, OPT_SET},
+                                         {"feature-gates", required_argument, NULL, OPT_GATES},
+                                         {"mode", required_argument, NULL, OPT_MODE},
+                                         {"format", required_argument, NULL, OPT_FORMAT},
+                                         {"validate", optional_argument, NULL, OPT_VALIDATE},
                                          {"version", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    char **files = calloc((size_t)argc + 1, sizeof(char *));
-    size_t nfiles = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+    const char **files = pc_xcalloc((size_t)argc + 1, sizeof(char *));
+    const char **sets = pc_xcalloc((size_t)argc + 1, sizeof(char *));
+    size_t nfiles = 0, nsets = 0;
+    const char *mode = NULL, *format = NULL, *validate_arg = NULL;
+    bool print_opts = false;
+    int c, rc = -1;
+    char e[400];
+    while (rc < 0 && (c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'c': files[nfiles++] = optarg; break;
+        case OPT_SET:
+            if (pc_config_set_check(optarg, e, sizeof e)) {
+                fprintf(stderr, "profcol: %s\n", e);
+                rc = 2;
+            }
+            sets[nsets++] = optarg;
+            break;
+        case OPT_GATES:
+            if (check_feature_gates(optarg)) rc = 2;
+            break;
+        case OPT_MODE:
+            mode = optarg;
+            print_opts = true;
+            break;
+        case OPT_FORMAT:
+            format = optarg;
+            print_opts = true;
+            break;
+        case OPT_VALIDATE:
+            validate_arg = optarg ? optarg : "true";
+            print_opts = true;
+            break;
         case 'v':
             printf("profcol %s\n", PROFCOL_VERSION);
-            free(files);
-            return 0;
+            rc = 0;
+            break;
         case 'h':
             usage(stdout);
-            free(files);
-            return 0;
+            rc = 0;
+            break;
         default:
             usage(stderr);
-            free(files);
-            return 2;
+            rc = 2;
+            break;
         }
     }
-    int rc;
-    const char *cmd = optind < argc ? argv[optind] : NULL;
-    if (cmd && optind + 1 < argc) {
+    const char *cmd = rc < 0 && optind < argc ? argv[optind] : NULL;
+    bool print = cmd && (!strcmp(cmd, "print-config") || !strcmp(cmd, "print-initial-config"));
+    bool gates = cmd && (!strcmp(cmd, "featuregate") || !strcmp(cmd, "feature-gates"));
+    bool validate = true;
+    pc_config_sources src = {.uris = files,
+                             .n_uris = nfiles,
+                             .sets = sets,
+                             .n_sets = nsets,
+                             .default_yaml = pc_default_config};
+    if (rc >= 0) {
+        /* done while reading the options */
+    } else if (cmd && optind + 1 < argc && !(gates && optind + 2 == argc)) {
         fprintf(stderr, "profcol: unexpected argument \"%s\"\n", argv[optind + 1]);
         rc = 2;
+    } else if (print_opts && !print) {
+        fprintf(stderr, "profcol: --mode, --format and --validate are options of print-config\n");
+        rc = 2;
+    } else if (validate_arg && pc_parse_bool(validate_arg, &validate)) {
+        fprintf(stderr, "profcol: --validate=%s: want true or false\n", validate_arg);
+        rc = 2;
     } else if (!cmd) {
-        rc = run(files, nfiles, 0);
+        rc = run(&src, 0);
     } else if (!strcmp(cmd, "validate")) {
-        rc = run(files, nfiles, 1);
+        rc = run(&src, 1);
+    } else if (print) {
+        rc = print_config(&src, mode ? mode : "redacted", format ? format : "yaml", validate);
+    } else if (gates) {
+        rc = featuregate(optind + 1 < argc ? argv[optind + 1] : NULL);
     } else if (!strcmp(cmd, "components")) {
         rc = print_components();
     } else if (!strcmp(cmd, "components-markdown")) {
@@ -256,5 +451,6 @@ int main(int argc, char **argv)
         rc = 2;
     }
     free(files);
+    free(sets);
     return rc;
 }

@@ -39,7 +39,7 @@ static const char *const compressions[] = {"gzip", "none", NULL};
 static const pc_cfg_key otlp_exp_keys[] = {
     {"endpoint", PC_CFG_STRING, NULL, offsetof(otlp_exp_cfg, endpoint),
      "host:port or https://host:port (TLS, unless tls::insecure is true) or http://host:port "
-     "(plain text, h2c) of the OTLP/gRPC server",
+     "(plain text, h2c) of the OTLP/gRPC server; a URL path is dropped with a warning",
      NULL},
     {"headers", PC_CFG_MAP, NULL, offsetof(otlp_exp_cfg, headers),
      "gRPC metadata sent with every call", NULL},
@@ -57,7 +57,8 @@ typedef struct otlp_exp {
     pc_component *c;
     char host[256];
     int port;
-    pc_h2_header *hdrs; /* metadata, names lower-cased, owned */
+    char dropped_path[1024]; /* the endpoint's URL path, which gRPC has no use for */
+    pc_h2_header *hdrs;      /* metadata, names lower-cased, owned */
     size_t n_hdrs;
     pc_h2_client *client;
     pc_tls_ctx *tls_ctx;
@@ -78,11 +79,16 @@ typedef struct send_job {
 
 /* ---- config ---- */
 
-/* scheme: 0 none (host:port), 1 http://, 2 https:// */
+/* scheme: 0 none (host:port), 1 http://, 2 https://. gRPC has no URL path: a path in an
+ * http(s):// endpoint (e.g. "https://example.com/otlp", copied from an OTLP/HTTP config) is
+ * dropped and returned in dropped (start logs it). The Collector refuses such an endpoint
+ * ("missing port in address") and grpc-go, given it, would take "example.com/otlp" as the host
+ * name, which resolves to nothing: keeping the path can only fail, so profcol drops it. */
 static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port, int *scheme,
-                          char *e, size_t elen)
+                          char *dropped, size_t droppedlen, char *e, size_t elen)
 {
     *scheme = 0;
+    if (dropped) dropped[0] = 0;
     if (strstr(ep, "://")) {
         pc_url u;
         if (pc_url_parse(ep, &u, e, elen)) return -1;
@@ -91,10 +97,8 @@ static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port,
             return -1;
         }
         *scheme = strcmp(u.scheme, "https") == 0 ? 2 : 1;
-        if (u.path[0] && strcmp(u.path, "/") != 0) {
-            snprintf(e, elen, "a gRPC endpoint has no path (got \"%.100s\")", u.path);
-            return -1;
-        }
+        if (u.path[0] && strcmp(u.path, "/") != 0 && dropped)
+            snprintf(dropped, droppedlen, "%s", u.path);
         snprintf(host, hostlen, "%s", u.host);
         *port = u.port;
         return 0;
@@ -131,7 +135,7 @@ static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, 
         pc_cfg_key_errorf(err, node, path, "endpoint", "required (host:port)");
         return -1;
     }
-    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, &scheme, e, sizeof e)) {
+    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, &scheme, NULL, 0, e, sizeof e)) {
         pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
         return -1;
     }
@@ -168,7 +172,8 @@ static int otlp_exp_create(pc_component *c, pc_cfg_err *err)
     (void)err;
     x->c = c;
     c->priv = x;
-    parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, &scheme, e, sizeof e);
+    parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, &scheme, x->dropped_path,
+                   sizeof x->dropped_path, e, sizeof e);
     snprintf(ua, sizeof ua, "profcol/%s", PROFCOL_VERSION);
     pc_grpc_timeout_format(cfg->timeout_ms, timeout, sizeof timeout);
     add_hdr(x, "content-type", "application/grpc");
@@ -203,6 +208,12 @@ static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
     } else if (!cfg->tls.insecure && (cfg->tls.ca_file || cfg->tls.cert_file)) {
         PC_WARN(c->id, "an http:// endpoint is plain text: the tls settings are not used");
     }
+    if (x->dropped_path[0])
+        PC_WARN(c->id,
+                "endpoint \"%s\": gRPC has no URL path, so \"%s\" is dropped: calls go to "
+                "%s:%d as /<package>.<Service>/Export (the Collector refuses this endpoint, and "
+                "grpc-go would look up \"%s%s\" as a host name)",
+                cfg->endpoint, x->dropped_path, x->host, x->port, x->host, x->dropped_path);
     x->client = pc_h2_client_new(c->loop, &o);
     if (cfg->authenticator && !(x->auth = pc_auth_find(c, cfg->authenticator, false, err, errlen)))
         return -1;

@@ -2,8 +2,8 @@
 #include "pipeline/cfgtable.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,14 +156,16 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
             return 0;
         }
         if (n->kind != PC_NODE_SEQ) goto bad_type;
+        int rc = 0;
         for (size_t i = 0; i < n->n; i++) {
             if (n->vals[i]->kind != PC_NODE_SCALAR) {
                 pc_cfg_errorf(err, n->vals[i], path, "list items must be strings");
-                return -1;
+                rc = -1;
+                continue;
             }
             list_push(l, n->vals[i]->scalar);
         }
-        return 0;
+        return rc;
     }
     if (k->type == PC_CFG_MAP) {
         free_value(k, cfg);
@@ -253,7 +255,8 @@ bad_type:
     return -1;
 }
 
-/* Walk a map node at dotted prefix `prefix`, matching keys against the table. */
+/* Walk a map node at dotted prefix `prefix`, matching keys against the table. Every key is
+ * looked at, so one pass reports every unknown key and bad value. */
 static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char *prefix,
                 const char *path, pc_cfg_err *err)
 {
@@ -263,6 +266,7 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
         return -1;
     }
     size_t plen = strlen(prefix);
+    int rc = 0;
     for (size_t i = 0; i < n->n; i++) {
         char full[256], sub[512];
         snprintf(full, sizeof full, "%s%s%s", prefix, plen ? "." : "", n->keys[i]);
@@ -277,9 +281,9 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
                 is_prefix = 1;
         }
         if (exact) {
-            if (set_value(exact, cfg, n->vals[i], sub, err)) return -1;
+            if (set_value(exact, cfg, n->vals[i], sub, err)) rc = -1;
         } else if (is_prefix) {
-            if (walk(table, cfg, n->vals[i], full, sub, err)) return -1;
+            if (walk(table, cfg, n->vals[i], full, sub, err)) rc = -1;
         } else {
             /* candidates: the next path segment of every key under this prefix */
             const char *cands[64];
@@ -301,10 +305,10 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
                               n->keys[i], close);
             else
                 pc_cfg_errorf(err, n->vals[i], sub, "unknown key \"%s\"", n->keys[i]);
-            return -1;
+            rc = -1;
         }
     }
-    return 0;
+    return rc;
 }
 
 int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,

@@ -1,89 +1,120 @@
-/* YAML (libyaml) to a small node tree that remembers file and line, with the Collector's
- * ${env:NAME}, ${NAME} and ${env:NAME:-default} substitution and multi-file merge. */
+/* YAML (libyaml) to a small node tree that remembers file and line, with the Collector's confmap
+ * providers: ${env:NAME} (${NAME}, ${env:NAME:-default}) and ${file:PATH} in every scalar, and
+ * --config URIs (path, file:, env:, yaml:) and --set merged in order. Keys written "a::b" are
+ * nested maps, as confmap's "::" delimiter makes them. */
 #include "pipeline/config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "pdata/pdata.h"
 #include "pipeline/log.h"
 
-#define MAX_NODES 100000 /* alias expansion cannot blow up memory ("billion laughs") */
-#define MAX_DEPTH 64
+#define MAX_NODES      100000 /* alias expansion cannot blow up memory ("billion laughs") */
+#define MAX_DEPTH      64
+#define MAX_EXPANSIONS 10         /* ${...} whose value holds ${...}, and so on */
+#define MAX_FILE_BYTES (16 << 20) /* ${file:...} and config files */
+
+/* ---- errors ---- */
+
+void pc_cfg_issue_format(const pc_cfg_issue *is, char *out, size_t outlen)
+{
+    int n = 0;
+    if (is->file && is->line)
+        n = snprintf(out, outlen, "%s:%d: ", is->file, is->line);
+    else if (is->file)
+        n = snprintf(out, outlen, "%s: ", is->file);
+    if (n < 0 || (size_t)n >= outlen) n = 0;
+    /* a long message is cut at outlen (the return value says so; nothing to do about it) */
+    if (snprintf(out + n, outlen - (size_t)n, "%s%s%s", is->path, is->path[0] ? ": " : "",
+                 is->msg) < 0)
+        out[n] = 0;
+}
+
+static void add_issue(pc_cfg_err *e, const char *file, int line, const char *path, const char *fmt,
+                      va_list ap)
+{
+    pc_cfg_issue is = {.file = file, .line = line};
+    snprintf(is.path, sizeof is.path, "%s", path ? path : "");
+    vsnprintf(is.msg, sizeof is.msg, fmt, ap);
+    /* a garbage count (an uninitialised carrier) must never index out of bounds */
+    if (e->n < PC_CFG_MAX_ISSUES) e->issues[e->n] = is;
+    pc_cfg_issue_format(&is, e->msg, sizeof e->msg);
+    e->n++;
+}
 
 void pc_cfg_errorf(pc_cfg_err *e, const pc_node *at, const char *path, const char *fmt, ...)
 {
-    int n = 0;
-    if (at && at->file) n = snprintf(e->msg, sizeof e->msg, "%s:%d: ", at->file, at->line);
-    if (path && *path && n < (int)sizeof e->msg)
-        n += snprintf(e->msg + n, sizeof e->msg - (size_t)n, "%s: ", path);
-    if (n >= (int)sizeof e->msg) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg + n, sizeof e->msg - (size_t)n, fmt, ap);
+    add_issue(e, at ? at->file : NULL, at ? at->line : 0, path, fmt, ap);
     va_end(ap);
+}
+
+void pc_cfg_error_at(pc_cfg_err *e, const char *file, int line, const char *path, const char *fmt,
+                     ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_issue(e, file, line, path, fmt, ap);
+    va_end(ap);
+}
+
+void pc_cfg_err_print(const pc_cfg_err *e, FILE *f, const char *prefix)
+{
+    size_t kept = e->n < PC_CFG_MAX_ISSUES ? e->n : PC_CFG_MAX_ISSUES;
+    /* in file order: files as they first appear, then by line (insertion sort, stable) */
+    size_t order[PC_CFG_MAX_ISSUES], rank[PC_CFG_MAX_ISSUES];
+    for (size_t i = 0; i < kept; i++) {
+        rank[i] = i;
+        for (size_t j = 0; j < i; j++)
+            if (e->issues[j].file == e->issues[i].file) {
+                rank[i] = rank[j];
+                break;
+            }
+        size_t k = i;
+        while (k > 0 && (rank[order[k - 1]] > rank[i] ||
+                         (rank[order[k - 1]] == rank[i] &&
+                          e->issues[order[k - 1]].line > e->issues[i].line))) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    for (size_t i = 0; i < kept; i++) {
+        char line[700];
+        pc_cfg_issue_format(&e->issues[order[i]], line, sizeof line);
+        fprintf(f, "%s%s\n", prefix, line);
+    }
+    if (e->n > kept) fprintf(f, "%s... and %zu more error(s)\n", prefix, e->n - kept);
+}
+
+void pc_cfg_err_clear(pc_cfg_err *e)
+{
+    e->msg[0] = 0;
+    e->n = 0;
 }
 
 /* Interned file names: nodes point at them; they live for the process. */
 static const char *intern_file(const char *name)
 {
-    static char *names[64];
+    static char *names[256];
     static size_t n;
     for (size_t i = 0; i < n; i++)
         if (strcmp(names[i], name) == 0) return names[i];
-    if (n == 64) return "config";
+    if (n == 256) return "config";
     return names[n++] = pc_xstrdup(name);
 }
 
-/* Expand ${...} references; "$$" is a literal '$'. */
-static char *substitute_env(const char *s)
-{
-    pc_buf out = {0};
-    while (*s) {
-        if (s[0] == '$' && s[1] == '$') {
-            pc_buf_append(&out, "$", 1);
-            s += 2;
-            continue;
-        }
-        const char *end;
-        if (s[0] == '$' && s[1] == '{' && (end = strchr(s + 2, '}'))) {
-            char ref[256];
-            size_t len = (size_t)(end - (s + 2));
-            if (len < sizeof ref) {
-                memcpy(ref, s + 2, len);
-                ref[len] = 0;
-                char *name = ref, *def = NULL;
-                if (strncmp(name, "env:", 4) == 0) name += 4;
-                char *sep = strstr(name, ":-");
-                if (sep) {
-                    *sep = 0;
-                    def = sep + 2;
-                }
-                const char *val = getenv(name);
-                if (!val || (!*val && def)) val = def ? def : "";
-                pc_buf_append(&out, val, strlen(val));
-                s = end + 1;
-                continue;
-            }
-        }
-        pc_buf_append(&out, s, 1);
-        s++;
-    }
-    char *r = pc_xstrdup(out.data ? (char *)out.data : "");
-    pc_buf_free(&out);
-    return r;
-}
-
-typedef struct convert_ctx {
-    yaml_document_t *doc;
-    const char *file;
-    size_t count;
-    pc_cfg_err *err;
-} convert_ctx;
+/* ---- nodes ---- */
 
 static pc_node *node_new(pc_node_kind kind, const char *file, int line)
 {
@@ -92,128 +123,6 @@ static pc_node *node_new(pc_node_kind kind, const char *file, int line)
     n->file = file;
     n->line = line;
     return n;
-}
-
-static int is_null_scalar(const yaml_node_t *y)
-{
-    const char *v = (const char *)y->data.scalar.value;
-    if (y->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
-    return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
-}
-
-static pc_node *convert(convert_ctx *c, yaml_node_t *y, int depth)
-{
-    int line = (int)y->start_mark.line + 1;
-    if (++c->count > MAX_NODES || depth > MAX_DEPTH) {
-        pc_cfg_errorf(c->err, NULL, NULL, "%s:%d: document too large or too deeply nested", c->file,
-                      line);
-        return NULL;
-    }
-    pc_node *n;
-    switch (y->type) {
-    case YAML_SCALAR_NODE:
-        if (is_null_scalar(y)) return node_new(PC_NODE_NULL, c->file, line);
-        n = node_new(PC_NODE_SCALAR, c->file, line);
-        n->scalar = substitute_env((const char *)y->data.scalar.value);
-        return n;
-    case YAML_SEQUENCE_NODE: {
-        n = node_new(PC_NODE_SEQ, c->file, line);
-        size_t cnt = (size_t)(y->data.sequence.items.top - y->data.sequence.items.start);
-        n->vals = pc_xcalloc(cnt ? cnt : 1, sizeof(pc_node *));
-        for (yaml_node_item_t *it = y->data.sequence.items.start; it < y->data.sequence.items.top;
-             it++) {
-            pc_node *child = convert(c, yaml_document_get_node(c->doc, *it), depth + 1);
-            if (!child) goto fail;
-            n->vals[n->n++] = child;
-        }
-        return n;
-    }
-    case YAML_MAPPING_NODE: {
-        n = node_new(PC_NODE_MAP, c->file, line);
-        size_t cnt = (size_t)(y->data.mapping.pairs.top - y->data.mapping.pairs.start);
-        n->keys = pc_xcalloc(cnt ? cnt : 1, sizeof(char *));
-        n->vals = pc_xcalloc(cnt ? cnt : 1, sizeof(pc_node *));
-        for (yaml_node_pair_t *p = y->data.mapping.pairs.start; p < y->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-            if (!k || k->type != YAML_SCALAR_NODE) {
-                pc_cfg_errorf(c->err, NULL, NULL, "%s:%d: mapping keys must be scalars", c->file,
-                              (int)(k ? k->start_mark.line + 1 : (size_t)line));
-                goto fail;
-            }
-            const char *key = (const char *)k->data.scalar.value;
-            for (size_t i = 0; i < n->n; i++) {
-                if (strcmp(n->keys[i], key) == 0) {
-                    pc_cfg_errorf(c->err, NULL, NULL, "%s:%d: duplicate key \"%s\"", c->file,
-                                  (int)k->start_mark.line + 1, key);
-                    goto fail;
-                }
-            }
-            pc_node *child = convert(c, yaml_document_get_node(c->doc, p->value), depth + 1);
-            if (!child) goto fail;
-            child->line = (int)k->start_mark.line + 1; /* errors point at the key */
-            n->keys[n->n] = pc_xstrdup(key);
-            n->vals[n->n++] = child;
-        }
-        return n;
-    }
-    default: return node_new(PC_NODE_NULL, c->file, line);
-    }
-fail:
-    pc_node_free(n);
-    return NULL;
-}
-
-pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_cfg_err *err)
-{
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    const char *file = intern_file(name);
-    if (!yaml_parser_initialize(&parser)) abort();
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        pc_cfg_errorf(err, NULL, NULL, "%s:%zu: invalid YAML: %s", file,
-                      parser.problem_mark.line + 1,
-                      parser.problem ? parser.problem : "syntax error");
-        yaml_parser_delete(&parser);
-        return NULL;
-    }
-    pc_node *root;
-    yaml_node_t *top = yaml_document_get_root_node(&doc);
-    if (!top) {
-        root = node_new(PC_NODE_MAP, file, 1); /* an empty file is an empty map */
-    } else {
-        convert_ctx c = {&doc, file, 0, err};
-        root = convert(&c, top, 0);
-        if (root && root->kind == PC_NODE_NULL) root->kind = PC_NODE_MAP;
-        if (root && root->kind != PC_NODE_MAP) {
-            pc_cfg_errorf(err, root, NULL, "the config must be a mapping at the top level");
-            pc_node_free(root);
-            root = NULL;
-        }
-    }
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    return root;
-}
-
-pc_node *pc_config_load_file(const char *path, pc_cfg_err *err)
-{
-    const char *p = strncmp(path, "file:", 5) == 0 ? path + 5 : path;
-    FILE *f = fopen(p, "rb");
-    if (!f) {
-        pc_cfg_errorf(err, NULL, NULL, "cannot read config %s: %s", p, strerror(errno));
-        return NULL;
-    }
-    pc_buf b = {0};
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        pc_buf_append(&b, chunk, n);
-    fclose(f);
-    pc_node *root = pc_config_parse(b.data ? (char *)b.data : "", b.len, p, err);
-    pc_buf_free(&b);
-    return root;
 }
 
 void pc_node_free(pc_node *n)
@@ -227,6 +136,600 @@ void pc_node_free(pc_node *n)
     free(n->vals);
     free(n->scalar);
     free(n);
+}
+
+pc_node *pc_node_clone(const pc_node *n)
+{
+    if (!n) return NULL;
+    pc_node *c = node_new(n->kind, n->file, n->line);
+    if (n->scalar) c->scalar = pc_xstrdup(n->scalar);
+    if (n->kind == PC_NODE_MAP || n->kind == PC_NODE_SEQ) {
+        c->vals = pc_xcalloc(n->n ? n->n : 1, sizeof(pc_node *));
+        if (n->kind == PC_NODE_MAP) c->keys = pc_xcalloc(n->n ? n->n : 1, sizeof(char *));
+        for (size_t i = 0; i < n->n; i++) {
+            if (c->keys) c->keys[i] = pc_xstrdup(n->keys[i]);
+            c->vals[i] = pc_node_clone(n->vals[i]);
+        }
+        c->n = n->n;
+    }
+    return c;
+}
+
+bool pc_node_equal(const pc_node *a, const pc_node *b)
+{
+    if (!a || !b) return a == b;
+    if (a->kind != b->kind || a->n != b->n) return false;
+    switch (a->kind) {
+    case PC_NODE_NULL: return true;
+    case PC_NODE_SCALAR: return strcmp(a->scalar, b->scalar) == 0;
+    case PC_NODE_SEQ:
+        for (size_t i = 0; i < a->n; i++)
+            if (!pc_node_equal(a->vals[i], b->vals[i])) return false;
+        return true;
+    case PC_NODE_MAP:
+        for (size_t i = 0; i < a->n; i++) { /* keys are unique within a map */
+            const pc_node *other = pc_node_get(b, a->keys[i]);
+            if (!other || !pc_node_equal(a->vals[i], other)) return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+static void map_append(pc_node *m, char *key, pc_node *val)
+{
+    m->keys = pc_xrealloc(m->keys, (m->n + 1) * sizeof(char *));
+    m->vals = pc_xrealloc(m->vals, (m->n + 1) * sizeof(pc_node *));
+    m->keys[m->n] = key;
+    m->vals[m->n++] = val;
+}
+
+/* ---- ${...} substitution (confmap's env and file providers) ---- */
+
+typedef struct subst {
+    const char *file;
+    int line;
+    const char *path;
+    pc_cfg_err *err;
+} subst;
+
+static bool env_name_ok(const char *s, size_t len)
+{
+    if (!len || !((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+        return false;
+    for (size_t i = 1; i < len; i++)
+        if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    return true;
+}
+
+/* A regular file's contents, at most MAX_FILE_BYTES; -1 with the reason. */
+static int read_file(const char *path, pc_buf *out, char *why, size_t whylen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) { /* a FIFO or device could block or never end */
+        snprintf(why, whylen, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    char chunk[8192];
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            snprintf(why, whylen, "%s", strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (r == 0) break;
+        if (out->len + (size_t)r > MAX_FILE_BYTES) {
+            snprintf(why, whylen, "larger than %d MiB", MAX_FILE_BYTES >> 20);
+            close(fd);
+            return -1;
+        }
+        pc_buf_append(out, chunk, (size_t)r);
+    }
+    close(fd);
+    return 0;
+}
+
+/* The raw value of one reference (the text between "${" and "}"): an environment variable or a
+ * file's contents, verbatim, as the Collector's providers return them (a file's trailing newline
+ * stays). 0 ok, -1 error (recorded). */
+static int retrieve(subst *c, const char *ref, pc_buf *out)
+{
+    const char *colon = strchr(ref, ':');
+    size_t name_len = colon ? (size_t)(colon - ref) : strlen(ref);
+    const char *name = ref, *def = NULL;
+    /* "${NAME}" and "${NAME:-default}" are the env provider, as confmap's default scheme */
+    if (!colon || (env_name_ok(ref, name_len) && colon[1] == '-')) {
+        def = colon ? colon + 2 : NULL;
+    } else if (!strncmp(ref, "env:", 4)) {
+        name = ref + 4;
+        const char *sep = strstr(name, ":-");
+        name_len = sep ? (size_t)(sep - name) : strlen(name);
+        def = sep ? sep + 2 : NULL;
+    } else if (!strncmp(ref, "file:", 5)) {
+        char e[400];
+        if (!ref[5]) {
+            pc_cfg_error_at(c->err, c->file, c->line, c->path, "${%s}: no file name", ref);
+            return -1;
+        }
+        if (read_file(ref + 5, out, e, sizeof e)) {
+            pc_cfg_error_at(c->err, c->file, c->line, c->path, "${%s}: cannot read %s: %s", ref,
+                            ref + 5, e);
+            return -1;
+        }
+        return 0;
+    } else {
+        int http = !strncmp(ref, "http:", 5) || !strncmp(ref, "https:", 6);
+        pc_cfg_error_at(c->err, c->file, c->line, c->path,
+                        "${%s}: unsupported provider \"%.*s\" (profcol has env and file%s)", ref,
+                        (int)name_len, ref, http ? "; it fetches nothing over HTTP" : "");
+        return -1;
+    }
+    if (!env_name_ok(name, name_len)) {
+        pc_cfg_error_at(c->err, c->file, c->line, c->path,
+                        "${%s}: environment variable \"%.*s\" has an invalid name (letters, "
+                        "digits and '_', not starting with a digit)",
+                        ref, (int)name_len, name);
+        return -1;
+    }
+    char var[256];
+    snprintf(var, sizeof var, "%.*s", (int)name_len, name);
+    const char *val = getenv(var);
+    if (!val || (!*val && def)) {
+        if (!def && !val)
+            PC_WARN(NULL,
+                    "%s:%d: %s%sconfiguration references unset environment variable \"%s\" "
+                    "(the value is empty)",
+                    c->file, c->line, c->path, *c->path ? ": " : "", var);
+        val = def ? def : "";
+    }
+    pc_buf_append(out, val, strlen(val));
+    return 0;
+}
+
+/* A file's trailing newline stays in the value, as in the Collector: say so, since it is rarely
+ * what a token or header wants (bearertokenauth's filename trims it). */
+static void newline_hint(subst *c, const char *ref, const pc_buf *raw)
+{
+    if (!strncmp(ref, "file:", 5) && raw->len && raw->data[raw->len - 1] == '\n')
+        PC_WARN(NULL,
+                "%s:%d: %s%s${%s} ends with a newline, which stays in the value (as in the "
+                "Collector)",
+                c->file, c->line, c->path, *c->path ? ": " : "", ref);
+}
+
+/* Expand every ${...} in s; "$$" is a literal '$'. A retrieved value is expanded again (as the
+ * Collector's resolver does), up to MAX_EXPANSIONS deep. NULL on error (recorded). */
+static char *expand(subst *c, const char *s, int depth)
+{
+    if (depth > MAX_EXPANSIONS) {
+        pc_cfg_error_at(c->err, c->file, c->line, c->path,
+                        "too many recursive expansions (a value refers to itself?)");
+        return NULL;
+    }
+    pc_buf out = {0};
+    while (*s) {
+        if (s[0] == '$' && s[1] == '$') {
+            pc_buf_append(&out, "$", 1);
+            s += 2;
+            continue;
+        }
+        const char *end;
+        if (s[0] == '$' && s[1] == '{' && (end = strchr(s + 2, '}'))) {
+            size_t len = (size_t)(end - (s + 2));
+            char *ref = pc_xmalloc(len + 1);
+            memcpy(ref, s + 2, len);
+            ref[len] = 0;
+            pc_buf raw = {0};
+            int rc = retrieve(c, ref, &raw);
+            if (!rc) newline_hint(c, ref, &raw);
+            free(ref);
+            char *inner = rc ? NULL : expand(c, raw.data ? (char *)raw.data : "", depth + 1);
+            pc_buf_free(&raw);
+            if (!inner) {
+                pc_buf_free(&out);
+                return NULL;
+            }
+            pc_buf_append(&out, inner, strlen(inner));
+            free(inner);
+            s = end + 1;
+            continue;
+        }
+        pc_buf_append(&out, s, 1);
+        s++;
+    }
+    char *r = pc_xstrdup(out.data ? (char *)out.data : "");
+    pc_buf_free(&out);
+    return r;
+}
+
+/* ---- YAML to nodes ---- */
+
+typedef struct convert_ctx {
+    yaml_document_t *doc;
+    const char *file;
+    size_t count;
+    int depth_base; /* a retrieved document nests below the reference */
+    int expansions;
+    pc_cfg_err *err;
+} convert_ctx;
+
+static pc_node *parse_any(const char *text, size_t len, const char *file, int depth, int expansions,
+                          const char *path, pc_cfg_err *err, int *empty);
+
+static int is_null_scalar(const yaml_node_t *y)
+{
+    const char *v = (const char *)y->data.scalar.value;
+    if (y->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
+    return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
+}
+
+/* The kind of a YAML document's root without building anything: -1 not YAML, 0 empty. */
+static int yaml_root_kind(const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) abort();
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int kind = -1;
+    if (yaml_parser_load(&parser, &doc)) {
+        yaml_node_t *top = yaml_document_get_root_node(&doc);
+        kind = top ? (int)top->type : 0;
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    return kind;
+}
+
+/* A scalar that is exactly one ${...} whose value is a YAML mapping or sequence becomes that
+ * subtree (e.g. `receivers: ${file:receivers.yaml}`), as confmap makes it; any other value is
+ * text, verbatim. */
+static pc_node *expand_scalar(convert_ctx *c, const char *v, int line, int depth, const char *path)
+{
+    subst sc = {c->file, line, path, c->err};
+    size_t len = strlen(v);
+    if (len > 3 && v[0] == '$' && v[1] == '{' && v[len - 1] == '}' &&
+        !memchr(v + 2, '}', len - 3) && !memchr(v + 2, '$', len - 3)) {
+        char *ref = pc_xmalloc(len - 2);
+        memcpy(ref, v + 2, len - 3);
+        ref[len - 3] = 0;
+        pc_buf raw = {0};
+        pc_node *n = NULL;
+        if (retrieve(&sc, ref, &raw) == 0) {
+            const char *text = raw.data ? (const char *)raw.data : "";
+            int kind = yaml_root_kind(text, raw.len);
+            if (kind == YAML_MAPPING_NODE || kind == YAML_SEQUENCE_NODE) {
+                if (c->expansions >= MAX_EXPANSIONS) {
+                    pc_cfg_error_at(c->err, c->file, line, path,
+                                    "too many recursive expansions (a value refers to itself?)");
+                } else {
+                    char name[300];
+                    snprintf(name, sizeof name, "${%.280s}", ref);
+                    int empty = 0;
+                    n = parse_any(text, raw.len,
+                                  intern_file(!strncmp(ref, "file:", 5) ? ref + 5 : name), depth,
+                                  c->expansions + 1, path, c->err, &empty);
+                }
+            } else {
+                newline_hint(&sc, ref, &raw);
+                char *val = expand(&sc, text, c->expansions + 1);
+                if (val) {
+                    n = node_new(PC_NODE_SCALAR, c->file, line);
+                    n->scalar = val;
+                }
+            }
+        }
+        free(ref);
+        pc_buf_free(&raw);
+        return n;
+    }
+    char *val = expand(&sc, v, c->expansions);
+    if (!val) return NULL;
+    pc_node *n = node_new(PC_NODE_SCALAR, c->file, line);
+    n->scalar = val;
+    return n;
+}
+
+static char *join_path(const char *path, const char *key)
+{
+    size_t a = strlen(path), b = strlen(key);
+    char *p = pc_xmalloc(a + b + 3);
+    memcpy(p, path, a);
+    if (a) memcpy(p + a, "::", 2);
+    memcpy(p + (a ? a + 2 : 0), key, b + 1);
+    return p;
+}
+
+/* Put key: val into map m. "a::b" keys nest (confmap's delimiter), merging with the map `a`
+ * already there; any other repeated key is an error. Consumes val; -1 on error (recorded). */
+static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val, int line,
+                      const char *path)
+{
+    const char *sep = strstr(key, "::");
+    size_t seg = sep ? (size_t)(sep - key) : strlen(key);
+    if (sep && (seg == 0 || !sep[2])) {
+        pc_cfg_error_at(c->err, c->file, line, path, "key \"%s\" has an empty part around \"::\"",
+                        key);
+        pc_node_free(val);
+        return -1;
+    }
+    char *name = pc_xmalloc(seg + 1);
+    memcpy(name, key, seg);
+    name[seg] = 0;
+    pc_node *have = NULL;
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->keys[i], name) == 0) have = m->vals[i];
+    int rc = 0;
+    if (sep) {
+        if (!have) {
+            have = node_new(PC_NODE_MAP, c->file, line);
+            have->from_path = true;
+            map_append(m, pc_xstrdup(name), have);
+        }
+        if (have->kind == PC_NODE_MAP) {
+            char *sub = join_path(path, name);
+            rc = map_insert(c, have, sep + 2, val, line, sub);
+            free(sub);
+        } else {
+            pc_cfg_error_at(c->err, c->file, line, path, "\"%s\" is set twice", key);
+            pc_node_free(val);
+            rc = -1;
+        }
+    } else if (!have) {
+        map_append(m, pc_xstrdup(name), val);
+    } else if (have->kind == PC_NODE_MAP && have->from_path && val->kind == PC_NODE_MAP) {
+        have->from_path = false; /* `a:` itself may appear once */
+        pc_config_merge(have, val);
+    } else {
+        pc_cfg_error_at(c->err, c->file, line, NULL, "duplicate key \"%s\"", name);
+        pc_node_free(val);
+        rc = -1;
+    }
+    free(name);
+    return rc;
+}
+
+static pc_node *convert(convert_ctx *c, yaml_node_t *y, int depth, const char *path)
+{
+    int line = (int)y->start_mark.line + 1;
+    if (++c->count > MAX_NODES || depth + c->depth_base > MAX_DEPTH) {
+        pc_cfg_error_at(c->err, c->file, line, NULL, "document too large or too deeply nested");
+        return NULL;
+    }
+    pc_node *n;
+    switch (y->type) {
+    case YAML_SCALAR_NODE:
+        if (is_null_scalar(y)) return node_new(PC_NODE_NULL, c->file, line);
+        return expand_scalar(c, (const char *)y->data.scalar.value, line, depth + c->depth_base,
+                             path);
+    case YAML_SEQUENCE_NODE: {
+        n = node_new(PC_NODE_SEQ, c->file, line);
+        size_t cnt = (size_t)(y->data.sequence.items.top - y->data.sequence.items.start);
+        n->vals = pc_xcalloc(cnt ? cnt : 1, sizeof(pc_node *));
+        int bad = 0;
+        for (yaml_node_item_t *it = y->data.sequence.items.start; it < y->data.sequence.items.top;
+             it++) {
+            pc_node *child = convert(c, yaml_document_get_node(c->doc, *it), depth + 1, path);
+            if (!child) {
+                bad = 1;
+                if (c->count > MAX_NODES) break;
+                continue;
+            }
+            n->vals[n->n++] = child;
+        }
+        if (bad) goto fail;
+        return n;
+    }
+    case YAML_MAPPING_NODE: {
+        n = node_new(PC_NODE_MAP, c->file, line);
+        int bad = 0;
+        for (yaml_node_pair_t *p = y->data.mapping.pairs.start; p < y->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+            if (!k || k->type != YAML_SCALAR_NODE) {
+                pc_cfg_error_at(c->err, c->file, (int)(k ? k->start_mark.line + 1 : (size_t)line),
+                                path, "mapping keys must be scalars");
+                bad = 1;
+                continue;
+            }
+            const char *key = (const char *)k->data.scalar.value;
+            int kline = (int)k->start_mark.line + 1;
+            char *sub = join_path(path, key);
+            pc_node *child = convert(c, yaml_document_get_node(c->doc, p->value), depth + 1, sub);
+            free(sub);
+            if (!child) {
+                bad = 1;
+                if (c->count > MAX_NODES) break;
+                continue;
+            }
+            if (child->file == c->file) child->line = kline; /* errors point at the key */
+            if (map_insert(c, n, key, child, kline, path)) bad = 1;
+        }
+        if (bad) goto fail;
+        return n;
+    }
+    default: return node_new(PC_NODE_NULL, c->file, line);
+    }
+fail:
+    pc_node_free(n);
+    return NULL;
+}
+
+/* Any YAML document (map, sequence, scalar). *empty is set for a document without content. */
+static pc_node *parse_any(const char *text, size_t len, const char *file, int depth, int expansions,
+                          const char *path, pc_cfg_err *err, int *empty)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) abort();
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        pc_cfg_error_at(err, file, (int)parser.problem_mark.line + 1, NULL, "invalid YAML: %s",
+                        parser.problem ? parser.problem : "syntax error");
+        yaml_parser_delete(&parser);
+        return NULL;
+    }
+    pc_node *root = NULL;
+    yaml_node_t *top = yaml_document_get_root_node(&doc);
+    *empty = top == NULL;
+    if (top) {
+        convert_ctx c = {&doc, file, 0, depth, expansions, err};
+        root = convert(&c, top, 0, path);
+    }
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    return root;
+}
+
+pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_cfg_err *err)
+{
+    const char *file = intern_file(name);
+    int empty = 0;
+    pc_node *root = parse_any(text, len, file, 0, 0, "", err, &empty);
+    if (empty) return node_new(PC_NODE_MAP, file, 1); /* an empty file is an empty map */
+    if (root && root->kind == PC_NODE_NULL) root->kind = PC_NODE_MAP;
+    if (root && root->kind != PC_NODE_MAP) {
+        pc_cfg_errorf(err, root, NULL, "the config must be a mapping at the top level");
+        pc_node_free(root);
+        root = NULL;
+    }
+    return root;
+}
+
+pc_node *pc_config_load_file(const char *path, pc_cfg_err *err)
+{
+    const char *p = strncmp(path, "file:", 5) == 0 ? path + 5 : path;
+    pc_buf b = {0};
+    char e[400];
+    if (read_file(p, &b, e, sizeof e)) {
+        pc_cfg_error_at(err, NULL, 0, NULL, "cannot read config %s: %s", p, e);
+        pc_buf_free(&b);
+        return NULL;
+    }
+    pc_node *root = pc_config_parse(b.data ? (char *)b.data : "", b.len, p, err);
+    pc_buf_free(&b);
+    return root;
+}
+
+/* ---- sources: --config URIs and --set ---- */
+
+/* confmap's URI: a scheme of two or more [A-Za-z0-9+.-] starting with a letter, then ':'. */
+static size_t uri_scheme_len(const char *s)
+{
+    size_t i = 0;
+    if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z'))) return 0;
+    while (s[i] && s[i] != ':') {
+        char ch = s[i];
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+              ch == '+' || ch == '.' || ch == '-'))
+            return 0;
+        i++;
+    }
+    return s[i] == ':' && i >= 2 ? i : 0;
+}
+
+static pc_node *load_uri(const char *uri, pc_cfg_err *err)
+{
+    size_t sl = uri_scheme_len(uri);
+    if (!sl || (sl == 4 && !strncmp(uri, "file", 4))) return pc_config_load_file(uri, err);
+    const char *rest = uri + sl + 1;
+    char name[120];
+    if (sl == 3 && !strncmp(uri, "env", 3)) {
+        const char *v = getenv(rest);
+        snprintf(name, sizeof name, "env:%.100s", rest);
+        if (!env_name_ok(rest, strlen(rest))) {
+            pc_cfg_error_at(err, NULL, 0, NULL, "--config %s: invalid environment variable name",
+                            uri);
+            return NULL;
+        }
+        if (!v) PC_WARN(NULL, "--config %s: environment variable %s is not set", uri, rest);
+        return pc_config_parse(v ? v : "", v ? strlen(v) : 0, name, err);
+    }
+    if (sl == 4 && !strncmp(uri, "yaml", 4)) {
+        snprintf(name, sizeof name, "--config %.100s", uri);
+        return pc_config_parse(rest, strlen(rest), name, err);
+    }
+    pc_cfg_error_at(err, NULL, 0, NULL,
+                    "--config %s: unsupported scheme \"%.*s\" (want a file path, file:, env: or "
+                    "yaml:)",
+                    uri, (int)sl, uri);
+    return NULL;
+}
+
+int pc_config_set_check(const char *set, char *err, size_t errlen)
+{
+    const char *eq = strchr(set, '=');
+    if (!eq) {
+        snprintf(err, errlen, "--set %s: missing equal sign (want key::path=value)", set);
+        return -1;
+    }
+    if (eq == set) {
+        snprintf(err, errlen, "--set %s: missing key before '='", set);
+        return -1;
+    }
+    return 0;
+}
+
+/* otelcol turns --set k.e.y=value into the yaml: source "k::e::y: value". */
+static pc_node *load_set(const char *set, pc_cfg_err *err)
+{
+    char e[300];
+    if (pc_config_set_check(set, e, sizeof e)) {
+        pc_cfg_error_at(err, NULL, 0, NULL, "%s", e);
+        return NULL;
+    }
+    const char *eq = strchr(set, '=');
+    const char *k = set, *kend = eq, *v = eq + 1;
+    while (k < kend && (*k == ' ' || *k == '\t'))
+        k++;
+    while (kend > k && (kend[-1] == ' ' || kend[-1] == '\t'))
+        kend--;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    pc_buf y = {0};
+    for (const char *p = k; p < kend; p++)
+        pc_buf_append(&y, *p == '.' ? "::" : p, *p == '.' ? 2 : 1);
+    pc_buf_append(&y, ": ", 2);
+    pc_buf_append(&y, v, strlen(v));
+    char name[160];
+    snprintf(name, sizeof name, "--set %.*s", (int)(eq - set) > 140 ? 140 : (int)(eq - set), set);
+    pc_node *n = pc_config_parse((const char *)y.data, y.len, name, err);
+    pc_buf_free(&y);
+    return n;
+}
+
+pc_node *pc_config_load(const pc_config_sources *src, pc_cfg_err *err)
+{
+    pc_node *root = NULL;
+    size_t before = err->n;
+    if (src->n_uris == 0 && src->default_yaml)
+        root = pc_config_parse(src->default_yaml, strlen(src->default_yaml),
+                               "<embedded default config>", err);
+    /* read every source even after a failure, so one run reports every error */
+    for (size_t i = 0; i < src->n_uris + src->n_sets; i++) {
+        pc_node *one = i < src->n_uris ? load_uri(src->uris[i], err)
+                                       : load_set(src->sets[i - src->n_uris], err);
+        if (!one) continue;
+        if (!root)
+            root = one;
+        else
+            pc_config_merge(root, one);
+    }
+    if (err->n != before) {
+        pc_node_free(root);
+        return NULL;
+    }
+    return root;
 }
 
 void pc_config_merge(pc_node *dst, pc_node *src)
@@ -247,10 +750,7 @@ void pc_config_merge(pc_node *dst, pc_node *src)
             pc_config_merge(dst->vals[j], src->vals[i]);
             free(src->keys[i]);
         } else {
-            dst->keys = pc_xrealloc(dst->keys, (dst->n + 1) * sizeof(char *));
-            dst->vals = pc_xrealloc(dst->vals, (dst->n + 1) * sizeof(pc_node *));
-            dst->keys[dst->n] = src->keys[i];
-            dst->vals[dst->n++] = src->vals[i];
+            map_append(dst, src->keys[i], src->vals[i]);
         }
     }
     free(src->keys);
@@ -301,4 +801,147 @@ const char *pc_closest(const char *key, const char *const *candidates, size_t n)
         }
     }
     return best;
+}
+
+/* ---- print-config ---- */
+
+/* Keys whose value is a secret wherever they appear, and blocks whose contents are, but for the
+ * names listed in keep (the Collector prints configopaque values as "[REDACTED]"). */
+static const char *const secret_keys[] = {"password", "token",  "client_secret", "api_key",
+                                          "key_pem",  "inline", "bearer_token",  NULL};
+static const char *const secret_blocks[] = {"auth", "basic_auth", "client_auth", "htpasswd", NULL};
+static const char *const keep_in_blocks[] = {"authenticator", "username", "file", "filename", NULL};
+
+static bool in_list(const char *s, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (!strcmp(s, list[i])) return true;
+    return false;
+}
+
+/* Redaction state of a node: NEVER (unredacted output), NO, SECRET (print "[REDACTED]" for its
+ * scalars), ALL_VALUES (a headers map: every value is a secret), BLOCK (an auth block: every value
+ * but the names in keep_in_blocks). */
+enum { NEVER = -1, NO = 0, SECRET = 1, ALL_VALUES = 2, BLOCK = 3 };
+
+static int child_mode(const char *key, int mode)
+{
+    switch (mode) {
+    case NEVER: return NEVER;
+    case SECRET:
+    case ALL_VALUES: return SECRET;
+    case BLOCK: return key && in_list(key, keep_in_blocks) ? NO : SECRET;
+    default: break;
+    }
+    if (!key) return NO; /* a list item */
+    if (in_list(key, secret_keys)) return SECRET;
+    if (!strcmp(key, "headers")) return ALL_VALUES;
+    if (in_list(key, secret_blocks)) return BLOCK;
+    return NO;
+}
+
+typedef struct emit_ctx {
+    yaml_emitter_t em;
+    int failed;
+} emit_ctx;
+
+static void emit_event(emit_ctx *c, yaml_event_t *ev)
+{
+    if (!c->failed && !yaml_emitter_emit(&c->em, ev)) c->failed = 1;
+}
+
+static void emit_scalar(emit_ctx *c, const char *s, bool is_null)
+{
+    yaml_event_t ev;
+    const char *v = is_null ? "null" : s;
+    /* a string that would read back as null is quoted */
+    bool nullish = !is_null && (!*v || !strcmp(v, "~") || !strcmp(v, "null") ||
+                                !strcmp(v, "Null") || !strcmp(v, "NULL"));
+    yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)v, (int)strlen(v), 1, 1,
+                                 is_null   ? YAML_PLAIN_SCALAR_STYLE
+                                 : nullish ? YAML_SINGLE_QUOTED_SCALAR_STYLE
+                                           : YAML_ANY_SCALAR_STYLE);
+    emit_event(c, &ev);
+}
+
+static void emit_node(emit_ctx *c, const pc_node *n, int mode)
+{
+    yaml_event_t ev;
+    switch (n->kind) {
+    case PC_NODE_NULL: emit_scalar(c, NULL, true); return;
+    case PC_NODE_SCALAR: emit_scalar(c, mode == SECRET ? "[REDACTED]" : n->scalar, false); return;
+    case PC_NODE_SEQ:
+        yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+        emit_event(c, &ev);
+        for (size_t i = 0; i < n->n; i++)
+            emit_node(c, n->vals[i], child_mode(NULL, mode));
+        yaml_sequence_end_event_initialize(&ev);
+        emit_event(c, &ev);
+        return;
+    case PC_NODE_MAP:
+        yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+        emit_event(c, &ev);
+        for (size_t i = 0; i < n->n; i++) {
+            emit_scalar(c, n->keys[i], false);
+            emit_node(c, n->vals[i], child_mode(n->keys[i], mode));
+        }
+        yaml_mapping_end_event_initialize(&ev);
+        emit_event(c, &ev);
+        return;
+    }
+}
+
+static int write_out(void *data, unsigned char *buffer, size_t size)
+{
+    return fwrite(buffer, 1, size, data) == size;
+}
+
+static json_t *to_json(const pc_node *n, int mode)
+{
+    switch (n->kind) {
+    case PC_NODE_NULL: return json_null();
+    case PC_NODE_SCALAR: return json_string(mode == SECRET ? "[REDACTED]" : n->scalar);
+    case PC_NODE_SEQ: {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n->n; i++)
+            json_array_append_new(a, to_json(n->vals[i], child_mode(NULL, mode)));
+        return a;
+    }
+    case PC_NODE_MAP: {
+        json_t *o = json_object();
+        for (size_t i = 0; i < n->n; i++)
+            json_object_set_new(o, n->keys[i], to_json(n->vals[i], child_mode(n->keys[i], mode)));
+        return o;
+    }
+    }
+    return json_null();
+}
+
+int pc_config_print(const pc_node *root, pc_print_format fmt, bool redacted, FILE *out)
+{
+    int mode = redacted ? NO : NEVER;
+    if (fmt == PC_PRINT_JSON) {
+        json_t *j = to_json(root, mode);
+        int rc = json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', out);
+        json_decref(j);
+        return rc ? -1 : 0;
+    }
+    emit_ctx c = {0};
+    if (!yaml_emitter_initialize(&c.em)) abort();
+    yaml_emitter_set_output(&c.em, write_out, out);
+    yaml_emitter_set_unicode(&c.em, 1);
+    yaml_emitter_set_width(&c.em, -1);
+    yaml_event_t ev;
+    yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+    emit_event(&c, &ev);
+    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+    emit_event(&c, &ev);
+    emit_node(&c, root, mode);
+    yaml_document_end_event_initialize(&ev, 1);
+    emit_event(&c, &ev);
+    yaml_stream_end_event_initialize(&ev);
+    emit_event(&c, &ev);
+    yaml_emitter_delete(&c.em);
+    return c.failed ? -1 : 0;
 }

@@ -10,11 +10,36 @@
 #include <time.h>
 
 static pc_log_level g_level = PC_LOG_INFO;
+static int g_json;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void pc_log_set_level(pc_log_level lvl)
 {
     g_level = lvl;
+}
+
+void pc_log_set_json(int json)
+{
+    g_json = json;
+}
+
+/* s as the inside of a JSON string, within room bytes (control characters escaped). */
+static size_t json_escape(char *out, size_t room, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 7 < room; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)ch;
+        } else if (ch < 0x20) {
+            n += (size_t)snprintf(out + n, room - n, "\\u%04x", ch);
+        } else {
+            out[n++] = (char)ch;
+        }
+    }
+    out[n] = 0;
+    return n;
 }
 
 int pc_log_parse_level(const char *s, pc_log_level *out)
@@ -32,7 +57,8 @@ int pc_log_parse_level(const char *s, pc_log_level *out)
     return -1;
 }
 
-/* One line: timestamp, level, who, the message, then suffix (may be ""). */
+/* One line: timestamp, level, who, the message, then suffix (may be ""); as text, or as one
+ * JSON object with service::telemetry::logs::encoding json. */
 static void vlog(pc_log_level lvl, const char *who, const char *suffix, const char *fmt, va_list ap)
 {
     char line[2048];
@@ -40,15 +66,34 @@ static void vlog(pc_log_level lvl, const char *who, const char *suffix, const ch
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof line,
-                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s: ", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, level_names[lvl], who ? who : "profcol");
-    if (n < (int)sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    size_t len = strnlen(line, sizeof line - 2);
-    if (*suffix) {
-        snprintf(line + len, sizeof line - 1 - len, "%s", suffix);
+    size_t len;
+    if (g_json) {
+        char msg[1600], who_e[200];
+        int m = vsnprintf(msg, sizeof msg, fmt, ap);
+        if (m >= 0 && (size_t)m < sizeof msg && *suffix)
+            snprintf(msg + m, sizeof msg - (size_t)m, "%s", suffix);
+        json_escape(who_e, sizeof who_e, who ? who : "profcol");
+        int n = snprintf(line, sizeof line,
+                         "{\"level\":\"%s\",\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\","
+                         "\"component\":\"%s\",\"msg\":\"",
+                         level_names[lvl], tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                         tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, who_e);
+        if (n > 0 && n < (int)sizeof line - 4) {
+            n += (int)json_escape(line + n, sizeof line - 4 - (size_t)n, msg);
+            memcpy(line + n, "\"}", 3);
+        }
         len = strnlen(line, sizeof line - 2);
+    } else {
+        int n = snprintf(line, sizeof line,
+                         "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s: ", tm.tm_year + 1900,
+                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                         ts.tv_nsec / 1000000, level_names[lvl], who ? who : "profcol");
+        if (n < (int)sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+        len = strnlen(line, sizeof line - 2);
+        if (*suffix) {
+            snprintf(line + len, sizeof line - 1 - len, "%s", suffix);
+            len = strnlen(line, sizeof line - 2);
+        }
     }
     /* one write per line so concurrent lines never interleave */
     line[len++] = '\n';

@@ -5,6 +5,9 @@
 typedef enum { PC_LOG_DEBUG = 0, PC_LOG_INFO, PC_LOG_WARN, PC_LOG_ERROR } pc_log_level;
 
 void pc_log_set_level(pc_log_level lvl);
+/* service::telemetry::logs::encoding: json writes each line as one JSON object (level, ts,
+ * component, msg) instead of the console line. */
+void pc_log_set_json(int json);
 int pc_log_parse_level(const char *s, pc_log_level *out);
 void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -1,5 +1,7 @@
 /* Graph building (DESIGN §1): receivers and exporters are one instance per id shared by every
- * pipeline that lists them; processors are instantiated per pipeline. */
+ * pipeline that lists them; processors are instantiated per pipeline. Validation looks at the
+ * whole config and reports every error it finds. A reload builds a second service that borrows
+ * the running one's unchanged components, then switches over (pc_service_reload). */
 #include "pipeline/service.h"
 
 #include <stdio.h>
@@ -15,13 +17,25 @@
 
 #define MAX_COMPONENTS 256
 
+/* Where receivers hand data to a pipeline: counts the requests the pipeline has not answered
+ * yet, so a service being replaced is freed only once nothing of it is in use. */
+typedef struct pipe_entry {
+    pc_consumer base;
+    pc_consumer *next;
+    pc_service *svc;
+} pipe_entry;
+
 typedef struct pipeline {
     char *name; /* "profiles" or "profiles/x", "traces", ... */
     pc_signal signal;
     pc_component **processors; /* own instances */
     size_t n_processors;
     pc_consumer *exporters_fanout; /* NULL when a single exporter */
-    pc_consumer *first;            /* where receivers hand data to this pipeline */
+    pc_consumer *first;            /* the first processor (or the exporters) */
+    pipe_entry *entry;             /* what receivers call: counts, then first */
+    bool borrowed;                 /* processors, fan-out and entry belong to `from` until the
+                                      switch (an unchanged pipeline of a reload) */
+    bool built;
 } pipeline;
 
 struct pc_service {
@@ -34,12 +48,27 @@ struct pc_service {
     pipeline *pipelines;
     size_t n_pipelines;
     pc_consumer *receiver_fanouts[MAX_COMPONENTS][PC_SIGNAL_COUNT];
-    char *metrics_address; /* NULL: metrics not served */
+    pc_consumer *routes[MAX_COMPONENTS][PC_SIGNAL_COUNT]; /* per receiver, applied at start */
+    char *metrics_address;                                /* NULL: metrics not served */
     uint64_t shutdown_timeout_ms;
+    pc_log_level log_level;
+    bool log_level_set, log_json;
     pc_metrics_server *metrics;
+    /* reload */
+    pc_service *from;                      /* the running service this one borrows from */
+    pc_component *retired[MAX_COMPONENTS]; /* stopped early by a reload, freed with the service */
+    size_t n_retired;
+    pc_component *waiting[MAX_COMPONENTS]; /* exporters that start once their predecessor left
+                                              its persistent queue; they refuse data until then */
+    size_t n_waiting;
+    bool quick_handover[MAX_COMPONENTS]; /* per exporter: leave the persistent queue on disk */
+    size_t in_flight;                    /* requests inside this service's pipelines */
+    pc_component **kept;                 /* taken over at the switch: running already */
+    size_t n_kept;
     /* shutdown state */
     size_t pending;
     int phase;
+    void (*cont)(pc_service *s); /* what runs once pending reaches 0 */
     void (*done)(void *);
     void *done_arg;
 };
@@ -49,10 +78,64 @@ static pc_component *as_component(pc_consumer *self)
     return (pc_component *)((char *)self - offsetof(pc_component, self));
 }
 
+static bool is_waiting(const pc_service *s, const pc_component *c)
+{
+    for (size_t i = 0; i < s->n_waiting; i++)
+        if (s->waiting[i] == c) return true;
+    return false;
+}
+
 static void component_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
 {
     pc_component *c = as_component(self);
+    pc_service *s = c->host;
+    if (s && s->n_waiting && is_waiting(s, c)) {
+        /* its predecessor is still leaving the persistent queue to it: the client retries */
+        pc_batch_unref(b);
+        done(arg, PC_ERR_RETRYABLE, "exporter is restarting");
+        return;
+    }
     c->type->consume(c, b, done, arg);
+}
+
+typedef struct entry_call {
+    pc_service *svc;
+    pc_done_fn done;
+    void *arg;
+} entry_call;
+
+static void entry_done(void *arg, pc_status st, const char *msg)
+{
+    entry_call *call = arg;
+    pc_done_fn done = call->done;
+    void *a = call->arg;
+    call->svc->in_flight--;
+    free(call);
+    done(a, st, msg);
+}
+
+static void entry_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
+{
+    pipe_entry *e = (pipe_entry *)self;
+    entry_call *call = pc_xmalloc(sizeof *call);
+    *call = (entry_call){e->svc, done, arg};
+    e->svc->in_flight++;
+    pc_consume(e->next, b, entry_done, call);
+}
+
+static pipe_entry *entry_new(pc_service *s, pc_consumer *next)
+{
+    pipe_entry *e = pc_xcalloc(1, sizeof *e);
+    e->base.consume = entry_consume;
+    e->base.mutates = next->mutates;
+    e->next = next;
+    e->svc = s;
+    return e;
+}
+
+static bool owned(const pc_service *s, const pc_component *c)
+{
+    return c && c->host == s;
 }
 
 static void component_free(pc_component *c)
@@ -111,12 +194,21 @@ static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, 
     return c;
 }
 
-static const char *const top_keys[] = {"receivers", "processors", "exporters", "extensions",
-                                       "service"};
+static const char *const top_keys[] = {"receivers",  "processors", "exporters",
+                                       "extensions", "service",    "connectors"};
 static const char *const service_keys[] = {"pipelines", "extensions", "telemetry",
                                            "shutdown_timeout"};
 static const char *const pipeline_keys[] = {"receivers", "processors", "exporters"};
+#define N_OF(a) (sizeof(a) / sizeof(a)[0])
 
+static void path_join(char *out, size_t n, const char *path, const char *key)
+{
+    if (snprintf(out, n, "%s%s%s", path, *path ? "::" : "", key) >= (int)n)
+        out[n - 1] = 0; /* a truncated path still locates the key */
+}
+
+/* Every key of map must be in allowed; each one that is not is an error (with a "did you mean").
+ * -1 if map is not a mapping or has unknown keys. */
 static int check_keys(const pc_node *map, const char *const *allowed, size_t n, const char *path,
                       pc_cfg_err *err)
 {
@@ -126,6 +218,7 @@ static int check_keys(const pc_node *map, const char *const *allowed, size_t n, 
         pc_cfg_errorf(err, map, path, "must be a mapping");
         return -1;
     }
+    int rc = 0;
     for (size_t i = 0; i < map->n; i++) {
         size_t j = 0;
         while (j < n && strcmp(map->keys[i], allowed[j]) != 0)
@@ -133,17 +226,30 @@ static int check_keys(const pc_node *map, const char *const *allowed, size_t n, 
         if (j < n) continue;
         const char *close = pc_closest(map->keys[i], allowed, n);
         char sub[256];
-        if (snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "::" : "", map->keys[i]) >=
-            (int)sizeof sub)
-            sub[sizeof sub - 1] = 0; /* a truncated path still locates the key */
+        path_join(sub, sizeof sub, path, map->keys[i]);
         pc_cfg_errorf(err, map->vals[i], sub, "unknown key \"%s\"%s%s%s", map->keys[i],
                       close ? " (did you mean \"" : "", close ? close : "", close ? "\"?)" : "");
-        return -1;
+        rc = -1;
     }
-    return 0;
+    return rc;
 }
 
-/* Validate every defined component's config, even unused ones (as the Collector does). */
+static bool is_empty(const pc_node *n)
+{
+    return !n || n->kind == PC_NODE_NULL ||
+           ((n->kind == PC_NODE_MAP || n->kind == PC_NODE_SEQ) && n->n == 0);
+}
+
+/* A Collector setting profcol does not implement: refused, never ignored. */
+static int unsupported(const pc_node *n, const char *path, const char *why, pc_cfg_err *err)
+{
+    if (is_empty(n)) return 0;
+    pc_cfg_errorf(err, n, path, "not supported by profcol: %s", why);
+    return -1;
+}
+
+/* Validate every defined component's config, even unused ones (as the Collector does). Each
+ * component's errors are reported; one bad component does not hide the next. */
 static int validate_section(pc_service *s, const char *section, pc_kind kind, pc_cfg_err *err)
 {
     const pc_node *sec = pc_node_get(s->root, section);
@@ -152,19 +258,23 @@ static int validate_section(pc_service *s, const char *section, pc_kind kind, pc
         pc_cfg_errorf(err, sec, section, "must be a mapping of component ids");
         return -1;
     }
+    int rc = 0;
     for (size_t i = 0; i < sec->n; i++) {
         char path[256];
-        snprintf(path, sizeof path, "%s::%s", section, sec->keys[i]);
+        path_join(path, sizeof path, section, sec->keys[i]);
         const pc_component_type *t = lookup_type(kind, sec->keys[i], sec->vals[i], path, err);
-        if (!t) return -1;
+        if (!t) {
+            rc = -1;
+            continue;
+        }
         void *cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
-        int rc = pc_cfgtable_apply(t->cfg, cfg, sec->vals[i], path, err);
-        if (!rc && t->validate) rc = t->validate(cfg, sec->vals[i], path, err);
+        int r = pc_cfgtable_apply(t->cfg, cfg, sec->vals[i], path, err);
+        if (!r && t->validate) r = t->validate(cfg, sec->vals[i], path, err);
         pc_cfgtable_free(t->cfg, cfg);
         free(cfg);
-        if (rc) return -1;
+        if (r) rc = -1;
     }
-    return 0;
+    return rc;
 }
 
 static const pc_node *find_definition(pc_service *s, const char *section, const char *id,
@@ -174,14 +284,170 @@ static const pc_node *find_definition(pc_service *s, const char *section, const 
     if (sec && sec->kind == PC_NODE_MAP)
         for (size_t i = 0; i < sec->n; i++)
             if (strcmp(sec->keys[i], id) == 0) return sec->vals[i];
-    pc_cfg_errorf(err, at, path, "%s \"%s\" is not defined in the top-level \"%s\" section",
-                  section, id, section);
+    if (err)
+        pc_cfg_errorf(err, at, path, "%s \"%s\" is not defined in the top-level \"%s\" section",
+                      section, id, section);
     return NULL;
 }
 
-/* The shared instance of a receiver or exporter id, created on first use. */
+/* ---- what a reload keeps ---- */
+
+static const pc_node *pipelines_of(const pc_node *root)
+{
+    const pc_node *p = pc_node_get(pc_node_get(root, "service"), "pipelines");
+    return p && p->kind == PC_NODE_MAP ? p : NULL;
+}
+
+static bool lists(const pc_node *pipeline, const char *list, const char *id)
+{
+    const pc_node *l = pc_node_get(pipeline, list);
+    for (size_t i = 0; l && l->kind == PC_NODE_SEQ && i < l->n; i++)
+        if (l->vals[i]->kind == PC_NODE_SCALAR && !strcmp(l->vals[i]->scalar, id)) return true;
+    return false;
+}
+
+/* The same pipelines (by name) list id under `list` in both configs. */
+static bool same_membership(const pc_node *ra, const pc_node *rb, const char *list, const char *id)
+{
+    const pc_node *pa = pipelines_of(ra), *pb = pipelines_of(rb);
+    for (int pass = 0; pass < 2; pass++) {
+        const pc_node *x = pass ? pb : pa, *y = pass ? pa : pb;
+        for (size_t i = 0; x && i < x->n; i++)
+            if (lists(x->vals[i], list, id) && !lists(pc_node_get(y, x->keys[i]), list, id))
+                return false;
+    }
+    return true;
+}
+
+static bool enabled_extension(const pc_node *root, const char *id)
+{
+    const pc_node *l = pc_node_get(pc_node_get(root, "service"), "extensions");
+    for (size_t i = 0; l && l->kind == PC_NODE_SEQ && i < l->n; i++)
+        if (l->vals[i]->kind == PC_NODE_SCALAR && !strcmp(l->vals[i]->scalar, id)) return true;
+    return false;
+}
+
+static pc_component *find_in(pc_component *const *list, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] && !strcmp(list[i]->id, id)) return list[i];
+    return NULL;
+}
+
+static bool same_definition(const pc_service *s, const char *section, const char *id)
+{
+    const pc_node *a = pc_node_get(pc_node_get(s->from->root, section), id);
+    const pc_node *b = pc_node_get(pc_node_get(s->root, section), id);
+    return a && b && pc_node_equal(a, b);
+}
+
+static pc_component *kept_extension(pc_service *s, const char *id)
+{
+    if (!s->from || !enabled_extension(s->from->root, id) || !enabled_extension(s->root, id) ||
+        !same_definition(s, "extensions", id))
+        return NULL;
+    return find_in(s->from->extensions, s->from->n_extensions, id);
+}
+
+/* Every `auth: authenticator: <id>` below n names an extension the reload keeps. */
+static bool auth_refs_kept(pc_service *s, const pc_node *n)
+{
+    if (!n || n->kind != PC_NODE_MAP) return true;
+    for (size_t i = 0; i < n->n; i++) {
+        const pc_node *id = pc_node_get(n->vals[i], "authenticator");
+        if (!strcmp(n->keys[i], "auth") && id && id->kind == PC_NODE_SCALAR) {
+            if (!kept_extension(s, id->scalar)) return false;
+        } else if (!auth_refs_kept(s, n->vals[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The running instance of a receiver or exporter a reload keeps, or NULL. */
+static pc_component *kept_instance(pc_service *s, pc_kind kind, const char *id)
+{
+    const char *section = kind == PC_KIND_RECEIVER ? "receivers" : "exporters";
+    if (!s->from || !same_definition(s, section, id) ||
+        !same_membership(s->from->root, s->root, section, id) ||
+        !auth_refs_kept(s, pc_node_get(pc_node_get(s->root, section), id)))
+        return NULL;
+    return kind == PC_KIND_RECEIVER ? find_in(s->from->receivers, s->from->n_receivers, id)
+                                    : find_in(s->from->exporters, s->from->n_exporters, id);
+}
+
+static bool seq_equal(const pc_node *a, const pc_node *b)
+{
+    if (is_empty(a) || is_empty(b)) return is_empty(a) && is_empty(b);
+    return pc_node_equal(a, b);
+}
+
+static pipeline *old_pipeline(const pc_service *old, const char *name)
+{
+    for (size_t i = 0; i < old->n_pipelines; i++)
+        if (old->pipelines[i].built && !strcmp(old->pipelines[i].name, name))
+            return &old->pipelines[i];
+    return NULL;
+}
+
+/* A pipeline is kept when its processors (ids, order and configs) and exporters are unchanged
+ * and every exporter is kept. Processors of one id share state (tracelink's span index), so
+ * they are kept or restarted together: one restarted instance restarts them all. */
+/* NULL, null, or a list of scalars (anything else is an error reported by the build). */
+static bool scalar_items(const pc_node *l)
+{
+    if (!l || l->kind == PC_NODE_NULL) return true;
+    if (l->kind != PC_NODE_SEQ) return false;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->vals[i]->kind != PC_NODE_SCALAR) return false;
+    return true;
+}
+
+static void plan_pipelines(pc_service *s, const pc_node *pls, bool *keep)
+{
+    const pc_node *opls = pipelines_of(s->from->root);
+    for (size_t i = 0; i < pls->n; i++) {
+        const pc_node *p = pls->vals[i], *op = pc_node_get(opls, pls->keys[i]);
+        keep[i] = op && old_pipeline(s->from, pls->keys[i]) &&
+                  scalar_items(pc_node_get(p, "processors")) &&
+                  scalar_items(pc_node_get(p, "exporters")) &&
+                  scalar_items(pc_node_get(p, "receivers")) &&
+                  seq_equal(pc_node_get(p, "processors"), pc_node_get(op, "processors")) &&
+                  seq_equal(pc_node_get(p, "exporters"), pc_node_get(op, "exporters"));
+        const pc_node *procs = pc_node_get(p, "processors"), *exps = pc_node_get(p, "exporters");
+        for (size_t k = 0; keep[i] && procs && k < procs->n; k++)
+            keep[i] = same_definition(s, "processors", procs->vals[k]->scalar);
+        for (size_t k = 0; keep[i] && exps && k < exps->n; k++)
+            keep[i] = kept_instance(s, PC_KIND_EXPORTER, exps->vals[k]->scalar) != NULL;
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < pls->n; i++) {
+            const pc_node *procs = pc_node_get(pls->vals[i], "processors");
+            for (size_t k = 0; keep[i] && procs && procs->kind == PC_NODE_SEQ && k < procs->n;
+                 k++) {
+                const char *id = procs->vals[k]->scalar;
+                for (int pass = 0; keep[i] && pass < 2; pass++) {
+                    const pc_node *x = pass ? opls : pls;
+                    for (size_t j = 0; keep[i] && x && j < x->n; j++) {
+                        if (!lists(x->vals[j], "processors", id)) continue;
+                        size_t q = 0;
+                        while (q < pls->n && strcmp(pls->keys[q], x->keys[j]) != 0)
+                            q++;
+                        if (q == pls->n || !keep[q]) keep[i] = false, changed = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- building ---- */
+
+/* The shared instance of a receiver or exporter id, created on first use (or borrowed from the
+ * running service on a reload). dry: only check that it is defined (errors were found before). */
 static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id, const pc_node *at,
-                                     const char *path, pc_cfg_err *err)
+                                     const char *path, bool dry, pc_cfg_err *err)
 {
     pc_component **list = kind == PC_KIND_RECEIVER ? s->receivers : s->exporters;
     size_t *n = kind == PC_KIND_RECEIVER ? &s->n_receivers : &s->n_exporters;
@@ -189,122 +455,236 @@ static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id
         if (strcmp(list[i]->id, id) == 0) return list[i];
     const char *section = kind == PC_KIND_RECEIVER ? "receivers" : "exporters";
     const pc_node *def = find_definition(s, section, id, at, path, err);
-    if (!def) return NULL;
+    if (!def || dry) return NULL;
     if (*n == MAX_COMPONENTS) {
         pc_cfg_errorf(err, at, path, "too many components");
         return NULL;
     }
-    char cpath[256];
-    snprintf(cpath, sizeof cpath, "%s::%s", section, id);
-    pc_component *c = component_new(s, kind, id, def, cpath, NULL, err);
+    pc_component *c = kept_instance(s, kind, id);
+    if (!c) {
+        char cpath[256];
+        path_join(cpath, sizeof cpath, section, id);
+        c = component_new(s, kind, id, def, cpath, NULL, err);
+        /* a replaced exporter with a persistent queue takes it over: it starts once its
+         * predecessor stopped and left the queue on disk */
+        if (c && kind == PC_KIND_EXPORTER && s->from &&
+            find_in(s->from->exporters, s->from->n_exporters, id)) {
+            const pc_node *odef = pc_node_get(pc_node_get(s->from->root, section), id);
+            const pc_node *st = pc_node_get(pc_node_get(odef, "sending_queue"), "storage");
+            if (st && st->kind == PC_NODE_SCALAR) s->waiting[s->n_waiting++] = c;
+        }
+    }
     if (c) list[(*n)++] = c;
     return c;
 }
 
 /* A pipeline of a signal the component does not handle is refused, naming what it handles. */
-static int check_signal(const pc_component *c, const pipeline *pl, const pc_node *at,
-                        const char *path, pc_cfg_err *err)
+static int check_signal(const pc_component *c, const pc_component_type *t, pc_signal sig,
+                        const pc_node *at, const char *path, pc_cfg_err *err)
 {
-    if (pc_component_type_supports(c->type, pl->signal)) {
+    if (pc_component_type_supports(t, sig)) {
         char e[256];
-        if (!c->type->check_signal || !c->type->check_signal(c, pl->signal, e, sizeof e)) return 0;
+        if (!c || !t->check_signal || !t->check_signal(c, sig, e, sizeof e)) return 0;
         pc_cfg_errorf(err, at, path, "%s \"%s\" cannot serve %s pipelines: %s",
-                      pc_kind_name(c->type->kind), c->id, pc_signal_infos[pl->signal].name, e);
+                      pc_kind_name(t->kind), c->id, pc_signal_infos[sig].name, e);
         return -1;
     }
     char list[64] = "";
     for (int s = 0; s < PC_SIGNAL_COUNT; s++)
-        if (pc_component_type_supports(c->type, (pc_signal)s))
+        if (pc_component_type_supports(t, (pc_signal)s))
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
                      pc_signal_infos[s].name);
     pc_cfg_errorf(err, at, path, "%s \"%s\" does not support %s pipelines (only: %s)",
-                  pc_kind_name(c->type->kind), c->type->name, pc_signal_infos[pl->signal].name,
-                  list);
+                  pc_kind_name(t->kind), t->name, pc_signal_infos[sig].name, list);
     return -1;
 }
 
-static const pc_node *id_list(const pc_node *p, const char *key, const char *path, pc_cfg_err *err)
+/* The type of a defined component id (for signal checks without an instance), or NULL. */
+static const pc_component_type *defined_type(pc_service *s, pc_kind kind, const char *section,
+                                             const char *id)
+{
+    if (!find_definition(s, section, id, NULL, NULL, NULL)) return NULL;
+    char type[128];
+    size_t tl = strcspn(id, "/");
+    if (tl >= sizeof type) return NULL;
+    memcpy(type, id, tl);
+    type[tl] = 0;
+    return pc_component_type_find(kind, type);
+}
+
+/* A list of component ids: -1 when it is not a list of scalars or names one twice (as the
+ * Collector: 'references exporter "x" multiple times'). */
+static int id_list(const pc_node *p, const char *key, const char *path, const pc_node **out,
+                   pc_cfg_err *err)
 {
     const pc_node *l = pc_node_get(p, key);
-    if (!l || l->kind == PC_NODE_NULL) return NULL;
+    *out = NULL;
+    if (!l || l->kind == PC_NODE_NULL) return 0;
+    char sub[256];
+    path_join(sub, sizeof sub, path, key);
     if (l->kind != PC_NODE_SEQ) {
         pc_cfg_errorf(err, l, path, "%s must be a list of component ids", key);
-        return NULL;
+        return -1;
     }
+    int rc = 0;
+    *out = l; /* the checks after look at its scalar items even when this one fails */
     for (size_t i = 0; i < l->n; i++) {
         if (l->vals[i]->kind != PC_NODE_SCALAR) {
             pc_cfg_errorf(err, l->vals[i], path, "%s must be a list of component ids", key);
-            return NULL;
+            rc = -1;
+            continue;
         }
+        for (size_t j = 0; j < i; j++)
+            if (l->vals[j]->kind == PC_NODE_SCALAR &&
+                !strcmp(l->vals[i]->scalar, l->vals[j]->scalar)) {
+                /* "exporter" for "exporters" */
+                pc_cfg_errorf(err, l->vals[i], path, "%.*s \"%s\" listed twice",
+                              (int)strlen(key) - 1, key, l->vals[i]->scalar);
+                rc = -1;
+                break;
+            }
     }
-    return l;
+    return rc;
 }
 
-static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const char *path,
-                          pc_cfg_err *err)
+static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const char *path, bool dry,
+                          bool keep, pc_cfg_err *err)
 {
-    if (check_keys(p, pipeline_keys, 3, path, err)) return -1;
-    const pc_node *recv = id_list(p, "receivers", path, err);
-    const pc_node *procs = id_list(p, "processors", path, err);
-    const pc_node *exps = id_list(p, "exporters", path, err);
-    if (err->msg[0]) return -1;
+    int rc = check_keys(p, pipeline_keys, N_OF(pipeline_keys), path, err);
+    const pc_node *recv, *procs, *exps;
+    if (id_list(p, "receivers", path, &recv, err)) rc = -1;
+    if (id_list(p, "processors", path, &procs, err)) rc = -1;
+    if (id_list(p, "exporters", path, &exps, err)) rc = -1;
+    dry = dry || rc;
     if (!recv || recv->n == 0) {
         pc_cfg_errorf(err, p, path, "pipeline must have at least one receiver");
-        return -1;
+        rc = -1;
     }
     if (!exps || exps->n == 0) {
         pc_cfg_errorf(err, p, path, "pipeline must have at least one exporter");
-        return -1;
+        rc = -1;
     }
+    if (dry) { /* errors were found already: only check references, build nothing */
+        for (size_t i = 0; procs && i < procs->n; i++) {
+            if (procs->vals[i]->kind != PC_NODE_SCALAR) continue;
+            const char *id = procs->vals[i]->scalar;
+            const pc_component_type *t = defined_type(s, PC_KIND_PROCESSOR, "processors", id);
+            if (!find_definition(s, "processors", id, procs->vals[i], path, err) ||
+                (t && check_signal(NULL, t, pl->signal, procs->vals[i], path, err)))
+                rc = -1;
+        }
+        for (size_t i = 0; exps && i < exps->n; i++) {
+            if (exps->vals[i]->kind != PC_NODE_SCALAR) continue;
+            const char *id = exps->vals[i]->scalar;
+            const pc_component_type *t = defined_type(s, PC_KIND_EXPORTER, "exporters", id);
+            if (!find_definition(s, "exporters", id, exps->vals[i], path, err) ||
+                (t && check_signal(NULL, t, pl->signal, exps->vals[i], path, err)))
+                rc = -1;
+        }
+        return rc;
+    }
+    if (rc) return -1;
     pc_consumer *targets[MAX_COMPONENTS];
     for (size_t i = 0; i < exps->n; i++) {
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(exps->vals[i]->scalar, exps->vals[j]->scalar)) {
-                pc_cfg_errorf(err, exps->vals[i], path, "exporter \"%s\" listed twice",
-                              exps->vals[i]->scalar);
-                return -1;
-            }
-        pc_component *c =
-            shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar, exps->vals[i], path, err);
-        if (!c || check_signal(c, pl, exps->vals[i], path, err)) return -1;
+        pc_component *c = shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar, exps->vals[i],
+                                          path, false, err);
+        if (!c || check_signal(c, c->type, pl->signal, exps->vals[i], path, err)) {
+            rc = -1;
+            continue;
+        }
         targets[i] = &c->self;
     }
-    pc_consumer *next = targets[0];
-    if (exps->n > 1) next = pl->exporters_fanout = pc_fanout_new(targets, exps->n);
     size_t np = procs ? procs->n : 0;
+    if (keep) {
+        /* an unchanged pipeline: take the running one's processors, fan-out and entry */
+        pipeline *op = old_pipeline(s->from, pl->name);
+        pl->processors = pc_xcalloc(np ? np : 1, sizeof(pc_component *));
+        memcpy(pl->processors, op->processors, np * sizeof(pc_component *));
+        pl->n_processors = np;
+        pl->exporters_fanout = op->exporters_fanout;
+        pl->first = op->first;
+        pl->entry = op->entry;
+        pl->borrowed = true;
+        pl->built = rc == 0;
+        return rc;
+    }
+    /* the exporters' checks failed: still check the processors, build no chain */
+    pc_consumer *next = NULL;
+    if (!rc) {
+        next = targets[0];
+        if (exps->n > 1) next = pl->exporters_fanout = pc_fanout_new(targets, exps->n);
+    }
     pl->processors = pc_xcalloc(np ? np : 1, sizeof(pc_component *));
     pl->n_processors = np; /* slots fill back to front; a failed build leaves NULLs */
     /* build back to front so each processor knows its next consumer */
     for (size_t k = np; k-- > 0;) {
         const char *id = procs->vals[k]->scalar;
         const pc_node *def = find_definition(s, "processors", id, procs->vals[k], path, err);
-        if (!def) return -1;
+        if (!def) {
+            rc = -1;
+            continue;
+        }
         char cpath[256], log_id[256];
-        snprintf(cpath, sizeof cpath, "processors::%s", id);
+        path_join(cpath, sizeof cpath, "processors", id);
         snprintf(log_id, sizeof log_id, "%s in %s", id, pl->name);
         pc_component *c = component_new(s, PC_KIND_PROCESSOR, id, def, cpath, log_id, err);
-        if (!c) return -1;
+        if (!c) {
+            rc = -1;
+            continue;
+        }
         c->next = next;
-        if (check_signal(c, pl, procs->vals[k], path, err)) {
+        if (check_signal(c, c->type, pl->signal, procs->vals[k], path, err)) {
             component_free(c);
-            return -1;
+            rc = -1;
+            continue;
         }
         pl->processors[k] = c;
         next = &c->self;
     }
+    if (rc) return -1;
     pl->first = next;
+    pl->entry = entry_new(s, next);
+    pl->built = true;
     return 0;
 }
 
-static int build_pipelines(pc_service *s, pc_cfg_err *err)
+/* Each receiver hands each signal to every pipeline of that signal listing it: s->routes. A
+ * receiver of this service gets them now; a borrowed one at the switch. */
+static void build_routes(pc_service *s, const pc_node *pls)
+{
+    for (size_t r = 0; r < s->n_receivers; r++) {
+        pc_component *rc = s->receivers[r];
+        for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
+            pc_consumer *targets[MAX_COMPONENTS];
+            size_t n = 0;
+            for (size_t i = 0; i < pls->n; i++) {
+                if (s->pipelines[i].signal != (pc_signal)sig) continue;
+                if (lists(pls->vals[i], "receivers", rc->id))
+                    targets[n++] = &s->pipelines[i].entry->base;
+            }
+            if (n == 1) {
+                s->routes[r][sig] = targets[0];
+            } else if (n > 1) {
+                s->receiver_fanouts[r][sig] = pc_fanout_new(targets, n);
+                s->routes[r][sig] = s->receiver_fanouts[r][sig];
+            }
+        }
+        if (owned(s, rc)) {
+            memcpy(rc->route, s->routes[r], sizeof rc->route);
+            rc->next = rc->route[PC_SIGNAL_PROFILES];
+        }
+    }
+}
+
+static int build_pipelines(pc_service *s, bool dry, pc_cfg_err *err)
 {
     const pc_node *svc = pc_node_get(s->root, "service");
-    if (check_keys(svc, service_keys, 4, "service", err)) return -1;
+    int rc = check_keys(svc, service_keys, N_OF(service_keys), "service", err);
     const pc_node *st = pc_node_get(svc, "shutdown_timeout");
     if (st &&
         (st->kind != PC_NODE_SCALAR || pc_parse_duration_ms(st->scalar, &s->shutdown_timeout_ms))) {
         pc_cfg_errorf(err, st, "service::shutdown_timeout", "not a duration (e.g. 30s)");
-        return -1;
+        rc = -1;
     }
     const pc_node *pls = pc_node_get(svc, "pipelines");
     if (!pls || pls->kind != PC_NODE_MAP || pls->n == 0) {
@@ -316,11 +696,18 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
                       "at least one pipeline is required (service: pipelines: profiles: ...)");
         return -1;
     }
+    dry = dry || rc;
+    bool keep[MAX_COMPONENTS] = {false};
+    if (pls->n > MAX_COMPONENTS) {
+        pc_cfg_errorf(err, pls, "service::pipelines", "too many pipelines");
+        return -1;
+    }
+    if (s->from && !dry) plan_pipelines(s, pls, keep);
     s->pipelines = pc_xcalloc(pls->n, sizeof(pipeline));
     for (size_t i = 0; i < pls->n; i++) {
         const char *name = pls->keys[i];
         char path[256];
-        snprintf(path, sizeof path, "service::pipelines::%s", name);
+        path_join(path, sizeof path, "service::pipelines", name);
         size_t sl = strcspn(name, "/");
         pc_signal sig;
         if (pc_signal_parse(name, sl, &sig) || (name[sl] == '/' && !name[sl + 1])) {
@@ -328,92 +715,284 @@ static int build_pipelines(pc_service *s, pc_cfg_err *err)
                           "unknown pipeline \"%s\" (want profiles, traces, metrics or logs, "
                           "optionally followed by /<name>)",
                           name);
-            return -1;
+            rc = -1;
+            continue;
         }
         pipeline *pl = &s->pipelines[s->n_pipelines++];
         pl->name = pc_xstrdup(name);
         pl->signal = sig;
-        if (build_pipeline(s, pl, pls->vals[i], path, err)) return -1;
+        if (build_pipeline(s, pl, pls->vals[i], path, dry, keep[i], err)) rc = -1;
     }
     /* receivers: one instance per id, fanning out to every pipeline that lists it */
     for (size_t i = 0; i < pls->n; i++) {
         const pc_node *recv = pc_node_get(pls->vals[i], "receivers");
         char path[256];
-        snprintf(path, sizeof path, "service::pipelines::%s", pls->keys[i]);
+        path_join(path, sizeof path, "service::pipelines", pls->keys[i]);
+        size_t sl = strcspn(pls->keys[i], "/");
+        pc_signal sig;
+        if (!recv || recv->kind != PC_NODE_SEQ || pc_signal_parse(pls->keys[i], sl, &sig)) continue;
         for (size_t j = 0; j < recv->n; j++) {
-            pc_component *c = shared_instance(s, PC_KIND_RECEIVER, recv->vals[j]->scalar,
-                                              recv->vals[j], path, err);
-            if (!c || check_signal(c, &s->pipelines[i], recv->vals[j], path, err)) return -1;
+            if (recv->vals[j]->kind != PC_NODE_SCALAR) continue;
+            const char *id = recv->vals[j]->scalar;
+            if (dry || rc) {
+                const pc_component_type *t = defined_type(s, PC_KIND_RECEIVER, "receivers", id);
+                if (!find_definition(s, "receivers", id, recv->vals[j], path, err) ||
+                    (t && check_signal(NULL, t, sig, recv->vals[j], path, err)))
+                    rc = -1;
+                continue;
+            }
+            pc_component *c =
+                shared_instance(s, PC_KIND_RECEIVER, id, recv->vals[j], path, false, err);
+            if (!c || check_signal(c, c->type, sig, recv->vals[j], path, err)) rc = -1;
         }
     }
-    /* each receiver hands each signal to every pipeline of that signal that lists it */
-    for (size_t r = 0; r < s->n_receivers; r++) {
-        pc_component *rc = s->receivers[r];
-        for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
-            pc_consumer *targets[MAX_COMPONENTS];
-            size_t n = 0;
-            for (size_t i = 0; i < pls->n; i++) {
-                if (s->pipelines[i].signal != (pc_signal)sig) continue;
-                const pc_node *recv = pc_node_get(pls->vals[i], "receivers");
-                for (size_t j = 0; j < recv->n; j++)
-                    if (!strcmp(recv->vals[j]->scalar, rc->id)) {
-                        targets[n++] = s->pipelines[i].first;
-                        break;
-                    }
-            }
-            if (n == 1) {
-                rc->route[sig] = targets[0];
-            } else if (n > 1) {
-                s->receiver_fanouts[r][sig] = pc_fanout_new(targets, n);
-                rc->route[sig] = s->receiver_fanouts[r][sig];
-            }
+    if (rc || dry) return -1;
+    build_routes(s, pls);
+    return 0;
+}
+
+/* ---- service::telemetry ---- */
+
+static const char *const telemetry_keys[] = {"logs", "metrics", "traces", "resource"};
+static const char *const logs_keys[] = {
+    "level",    "encoding",     "development",        "disable_caller", "disable_stacktrace",
+    "sampling", "output_paths", "error_output_paths", "initial_fields", "processors"};
+static const char *const sampling_keys[] = {"enabled", "tick", "initial", "thereafter"};
+static const char *const metrics_keys[] = {"level", "address", "readers", "views"};
+static const char *const traces_keys[] = {"level", "processors", "propagators"};
+static const char *const reader_keys[] = {"pull", "periodic"};
+static const char *const prometheus_keys[] = {"host", "port"};
+
+static int scalar_in(const pc_node *n, const char *path, const char *const *choices, size_t nc,
+                     int *out, pc_cfg_err *err)
+{
+    if (!n || n->kind == PC_NODE_NULL) return 0;
+    for (size_t i = 0; n->kind == PC_NODE_SCALAR && i < nc; i++)
+        if (!strcasecmp(n->scalar, choices[i])) {
+            *out = (int)i;
+            return 0;
         }
-        rc->next = rc->route[PC_SIGNAL_PROFILES];
+    char list[200] = "";
+    for (size_t i = 0; i < nc; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 choices[i]);
+    pc_cfg_errorf(err, n, path, "\"%s\" is not one of: %s",
+                  n->kind == PC_NODE_SCALAR ? n->scalar : "(not a scalar)", list);
+    return -1;
+}
+
+static int bool_key(const pc_node *map, const char *key, const char *path, bool *out,
+                    pc_cfg_err *err)
+{
+    const pc_node *n = pc_node_get(map, key);
+    if (!n || n->kind == PC_NODE_NULL) return 0;
+    char sub[256];
+    path_join(sub, sizeof sub, path, key);
+    if (n->kind != PC_NODE_SCALAR || pc_parse_bool(n->scalar, out)) {
+        pc_cfg_errorf(err, n, sub, "must be true or false");
+        return -1;
     }
     return 0;
 }
 
-static const char *const telemetry_keys[] = {"logs", "metrics"};
-static const char *const metrics_keys[] = {"address", "level"};
+/* output_paths: profcol writes its log to stderr only. */
+static int stderr_only(const pc_node *l, const char *path, pc_cfg_err *err)
+{
+    if (!l || l->kind == PC_NODE_NULL) return 0;
+    if (l->kind != PC_NODE_SEQ) {
+        pc_cfg_errorf(err, l, path, "must be a list");
+        return -1;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        if (l->vals[i]->kind != PC_NODE_SCALAR || strcmp(l->vals[i]->scalar, "stderr") != 0) {
+            pc_cfg_errorf(err, l->vals[i], path,
+                          "not supported by profcol: it logs to stderr only (want [stderr])");
+            return -1;
+        }
+    return 0;
+}
+
+static int telemetry_logs(pc_service *s, const pc_node *logs, pc_cfg_err *err)
+{
+    static const char *const encodings[] = {"console", "json"};
+    const char *P = "service::telemetry::logs";
+    int rc = check_keys(logs, logs_keys, N_OF(logs_keys), P, err);
+    const pc_node *lvl = pc_node_get(logs, "level");
+    if (lvl && lvl->kind != PC_NODE_NULL) {
+        if (lvl->kind != PC_NODE_SCALAR || pc_log_parse_level(lvl->scalar, &s->log_level)) {
+            pc_cfg_errorf(err, lvl, "service::telemetry::logs::level",
+                          "\"%s\" is not one of: debug, info, warn, error",
+                          lvl->kind == PC_NODE_SCALAR ? lvl->scalar : "(not a scalar)");
+            rc = -1;
+        } else {
+            s->log_level_set = true;
+        }
+    }
+    int enc = 0;
+    if (scalar_in(pc_node_get(logs, "encoding"), "service::telemetry::logs::encoding", encodings, 2,
+                  &enc, err))
+        rc = -1;
+    s->log_json = enc == 1;
+    bool dev = false, ignored;
+    if (bool_key(logs, "development", P, &dev, err)) rc = -1;
+    if (dev) {
+        pc_cfg_errorf(err, pc_node_get(logs, "development"),
+                      "service::telemetry::logs::development",
+                      "not supported by profcol: it has no development logging mode (set false)");
+        rc = -1;
+    }
+    /* profcol's lines carry no caller and no stack trace: either value is what it does */
+    if (bool_key(logs, "disable_caller", P, &ignored, err)) rc = -1;
+    if (bool_key(logs, "disable_stacktrace", P, &ignored, err)) rc = -1;
+    const pc_node *smp = pc_node_get(logs, "sampling");
+    if (check_keys(smp, sampling_keys, N_OF(sampling_keys), "service::telemetry::logs::sampling",
+                   err))
+        rc = -1;
+    bool sampling = false;
+    if (bool_key(smp, "enabled", "service::telemetry::logs::sampling", &sampling, err)) rc = -1;
+    if (sampling) {
+        pc_cfg_errorf(err, pc_node_get(smp, "enabled"),
+                      "service::telemetry::logs::sampling::enabled",
+                      "not supported by profcol: it does not sample its log lines (set false)");
+        rc = -1;
+    }
+    if (stderr_only(pc_node_get(logs, "output_paths"), "service::telemetry::logs::output_paths",
+                    err) ||
+        stderr_only(pc_node_get(logs, "error_output_paths"),
+                    "service::telemetry::logs::error_output_paths", err))
+        rc = -1;
+    if (unsupported(pc_node_get(logs, "initial_fields"), "service::telemetry::logs::initial_fields",
+                    "its lines have no extra fields", err) ||
+        unsupported(pc_node_get(logs, "processors"), "service::telemetry::logs::processors",
+                    "it does not export its own logs", err))
+        rc = -1;
+    return rc;
+}
+
+/* metrics: address (host:port), or one pull reader with a prometheus exporter (host, port) as
+ * the Collector now writes it; level none turns the endpoint off. */
+static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
+{
+    static const char *const levels[] = {"none", "basic", "normal", "detailed"};
+    const char *P = "service::telemetry::metrics";
+    int rc = check_keys(met, metrics_keys, N_OF(metrics_keys), P, err);
+    int level = 2;
+    if (scalar_in(pc_node_get(met, "level"), "service::telemetry::metrics::level", levels, 4,
+                  &level, err))
+        rc = -1;
+    const pc_node *addr = pc_node_get(met, "address");
+    const pc_node *readers = pc_node_get(met, "readers");
+    char address[300] = "localhost:8888";
+    if (addr && addr->kind != PC_NODE_NULL) {
+        char host[256], e[256];
+        int port;
+        if (addr->kind != PC_NODE_SCALAR ||
+            pc_hostport_parse(addr->scalar, host, sizeof host, &port, e, sizeof e)) {
+            pc_cfg_errorf(err, addr, "service::telemetry::metrics::address", "%s",
+                          addr->kind == PC_NODE_SCALAR ? e : "must be host:port");
+            rc = -1;
+        } else {
+            snprintf(address, sizeof address, "%s", addr->scalar);
+        }
+    }
+    if (!is_empty(readers)) {
+        const char *RP = "service::telemetry::metrics::readers";
+        const pc_node *pull = NULL;
+        if (readers->kind != PC_NODE_SEQ) {
+            pc_cfg_errorf(err, readers, RP, "must be a list of readers");
+            rc = -1;
+        } else if (addr && addr->kind != PC_NODE_NULL) {
+            pc_cfg_errorf(err, readers, RP, "set address or readers, not both");
+            rc = -1;
+        } else if (readers->n > 1) {
+            pc_cfg_errorf(err, readers, RP,
+                          "not supported by profcol: one reader only (pull, prometheus)");
+            rc = -1;
+        } else if (check_keys(readers->vals[0], reader_keys, N_OF(reader_keys), RP, err)) {
+            rc = -1;
+        } else if (pc_node_get(readers->vals[0], "periodic")) {
+            pc_cfg_errorf(err, pc_node_get(readers->vals[0], "periodic"), RP,
+                          "not supported by profcol: periodic readers (it serves Prometheus text "
+                          "to be scraped: use pull)");
+            rc = -1;
+        } else {
+            pull = pc_node_get(readers->vals[0], "pull");
+        }
+        const pc_node *exp = pc_node_get(pull, "exporter");
+        const pc_node *prom = pc_node_get(exp, "prometheus");
+        if (pull) {
+            char pp[200];
+            snprintf(pp, sizeof pp, "%s::pull", RP);
+            if (check_keys(pull, (const char *const[]){"exporter"}, 1, pp, err) ||
+                check_keys(exp, (const char *const[]){"prometheus"}, 1,
+                           "service::telemetry::metrics::readers::pull::exporter", err))
+                rc = -1;
+            else if (!prom ||
+                     check_keys(prom, prometheus_keys, N_OF(prometheus_keys),
+                                "service::telemetry::metrics::readers::pull::exporter::prometheus",
+                                err)) {
+                if (!prom) pc_cfg_errorf(err, pull, pp, "want exporter: prometheus: {host, port}");
+                rc = -1;
+            } else {
+                const pc_node *h = pc_node_get(prom, "host"), *p = pc_node_get(prom, "port");
+                char e[256], host[256];
+                int port;
+                snprintf(address, sizeof address, "%s:%s",
+                         h && h->kind == PC_NODE_SCALAR ? h->scalar : "localhost",
+                         p && p->kind == PC_NODE_SCALAR ? p->scalar : "8888");
+                if (pc_hostport_parse(address, host, sizeof host, &port, e, sizeof e)) {
+                    pc_cfg_errorf(
+                        err, prom,
+                        "service::telemetry::metrics::readers::pull::exporter::prometheus", "%s",
+                        e);
+                    rc = -1;
+                }
+            }
+        }
+    }
+    if (unsupported(pc_node_get(met, "views"), "service::telemetry::metrics::views",
+                    "its metrics have no views", err))
+        rc = -1;
+    free(s->metrics_address);
+    s->metrics_address = level == 0 ? NULL : pc_xstrdup(address);
+    return rc;
+}
 
 static int apply_telemetry(pc_service *s, pc_cfg_err *err)
 {
     const pc_node *tel = pc_node_get(pc_node_get(s->root, "service"), "telemetry");
-    const pc_node *lvl = pc_node_get(pc_node_get(tel, "logs"), "level");
-    if (lvl && lvl->kind == PC_NODE_SCALAR) {
-        pc_log_level l;
-        if (pc_log_parse_level(lvl->scalar, &l)) {
-            pc_cfg_errorf(err, lvl, "service::telemetry::logs::level",
-                          "\"%s\" is not one of: debug, info, warn, error", lvl->scalar);
-            return -1;
-        }
-        pc_log_set_level(l);
+    int rc = check_keys(tel, telemetry_keys, N_OF(telemetry_keys), "service::telemetry", err);
+    if (telemetry_logs(s, pc_node_get(tel, "logs"), err)) rc = -1;
+    if (telemetry_metrics(s, pc_node_get(tel, "metrics"), err)) rc = -1;
+    const pc_node *tr = pc_node_get(tel, "traces");
+    if (check_keys(tr, traces_keys, N_OF(traces_keys), "service::telemetry::traces", err)) rc = -1;
+    const pc_node *tl = pc_node_get(tr, "level");
+    if (tl && tl->kind != PC_NODE_NULL &&
+        (tl->kind != PC_NODE_SCALAR || strcmp(tl->scalar, "none") != 0)) {
+        pc_cfg_errorf(err, tl, "service::telemetry::traces::level",
+                      "not supported by profcol: it does not trace itself (want none)");
+        rc = -1;
     }
-    if (check_keys(tel, telemetry_keys, 2, "service::telemetry", err)) return -1;
-    const pc_node *met = pc_node_get(tel, "metrics");
-    if (check_keys(met, metrics_keys, 2, "service::telemetry::metrics", err)) return -1;
-    const pc_node *addr = pc_node_get(met, "address");
-    const pc_node *mlvl = pc_node_get(met, "level");
-    s->metrics_address = pc_xstrdup("localhost:8888");
-    if (addr && addr->kind == PC_NODE_SCALAR) {
-        char host[256], e[256];
-        int port;
-        if (pc_hostport_parse(addr->scalar, host, sizeof host, &port, e, sizeof e)) {
-            pc_cfg_errorf(err, addr, "service::telemetry::metrics::address", "%s", e);
-            return -1;
-        }
-        free(s->metrics_address);
-        s->metrics_address = pc_xstrdup(addr->scalar);
-    }
-    if (mlvl && mlvl->kind == PC_NODE_SCALAR && !strcmp(mlvl->scalar, "none")) {
-        free(s->metrics_address);
-        s->metrics_address = NULL;
-    }
-    return 0;
+    if (unsupported(pc_node_get(tr, "processors"), "service::telemetry::traces::processors",
+                    "it does not trace itself", err) ||
+        unsupported(pc_node_get(tr, "propagators"), "service::telemetry::traces::propagators",
+                    "it does not trace itself", err) ||
+        unsupported(pc_node_get(tel, "resource"), "service::telemetry::resource",
+                    "its self-metrics carry no resource attributes", err))
+        rc = -1;
+    return rc;
 }
 
+static void telemetry_use(const pc_service *s)
+{
+    pc_log_set_json(s->log_json);
+    pc_log_set_level(s->log_level_set ? s->log_level : PC_LOG_INFO);
+}
+
+/* ---- extensions ---- */
+
 /* service.extensions: instances of extensions defined in the top-level section. */
-static int build_extensions(pc_service *s, pc_cfg_err *err)
+static int build_extensions(pc_service *s, bool dry, pc_cfg_err *err)
 {
     const pc_node *list = pc_node_get(pc_node_get(s->root, "service"), "extensions");
     if (!list || list->kind == PC_NODE_NULL) return 0;
@@ -421,29 +1000,51 @@ static int build_extensions(pc_service *s, pc_cfg_err *err)
         pc_cfg_errorf(err, list, "service::extensions", "must be a list of extension ids");
         return -1;
     }
+    int rc = 0;
     for (size_t i = 0; i < list->n; i++) {
         const pc_node *id = list->vals[i];
         if (id->kind != PC_NODE_SCALAR) {
             pc_cfg_errorf(err, id, "service::extensions", "must be a list of extension ids");
-            return -1;
+            rc = -1;
+            continue;
+        }
+        bool twice = false;
+        for (size_t j = 0; j < i; j++)
+            twice |=
+                list->vals[j]->kind == PC_NODE_SCALAR && !strcmp(list->vals[j]->scalar, id->scalar);
+        if (twice) {
+            pc_cfg_errorf(err, id, "service::extensions", "extension \"%s\" listed twice",
+                          id->scalar);
+            rc = -1;
+            continue;
         }
         const pc_node *def =
             find_definition(s, "extensions", id->scalar, id, "service::extensions", err);
-        if (!def) return -1;
+        if (!def) {
+            rc = -1;
+            continue;
+        }
+        if (dry || rc) continue;
         if (s->n_extensions == MAX_COMPONENTS) return -1;
-        char path[256];
-        snprintf(path, sizeof path, "extensions::%s", id->scalar);
-        pc_component *c = component_new(s, PC_KIND_EXTENSION, id->scalar, def, path, NULL, err);
-        if (!c) return -1;
+        pc_component *c = kept_extension(s, id->scalar);
+        if (!c) {
+            char path[256];
+            path_join(path, sizeof path, "extensions", id->scalar);
+            c = component_new(s, PC_KIND_EXTENSION, id->scalar, def, path, NULL, err);
+        }
+        if (!c) {
+            rc = -1;
+            continue;
+        }
         s->extensions[s->n_extensions++] = c;
     }
-    return 0;
+    return rc;
 }
 
 pc_component *pc_service_extension(pc_service *s, const char *id)
 {
     for (size_t i = 0; i < s->n_extensions; i++)
-        if (strcmp(s->extensions[i]->id, id) == 0) return s->extensions[i];
+        if (s->extensions[i] && strcmp(s->extensions[i]->id, id) == 0) return s->extensions[i];
     return NULL;
 }
 
@@ -453,9 +1054,10 @@ static int check_auth_refs(pc_service *s, const pc_node *n, const char *path, bo
                            pc_cfg_err *err)
 {
     if (!n || n->kind != PC_NODE_MAP) return 0;
+    int rc = 0;
     for (size_t i = 0; i < n->n; i++) {
         char sub[512];
-        snprintf(sub, sizeof sub, "%s::%s", path, n->keys[i]);
+        path_join(sub, sizeof sub, path, n->keys[i]);
         const pc_node *id = pc_node_get(n->vals[i], "authenticator");
         if (strcmp(n->keys[i], "auth") == 0 && id && id->kind == PC_NODE_SCALAR) {
             char e[400];
@@ -468,119 +1070,167 @@ static int check_auth_refs(pc_service *s, const pc_node *n, const char *path, bo
             if (!ext || pc_auth_usable(ext, server, e, sizeof e)) {
                 strncat(sub, "::authenticator", sizeof sub - strlen(sub) - 1);
                 pc_cfg_errorf(err, id, sub, "%s", e);
-                return -1;
+                rc = -1;
             }
         } else if (check_auth_refs(s, n->vals[i], sub, server, err)) {
-            return -1;
+            rc = -1;
         }
     }
-    return 0;
+    return rc;
 }
 
 static int check_authenticators(pc_service *s, pc_cfg_err *err)
 {
+    int rc = 0;
     for (size_t i = 0; i < s->n_receivers + s->n_exporters; i++) {
         bool server = i < s->n_receivers;
         pc_component *c = server ? s->receivers[i] : s->exporters[i - s->n_receivers];
         const char *section = server ? "receivers" : "exporters";
         char path[300];
-        snprintf(path, sizeof path, "%s::%s", section, c->id);
+        path_join(path, sizeof path, section, c->id);
         if (check_auth_refs(s, pc_node_get(pc_node_get(s->root, section), c->id), path, server,
                             err))
-            return -1;
+            rc = -1;
     }
-    return 0;
+    return rc;
 }
 
-pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
+/* Sections of the Collector profcol has nothing for, and the shape of the ones it has. */
+static int check_sections(pc_service *s, pc_cfg_err *err)
+{
+    int rc = check_keys(s->root, top_keys, N_OF(top_keys), "", err);
+    if (unsupported(pc_node_get(s->root, "connectors"), "connectors",
+                    "it has no connector types (a pipeline ends in exporters)", err))
+        rc = -1;
+    const pc_node *svc = pc_node_get(s->root, "service");
+    if (svc && svc->kind != PC_NODE_MAP && svc->kind != PC_NODE_NULL) {
+        pc_cfg_errorf(err, svc, "service", "must be a mapping");
+        rc = -1;
+    }
+    return rc;
+}
+
+static pc_service *service_build(uv_loop_t *loop, pc_node *root, pc_service *from, pc_cfg_err *err)
 {
     pc_service *s = pc_xcalloc(1, sizeof(*s));
     s->loop = loop;
     s->root = root;
+    s->from = from;
     s->shutdown_timeout_ms = 30000;
-    err->msg[0] = 0;
-    const pc_node *ext = pc_node_get(root, "extensions");
-    if (check_keys(root, top_keys, 5, "", err) || apply_telemetry(s, err) ||
-        validate_section(s, "receivers", PC_KIND_RECEIVER, err) ||
-        validate_section(s, "processors", PC_KIND_PROCESSOR, err) ||
-        validate_section(s, "exporters", PC_KIND_EXPORTER, err) ||
-        validate_section(s, "extensions", PC_KIND_EXTENSION, err) || build_pipelines(s, err) ||
-        build_extensions(s, err) || check_authenticators(s, err)) {
+    size_t before = err->n;
+    /* every check runs; building instances only happens on a config without errors so far */
+    check_sections(s, err);
+    apply_telemetry(s, err);
+    validate_section(s, "receivers", PC_KIND_RECEIVER, err);
+    validate_section(s, "processors", PC_KIND_PROCESSOR, err);
+    validate_section(s, "exporters", PC_KIND_EXPORTER, err);
+    validate_section(s, "extensions", PC_KIND_EXTENSION, err);
+    bool dry = err->n != before;
+    build_pipelines(s, dry, err);
+    dry = err->n != before;
+    build_extensions(s, dry, err);
+    if (err->n == before) check_authenticators(s, err);
+    if (err->n != before) {
         pc_service_free(s);
         return NULL;
     }
-    (void)ext;
     return s;
 }
 
-int pc_service_start(pc_service *s, char *err, size_t errlen)
+pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
+{
+    pc_service *s = service_build(loop, root, NULL, err);
+    if (s) telemetry_use(s); /* at once: start-up lines already follow the configured level */
+    return s;
+}
+
+pc_service *pc_service_new_reload(pc_service *running, pc_node *root, pc_cfg_err *err)
+{
+    return service_build(running->loop, root, running, err);
+}
+
+/* ---- start ---- */
+
+static bool is_kept(const pc_service *s, const pc_component *c)
+{
+    for (size_t i = 0; i < s->n_kept; i++)
+        if (s->kept[i] == c) return true;
+    return false;
+}
+
+static int start_one(pc_service *s, pc_component *c, const char *section, char *err, size_t errlen)
 {
     char e[512];
-    if (s->metrics_address) {
+    if (!c || !owned(s, c) || is_kept(s, c) || is_waiting(s, c)) return 0;
+    if (c->type->start && c->type->start(c, e, sizeof e)) {
+        snprintf(err, errlen, "%s::%s: %s", section, c->id, e);
+        s->state = SVC_FAILED;
+        return -1;
+    }
+    return 0;
+}
+
+static int start_inner(pc_service *s, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < s->n_extensions; i++)
+        if (start_one(s, s->extensions[i], "extensions", err, errlen)) return -1;
+    for (size_t i = 0; i < s->n_exporters; i++)
+        if (start_one(s, s->exporters[i], "exporters", err, errlen)) return -1;
+    for (size_t p = 0; p < s->n_pipelines; p++)
+        for (size_t i = 0; i < s->pipelines[p].n_processors; i++)
+            if (start_one(s, s->pipelines[p].processors[i], "processors", err, errlen)) return -1;
+    return 0;
+}
+
+static int start_receivers(pc_service *s, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < s->n_receivers; i++)
+        if (start_one(s, s->receivers[i], "receivers", err, errlen)) return -1;
+    return 0;
+}
+
+static void start_metrics(pc_service *s)
+{
+    char e[512];
+    if (s->metrics_address && !s->metrics) {
         /* a busy metrics port must not take the data path down with it */
         s->metrics = pc_metrics_server_start(s->loop, s->metrics_address, e, sizeof e);
         if (!s->metrics) PC_WARN(NULL, "self-metrics not served: %s", e);
     }
-    for (size_t i = 0; i < s->n_extensions; i++) {
-        pc_component *c = s->extensions[i];
-        if (c->type->start && c->type->start(c, e, sizeof e)) {
-            snprintf(err, errlen, "extensions::%s: %s", c->id, e);
-            s->state = SVC_FAILED;
-            return -1;
-        }
-    }
-    for (size_t i = 0; i < s->n_exporters; i++) {
-        pc_component *c = s->exporters[i];
-        if (c->type->start && c->type->start(c, e, sizeof e)) {
-            snprintf(err, errlen, "exporters::%s: %s", c->id, e);
-            s->state = SVC_FAILED;
-            return -1;
-        }
-    }
-    for (size_t p = 0; p < s->n_pipelines; p++)
-        for (size_t i = 0; i < s->pipelines[p].n_processors; i++) {
-            pc_component *c = s->pipelines[p].processors[i];
-            if (c->type->start && c->type->start(c, e, sizeof e)) {
-                snprintf(err, errlen, "processors::%s: %s", c->id, e);
-                s->state = SVC_FAILED;
-                return -1;
-            }
-        }
-    for (size_t i = 0; i < s->n_receivers; i++) {
-        pc_component *c = s->receivers[i];
-        if (c->type->start && c->type->start(c, e, sizeof e)) {
-            snprintf(err, errlen, "receivers::%s: %s", c->id, e);
-            s->state = SVC_FAILED;
-            return -1;
-        }
-    }
+}
+
+int pc_service_start(pc_service *s, char *err, size_t errlen)
+{
+    telemetry_use(s);
+    start_metrics(s);
+    if (start_inner(s, err, errlen) || start_receivers(s, err, errlen)) return -1;
     s->state = SVC_READY;
     PC_INFO(NULL, "everything is ready: %zu pipeline(s), %zu receiver(s), %zu exporter(s)",
             s->n_pipelines, s->n_receivers, s->n_exporters);
     return 0;
 }
 
+/* ---- shutdown ---- */
+
 /* Shutdown phases: receivers, then processors pipeline by pipeline in chain order, then
  * exporters. Each phase waits for every component's done callback. */
 static void shutdown_phase(pc_service *s);
 
-static pc_service *g_shutting; /* components report back through a plain callback */
-
 static void component_down(pc_component *c)
 {
-    (void)c;
-    pc_service *s = g_shutting;
-    if (--s->pending == 0) shutdown_phase(s);
+    pc_service *s = c->host; /* the service stopping it: components report back by pointer */
+    if (--s->pending == 0) s->cont(s);
 }
 
 static void metrics_stopped(void *arg)
 {
     pc_service *s = arg;
-    if (--s->pending == 0) shutdown_phase(s);
+    if (--s->pending == 0) s->cont(s);
 }
 
 static void shutdown_one(pc_service *s, pc_component *c)
 {
+    if (!c) return;
     s->pending++;
     if (c->type->shutdown)
         c->type->shutdown(c, component_down);
@@ -605,8 +1255,13 @@ static void shutdown_phase(pc_service *s)
                 if ((size_t)phase - 1 < s->pipelines[p].n_processors)
                     shutdown_one(s, s->pipelines[p].processors[phase - 1]);
         } else if ((size_t)phase == max_procs + 1) {
-            for (size_t i = 0; i < s->n_exporters; i++)
+            uint64_t now = uv_now(s->loop);
+            for (size_t i = 0; i < s->n_exporters; i++) {
+                /* the sender reads the deadline when its shutdown starts: a persistent queue
+                 * handed to a successor is left on disk at once, any other one drains */
+                pc_shutdown_deadline_ms = s->quick_handover[i] ? now : now + s->shutdown_timeout_ms;
                 shutdown_one(s, s->exporters[i]);
+            }
         } else if ((size_t)phase == max_procs + 2) {
             for (size_t i = 0; i < s->n_extensions; i++)
                 shutdown_one(s, s->extensions[i]);
@@ -617,7 +1272,6 @@ static void shutdown_phase(pc_service *s)
                 s->metrics = NULL;
             }
         } else {
-            g_shutting = NULL;
             s->done(s->done_arg);
             return;
         }
@@ -625,20 +1279,25 @@ static void shutdown_phase(pc_service *s)
     }
 }
 
-void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg)
+static void drain_processors(pc_service *s)
 {
-    s->done = done;
-    s->done_arg = arg;
-    s->phase = 0;
-    if (s->state != SVC_FAILED) s->state = SVC_STOPPING;
     for (size_t p = 0; p < s->n_pipelines; p++)
         for (size_t i = 0; i < s->pipelines[p].n_processors; i++) {
             pc_component *c = s->pipelines[p].processors[i];
             if (c && c->type->drain) c->type->drain(c);
         }
+}
+
+void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg)
+{
+    s->done = done;
+    s->done_arg = arg;
+    s->phase = 0;
+    s->cont = shutdown_phase;
+    if (s->state != SVC_FAILED) s->state = SVC_STOPPING;
+    drain_processors(s);
     uv_update_time(s->loop);
     pc_shutdown_deadline_ms = uv_now(s->loop) + s->shutdown_timeout_ms;
-    g_shutting = s;
     PC_INFO(NULL, "shutting down");
     shutdown_phase(s);
 }
@@ -647,27 +1306,264 @@ void pc_service_free(pc_service *s)
 {
     if (!s) return;
     for (size_t i = 0; i < s->n_receivers; i++) {
-        component_free(s->receivers[i]);
+        if (owned(s, s->receivers[i])) component_free(s->receivers[i]);
         for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
             pc_fanout_free(s->receiver_fanouts[i][sig]);
     }
     for (size_t p = 0; p < s->n_pipelines; p++) {
         pipeline *pl = &s->pipelines[p];
-        for (size_t i = 0; i < pl->n_processors; i++)
-            component_free(pl->processors[i]);
+        if (!pl->borrowed) {
+            for (size_t i = 0; i < pl->n_processors; i++)
+                if (owned(s, pl->processors[i])) component_free(pl->processors[i]);
+            pc_fanout_free(pl->exporters_fanout);
+            free(pl->entry);
+        }
         free(pl->processors);
-        pc_fanout_free(pl->exporters_fanout);
         free(pl->name);
     }
     free(s->pipelines);
     for (size_t i = 0; i < s->n_exporters; i++)
-        component_free(s->exporters[i]);
+        if (owned(s, s->exporters[i])) component_free(s->exporters[i]);
     for (size_t i = 0; i < s->n_extensions; i++)
-        component_free(s->extensions[i]);
+        if (owned(s, s->extensions[i])) component_free(s->extensions[i]);
+    for (size_t i = 0; i < s->n_retired; i++)
+        component_free(s->retired[i]);
     pc_node_free(s->root);
     free(s->metrics_address);
+    free(s->kept);
     free(s);
 }
+
+/* ---- reload ---- */
+
+bool pc_service_reload_changes(const pc_service *running, const pc_service *next)
+{
+    return !pc_node_equal(running->root, next->root);
+}
+
+typedef struct reload_job {
+    pc_service *old, *next;
+    uv_timer_t timer;
+    uint64_t deadline;
+    pc_reload_cb cb;
+    void *arg;
+} reload_job;
+
+static void append_name(char *out, size_t n, const char *fmt, const char *a, const char *b)
+{
+    size_t len = strlen(out);
+    if (len + 4 >= n) return;
+    snprintf(out + len, n - len, "%s", len ? ", " : "");
+    len = strlen(out);
+    snprintf(out + len, n - len, fmt, a, b);
+}
+
+/* One line each for what restarts, what starts new and what stops. */
+static void log_plan(pc_service *old, pc_service *next)
+{
+    char restart[1024] = "", stop[1024] = "", add[1024] = "";
+    struct {
+        const char *section;
+        pc_component *const *a, *const *b;
+        size_t na, nb;
+    } kinds[] = {
+        {"receivers", old->receivers, next->receivers, old->n_receivers, next->n_receivers},
+        {"exporters", old->exporters, next->exporters, old->n_exporters, next->n_exporters},
+        {"extensions", old->extensions, next->extensions, old->n_extensions, next->n_extensions},
+    };
+    for (size_t k = 0; k < N_OF(kinds); k++) {
+        for (size_t i = 0; i < kinds[k].nb; i++) {
+            pc_component *c = kinds[k].b[i];
+            if (!owned(next, c)) continue;
+            append_name(find_in(kinds[k].a, kinds[k].na, c->id) ? restart : add, sizeof restart,
+                        "%s::%s", kinds[k].section, c->id);
+        }
+        for (size_t i = 0; i < kinds[k].na; i++) {
+            pc_component *c = kinds[k].a[i];
+            if (c && !find_in(kinds[k].b, kinds[k].nb, c->id))
+                append_name(stop, sizeof stop, "%s::%s", kinds[k].section, c->id);
+        }
+    }
+    for (size_t p = 0; p < next->n_pipelines; p++)
+        if (!next->pipelines[p].borrowed && next->pipelines[p].n_processors)
+            append_name(old_pipeline(old, next->pipelines[p].name) ? restart : add, sizeof restart,
+                        "%s%s", "the processors of pipeline ", next->pipelines[p].name);
+    if (*restart) PC_INFO(NULL, "reload: restarting %s", restart);
+    if (*add) PC_INFO(NULL, "reload: starting %s", add);
+    if (*stop) PC_INFO(NULL, "reload: stopping %s", stop);
+    if (!*restart && !*add && !*stop) PC_INFO(NULL, "reload: no component changed");
+}
+
+static void keep(pc_service *next, pc_component *c)
+{
+    next->kept = pc_xrealloc(next->kept, (next->n_kept + 1) * sizeof(pc_component *));
+    next->kept[next->n_kept++] = c;
+    c->host = next;
+}
+
+/* The running service's pieces next borrowed become next's: next's from now on. */
+static void take_over(pc_service *old, pc_service *next)
+{
+    pc_component **lists[] = {next->receivers, next->exporters, next->extensions};
+    size_t ns[] = {next->n_receivers, next->n_exporters, next->n_extensions};
+    pc_component **olists[] = {old->receivers, old->exporters, old->extensions};
+    size_t ons[] = {old->n_receivers, old->n_exporters, old->n_extensions};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < ns[k]; i++) {
+            pc_component *c = lists[k][i];
+            if (!owned(old, c)) continue;
+            for (size_t j = 0; j < ons[k]; j++)
+                if (olists[k][j] == c) olists[k][j] = NULL;
+            keep(next, c);
+        }
+    for (size_t p = 0; p < next->n_pipelines; p++) {
+        pipeline *pl = &next->pipelines[p];
+        if (!pl->borrowed) continue;
+        pipeline *op = old_pipeline(old, pl->name);
+        for (size_t i = 0; i < op->n_processors; i++) {
+            if (op->processors[i]) keep(next, op->processors[i]);
+            op->processors[i] = NULL;
+        }
+        op->exporters_fanout = NULL;
+        op->entry = NULL;
+        op->built = false;
+        pl->entry->svc = next;
+        pl->borrowed = false;
+    }
+    if (old->metrics && next->metrics_address && old->metrics_address &&
+        !strcmp(old->metrics_address, next->metrics_address)) {
+        next->metrics = old->metrics;
+        old->metrics = NULL;
+    }
+    next->from = NULL;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void reload_free_old(uv_timer_t *t)
+{
+    reload_job *j = t->data;
+    if (j->old->in_flight) return; /* a late answer still refers to it */
+    uv_timer_stop(t);
+    pc_service_free(j->old);
+    PC_INFO(NULL, "reload: complete");
+    j->cb(j->arg, PC_RELOAD_COMPLETE, NULL);
+    uv_close((uv_handle_t *)t, timer_closed);
+}
+
+static void old_stopped(void *arg)
+{
+    reload_job *j = arg;
+    pc_service *next = j->next;
+    char e[512], msg[700];
+    /* exporters that waited for their predecessor's persistent queue start now */
+    while (next->state == SVC_READY && next->n_waiting) {
+        pc_component *c = next->waiting[0];
+        if (c->type->start && c->type->start(c, e, sizeof e)) {
+            snprintf(msg, sizeof msg, "exporters::%s: %s", c->id, e);
+            next->state = SVC_FAILED;
+            j->cb(j->arg, PC_RELOAD_FAILED, msg);
+            break;
+        }
+        memmove(next->waiting, next->waiting + 1, --next->n_waiting * sizeof(pc_component *));
+    }
+    /* free the old service once nothing refers to it */
+    uv_timer_start(&j->timer, reload_free_old, 0, 20);
+}
+
+/* The old service's remaining processors and exporters stop once the requests that entered
+ * them were answered (or shutdown_timeout passed). */
+static void wait_old_quiet(uv_timer_t *t)
+{
+    reload_job *j = t->data;
+    pc_service *old = j->old;
+    if (old->in_flight && uv_now(old->loop) < j->deadline) return;
+    uv_timer_stop(t);
+    old->done = old_stopped;
+    old->done_arg = j;
+    old->phase = 1; /* its receivers stopped (or moved) already */
+    old->cont = shutdown_phase;
+    old->state = SVC_STOPPING;
+    shutdown_phase(old);
+}
+
+static void old_front_stopped(pc_service *old)
+{
+    reload_job *j = old->done_arg;
+    pc_service *next = j->next;
+    char e[600];
+    take_over(old, next);
+    telemetry_use(next);
+    start_metrics(next);
+    int rc = start_inner(next, e, sizeof e);
+    if (!rc) {
+        /* the receivers kept switch to next's pipelines: their sockets stay open */
+        for (size_t r = 0; r < next->n_receivers; r++) {
+            pc_component *c = next->receivers[r];
+            memcpy(c->route, next->routes[r], sizeof c->route);
+            c->next = c->route[PC_SIGNAL_PROFILES];
+        }
+        rc = start_receivers(next, e, sizeof e);
+    }
+    if (rc) {
+        next->state = SVC_FAILED;
+        j->cb(j->arg, PC_RELOAD_FAILED, e);
+    } else {
+        next->state = SVC_READY;
+        PC_INFO(NULL,
+                "reload: running the new config: %zu pipeline(s), %zu receiver(s), %zu "
+                "exporter(s)",
+                next->n_pipelines, next->n_receivers, next->n_exporters);
+        j->cb(j->arg, PC_RELOAD_RUNNING, NULL);
+    }
+    /* what only the old service still has: flush its processors, then drain its exporters */
+    drain_processors(old);
+    j->deadline = uv_now(old->loop) + next->shutdown_timeout_ms;
+    uv_timer_start(&j->timer, wait_old_quiet, 0, 20);
+}
+
+void pc_service_reload(pc_service *old, pc_service *next, pc_reload_cb cb, void *arg)
+{
+    reload_job *j = pc_xcalloc(1, sizeof *j);
+    j->old = old;
+    j->next = next;
+    j->cb = cb;
+    j->arg = arg;
+    uv_timer_init(old->loop, &j->timer);
+    j->timer.data = j;
+    log_plan(old, next);
+    for (size_t i = 0; i < old->n_exporters; i++)
+        old->quick_handover[i] =
+            old->exporters[i] && find_in(next->waiting, next->n_waiting, old->exporters[i]->id);
+    /* first stop what holds a socket next may want: receivers and extensions not kept, and the
+     * metrics endpoint when it moves */
+    old->done_arg = j;
+    old->cont = old_front_stopped;
+    old->pending = 1;
+    for (size_t i = 0; i < old->n_receivers + old->n_extensions; i++) {
+        bool recv = i < old->n_receivers;
+        pc_component **slot = recv ? &old->receivers[i] : &old->extensions[i - old->n_receivers];
+        pc_component *c = *slot;
+        if (!c || (recv ? find_in(next->receivers, next->n_receivers, c->id) == c
+                        : find_in(next->extensions, next->n_extensions, c->id) == c))
+            continue;
+        *slot = NULL;
+        old->retired[old->n_retired++] = c;
+        shutdown_one(old, c);
+    }
+    if (old->metrics && (!next->metrics_address || !old->metrics_address ||
+                         strcmp(old->metrics_address, next->metrics_address) != 0)) {
+        old->pending++;
+        pc_metrics_server_stop(old->metrics, metrics_stopped, old);
+        old->metrics = NULL;
+    }
+    if (--old->pending == 0) old_front_stopped(old);
+}
+
+/* ---- status ---- */
 
 static void status_list(pc_buf *out, const char *kind, pc_component *const *list, size_t n,
                         const char *status, int *first)

@@ -211,12 +211,31 @@ void pc_metrics_render(pc_buf *out)
         for (size_t j = i; j < g_n; j++) {
             const metric *m = &g_metrics[j];
             if (strcmp(m->name, last) != 0) continue;
+            /* two instances of one component id (the old and the new one while a reload
+             * switches) make one series: their sum */
+            int dup = 0;
+            for (size_t k = i; k < j && !dup; k++)
+                dup = !strcmp(g_metrics[k].name, last) && !strcmp(g_metrics[k].labels, m->labels);
+            if (dup) continue;
+            uint64_t whole = 0;
+            double sum = 0;
+            int fn = 0;
+            for (size_t k = j; k < g_n; k++) {
+                const metric *o = &g_metrics[k];
+                if (strcmp(o->name, last) != 0 || strcmp(o->labels, m->labels) != 0) continue;
+                if (o->value) {
+                    whole += *o->value;
+                } else {
+                    sum += o->fn(o->arg);
+                    fn = 1;
+                }
+            }
             pc_buf_printf(out, "%s%s%s%s ", m->name, *m->labels ? "{" : "", m->labels,
                           *m->labels ? "}" : "");
-            if (m->value)
-                pc_buf_printf(out, "%llu\n", (unsigned long long)*m->value);
+            if (fn)
+                pc_buf_printf(out, "%.17g\n", sum + (double)whole);
             else
-                pc_buf_printf(out, "%.17g\n", m->fn(m->arg));
+                pc_buf_printf(out, "%llu\n", (unsigned long long)whole);
         }
     }
 }

@@ -537,6 +537,7 @@ class Recorded:
         self.body = body                # after gzip decoding
         self.message = message          # ExportProfilesServiceRequest or None
         self.error = error              # decode error text or None
+        self.refused = False            # answered with fail_next's status, not accepted
 
     @property
     def content_type(self):
@@ -622,8 +623,10 @@ class Sink:
             err = "%s: %s" % (type(e).__name__, e)
             msg = None
         with self.cond:
-            self.requests.append(Recorded(h.path, headers, raw, body, msg, err))
+            rec = Recorded(h.path, headers, raw, body, msg, err)
+            self.requests.append(rec)
             fail = self._fail.pop(0) if self._fail else None
+            rec.refused = fail is not None
             self.cond.notify_all()
         if h.path != PROFILES_PATH:
             h._reply(404, "text/plain", b"not found\n")
