@@ -152,6 +152,11 @@ MUTANTS = [
       "",
       ["pyroscope_ingest", "test_pyroscope_bad_input"],
       "collapsed stacks with CRLF line ends: the count ends in \\r and the line is refused"),
+    M("pyroscope-undecodable-as-400", "src/receivers/pyroscope/receiver.c",
+      "        j->status = too_large ? 413 : 422;",
+      "        j->status = too_large ? 413 : 400;",
+      ["test_pyroscope_bad_input"],
+      "an undecodable profile answered 400 where Pyroscope answers 422"),
     # ---- processors ---------------------------------------------------------------------------
     M("tracelink-overlong-id", "src/processors/tracelink.c",
       "    if (len != 2 * n) return false;",
@@ -204,6 +209,16 @@ MUTANTS = [
       "",
       ["test_grpc"],
       "gRPC UNAVAILABLE from the backend is not retried"),
+    M("otlp-grpc-exhausted-always-retried", "src/exporters/otlp.c",
+      "        if (delay_ms >= 0)",
+      "        if (delay_ms >= -1)",
+      ["test_grpc"],
+      "RESOURCE_EXHAUSTED without RetryInfo is retried (OTLP: only with RetryInfo)"),
+    M("pyroscope-exporter-502-permanent", "src/exporters/pyroscope.c",
+      "            r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;",
+      "            r->status == 429 || r->status == 503 || r->status == 504;",
+      ["test_pyroscope_exporter"],
+      "a 502 from Pyroscope is treated as permanent: the client is told not to retry"),
     M("pyroscope-exporter-until", "src/exporters/pyroscope.c",
       "        until = (int64_t)((p0->time_unix_nano + p0->duration_nano) / 1000000000u);",
       "        until = (int64_t)(p0->time_unix_nano / 1000000000u);",
@@ -231,7 +246,7 @@ def apply_check(root, m):
     return text.replace(m.original, m.replacement), None
 
 
-# ---- the scratch copy ----------------------------------------------------------------------------
+# ---- the scratch copy ---------------------------------------------------------------------------
 
 def skip_dir(rel):
     top = rel.split(os.sep)[0]
@@ -322,7 +337,19 @@ def list_tests(tree, log):
     return names
 
 
-# ---- main ------------------------------------------------------------------------------------------
+def markdown(results):
+    """The result table: a mutant's tests, those that failed in bold."""
+    out = ["| mutant | file | the bug | tests (failing ones in bold) | result |",
+           "|---|---|---|---|---|"]
+    for m, st, killer, _ in results:
+        killers = killer.split(", ") if st == "killed" else []
+        tests = ", ".join("**%s**" % t if t in killers else t for t in m.tests)
+        res = "killed" if st == "killed" else "**%s** %s" % (st, killer)
+        out.append("| `%s` | `%s` | %s | %s | %s |" % (m.name, m.file, m.why, tests, res))
+    return "\n".join(out) + "\n"
+
+
+# ---- main ---------------------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -435,11 +462,7 @@ def main():
         "%d %s" % (v, k) for k, v in sorted(counts.items()))))
     if a.markdown:
         with open(a.markdown, "w") as f:
-            f.write("| mutant | file | bug | result |\n|---|---|---|---|\n")
-            for m, st, killer, _ in results:
-                res = ("killed by " + ", ".join("`%s`" % k for k in killer.split(", "))
-                       if st == "killed" else "**%s** %s" % (st, killer))
-                f.write("| `%s` | `%s` | %s | %s |\n" % (m.name, m.file, m.why, res))
+            f.write(markdown(results))
     return 0 if all(st == "killed" for _, st, _, _ in results) else 1
 
 
