@@ -4,6 +4,8 @@
 #   tools/dev.sh test                   install what is missing, build, run every test
 #                                       (plain build, then AddressSanitizer+UBSan build;
 #                                       the release build is compiled, not run)
+#   tools/dev.sh mutate [NAME...|--list] build one-line mutants of the code in a scratch copy and
+#                                       check that the tests catch each (slow; tests/README.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,8 +68,13 @@ fuzz)
   shift
   exec tools/fuzz.sh "$@"
   ;;
+mutate)
+  install_missing "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+  shift
+  exec python3 tools/mutate.py "$@"
+  ;;
 *)
-  echo "usage: tools/dev.sh run [profcol args...] | tools/dev.sh test | tools/dev.sh fuzz [RUNS|long SECONDS]" >&2
+  echo "usage: tools/dev.sh run [profcol args...] | tools/dev.sh test | tools/dev.sh fuzz [RUNS|long SECONDS] | tools/dev.sh mutate [NAME...|--list]" >&2
   exit 2
   ;;
 esac

@@ -660,11 +660,28 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn s
 
 /* ---- shutdown ---- */
 
+/* The final counters, as the receivers' stop lines: /metrics is gone once the process exits, and
+ * what a shutdown deadline dropped is counted only now. */
+static void log_totals(const pc_sender *s)
+{
+    char totals[600] = "";
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) /* "sent 12 samples, send failed 0, ..." */
+        if (s->registered & PC_SIGNAL_BIT(sig))
+            snprintf(totals + strlen(totals), sizeof totals - strlen(totals),
+                     "%ssent %llu %s, send failed %llu, enqueue failed %llu", totals[0] ? "; " : "",
+                     (unsigned long long)s->sent[sig], pc_signal_infos[sig].items,
+                     (unsigned long long)s->failed[sig],
+                     (unsigned long long)s->enqueue_failed[sig]);
+    PC_INFO(s->c->id, "stopped (%s)", totals[0] ? totals : "nothing sent");
+}
+
 static void finish_shutdown(pc_sender *s)
 {
     void (*done)(void *) = s->shutdown_done;
     s->shutdown_done = NULL;
-    if (done) done(s->shutdown_arg);
+    if (!done) return;
+    log_totals(s);
+    done(s->shutdown_arg);
 }
 
 static void deadline_closed(uv_handle_t *h)

@@ -533,9 +533,11 @@ class PyroscopeExporterTest(unittest.TestCase):
         self.start(exporter_config(h.otlp_receiver_yaml(port), self.sink.url, "push", no_queue),
                    port)
         body = h.make_request(seed=5).SerializeToString()
-        self.sink.status = 503
-        r = h.post(port, body)
-        self.assertIn(r.status, (503,), r)
+        # retryable (429 as overload, the others as unavailable), as the OTLP exporters do
+        for backend, client in ((503, 503), (502, 503), (504, 503), (429, 429)):
+            self.sink.status = backend
+            r = h.post(port, body)
+            self.assertEqual(r.status, client, "backend %d: %r" % (backend, r))
         self.sink.status = 400
         r = h.post(port, body)
         self.assertEqual(r.status, 400, r)

@@ -3,6 +3,7 @@
 Retry-After, the persistent queue across kill -9, a full queue, the memory limiter, health and
 self-metrics. Every acknowledged sample must arrive (counts compared)."""
 import os
+import re
 import shutil
 import signal
 import sys
@@ -143,23 +144,30 @@ class QueueTest(unittest.TestCase):
 
 class ShutdownTest(unittest.TestCase):
     def test_shutdown_deadline_with_a_dead_backend(self):
-        """SIGTERM while a batch waits to retry: exporters drain until service.shutdown_timeout,
-        then what is left is counted and logged as dropped, and profcol exits 0."""
+        """SIGTERM while a batch waits to retry and others wait in the queue (one consumer):
+        exporters drain until service.shutdown_timeout, then what is left is logged and counted
+        as dropped (otelcol_exporter_send_failed_profile_samples, in the exporter's stop line
+        since /metrics is gone by then): exactly the samples acknowledged; profcol exits 0."""
         port, dead = h.free_port(), h.free_port()
         cfg = h.relay_config(port, "http://127.0.0.1:%d" % dead, timeout="1s",
-                             exporter_extra=FAST_RETRY)
+                             exporter_extra="sending_queue:\n  num_consumers: 1\n" + FAST_RETRY)
         cfg += "  shutdown_timeout: 1s\n"
         p = h.Profcol(cfg, wait_ports=[port], name="profcol-deadline").start()
         try:
-            acked, _ = post_many(port, 3, 900)
-            self.assertEqual(len(acked), 3)
-            time.sleep(0.5)  # the first attempts failed; batches wait on their backoff timers
+            reqs = [h.make_request(("svc%d" % i,), seed=900 + i, samples=8 + i) for i in range(3)]
+            for req in reqs:
+                self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
+            time.sleep(0.5)  # the first attempt failed; it waits on its backoff timer
             t0 = time.monotonic()
             p.stop()  # asserts exit 0 within 10 s
             self.assertLess(time.monotonic() - t0, 5)
             with open(p.stderr_path) as f:
                 log = f.read()
             self.assertIn("dropping", log, "what is lost at the deadline must be logged")
+            m = re.search(r"otlphttp: stopped \(sent (\d+) samples, send failed (\d+)", log)
+            self.assertTrue(m, "no exporter stop line:\n" + log[-3000:])
+            self.assertEqual((int(m.group(1)), int(m.group(2))), (0, h.count_samples(reqs)),
+                             "send_failed must count every acknowledged sample dropped")
         finally:
             p.kill()
 
@@ -309,8 +317,11 @@ class SignalQueueTest(unittest.TestCase):
                         return spans, logs
                     self.assertTrue(h.wait_for(lambda: got() == (sent_spans, sent_logs),
                                                timeout=20), "backlog after restart: %r" % (got(),))
-                    self.assertEqual(self_metric(mport, "otelcol_exporter_sent_spans"), 5)
-                    self.assertEqual(self_metric(mport, "otelcol_exporter_sent_log_records"), 5)
+                    # the sink records a request before profcol reads its answer and counts it
+                    for name in ("otelcol_exporter_sent_spans",
+                                 "otelcol_exporter_sent_log_records"):
+                        h.wait_for(lambda: self_metric(mport, name) == 5, timeout=10)
+                        self.assertEqual(self_metric(mport, name), 5)
                 finally:
                     p2.kill()
             finally:

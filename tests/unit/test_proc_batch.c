@@ -443,6 +443,39 @@ static void test_size_trigger_and_split(void)
     uv_loop_close(&loop);
 }
 
+/* send_batch_size reached exactly flushes at once, without waiting for the (hour-long) timer. */
+static void guard_fire(uv_timer_t *t)
+{
+    uv_stop(t->loop);
+}
+
+static void test_size_trigger_exact(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    rec r = {.base = {rec_consume, false}};
+    pc_component *c = make("timeout: 1h\nsend_batch_size: 10\n", &loop, &r.base, NULL);
+    up ups[2] = {{0}};
+    for (int i = 0; i < 2; i++) { /* 5 + 5 samples */
+        pc_batch *b = request(i, 0);
+        CHECK_EQ_INT(pc_batch_counts(b).samples, 5);
+        c->type->consume(c, b, up_done, &ups[i]);
+    }
+    /* the guard does not keep the loop alive; it only ends a wait for the batch timer */
+    uv_timer_t guard;
+    uv_timer_init(&loop, &guard);
+    uv_timer_start(&guard, guard_fire, 10000, 0);
+    uv_unref((uv_handle_t *)&guard);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(r.n, 1);
+    if (r.n == 1) CHECK_EQ_INT(pc_batch_counts(r.b[0]).samples, 10);
+    CHECK_EQ_INT(ups[0].calls + ups[1].calls, 2);
+    uv_close((uv_handle_t *)&guard, NULL);
+    rec_clear(&r);
+    shutdown_and_free(c, &loop);
+    uv_loop_close(&loop);
+}
+
 /* Upstream answers wait for the downstream answer and carry the worst status of the requests
  * that carried their data. */
 static void test_status_propagation(void)
@@ -602,6 +635,7 @@ int main(void)
 {
     RUN(test_merge_100);
     RUN(test_size_trigger_and_split);
+    RUN(test_size_trigger_exact);
     RUN(test_status_propagation);
     RUN(test_metadata_keys);
     RUN(test_shutdown_flushes);

@@ -139,6 +139,67 @@ static void test_links(void)
     driver_free(d);
 }
 
+/* Ids of the wrong length are not ids, however they start: a trace id over 32 hex digits (33, 34,
+ * 64), a 32-digit (trace-id sized) value or 17 digits under a span key, and hex text of 32 bytes
+ * in a bytes value under a span key are all kept as attributes and counted invalid; none is cut
+ * down to its first 16 or 8 bytes. A valid pair in the same batch still links. */
+static const char *const overlong_json =
+    "{\"resourceProfiles\":[{\"scopeProfiles\":[{\"profiles\":[{"
+    "\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},\"samples\":["
+    "{\"stackIndex\":1,\"values\":[\"1\"],\"attributeIndices\":[1,7]},"
+    "{\"stackIndex\":1,\"values\":[\"2\"],\"attributeIndices\":[2]},"
+    "{\"stackIndex\":1,\"values\":[\"3\"],\"attributeIndices\":[3]},"
+    "{\"stackIndex\":1,\"values\":[\"4\"],\"attributeIndices\":[4]},"
+    "{\"stackIndex\":1,\"values\":[\"5\"],\"attributeIndices\":[5]},"
+    "{\"stackIndex\":1,\"values\":[\"6\"],\"attributeIndices\":[6]},"
+    "{\"stackIndex\":1,\"values\":[\"7\"],\"attributeIndices\":[8,7]}]}]}]}],"
+    "\"dictionary\":{\"locationTable\":[{},{\"address\":\"4096\",\"lines\":[{\"functionIndex\":1}]}"
+    "],\"functionTable\":[{},{\"nameStrindex\":5}],"
+    "\"stackTable\":[{},{\"locationIndices\":[1]}],"
+    "\"attributeTable\":[{},"
+    /* 1: trace id of 33 digits (a valid id plus one) */
+    "{\"keyStrindex\":3,\"value\":{\"stringValue\":\"0102030405060708090a0b0c0d0e0f101\"}},"
+    /* 2: 34 digits */
+    "{\"keyStrindex\":3,\"value\":{\"stringValue\":\"0102030405060708090a0b0c0d0e0f1011\"}},"
+    /* 3: 64 digits */
+    "{\"keyStrindex\":3,\"value\":{\"stringValue\":"
+    "\"0102030405060708090a0b0c0d0e0f100102030405060708090a0b0c0d0e0f10\"}},"
+    /* 4: a trace id's 32 digits under the span key */
+    "{\"keyStrindex\":4,\"value\":{\"stringValue\":\"0102030405060708090a0b0c0d0e0f10\"}},"
+    /* 5: 17 digits under the span key */
+    "{\"keyStrindex\":4,\"value\":{\"stringValue\":\"a1a2a3a4a5a6a7a8a\"}},"
+    /* 6: the 32 hex characters as a bytes value under the span key */
+    "{\"keyStrindex\":4,\"value\":{\"bytesValue\":\"MDEwMjAzMDQwNTA2MDcwODA5MGEwYjBjMGQwZTBmMTA=\"}"
+    "},"
+    /* 7: a valid span id; 8: a valid trace id */
+    "{\"keyStrindex\":4,\"value\":{\"stringValue\":\"a1a2a3a4a5a6a7a8\"}},"
+    "{\"keyStrindex\":3,\"value\":{\"stringValue\":\"0102030405060708090a0b0c0d0e0f10\"}}],"
+    "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"trace_id\",\"span_id\",\"main\"]}}";
+
+static void test_overlong_ids(void)
+{
+    driver *d = make("");
+    pc_batch *b = driver_run(d, batch_from_json(overlong_json));
+    pc_profile *p = first_profile(b);
+    CHECK_EQ_INT(p->n_samples, 7);
+    pc_sample **s = p->samples;
+    /* the over-long trace id is not taken; the valid span id alone links, with a zero trace */
+    CHECK(links_to(b, s[0], ZERO, S1));
+    CHECK(has_attrs(s[0], (int32_t[]){1}, 1));
+    for (size_t i = 1; i <= 5; i++) { /* nothing valid: no link, the attribute stays */
+        CHECK_EQ_INT(s[i]->link_index, 0);
+        CHECK(has_attrs(s[i], (int32_t[]){(int32_t)i + 1}, 1));
+    }
+    CHECK(links_to(b, s[6], T1, S1)); /* the control: the exact lengths link */
+    CHECK_EQ_INT(s[6]->n_attribute_indices, 0);
+    CHECK_EQ_INT(counter(d, "invalid_ids"), 6);
+    CHECK_EQ_INT(counter(d, "samples_linked"), 2);
+    CHECK_EQ_INT(counter(d, "span_only_links"), 1);
+    /* links: the zero link, (0, S1), (T1, S1) */
+    CHECK_EQ_INT(b->req->dictionary->n_link_table, 3);
+    driver_free(d);
+}
+
 static void test_keep_attributes(void)
 {
     driver *d = make("remove_attributes: false\n");
@@ -616,6 +677,7 @@ static void test_index_concurrent(void)
 int main(void)
 {
     RUN(test_links);
+    RUN(test_overlong_ids);
     RUN(test_keep_attributes);
     RUN(test_custom_keys);
     RUN(test_copy_on_write);
