@@ -54,6 +54,18 @@ from google.protobuf.message import DecodeError  # noqa: E402,F401
 SRC = os.environ.get("PROFCOL_SRC") or os.path.normpath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BIN = os.environ.get("PROFCOL_BIN") or os.path.join(SRC, "build", "profcol")
+
+
+def _sanitized(path):
+    """Whether the binary was built with AddressSanitizer (slower; memory figures larger)."""
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+SANITIZED = _sanitized(BIN)
 PROFILES_PATH = "/v1development/profiles"
 CT_PROTO = "application/x-protobuf"
 CT_JSON = "application/json"

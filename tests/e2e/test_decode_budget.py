@@ -39,6 +39,10 @@ BUDGET = 48 * MiB
 # what the bodies themselves may hold at once besides the decodes: four 20 MiB bodies read, two
 # inflated on the thread pool, the good clients' data and the process's own baseline
 MARGIN = 200 * MiB
+# a good request waits at most for the bad ones ahead of it on the thread pool to be inflated and
+# counted (about 0.2 s each plain, several times that under the sanitizers); before the budget
+# it waited 5.2 s while four of them were decoded
+LATENCY_BOUND = 6.0 if h.SANITIZED else 2.5
 
 
 varint, field = h.varint, h.pb_field
@@ -201,7 +205,8 @@ class BudgetTest(Base):
         ok2, failures2 = self.good_ingest.finish()
         self.assertEqual(failures + failures2, [])
         worst = max(self.good.latencies + self.good_ingest.latencies)
-        self.assertLess(worst, 3.0, "a good request waited %.2fs" % worst)
+        sys.stderr.write("worst good-client latency: %.2fs\n" % worst)
+        self.assertLess(worst, LATENCY_BOUND, "a good request waited %.2fs" % worst)
         # only the good data reached the sink
         want = ok * h.count_samples([self.good_req])
 
