@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "payloads.h"
 #include "pdata/pdata.h"
 #include "pdata/pprof.h"

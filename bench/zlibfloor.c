@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "payloads.h"
 
 typedef struct worker {

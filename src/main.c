@@ -12,7 +12,8 @@
 #include "net/tls.h"
 #include "pipeline/component.h"
 #include "pipeline/config.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "pipeline/service.h"
 
 extern const char pc_default_config[];

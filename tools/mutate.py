@@ -84,7 +84,7 @@ MUTANTS = [
       "    if ((p->flags & F_CONTENT_LENGTH) && p->content_length >= c->s->o.max_body_bytes) {",
       ["net", "test_bad_input", "test_boundaries"],
       "a body of exactly max_request_body_size is refused with 413"),
-    M("gzip-cap-off-by-one", "src/net/gzip.c",
+    M("gzip-cap-off-by-one", "src/base/gzip.c",
       "        if (out->len > max_out) {",
       "        if (out->len >= max_out) {",
       ["net", "test_bad_input", "test_boundaries"],

@@ -12,13 +12,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "extensions/auth.h"
+#include "pipeline/auth.h"
 #include "net/grpc.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "net/h2_client.h"
 #include "net/tls.h"
+#include "pipeline/tls_config.h"
 #include "net/url.h"
 #include "pipeline/component.h"
+#include "pipeline/service.h"
 #include "pipeline/sender.h"
 
 #define MAX_RESPONSE (4u << 20)
@@ -215,7 +217,8 @@ static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
                 "grpc-go would look up \"%s%s\" as a host name)",
                 cfg->endpoint, x->dropped_path, x->host, x->port, x->host, x->dropped_path);
     x->client = pc_h2_client_new(c->loop, &o);
-    if (cfg->authenticator && !(x->auth = pc_auth_find(c, cfg->authenticator, false, err, errlen)))
+    if (cfg->authenticator &&
+        !(x->auth = pc_service_authenticator(c->host, cfg->authenticator, false, err, errlen)))
         return -1;
     x->sender = pc_sender_new(c, &cfg->sender, otlp_exp_send, err, errlen);
     if (!x->sender) return -1;

@@ -7,10 +7,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "extensions/auth.h"
-#include "net/gzip.h"
+#include "pipeline/auth.h"
+#include "base/gzip.h"
 #include "net/http_client.h"
 #include "net/tls.h"
+#include "pipeline/tls_config.h"
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/exporter_http.h"

@@ -21,9 +21,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "extensions/auth.h"
+#include "pipeline/auth.h"
 #include "net/http_client.h"
 #include "net/tls.h"
+#include "pipeline/tls_config.h"
 #include "net/url.h"
 #include "pdata/pprof.h"
 #include "pipeline/component.h"

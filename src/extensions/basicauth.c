@@ -14,7 +14,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-#include "extensions/auth.h"
+#include "extensions/auth_common.h"
 #include "net/tls.h"
 #include "pipeline/component.h"
 
@@ -317,6 +317,7 @@ static void basic_destroy(pc_component *c)
 const pc_component_type pc_extension_basicauth = {
     .name = "basicauth",
     .kind = PC_KIND_EXTENSION,
+    .authenticator = true,
     .stability = "alpha",
     .doc = "HTTP Basic authenticator for `auth: authenticator:` (client_auth for exporters; "
            "htpasswd with {SHA} or plain entries for receivers, 401 otherwise)",

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extensions/auth.h"
+#include "extensions/auth_common.h"
 #include "net/tls.h"
 #include "pipeline/component.h"
 
@@ -172,6 +172,7 @@ static void bta_destroy(pc_component *c)
 const pc_component_type pc_extension_bearertokenauth = {
     .name = "bearertokenauth",
     .kind = PC_KIND_EXTENSION,
+    .authenticator = true,
     .stability = "alpha",
     .doc = "Bearer token authenticator for `auth: authenticator:` (receivers check it in constant "
            "time and answer 401 otherwise; exporters send it)",

@@ -5,6 +5,7 @@
 
 #include "net/http_server.h"
 #include "net/tls.h"
+#include "pipeline/tls_config.h"
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/service.h"

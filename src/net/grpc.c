@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/gzip.h"
-#include "pipeline/log.h"
+#include "base/gzip.h"
+#include "base/alloc.h"
 #include "rpc_status.pb-c.h"
 
 static const char *const code_names[] = {

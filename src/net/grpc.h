@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "net/h2_server.h"
-#include "pdata/pdata.h"
+#include "base/buf.h"
 
 typedef enum {
     PC_GRPC_OK = 0,

@@ -18,8 +18,9 @@
 #include <string.h>
 
 #include "net/tls.h"
-#include "pdata/pdata.h"
-#include "pipeline/log.h"
+#include "base/buf.h"
+#include "base/alloc.h"
+#include "base/log.h"
 
 enum {
     READ_CHUNK = 64 * 1024,

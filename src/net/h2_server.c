@@ -18,10 +18,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "pdata/pdata.h"
+#include "base/buf.h"
 #include "net/listener.h"
 #include "net/tls.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 
 enum {
     READ_CHUNK = 64 * 1024,

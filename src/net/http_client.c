@@ -20,8 +20,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "pdata/pdata.h"
-#include "pipeline/log.h"
+#include "base/buf.h"
+#include "base/alloc.h"
+#include "base/log.h"
 
 enum {
     BODY_CAP = 64 << 20, /* a response bigger than this is an error, not an allocation */

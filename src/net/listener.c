@@ -12,6 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/log.h"
+
 enum {
     ACCEPT_BATCH = 128, /* connections per poll callback: the loop has other work too */
     RETRY_MS = 250,     /* out of descriptors with nothing to close: accept again after this */

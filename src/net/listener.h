@@ -8,8 +8,6 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "pipeline/log.h"
-
 /* "1.2.3.4:80" or "[::1]:80"; "?" for anything else. */
 void pc_sockaddr_format(const struct sockaddr *sa, char *out, size_t n);
 /* The peer of an accepted connection, formatted as above. */

@@ -17,7 +17,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 
 const char *const pc_tls_versions[] = {"1.2", "1.3", NULL};
 
@@ -323,68 +324,55 @@ void pc_tls_reload_hook_remove(void *arg)
 
 /* ---- validation (config time) ---- */
 
-static void key_error(pc_cfg_err *err, const pc_node *node, const char *path, const char *prefix,
-                      const char *key, const char *msg)
+static int check_built(pc_tls_ctx *t, const char **bad_key, char *err, size_t errlen)
 {
-    char full[160];
-    snprintf(full, sizeof full, "%stls.%s", prefix ? prefix : "", key);
-    pc_cfg_key_errorf(err, node, path, full, "%s", msg);
-}
-
-static int check_built(pc_tls_ctx *t, const pc_node *node, const char *path, const char *prefix,
-                       pc_cfg_err *err)
-{
-    char e[400];
-    int bad;
-    SSL_CTX *ctx = build(t, &bad, e, sizeof e);
-    const char *key = bad == BAD_CERT  ? "cert_file"
-                      : bad == BAD_KEY ? "key_file"
-                      : bad == BAD_CA  ? (t->server ? "client_ca_file" : "ca_file")
-                                       : "cert_file";
+    int which;
+    SSL_CTX *ctx = build(t, &which, err, errlen);
+    *bad_key = which == BAD_CERT  ? "cert_file"
+               : which == BAD_KEY ? "key_file"
+               : which == BAD_CA  ? (t->server ? "client_ca_file" : "ca_file")
+                                  : "cert_file";
     ctx_destroy(t);
     if (ctx) {
         SSL_CTX_free(ctx);
         return 0;
     }
-    key_error(err, node, path, prefix, key, e);
     return -1;
 }
 
-int pc_tls_server_validate(const pc_tls_server_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err)
+static int bad_key_is(const char **bad_key, const char *key, char *err, size_t errlen,
+                      const char *msg)
 {
-    if (!cfg->cert_file) {
-        if (cfg->key_file || cfg->client_ca_file) {
-            key_error(err, node, path, prefix, "cert_file",
-                      "required when key_file or client_ca_file is set");
-            return -1;
-        }
-        return 0;
-    }
-    if (!cfg->key_file) {
-        key_error(err, node, path, prefix, "key_file", "required with cert_file");
-        return -1;
-    }
-    return check_built(server_ctx_alloc(cfg, NULL, NULL), node, path, prefix, err);
+    *bad_key = key;
+    snprintf(err, errlen, "%s", msg);
+    return -1;
 }
 
-int pc_tls_client_validate(const pc_tls_client_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err)
+int pc_tls_server_check(const pc_tls_server_cfg *cfg, const char **bad_key, char *err,
+                        size_t errlen)
 {
-    if (cfg->cert_file && !cfg->key_file) {
-        key_error(err, node, path, prefix, "key_file", "required with cert_file");
-        return -1;
+    if (!cfg->cert_file) {
+        if (cfg->key_file || cfg->client_ca_file)
+            return bad_key_is(bad_key, "cert_file", err, errlen,
+                              "required when key_file or client_ca_file is set");
+        return 0;
     }
-    if (cfg->key_file && !cfg->cert_file) {
-        key_error(err, node, path, prefix, "cert_file", "required with key_file");
-        return -1;
-    }
-    if (cfg->server_name_override && !*cfg->server_name_override) {
-        key_error(err, node, path, prefix, "server_name_override", "must not be empty");
-        return -1;
-    }
+    if (!cfg->key_file)
+        return bad_key_is(bad_key, "key_file", err, errlen, "required with cert_file");
+    return check_built(server_ctx_alloc(cfg, NULL, NULL), bad_key, err, errlen);
+}
+
+int pc_tls_client_check(const pc_tls_client_cfg *cfg, const char **bad_key, char *err,
+                        size_t errlen)
+{
+    if (cfg->cert_file && !cfg->key_file)
+        return bad_key_is(bad_key, "key_file", err, errlen, "required with cert_file");
+    if (cfg->key_file && !cfg->cert_file)
+        return bad_key_is(bad_key, "cert_file", err, errlen, "required with key_file");
+    if (cfg->server_name_override && !*cfg->server_name_override)
+        return bad_key_is(bad_key, "server_name_override", err, errlen, "must not be empty");
     if (cfg->insecure) return 0; /* plain text: the files are not used */
-    return check_built(client_ctx_alloc(cfg, NULL, NULL), node, path, prefix, err);
+    return check_built(client_ctx_alloc(cfg, NULL, NULL), bad_key, err, errlen);
 }
 
 /* ---- connections ---- */

@@ -12,8 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "pdata/pdata.h"
-#include "pipeline/cfgtable.h"
+#include "base/buf.h"
 
 /* `tls:` of a server (receivers, extensions). TLS is on when cert_file is set. */
 typedef struct pc_tls_server_cfg {
@@ -35,50 +34,18 @@ typedef struct pc_tls_client_cfg {
 
 extern const char *const pc_tls_versions[]; /* "1.2", "1.3" */
 
-/* clang-format off */
-/* Config-table entries for a server `tls:` block at "<prefix>tls." (prefix "" or e.g.
- * "protocols.http."), landing in the pc_tls_server_cfg member f of config struct T. */
-#define PC_TLS_SERVER_KEYS(T, f, prefix)                                                           \
-    {prefix "tls.cert_file", PC_CFG_STRING, NULL, offsetof(T, f.cert_file),                       \
-     "server certificate chain (PEM); setting it turns TLS on", NULL},                             \
-    {prefix "tls.key_file", PC_CFG_STRING, NULL, offsetof(T, f.key_file),                         \
-     "private key of cert_file (PEM)", NULL},                                                      \
-    {prefix "tls.client_ca_file", PC_CFG_STRING, NULL, offsetof(T, f.client_ca_file),             \
-     "CA certificates (PEM) client certificates must chain to: mutual TLS, a client without a "    \
-     "valid certificate is refused", NULL},                                                        \
-    {prefix "tls.min_version", PC_CFG_ENUM, "1.2", offsetof(T, f.min_version),                    \
-     "lowest TLS version accepted", pc_tls_versions}
-
-/* Config-table entries for a client `tls:` block at "<prefix>tls.". */
-#define PC_TLS_CLIENT_KEYS(T, f, prefix)                                                           \
-    {prefix "tls.insecure", PC_CFG_BOOL, "false", offsetof(T, f.insecure),                        \
-     "plain text, no TLS, even for an https:// endpoint", NULL},                                   \
-    {prefix "tls.insecure_skip_verify", PC_CFG_BOOL, "false", offsetof(T, f.insecure_skip_verify), \
-     "encrypt but do not verify the server's certificate or name (testing only)", NULL},          \
-    {prefix "tls.ca_file", PC_CFG_STRING, NULL, offsetof(T, f.ca_file),                           \
-     "CA certificates (PEM) to verify the server with (default: the system trust store)", NULL},  \
-    {prefix "tls.cert_file", PC_CFG_STRING, NULL, offsetof(T, f.cert_file),                       \
-     "client certificate chain (PEM) for mutual TLS", NULL},                                       \
-    {prefix "tls.key_file", PC_CFG_STRING, NULL, offsetof(T, f.key_file),                         \
-     "private key of cert_file (PEM)", NULL},                                                      \
-    {prefix "tls.server_name_override", PC_CFG_STRING, NULL, offsetof(T, f.server_name_override), \
-     "name sent as SNI and verified in the certificate instead of the endpoint's host", NULL},    \
-    {prefix "tls.min_version", PC_CFG_ENUM, "1.2", offsetof(T, f.min_version),                    \
-     "lowest TLS version accepted", pc_tls_versions}
-/* clang-format on */
-
 static inline bool pc_tls_server_enabled(const pc_tls_server_cfg *cfg)
 {
     return cfg->cert_file != NULL;
 }
 
-/* Validate a server block: key pairs complete, files readable, certificates and keys load and
- * match. Errors name the key ("receivers::pyroscope::tls::cert_file: ..."); -1 with err. */
-int pc_tls_server_validate(const pc_tls_server_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err);
-/* Validate a client block the same way (whatever the endpoint's scheme). */
-int pc_tls_client_validate(const pc_tls_client_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err);
+/* Check that a block's files load and match, as a context would be built from them: 0, or -1
+ * with a reason in err and the key at fault ("cert_file", "key_file", "client_ca_file",
+ * "ca_file", "server_name_override") in *bad_key. Used when the config is validated. */
+int pc_tls_server_check(const pc_tls_server_cfg *cfg, const char **bad_key, char *err,
+                        size_t errlen);
+int pc_tls_client_check(const pc_tls_client_cfg *cfg, const char **bad_key, char *err,
+                        size_t errlen);
 
 typedef struct pc_tls_ctx pc_tls_ctx;
 

@@ -4,7 +4,8 @@
 #include <string.h>
 
 #include "pdata/pdata.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 
 static pc_batch *batch_alloc(pc_arena *a)
 {
@@ -108,28 +109,6 @@ void pc_batch_encode_proto(const pc_batch *b, pc_buf *out)
     out->len = 0;
     pc_buf_reserve(out, n + 1);
     out->len = protobuf_c_message_pack(m, out->data);
-}
-
-void pc_batch_make_writable(pc_batch **bp)
-{
-    pc_batch *b = *bp;
-    if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1) return;
-    /* Deep copy through the wire format: simple, exact, and only paid when data is shared. */
-    pc_buf buf = {0};
-    pc_batch_encode_proto(b, &buf);
-    pc_batch *copy = NULL;
-    char err[128];
-    if (pc_batch_decode(b->signal, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, NULL,
-                        &copy, err, sizeof err) != 0) {
-        /* cannot happen for data that decoded and validated; never crash on it anyway */
-        PC_ERROR(NULL, "copy-on-write failed (%s): the processor gets an empty batch", err);
-        copy = pc_batch_new_signal(b->signal);
-    }
-    pc_buf_free(&buf);
-    for (size_t i = 0; i < b->meta.n; i++)
-        pc_batch_set_meta(copy, b->meta.keys[i], b->meta.vals[i]);
-    pc_batch_unref(b);
-    *bp = copy;
 }
 
 pc_counts pc_batch_counts(const pc_batch *b)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 enum { T_STR, T_MAP, T_LOC, T_FUN, T_LINK, T_ATTR, T_STACK, T_COUNT };
 

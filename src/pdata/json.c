@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers

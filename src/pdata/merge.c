@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "pdata/dict.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 /* AnyValue nesting deeper than this is not walked (keys treat it as opaque, marks stop). */
 #define MAX_DEPTH 64

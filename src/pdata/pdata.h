@@ -11,7 +11,8 @@
 #include "otlp_metrics_service.pb-c.h"
 #include "otlp_profiles_service.pb-c.h"
 #include "otlp_trace_service.pb-c.h"
-#include "pdata/arena.h"
+#include "base/arena.h"
+#include "base/buf.h"
 
 /* The signals a pipeline can carry. Profiles are the model (DESIGN §2); traces, metrics and logs
  * pass through as their decoded OTLP Export*ServiceRequest, re-shaped by nothing but the
@@ -135,16 +136,6 @@ static inline void pc_batch_end_budget(pc_batch *b)
 /* A batch of signal sig owning arena a (message pointers are set by the caller). */
 pc_batch *pc_batch_wrap(pc_arena *a, pc_signal sig);
 #define PC_PROTO_MAX_DEPTH 64
-
-/* A growable byte buffer (malloc-owned). */
-typedef struct pc_buf {
-    uint8_t *data;
-    size_t len, cap;
-} pc_buf;
-void pc_buf_reserve(pc_buf *b, size_t extra);
-void pc_buf_append(pc_buf *b, const void *p, size_t n);
-void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void pc_buf_free(pc_buf *b);
 
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out);
 void pc_batch_encode_json(const pc_batch *b, pc_buf *out);

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "pdata/dict.h"
 #include "pdata/proto_scan.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
 #include "pprof.pb-c.h"
 
 typedef Perftools__Profiles__Profile pp_profile;

@@ -7,7 +7,7 @@
 #include "pdata/json.h"
 #include "pdata/pdata.h"
 #include "pdata/proto_scan.h"
-#include "pipeline/log.h"
+#include "base/log.h"
 
 #define COLLECTOR(sig, svc) "/opentelemetry.proto.collector." sig ".v1." svc "/Export"
 
@@ -117,6 +117,30 @@ int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err
 {
     return pc_batch_decode(PC_SIGNAL_PROFILES, (const uint8_t *)data, len, true, NULL, out, err,
                            errlen);
+}
+
+/* Copy-on-write (pdata.h): the copy goes through the wire format, so it lives here beside the
+ * decoder of every signal. */
+void pc_batch_make_writable(pc_batch **bp)
+{
+    pc_batch *b = *bp;
+    if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1) return;
+    /* Deep copy through the wire format: simple, exact, and only paid when data is shared. */
+    pc_buf buf = {0};
+    pc_batch_encode_proto(b, &buf);
+    pc_batch *copy = NULL;
+    char err[128];
+    if (pc_batch_decode(b->signal, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, NULL,
+                        &copy, err, sizeof err) != 0) {
+        /* cannot happen for data that decoded and validated; never crash on it anyway */
+        PC_ERROR(NULL, "copy-on-write failed (%s): the processor gets an empty batch", err);
+        copy = pc_batch_new_signal(b->signal);
+    }
+    pc_buf_free(&buf);
+    for (size_t i = 0; i < b->meta.n; i++)
+        pc_batch_set_meta(copy, b->meta.keys[i], b->meta.vals[i]);
+    pc_batch_unref(b);
+    *bp = copy;
 }
 
 static size_t metric_points(const Opentelemetry__Proto__Metrics__V1__Metric *m)

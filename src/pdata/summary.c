@@ -8,7 +8,7 @@
 
 #include "pdata/pdata.h"
 #include "pdata/summary.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 /* Element count of a repeated field, 0 when the array pointer is missing (hostile input). */
 #define ARR_N(arr, n) ((arr) ? (n) : 0)

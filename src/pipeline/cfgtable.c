@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 int pc_parse_bool(const char *s, bool *out)
 {

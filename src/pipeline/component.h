@@ -6,9 +6,10 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "base/alloc.h"
+#include "base/log.h"
 #include "pipeline/cfgtable.h"
 #include "pipeline/consumer.h"
-#include "pipeline/log.h"
 
 typedef enum { PC_KIND_RECEIVER, PC_KIND_PROCESSOR, PC_KIND_EXPORTER, PC_KIND_EXTENSION } pc_kind;
 
@@ -39,7 +40,8 @@ typedef struct pc_component_type {
     void (*shutdown)(pc_component *c, pc_shutdown_done done);
     /* Free c->priv; handles are already closed. */
     void (*destroy)(pc_component *c);
-    bool mutates; /* processors: modifies batches (copy-on-write is then applied) */
+    bool mutates;       /* processors: modifies batches (copy-on-write is then applied) */
+    bool authenticator; /* extensions: priv starts with a pc_auth (pipeline/auth.h) */
     /* PC_SIGNAL_BIT()s of the pipelines it may be in; 0 means profiles only. A pipeline of
      * another signal listing it is a config error. */
     unsigned signals;

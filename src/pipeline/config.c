@@ -16,7 +16,8 @@
 #include <yaml.h>
 
 #include "pdata/pdata.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 
 #define MAX_NODES      100000 /* alias expansion cannot blow up memory ("billion laughs") */
 #define MAX_DEPTH      64

@@ -1,6 +1,8 @@
 /* Opening an HTTP exporter's client (see exporter_http.h). */
 #include "pipeline/exporter_http.h"
 
+#include "pipeline/service.h"
+
 #include <string.h>
 
 int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connections,
@@ -12,7 +14,9 @@ int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connecti
                              .port = u->port,
                              .max_connections = (unsigned)max_connections,
                              .log_id = c->id};
-    if (authenticator && !(*auth = pc_auth_find(c, authenticator, false, err, errlen))) return -1;
+    if (authenticator &&
+        !(*auth = pc_service_authenticator(c->host, authenticator, false, err, errlen)))
+        return -1;
     bool https = !strcmp(u->scheme, "https");
     if (https && tls_cfg->insecure)
         PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");

@@ -3,7 +3,7 @@
 #ifndef PC_EXPORTER_HTTP_H
 #define PC_EXPORTER_HTTP_H
 
-#include "extensions/auth.h"
+#include "pipeline/auth.h"
 #include "net/http_client.h"
 #include "net/tls.h"
 #include "net/url.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "pipeline/consumer.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 pc_status pc_status_merge(pc_status a, pc_status b)
 {

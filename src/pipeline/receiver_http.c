@@ -4,7 +4,9 @@
 #include <stdio.h>
 
 #include "net/url.h"
+#include "pipeline/service.h"
 #include "pipeline/telemetry.h"
+#include "pipeline/tls_config.h"
 
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
                                 const char *path, const char *prefix, pc_cfg_err *err)
@@ -49,7 +51,8 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
         .log_id = c->id,
         .stats = &rh->conns,
     };
-    if (cfg->authenticator && !(rh->auth = pc_auth_find(c, cfg->authenticator, true, err, errlen)))
+    if (cfg->authenticator &&
+        !(rh->auth = pc_service_authenticator(c->host, cfg->authenticator, true, err, errlen)))
         return -1;
     if (pc_tls_server_enabled(&cfg->tls)) {
         rh->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);

@@ -3,10 +3,11 @@
 #ifndef PC_RECEIVER_HTTP_H
 #define PC_RECEIVER_HTTP_H
 
-#include "extensions/auth.h"
+#include "pipeline/auth.h"
 #include "net/http_server.h"
 #include "net/listener.h"
 #include "net/tls.h"
+#include "pipeline/tls_config.h"
 #include "pipeline/component.h"
 
 typedef struct pc_http_server_cfg {

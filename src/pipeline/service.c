@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extensions/auth.h"
+#include "pipeline/auth.h"
 #include "net/url.h"
 #include "pipeline/component.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "pipeline/sender.h"
 #include "pipeline/telemetry.h"
 
@@ -1046,6 +1047,25 @@ pc_component *pc_service_extension(pc_service *s, const char *id)
     for (size_t i = 0; i < s->n_extensions; i++)
         if (s->extensions[i] && strcmp(s->extensions[i]->id, id) == 0) return s->extensions[i];
     return NULL;
+}
+
+pc_auth *pc_service_authenticator(pc_service *s, const char *id, bool server, char *err,
+                                  size_t errlen)
+{
+    pc_component *ext = s ? pc_service_extension(s, id) : NULL;
+    if (!ext) {
+        snprintf(err, errlen,
+                 "auth::authenticator: extension \"%s\" is not enabled (list it in "
+                 "service::extensions)",
+                 id);
+        return NULL;
+    }
+    char e[400];
+    if (pc_auth_usable(ext, server, e, sizeof e)) {
+        snprintf(err, errlen, "auth::authenticator: %s", e);
+        return NULL;
+    }
+    return ext->priv;
 }
 
 /* Every `auth: authenticator: <id>` below a component (at any depth, e.g. the otlp receiver's

@@ -43,6 +43,10 @@ void pc_service_reload(pc_service *running, pc_service *next, pc_reload_cb cb, v
 /* The extension instance `id` listed in service.extensions, or NULL (components look up their
  * authenticator at start). */
 struct pc_component *pc_service_extension(pc_service *s, const char *id);
+/* The enabled authenticator extension `id`, usable on that side (server: receivers; client:
+ * exporters); NULL with a reason naming auth::authenticator. */
+struct pc_auth *pc_service_authenticator(pc_service *s, const char *id, bool server, char *err,
+                                         size_t errlen);
 
 /* Status of the service and every component as JSON (like the Collector's health_check);
  * returns 1 when everything is running, 0 otherwise. */

@@ -13,7 +13,8 @@
 #include "net/listener.h"
 #include "net/url.h"
 #include "pipeline/component.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 
 typedef struct metric {
     const void *owner;

@@ -11,15 +11,17 @@
 #include <strings.h>
 
 #include "net/grpc.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "net/h2_server.h"
 #include "net/http_pause.h"
 #include "net/http_server.h"
 #include "net/url.h"
 #include "pdata/json.h"
-#include "extensions/auth.h"
+#include "pipeline/auth.h"
 #include "net/tls.h"
+#include "pipeline/tls_config.h"
 #include "pipeline/component.h"
+#include "pipeline/service.h"
 #include "pipeline/receiver_http.h"
 #include "pipeline/telemetry.h"
 #include "rpc_status.pb-c.h"
@@ -109,7 +111,7 @@ typedef struct otlp_recv {
     int grpc_port;
     uint64_t accepted[2][PC_SIGNAL_COUNT], refused[2][PC_SIGNAL_COUNT]; /* per transport */
     pc_refused_requests refused_requests[2];
-    /* a client can trigger these at will: rate-limited (pipeline/log.h) */
+    /* a client can trigger these at will: rate-limited (base/log.h) */
     pc_log_limiter refused_log, pipeline_log;
     uint64_t in_flight; /* jobs alive (gauge) */
     int closing;        /* servers still shutting down */
@@ -700,7 +702,8 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
         .log_id = c->id,
         .stats = &r->grpc_conns,
     };
-    if (cfg->grpc_auth && !(r->grpc_auth = pc_auth_find(c, cfg->grpc_auth, true, err, errlen)))
+    if (cfg->grpc_auth &&
+        !(r->grpc_auth = pc_service_authenticator(c->host, cfg->grpc_auth, true, err, errlen)))
         return -1;
     if (pc_tls_server_enabled(&cfg->grpc_tls)) {
         r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, err, errlen);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pipeline/log.h"
+#include "base/log.h"
 
 /* An invariant the code under test must keep: report and abort, so libFuzzer saves the input. */
 #define FUZZ_ASSERT(cond, ...)                                                                     \

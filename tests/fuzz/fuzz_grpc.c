@@ -32,7 +32,7 @@
 
 #include "fuzz_common.h"
 #include "net/grpc.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "net/h2_server.h"
 
 #define MAX_MSG (64u << 10) /* gRPC message cap (framed or inflated) */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz_otlp.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 
 #define CAP (1u << 20)
 

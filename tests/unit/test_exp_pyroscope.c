@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "testdata.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "net/http_server.h"
 #include "pdata/pdata.h"
 #include "pdata/pprof.h"

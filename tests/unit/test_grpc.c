@@ -16,10 +16,11 @@
 
 #include "check.h"
 #include "net/grpc.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "net/h2_client.h"
 #include "net/h2_server.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "rpc_status.pb-c.h"
 
 static uv_loop_t *loop;

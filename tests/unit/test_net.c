@@ -19,14 +19,14 @@
 #include <uv.h>
 
 #include "check.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "net/h2_client.h"
 #include "net/h2_server.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/listener.h"
 #include "net/url.h"
-#include "pipeline/log.h"
+#include "base/log.h"
 
 static uv_loop_t *loop;
 

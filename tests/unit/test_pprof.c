@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "testdata.h"
-#include "net/gzip.h"
+#include "base/gzip.h"
 #include "pdata/dict.h"
 #include "pdata/pdata.h"
 #include "pdata/pprof.h"

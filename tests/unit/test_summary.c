@@ -5,7 +5,7 @@
 #include "check.h"
 #include "pdata/pdata.h"
 #include "pdata/summary.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 /* ---- hand-built batches ---- */
 

@@ -14,11 +14,12 @@
 #include <openssl/x509v3.h>
 
 #include "check.h"
-#include "extensions/auth.h"
+#include "extensions/auth_common.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/tls.h"
-#include "pipeline/log.h"
+#include "pipeline/tls_config.h"
+#include "base/log.h"
 
 static uv_loop_t *loop;
 static char dir[64];

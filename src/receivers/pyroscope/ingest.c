@@ -13,7 +13,7 @@
 
 #include "base/utf8.h"
 #include "pdata/dict.h"
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 /* ---- name grammar (§1.3) ---- */
 

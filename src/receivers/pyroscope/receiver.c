@@ -11,8 +11,8 @@
 #include <time.h>
 #include <jansson.h>
 
-#include "extensions/auth.h"
-#include "net/gzip.h"
+#include "pipeline/auth.h"
+#include "base/gzip.h"
 #include "net/http_pause.h"
 #include "net/http_server.h"
 #include "net/tls.h"
@@ -45,7 +45,7 @@ typedef struct pyro_recv {
     pc_receiver_http http;
     uint64_t accepted_samples, refused_samples;
     pc_refused_requests refused_requests;
-    /* a client can trigger these at will: rate-limited (pipeline/log.h) */
+    /* a client can trigger these at will: rate-limited (base/log.h) */
     pc_log_limiter refused_log, pipeline_log;
     uint64_t in_flight; /* jobs alive (gauge) */
     pc_shutdown_done shutdown_done;

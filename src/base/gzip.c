@@ -1,13 +1,13 @@
 /* gzip via zlib. Inflate streams into the output in bounded steps so a bomb is stopped after at
  * most max_out + one step of output, never after inflating it whole. */
-#include "net/gzip.h"
+#include "base/gzip.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
-#include "pipeline/log.h"
+#include "base/log.h"
 
 enum { GZ_STEP = 256 * 1024 };
 

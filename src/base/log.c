@@ -1,5 +1,5 @@
-/* Logging and the aborting allocators. */
-#include "pipeline/log.h"
+/* Logging (log.h). */
+#include "base/log.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -167,38 +167,4 @@ void pc_log_limiter_flush(pc_log_limiter *l, pc_log_level lvl, const char *who, 
     log_plain(lvl, who, "%s: %s", what, note + 2);
     l->suppressed = 0;
     l->last_ms = now ? now : 1;
-}
-
-static void oom(size_t n)
-{
-    fprintf(stderr, "profcol: out of memory allocating %zu bytes\n", n);
-    abort();
-}
-
-void *pc_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) oom(n);
-    return p;
-}
-
-void *pc_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) oom(n * size);
-    return p;
-}
-
-void *pc_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) oom(n);
-    return q;
-}
-
-char *pc_xstrdup(const char *s)
-{
-    char *d = strdup(s ? s : "");
-    if (!d) oom(strlen(s));
-    return d;
 }

@@ -1,11 +1,12 @@
-/* Growable byte buffer used by encoders, compression and the HTTP layer. */
+/* Growable byte buffer (buf.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pdata/pdata.h"
-#include "pipeline/log.h"
+#include "base/buf.h"
+
+#include "base/alloc.h"
 
 void pc_buf_reserve(pc_buf *b, size_t extra)
 {

@@ -1,6 +1,6 @@
 /* One line per event, prefixed with the component id (DESIGN §7). */
-#ifndef PC_LOG_H
-#define PC_LOG_H
+#ifndef PC_BASE_LOG_H
+#define PC_BASE_LOG_H
 
 typedef enum { PC_LOG_DEBUG = 0, PC_LOG_INFO, PC_LOG_WARN, PC_LOG_ERROR } pc_log_level;
 
@@ -38,12 +38,5 @@ void pc_log_limiter_flush(pc_log_limiter *l, pc_log_level lvl, const char *who, 
 #define PC_INFO_RATELIMITED(l, who, ...)  pc_log_limited(l, PC_LOG_INFO, who, __VA_ARGS__)
 #define PC_WARN_RATELIMITED(l, who, ...)  pc_log_limited(l, PC_LOG_WARN, who, __VA_ARGS__)
 #define PC_ERROR_RATELIMITED(l, who, ...) pc_log_limited(l, PC_LOG_ERROR, who, __VA_ARGS__)
-
-/* malloc family that aborts on exhaustion: callers never see NULL. */
-#include <stddef.h>
-void *pc_xmalloc(size_t n);
-void *pc_xcalloc(size_t n, size_t size);
-void *pc_xrealloc(void *p, size_t n);
-char *pc_xstrdup(const char *s);
 
 #endif

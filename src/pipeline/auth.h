@@ -1,20 +1,22 @@
-/* Authenticators: the extensions bearertokenauth and basicauth, as receivers and exporters use
- * them through `auth: authenticator: <extension id>` (like the Collector's configauth).
+/* Authenticators, as receivers and exporters use them through `auth: authenticator:
+ * <extension id>` (like the Collector's configauth); the extensions bearertokenauth and basicauth
+ * implement them (src/extensions/).
  *
- * A receiver finds its authenticator at start (pc_auth_find) and checks each request with
- * pc_auth_check; a request without valid credentials is answered 401 with the authenticator's
- * WWW-Authenticate challenge. An exporter adds pc_auth_headers to every request. The service
- * checks every `auth::authenticator` reference when it builds the graph (pc_auth_usable), so a
- * missing or wrong-kind authenticator is a config error with its key path. Loop thread only. */
+ * A receiver gets its authenticator at start (pc_service_authenticator) and checks each request
+ * with pc_auth_check; a request without valid credentials is answered 401 with the
+ * authenticator's WWW-Authenticate challenge. An exporter adds pc_auth_headers to every request.
+ * The service checks every `auth::authenticator` reference when it builds the graph
+ * (pc_auth_usable), so a missing or wrong-kind authenticator is a config error with its key path.
+ * Loop thread only. */
 #ifndef PC_AUTH_H
 #define PC_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/buf.h"
 #include "net/h2_server.h"
 #include "net/http_server.h"
-#include "pdata/pdata.h"
 #include "pipeline/component.h"
 
 /* A request's header by (case-insensitive) name, NULL if absent: one check serves HTTP/1.1
@@ -44,10 +46,9 @@ typedef struct pc_auth {
 /* clang-format on */
 
 /* Whether the extension ext can authenticate a receiver's requests (server) or an exporter's
- * (client); -1 with a reason otherwise. */
+ * (client): an authenticator (its type says so) with that side configured; -1 with a reason
+ * otherwise. The service finds an enabled one by id: pc_service_authenticator (service.h). */
 int pc_auth_usable(const pc_component *ext, bool server, char *err, size_t errlen);
-/* The authenticator `id` for component c (from c->host); NULL with a reason. */
-pc_auth *pc_auth_find(pc_component *c, const char *id, bool server, char *err, size_t errlen);
 
 int pc_auth_check(pc_auth *a, const pc_http_req *req);
 /* The same check on a gRPC call's metadata. */
@@ -55,19 +56,5 @@ int pc_auth_check_call(pc_auth *a, const pc_h2_call *call);
 void pc_auth_headers(pc_auth *a, pc_buf *out);
 /* The challenge header line(s) for a 401. */
 const char *pc_auth_challenge(const pc_auth *a);
-
-/* ---- helpers for the authenticators ---- */
-
-/* Equal in time independent of the contents (both sides hashed with SHA-256, then
- * CRYPTO_memcmp), so neither the position of the first difference nor the length leaks. */
-bool pc_auth_equal(const void *a, size_t an, const void *b, size_t bn);
-/* Standard base64 with padding; malloc'd. */
-char *pc_auth_base64(const void *data, size_t n);
-/* Decode base64 (padding required); malloc'd and NUL-terminated, NULL if invalid. */
-unsigned char *pc_auth_unbase64(const char *s, size_t *out_len);
-/* A file's text with trailing whitespace removed; NULL with a reason. */
-char *pc_auth_read_file(const char *path, size_t max, char *err, size_t errlen);
-/* No CR or LF (header injection). */
-bool pc_auth_header_safe(const char *s);
 
 #endif

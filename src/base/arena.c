@@ -1,11 +1,11 @@
 /* Bump allocator: blocks grow geometrically, nothing is freed until the arena is. */
-#include "pdata/arena.h"
+#include "base/arena.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/log.h"
+#include "base/alloc.h"
 
 typedef struct block {
     struct block *prev;

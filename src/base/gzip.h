@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pdata/pdata.h"
+#include "base/buf.h"
 
 enum { PC_GZ_OK = 0, PC_GZ_CORRUPT = -1, PC_GZ_TOO_LARGE = -2 };
 

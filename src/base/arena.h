@@ -1,6 +1,6 @@
 /* Bump allocator that owns everything of one batch: freed in one call. */
-#ifndef PC_ARENA_H
-#define PC_ARENA_H
+#ifndef PC_BASE_ARENA_H
+#define PC_BASE_ARENA_H
 
 #include <stdbool.h>
 #include <stddef.h>

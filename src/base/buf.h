@@ -1,0 +1,17 @@
+/* A growable byte buffer (malloc-owned): encoders, compression and the HTTP layer write into it. */
+#ifndef PC_BASE_BUF_H
+#define PC_BASE_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pc_buf {
+    uint8_t *data;
+    size_t len, cap;
+} pc_buf;
+void pc_buf_reserve(pc_buf *b, size_t extra);
+void pc_buf_append(pc_buf *b, const void *p, size_t n);
+void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pc_buf_free(pc_buf *b);
+
+#endif

@@ -1,0 +1,76 @@
+/* The helpers bearertokenauth and basicauth share (auth_common.h). */
+#include "extensions/auth_common.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+bool pc_auth_equal(const void *a, size_t an, const void *b, size_t bn)
+{
+    unsigned char ha[SHA256_DIGEST_LENGTH], hb[SHA256_DIGEST_LENGTH];
+    SHA256(a, an, ha);
+    SHA256(b, bn, hb);
+    return CRYPTO_memcmp(ha, hb, sizeof ha) == 0;
+}
+
+char *pc_auth_base64(const void *data, size_t n)
+{
+    char *out = pc_xmalloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, data, (int)n);
+    return out;
+}
+
+unsigned char *pc_auth_unbase64(const char *s, size_t *out_len)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n % 4 || n > (1u << 20)) return NULL;
+    unsigned char *out = pc_xmalloc(n / 4 * 3 + 1);
+    int m = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
+    if (m < 0) {
+        free(out);
+        return NULL;
+    }
+    /* EVP_DecodeBlock counts the padding as zero bytes */
+    if (s[n - 1] == '=') m--;
+    if (s[n - 2] == '=') m--;
+    out[m] = 0;
+    *out_len = (size_t)m;
+    return out;
+}
+
+char *pc_auth_read_file(const char *path, size_t max, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "\"%s\": %s", path, strerror(errno));
+        return NULL;
+    }
+    pc_buf b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        pc_buf_append(&b, chunk, n);
+        if (b.len > max) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || b.len > max) {
+        snprintf(err, errlen, "\"%s\": %s", path, bad ? "read error" : "file too large");
+        pc_buf_free(&b);
+        return NULL;
+    }
+    pc_buf_append(&b, "", 0);
+    while (b.len > 0 && strchr(" \t\r\n", b.data[b.len - 1]))
+        b.data[--b.len] = 0;
+    return (char *)b.data;
+}
+
+bool pc_auth_header_safe(const char *s)
+{
+    return s && !strpbrk(s, "\r\n");
+}
