@@ -330,7 +330,8 @@ class OverloadTest(unittest.TestCase):
                     self.assertIn("retry-after", r.headers)
                 self.assertEqual(len(sink.snapshot()), 0, "refused data must not be forwarded")
                 # refused before decoding (receivers check the limiter's state first)
-                self.assertIn("memory limit", h.decode_status_any(r.body, r.content_type)[1])
+                self.assertIn("memory limit reached",
+                              h.decode_status_any(r.body, r.content_type)[1])
                 rss = self_metric(mport, "otelcol_process_memory_rss")
                 self.assertGreater(rss, 1 << 20)
                 p.stop()
