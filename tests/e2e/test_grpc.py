@@ -679,16 +679,24 @@ class GrpcKeepalive(unittest.TestCase):
         self.assertEqual(set(states[ready:]), {grpc.ChannelConnectivity.READY}, states)
 
 
+# `profcol validate` of an otlp exporter: EXPORTER_CONFIG % the exporter's lines
+EXPORTER_CONFIG = ("exporters:\n  otlp:\n%s"
+                   "receivers:\n  otlp:\n    protocols:\n      http:\n"
+                   "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                   "      exporters: [otlp]\n")
+
+
+def validate(yaml, name="grpc-validate"):
+    return h.run_profcol(["validate", "--config", h.write_config(yaml, name)])
+
+
 class GrpcConfig(unittest.TestCase):
 
     def validate(self, yaml):
-        return h.run_profcol(["validate", "--config", h.write_config(yaml, "grpc-validate")])
+        return validate(yaml)
 
     def test_errors(self):
-        base = ("exporters:\n  otlp:\n%s"
-                "receivers:\n  otlp:\n    protocols:\n      http:\n"
-                "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
-                "      exporters: [otlp]\n")
+        base = EXPORTER_CONFIG
         r = self.validate(base % "    endpoint: https://otlp.example.com:4317\n")
         self.assertEqual(r.returncode, 0, r.stderr)  # TLS (see test_grpc_tls.py)
         r = self.validate(base % "    endpoint: 127.0.0.1:4317\n    tls:\n      ca_file: x.pem\n")

@@ -21,7 +21,6 @@ import shutil
 import signal
 import sys
 import unittest
-from concurrent import futures
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
@@ -257,12 +256,7 @@ class GrpcTlsExporter(unittest.TestCase):
         p.kill()
 
     def test_insecure_is_plain_text(self):
-        rec = g.Recorder()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        g.svc.add_ProfilesServiceServicer_to_server(rec, server)
-        port = server.add_insecure_port("127.0.0.1:%d" % h.free_port())
-        server.start()
-        self.addCleanup(server.stop, 0)
+        rec, _, port = g.start_recorder(self)
         p, hport = self.start_profcol("endpoint: 127.0.0.1:%d\ntls:\n  insecure: true\n" % port,
                                       "grpc-tls-exp-insecure")
         self.assertIn("(h2c", p.stderr())
@@ -275,13 +269,10 @@ class GrpcTlsExporter(unittest.TestCase):
 class GrpcTlsConfig(unittest.TestCase):
 
     def validate(self, yaml):
-        return h.run_profcol(["validate", "--config", h.write_config(yaml, "grpc-tls-validate")])
+        return g.validate(yaml, "grpc-tls-validate")
 
     def test_errors(self):
-        base = ("exporters:\n  otlp:\n%s"
-                "receivers:\n  otlp:\n    protocols:\n      http:\n"
-                "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
-                "      exporters: [otlp]\n")
+        base = g.EXPORTER_CONFIG
         r = self.validate(base % "    endpoint: https://otlp.example.com:4317\n")
         self.assertEqual(r.returncode, 0, r.stderr)
         r = self.validate(base % "    endpoint: 127.0.0.1:4317\n    tls:\n      ca_file: /nonexistent.pem\n")
