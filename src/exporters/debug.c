@@ -56,7 +56,7 @@ static void debug_format(pc_export_req *r)
 /* A write to stderr that fails counts as send_failed. */
 static void debug_write(pc_export_req *r)
 {
-    pc_export_outcome o = {.st = PC_OK, .retry_after_s = -1};
+    pc_export_outcome o = PC_EXPORT_OK;
     int ok = 1;
     if (r->body.len) ok = fwrite(r->body.data, 1, r->body.len, stderr) == r->body.len;
     if (fflush(stderr)) ok = 0;

@@ -287,7 +287,7 @@ static void grpc_outcome(const otlp_exp *x, pc_signal sig, const pc_h2_response 
     else
         code = PC_GRPC_INTERNAL; /* a 200 without grpc-status is a broken response */
     if (code == PC_GRPC_OK) {
-        pc_export_outcome_set(o, PC_OK, "%s", "");
+        *o = PC_EXPORT_OK;
         partial_success(o, sig, r);
         return;
     }

@@ -831,7 +831,7 @@ static void pyro_send(pc_export_req *r)
     send_job *j = (send_job *)r;
     pyro *x = r->e->priv;
     pyro_cfg *cfg = r->e->c->cfg;
-    pc_export_outcome_set(&j->outcome, PC_OK, "%s", "");
+    j->outcome = PC_EXPORT_OK;
     account_cuts(r->e, &j->cuts);
     j->headers = request_headers(r->e, r->batch);
     if (j->n_reqs == 0) { /* nothing to send (no profiles): done */

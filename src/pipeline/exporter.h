@@ -72,11 +72,14 @@ typedef struct pc_export_outcome {
     char msg[512];     /* why (the backend's message for a partial success) */
 } pc_export_outcome;
 
+/* OK, without a Retry-After or a partial success. */
+#define PC_EXPORT_OK ((pc_export_outcome){.st = PC_OK, .retry_after_s = -1})
+
 /* An outcome with st and a formatted message, retry_after_s -1. */
 void pc_export_outcome_set(pc_export_outcome *o, pc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A request sent as several parts: acc keeps the worst status (pc_status_merge) with its
- * message and the longest Retry-After. Start acc as {.st = PC_OK, .retry_after_s = -1}. */
+ * message and the longest Retry-After. Start acc as PC_EXPORT_OK. */
 void pc_export_outcome_merge(pc_export_outcome *acc, const pc_export_outcome *part);
 /* An OK answer's body (an Export*ServiceResponse of sig, proto or JSON): a partial success in it
  * sets o->partial, o->rejected and o->msg. */

@@ -37,7 +37,7 @@ void pc_exporter_http_outcome(const pc_http_response *r, const pc_url *u, pc_exp
         return;
     }
     if (r->status >= 200 && r->status < 300) {
-        pc_export_outcome_set(o, PC_OK, "%s", "");
+        *o = PC_EXPORT_OK;
         return;
     }
     int retryable = r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
