@@ -62,6 +62,8 @@ typedef struct pc_conn_proto {
     void (*shutdown)(pc_conn *c);
     /* the last reference went: free what the protocol holds (c itself is freed after) */
     void (*free)(pc_conn *c);
+    /* the server stopped, every connection gone: free the protocol's server (env->user) */
+    void (*stopped)(void *user);
 } pc_conn_proto;
 
 /* What the connections of one owner share; the owner outlives them. */

@@ -120,6 +120,7 @@ static void maybe_done(pc_conn_server *s)
     if (!s->env.stopping || s->conns || s->closing_handles) return;
     void (*done)(void *) = s->done;
     void *arg = s->done_arg;
+    if (s->env.proto->stopped) s->env.proto->stopped(s->env.user);
     free(s->host);
     free(s->log_id);
     free(s);

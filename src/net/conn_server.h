@@ -42,9 +42,9 @@ pc_log_limiter *pc_conn_server_limiter(pc_conn_server *s, pc_log_level lvl, cons
 /* Bind, listen and accept. bound: the address ("127.0.0.1:4318"). -1 with a reason. */
 int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, char *err, size_t errlen);
 int pc_conn_server_port(const pc_conn_server *s);
-/* Stop accepting; connections lingering or not started close, finishing ones close once
- * written, the others get proto->shutdown. When the last is freed: done(arg), then the server
- * is gone. */
+/* Stop accepting; connections lingering close, finishing ones close once written, the others
+ * get proto->shutdown. When the last is freed: proto->stopped, done(arg), and the server is
+ * gone. A second call does nothing. */
 void pc_conn_server_shutdown(pc_conn_server *s, void (*done)(void *arg), void *arg);
 
 /* The protocol's word on a connection: busy (a request or call being handled) ones are never

@@ -78,9 +78,6 @@ struct pc_h2_server {
     char *log_id;
     pc_h2_handler handler;
     void *arg;
-    bool shutting_down;
-    void (*done)(void *arg);
-    void *done_arg;
     /* per-connection lines a peer can trigger at will */
     pc_log_limiter *proto_log, *ping_log;
     nghttp2_session_callbacks *cbs;
@@ -622,6 +619,16 @@ static void conn_free(pc_conn *pc)
         stream_free(c->streams); /* none is dispatched: those hold references */
 }
 
+static void server_stopped(void *arg)
+{
+    pc_h2_server *s = arg;
+    PC_INFO(s->log_id, "gRPC server stopped");
+    nghttp2_session_callbacks_del(s->cbs);
+    nghttp2_option_del(s->opt);
+    free(s->log_id);
+    free(s);
+}
+
 static const pc_conn_proto h2_proto = {
     .conn_size = sizeof(h2conn),
     .open = conn_open,
@@ -634,6 +641,7 @@ static const pc_conn_proto h2_proto = {
     .state = conn_state,
     .shutdown = conn_shutdown,
     .free = conn_free,
+    .stopped = server_stopped,
 };
 
 /* ---- public API ---- */
@@ -696,24 +704,7 @@ int pc_h2_server_port(const pc_h2_server *s)
     return pc_conn_server_port(s->core);
 }
 
-static void on_stopped(void *arg)
-{
-    pc_h2_server *s = arg;
-    void (*done)(void *) = s->done;
-    void *done_arg = s->done_arg;
-    PC_INFO(s->log_id, "gRPC server stopped");
-    nghttp2_session_callbacks_del(s->cbs);
-    nghttp2_option_del(s->opt);
-    free(s->log_id);
-    free(s);
-    if (done) done(done_arg);
-}
-
 void pc_h2_server_shutdown(pc_h2_server *s, void (*done)(void *arg), void *arg)
 {
-    if (s->shutting_down) return;
-    s->shutting_down = true;
-    s->done = done;
-    s->done_arg = arg;
-    pc_conn_server_shutdown(s->core, on_stopped, s);
+    pc_conn_server_shutdown(s->core, done, arg);
 }

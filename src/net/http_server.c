@@ -53,9 +53,6 @@ struct pc_http_server {
     char *log_id;
     pc_http_handler handler;
     void *arg;
-    bool shutting_down;
-    void (*done)(void *arg);
-    void *done_arg;
     pc_log_limiter *reject_log; /* per-request lines a peer can trigger at will */
     llhttp_settings_t settings;
 };
@@ -444,6 +441,14 @@ static void conn_free(pc_conn *pc)
     free_req(c->ready);
 }
 
+static void server_stopped(void *arg)
+{
+    pc_http_server *s = arg;
+    PC_INFO(s->log_id, "server stopped");
+    free(s->log_id);
+    free(s);
+}
+
 static const pc_conn_proto http_proto = {
     .conn_size = sizeof(conn),
     .open = conn_open,
@@ -455,6 +460,7 @@ static const pc_conn_proto http_proto = {
     .state = conn_state,
     .shutdown = conn_shutdown,
     .free = conn_free,
+    .stopped = server_stopped,
 };
 
 /* ---- public API ---- */
@@ -520,24 +526,9 @@ int pc_http_server_port(const pc_http_server *s)
     return pc_conn_server_port(s->core);
 }
 
-static void on_stopped(void *arg)
-{
-    pc_http_server *s = arg;
-    void (*done)(void *) = s->done;
-    void *done_arg = s->done_arg;
-    PC_INFO(s->log_id, "server stopped");
-    free(s->log_id);
-    free(s);
-    if (done) done(done_arg);
-}
-
 void pc_http_server_shutdown(pc_http_server *s, void (*done)(void *arg), void *arg)
 {
-    if (s->shutting_down) return;
-    s->shutting_down = true;
-    s->done = done;
-    s->done_arg = arg;
-    pc_conn_server_shutdown(s->core, on_stopped, s);
+    pc_conn_server_shutdown(s->core, done, arg);
 }
 
 /* ---- request helpers and responding ---- */
