@@ -3,6 +3,7 @@
  * change (closing, lingering, freed) goes through the env's hooks. */
 #include "net/conn.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +20,27 @@ typedef struct wreq {
     char data[];
 } wreq;
 
+enum { QUIET = -1 }; /* a failure not worth a line (the peer left while we lingered) */
+
 static void rearm(pc_conn *c);
 static void read_update(pc_conn *c);
+static void tls_failed(pc_conn *c);
 
 /* ---- references and closing ---- */
 
 static void conn_free(pc_conn *c)
 {
-    if (c->env->proto->free) c->env->proto->free(c);
+    pc_conn_env *env = c->env;
+    if (env->proto->free) env->proto->free(c);
     pc_tls_conn_free(c->tls);
     pc_buf_free(&c->plain);
-    c->env->on_free(c); /* unlinks and frees c; the owner may end right there */
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        env->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    free(c);
+    env->on_free(env); /* the owner may end right there */
 }
 
 void pc_conn_ref(pc_conn *c)
@@ -51,9 +62,30 @@ void pc_conn_close(pc_conn *c)
 {
     if (c->closing) return;
     c->closing = true;
-    c->env->on_close(c);
+    if (c->env->on_close) c->env->on_close(c);
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+/* c failed: the protocol hears why (or the line is logged at lvl, rate-limited with l), then c
+ * closes. */
+static void conn_fail(pc_conn *c, int err, int lvl, pc_log_limiter *l, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void conn_fail(pc_conn *c, int err, int lvl, pc_log_limiter *l, const char *fmt, ...)
+{
+    if (c->closing) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->env->proto->error)
+        c->env->proto->error(c, err, msg);
+    else if (l)
+        pc_log_limited(l, (pc_log_level)lvl, c->env->log_id, "%s", msg);
+    else if (lvl != QUIET)
+        pc_log((pc_log_level)lvl, c->env->log_id, "%s", msg);
+    pc_conn_close(c);
 }
 
 /* ---- writing ---- */
@@ -92,8 +124,7 @@ static void on_written(uv_write_t *w, int status)
     free(wr);
     if (--c->writes == 0) c->write_at = 0;
     if (status < 0) {
-        if (!c->closing) PC_DEBUG(c->env->log_id, "write to %s: %s", c->peer, uv_strerror(status));
-        pc_conn_close(c);
+        conn_fail(c, status, PC_LOG_DEBUG, NULL, "write to %s: %s", c->name, uv_strerror(status));
     } else if (!c->closing) {
         if (tag && c->env->proto->written) c->env->proto->written(c, tag);
         if (c->finishing && !c->writes && !c->closing && !c->lingering)
@@ -112,9 +143,8 @@ static int submit(pc_conn *c, wreq *wr, size_t n, int tag)
     uv_buf_t b = uv_buf_init(wr->data, (unsigned)n);
     int rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_written);
     if (rc < 0) {
-        PC_DEBUG(c->env->log_id, "write to %s: %s", c->peer, uv_strerror(rc));
         free(wr);
-        pc_conn_close(c);
+        conn_fail(c, rc, PC_LOG_DEBUG, NULL, "write to %s: %s", c->name, uv_strerror(rc));
         return -1;
     }
     c->refs++;
@@ -143,9 +173,8 @@ int pc_conn_write(pc_conn *c, const void *a, size_t na, const void *b, size_t nb
     if (c->closing) return -1;
     if (c->tls) {
         if ((na && pc_tls_conn_write(c->tls, a, na)) || (nb && pc_tls_conn_write(c->tls, b, nb))) {
-            PC_WARN_RATELIMITED(&c->env->tls_log, c->env->log_id, "TLS write to %s: %s", c->peer,
-                                pc_tls_conn_error(c->tls));
-            pc_conn_close(c);
+            conn_fail(c, UV_EPROTO, PC_LOG_WARN, &c->env->tls_log, "TLS write to %s: %s", c->name,
+                      pc_tls_conn_error(c->tls));
             return -1;
         }
         return flush_tls(c, tag);
@@ -187,8 +216,8 @@ static void on_timer(uv_timer_t *t)
     const pc_conn_proto *p = c->env->proto;
     uint64_t now = uv_now(c->env->loop);
     if (c->write_at && now >= c->write_at) {
-        PC_DEBUG(c->env->log_id, "%s: not reading our writes, closing", c->peer);
-        pc_conn_close(c);
+        conn_fail(c, UV_ETIMEDOUT, PC_LOG_DEBUG, NULL, "%s: not reading our writes, closing",
+                  c->name);
         return;
     }
     if (c->linger_at && now >= c->linger_at) {
@@ -260,11 +289,18 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
     *buf = uv_buf_init(c->env->rbuf, sizeof c->env->rbuf);
 }
 
-/* The handshake failed: send the alert OpenSSL prepared, then finish. */
+/* The handshake failed: send the alert OpenSSL prepared, then finish (or fail, for a protocol
+ * that wants to know). */
 static void tls_failed(pc_conn *c)
 {
+    if (c->env->proto->error) {
+        if (flush_tls(c, 0) == 0)
+            conn_fail(c, UV_EPROTO, PC_LOG_WARN, NULL, "TLS handshake with %s failed: %s", c->name,
+                      pc_tls_conn_error(c->tls));
+        return;
+    }
     PC_WARN_RATELIMITED(&c->env->tls_log, c->env->log_id, "TLS handshake with %s failed: %s",
-                        c->peer, pc_tls_conn_error(c->tls));
+                        c->name, pc_tls_conn_error(c->tls));
     c->want_read = false;
     read_update(c);
     if (flush_tls(c, 0) == 0) pc_conn_finish(c, false);
@@ -283,15 +319,15 @@ static void tls_read(pc_conn *c, const char *data, size_t n)
         if (flush_tls(c, 0) || rc == PC_TLS_WANT) return;
         const char *alpn = pc_tls_conn_alpn(c->tls);
         if (env->alpn && strcmp(alpn, env->alpn) != 0)
-            PC_DEBUG(env->log_id, "%s: TLS without ALPN %s (%s), speaking it anyway", c->peer,
+            PC_DEBUG(env->log_id, "%s: TLS without ALPN %s (%s), speaking it anyway", c->name,
                      env->alpn, *alpn ? alpn : "none");
     }
     c->plain.len = 0;
     int rc = pc_tls_conn_read(c->tls, &c->plain);
     if (flush_tls(c, 0)) return; /* e.g. TLS 1.3 session tickets */
     if (rc == PC_TLS_ERROR) {
-        PC_DEBUG(env->log_id, "TLS read from %s: %s", c->peer, pc_tls_conn_error(c->tls));
-        pc_conn_close(c);
+        conn_fail(c, UV_EPROTO, PC_LOG_DEBUG, NULL, "TLS read from %s: %s", c->name,
+                  pc_tls_conn_error(c->tls));
         return;
     }
     env->proto->data(c, c->plain.data, c->plain.len);
@@ -309,12 +345,16 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     pc_conn *c = st->data;
     if (nread < 0) {
-        if (nread != UV_EOF && !c->lingering)
-            PC_DEBUG(c->env->log_id, "read from %s: %s", c->peer, uv_strerror((int)nread));
-        else if (c->tls && !pc_tls_conn_established(c->tls) && !c->lingering)
-            PC_DEBUG(c->env->log_id, "%s closed the connection during the TLS handshake", c->peer);
         /* EOF mid-request: the client gave up; nothing sensible to answer */
-        pc_conn_close(c);
+        int err = (int)nread;
+        bool handshake = c->tls && !pc_tls_conn_established(c->tls);
+        if (err != UV_EOF)
+            conn_fail(c, err, c->lingering ? QUIET : PC_LOG_DEBUG, NULL, "read from %s: %s",
+                      c->name, uv_strerror(err));
+        else
+            conn_fail(c, err, c->lingering || !handshake ? QUIET : PC_LOG_DEBUG, NULL,
+                      "%s closed the connection%s", c->name,
+                      handshake ? " during the TLS handshake" : "");
         return;
     }
     if (nread == 0 || c->finishing || c->closing) return; /* lingering: drained */
@@ -337,8 +377,9 @@ static void read_update(pc_conn *c)
         c->reading = false;
         return;
     }
-    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
-        pc_conn_close(c);
+    int rc = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    if (rc < 0) {
+        conn_fail(c, rc, PC_LOG_DEBUG, NULL, "read from %s: %s", c->name, uv_strerror(rc));
         return;
     }
     c->reading = true;
@@ -363,10 +404,14 @@ pc_conn *pc_conn_new(pc_conn_env *env)
 {
     pc_conn *c = pc_xcalloc(1, env->proto->conn_size);
     c->env = env;
+    c->name = c->peer;
     c->refs = 2; /* tcp and timer handles */
     uv_tcp_init(env->loop, &c->tcp);
     uv_timer_init(env->loop, &c->timer);
     c->tcp.data = c->timer.data = c;
+    c->next = env->conns;
+    if (env->conns) env->conns->prev = c;
+    env->conns = c;
     return c;
 }
 
@@ -384,9 +429,9 @@ int pc_conn_open(pc_conn *c, uv_os_sock_t fd)
     return 0;
 }
 
-int pc_conn_start(pc_conn *c, struct pc_tls_ctx *ctx)
+/* Serve a connected c: the protocol, reading, the idle clock, a client's TLS handshake. */
+static int serve(pc_conn *c)
 {
-    if (ctx) c->tls = pc_tls_conn_new(ctx, NULL);
     if (c->env->proto->open && c->env->proto->open(c) < 0) pc_conn_close(c);
     if (c->closing) return -1;
     c->want_read = true;
@@ -394,5 +439,44 @@ int pc_conn_start(pc_conn *c, struct pc_tls_ctx *ctx)
     /* a connection that never sends a byte (or never finishes its TLS handshake) is dropped
      * like an idle one, but after quiet_ms */
     pc_conn_idle(c, true);
+    if (c->outbound && c->tls && !c->closing) { /* the ClientHello */
+        if (pc_tls_conn_handshake(c->tls) == PC_TLS_ERROR)
+            tls_failed(c);
+        else
+            flush_tls(c, 0);
+    }
     return c->closing ? -1 : 0;
+}
+
+int pc_conn_start(pc_conn *c, struct pc_tls_ctx *ctx)
+{
+    if (ctx) c->tls = pc_tls_conn_new(ctx, NULL);
+    return serve(c);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+    pc_conn *c = req->data;
+    if (c->closing) {
+    } else if (status < 0) {
+        conn_fail(c, status, PC_LOG_DEBUG, NULL, "connect %s: %s", c->name, uv_strerror(status));
+    } else {
+        uv_tcp_nodelay(&c->tcp, 1);
+        serve(c);
+    }
+    pc_conn_unref(c);
+}
+
+void pc_conn_connect(pc_conn *c, const struct sockaddr *addr, struct pc_tls_ctx *ctx,
+                     const char *host)
+{
+    c->outbound = true;
+    if (ctx) c->tls = pc_tls_conn_new(ctx, host);
+    c->connect.data = c;
+    int rc = uv_tcp_connect(&c->connect, &c->tcp, addr, on_connect);
+    if (rc < 0) {
+        conn_fail(c, rc, PC_LOG_DEBUG, NULL, "connect %s: %s", c->name, uv_strerror(rc));
+        return;
+    }
+    c->refs++;
 }

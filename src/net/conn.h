@@ -1,6 +1,6 @@
-/* One TCP connection under a protocol (the HTTP/1.1 and HTTP/2 servers' framing): the socket,
- * TLS on memory BIOs (net/tls.h), reading, writing, timeouts and closing, so that a protocol only
- * turns plaintext in into plaintext out.
+/* One TCP connection under a protocol (the HTTP/1.1 and HTTP/2 servers' framing, and the
+ * clients'): the socket, TLS on memory BIOs (net/tls.h), reading, writing, timeouts and
+ * closing, so that a protocol only turns plaintext in into plaintext out.
  *
  * Reading: every byte the peer sends reaches proto->data as plaintext (TLS removed); the handshake
  * runs here, and a failed one is logged (rate-limited), its alert sent, and the connection
@@ -31,6 +31,7 @@
 struct pc_tls_ctx;
 struct pc_tls_conn;
 typedef struct pc_conn pc_conn;
+typedef struct pc_conn_env pc_conn_env;
 
 enum { PC_CONN_READ_CHUNK = 64 * 1024 };
 
@@ -48,6 +49,11 @@ typedef struct pc_conn_proto {
     void (*data)(pc_conn *c, const uint8_t *p, size_t n);
     /* the peer sent TLS close_notify: nothing more will come (NULL: close) */
     void (*peer_done)(pc_conn *c);
+    /* c failed: err is a libuv error (UV_EOF: the peer closed it, UV_EPROTO: TLS), msg says it
+     * for a log line ("write to 127.0.0.1:4317: broken pipe"); c closes right after. NULL: the
+     * core logs it (at debug; TLS failures as rate-limited warnings) and a failed TLS handshake
+     * ends gracefully (its alert sent, lingering) */
+    void (*error)(pc_conn *c, int err, const char *msg);
     /* a write of the protocol's went out (tag as given to pc_conn_write) */
     void (*written)(pc_conn *c, int tag);
     /* the protocol's deadline (pc_conn_timer) passed */
@@ -67,7 +73,7 @@ typedef struct pc_conn_proto {
 } pc_conn_proto;
 
 /* What the connections of one owner share; the owner outlives them. */
-typedef struct pc_conn_env {
+struct pc_conn_env {
     uv_loop_t *loop;
     const pc_conn_proto *proto;
     void *user; /* the protocol's server, for its callbacks */
@@ -76,37 +82,40 @@ typedef struct pc_conn_env {
     unsigned quiet_ms, idle_ms, write_ms, linger_ms; /* 0: no such deadline */
     bool stopping; /* the owner shuts down: finished connections close without lingering */
     pc_log_limiter tls_log;
-    /* the owner's side: c closes (no longer counts), starts lingering, or is about to be freed */
+    pc_conn *conns; /* every connection (linked through prev/next), newest first */
+    /* the owner's side: c closes (no longer counts), starts lingering; one was freed */
     void (*on_close)(pc_conn *c);
     void (*on_linger)(pc_conn *c);
-    void (*on_free)(pc_conn *c);
+    void (*on_free)(pc_conn_env *env);
     char rbuf[PC_CONN_READ_CHUNK]; /* shared: the loop consumes each read before the next */
-} pc_conn_env;
+};
 
 struct pc_conn {
     /* readable by the protocol */
     pc_conn_env *env;
     struct pc_tls_conn *tls; /* NULL: plain text */
     char peer[64];           /* "127.0.0.1:53211" for logs */
+    const char *name;        /* how the core's lines name it: peer, unless the owner says */
     uint64_t last_read;      /* loop time bytes last arrived */
     bool finishing;          /* pc_conn_finish was called: reads nothing more */
     bool lingering;          /* finished and written: draining input until closed */
     bool closing;
+    pc_conn *prev, *next; /* env->conns */
     /* the owner's */
-    pc_conn *prev, *next;         /* every connection of the owner */
     pc_conn *lru_prev, *lru_next; /* the owner's eviction order */
     bool in_lru, counted, busy;
     /* private */
     uv_tcp_t tcp;
     uv_timer_t timer;
     uv_shutdown_t shut;
+    uv_connect_t connect;
     pc_buf plain; /* TLS: the plaintext of one read */
     int refs;
     unsigned writes;     /* uv_writes in flight */
     uint64_t write_at;   /* close if the writes are not out by then (0: none) */
     uint64_t idle_since; /* the idle clock runs since (0: not idle) */
     uint64_t linger_at, timer_at, due;
-    bool want_read, reading, paused, spoke, notify;
+    bool want_read, reading, paused, spoke, outbound;
 };
 
 /* ---- for the protocol ---- */
@@ -131,13 +140,19 @@ void pc_conn_unref(pc_conn *c);
 
 /* ---- for the owner ---- */
 
-/* A new connection (link it before pc_conn_open: env->on_free runs even if that fails). */
+/* A new connection, first in env->conns (env->on_free runs when it is freed, also if
+ * pc_conn_open fails). */
 pc_conn *pc_conn_new(pc_conn_env *env);
 /* Take the accepted socket fd (owned from now on, also on failure): 0, or a libuv error with fd
  * closed and c closing. */
 int pc_conn_open(pc_conn *c, uv_os_sock_t fd);
 /* Serve it: TLS with ctx (or plain: NULL), proto->open, reading, the idle clock. -1: closed. */
 int pc_conn_start(pc_conn *c, struct pc_tls_ctx *ctx);
+/* Connect to addr (a client's connection: name it first), then serve it as pc_conn_start does
+ * (proto->open once connected), TLS with ctx (NULL: plain) for host (SNI and verification).
+ * A failure goes to proto->error ("connect 127.0.0.1:4317: connection refused"). */
+void pc_conn_connect(pc_conn *c, const struct sockaddr *addr, struct pc_tls_ctx *ctx,
+                     const char *host);
 /* The memory limiter's pause (net/http_pause.h): read nothing while paused. */
 void pc_conn_pause(pc_conn *c, bool paused);
 

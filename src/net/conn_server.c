@@ -26,7 +26,6 @@ struct pc_conn_server {
     pc_listener *listener;
     uv_timer_t tick; /* writes the rate-limited log lines' summaries */
     int port;
-    pc_conn *conns;
     /* the eviction order: counted connections not busy, oldest first (since accept or their
      * last answer; those done with a final one at the front) */
     pc_conn *lru_head, *lru_tail;
@@ -117,7 +116,7 @@ static void on_conn_linger(pc_conn *c)
 
 static void maybe_done(pc_conn_server *s)
 {
-    if (!s->env.stopping || s->conns || s->closing_handles) return;
+    if (!s->env.stopping || s->env.conns || s->closing_handles) return;
     void (*done)(void *) = s->done;
     void *arg = s->done_arg;
     if (s->env.proto->stopped) s->env.proto->stopped(s->env.user);
@@ -127,16 +126,9 @@ static void maybe_done(pc_conn_server *s)
     if (done) done(arg);
 }
 
-static void on_conn_free(pc_conn *c)
+static void on_conn_free(pc_conn_env *env)
 {
-    pc_conn_server *s = server_of(c);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    free(c);
-    maybe_done(s);
+    maybe_done((pc_conn_server *)env);
 }
 
 /* ---- accepting ---- */
@@ -181,9 +173,6 @@ static void on_accept(void *arg, uv_os_sock_t fd)
 {
     pc_conn_server *s = arg;
     pc_conn *c = pc_conn_new(&s->env);
-    c->next = s->conns;
-    if (s->conns) s->conns->prev = c;
-    s->conns = c;
     int rc = pc_conn_open(c, fd);
     if (rc < 0) {
         s->st->accept_errors++;
@@ -213,7 +202,7 @@ static void on_accept(void *arg, uv_os_sock_t fd)
 static void on_pause(void *arg, int paused)
 {
     pc_conn_server *s = arg;
-    for (pc_conn *c = s->conns; c; c = c->next)
+    for (pc_conn *c = s->env.conns; c; c = c->next)
         pc_conn_pause(c, paused);
 }
 
@@ -320,7 +309,7 @@ void pc_conn_server_shutdown(pc_conn_server *s, void (*done)(void *arg), void *a
     s->done_arg = arg;
     flush_logs(s);
     /* closing is asynchronous: no connection is freed while we walk them */
-    for (pc_conn *c = s->conns; c; c = c->next) {
+    for (pc_conn *c = s->env.conns; c; c = c->next) {
         if (c->closing || (c->finishing && !c->lingering)) continue;
         if (c->lingering || !s->env.proto->shutdown)
             pc_conn_close(c);
