@@ -107,7 +107,7 @@ static void finished(pc_conn *c)
         return;
     }
     c->lingering = true;
-    env->on_linger(c);
+    if (env->on_linger) env->on_linger(c);
     c->shut.data = c;
     if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_shutdown) == 0) c->refs++;
     c->want_read = true;

@@ -3,20 +3,21 @@
  * closing, so that a protocol only turns plaintext in into plaintext out.
  *
  * Reading: every byte the peer sends reaches proto->data as plaintext (TLS removed); the handshake
- * runs here, and a failed one is logged (rate-limited), its alert sent, and the connection
- * finished. Writing: pc_conn_write takes plaintext, applies TLS and hands one uv_write to libuv;
- * ciphertext of the connection's own (handshake flights, session tickets) goes out on its own.
- * Time: one libuv timer per connection serves four deadlines: writes the peer does not read
- * (write_ms), the idle clock (quiet_ms until the peer spoke, then idle_ms), the linger after a
- * final answer (linger_ms), and the protocol's own (pc_conn_timer). Closing: pc_conn_finish
- * stops reading and closes once the writes are out (after draining input for linger_ms when
- * set: closing with unread input makes the kernel send RST, which can destroy the answer just
- * written); pc_conn_close closes at once.
+ * runs here (a client's starts once connected), and a failed one is logged (rate-limited), its
+ * alert sent, and the connection finished, or it goes to proto->error. Writing: pc_conn_write takes
+ * plaintext, applies TLS and hands one uv_write to libuv; ciphertext of the connection's own
+ * (handshake flights, session tickets) goes out on its own. Time: one libuv timer per connection
+ * serves four deadlines: writes the peer does not read (write_ms), the idle clock (quiet_ms until
+ * the peer spoke, then idle_ms), the linger after a final answer (linger_ms), and the protocol's
+ * own (pc_conn_timer). Closing: pc_conn_finish stops reading and closes once the writes are out
+ * (after draining input for linger_ms when set: closing with unread input makes the kernel send
+ * RST, which can destroy the answer just written); pc_conn_close closes at once.
  *
  * Lifetimes: a connection is freed when its last reference goes: the two handles hold one each
  * until their close callbacks, every write and the half-close one each, and the protocol takes
- * more (a request the handler holds) with pc_conn_ref. Connections are made by their owner
- * (net/conn_server.h), which shares one pc_conn_env among them. Loop thread only. */
+ * more (a request the handler holds) with pc_conn_ref. Connections are made by their owner (a
+ * server, net/conn_server.h, or a client), which shares one pc_conn_env among them and keeps
+ * it until the last is freed. Loop thread only. */
 #ifndef PC_CONN_H
 #define PC_CONN_H
 
@@ -76,14 +77,15 @@ typedef struct pc_conn_proto {
 struct pc_conn_env {
     uv_loop_t *loop;
     const pc_conn_proto *proto;
-    void *user; /* the protocol's server, for its callbacks */
+    void *user; /* the protocol's server or client, for its callbacks */
     const char *log_id;
     const char *alpn; /* TLS: the protocol a peer should select; one that does not is logged */
     unsigned quiet_ms, idle_ms, write_ms, linger_ms; /* 0: no such deadline */
     bool stopping; /* the owner shuts down: finished connections close without lingering */
     pc_log_limiter tls_log;
     pc_conn *conns; /* every connection (linked through prev/next), newest first */
-    /* the owner's side: c closes (no longer counts), starts lingering; one was freed */
+    /* the owner's side: c closes (no longer counts), starts lingering (both may be NULL); one
+     * was freed (the owner may end in it) */
     void (*on_close)(pc_conn *c);
     void (*on_linger)(pc_conn *c);
     void (*on_free)(pc_conn_env *env);

@@ -71,22 +71,18 @@ static void lru_insert(pc_conn *c, bool front)
     if (!c->counted || c->closing) return;
     lru_remove(c);
     pc_conn_server *s = server_of(c);
+    pc_conn *prev = front ? NULL : s->lru_tail, *next = front ? s->lru_head : NULL;
     c->in_lru = true;
-    if (front) {
-        c->lru_next = s->lru_head;
-        if (s->lru_head)
-            s->lru_head->lru_prev = c;
-        else
-            s->lru_tail = c;
+    c->lru_prev = prev;
+    c->lru_next = next;
+    if (prev)
+        prev->lru_next = c;
+    else
         s->lru_head = c;
-    } else {
-        c->lru_prev = s->lru_tail;
-        if (s->lru_tail)
-            s->lru_tail->lru_next = c;
-        else
-            s->lru_head = c;
+    if (next)
+        next->lru_prev = c;
+    else
         s->lru_tail = c;
-    }
 }
 
 void pc_conn_busy(pc_conn *c, bool busy)
