@@ -80,8 +80,8 @@ MUTANTS = [
       "numeric labels without a unit (Go's heap `bytes`) are dropped as if empty"),
     # ---- net ----------------------------------------------------------------------------------
     M("http-body-limit-off-by-one", "src/net/http_server.c",
-      "    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->s->o.max_body_bytes) {",
-      "    if ((p->flags & F_CONTENT_LENGTH) && p->content_length >= c->s->o.max_body_bytes) {",
+      "    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > srv(c)->o.max_body_bytes) {",
+      "    if ((p->flags & F_CONTENT_LENGTH) && p->content_length >= srv(c)->o.max_body_bytes) {",
       ["net", "test_bad_input", "test_boundaries"],
       "a body of exactly max_request_body_size is refused with 413"),
     M("gzip-cap-off-by-one", "src/base/gzip.c",
