@@ -7,10 +7,15 @@ What it gives the tests:
   * free_port() -- a free 127.0.0.1 port;
   * Profcol  -- starts the real binary on a YAML config, waits for its ports, stops it with
                 SIGTERM and checks that it exits 0;
-  * Sink     -- a recording OTLP/HTTP endpoint (threaded http.server) that can be told to fail;
-  * post()/raw_request() -- HTTP clients;
+  * LocalServer/QuietHandler/cond_wait -- the base of every recording test server (threaded
+                http.server on 127.0.0.1);
+  * Sink     -- a recording OTLP/HTTP endpoint that can be told to fail;
+  * post()/raw_request() -- HTTP clients; GoodClient -- a client posting good data throughout;
   * make_request()/to_otlp_json() -- realistic ExportProfilesServiceRequest messages;
-  * summarize() -- the canonical summary two batches are compared by.
+  * pb_fields()/decode_status() -- protobuf read by hand;
+  * summarize() -- the canonical summary two batches are compared by;
+  * assert_400(), stop_all(), started_sink(), started_profcol(), Started -- what a TestCase
+                starts, checks and stops.
 
 Environment: PROFCOL_BIN (default <repo>/build/profcol), PROFCOL_SRC (default: two levels up
 from this file), E2E_KEEP=1 keeps the temp dir (configs, logs, generated modules).
@@ -167,38 +172,47 @@ def _read_varint(buf, pos):
             raise ValueError("varint too long")
 
 
+def pb_fields(buf, wire_types=(0, 1, 2, 5)):
+    """Every field of one protobuf message, read by hand: [(field number, wire type, value)],
+    varints as ints, fixed64/fixed32 and length-delimited values as bytes. Raises ValueError on
+    malformed input or a wire type not in wire_types."""
+    pos, out = 0, []
+    while pos < len(buf):
+        key, pos = _read_varint(buf, pos)
+        field, wt = key >> 3, key & 7
+        if field == 0:
+            raise ValueError("field number 0")
+        if wt not in wire_types or wt not in (0, 1, 2, 5):
+            raise ValueError("bad wire type %d" % wt)
+        if wt == 0:
+            v, pos = _read_varint(buf, pos)
+        elif wt == 2:
+            n, pos = _read_varint(buf, pos)
+            if pos + n > len(buf):
+                raise ValueError("truncated length-delimited field")
+            v = bytes(buf[pos:pos + n])
+            pos += n
+        else:
+            size = 8 if wt == 1 else 4
+            v, pos = bytes(buf[pos:pos + size]), pos + size
+        if pos > len(buf):
+            raise ValueError("truncated")
+        out.append((field, wt, v))
+    return out
+
+
 def decode_status(body):
     """Decode a google.rpc.Status by hand: {1: code varint, 2: message string, 3: details}.
 
     Returns (code, message, n_details). Raises ValueError if the body is not a valid Status."""
-    code, message, details, pos = 0, "", 0, 0
-    while pos < len(body):
-        key, pos = _read_varint(body, pos)
-        field, wt = key >> 3, key & 7
-        if field == 0:
-            raise ValueError("field number 0")
-        if wt == 0:
-            v, pos = _read_varint(body, pos)
-            if field == 1:
-                code = v - (1 << 64) if v >= 1 << 63 else v
-        elif wt == 2:
-            n, pos = _read_varint(body, pos)
-            if pos + n > len(body):
-                raise ValueError("truncated length-delimited field")
-            chunk = body[pos:pos + n]
-            pos += n
-            if field == 2:
-                message = chunk.decode("utf-8")
-            elif field == 3:
-                details += 1
-        elif wt == 1:
-            pos += 8
-        elif wt == 5:
-            pos += 4
-        else:
-            raise ValueError("bad wire type %d" % wt)
-        if pos > len(body):
-            raise ValueError("truncated")
+    code, message, details = 0, "", 0
+    for field, wt, v in pb_fields(body):
+        if field == 1 and wt == 0:
+            code = v - (1 << 64) if v >= 1 << 63 else v
+        elif field == 2 and wt == 2:
+            message = v.decode("utf-8")
+        elif field == 3 and wt == 2:
+            details += 1
     return code, message, details
 
 
@@ -479,20 +493,20 @@ def raw_request(port, head, body_chunks=(), timeout=15.0):
 HEX_ID_FIELDS = ("traceId", "spanId", "parentSpanId", "profileId")
 
 
+def _map_ids(obj, convert):
+    """obj with convert applied to every hex id field's string value (HEX_ID_FIELDS)."""
+    if isinstance(obj, dict):
+        return {k: convert(v) if k in HEX_ID_FIELDS and isinstance(v, str) else _map_ids(v, convert)
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_map_ids(x, convert) for x in obj]
+    return obj
+
+
 def _hex_ids_to_base64(obj):
     """OTLP JSON has hex traceId/spanId/parentSpanId (and, as the Collector's pdata writes it,
     profileId); proto3 JSON (json_format) wants base64."""
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if k in HEX_ID_FIELDS and isinstance(v, str):
-                out[k] = base64.b64encode(bytes.fromhex(v)).decode()
-            else:
-                out[k] = _hex_ids_to_base64(v)
-        return out
-    if isinstance(obj, list):
-        return [_hex_ids_to_base64(x) for x in obj]
-    return obj
+    return _map_ids(obj, lambda v: base64.b64encode(bytes.fromhex(v)).decode())
 
 
 def parse_otlp_json(text):
@@ -503,17 +517,7 @@ def parse_otlp_json(text):
 
 
 def _ids_to_hex(obj):
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if k in HEX_ID_FIELDS and isinstance(v, str):
-                out[k] = base64.b64decode(v).hex()
-            else:
-                out[k] = _ids_to_hex(v)
-        return out
-    if isinstance(obj, list):
-        return [_ids_to_hex(x) for x in obj]
-    return obj
+    return _map_ids(obj, lambda v: base64.b64decode(v).hex())
 
 
 def to_otlp_json(msg, ints_as_numbers=False, enums_as_ints=False):
@@ -541,6 +545,70 @@ def _int_strings_to_numbers(obj, key=None):
     return obj
 
 
+class QuietHandler(http.server.BaseHTTPRequestHandler):
+    """The base of every test server's handler: HTTP/1.1 keep-alive, no access log."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def lower_headers(self):
+        return {k.lower(): v for k, v in self.headers.items()}
+
+    def reply(self, status, ctype=None, body=b"", extra=None):
+        self.send_response(status)
+        if ctype:
+            self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class LocalServer:
+    """A threaded http.server on 127.0.0.1 (a free port unless given) serving `handler` (a
+    QuietHandler subclass) from a daemon thread: the base of every recording test server."""
+    scheme = "http"
+
+    def __init__(self, handler, port=None):
+        self.port = port or free_port()
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.1}, daemon=True)
+
+    @property
+    def url(self):
+        return "%s://127.0.0.1:%d" % (self.scheme, self.port)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+def cond_wait(cond, snapshot, predicate, timeout, step=0.2):
+    """Under cond (notified when something is recorded): wait until predicate(snapshot()) holds
+    or timeout seconds pass; returns the last snapshot."""
+    deadline = time.monotonic() + timeout
+    with cond:
+        while not predicate(snapshot()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            cond.wait(min(left, step))
+        return snapshot()
+
+
 class Recorded:
     def __init__(self, path, headers, raw, body, message, error):
         self.path = path
@@ -556,66 +624,33 @@ class Recorded:
         return self.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
-class Sink:
+class Sink(LocalServer):
     """Recording OTLP/HTTP profiles endpoint on 127.0.0.1.
 
     fail_next(n, status, retry_after) makes the next n POSTs answer `status` instead of 200."""
 
     def __init__(self, port=None):
-        self.port = port or free_port()
         self.requests = []
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self._fail = []
         sink = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def _reply(self, status, ctype, body, extra=None):
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in (extra or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(QuietHandler):
             def do_GET(self):
-                self._reply(405, "text/plain", b"method not allowed\n")
+                self.reply(405, "text/plain", b"method not allowed\n")
 
             def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n) if n else b""
-                sink._handle(self, raw)
+                sink._handle(self, self.read_body())
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
-                                       daemon=True)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        super().__init__(Handler, port)
 
     def fail_next(self, n, status=503, retry_after="1"):
         with self.lock:
             self._fail = [(status, retry_after)] * n
 
     def _handle(self, h, raw):
-        headers = {k.lower(): v for k, v in h.headers.items()}
+        headers = h.lower_headers()
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         body, msg, err = raw, None, None
         try:
@@ -641,18 +676,18 @@ class Sink:
             rec.refused = fail is not None
             self.cond.notify_all()
         if h.path != PROFILES_PATH:
-            h._reply(404, "text/plain", b"not found\n")
+            h.reply(404, "text/plain", b"not found\n")
         elif fail:
             status, retry_after = fail
             extra = {"Retry-After": retry_after} if retry_after is not None else {}
             st = b"\x08\x0e\x12\x0bunavailable"  # Status{code: 14, message: "unavailable"}
-            h._reply(status, CT_PROTO, st, extra)
+            h.reply(status, CT_PROTO, st, extra)
         elif err:
-            h._reply(400, "text/plain", err.encode())
+            h.reply(400, "text/plain", err.encode())
         elif ctype == CT_JSON:
-            h._reply(200, CT_JSON, b"{}")
+            h.reply(200, CT_JSON, b"{}")
         else:
-            h._reply(200, CT_PROTO, pb.Response().SerializeToString())
+            h.reply(200, CT_PROTO, pb.Response().SerializeToString())
 
     def snapshot(self):
         with self.lock:
@@ -660,25 +695,12 @@ class Sink:
 
     def wait_requests(self, n, timeout=10.0):
         """Wait until at least n requests were recorded; returns the list."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while len(self.requests) < n:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.cond.wait(left)
-            return list(self.requests)
+        return cond_wait(self.cond, lambda: list(self.requests), lambda reqs: len(reqs) >= n,
+                         timeout)
 
     def wait_until(self, predicate, timeout=10.0):
         """Wait until predicate(list of requests) is true; returns the list."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while not predicate(list(self.requests)):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.cond.wait(min(left, 0.2))
-            return list(self.requests)
+        return cond_wait(self.cond, lambda: list(self.requests), predicate, timeout)
 
     def messages(self):
         reqs = self.snapshot()
@@ -1059,12 +1081,14 @@ def count_samples(messages):
 # a concurrent good client
 
 class GoodClient(threading.Thread):
-    """Posts a valid request every `interval` seconds until stopped; records every outcome."""
+    """Posts a valid request to path every `interval` seconds until stopped, on one keep-alive
+    connection (keepalive=False: a new one each time); records every outcome."""
 
-    def __init__(self, port, body, content_type=CT_PROTO, interval=0.02, timeout=5.0):
+    def __init__(self, port, body, content_type=CT_PROTO, interval=0.02, timeout=5.0,
+                 path=PROFILES_PATH, keepalive=True):
         super().__init__(daemon=True)
-        self.port, self.body, self.ctype = port, body, content_type
-        self.interval, self.timeout = interval, timeout
+        self.port, self.body, self.ctype, self.path = port, body, content_type, path
+        self.interval, self.timeout, self.keepalive = interval, timeout, keepalive
         self.stop_event = threading.Event()
         self.ok = 0
         self.failures = []
@@ -1076,9 +1100,10 @@ class GoodClient(threading.Thread):
         while not self.stop_event.is_set():
             t = time.monotonic()
             try:
-                if conn is None:
+                if conn is None and self.keepalive:
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-                r = post(self.port, self.body, self.ctype, conn=conn)
+                r = post(self.port, self.body, self.ctype, path=self.path, timeout=self.timeout,
+                         conn=conn)
                 dt = time.monotonic() - t
                 with self.lock:
                     self.latencies.append(dt)
@@ -1131,3 +1156,69 @@ def wait_for(predicate, timeout=10.0, interval=0.05):
         if v or time.monotonic() > deadline:
             return v
         time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a unittest.TestCase starts, checks and stops
+
+def assert_400(test, r, what):
+    """r is a 400 whose body is a google.rpc.Status (in the request's encoding) with a message
+    that explains the error."""
+    test.assertEqual(r.status, 400, "%s: want 400, got %r" % (what, r))
+    try:
+        code, msg, _ = decode_status_any(r.body, r.content_type)
+    except ValueError as e:
+        test.fail("%s: 400 body is not a google.rpc.Status (%s): %r" % (what, e, r.body[:200]))
+    test.assertTrue(msg.strip(), "%s: Status.message must explain the error: %r" % (what, r))
+
+
+def stop_all(profcol, *servers):
+    """Stop profcol (asserting a clean exit); whatever happens, kill it and stop the servers."""
+    try:
+        profcol.stop()
+    finally:
+        profcol.kill()
+        for s in servers:
+            s.stop()
+
+
+def started_sink(test, sink=None):
+    """A started Sink (or the server given) that the test stops at cleanup."""
+    sink = (sink or Sink()).start()
+    test.addCleanup(sink.stop)
+    return sink
+
+
+def started_profcol(test, config, ports, name):
+    """profcol on config, started once its port (or list of ports) listens; the test kills it at
+    cleanup."""
+    p = Profcol(config, wait_ports=ports if isinstance(ports, (list, tuple)) else [ports],
+                name=name)
+    test.addCleanup(p.kill)
+    return p.start()
+
+
+class Started:
+    """TestCase mixin (before unittest.TestCase in the bases): start() profcols and sink()
+    servers that tearDown kills and stops."""
+
+    def setUp(self):
+        self.procs, self.sinks = [], []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.kill()
+        for s in self.sinks:
+            s.stop()
+
+    def start(self, cfg, port, **kw):
+        """profcol on cfg (Profcol's keywords), started once port listens."""
+        p = Profcol(cfg, wait_ports=[port], **kw)
+        self.procs.append(p)
+        return p.start()
+
+    def sink(self, sink=None):
+        """The server given (default: a new Sink), started."""
+        self.sinks.append((sink or Sink()).start())
+        return self.sinks[-1]
+

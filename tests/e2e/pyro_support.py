@@ -10,6 +10,7 @@ Builds on harness.py (profcol process, free ports, the recording OTLP sink, summ
   * Recorder -- a forwarding HTTP proxy that records what a client sent and what profcol answered;
   * PyroscopeServer -- a recording Pyroscope endpoint (ingest and Connect push) that checks the
     protocol as the spec states it;
+  * pyroscope_to_sink() -- a Pyroscope receiver forwarding to a recording OTLP sink;
   * ensure_node_modules(), run_node_app() -- the real Node client app in tests/e2e/node;
   * build_go_uploader(), go_pprof_raw() -- the stdlib-only Go uploader and `go tool pprof -raw`.
 
@@ -19,7 +20,6 @@ Debian's /usr/bin/python3, stdlib and python3-protobuf only.
 import collections
 import gzip
 import http.client
-import http.server
 import json
 import os
 import re
@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.parse
 import uuid
 
@@ -253,27 +252,20 @@ class Recorded:
         return urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query, keep_blank_values=True)
 
 
-class Recorder:
+class Recorder(h.LocalServer):
     """HTTP proxy on 127.0.0.1 that forwards every request to 127.0.0.1:target_port unchanged
     and records request and answer. Lets a test compare what a real client sent with what came
     out of profcol."""
 
     def __init__(self, target_port):
-        self.port = h.free_port()
         self.target = target_port
         self.records = []
         self.lock = threading.Lock()
         rec = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(h.QuietHandler):
             def _any(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
+                body = self.read_body()
                 hdrs = {k: v for k, v in self.headers.items()
                         if k.lower() not in ("host", "content-length", "connection")}
                 try:
@@ -286,35 +278,13 @@ class Recorder:
                 except OSError as e:
                     status, answer, ctype = 599, ("proxy: %s" % e).encode(), "text/plain"
                 with rec.lock:
-                    rec.records.append(Recorded(self.command, self.path,
-                                                {k.lower(): v for k, v in self.headers.items()},
+                    rec.records.append(Recorded(self.command, self.path, self.lower_headers(),
                                                 body, status, answer))
-                self.send_response(min(status, 502) if status == 599 else status)
-                if ctype:
-                    self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                self.reply(min(status, 502) if status == 599 else status, ctype, answer)
 
             do_POST = do_GET = do_PUT = _any
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.1}, daemon=True)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        super().__init__(Handler)
 
     def snapshot(self):
         with self.lock:
@@ -369,41 +339,26 @@ def parse_multipart(body, ctype):
     raise ValueError("multipart body without closing delimiter")
 
 
-class PyroscopeServer:
+class PyroscopeServer(h.LocalServer):
     """Recording Pyroscope endpoint on 127.0.0.1. Every protocol violation (per
     spec/pyroscope.md) is recorded in .violations and answered 400 (ingest) or invalid_argument
     (push); valid requests are answered 200 as Pyroscope does."""
 
     def __init__(self):
-        self.port = h.free_port()
         self.uploads = []
         self.violations = []
         self.requests = 0
         self.cond = threading.Condition()
         srv = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def _reply(self, status, ctype=None, body=b""):
-                self.send_response(status)
-                if ctype:
-                    self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(h.QuietHandler):
             def do_GET(self):
                 srv._violation("GET %s" % self.path)
-                self._reply(405, "text/plain", b"method not allowed\n")
+                self.reply(405, "text/plain", b"method not allowed\n")
 
             def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
-                headers = {k.lower(): v for k, v in self.headers.items()}
+                body = self.read_body()
+                headers = self.lower_headers()
                 path = urllib.parse.urlsplit(self.path).path
                 try:
                     if path == "/ingest":
@@ -416,10 +371,10 @@ class PyroscopeServer:
                     srv._violation("%s %s: %s: %s" % (self.command, self.path,
                                                       type(e).__name__, e))
                     if path == PUSH_PATH:
-                        self._reply(400, "application/json", json.dumps(
+                        self.reply(400, "application/json", json.dumps(
                             {"code": "invalid_argument", "message": str(e)}).encode())
                     else:
-                        self._reply(400, "text/plain", str(e).encode())
+                        self.reply(400, "text/plain", str(e).encode())
                     return
                 with srv.cond:
                     srv.uploads.extend(ups)
@@ -427,27 +382,11 @@ class PyroscopeServer:
                     srv.cond.notify_all()
                 if path == PUSH_PATH:
                     ct = headers.get("content-type", "")
-                    self._reply(200, ct, b"{}" if ct == "application/json" else b"")
+                    self.reply(200, ct, b"{}" if ct == "application/json" else b"")
                 else:
-                    self._reply(200)
+                    self.reply(200)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.1}, daemon=True)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        super().__init__(Handler)
 
     def _violation(self, text):
         with self.cond:
@@ -459,14 +398,7 @@ class PyroscopeServer:
             return list(self.uploads)
 
     def wait_until(self, predicate, timeout=15.0):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while not predicate(list(self.uploads)):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.cond.wait(min(left, 0.2))
-            return list(self.uploads)
+        return h.cond_wait(self.cond, lambda: list(self.uploads), predicate, timeout)
 
     @staticmethod
     def _gzip_pprof(data, what):
@@ -756,38 +688,10 @@ def mktemp(prefix):
     return tempfile.mkdtemp(prefix=prefix, dir=h.TMP)
 
 
-# ---------------------------------------------------------------------------------------------
-# a concurrent good client for /ingest
-
-class IngestGoodClient(h.GoodClient):
-    """harness.GoodClient posting to a Pyroscope path (e.g. /ingest?name=...&format=pprof)."""
-
-    def __init__(self, port, body, path, content_type="application/octet-stream",
-                 interval=0.02, timeout=5.0):
-        super().__init__(port, body, content_type, interval, timeout)
-        self.path = path
-
-    def run(self):
-        conn = None
-        while not self.stop_event.is_set():
-            t = time.monotonic()
-            try:
-                if conn is None:
-                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-                r = h.post(self.port, self.body, self.ctype, path=self.path, conn=conn)
-                with self.lock:
-                    self.latencies.append(time.monotonic() - t)
-                    if r.status == 200:
-                        self.ok += 1
-                    else:
-                        self.failures.append("HTTP %d %r" % (r.status, r.body[:200]))
-            except Exception as e:
-                with self.lock:
-                    self.failures.append("%s: %s after %.2fs" % (type(e).__name__, e,
-                                                                time.monotonic() - t))
-                if conn is not None:
-                    conn.close()
-                conn = None
-            self.stop_event.wait(self.interval)
-        if conn is not None:
-            conn.close()
+def pyroscope_to_sink(test, name, max_body=None):
+    """A Pyroscope receiver on a free port forwarding to a started OTLP Sink, both stopped or
+    killed at the test's cleanup. Returns (port, sink, profcol)."""
+    sink = h.started_sink(test)
+    port = h.free_port()
+    pc = h.started_profcol(test, pyroscope_to_otlp_config(port, sink.url, max_body), port, name)
+    return port, sink, pc

@@ -91,12 +91,8 @@ class BadInputTest(unittest.TestCase):
         self.assert_alive()
 
     def assert_400(self, r, what):
-        self.assert_status(r, 400, what)
-        try:
-            code, msg, _ = h.decode_status_any(r.body, r.content_type)
-        except ValueError as e:
-            self.fail("%s: 400 body is not a google.rpc.Status (%s): %r" % (what, e, r.body[:200]))
-        self.assertTrue(msg.strip(), "%s: Status.message must explain the error: %r" % (what, r))
+        h.assert_400(self, r, what)
+        self.assert_alive()
 
     # -- tests -----------------------------------------------------------------------------
 
@@ -371,6 +367,17 @@ class ServerLimitsTest(unittest.TestCase):
             data += chunk
         return False, data
 
+    def assert_silent(self, socks, what, first=0):
+        """Nothing comes on any of socks (numbered from first) within 0.2 s each; what: the
+        failure message, with the number and what came."""
+        for i, s in enumerate(socks, first):
+            s.settimeout(0.2)
+            try:
+                got = s.recv(100)
+                self.fail(what % (i, got))
+            except socket.timeout:
+                pass
+
     def assert_cut_off(self, closed, data, what):
         self.assertTrue(closed, "%s: the server must close the connection (read_timeout 2s)" % what)
         if data:
@@ -417,13 +424,7 @@ class ServerLimitsTest(unittest.TestCase):
             s.sendall(self.HEAD)
             time.sleep(0.1)       # in this order
         time.sleep(0.5)
-        for i, s in enumerate(held):
-            s.settimeout(0.2)
-            try:
-                got = s.recv(100)
-                self.fail("held connection %d was answered/closed under the limit: %r" % (i, got))
-            except socket.timeout:
-                pass
+        self.assert_silent(held, "held connection %d was answered/closed under the limit: %r")
         extra = self.connect()
         extra.sendall(("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n"
                        "Content-Length: %d\r\n\r\n" % (h.PROFILES_PATH, h.CT_PROTO,
@@ -435,13 +436,7 @@ class ServerLimitsTest(unittest.TestCase):
         closed, data = self.closed_within(held[0], 10)
         self.assertTrue(closed, "the connection incomplete longest must make room")
         self.assertEqual(data, b"")
-        for i, s in enumerate(held[1:], 1):
-            s.settimeout(0.2)
-            try:
-                got = s.recv(100)
-                self.fail("held connection %d was closed, not the oldest: %r" % (i, got))
-            except socket.timeout:
-                pass
+        self.assert_silent(held[1:], "held connection %d was closed, not the oldest: %r", 1)
         for s in held:
             s.close()
         ok = h.wait_for(lambda: h.post(self.port, self.good).status == 200, timeout=10,

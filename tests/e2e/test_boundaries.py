@@ -64,11 +64,7 @@ class HttpBodyLimitTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            cls.pc.stop()
-        finally:
-            cls.pc.kill()
-            cls.sink.stop()
+        h.stop_all(cls.pc, cls.sink)
 
     def accepted(self, req, send):
         n = len(self.sink.snapshot())

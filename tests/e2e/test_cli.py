@@ -35,19 +35,6 @@ def receiver(port, name="otlp"):
             % (name, port))
 
 
-def services(messages):
-    """service.name of every resource that arrived, with repeats."""
-    out = []
-    for m in messages:
-        st = m.dictionary.string_table
-        for rp in m.resource_profiles:
-            for kv in rp.resource.attributes:
-                key = kv.key or (st[kv.key_strindex] if kv.key_strindex else "")
-                if key == "service.name":
-                    out.append(kv.value.string_value)
-    return out
-
-
 def resource_attr(messages, key):
     """Values of resource attribute `key` in every resource that arrived."""
     out = []
@@ -59,6 +46,11 @@ def resource_attr(messages, key):
                 if k == key:
                     out.append(kv.value.string_value)
     return out
+
+
+def services(messages):
+    """service.name of every resource that arrived, with repeats."""
+    return resource_attr(messages, "service.name")
 
 
 def request_for(n):

@@ -131,8 +131,8 @@ class BudgetTest(Base):
         self.good = h.GoodClient(self.port, self.good_req.SerializeToString())
         with open(os.path.join(h.SRC, "tests", "data", "go-cpu.pb.gz"), "rb") as f:
             self.go_cpu = f.read()
-        self.good_ingest = ps.IngestGoodClient(self.pport, self.go_cpu,
-                                               ingest_path("good-ingest", "pprof"))
+        self.good_ingest = h.GoodClient(self.pport, self.go_cpu, "application/octet-stream",
+                                        path=ingest_path("good-ingest", "pprof"))
         self.good.start()
         self.good_ingest.start()
         h.wait_for(lambda: self.good.count() >= 3 and self.good_ingest.count() >= 3, timeout=10)

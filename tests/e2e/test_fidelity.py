@@ -305,11 +305,7 @@ class PartialSuccessHttpTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            cls.pc.stop()
-        finally:
-            cls.pc.kill()
-            cls.sink.stop()
+        h.stop_all(cls.pc, cls.sink)
 
     def request(self, seed):
         """Four profiles (two services, cpu and alloc); two of them invalid. Returns the request
@@ -435,13 +431,7 @@ def numeric_label_pprof():
 class PprofNumericLabelsTest(unittest.TestCase):
     def run_ingest(self, uploads):
         """uploads: [(service name, pprof message)]; returns what reached the OTLP sink."""
-        sink = h.Sink().start()
-        self.addCleanup(sink.stop)
-        port = h.free_port()
-        pc = h.Profcol(ps.pyroscope_to_otlp_config(port, sink.url), wait_ports=[port],
-                       name="fidelity-pprof")
-        self.addCleanup(pc.kill)
-        pc.start()
+        port, sink, pc = ps.pyroscope_to_sink(self, "fidelity-pprof")
         for svc, p in uploads:
             r = h.post(port, gzip.compress(p.SerializeToString()), "application/octet-stream",
                        path="/ingest?name=%s&format=pprof" % svc)

@@ -71,19 +71,8 @@ def _field(num, wt, payload):
 
 
 def _fields(buf):
-    pos, out = 0, []
-    while pos < len(buf):
-        key, pos = h._read_varint(buf, pos)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, pos = h._read_varint(buf, pos)
-        elif wt == 2:
-            n, pos = h._read_varint(buf, pos)
-            v, pos = buf[pos:pos + n], pos + n
-        else:
-            raise ValueError("unexpected wire type %d" % wt)
-        out.append((num, v))
-    return out
+    """(field number, value) of every field; only varints and length-delimited fields."""
+    return [(num, v) for num, _, v in h.pb_fields(buf, wire_types=(0, 2))]
 
 
 RETRY_INFO_URL = b"type.googleapis.com/google.rpc.RetryInfo"
@@ -122,6 +111,17 @@ def trailing(err, key):
 # ---------------------------------------------------------------------------------------------
 # profcol's gRPC receiver, called by a grpcio client
 
+def export_and_check(test, stub, sink, req, **kw):
+    """Export req through stub: a full success, and what reaches sink summarizes as req."""
+    n = len(sink.snapshot())
+    resp = stub.Export(req, timeout=RPC_TIMEOUT, **kw)
+    test.assertFalse(resp.HasField("partial_success"), resp)
+    got = sink.wait_requests(n + 1)
+    test.assertEqual(len(got), n + 1, "nothing forwarded")
+    test.assertIsNone(got[-1].error, got[-1].error)
+    test.assertEqual(h.summarize(got[-1].message), h.summarize(req))
+
+
 class GrpcReceiver(unittest.TestCase):
     """otlp receiver (grpc + http) -> otlphttp exporter -> Sink."""
 
@@ -144,20 +144,10 @@ class GrpcReceiver(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.channel.close()
-        try:
-            cls.p.stop()
-        finally:
-            cls.p.kill()
-            cls.sink.stop()
+        h.stop_all(cls.p, cls.sink)
 
     def export_and_check(self, req, **kw):
-        n = len(self.sink.snapshot())
-        resp = self.stub.Export(req, timeout=RPC_TIMEOUT, **kw)
-        self.assertFalse(resp.HasField("partial_success"), resp)
-        got = self.sink.wait_requests(n + 1)
-        self.assertEqual(len(got), n + 1, "nothing forwarded")
-        self.assertIsNone(got[-1].error, got[-1].error)
-        self.assertEqual(h.summarize(got[-1].message), h.summarize(req))
+        export_and_check(self, self.stub, self.sink, req, **kw)
 
     def test_plain(self):
         self.export_and_check(h.make_request(("checkout", "cart"), seed=3))
@@ -310,29 +300,39 @@ class Recorder(svc.ProfilesServiceServicer):
             return [c[0] for c in self.calls if c[3] is None]
 
 
+def start_recorder(test, port=None, creds=None):
+    """A grpcio server with a Recorder on 127.0.0.1 (a free port unless given; TLS with creds),
+    stopped at the test's cleanup. Returns (recorder, server, port)."""
+    rec = Recorder()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    svc.add_ProfilesServiceServicer_to_server(rec, server)
+    addr = "127.0.0.1:%d" % (port or h.free_port())
+    port = server.add_secure_port(addr, creds) if creds else server.add_insecure_port(addr)
+    server.start()
+    test.addCleanup(server.stop, 0)
+    return rec, server, port
+
+
+def start_exporting_profcol(test, exporter_yaml, name):
+    """profcol: OTLP/HTTP receiver -> otlp exporter configured by exporter_yaml, killed at the
+    test's cleanup. Returns (profcol, the receiver's port)."""
+    hport, mport = h.free_port(), h.free_port()
+    cfg = (h.otlp_receiver_yaml(hport) +
+           "exporters:\n  otlp:\n" +
+           "".join("    %s\n" % ln for ln in exporter_yaml.strip("\n").splitlines()) +
+           "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+           "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlp]\n"
+           % mport)
+    return h.started_profcol(test, cfg, hport, name), hport
+
+
 class GrpcExporter(unittest.TestCase):
 
     def start_server(self, port=None):
-        rec = Recorder()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        svc.add_ProfilesServiceServicer_to_server(rec, server)
-        port = server.add_insecure_port("127.0.0.1:%d" % (port or h.free_port()))
-        server.start()
-        self.addCleanup(server.stop, 0)
-        return rec, server, port
+        return start_recorder(self, port)
 
     def start_profcol(self, exporter_yaml, name):
-        hport, mport = h.free_port(), h.free_port()
-        cfg = (h.otlp_receiver_yaml(hport) +
-               "exporters:\n  otlp:\n" +
-               "".join("    %s\n" % ln for ln in exporter_yaml.strip("\n").splitlines()) +
-               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
-               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlp]\n"
-               % mport)
-        p = h.Profcol(cfg, wait_ports=[hport], name=name)
-        self.addCleanup(p.kill)
-        p.start()
-        return p, hport
+        return start_exporting_profcol(self, exporter_yaml, name)
 
     def post_ok(self, hport, req):
         r = h.post(hport, req.SerializeToString())
@@ -480,11 +480,7 @@ class GrpcAuth(unittest.TestCase):
     def tearDownClass(cls):
         cls.bearer.close()
         cls.basic.close()
-        try:
-            cls.p.stop()
-        finally:
-            cls.p.kill()
-            cls.sink.stop()
+        h.stop_all(cls.p, cls.sink)
 
     def refused(self, channel, md, seed):
         n = len(self.sink.snapshot())
@@ -625,11 +621,7 @@ class GrpcKeepalive(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            cls.p.stop()
-        finally:
-            cls.p.kill()
-            cls.sink.stop()
+        h.stop_all(cls.p, cls.sink)
 
     def test_unanswered_ping_closes(self):
         c = RawH2(self.gport)

@@ -26,7 +26,7 @@ from concurrent import futures
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
 import tls_support as t  # noqa: E402
-import test_grpc as g  # noqa: E402  (stubs, Recorder)
+import test_grpc as g  # noqa: E402  (stubs, Recorder, the receiver and exporter set-ups)
 
 import grpc  # noqa: E402
 
@@ -68,19 +68,10 @@ class GrpcTlsReceiver(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.channel.close()
-        try:
-            cls.p.stop()
-        finally:
-            cls.p.kill()
-            cls.sink.stop()
+        h.stop_all(cls.p, cls.sink)
 
     def export_and_check(self, req, **kw):
-        n = len(self.sink.snapshot())
-        resp = self.stub.Export(req, timeout=RPC_TIMEOUT, **kw)
-        self.assertFalse(resp.HasField("partial_success"), resp)
-        got = self.sink.wait_requests(n + 1)
-        self.assertEqual(len(got), n + 1, "nothing forwarded")
-        self.assertEqual(h.summarize(got[-1].message), h.summarize(req))
+        g.export_and_check(self, self.stub, self.sink, req, **kw)
 
     def test_tls_export(self):
         self.assertIn("(TLS, ProfilesService/Export)", self.p.stderr())
@@ -187,11 +178,7 @@ class GrpcMutualTlsAndReload(unittest.TestCase):
         old_stub = g.svc.ProfilesServiceStub(old)
         old_stub.Export(h.make_request(("before",), seed=111), timeout=RPC_TIMEOUT)
         # a broken file: the reload fails, the old certificate stays
-        with open(live_crt, "w") as f:
-            f.write("not a certificate\n")
-        p.proc.send_signal(signal.SIGHUP)
-        text = p.wait_stderr(lambda s: "TLS reload failed" in s)
-        self.assertIn("keeping the previous certificates", text)
+        t.reload_broken_keeps_old(self, p, live_crt)
         self.assertEqual(t.served_serial(gport, ctx), 4001)
         shutil.copyfile(SRV2_CRT, live_crt)
         shutil.copyfile(SRV2_KEY, live_key)
@@ -208,27 +195,12 @@ class GrpcMutualTlsAndReload(unittest.TestCase):
 class GrpcTlsExporter(unittest.TestCase):
 
     def start_server(self, crt, key):
-        rec = g.Recorder()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        g.svc.add_ProfilesServiceServicer_to_server(rec, server)
         creds = grpc.ssl_server_credentials([(read(key), read(crt))])
-        port = server.add_secure_port("127.0.0.1:%d" % h.free_port(), creds)
-        server.start()
-        self.addCleanup(server.stop, 0)
+        rec, _, port = g.start_recorder(self, creds=creds)
         return rec, port
 
     def start_profcol(self, exporter_yaml, name):
-        hport, mport = h.free_port(), h.free_port()
-        cfg = (h.otlp_receiver_yaml(hport) +
-               "exporters:\n  otlp:\n" +
-               "".join("    %s\n" % ln for ln in exporter_yaml.strip("\n").splitlines()) +
-               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
-               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlp]\n"
-               % mport)
-        p = h.Profcol(cfg, wait_ports=[hport], name=name)
-        self.addCleanup(p.kill)
-        p.start()
-        return p, hport
+        return g.start_exporting_profcol(self, exporter_yaml, name)
 
     RETRY = "retry_on_failure:\n  initial_interval: 100ms\n  max_interval: 200ms\n"
 

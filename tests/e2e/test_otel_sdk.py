@@ -280,11 +280,7 @@ class OtelSdk(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        try:
-            cls.p.stop()
-        finally:
-            cls.p.kill()
-            cls.backend.stop()
+        h.stop_all(cls.p, cls.backend)
 
     def diag(self):
         return "\n--- profcol stderr ---\n%s" % self.p.stderr()[-3000:]

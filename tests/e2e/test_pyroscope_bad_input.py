@@ -47,9 +47,9 @@ class PyroscopeBadInputTest(unittest.TestCase):
         self.port = h.free_port()
         self.pc = h.Profcol(ps.pyroscope_to_otlp_config(self.port, self.sink.url, "1MiB"),
                             wait_ports=[self.port], name="pyro-bad").start()
-        self.client = ps.IngestGoodClient(
-            self.port, self.good, ingest_path("goodapp{env=good}", format="pprof",
-                                              spyName="gospy"))
+        self.client = h.GoodClient(
+            self.port, self.good, "application/octet-stream",
+            path=ingest_path("goodapp{env=good}", format="pprof", spyName="gospy"))
 
     def tearDown(self):
         try:

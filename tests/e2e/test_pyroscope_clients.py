@@ -220,6 +220,16 @@ class NodeClientTest(unittest.TestCase):
                 self.check_sent_vs_received(sent, got, "pyroscope exporter (%s)" % name)
 
 
+def uploaded_totals(uploads, files):
+    """Expected totals per (upload kind, sample type), as Go's own reader sees the files."""
+    want = {}
+    for u in uploads:
+        for f in u["files"]:
+            for t, v in files[f]["totals"].items():
+                want[(u["kind"], t)] = want.get((u["kind"], t), 0) + v
+    return want
+
+
 class GoClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -253,20 +263,9 @@ class GoClientTest(unittest.TestCase):
         return uploads, files, times, trace_id, span_id
 
     def test_go_uploads_raw_multipart_push_to_otlp(self):
-        sink = h.Sink().start()
-        self.addCleanup(sink.stop)
-        port = h.free_port()
-        pc = h.Profcol(ps.pyroscope_to_otlp_config(port, sink.url), wait_ports=[port],
-                       name="pyro-go")
-        self.addCleanup(pc.kill)
-        pc.start()
+        port, sink, pc = ps.pyroscope_to_sink(self, "pyro-go")
         uploads, files, times, trace_id, span_id = self.run_uploader(port)
-        # expected totals per upload and sample type, as Go's own reader sees the files
-        want = {}
-        for u in uploads:
-            for f in u["files"]:
-                for t, v in files[f]["totals"].items():
-                    want[(u["kind"], t)] = want.get((u["kind"], t), 0) + v
+        want = uploaded_totals(uploads, files)
 
         def arrived(reqs):
             msgs = [x.message for x in reqs if x.message is not None]
@@ -331,15 +330,9 @@ class GoClientTest(unittest.TestCase):
                        % (p, srv.url, p) for p, srv in servers.items()) +
                "service:\n  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
                "      exporters: [pyroscope/ingest, pyroscope/push]\n")
-        pc = h.Profcol(cfg, wait_ports=[port], name="pyro-go-exp")
-        self.addCleanup(pc.kill)
-        pc.start()
+        pc = h.started_profcol(self, cfg, port, "pyro-go-exp")
         uploads, files, _, trace_id, span_id = self.run_uploader(port)
-        want = {}
-        for u in uploads:
-            for f in u["files"]:
-                for t, v in files[f]["totals"].items():
-                    want[(u["kind"], t)] = want.get((u["kind"], t), 0) + v
+        want = uploaded_totals(uploads, files)
 
         def complete(ups):
             got = collections.Counter()
@@ -404,13 +397,7 @@ class ShapesTest(unittest.TestCase):
             cpu = f.read()
         with open(os.path.join(data, "go-heap.pb.gz"), "rb") as f:
             heap = f.read()
-        sink = h.Sink().start()
-        self.addCleanup(sink.stop)
-        port = h.free_port()
-        pc = h.Profcol(ps.pyroscope_to_otlp_config(port, sink.url), wait_ports=[port],
-                       name="pyro-shapes")
-        self.addCleanup(pc.kill)
-        pc.start()
+        port, sink, pc = ps.pyroscope_to_sink(self, "pyro-shapes")
 
         def push_req(app, raw):
             req = ps.ppb.PushRequest()

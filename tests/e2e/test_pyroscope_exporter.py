@@ -13,7 +13,6 @@ Every captured pprof is also decoded here (sample types, function names, totals 
 was sent) and fed to Go's own reader: `go tool pprof -top` (skipped only if `go` is missing)."""
 
 import gzip
-import http.server
 import os
 import re
 import shutil
@@ -36,50 +35,22 @@ METRIC_NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 
 
 # ---------------------------------------------------------------------------------------------
-# protobuf by hand
-
-def _fields(buf):
-    """(field number, wire type, value) for every field of one message; LEN values as bytes."""
-    pos, out = 0, []
-    while pos < len(buf):
-        key, pos = h._read_varint(buf, pos)
-        field, wt = key >> 3, key & 7
-        if field == 0:
-            raise ValueError("field number 0")
-        if wt == 0:
-            v, pos = h._read_varint(buf, pos)
-        elif wt == 2:
-            n, pos = h._read_varint(buf, pos)
-            if pos + n > len(buf):
-                raise ValueError("truncated length-delimited field")
-            v = bytes(buf[pos:pos + n])
-            pos += n
-        elif wt == 1:
-            v, pos = buf[pos:pos + 8], pos + 8
-        elif wt == 5:
-            v, pos = buf[pos:pos + 4], pos + 4
-        else:
-            raise ValueError("bad wire type %d" % wt)
-        if pos > len(buf):
-            raise ValueError("truncated")
-        out.append((field, wt, v))
-    return out
-
+# protobuf by hand (harness.pb_fields)
 
 def decode_push_request(body):
     """PushRequest{1: RawProfileSeries{1: LabelPair{1 name, 2 value}, 2: RawSample{1 raw, 2 ID}}}
     -> [{'labels': [(name, value)...], 'samples': [(raw bytes, id)]}]"""
     series = []
-    for f, wt, v in _fields(body):
+    for f, wt, v in h.pb_fields(body):
         if f != 1 or wt != 2:
             raise ValueError("PushRequest: unexpected field %d/%d" % (f, wt))
         s = {"labels": [], "samples": []}
-        for sf, swt, sv in _fields(v):
+        for sf, swt, sv in h.pb_fields(v):
             if sf == 1 and swt == 2:
-                d = {lf: lv for lf, lwt, lv in _fields(sv) if lwt == 2}
+                d = {lf: lv for lf, lwt, lv in h.pb_fields(sv) if lwt == 2}
                 s["labels"].append((d.get(1, b"").decode("utf-8"), d.get(2, b"").decode("utf-8")))
             elif sf == 2 and swt == 2:
-                d = {rf: rv for rf, rwt, rv in _fields(sv) if rwt == 2}
+                d = {rf: rv for rf, rwt, rv in h.pb_fields(sv) if rwt == 2}
                 s["samples"].append((d.get(1, b""), d.get(2, b"").decode("utf-8")))
             else:
                 raise ValueError("RawProfileSeries: unexpected field %d/%d" % (sf, swt))
@@ -106,13 +77,13 @@ def decode_pprof(data):
     raw = gzip.decompress(data)
     strings, sample_types, samples, locations, functions = [], [], [], {}, {}
     period_type, time_nanos = None, 0
-    for f, wt, v in _fields(raw):
+    for f, wt, v in h.pb_fields(raw):
         if f == 1:
-            d = {a: b for a, _, b in _fields(v)}
+            d = {a: b for a, _, b in h.pb_fields(v)}
             sample_types.append((d.get(1, 0), d.get(2, 0)))
         elif f == 2:
             loc_ids, values = [], []
-            for sf, swt, sv in _fields(v):
+            for sf, swt, sv in h.pb_fields(v):
                 if sf == 1:
                     loc_ids += _packed_or_single(swt, sv)
                 elif sf == 2:
@@ -120,21 +91,21 @@ def decode_pprof(data):
             samples.append((loc_ids, values))
         elif f == 4:
             lid, fids = 0, []
-            for sf, swt, sv in _fields(v):
+            for sf, swt, sv in h.pb_fields(v):
                 if sf == 1:
                     lid = sv
                 elif sf == 4:
-                    fids.append({a: b for a, _, b in _fields(sv)}.get(1, 0))
+                    fids.append({a: b for a, _, b in h.pb_fields(sv)}.get(1, 0))
             locations[lid] = fids
         elif f == 5:
-            d = {a: b for a, _, b in _fields(v)}
+            d = {a: b for a, _, b in h.pb_fields(v)}
             functions[d.get(1, 0)] = d.get(2, 0)
         elif f == 6:
             strings.append(v.decode("utf-8"))
         elif f == 9:
             time_nanos = v
         elif f == 11:
-            d = {a: b for a, _, b in _fields(v)}
+            d = {a: b for a, _, b in h.pb_fields(v)}
             period_type = (d.get(1, 0), d.get(2, 0))
     if not strings or strings[0] != "":
         raise ValueError("pprof string table must start with \"\"")
@@ -212,74 +183,38 @@ class Captured:
         self.violations = violations
 
 
-class PyroscopeSink:
+class PyroscopeSink(h.LocalServer):
+    """Records what the pyroscope exporter sends (checked against the protocol as it arrives) and
+    answers 200, or `status` with a Connect error."""
+
     def __init__(self):
-        self.port = h.free_port()
         self.captured = []
         self.cond = threading.Condition()
         self.status = 200
         sink = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def _reply(self, status, ctype, body):
-                self.send_response(status)
-                if ctype:
-                    self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(h.QuietHandler):
             def do_GET(self):
-                self._reply(405, "text/plain", b"method not allowed\n")
+                self.reply(405, "text/plain", b"method not allowed\n")
 
             def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n) if n else b""
-                c = sink._check(self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
+                c = sink._check(self.path, self.lower_headers(), self.read_body())
                 with sink.cond:
                     sink.captured.append(c)
                     status = sink.status
                     sink.cond.notify_all()
                 if status != 200:
-                    self._reply(status, "application/json",
-                                b'{"code":"unavailable","message":"test"}')
+                    self.reply(status, "application/json",
+                               b'{"code":"unavailable","message":"test"}')
                 elif c.kind == "push":
-                    self._reply(200, "application/proto", b"")
+                    self.reply(200, "application/proto", b"")
                 else:
-                    self._reply(200, None, b"")
+                    self.reply(200, None, b"")
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.1}, daemon=True)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+        super().__init__(Handler)
 
     def wait(self, n, timeout=15.0):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while len(self.captured) < n:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.cond.wait(left)
-            return list(self.captured)
+        return h.cond_wait(self.cond, lambda: list(self.captured), lambda c: len(c) >= n, timeout)
 
     def _check(self, path, headers, raw):
         v = []

@@ -118,37 +118,17 @@ service:
 """
 
 
-class RelayTest(unittest.TestCase):
+class RelayTest(h.Started, unittest.TestCase):
     maxDiff = None
 
-    def setUp(self):
-        self.procs = []
-        self.sinks = []
-
-    def tearDown(self):
-        for p in self.procs:
-            p.kill()
-        for s in self.sinks:
-            s.stop()
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def sink(self):
-        s = h.Sink().start()
-        self.sinks.append(s)
-        return s
-
-    def profcol(self, config, port, **kw):
-        p = h.Profcol(config, wait_ports=[port], **kw)
-        self.procs.append(p)
-        return p.start()
+    # -- helpers (h.Started: start() a profcol, sink() a Sink; tearDown ends them) ----------
 
     def chain(self, a_opts=None, b_opts=None):
         """client -> A -> B -> sink; returns (A's port, sink, A, B)."""
         sink = self.sink()
         b_port, a_port = h.free_port(), h.free_port()
-        b = self.profcol(h.relay_config(b_port, sink.url, **(b_opts or {})), b_port, name="profcol-B")
-        a = self.profcol(h.relay_config(a_port, "http://127.0.0.1:%d" % b_port, **(a_opts or {})),
+        b = self.start(h.relay_config(b_port, sink.url, **(b_opts or {})), b_port, name="profcol-B")
+        a = self.start(h.relay_config(a_port, "http://127.0.0.1:%d" % b_port, **(a_opts or {})),
                          a_port, name="profcol-A")
         return a_port, sink, a, b
 
@@ -250,7 +230,7 @@ class RelayTest(unittest.TestCase):
             with self.subTest(encoding=encoding, compression=compression):
                 sink = self.sink()
                 port = h.free_port()
-                p = self.profcol(h.relay_config(port, sink.url, encoding=encoding,
+                p = self.start(h.relay_config(port, sink.url, encoding=encoding,
                                                 compression=compression), port)
                 req = h.make_request(("checkout",), seed=41)
                 self.assert_ok(h.post(port, req.SerializeToString()), h.CT_PROTO)
@@ -277,7 +257,7 @@ class RelayTest(unittest.TestCase):
         port = h.free_port()
         cfg = EXAMPLE_CONFIG.replace("127.0.0.1:4318", "127.0.0.1:%d" % port) \
                             .replace("127.0.0.1:14318", "127.0.0.1:%d" % sink.port)
-        p = self.profcol(cfg, port, env=env, unset=unset, name="profcol-example")
+        p = self.start(cfg, port, env=env, unset=unset, name="profcol-example")
         req = h.make_request(("checkout",), seed=51)
         self.assert_ok(h.post(port, req.SerializeToString()), h.CT_PROTO)
         got = self.assert_arrives(sink, h.summarize(req))
@@ -302,7 +282,7 @@ class RelayTest(unittest.TestCase):
                 "      x-oneuptime-token: ${ONEUPTIME_TOKEN}\n"
                 "      x-over: ${env:E2E_UNSET_VAR:-over-wins}\n")
         env = {"E2E_SINK_URL": sink.url, "E2E_COMPRESSION": "none", "ONEUPTIME_TOKEN": "tok-123"}
-        self.profcol([base, over], port, env=env, unset=("E2E_UNSET_VAR",))
+        self.start([base, over], port, env=env, unset=("E2E_UNSET_VAR",))
         req = h.make_request(("checkout",), seed=71)
         self.assert_ok(h.post(port, req.SerializeToString()), h.CT_PROTO)
         got = self.assert_arrives(sink, h.summarize(req))

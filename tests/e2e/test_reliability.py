@@ -8,6 +8,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -47,7 +48,23 @@ def acked_totals(acked):
     return h.totals(h.merge_summaries(acked))
 
 
+def assert_delivered(test, sink, acked, *msg):
+    """Every acknowledged sample reaches sink (within 20 s)."""
+    want = acked_totals(acked)
+    sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
+    test.assertEqual(delivered_totals(sink.snapshot()), want, *msg)
+
+
 class QueueTest(unittest.TestCase):
+    def relay_to_failing_sink(self, fails, status, retry_after, exporter_extra, name):
+        """profcol relaying to a Sink that refuses the next `fails` requests with status and
+        Retry-After; both ended at cleanup. Returns (port, sink, profcol)."""
+        port = h.free_port()
+        sink = h.started_sink(self)
+        sink.fail_next(fails, status, retry_after=retry_after)
+        cfg = h.relay_config(port, sink.url, exporter_extra=exporter_extra)
+        return port, sink, h.started_profcol(self, cfg, port, name)
+
     def test_backend_down_then_back(self):
         """Backend down at steady load, then back: every acknowledged sample arrives."""
         port, dead, mport = h.free_port(), h.free_port(), h.free_port()
@@ -61,10 +78,7 @@ class QueueTest(unittest.TestCase):
             self.assertGreater(self_metric(mport, "otelcol_exporter_queue_size"), 0)
             sink = h.Sink(dead).start()
             try:
-                want = acked_totals(acked)
-                sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
-                self.assertEqual(delivered_totals(sink.snapshot()), want,
-                                 "not every acknowledged sample arrived")
+                assert_delivered(self, sink, acked, "not every acknowledged sample arrived")
                 self.assertEqual(
                     self_metric(mport, "otelcol_exporter_send_failed_profile_samples"), 0)
             finally:
@@ -75,28 +89,17 @@ class QueueTest(unittest.TestCase):
 
     def test_retry_after_is_honoured(self):
         """Backend answering 429 with Retry-After: 2: the wait is honoured, then delivery."""
-        port = h.free_port()
-        sink = h.Sink().start()
-        try:
-            sink.fail_next(1, 429, retry_after="2")
-            cfg = h.relay_config(port, sink.url, exporter_extra=FAST_RETRY)
-            p = h.Profcol(cfg, wait_ports=[port], name="profcol-429").start()
-            try:
-                req = h.make_request(("checkout",), seed=7)
-                t0 = time.monotonic()
-                self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
-                reqs = sink.wait_requests(2, 15)
-                elapsed = time.monotonic() - t0
-                self.assertEqual(len(reqs), 2, "one refused attempt, one delivery")
-                # backoff alone would have retried after ~100 ms
-                self.assertGreaterEqual(elapsed, 1.8, "Retry-After: 2 was not honoured")
-                self.assertEqual(h.totals(h.summarize(reqs[-1].message)),
-                                 h.totals(h.summarize(req)))
-                p.stop()
-            finally:
-                p.kill()
-        finally:
-            sink.stop()
+        port, sink, p = self.relay_to_failing_sink(1, 429, "2", FAST_RETRY, "profcol-429")
+        req = h.make_request(("checkout",), seed=7)
+        t0 = time.monotonic()
+        self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
+        reqs = sink.wait_requests(2, 15)
+        elapsed = time.monotonic() - t0
+        self.assertEqual(len(reqs), 2, "one refused attempt, one delivery")
+        # backoff alone would have retried after ~100 ms
+        self.assertGreaterEqual(elapsed, 1.8, "Retry-After: 2 was not honoured")
+        self.assertEqual(h.totals(h.summarize(reqs[-1].message)), h.totals(h.summarize(req)))
+        p.stop()
 
     def test_full_queue_refuses_retryably(self):
         """A full queue makes the receiver answer 503 with Retry-After; nothing accepted is lost."""
@@ -112,9 +115,7 @@ class QueueTest(unittest.TestCase):
             self.assertGreaterEqual(len(acked), 3)
             sink = h.Sink(dead).start()
             try:
-                want = acked_totals(acked)
-                sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
-                self.assertEqual(delivered_totals(sink.snapshot()), want)
+                assert_delivered(self, sink, acked)
             finally:
                 sink.stop()
             p.stop()
@@ -123,23 +124,14 @@ class QueueTest(unittest.TestCase):
 
     def test_no_queue_passes_refusal_upstream(self):
         """sending_queue disabled: a backend 503 reaches the client as 503 once retries give up."""
-        port = h.free_port()
-        sink = h.Sink().start()
-        try:
-            sink.fail_next(5, 503, retry_after="1")
-            cfg = h.relay_config(port, sink.url, exporter_extra="sending_queue:\n  enabled: false\n"
-                                 "retry_on_failure:\n  enabled: false")
-            p = h.Profcol(cfg, wait_ports=[port], name="profcol-noqueue").start()
-            try:
-                req = h.make_request(("checkout",), seed=9).SerializeToString()
-                r = h.post(port, req)
-                self.assertEqual(r.status, 503)
-                self.assertIn("retry-after", r.headers)
-                p.stop()
-            finally:
-                p.kill()
-        finally:
-            sink.stop()
+        port, sink, p = self.relay_to_failing_sink(
+            5, 503, "1", "sending_queue:\n  enabled: false\nretry_on_failure:\n  enabled: false",
+            "profcol-noqueue")
+        req = h.make_request(("checkout",), seed=9).SerializeToString()
+        r = h.post(port, req)
+        self.assertEqual(r.status, 503)
+        self.assertIn("retry-after", r.headers)
+        p.stop()
 
 
 class ShutdownTest(unittest.TestCase):
@@ -198,9 +190,7 @@ class PersistentQueueTest(unittest.TestCase):
             try:
                 p2 = h.Profcol(cfg, wait_ports=[port], name="profcol-pq2").start()
                 try:
-                    want = acked_totals(acked)
-                    sink.wait_until(lambda reqs: delivered_totals(reqs) == want, timeout=20)
-                    self.assertEqual(delivered_totals(sink.snapshot()), want,
+                    assert_delivered(self, sink, acked,
                                      "the backlog was not delivered after restart")
                     self.assertTrue(h.wait_for(lambda: not [
                         f for f in os.listdir(qdir) if f.endswith(".pcq")], timeout=10))
@@ -216,43 +206,28 @@ class PersistentQueueTest(unittest.TestCase):
             shutil.rmtree(storage, ignore_errors=True)
 
 
-class RawSink:
+class RawSink(h.LocalServer):
     """Records every POST (path, body after gzip) and answers 200: the other signals' backend."""
 
     def __init__(self, port):
-        import http.server
-        import threading
         self.reqs, self.lock = [], threading.Lock()
         sink = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(h.QuietHandler):
             def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = self.read_body()
                 if self.headers.get("Content-Encoding", "") == "gzip":
                     raw = h.gzip.decompress(raw)
                 with sink.lock:
                     sink.reqs.append((self.path, raw))
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                self.reply(200, "application/x-protobuf")
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        super().__init__(Handler, port)
+        self.start()
 
     def snapshot(self):
         with self.lock:
             return list(self.reqs)
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class SignalQueueTest(unittest.TestCase):

@@ -44,7 +44,6 @@ import os
 import random
 import re
 import sys
-import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -272,13 +271,13 @@ class _SignalRecording:
             self.requests.append(rec)
             self.cond.notify_all()
         if sig is None:
-            handler._reply(404, "text/plain", b"not found\n")
+            handler.reply(404, "text/plain", b"not found\n")
         elif err:
-            handler._reply(400, "text/plain", err.encode())
+            handler.reply(400, "text/plain", err.encode())
         elif ctype == h.CT_JSON:
-            handler._reply(200, h.CT_JSON, b"{}")
+            handler.reply(200, h.CT_JSON, b"{}")
         else:
-            handler._reply(200, h.CT_PROTO, sig.Resp().SerializeToString())
+            handler.reply(200, h.CT_PROTO, sig.Resp().SerializeToString())
 
     def of(self, sig):
         return [r for r in self.snapshot() if r.signal is sig]
@@ -881,66 +880,26 @@ service:
 """
 
 
-class GoodTracesClient(threading.Thread):
-    """Posts the same good traces request every 20 ms until stopped; records outcomes."""
-
-    def __init__(self, port, body):
-        super().__init__(daemon=True)
-        self.port, self.body = port, body
-        self.stop_event = threading.Event()
-        self.ok, self.failures = 0, []
-        self.lock = threading.Lock()
-
-    def run(self):
-        while not self.stop_event.is_set():
-            try:
-                r = h.post(self.port, self.body, path=TRACES.path, timeout=5)
-                with self.lock:
-                    if r.status == 200:
-                        self.ok += 1
-                    else:
-                        self.failures.append(repr(r))
-            except Exception as e:
-                with self.lock:
-                    self.failures.append("%s: %s" % (type(e).__name__, e))
-            self.stop_event.wait(0.02)
-
-    def count(self):
-        with self.lock:
-            return self.ok
-
-    def finish(self):
-        self.stop_event.set()
-        self.join(10)
-        return self.ok, list(self.failures)
-
-
 class MalformedInput(unittest.TestCase):
     maxDiff = None
 
     def setUp(self):
-        self.sink = SignalSink().start()
-        self.addCleanup(self.sink.stop)
+        self.sink = h.started_sink(self, SignalSink())
         self.gport, self.hport, self.mport = h.free_port(), h.free_port(), h.free_port()
-        self.p = h.Profcol(BAD_CONFIG.format(grpc=self.gport, http=self.hport, sink=self.sink.url,
-                                             metrics=self.mport),
-                           wait_ports=[self.gport, self.hport], name="signals-bad")
-        self.addCleanup(self.p.kill)
-        self.p.start()
+        self.p = h.started_profcol(self, BAD_CONFIG.format(grpc=self.gport, http=self.hport,
+                                                           sink=self.sink.url,
+                                                           metrics=self.mport),
+                                   [self.gport, self.hport], "signals-bad")
         self.good_req = make_traces("good", 90, ("good-svc",), spans=3)
-        self.good = GoodTracesClient(self.hport, self.good_req.SerializeToString())
+        self.good = h.GoodClient(self.hport, self.good_req.SerializeToString(), path=TRACES.path,
+                                 keepalive=False)
         self.good.start()
         self.addCleanup(self.good.finish)
         self.assertTrue(h.wait_for(lambda: self.good.count() >= 3, timeout=10),
                         "the good client gets no 200s: %s" % self.good.failures[:3])
 
     def check_400(self, what, r):
-        self.assertEqual(r.status, 400, "%s: want 400, got %r" % (what, r))
-        try:
-            code, msg, _ = h.decode_status_any(r.body, r.content_type)
-        except ValueError as e:
-            self.fail("%s: 400 body is not a google.rpc.Status (%s): %r" % (what, e, r.body[:200]))
-        self.assertTrue(msg.strip(), "%s: Status.message must explain the error: %r" % (what, r))
+        h.assert_400(self, r, what)
 
     def test_malformed(self):
         good = make_traces("bad", 91).SerializeToString()

@@ -68,28 +68,16 @@ def samples(sink_or_reqs):
     return h.count_samples([r.message for r in reqs if r.message is not None])
 
 
-class TLSTest(unittest.TestCase):
-    def setUp(self):
-        self.procs, self.sinks = [], []
-
-    def tearDown(self):
-        for p in self.procs:
-            p.kill()
-        for s in self.sinks:
-            s.stop()
-
-    def start(self, cfg, port):
-        p = h.Profcol(cfg, wait_ports=[port]).start()
-        self.procs.append(p)
-        return p
-
-    def sink(self, sink):
-        self.sinks.append(sink.start())
-        return sink
-
+class TLSTest(h.Started, unittest.TestCase):
     def stop(self, p):
         p.stop()
         self.procs.remove(p)
+
+    def deliver_folded(self, port, sink):
+        """FOLDED (two samples) posted to profcol's port arrives at sink, exactly."""
+        self.assertEqual(h.post(port, FOLDED, content_type="text/plain", path=INGEST).status, 200)
+        sink.wait_until(lambda reqs: samples(reqs) >= 2, timeout=10)
+        self.assertEqual(samples(sink), 2)
 
     def abandon(self, p):
         """SIGKILL: a clean stop while a batch waits to be retried hits the shutdown deadline,
@@ -176,9 +164,7 @@ class TLSTest(unittest.TestCase):
         # insecure_skip_verify encrypts without verifying: delivered
         cfg = pipeline(receiver(port), exporter(sink2.url, {"insecure_skip_verify": "true"}))
         p = self.start(cfg, port)
-        self.assertEqual(h.post(port, FOLDED, content_type="text/plain", path=INGEST).status, 200)
-        sink2.wait_until(lambda reqs: samples(reqs) >= 2, timeout=10)
-        self.assertEqual(samples(sink2), 2)
+        self.deliver_folded(port, sink2)
         self.stop(p)
 
     def test_pyroscope_exporter_https_with_token(self):
@@ -207,9 +193,7 @@ class TLSTest(unittest.TestCase):
         cfg = pipeline(receiver(port),
                        exporter("https://127.0.0.1:%d" % sink.port, {"insecure": "true"}))
         p = self.start(cfg, port)
-        self.assertEqual(h.post(port, FOLDED, content_type="text/plain", path=INGEST).status, 200)
-        sink.wait_until(lambda reqs: samples(reqs) >= 2, timeout=10)
-        self.assertEqual(samples(sink), 2)
+        self.deliver_folded(port, sink)
         self.stop(p)
 
     def test_sighup_reloads_certificate(self):
@@ -225,11 +209,7 @@ class TLSTest(unittest.TestCase):
         ctx = t.client_context(CERTS.ca)
         self.assertEqual(t.served_serial(port, ctx), 1001)
         # a broken file: the reload fails, the old certificate stays
-        with open(live_crt, "w") as f:
-            f.write("not a certificate\n")
-        p.proc.send_signal(signal.SIGHUP)
-        text = p.wait_stderr(lambda s: "TLS reload failed" in s)
-        self.assertIn("keeping the previous certificates", text)
+        t.reload_broken_keeps_old(self, p, live_crt)
         self.assertEqual(t.served_serial(port, ctx), 1001)
         for src, dst in ((SRV2_CRT, live_crt), (SRV2_KEY, live_key)):
             with open(src, "rb") as f, open(dst, "wb") as g:
@@ -241,21 +221,7 @@ class TLSTest(unittest.TestCase):
         self.stop(p)
 
 
-class AuthTest(unittest.TestCase):
-    def setUp(self):
-        self.procs, self.sinks = [], []
-
-    def tearDown(self):
-        for p in self.procs:
-            p.kill()
-        for s in self.sinks:
-            s.stop()
-
-    def start(self, cfg, port):
-        p = h.Profcol(cfg, wait_ports=[port]).start()
-        self.procs.append(p)
-        return p
-
+class AuthTest(h.Started, unittest.TestCase):
     def test_bearer_token_both_sides(self):
         """Receiver: 401 without or with a wrong token, 200 with it; the exporter sends its own
         token. The receiver's token comes from a file re-read on SIGHUP."""

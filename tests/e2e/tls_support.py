@@ -13,6 +13,7 @@ Debian's /usr/bin/python3 and the stdlib only (plus what harness.py needs).
 
 import http.client
 import os
+import signal
 import ssl
 import subprocess
 import sys
@@ -69,6 +70,7 @@ class Certs:
 
 class TLSSink(h.Sink):
     """The recording OTLP/HTTP sink over HTTPS. client_ca: require client certificates."""
+    scheme = "https"
 
     def __init__(self, cert, key, client_ca=None, port=None):
         super().__init__(port)
@@ -87,10 +89,6 @@ class TLSSink(h.Sink):
             sink.handshake_errors.append(str(sys.exc_info()[1]))
 
         self.server.handle_error = handle_error
-
-    @property
-    def url(self):
-        return "https://127.0.0.1:%d" % self.port
 
 
 def client_context(cafile=None, cert=None, key=None):
@@ -111,6 +109,16 @@ def https_request(port, path, body=b"", ctx=None, headers=None, method="POST", t
         return h.Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
     finally:
         conn.close()
+
+
+def reload_broken_keeps_old(test, p, live_crt):
+    """Replace live_crt with garbage and SIGHUP p: the reload fails and p says it keeps the
+    previous certificates (the caller checks which one it serves)."""
+    with open(live_crt, "w") as f:
+        f.write("not a certificate\n")
+    p.proc.send_signal(signal.SIGHUP)
+    text = p.wait_stderr(lambda s: "TLS reload failed" in s)
+    test.assertIn("keeping the previous certificates", text)
 
 
 def served_serial(port, ctx):

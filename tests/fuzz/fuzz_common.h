@@ -2,8 +2,10 @@
 #ifndef PC_FUZZ_COMMON_H
 #define PC_FUZZ_COMMON_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 
@@ -28,5 +30,25 @@ static inline void fuzz_quiet_logs(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The LLVMFuzzerInitialize of a target that needs nothing but quiet logs. */
+#define FUZZ_INIT_QUIET_LOGS()                                                                     \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)                                              \
+    {                                                                                              \
+        (void)argc;                                                                                \
+        (void)argv;                                                                                \
+        fuzz_quiet_logs();                                                                         \
+        return 0;                                                                                  \
+    }
+
+/* n input bytes as a NUL-terminated string (malloc'd). */
+static inline char *fuzz_cstr(const uint8_t *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    FUZZ_ASSERT(s, "malloc");
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
 
 #endif

@@ -31,6 +31,7 @@
 #include <uv.h>
 
 #include "fuzz_common.h"
+#include "fuzz_net.h"
 #include "net/grpc.h"
 #include "base/gzip.h"
 #include "net/h2_server.h"
@@ -185,72 +186,23 @@ static void handler(pc_h2_call *call, void *arg)
     answer(call);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void run_server(uint8_t mode, const uint8_t *data, size_t size)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    FUZZ_ASSERT(fd >= 0, "socket: %s", strerror(errno));
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        FUZZ_ASSERT(errno == EINPROGRESS || errno == EINTR, "connect: %s", strerror(errno));
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        while (poll(&pfd, 1, 1000) < 0)
-            FUZZ_ASSERT(errno == EINTR, "poll: %s", strerror(errno));
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-        FUZZ_ASSERT(soerr == 0, "connect: %s", strerror(soerr));
-    }
+    int fd = fuzz_connect_loopback(port);
     int one = 1; /* chunks must leave now, not wait for the server's delayed ACK (Nagle) */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    const size_t plen = sizeof preface - 1;
-    size_t total = plen + size, off = 0, got = 0;
+    const size_t plen = sizeof preface - 1, total = plen + size;
     size_t chunk = mode >> 1 ? (size_t)(mode >> 1) * 16 : total;
     if (chunk <= total / 64) chunk = total / 64 + 1;
-    bool shut = false, eof = false;
-    int quiet = 0;
-    char buf[65536];
-    double deadline = now_s() + 5;
-    while (!eof) {
-        uv_run(loop, UV_RUN_NOWAIT);
-        bool progress = false;
-        if (off < total) {
-            const void *p =
-                off < plen ? (const void *)(preface + off) : (const void *)(data + off - plen);
-            size_t n_want = off < plen ? plen - off : total - off;
-            if (n_want > chunk) n_want = chunk;
-            ssize_t n = send(fd, p, n_want, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n > 0) {
-                off += (size_t)n;
-                progress = true;
-            } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                off = total; /* the server closed early (GOAWAY): stop sending */
-            }
-        }
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0) {
-            progress = true;
-            got += (size_t)n;
-        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            eof = true;
-        }
-        /* all written and nothing moving, nothing deferred: half-close, the server must close */
-        quiet = progress || n_deferred ? 0 : quiet + 1;
-        if (off == total && !shut && quiet >= QUIET_ROUNDS) {
-            shutdown(fd, SHUT_WR);
-            shut = true;
-        }
-        FUZZ_ASSERT(now_s() < deadline, "server neither went quiet nor closed within 5 s");
-    }
-    close(fd);
-    if (verbose) fprintf(stderr, "fuzz_grpc: client received %zu bytes\n", got);
+    fuzz_exchange x = {.prefix = preface,
+                       .prefix_len = plen,
+                       .data = data,
+                       .size = size,
+                       .chunk = chunk,
+                       .quiet_rounds = QUIET_ROUNDS,
+                       .owed = &n_deferred};
+    fuzz_exchange_run(loop, fd, &x);
+    if (verbose) fprintf(stderr, "fuzz_grpc: client received %zu bytes\n", x.got);
     /* let the server free the connection; answer what is still deferred */
     for (int i = 0; i < 8 || n_deferred; i++)
         uv_run(loop, UV_RUN_NOWAIT);
@@ -258,15 +210,6 @@ static void run_server(uint8_t mode, const uint8_t *data, size_t size)
 }
 
 /* ---- odd mode: the pure functions ---- */
-
-static char *cstr(const uint8_t *p, size_t n)
-{
-    char *s = malloc(n + 1);
-    FUZZ_ASSERT(s, "malloc");
-    memcpy(s, p, n);
-    s[n] = 0;
-    return s;
-}
 
 static bool timeout_grammar(const char *s)
 {
@@ -412,7 +355,7 @@ static void run_pure(const uint8_t *p, size_t n)
     FUZZ_ASSERT(out.len <= MAX_INFLATE, "inflated %zu bytes past the cap", out.len);
     pc_buf_free(&out);
 
-    char *s = cstr(r, rn);
+    char *s = fuzz_cstr(r, rn);
     check_timeout(s, x);
     check_message(s);
     check_base64(r, rn);

@@ -9,13 +9,7 @@
 
 #define CAP (1u << 20)
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet_logs();
-    return 0;
-}
+FUZZ_INIT_QUIET_LOGS()
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "fuzz_common.h"
+#include "fuzz_net.h"
 #include "net/http_server.h"
 
 #define MAX_BODY (256u << 10)
@@ -98,59 +99,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    FUZZ_ASSERT(fd >= 0, "socket: %s", strerror(errno));
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    /* loopback connect completes in the kernel's accept queue, before the server accepts; it may
-     * still report EINPROGRESS or EINTR (libFuzzer's timeout timer signals every second) */
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        FUZZ_ASSERT(errno == EINPROGRESS || errno == EINTR, "connect: %s", strerror(errno));
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        while (poll(&pfd, 1, 1000) < 0)
-            FUZZ_ASSERT(errno == EINTR, "poll: %s", strerror(errno));
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-        FUZZ_ASSERT(soerr == 0, "connect: %s", strerror(soerr));
-    }
-    size_t off = 0, got = 0;
-    bool shut = false, eof = false;
-    char first[9] = "", buf[65536];
-    double deadline = now_s() + 5;
-    while (!eof) {
-        uv_run(loop, UV_RUN_NOWAIT);
-        if (off < size) {
-            ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n > 0)
-                off += (size_t)n;
-            else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                off = size; /* the server closed early (e.g. 413): stop sending */
-        }
-        if (off == size && !shut) {
-            shutdown(fd, SHUT_WR);
-            shut = true;
-        }
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0) {
-            for (ssize_t i = 0; i < n && got < 9; i++)
-                first[got++] = buf[i];
-        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            eof = true;
-        }
-        FUZZ_ASSERT(now_s() < deadline, "server neither answered nor closed within 5 s");
-    }
-    close(fd);
-    FUZZ_ASSERT(memcmp(first, "HTTP/1.1 ", got) == 0, "answer does not start with a status line");
+    fuzz_exchange x = {.data = data, .size = size, .chunk = size};
+    fuzz_exchange_run(loop, fuzz_connect_loopback(port), &x);
+    FUZZ_ASSERT(memcmp(x.first, "HTTP/1.1 ", x.first_len) == 0,
+                "answer does not start with a status line");
     /* let the server see our close and free the connection; answer what is still deferred */
     for (int i = 0; i < 8 || n_deferred; i++)
         uv_run(loop, UV_RUN_NOWAIT);

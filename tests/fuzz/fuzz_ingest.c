@@ -12,21 +12,7 @@
 #include "pyroscope_push.pb-c.h"
 #include "receivers/pyroscope/ingest.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet_logs();
-    return 0;
-}
-
-static char *cstr(const uint8_t *p, size_t n)
-{
-    char *s = malloc(n + 1);
-    memcpy(s, p, n);
-    s[n] = 0;
-    return s;
-}
+FUZZ_INIT_QUIET_LOGS()
 
 static void check_valid(pc_batch *b)
 {
@@ -41,7 +27,7 @@ static void fuzz_folded(const uint8_t *p, size_t n, int lines)
     /* first line: the app name; the rest: stacks */
     const uint8_t *nl = memchr(p, '\n', n);
     size_t al = nl ? (size_t)(nl - p) : n;
-    char *app = cstr(p, al);
+    char *app = fuzz_cstr(p, al);
     pc_folded_opts o = {
         .app = app, .lines = lines, .sample_rate = 100, .time_ns = 1, .duration_ns = 10};
     pc_batch *b = NULL;
@@ -64,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     switch (data[0] % 7) {
     case 0: {
-        char *s = cstr(p, n);
+        char *s = fuzz_cstr(p, n);
         pc_ingest_name name;
         if (pc_ingest_parse_name(s, &name, err, sizeof err) == 0) {
             FUZZ_ASSERT(name.app && *name.app, "empty app name accepted");
@@ -74,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     case 1: {
-        char *s = cstr(p, n);
+        char *s = fuzz_cstr(p, n);
         (void)pc_ingest_parse_time(s, 1700000000000000000LL);
         free(s);
         break;

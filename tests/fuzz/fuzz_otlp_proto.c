@@ -7,13 +7,7 @@
 #include "fuzz_otlp.h"
 #include "pdata/proto_scan.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet_logs();
-    return 0;
-}
+FUZZ_INIT_QUIET_LOGS()
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

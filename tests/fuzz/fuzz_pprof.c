@@ -17,13 +17,7 @@ static const pc_pprof_in_opts in_opts = {
     .scope_version = "1",
 };
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet_logs();
-    return 0;
-}
+FUZZ_INIT_QUIET_LOGS()
 
 typedef struct back_ctx {
     size_t calls;

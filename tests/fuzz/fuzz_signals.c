@@ -15,13 +15,7 @@
 
 #define SHOW(buf) (int)((buf).len > 2000 ? 2000 : (buf).len), (const char *)(buf).data
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    fuzz_quiet_logs();
-    return 0;
-}
+FUZZ_INIT_QUIET_LOGS()
 
 static void check_proto(pc_signal sig, const pc_batch *b, const pc_buf *p1)
 {

@@ -11,6 +11,7 @@
 #include "base/budget.h"
 #include "base/utf8.h"
 #include "check.h"
+#include "payload.h"
 #include "pdata/json.h"
 #include "pdata/pdata.h"
 #include "pdata/pprof.h"
@@ -43,12 +44,8 @@ static void check_estimate(const char *what, pc_signal sig, const uint8_t *data,
 
 static pc_batch *go_profile_batch(const char *file)
 {
-    pc_buf gz = {0};
     pc_batch *b = NULL;
-    char err[256];
-    if (read_file(file, &gz) == 0)
-        CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, NULL, &b, NULL, err, sizeof err), 0);
-    pc_buf_free(&gz);
+    CHECK_EQ_INT(read_pprof_batch(file, NULL, &b), 0);
     return b;
 }
 
@@ -66,34 +63,15 @@ static void test_estimate_real_profiles(void)
     }
 }
 
-/* Raw protobuf writing, to build shapes no encoder would. */
-static void put_varint(pc_buf *b, uint64_t v)
-{
-    uint8_t t[10];
-    size_t n = 0;
-    do {
-        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    pc_buf_append(b, t, n);
-}
-
-static void put_len_field(pc_buf *b, unsigned field, const void *p, size_t n)
-{
-    put_varint(b, (uint64_t)field << 3 | 2);
-    put_varint(b, n);
-    pc_buf_append(b, p, n);
-}
-
 /* ExportProfilesServiceRequest{resource_profiles{scope_profiles{profiles{samples: n x {}}}}} */
 static void empty_sample_bomb(pc_buf *out, size_t n)
 {
     pc_buf prof = {0}, sp = {0}, rp = {0};
     for (size_t i = 0; i < n; i++)
-        put_len_field(&prof, 2, "", 0);         /* Profile.samples (2): an empty Sample */
-    put_len_field(&sp, 2, prof.data, prof.len); /* ScopeProfiles.profiles (2) */
-    put_len_field(&rp, 2, sp.data, sp.len);     /* ResourceProfiles.scope_profiles (2) */
-    put_len_field(out, 1, rp.data, rp.len);     /* request.resource_profiles (1) */
+        pb_put_len(&prof, 2, "", 0);         /* Profile.samples (2): an empty Sample */
+    pb_put_len(&sp, 2, prof.data, prof.len); /* ScopeProfiles.profiles (2) */
+    pb_put_len(&rp, 2, sp.data, sp.len);     /* ResourceProfiles.scope_profiles (2) */
+    pb_put_len(out, 1, rp.data, rp.len);     /* request.resource_profiles (1) */
     pc_buf_free(&prof), pc_buf_free(&sp), pc_buf_free(&rp);
 }
 
@@ -107,18 +85,18 @@ static void test_estimate_hostile_shapes(void)
      * occurrence into new arrays holding all of them so far (quadratic) */
     pc_buf dict = {0}, req = {0};
     for (int i = 0; i < 50; i++)
-        put_len_field(&dict, 5, "symbol", 6); /* ProfilesDictionary.string_table (5) */
+        pb_put_len(&dict, 5, "symbol", 6); /* ProfilesDictionary.string_table (5) */
     for (int k = 0; k < 300; k++)
-        put_len_field(&req, 2, dict.data, dict.len);
+        pb_put_len(&req, 2, dict.data, dict.len);
     check_estimate("dictionary x300 (merged)", PC_SIGNAL_PROFILES, req.data, req.len);
 
     /* unknown fields of every wire type */
     pc_buf unk = {0};
     for (int i = 0; i < 5000; i++) {
-        put_varint(&unk, (uint64_t)(100 + i % 7) << 3 | 0);
-        put_varint(&unk, 300);
-        put_len_field(&unk, 200, "abcdefgh", 8);
-        put_varint(&unk, (uint64_t)201 << 3 | 5);
+        pb_put_varint(&unk, (uint64_t)(100 + i % 7) << 3 | 0);
+        pb_put_varint(&unk, 300);
+        pb_put_len(&unk, 200, "abcdefgh", 8);
+        pb_put_varint(&unk, (uint64_t)201 << 3 | 5);
         pc_buf_append(&unk, "1234", 4);
     }
     check_estimate("15k unknown fields", PC_SIGNAL_PROFILES, unk.data, unk.len);
@@ -127,18 +105,18 @@ static void test_estimate_hostile_shapes(void)
     pc_buf spans = {0}, ss = {0}, rs = {0}, treq = {0};
     for (int i = 0; i < 2000; i++) {
         pc_buf span = {0}, kv = {0}, av = {0};
-        put_len_field(&span, 1, "0123456789abcdef", 16); /* trace_id */
-        put_len_field(&span, 2, "01234567", 8);          /* span_id */
-        put_len_field(&span, 5, "GET /", 5);             /* name */
-        put_len_field(&av, 1, "value", 5);               /* AnyValue.string_value */
-        put_len_field(&kv, 1, "http.method", 11);        /* KeyValue.key */
-        put_len_field(&kv, 2, av.data, av.len);          /* KeyValue.value */
-        put_len_field(&span, 9, kv.data, kv.len);        /* Span.attributes */
-        put_len_field(&spans, 2, span.data, span.len);   /* ScopeSpans.spans */
+        pb_put_len(&span, 1, "0123456789abcdef", 16); /* trace_id */
+        pb_put_len(&span, 2, "01234567", 8);          /* span_id */
+        pb_put_len(&span, 5, "GET /", 5);             /* name */
+        pb_put_len(&av, 1, "value", 5);               /* AnyValue.string_value */
+        pb_put_len(&kv, 1, "http.method", 11);        /* KeyValue.key */
+        pb_put_len(&kv, 2, av.data, av.len);          /* KeyValue.value */
+        pb_put_len(&span, 9, kv.data, kv.len);        /* Span.attributes */
+        pb_put_len(&spans, 2, span.data, span.len);   /* ScopeSpans.spans */
         pc_buf_free(&span), pc_buf_free(&kv), pc_buf_free(&av);
     }
-    put_len_field(&ss, 2, spans.data, spans.len); /* ResourceSpans.scope_spans */
-    put_len_field(&treq, 1, ss.data, ss.len);     /* request.resource_spans */
+    pb_put_len(&ss, 2, spans.data, spans.len); /* ResourceSpans.scope_spans */
+    pb_put_len(&treq, 1, ss.data, ss.len);     /* request.resource_spans */
     check_estimate("2000 spans", PC_SIGNAL_TRACES, treq.data, treq.len);
     pc_buf_free(&bomb), pc_buf_free(&dict), pc_buf_free(&req), pc_buf_free(&unk);
     pc_buf_free(&spans), pc_buf_free(&ss), pc_buf_free(&rs), pc_buf_free(&treq);
@@ -280,13 +258,13 @@ static void test_invalid_utf8_in_proto_names_the_field(void)
 {
     /* a resource attribute value with a Latin-1 byte */
     pc_buf av = {0}, kv = {0}, res = {0}, rp = {0}, req = {0};
-    put_len_field(&av, 1, "caf\xe9", 4);
-    put_len_field(&kv, 1, "host.name", 9);
-    put_len_field(&kv, 2, av.data, av.len);
-    put_len_field(&res, 1, kv.data, kv.len);  /* Resource.attributes */
-    put_len_field(&rp, 1, res.data, res.len); /* ResourceProfiles.resource */
-    put_len_field(&req, 1, "", 0);            /* an empty first resource_profiles */
-    put_len_field(&req, 1, rp.data, rp.len);
+    pb_put_len(&av, 1, "caf\xe9", 4);
+    pb_put_len(&kv, 1, "host.name", 9);
+    pb_put_len(&kv, 2, av.data, av.len);
+    pb_put_len(&res, 1, kv.data, kv.len);  /* Resource.attributes */
+    pb_put_len(&rp, 1, res.data, res.len); /* ResourceProfiles.resource */
+    pb_put_len(&req, 1, "", 0);            /* an empty first resource_profiles */
+    pb_put_len(&req, 1, rp.data, rp.len);
     pc_batch *out = NULL;
     char err[256];
     CHECK_EQ_INT(

@@ -4,6 +4,7 @@
 #include <uv.h>
 
 #include "check.h"
+#include "testio.h"
 #include "pdata/pdata.h"
 #include "pipeline/cfgtable.h"
 #include "pipeline/config.h"
@@ -250,25 +251,6 @@ static void test_errors(void)
     CHECK_CONTAINS(e, "duplicate key");
 }
 
-/* stderr captured into a temp file while fn runs: the warnings profcol logs. */
-static const char *capture_stderr(void (*fn)(void *), void *arg)
-{
-    static char out[8192];
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *tmp = tmpfile();
-    dup2(fileno(tmp), 2);
-    fn(arg);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(tmp);
-    size_t n = fread(out, 1, sizeof out - 1, tmp);
-    out[n] = 0;
-    fclose(tmp);
-    return out;
-}
-
 static char tmpdir[] = "/tmp/profcol-cfgtest-XXXXXX";
 
 static char tmp_paths[16][256];
@@ -432,13 +414,14 @@ static void test_providers(void)
     unsetenv("PC_T_NOPE_1");
     unsetenv("PC_T_NOPE_2");
     unsetenv("PC_T_NOPE_3");
-    const char *log = capture_stderr(parse_env_refs, &err);
+    char *log = capture_stderr(parse_env_refs, &err);
     CHECK_EQ_INT(err.n, 0);
     CHECK_CONTAINS(log, "test.yaml:1: a: configuration references unset environment variable "
                         "\"PC_T_NOPE_1\"");
     CHECK(strstr(log, "PC_T_NOPE_2") == NULL); /* it has a default */
     CHECK_CONTAINS(log, "test.yaml:3: c: configuration references unset environment variable "
                         "\"PC_T_NOPE_3\"");
+    free(log);
 
     setenv("PC_T_INNER", "inner", 1);
     const char *tok = tmp_file("token", "s3cret\n");

@@ -10,7 +10,11 @@
 #include <uv.h>
 
 #include "check.h"
+#include "payload.h"
+#include "testcomp.h"
 #include "testdata.h"
+#include "testhttp.h"
+#include "testloop.h"
 #include "base/gzip.h"
 #include "net/http_server.h"
 #include "pdata/pdata.h"
@@ -21,140 +25,15 @@
 
 extern const pc_component_type pc_exporter_pyroscope;
 
-typedef Perftools__Profiles__Profile pp_profile;
-
 static uv_loop_t *loop;
 
-static double now_ms(void)
+/* The backend: records every request; answers 200 without a body, or ts->status with a
+ * Connect-style JSON error. */
+static void backend_start(th_server *ts)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return tv.tv_sec * 1000.0 + tv.tv_usec / 1000.0;
-}
-
-/* ---- running the loop until something happened ---- */
-
-typedef struct waiter {
-    int (*pred)(void *);
-    void *arg;
-    double deadline;
-} waiter;
-
-static void wait_tick(uv_timer_t *t)
-{
-    waiter *w = t->data;
-    if (w->pred(w->arg) || now_ms() > w->deadline) uv_stop(t->loop);
-}
-
-static int wait_until(int (*pred)(void *), void *arg, unsigned ms)
-{
-    waiter w = {pred, arg, now_ms() + ms};
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    t.data = &w;
-    uv_timer_start(&t, wait_tick, 2, 2);
-    if (!pred(arg)) uv_run(loop, UV_RUN_DEFAULT);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return pred(arg);
-}
-
-static int int_set(void *p)
-{
-    return *(int *)p != 0;
-}
-
-/* ---- the recording server ---- */
-
-#define MAX_RECS 16
-
-typedef struct rec {
-    char method[16];
-    char *path, *query;
-    char *content_type, *org, *auth, *connect_version;
-    uint8_t *body;
-    size_t body_len;
-} rec;
-
-typedef struct tsrv {
-    pc_http_server *s;
-    int port;
-    rec recs[MAX_RECS];
-    int n;
-    int status;       /* answer with this */
-    int status_first; /* if non-zero: the first request gets this instead */
-} tsrv;
-
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-static void handler(pc_http_req *req, void *arg)
-{
-    tsrv *ts = arg;
-    if (ts->n < MAX_RECS) {
-        rec *r = &ts->recs[ts->n];
-        snprintf(r->method, sizeof r->method, "%s", req->method);
-        r->path = strdup(req->path);
-        r->query = strdup(req->query);
-        r->content_type = dup_or_null(pc_http_req_header(req, "content-type"));
-        r->org = dup_or_null(pc_http_req_header(req, "x-scope-orgid"));
-        r->auth = dup_or_null(pc_http_req_header(req, "authorization"));
-        r->connect_version = dup_or_null(pc_http_req_header(req, "connect-protocol-version"));
-        r->body = malloc(req->body_len + 1);
-        memcpy(r->body, req->body, req->body_len);
-        r->body_len = req->body_len;
-    }
-    int status = ts->status;
-    if (ts->n == 0 && ts->status_first) status = ts->status_first;
-    ts->n++;
-    if (status == 200)
-        pc_http_respond(req, 200, NULL, NULL, 0, NULL);
-    else
-        pc_http_respond(req, status, "application/json", "{\"code\":\"x\",\"message\":\"no\"}", 28,
-                        NULL);
-}
-
-static void srv_start(tsrv *ts)
-{
-    memset(ts, 0, sizeof *ts);
-    ts->status = 200;
-    pc_http_server_opts o = {.host = "127.0.0.1", .port = 0, .log_id = "test-srv"};
-    ts->s = pc_http_server_new(loop, &o, handler, ts);
-    char err[256] = "";
-    int rc = pc_http_server_start(ts->s, err, sizeof err);
-    CHECK_EQ_INT(rc, 0);
-    if (rc) fprintf(stderr, "start: %s\n", err);
-    ts->port = pc_http_server_port(ts->s);
-}
-
-static void set_int(void *p)
-{
-    *(int *)p = 1;
-}
-
-static void srv_clear(tsrv *ts)
-{
-    for (int i = 0; i < ts->n && i < MAX_RECS; i++) {
-        rec *r = &ts->recs[i];
-        free(r->path);
-        free(r->query);
-        free(r->content_type);
-        free(r->org);
-        free(r->auth);
-        free(r->connect_version);
-        free(r->body);
-    }
-    ts->n = 0;
-}
-
-static void srv_stop(tsrv *ts)
-{
-    int done = 0;
-    pc_http_server_shutdown(ts->s, set_int, &done);
-    CHECK(wait_until(int_set, &done, 5000));
-    srv_clear(ts);
+    th_start(ts, loop, (pc_http_server_opts){0}, NULL);
+    ts->err_ctype = "application/json";
+    ts->err_body = "{\"code\":\"x\",\"message\":\"no\"}";
 }
 
 /* Query parameter from a raw query string, percent-decoded (malloc'd); NULL if absent. */
@@ -187,38 +66,33 @@ static char *query_param(const char *q, const char *name)
 
 static pc_component *exporter_new(const char *yaml_in, char *errout, size_t errlen)
 {
-    pc_cfg_err err = {{0}};
     /* status mapping is observed directly: no queue, no retries (pipeline/sender.c has those) */
     char yaml[2048];
     snprintf(yaml, sizeof yaml, "%s%s", yaml_in,
              strstr(yaml_in, "sending_queue") ? ""
                                               : "sending_queue:\n  enabled: false\n"
                                                 "retry_on_failure:\n  enabled: false\n");
-    pc_node *root = pc_config_parse(yaml, strlen(yaml), "test.yaml", &err);
-    if (!root) {
+    pc_cfg_err err;
+    pc_component *c = tc_new(&pc_exporter_pyroscope, "exporters", yaml, loop, NULL, &err);
+    if (!c) {
         snprintf(errout, errlen, "%s", err.msg);
         return NULL;
     }
-    const pc_component_type *t = &pc_exporter_pyroscope;
-    pc_component *c = calloc(1, sizeof *c);
-    c->type = t;
-    c->id = strdup("pyroscope");
-    c->loop = loop;
-    c->cfg = calloc(1, t->cfg_size);
-    const char *path = "exporters::pyroscope";
-    if (pc_cfgtable_apply(t->cfg, c->cfg, root, path, &err) ||
-        t->validate(c->cfg, root, path, &err) || t->create(c, &err)) {
-        snprintf(errout, errlen, "%s", err.msg);
-        pc_cfgtable_free(t->cfg, c->cfg);
-        free(c->cfg);
-        free(c->id);
-        free(c);
-        pc_node_free(root);
-        return NULL;
-    }
-    pc_node_free(root);
     char e[256];
-    CHECK_EQ_INT(t->start(c, e, sizeof e), 0);
+    CHECK_EQ_INT(c->type->start(c, e, sizeof e), 0);
+    return c;
+}
+
+/* The exporter for a test against ts: NULL (a failed check, ts stopped) if yaml is refused. */
+static pc_component *exporter_for(th_server *ts, const char *yaml)
+{
+    char err[512] = "";
+    pc_component *c = exporter_new(yaml, err, sizeof err);
+    CHECK(c != NULL);
+    if (!c) {
+        fprintf(stderr, "%s\n", err);
+        th_stop(ts);
+    }
     return c;
 }
 
@@ -233,12 +107,8 @@ static void exporter_free(pc_component *c)
 {
     shutdown_flag = 0;
     c->type->shutdown(c, on_shut);
-    CHECK(wait_until(int_set, &shutdown_flag, 10000));
-    c->type->destroy(c);
-    pc_cfgtable_free(c->type->cfg, c->cfg);
-    free(c->cfg);
-    free(c->id);
-    free(c);
+    CHECK(wait_until(loop, int_set, &shutdown_flag, 10000));
+    tc_free(c);
 }
 
 typedef struct outcome {
@@ -259,22 +129,11 @@ static pc_status send_batch(pc_component *c, pc_batch *b, outcome *o)
 {
     memset(o, 0, sizeof *o);
     c->type->consume(c, b, on_done, o);
-    CHECK(wait_until(int_set, &o->done, 15000));
+    CHECK(wait_until(loop, int_set, &o->done, 15000));
     return o->st;
 }
 
 /* ---- input batches ---- */
-
-static pc_batch *decode_json_or_die(const char *json)
-{
-    pc_batch *b = NULL;
-    char err[256] = "";
-    if (pc_batch_decode_json(json, strlen(json), &b, err, sizeof err)) {
-        fprintf(stderr, "decode_json: %s\n", err);
-        exit(1);
-    }
-    return b;
-}
 
 /* Resource attributes of every form (plain, strindex, int, bool, double, array), one CPU
  * profile (cpu/nanoseconds, period cpu) with a time, and a second resource without
@@ -318,35 +177,20 @@ static pc_batch *go_batch(void)
     const char *files[] = {"go-cpu.pb.gz", "go-heap.pb.gz"};
     const char *svcs[] = {"go-cpu-app", "go-heap-app"};
     for (int i = 0; i < 2; i++) {
-        pc_buf data = {0};
-        if (read_file(files[i], &data)) {
-            CHECK(0);
-            exit(1);
-        }
         pc_pprof_attr attrs[] = {{"service.name", svcs[i]}, {"deployment.environment", "test"}};
         pc_pprof_in_opts opts = {.resource_attrs = attrs, .n_resource_attrs = 2};
-        char err[256] = "";
-        int rc = pc_pprof_to_batch(data.data, data.len, &opts, &b, NULL, err, sizeof err);
+        int rc = read_pprof_batch(files[i], &opts, &b);
         CHECK_EQ_INT(rc, 0);
-        if (rc) fprintf(stderr, "pprof: %s\n", err);
-        pc_buf_free(&data);
+        if (rc && !b) exit(1);
     }
     return b;
 }
 
-static pp_profile *decode_pprof(const uint8_t *data, size_t len)
+/* The pprof the exporter sends: gzip, decoded independently. */
+static pp_profile *sent_pprof(const uint8_t *data, size_t len)
 {
     CHECK(pc_is_gzip(data, len));
-    pc_buf raw = {0};
-    if (pc_gzip_inflate(data, len, 1u << 28, &raw) != PC_GZ_OK) return NULL;
-    pp_profile *p = perftools__profiles__profile__unpack(NULL, raw.len, raw.data);
-    pc_buf_free(&raw);
-    return p;
-}
-
-static const char *pp_str(const pp_profile *p, int64_t i)
-{
-    return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
+    return decode_pprof(data, len);
 }
 
 static const char *series_label(const Push__V1__RawProfileSeries *s, const char *name)
@@ -400,42 +244,37 @@ static void test_config_errors(void)
 
 static void test_ingest(void)
 {
-    tsrv ts;
-    srv_start(&ts);
-    char yaml[1024], err[512] = "";
+    th_server ts;
+    backend_start(&ts);
+    char yaml[1024];
     snprintf(yaml, sizeof yaml,
              "endpoint: http://127.0.0.1:%d/base\nprotocol: ingest\ntenant_id: acme\n"
              "basic_auth:\n  username: user\n  password: pass\n"
              "headers:\n  X-Extra: yes\n"
              "external_labels:\n  env: prod\n  host_name: override\n",
              ts.port);
-    pc_component *c = exporter_new(yaml, err, sizeof err);
-    CHECK(c != NULL);
-    if (!c) {
-        fprintf(stderr, "%s\n", err);
-        srv_stop(&ts);
-        return;
-    }
+    pc_component *c = exporter_for(&ts, yaml);
+    if (!c) return;
     outcome o;
     CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_OK);
     CHECK_EQ_INT(ts.n, 2);
     for (int i = 0; i < 2 && i < ts.n; i++) {
-        rec *r = &ts.recs[i];
+        th_rec *r = &ts.recs[i];
         CHECK_STR(r->method, "POST");
         CHECK_STR(r->path, "/base/ingest");
-        CHECK_STR(r->content_type, "application/octet-stream");
-        CHECK_STR(r->org, "acme");
-        CHECK_STR(r->auth, "Basic dXNlcjpwYXNz"); /* user:pass */
+        CHECK_STR(th_header(r, "content-type"), "application/octet-stream");
+        CHECK_STR(th_header(r, "x-scope-orgid"), "acme");
+        CHECK_STR(th_header(r, "authorization"), "Basic dXNlcjpwYXNz"); /* user:pass */
         char *fmt = query_param(r->query, "format"), *spy = query_param(r->query, "spyName");
         CHECK_STR(fmt, "pprof");
         CHECK_STR(spy, "profcol");
         free(fmt);
         free(spy);
-        pp_profile *p = decode_pprof(r->body, r->body_len);
+        pp_profile *p = sent_pprof(r->body, r->body_len);
         CHECK(p != NULL);
         if (p) {
             CHECK_EQ_INT(p->n_sample_type, 1);
-            CHECK_STR(pp_str(p, p->sample_type[0]->type), i == 0 ? "cpu" : "alloc_space");
+            CHECK_STR(pstr(p, p->sample_type[0]->type), i == 0 ? "cpu" : "alloc_space");
             perftools__profiles__profile__free_unpacked(p, NULL);
         }
     }
@@ -479,37 +318,32 @@ static void test_ingest(void)
         free(until);
     }
     exporter_free(c);
-    srv_stop(&ts);
+    th_stop(&ts);
 }
 
 static void test_push_go(void)
 {
-    tsrv ts;
-    srv_start(&ts);
-    char yaml[512], err[512] = "";
+    th_server ts;
+    backend_start(&ts);
+    char yaml[512];
     snprintf(yaml, sizeof yaml,
              "endpoint: http://127.0.0.1:%d\ntenant_id: fallback\ntenant_from_request: true\n",
              ts.port);
-    pc_component *c = exporter_new(yaml, err, sizeof err);
-    CHECK(c != NULL);
-    if (!c) {
-        fprintf(stderr, "%s\n", err);
-        srv_stop(&ts);
-        return;
-    }
+    pc_component *c = exporter_for(&ts, yaml);
+    if (!c) return;
     pc_batch *b = go_batch();
     pc_batch_set_meta(b, "x-scope-orgid", "team-a");
     outcome o;
     CHECK_EQ_INT(send_batch(c, b, &o), PC_OK);
     CHECK_EQ_INT(ts.n, 1);
     if (ts.n >= 1) {
-        rec *r = &ts.recs[0];
+        th_rec *r = &ts.recs[0];
         CHECK_STR(r->method, "POST");
         CHECK_STR(r->path, "/push.v1.PusherService/Push");
-        CHECK_STR(r->content_type, "application/proto");
-        CHECK_STR(r->connect_version, "1");
-        CHECK_STR(r->org, "team-a");
-        CHECK(r->auth == NULL);
+        CHECK_STR(th_header(r, "content-type"), "application/proto");
+        CHECK_STR(th_header(r, "connect-protocol-version"), "1");
+        CHECK_STR(th_header(r, "x-scope-orgid"), "team-a");
+        CHECK(th_header(r, "authorization") == NULL);
         Push__V1__PushRequest *pr = push__v1__push_request__unpack(NULL, r->body_len, r->body);
         CHECK(pr != NULL);
         if (pr) {
@@ -525,20 +359,20 @@ static void test_push_go(void)
                 if (s->n_samples != 1) continue;
                 CHECK(uuid_v4_ok(s->samples[0]->id));
                 pp_profile *p =
-                    decode_pprof(s->samples[0]->raw_profile.data, s->samples[0]->raw_profile.len);
+                    sent_pprof(s->samples[0]->raw_profile.data, s->samples[0]->raw_profile.len);
                 CHECK(p != NULL);
                 if (!p) continue;
                 if (i == 0) {
                     CHECK_EQ_INT(p->n_sample_type, 2);
                     if (p->n_sample_type == 2) {
-                        CHECK_STR(pp_str(p, p->sample_type[0]->type), "samples");
-                        CHECK_STR(pp_str(p, p->sample_type[1]->type), "cpu");
+                        CHECK_STR(pstr(p, p->sample_type[0]->type), "samples");
+                        CHECK_STR(pstr(p, p->sample_type[1]->type), "cpu");
                     }
                 } else {
                     CHECK_EQ_INT(p->n_sample_type, 4);
                     if (p->n_sample_type == 4) {
-                        CHECK_STR(pp_str(p, p->sample_type[0]->type), "alloc_objects");
-                        CHECK_STR(pp_str(p, p->sample_type[3]->type), "inuse_space");
+                        CHECK_STR(pstr(p, p->sample_type[0]->type), "alloc_objects");
+                        CHECK_STR(pstr(p, p->sample_type[3]->type), "inuse_space");
                     }
                 }
                 CHECK(p->n_sample > 0);
@@ -553,30 +387,25 @@ static void test_push_go(void)
     /* without the meta, tenant_id is the fallback */
     CHECK_EQ_INT(send_batch(c, go_batch(), &o), PC_OK);
     CHECK_EQ_INT(ts.n, 2);
-    if (ts.n >= 2) CHECK_STR(ts.recs[1].org, "fallback");
+    if (ts.n >= 2) CHECK_STR(th_header(&ts.recs[1], "x-scope-orgid"), "fallback");
     /* an empty batch sends nothing and succeeds */
     CHECK_EQ_INT(send_batch(c, pc_batch_new(), &o), PC_OK);
     CHECK_EQ_INT(ts.n, 2);
     exporter_free(c);
-    srv_stop(&ts);
+    th_stop(&ts);
 }
 
 static void test_limits(void)
 {
-    tsrv ts;
-    srv_start(&ts);
-    char yaml[512], err[512] = "";
+    th_server ts;
+    backend_start(&ts);
+    char yaml[512];
     snprintf(yaml, sizeof yaml,
              "endpoint: http://127.0.0.1:%d\nmax_label_names: 5\nmax_label_value_length: 8\n"
              "max_label_name_length: 10\nexternal_labels:\n  zz: 1\n",
              ts.port);
-    pc_component *c = exporter_new(yaml, err, sizeof err);
-    CHECK(c != NULL);
-    if (!c) {
-        fprintf(stderr, "%s\n", err);
-        srv_stop(&ts);
-        return;
-    }
+    pc_component *c = exporter_for(&ts, yaml);
+    if (!c) return;
     /* "é" is 2 bytes: an 8-byte cut must not split it */
     const char *json =
         "{\"resourceProfiles\":[{\"resource\":{\"attributes\":["
@@ -616,22 +445,18 @@ static void test_limits(void)
         if (pr) push__v1__push_request__free_unpacked(pr, NULL);
     }
     exporter_free(c);
-    srv_stop(&ts);
+    th_stop(&ts);
 }
 
 static void test_status_mapping(void)
 {
-    tsrv ts;
-    srv_start(&ts);
+    th_server ts;
+    backend_start(&ts);
     char yaml[512], err[512] = "";
     snprintf(yaml, sizeof yaml, "endpoint: http://127.0.0.1:%d\nprotocol: ingest\ntimeout: 5s\n",
              ts.port);
-    pc_component *c = exporter_new(yaml, err, sizeof err);
-    CHECK(c != NULL);
-    if (!c) {
-        srv_stop(&ts);
-        return;
-    }
+    pc_component *c = exporter_for(&ts, yaml);
+    if (!c) return;
     outcome o;
     ts.status = 503;
     CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_RETRYABLE);
@@ -643,15 +468,15 @@ static void test_status_mapping(void)
     CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_OVERLOAD);
     /* ingest: two requests, one fails: the worse outcome wins */
     ts.status = 200;
-    srv_clear(&ts);
+    th_clear(&ts);
     ts.status_first = 400;
     CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_PERMANENT);
     ts.status = 503;
-    srv_clear(&ts);
+    th_clear(&ts);
     ts.status_first = 200;
     CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_RETRYABLE);
     exporter_free(c);
-    srv_stop(&ts);
+    th_stop(&ts);
 
     /* nothing listens there any more: connection refused is retryable */
     int port = ts.port;

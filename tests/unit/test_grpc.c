@@ -22,6 +22,9 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "rpc_status.pb-c.h"
+#include "testhttp.h"
+#include "testloop.h"
+#include "testpeer.h"
 
 static uv_loop_t *loop;
 
@@ -201,11 +204,9 @@ static void test_base64_and_details(void)
 
 /* ---- HTTP/2 server and client on one loop ---- */
 
+/* What the server's handler saw. */
 typedef struct outcome {
-    int calls, done;
-    int last_error, last_code;
-    size_t last_len;
-    char last_msg[256];
+    int calls;
 } outcome;
 
 static int answered_late;
@@ -250,46 +251,10 @@ static void echo_handler(pc_h2_call *call, void *arg)
     pc_grpc_respond(call, 0, NULL, m, n, NULL);
 }
 
-static const char *hdr(const pc_h2_header *h, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(h[i].name, name)) return h[i].value;
-    return NULL;
-}
-
-static void on_resp(const pc_h2_response *r, void *arg)
-{
-    outcome *o = arg;
-    o->done++;
-    o->last_error = r->error;
-    const char *gs = hdr(r->trailers, r->n_trailers, "grpc-status");
-    if (!gs) gs = hdr(r->headers, r->n_headers, "grpc-status");
-    o->last_code = gs ? atoi(gs) : -1;
-    const char *gm = hdr(r->trailers, r->n_trailers, "grpc-message");
-    if (!gm) gm = hdr(r->headers, r->n_headers, "grpc-message");
-    snprintf(o->last_msg, sizeof o->last_msg, "%s", gm ? gm : "");
-    o->last_len = r->body_len;
-}
-
-static int deadline_hit;
-static void on_deadline(uv_timer_t *t)
-{
-    (void)t;
-    deadline_hit = 1;
-}
-
-/* Run the loop until *count reaches want (or 10 s pass). */
+/* Run the loop until *count reaches want (10 s at most). */
 static void run_until(int *count, int want)
 {
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    deadline_hit = 0;
-    uv_timer_start(&t, on_deadline, 10000, 0);
-    while (*count < want && !deadline_hit)
-        uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    CHECK(!deadline_hit);
+    CHECK(wait_count(loop, count, want, 10000));
 }
 
 static int closed;
@@ -303,82 +268,76 @@ static const pc_h2_header grpc_hdrs[] = {{"content-type", "application/grpc"}, {
 
 static void test_h2_roundtrip(void)
 {
-    outcome so = {0}, co = {0};
-    pc_h2_server_opts o = {.host = "127.0.0.1",
-                           .max_body_bytes = 64 * 1024,
-                           .max_concurrent_streams = 4,
-                           .log_id = "h2test"};
-    pc_h2_server *s = pc_h2_server_new(loop, &o, echo_handler, &so);
-    char err[256];
-    CHECK_EQ_INT(pc_h2_server_start(s, err, sizeof err), 0);
+    outcome so = {0};
+    th2_result co = {0};
+    pc_h2_server_opts o = {
+        .max_body_bytes = 64 * 1024, .max_concurrent_streams = 4, .log_id = "h2test"};
+    pc_h2_server *s = th2_server_start(loop, o, echo_handler, &so);
     pc_h2_client_opts co_opts = {.host = "127.0.0.1", .port = pc_h2_server_port(s)};
     pc_h2_client *c = pc_h2_client_new(loop, &co_opts);
 
     pc_buf body = {0};
     pc_grpc_frame("ping", 4, false, &body);
-    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000, on_resp,
-                         &co);
+    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000,
+                         th2_on_resp, &co);
     run_until(&co.done, 1);
-    CHECK_EQ_INT(co.last_error, 0);
-    CHECK_EQ_INT(co.last_code, 0);
-    CHECK_EQ_INT(co.last_len, 9);
+    CHECK_EQ_INT(co.error, 0);
+    CHECK_EQ_INT(co.grpc_code, 0);
+    CHECK_EQ_INT(co.body_len, 9);
 
     /* trailers-only error with a percent-encoded message */
-    pc_h2_client_request(c, "POST", "/x.S/Nope", grpc_hdrs, 2, body.data, body.len, 5000, on_resp,
-                         &co);
+    pc_h2_client_request(c, "POST", "/x.S/Nope", grpc_hdrs, 2, body.data, body.len, 5000,
+                         th2_on_resp, &co);
     run_until(&co.done, 2);
-    CHECK_EQ_INT(co.last_code, PC_GRPC_UNIMPLEMENTED);
-    CHECK_STR(co.last_msg, "no such method");
+    CHECK_EQ_INT(co.grpc_code, PC_GRPC_UNIMPLEMENTED);
+    CHECK_STR(co.grpc_msg, "no such method");
 
     /* over the body limit: answered early, the rest of the upload is dropped */
     pc_buf big = {0};
     pc_buf_reserve(&big, 300 * 1024);
     memset(big.data, 'z', 300 * 1024);
     big.len = 300 * 1024;
-    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, big.data, big.len, 5000, on_resp,
+    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, big.data, big.len, 5000, th2_on_resp,
                          &co);
     run_until(&co.done, 3);
-    CHECK_EQ_INT(co.last_error, 0);
-    CHECK_EQ_INT(co.last_code, PC_GRPC_RESOURCE_EXHAUSTED);
+    CHECK_EQ_INT(co.error, 0);
+    CHECK_EQ_INT(co.grpc_code, PC_GRPC_RESOURCE_EXHAUSTED);
 
     /* 40 calls over a connection that allows 4 concurrent streams */
     int before = co.done;
     for (int i = 0; i < 40; i++)
         pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000,
-                             on_resp, &co);
+                             th2_on_resp, &co);
     run_until(&co.done, before + 40);
-    CHECK_EQ_INT(co.last_code, 0);
+    CHECK_EQ_INT(co.grpc_code, 0);
 
     /* a call that times out on the client; the server's late answer is dropped safely */
-    pc_h2_client_request(c, "POST", "/x.S/Slow", grpc_hdrs, 2, body.data, body.len, 100, on_resp,
-                         &co);
+    pc_h2_client_request(c, "POST", "/x.S/Slow", grpc_hdrs, 2, body.data, body.len, 100,
+                         th2_on_resp, &co);
     run_until(&co.done, before + 41);
-    CHECK_EQ_INT(co.last_error, UV_ETIMEDOUT);
+    CHECK_EQ_INT(co.error, UV_ETIMEDOUT);
     run_until(&answered_late, 1);
 
     /* the connection still works after all that */
-    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000, on_resp,
-                         &co);
+    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000,
+                         th2_on_resp, &co);
     run_until(&co.done, before + 42);
-    CHECK_EQ_INT(co.last_code, 0);
+    CHECK_EQ_INT(co.grpc_code, 0);
 
     /* closing the server (GOAWAY) fails nothing in flight; the next call reconnects and is
      * refused because nothing listens any more */
-    closed = 0;
-    pc_h2_server_shutdown(s, on_closed, NULL);
-    run_until(&closed, 1);
-    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000, on_resp,
-                         &co);
+    th2_server_stop(loop, s);
+    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000,
+                         th2_on_resp, &co);
     run_until(&co.done, before + 43);
-    CHECK(co.last_error == UV_ECONNREFUSED || co.last_error == UV_ECONNRESET);
+    CHECK(co.error == UV_ECONNREFUSED || co.error == UV_ECONNRESET);
 
     /* close with a call queued: it is cancelled */
-    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000, on_resp,
-                         &co);
-    pc_h2_client_close(c, on_closed, NULL);
-    run_until(&closed, 2);
+    pc_h2_client_request(c, "POST", "/x.S/Echo", grpc_hdrs, 2, body.data, body.len, 5000,
+                         th2_on_resp, &co);
+    th2_client_close(loop, c);
     CHECK_EQ_INT(co.done, before + 44);
-    CHECK(co.last_error == UV_ECANCELED || co.last_error == UV_ECONNREFUSED);
+    CHECK(co.error == UV_ECANCELED || co.error == UV_ECONNREFUSED);
     pc_buf_free(&body);
     pc_buf_free(&big);
 }
@@ -386,25 +345,24 @@ static void test_h2_roundtrip(void)
 /* A server shut down with a call in the handler answers it before closing. */
 static void test_h2_shutdown_waits(void)
 {
-    outcome so = {0}, co = {0};
-    pc_h2_server_opts o = {.host = "127.0.0.1", .log_id = "h2test"};
-    pc_h2_server *s = pc_h2_server_new(loop, &o, echo_handler, &so);
-    char err[256];
-    CHECK_EQ_INT(pc_h2_server_start(s, err, sizeof err), 0);
+    outcome so = {0};
+    th2_result co = {0};
+    pc_h2_server *s =
+        th2_server_start(loop, (pc_h2_server_opts){.log_id = "h2test"}, echo_handler, &so);
     pc_h2_client_opts co_opts = {.host = "127.0.0.1", .port = pc_h2_server_port(s)};
     pc_h2_client *c = pc_h2_client_new(loop, &co_opts);
     pc_buf body = {0};
     pc_grpc_frame("ping", 4, false, &body);
     answered_late = 0;
-    pc_h2_client_request(c, "POST", "/x.S/Slow", grpc_hdrs, 2, body.data, body.len, 5000, on_resp,
-                         &co);
+    pc_h2_client_request(c, "POST", "/x.S/Slow", grpc_hdrs, 2, body.data, body.len, 5000,
+                         th2_on_resp, &co);
     run_until(&so.calls, 1);
     closed = 0;
     pc_h2_server_shutdown(s, on_closed, NULL);
     run_until(&co.done, 1);
-    CHECK_EQ_INT(co.last_error, 0);
-    CHECK_EQ_INT(co.last_code, 0);
-    CHECK_EQ_INT(co.last_len, 9);
+    CHECK_EQ_INT(co.error, 0);
+    CHECK_EQ_INT(co.grpc_code, 0);
+    CHECK_EQ_INT(co.body_len, 9);
     run_until(&closed, 1);
     pc_h2_client_close(c, on_closed, NULL);
     run_until(&closed, 2);
@@ -423,99 +381,40 @@ typedef struct hostile {
     atomic_int done;
 } hostile;
 
-static int connect_port(int port)
+static void hostile_stream_closed(h2peer *p, int32_t id, uint32_t code)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Wait (bounded) for the peer to close: 1 if it did. */
-static int wait_closed(int fd, int ms)
-{
-    char buf[4096];
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, ms) <= 0) return 0;
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n <= 0) return 1;
-    }
-}
-
-typedef struct raw_client {
-    int fd;
-    nghttp2_session *ng;
-    hostile *h;
-} raw_client;
-
-static int raw_on_close(nghttp2_session *ng, int32_t id, uint32_t code, void *ud)
-{
-    raw_client *rc = ud;
-    (void)ng;
+    hostile *h = p->user;
     (void)id;
     if (code == NGHTTP2_REFUSED_STREAM) {
-        rc->h->refused_streams++;
+        h->refused_streams++;
     } else if (code != NGHTTP2_NO_ERROR) {
-        rc->h->stalled_rst = code;
-        rc->h->stalled_rst_seen++;
-    }
-    return 0;
-}
-
-static void raw_flush(raw_client *rc)
-{
-    const uint8_t *d;
-    ssize_t n;
-    while ((n = nghttp2_session_mem_send(rc->ng, &d)) > 0)
-        if (write(rc->fd, d, (size_t)n) != n) return;
-}
-
-/* Read and feed nghttp2 until pred or ms pass. */
-static void raw_pump(raw_client *rc, int ms, int (*pred)(hostile *))
-{
-    uint8_t buf[16384];
-    for (int waited = 0; waited < ms && !(pred && pred(rc->h)); waited += 50) {
-        struct pollfd p = {.fd = rc->fd, .events = POLLIN};
-        if (poll(&p, 1, 50) <= 0) continue;
-        ssize_t n = read(rc->fd, buf, sizeof buf);
-        if (n <= 0) return;
-        nghttp2_session_mem_recv(rc->ng, buf, (size_t)n);
-        raw_flush(rc);
+        h->stalled_rst = code;
+        h->stalled_rst_seen++;
     }
 }
 
-static int got_rst(hostile *h)
+static int got_rst(h2peer *p)
 {
-    return h->stalled_rst_seen > 0;
+    return ((hostile *)p->user)->stalled_rst_seen > 0;
 }
 
 static void *hostile_thread(void *arg)
 {
     hostile *h = arg;
     static const char http1[] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
-    int fd = connect_port(h->port);
+    int fd = th_connect_loopback(h->port);
     if (fd >= 0) {
-        if (write(fd, http1, sizeof http1 - 1) > 0) h->http1_closed = wait_closed(fd, 5000);
+        if (write(fd, http1, sizeof http1 - 1) > 0) h->http1_closed = th_wait_closed(fd, 5000);
         close(fd);
     }
-    fd = connect_port(h->port); /* silent: dropped after read_timeout, not idle_timeout */
+    fd = th_connect_loopback(h->port); /* silent: dropped after read_timeout, not idle_timeout */
     if (fd >= 0) {
-        h->silent_closed = wait_closed(fd, 5000);
+        h->silent_closed = th_wait_closed(fd, 5000);
         close(fd);
     }
-    raw_client rc = {.fd = connect_port(h->port), .h = h};
-    if (rc.fd >= 0) {
-        nghttp2_session_callbacks *cbs;
-        nghttp2_session_callbacks_new(&cbs);
-        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, raw_on_close);
-        nghttp2_session_client_new(&rc.ng, cbs, &rc);
-        nghttp2_session_callbacks_del(cbs);
-        nghttp2_submit_settings(rc.ng, NGHTTP2_FLAG_NONE, NULL, 0);
+    h2peer p;
+    h2peer_connect(&p, h->port, (h2peer_cbs){.on_stream_close = hostile_stream_closed}, true, h);
+    if (p.fd >= 0) {
         nghttp2_nv nva[] = {
             {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
             {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
@@ -526,66 +425,42 @@ static void *hostile_thread(void *arg)
         /* six requests that never end, sent before the server's SETTINGS (max 4 streams) could
          * make our side hold some back: four are taken and later cancelled, two refused */
         for (int i = 0; i < 6; i++)
-            nghttp2_submit_headers(rc.ng, NGHTTP2_FLAG_NONE, -1, NULL, nva, 5, NULL);
-        raw_flush(&rc);
-        raw_pump(&rc, 5000, got_rst);
-        nghttp2_session_del(rc.ng);
-        close(rc.fd);
+            nghttp2_submit_headers(p.ng, NGHTTP2_FLAG_NONE, -1, NULL, nva, 5, NULL);
+        h2peer_flush(&p);
+        h2peer_pump(&p, 5000, 50, 0, got_rst);
     }
+    h2peer_close(&p);
     atomic_store(&h->done, 1);
     return NULL;
-}
-
-static int hostile_done;
-static void poll_done(uv_timer_t *t)
-{
-    hostile *h = t->data;
-    if (atomic_load(&h->done)) hostile_done = 1;
 }
 
 static void test_h2_hostile_peers(void)
 {
     outcome so = {0};
-    pc_h2_server_opts o = {.host = "127.0.0.1",
-                           .max_concurrent_streams = 4,
+    pc_h2_server_opts o = {.max_concurrent_streams = 4,
                            .read_timeout_ms = 300,
                            .idle_timeout_ms = 60000,
                            .log_id = "h2test"};
-    pc_h2_server *s = pc_h2_server_new(loop, &o, echo_handler, &so);
-    char err[256];
-    CHECK_EQ_INT(pc_h2_server_start(s, err, sizeof err), 0);
+    pc_h2_server *s = th2_server_start(loop, o, echo_handler, &so);
     hostile h = {.port = pc_h2_server_port(s)};
-    pthread_t th;
-    pthread_create(&th, NULL, hostile_thread, &h);
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    t.data = &h;
-    uv_timer_start(&t, poll_done, 20, 20);
-    hostile_done = 0;
-    run_until(&hostile_done, 1);
-    uv_close((uv_handle_t *)&t, NULL);
-    pthread_join(th, NULL);
+    CHECK(th_serve_while(loop, hostile_thread, &h, &h.done, 10000));
     CHECK(h.http1_closed);
     CHECK(h.silent_closed);
     CHECK_EQ_INT(h.refused_streams, 2);
     CHECK(h.stalled_rst_seen >= 1);
     CHECK_EQ_INT(h.stalled_rst, NGHTTP2_CANCEL);
     CHECK_EQ_INT(so.calls, 0); /* nothing incomplete reached the handler */
-    closed = 0;
-    pc_h2_server_shutdown(s, on_closed, NULL);
-    run_until(&closed, 1);
+    th2_server_stop(loop, s);
 }
 
 /* ---- keepalive: server PINGs, a peer that never answers, a peer that pings too often ---- */
 
 typedef struct ka_peer {
-    int fd;
-    nghttp2_session *ng;
+    h2peer p;
     int pings; /* PINGs (not acks) received */
     int goaways;
     uint32_t goaway_code;
     char goaway_debug[32];
-    int closed; /* the server closed the connection */
 } ka_peer;
 
 typedef struct ka_result {
@@ -594,10 +469,9 @@ typedef struct ka_result {
     atomic_int done;
 } ka_result;
 
-static int ka_on_frame(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+static void ka_on_frame(h2peer *hp, const nghttp2_frame *f)
 {
-    ka_peer *p = ud;
-    (void)ng;
+    ka_peer *p = hp->user;
     if (f->hd.type == NGHTTP2_PING && !(f->hd.flags & NGHTTP2_FLAG_ACK)) p->pings++;
     if (f->hd.type == NGHTTP2_GOAWAY) {
         p->goaways++;
@@ -608,127 +482,58 @@ static int ka_on_frame(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
         memcpy(p->goaway_debug, f->goaway.opaque_data, n);
         p->goaway_debug[n] = 0;
     }
-    return 0;
 }
 
-static void ka_connect(ka_peer *p, int port, bool auto_ack)
+/* Connect, then read and answer what nghttp2 answers for up to ms (or until closed), sending a
+ * PING every every_ms when > 0. */
+static void ka_run(ka_peer *p, int port, bool auto_ack, int ms, int every_ms)
 {
-    p->fd = connect_port(port);
-    nghttp2_session_callbacks *cbs;
-    nghttp2_session_callbacks_new(&cbs);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, ka_on_frame);
-    nghttp2_option *opt;
-    nghttp2_option_new(&opt);
-    if (!auto_ack) nghttp2_option_set_no_auto_ping_ack(opt, 1);
-    nghttp2_session_client_new2(&p->ng, cbs, p, opt);
-    nghttp2_option_del(opt);
-    nghttp2_session_callbacks_del(cbs);
-    nghttp2_submit_settings(p->ng, NGHTTP2_FLAG_NONE, NULL, 0);
-}
-
-static void ka_flush(ka_peer *p)
-{
-    const uint8_t *d;
-    ssize_t n;
-    while ((n = nghttp2_session_mem_send(p->ng, &d)) > 0)
-        if (write(p->fd, d, (size_t)n) != n) return;
-}
-
-/* Read, answer what nghttp2 answers, for up to ms (or until closed); every_ms > 0: also send a
- * PING that often. */
-static void ka_pump(ka_peer *p, int ms, int every_ms)
-{
-    uint8_t buf[16384];
-    for (int waited = 0; waited < ms && !p->closed; waited += 10) {
-        if (every_ms && waited % every_ms == 0) nghttp2_submit_ping(p->ng, NGHTTP2_FLAG_NONE, NULL);
-        ka_flush(p);
-        struct pollfd pf = {.fd = p->fd, .events = POLLIN};
-        if (poll(&pf, 1, 10) <= 0) continue;
-        ssize_t n = read(p->fd, buf, sizeof buf);
-        if (n <= 0) {
-            p->closed = 1;
-            break;
-        }
-        nghttp2_session_mem_recv(p->ng, buf, (size_t)n);
-    }
-}
-
-static void ka_close(ka_peer *p)
-{
-    nghttp2_session_del(p->ng);
-    close(p->fd);
+    h2peer_connect(&p->p, port, (h2peer_cbs){.on_frame = ka_on_frame}, auto_ack, p);
+    if (p->p.fd >= 0) h2peer_pump(&p->p, ms, 10, every_ms, NULL);
+    h2peer_close(&p->p);
 }
 
 static void *ka_thread(void *arg)
 {
     ka_result *r = arg;
     /* never acks: PINGed after 200 ms of quiet, GOAWAY and closed 300 ms later */
-    ka_connect(&r->silent, r->port, false);
-    ka_pump(&r->silent, 3000, 0);
-    ka_close(&r->silent);
+    ka_run(&r->silent, r->port, false, 3000, 0);
     /* acks (nghttp2 does by default): PINGed again and again, never closed */
-    ka_connect(&r->acking, r->port, true);
-    ka_pump(&r->acking, 1500, 0);
-    ka_close(&r->acking);
+    ka_run(&r->acking, r->port, true, 1500, 0);
     /* pings every 20 ms without a call open: the third strike is told to calm down */
-    ka_connect(&r->flooding, r->port, true);
-    ka_pump(&r->flooding, 3000, 20);
-    ka_close(&r->flooding);
+    ka_run(&r->flooding, r->port, true, 3000, 20);
     atomic_store(&r->done, 1);
     return NULL;
-}
-
-static void poll_ka_done(uv_timer_t *t)
-{
-    ka_result *r = t->data;
-    if (atomic_load(&r->done)) hostile_done = 1;
 }
 
 static void test_h2_keepalive(void)
 {
     outcome so = {0};
-    pc_h2_server_opts o = {.host = "127.0.0.1",
-                           .keepalive_time_ms = 200,
+    pc_h2_server_opts o = {.keepalive_time_ms = 200,
                            .keepalive_timeout_ms = 300,
                            .ping_min_time_ms = 10000,
                            .log_id = "h2test"};
-    pc_h2_server *s = pc_h2_server_new(loop, &o, echo_handler, &so);
-    char err[256];
-    CHECK_EQ_INT(pc_h2_server_start(s, err, sizeof err), 0);
+    pc_h2_server *s = th2_server_start(loop, o, echo_handler, &so);
     ka_result r = {.port = pc_h2_server_port(s)};
-    pthread_t th;
-    pthread_create(&th, NULL, ka_thread, &r);
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    t.data = &r;
-    uv_timer_start(&t, poll_ka_done, 20, 20);
-    hostile_done = 0;
-    run_until(&hostile_done, 1);
-    uv_close((uv_handle_t *)&t, NULL);
-    pthread_join(th, NULL);
+    CHECK(th_serve_while(loop, ka_thread, &r, &r.done, 10000));
     CHECK_EQ_INT(r.silent.pings, 1);
     CHECK_EQ_INT(r.silent.goaways, 1);
     CHECK_EQ_INT(r.silent.goaway_code, NGHTTP2_NO_ERROR);
-    CHECK(r.silent.closed);
+    CHECK(r.silent.p.closed);
     CHECK(r.acking.pings >= 3); /* about one per 200 ms of quiet over 1.5 s */
     CHECK_EQ_INT(r.acking.goaways, 0);
-    CHECK(!r.acking.closed);
+    CHECK(!r.acking.p.closed);
     CHECK_EQ_INT(r.flooding.goaways, 1);
     CHECK_EQ_INT(r.flooding.goaway_code, NGHTTP2_ENHANCE_YOUR_CALM);
     CHECK_STR(r.flooding.goaway_debug, "too_many_pings");
-    CHECK(r.flooding.closed);
-    closed = 0;
-    pc_h2_server_shutdown(s, on_closed, NULL);
-    run_until(&closed, 1);
+    CHECK(r.flooding.p.closed);
+    th2_server_stop(loop, s);
 }
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
-    pc_log_set_level(PC_LOG_ERROR);
     uv_loop_t l;
-    uv_loop_init(&l);
-    loop = &l;
+    loop = test_loop_open(&l);
     RUN(test_framing);
     RUN(test_decompress);
     RUN(test_message_and_timeout);
@@ -737,7 +542,5 @@ int main(void)
     RUN(test_h2_shutdown_waits);
     RUN(test_h2_hostile_peers);
     RUN(test_h2_keepalive);
-    uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(uv_loop_close(loop), 0); /* every handle was closed */
-    return check_report();
+    return test_loop_close(loop);
 }

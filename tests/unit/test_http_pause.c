@@ -6,16 +6,11 @@
 #include "net/http_client.h"
 #include "net/http_pause.h"
 #include "net/http_server.h"
+#include "testhttp.h"
 
 static int answered, status;
 static uint64_t answered_at;
 static uv_loop_t *loop;
-
-static void handler(pc_http_req *req, void *arg)
-{
-    (void)arg;
-    pc_http_respond(req, 200, "text/plain", "ok", 2, NULL);
-}
 
 static void on_response(const pc_http_response *r, void *arg)
 {
@@ -32,28 +27,21 @@ static void resume(uv_timer_t *t)
     uv_close((uv_handle_t *)t, NULL);
 }
 
-static void closed(void *arg)
-{
-    (void)arg;
-}
-
 int main(void)
 {
     loop = uv_default_loop();
-    pc_http_server_opts o = {.host = "127.0.0.1",
-                             .max_body_bytes = 1024,
+    pc_http_server_opts o = {.max_body_bytes = 1024,
                              .max_header_bytes = 8192,
                              .read_timeout_ms = 5000,
                              .idle_timeout_ms = 5000,
                              .max_connections = 8,
                              .log_id = "test"};
-    pc_http_server *s = pc_http_server_new(loop, &o, handler, NULL);
-    char err[256];
-    CHECK_EQ_INT(pc_http_server_start(s, err, sizeof err), 0);
-    pc_http_client_opts co = {.host = "127.0.0.1",
-                              .port = pc_http_server_port(s),
-                              .max_connections = 1,
-                              .log_id = "client"};
+    th_server ts; /* answers 200 "ok" */
+    th_start(&ts, loop, o, NULL);
+    ts.ok_ctype = "text/plain";
+    ts.ok_body = "ok";
+    pc_http_client_opts co = {
+        .host = "127.0.0.1", .port = ts.port, .max_connections = 1, .log_id = "client"};
     pc_http_client *c = pc_http_client_new(loop, &co);
     pc_http_servers_pause(1);
     CHECK_EQ_INT(pc_http_servers_paused(), 1);
@@ -66,8 +54,8 @@ int main(void)
     }
     CHECK_EQ_INT(status, 200);
     CHECK(answered_at - start >= 300);
-    pc_http_client_close(c, closed, NULL);
-    pc_http_server_shutdown(s, closed, NULL);
+    th_client_close(loop, c);
+    th_stop(&ts);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
     return check_report();

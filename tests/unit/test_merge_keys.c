@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "payload.h"
 #include "pdata/merge.h"
 #include "pdata/pdata.h"
 
@@ -49,18 +50,7 @@ static pc_batch *make_batch(const attr *ra, const char *scope, const char *versi
                   "\"stackTable\":[{},{\"locationIndices\":[1]}],"
                   "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\",\"host.name\",\"h1\"]}}",
                   (long long)v);
-    pc_buf_append(&j, "", 1);
-    pc_batch *b = NULL;
-    char err[256] = "";
-    if (pc_batch_decode_json((const char *)j.data, j.len - 1, &b, err, sizeof err)) {
-        fprintf(stderr, "decode: %s\n%s\n", err, (const char *)j.data);
-        exit(1);
-    }
-    int64_t rejected = 0;
-    if (pc_batch_validate(b, &rejected, err, sizeof err) || rejected) {
-        fprintf(stderr, "invalid input: %s\n", err);
-        exit(1);
-    }
+    pc_batch *b = validate_or_die(decode_json_n_or_die((const char *)j.data, j.len));
     pc_buf_free(&j);
     return b;
 }

@@ -27,69 +27,21 @@
 #include "net/listener.h"
 #include "net/url.h"
 #include "base/log.h"
+#include "testhttp.h"
+#include "testio.h"
+#include "testloop.h"
+#include "testpeer.h"
 
 static uv_loop_t *loop;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* ---- running the loop until something happened ---- */
-
-typedef struct waiter {
-    int (*pred)(void *);
-    void *arg;
-    double deadline;
-} waiter;
-
-static void wait_tick(uv_timer_t *t)
-{
-    waiter *w = t->data;
-    if (w->pred(w->arg) || now_ms() > w->deadline) uv_stop(t->loop);
-}
-
-/* Run the loop until pred(arg) holds or ms pass; returns whether pred holds. */
-static int wait_until(int (*pred)(void *), void *arg, unsigned ms)
-{
-    waiter w = {pred, arg, now_ms() + ms};
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    t.data = &w;
-    uv_timer_start(&t, wait_tick, 2, 2);
-    if (!pred(arg)) uv_run(loop, UV_RUN_DEFAULT);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return pred(arg);
-}
-
-static int flag_set(void *p)
-{
-    return atomic_load((atomic_int *)p) != 0;
-}
-
-static int int_set(void *p)
-{
-    return *(int *)p != 0;
-}
-
-static void set_flag(void *p)
-{
-    atomic_store((atomic_int *)p, 1);
-}
-
-/* ---- a test server ---- */
+/* ---- the test server: th_server answering as handler says ---- */
 
 typedef struct tsrv {
-    pc_http_server *s;
-    int port;
-    int n_reqs, inflight, max_inflight;
+    th_server h; /* first: handler gets it */
+    int inflight, max_inflight;
     pc_http_req *held;
     pc_http_req *many[8]; /* "/holdmany" requests, answered later by the test */
     int n_many;
-    char peers[16][64];
     char order[64]; /* query "n" values in the order the handler saw them */
     char xtest[64], qa[64], qb[64];
 } tsrv;
@@ -128,11 +80,9 @@ static void deferred_fire(uv_timer_t *t)
     uv_close((uv_handle_t *)&d->t, deferred_closed);
 }
 
-static void handler(pc_http_req *req, void *arg)
+static void handler(th_server *hs, pc_http_req *req)
 {
-    tsrv *ts = arg;
-    if (ts->n_reqs < 16) snprintf(ts->peers[ts->n_reqs], 64, "%s", req->peer);
-    ts->n_reqs++;
+    tsrv *ts = (tsrv *)hs;
     if (++ts->inflight > ts->max_inflight) ts->max_inflight = ts->inflight;
     char *n = pc_http_req_query(req, "n");
     if (n && strlen(ts->order) + strlen(n) + 1 < sizeof ts->order) {
@@ -175,121 +125,7 @@ static void handler(pc_http_req *req, void *arg)
 static void srv_start(tsrv *ts, pc_http_server_opts o)
 {
     memset(ts, 0, sizeof *ts);
-    o.host = o.host ? o.host : "127.0.0.1";
-    o.log_id = "test-srv";
-    ts->s = pc_http_server_new(loop, &o, handler, ts);
-    char err[256] = "";
-    int rc = pc_http_server_start(ts->s, err, sizeof err);
-    CHECK_EQ_INT(rc, 0);
-    if (rc) fprintf(stderr, "start: %s\n", err);
-    ts->port = pc_http_server_port(ts->s);
-    CHECK(ts->port > 0);
-}
-
-static void srv_stop(tsrv *ts)
-{
-    atomic_int done = 0;
-    pc_http_server_shutdown(ts->s, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 5000));
-}
-
-/* ---- a raw blocking client on a thread ---- */
-
-typedef struct raw {
-    int port;
-    int start_delay_ms;
-    const char *parts[4];
-    int delays[4];  /* before each part */
-    int dribble_ms; /* then send one byte per period until the server closes */
-    char resp[16384];
-    size_t resp_len;
-    double elapsed_ms; /* from connect until the server closed */
-    atomic_int done;
-    pthread_t th;
-} raw;
-
-static void *raw_main(void *arg)
-{
-    raw *r = arg;
-    usleep((useconds_t)r->start_delay_ms * 1000);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)r->port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    double t0 = now_ms();
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
-        for (int i = 0; i < 4 && r->parts[i]; i++) {
-            usleep((useconds_t)r->delays[i] * 1000);
-            send(fd, r->parts[i], strlen(r->parts[i]), MSG_NOSIGNAL);
-        }
-        while (now_ms() - t0 < 5000) {
-            struct pollfd p = {.fd = fd, .events = POLLIN};
-            int pr = poll(&p, 1, r->dribble_ms ? r->dribble_ms : 100);
-            if (pr == 0) {
-                if (r->dribble_ms) send(fd, "x", 1, MSG_NOSIGNAL);
-                continue;
-            }
-            ssize_t n = recv(fd, r->resp + r->resp_len, sizeof r->resp - 1 - r->resp_len, 0);
-            if (n <= 0) break;
-            r->resp_len += (size_t)n;
-        }
-    }
-    r->elapsed_ms = now_ms() - t0;
-    r->resp[r->resp_len] = 0;
-    close(fd);
-    atomic_store(&r->done, 1);
-    return NULL;
-}
-
-static void raw_start(raw *r, int port)
-{
-    r->port = port;
-    pthread_create(&r->th, NULL, raw_main, r);
-}
-
-static void raw_wait(raw *r)
-{
-    CHECK(wait_until(flag_set, &r->done, 8000));
-    pthread_join(r->th, NULL);
-}
-
-/* ---- client helpers ---- */
-
-typedef struct result {
-    atomic_int done;
-    int status, error, retry_after;
-    char msg[256], ctype[64], body[4096];
-    size_t body_len;
-    double t_ms;
-} result;
-
-static void on_resp(const pc_http_response *resp, void *arg)
-{
-    result *r = arg;
-    r->status = resp->status;
-    r->error = resp->error;
-    r->retry_after = resp->retry_after_s;
-    snprintf(r->msg, sizeof r->msg, "%s", resp->error_msg ? resp->error_msg : "");
-    snprintf(r->ctype, sizeof r->ctype, "%s", resp->content_type ? resp->content_type : "");
-    r->body_len = resp->body_len;
-    size_t n = resp->body_len < sizeof r->body - 1 ? resp->body_len : sizeof r->body - 1;
-    memcpy(r->body, resp->body, n);
-    r->body[n] = 0;
-    r->t_ms = now_ms();
-    atomic_store(&r->done, 1);
-}
-
-static pc_http_client *client_new(int port, unsigned max_conns)
-{
-    pc_http_client_opts o = {
-        .host = "127.0.0.1", .port = port, .max_connections = max_conns, .log_id = "test-cli"};
-    return pc_http_client_new(loop, &o);
-}
-
-static void client_close(pc_http_client *c)
-{
-    atomic_int done = 0;
-    pc_http_client_close(c, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 5000));
+    th_start(&ts->h, loop, o, handler);
 }
 
 /* ================================ tests ================================ */
@@ -421,13 +257,13 @@ static void test_roundtrip_and_reuse(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){0});
-    pc_http_client *c = client_new(ts.port, 4);
-    result r1 = {0}, r2 = {0}, r3 = {0};
+    pc_http_client *c = th_client_new(loop, ts.h.port, 4);
+    th_result r1 = {0}, r2 = {0}, r3 = {0};
     pc_http_client_request(c, "POST", "/v1/echo?a=x%20y+z&b=%2F&n=1",
                            "X-Test: hello\r\nContent-Type: text/plain\r\n", "payload", 7, 2000,
-                           on_resp, &r1);
+                           th_on_resp, &r1);
     CHECK_EQ_INT(pc_http_client_pending(c), 1);
-    CHECK(wait_until(flag_set, &r1.done, 3000));
+    CHECK(wait_until(loop, flag_set, &r1.done, 3000));
     CHECK_EQ_INT(r1.error, 0);
     CHECK_EQ_INT(r1.status, 200);
     CHECK_STR(r1.ctype, "text/plain");
@@ -439,56 +275,56 @@ static void test_roundtrip_and_reuse(void)
     CHECK_EQ_INT(pc_http_client_pending(c), 0);
 
     /* the second request reuses the pooled connection: same client port */
-    pc_http_client_request(c, "GET", "/again?n=2", NULL, NULL, 0, 2000, on_resp, &r2);
-    CHECK(wait_until(flag_set, &r2.done, 3000));
+    pc_http_client_request(c, "GET", "/again?n=2", NULL, NULL, 0, 2000, th_on_resp, &r2);
+    CHECK(wait_until(loop, flag_set, &r2.done, 3000));
     CHECK_EQ_INT(r2.status, 200);
     CHECK_STR(r2.body, "GET /again n=2 len=0\n");
-    CHECK_EQ_INT(ts.n_reqs, 2);
-    CHECK_STR(ts.peers[0], ts.peers[1]);
+    CHECK_EQ_INT(ts.h.n, 2);
+    CHECK_STR(ts.h.recs[0].peer, ts.h.recs[1].peer);
 
     /* 429 with Retry-After reaches the caller as a status, not an error */
-    pc_http_client_request(c, "POST", "/429", NULL, "x", 1, 2000, on_resp, &r3);
-    CHECK(wait_until(flag_set, &r3.done, 3000));
+    pc_http_client_request(c, "POST", "/429", NULL, "x", 1, 2000, th_on_resp, &r3);
+    CHECK(wait_until(loop, flag_set, &r3.done, 3000));
     CHECK_EQ_INT(r3.error, 0);
     CHECK_EQ_INT(r3.status, 429);
     CHECK_EQ_INT(r3.retry_after, 7);
     CHECK_STR(r3.body, "slow down");
-    client_close(c);
-    srv_stop(&ts);
+    th_client_close(loop, c);
+    th_stop(&ts.h);
 }
 
 static void test_client_queue_fifo(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){0});
-    pc_http_client *c = client_new(ts.port, 1);
-    result r[3];
+    pc_http_client *c = th_client_new(loop, ts.h.port, 1);
+    th_result r[3];
     memset(r, 0, sizeof r);
-    pc_http_client_request(c, "GET", "/slow?n=1", NULL, NULL, 0, 3000, on_resp, &r[0]);
-    pc_http_client_request(c, "GET", "/?n=2", NULL, NULL, 0, 3000, on_resp, &r[1]);
-    pc_http_client_request(c, "GET", "/?n=3", NULL, NULL, 0, 3000, on_resp, &r[2]);
+    pc_http_client_request(c, "GET", "/slow?n=1", NULL, NULL, 0, 3000, th_on_resp, &r[0]);
+    pc_http_client_request(c, "GET", "/?n=2", NULL, NULL, 0, 3000, th_on_resp, &r[1]);
+    pc_http_client_request(c, "GET", "/?n=3", NULL, NULL, 0, 3000, th_on_resp, &r[2]);
     CHECK_EQ_INT(pc_http_client_pending(c), 3);
-    CHECK(wait_until(flag_set, &r[2].done, 3000));
+    CHECK(wait_until(loop, flag_set, &r[2].done, 3000));
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(r[i].status, 200);
     CHECK_STR(ts.order, "1,2,3,");
     CHECK(r[0].t_ms <= r[1].t_ms && r[1].t_ms <= r[2].t_ms);
-    CHECK_STR(ts.peers[0], ts.peers[2]); /* one connection served all */
-    client_close(c);
-    srv_stop(&ts);
+    CHECK_STR(ts.h.recs[0].peer, ts.h.recs[2].peer); /* one connection served all */
+    th_client_close(loop, c);
+    th_stop(&ts.h);
 }
 
 static void test_pipelining(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){0});
-    raw r = {0};
+    th_raw r = {0};
     /* the first is answered 60 ms later from a timer; the second must still come second */
     r.parts[0] = "GET /slow?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
                  "POST /fast?n=2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
                  "Connection: close\r\n\r\nabc";
-    raw_start(&r, ts.port);
-    raw_wait(&r);
+    th_raw_start(&r, ts.h.port);
+    th_raw_wait(loop, &r);
     char *a = strstr(r.resp, "GET /slow n=1"), *b = strstr(r.resp, "POST /fast n=2 len=3\nabc");
     CHECK(a != NULL);
     CHECK(b != NULL);
@@ -497,44 +333,44 @@ static void test_pipelining(void)
     CHECK_STR(ts.order, "1,2,");
     CHECK_CONTAINS(r.resp, "X-Echo: 1\r\n");
     CHECK_CONTAINS(r.resp, "Connection: close\r\n");
-    srv_stop(&ts);
+    th_stop(&ts.h);
 }
 
 static void test_chunked_and_http10(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){.max_body_bytes = 64});
-    raw r = {0};
+    th_raw r = {0};
     r.parts[0] =
         "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
         "\r\n5\r\nhello\r\n";
     r.parts[1] = "6\r\n world\r\n0\r\n\r\n";
     r.delays[1] = 30;
-    raw_start(&r, ts.port);
-    raw_wait(&r);
+    th_raw_start(&r, ts.h.port);
+    th_raw_wait(loop, &r);
     CHECK_CONTAINS(r.resp, "HTTP/1.1 200 OK\r\n");
     CHECK_CONTAINS(r.resp, "Content-Length: 30\r\n");
     CHECK_CONTAINS(r.resp, "POST /c n=- len=11\nhello world");
 
     /* HTTP/1.0 without keep-alive: answered, then closed by the server */
-    raw r2 = {0};
+    th_raw r2 = {0};
     r2.parts[0] = "GET /old HTTP/1.0\r\n\r\n";
-    raw_start(&r2, ts.port);
-    raw_wait(&r2);
+    th_raw_start(&r2, ts.h.port);
+    th_raw_wait(loop, &r2);
     CHECK_CONTAINS(r2.resp, "HTTP/1.1 200 OK\r\n");
     CHECK_CONTAINS(r2.resp, "Connection: close\r\n");
     CHECK(r2.elapsed_ms < 1000); /* closed promptly, not by a timeout */
 
     /* a chunked body over the limit is refused while streaming */
-    raw r3 = {0};
+    th_raw r3 = {0};
     r3.parts[0] = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                   "40\r\n0123456789012345678901234567890123456789012345678901234567890123\r\n"
                   "1\r\nX\r\n0\r\n\r\n";
-    raw_start(&r3, ts.port);
-    raw_wait(&r3);
+    th_raw_start(&r3, ts.h.port);
+    th_raw_wait(loop, &r3);
     CHECK_CONTAINS(r3.resp, "HTTP/1.1 413 ");
-    CHECK_EQ_INT(ts.n_reqs, 2);
-    srv_stop(&ts);
+    CHECK_EQ_INT(ts.h.n, 2);
+    th_stop(&ts.h);
 }
 
 static void test_limits(void)
@@ -542,10 +378,10 @@ static void test_limits(void)
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){.max_body_bytes = 1024, .max_header_bytes = 2048});
     /* Content-Length over the limit: 413 before any body byte is sent */
-    raw r1 = {0};
+    th_raw r1 = {0};
     r1.parts[0] = "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n";
-    raw_start(&r1, ts.port);
-    raw_wait(&r1);
+    th_raw_start(&r1, ts.h.port);
+    th_raw_wait(loop, &r1);
     CHECK_CONTAINS(r1.resp, "HTTP/1.1 413 Content Too Large\r\n");
     CHECK_CONTAINS(r1.resp, "Connection: close\r\n");
     CHECK(r1.elapsed_ms < 2500);
@@ -556,51 +392,51 @@ static void test_limits(void)
     size_t n = strlen(huge);
     memset(huge + n, 'a', 5000);
     snprintf(huge + n + 5000, sizeof huge - n - 5000, "\r\n\r\n");
-    raw r2 = {0};
+    th_raw r2 = {0};
     r2.parts[0] = huge;
-    raw_start(&r2, ts.port);
-    raw_wait(&r2);
+    th_raw_start(&r2, ts.h.port);
+    th_raw_wait(loop, &r2);
     CHECK_CONTAINS(r2.resp, "HTTP/1.1 431 ");
 
     /* garbage */
-    raw r3 = {0};
+    th_raw r3 = {0};
     r3.parts[0] = "HELLO THERE\r\n\r\n";
-    raw_start(&r3, ts.port);
-    raw_wait(&r3);
+    th_raw_start(&r3, ts.h.port);
+    th_raw_wait(loop, &r3);
     CHECK_CONTAINS(r3.resp, "HTTP/1.1 400 Bad Request\r\n");
 
     /* conflicting framing (request smuggling shape) is malformed too */
-    raw r4 = {0};
+    th_raw r4 = {0};
     r4.parts[0] = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
                   "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
-    raw_start(&r4, ts.port);
-    raw_wait(&r4);
+    th_raw_start(&r4, ts.h.port);
+    th_raw_wait(loop, &r4);
     CHECK_CONTAINS(r4.resp, "HTTP/1.1 400 ");
-    CHECK_EQ_INT(ts.n_reqs, 0);
-    srv_stop(&ts);
+    CHECK_EQ_INT(ts.h.n, 0);
+    th_stop(&ts.h);
 }
 
 static void test_slow_client_408(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){.read_timeout_ms = 300});
-    raw slow = {0};
+    th_raw slow = {0};
     slow.parts[0] = "POST /x HTTP/1.1\r\nHost: x\r\nX-Drip: ";
     slow.dribble_ms = 50;
-    raw_start(&slow, ts.port);
+    th_raw_start(&slow, ts.h.port);
     usleep(50 * 1000);
     /* while the slow one dribbles, a normal client is served */
-    pc_http_client *c = client_new(ts.port, 2);
-    result r = {0};
-    pc_http_client_request(c, "GET", "/ok", NULL, NULL, 0, 2000, on_resp, &r);
-    CHECK(wait_until(flag_set, &r.done, 3000));
+    pc_http_client *c = th_client_new(loop, ts.h.port, 2);
+    th_result r = {0};
+    pc_http_client_request(c, "GET", "/ok", NULL, NULL, 0, 2000, th_on_resp, &r);
+    CHECK(wait_until(loop, flag_set, &r.done, 3000));
     CHECK_EQ_INT(r.status, 200);
     CHECK(!atomic_load(&slow.done));
-    raw_wait(&slow);
+    th_raw_wait(loop, &slow);
     CHECK_CONTAINS(slow.resp, "HTTP/1.1 408 Request Timeout\r\n");
     CHECK(slow.elapsed_ms >= 250 && slow.elapsed_ms < 3000);
-    client_close(c);
-    srv_stop(&ts);
+    th_client_close(loop, c);
+    th_stop(&ts.h);
 }
 
 /* ---- rate-limited log lines ---- */
@@ -618,33 +454,6 @@ static void limiter_lines(void *arg)
         PC_ERROR_RATELIMITED(r->l, "test", "refusing peer %d", i);
     PC_INFO_RATELIMITED(r->l, "test", "below the level: neither written nor counted");
     if (r->what) pc_log_limiter_flush(r->l, PC_LOG_ERROR, "test", r->what);
-}
-
-/* What fn writes to stderr (malloc'd). */
-static char *capture_stderr(void (*fn)(void *), void *arg)
-{
-    fflush(stderr);
-    char path[] = "/tmp/test_net_logXXXXXX";
-    int fd = mkstemp(path), saved = dup(2);
-    unlink(path);
-    dup2(fd, 2);
-    fn(arg);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    off_t n = lseek(fd, 0, SEEK_END);
-    char *out = calloc(1, (size_t)n + 1);
-    CHECK_EQ_INT(pread(fd, out, (size_t)n, 0), n);
-    close(fd);
-    return out;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 static void test_log_limiter(void)
@@ -695,13 +504,13 @@ static void test_conn_limit(void)
     pc_conn_stats st = {0};
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){.max_connections = 1, .stats = &st});
-    raw a = {0}, b = {0}, c = {0};
+    th_raw a = {0}, b = {0}, c = {0};
     a.parts[0] = "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n";
     b.start_delay_ms = 150;
     b.parts[0] = "GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
-    raw_start(&a, ts.port);
-    raw_start(&b, ts.port);
-    raw_wait(&b);
+    th_raw_start(&a, ts.h.port);
+    th_raw_start(&b, ts.h.port);
+    th_raw_wait(loop, &b);
     CHECK_CONTAINS(b.resp, "HTTP/1.1 503 Service Unavailable\r\n");
     CHECK(b.elapsed_ms < 3000); /* answered, not left hanging */
     CHECK_EQ_INT(st.refused, 1);
@@ -712,16 +521,16 @@ static void test_conn_limit(void)
     ts.held = NULL;
     /* a is idle now (keep-alive): the next newcomer is served in its place */
     c.parts[0] = "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    raw_start(&c, ts.port);
-    raw_wait(&c);
-    raw_wait(&a);
+    th_raw_start(&c, ts.h.port);
+    th_raw_wait(loop, &c);
+    th_raw_wait(loop, &a);
     CHECK_CONTAINS(c.resp, "HTTP/1.1 200 OK\r\n");
     CHECK_CONTAINS(a.resp, "HTTP/1.1 200 OK\r\n");
     CHECK(a.elapsed_ms < 4500); /* closed by the server, not by the helper's own deadline */
-    CHECK_EQ_INT(ts.n_reqs, 2);
+    CHECK_EQ_INT(ts.h.n, 2);
     CHECK_EQ_INT(st.refused, 1);
     CHECK_EQ_INT(st.evicted, 1);
-    srv_stop(&ts);
+    th_stop(&ts.h);
     CHECK_EQ_INT(st.open, 0);
 }
 
@@ -734,7 +543,7 @@ static void test_conn_limit_evicts_longest_idle(void)
     tsrv ts;
     srv_start(&ts,
               (pc_http_server_opts){.max_connections = 3, .idle_timeout_ms = 3000, .stats = &st});
-    raw a = {0}, silent = {0}, partial = {0}, c = {0}, d = {0};
+    th_raw a = {0}, silent = {0}, partial = {0}, c = {0}, d = {0};
     a.parts[0] = "GET /a?n=1 HTTP/1.1\r\nHost: x\r\n\r\n";
     a.parts[1] = "GET /a?n=2 HTTP/1.1\r\nHost: x\r\n\r\n";
     a.delays[1] = 450;
@@ -745,11 +554,11 @@ static void test_conn_limit_evicts_longest_idle(void)
     c.parts[0] = "GET /c HTTP/1.1\r\nHost: x\r\n\r\n";
     d.start_delay_ms = 1050;
     d.parts[0] = "GET /d HTTP/1.1\r\nHost: x\r\n\r\n";
-    raw *all[] = {&a, &silent, &partial, &c, &d};
+    th_raw *all[] = {&a, &silent, &partial, &c, &d};
     for (int i = 0; i < 5; i++)
-        raw_start(all[i], ts.port);
+        th_raw_start(all[i], ts.h.port);
     for (int i = 0; i < 5; i++)
-        raw_wait(all[i]);
+        th_raw_wait(loop, all[i]);
     CHECK_CONTAINS(a.resp, "GET /a n=2");
     CHECK_CONTAINS(c.resp, "HTTP/1.1 200 OK\r\n");
     CHECK_CONTAINS(d.resp, "HTTP/1.1 200 OK\r\n");
@@ -762,7 +571,7 @@ static void test_conn_limit_evicts_longest_idle(void)
     CHECK(a.elapsed_ms >= 2500); /* a was kept: its idle_timeout closed it */
     CHECK_EQ_INT(st.evicted, 2);
     CHECK_EQ_INT(st.refused, 0);
-    srv_stop(&ts);
+    th_stop(&ts.h);
 }
 
 /* read_header_timeout bounds the request head; the body has the rest of read_timeout. */
@@ -770,7 +579,7 @@ static void test_header_timeout(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){.read_timeout_ms = 4000, .read_header_timeout_ms = 300});
-    raw loris = {0}, body = {0}, silent = {0};
+    th_raw loris = {0}, body = {0}, silent = {0};
     loris.parts[0] = "POST /x HTTP/1.1\r\nHost: x\r\nX-Drip: ";
     loris.dribble_ms = 50; /* a header byte every 50 ms, forever */
     body.parts[0] = "POST /slowbody HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
@@ -778,12 +587,12 @@ static void test_header_timeout(void)
     body.parts[1] = "b";
     body.parts[2] = "c";
     body.delays[1] = body.delays[2] = 400; /* the body takes 800 ms: more than the head may */
-    raw_start(&loris, ts.port);
-    raw_start(&body, ts.port);
-    raw_start(&silent, ts.port);
-    raw_wait(&loris);
-    raw_wait(&body);
-    raw_wait(&silent);
+    th_raw_start(&loris, ts.h.port);
+    th_raw_start(&body, ts.h.port);
+    th_raw_start(&silent, ts.h.port);
+    th_raw_wait(loop, &loris);
+    th_raw_wait(loop, &body);
+    th_raw_wait(loop, &silent);
     CHECK_CONTAINS(loris.resp, "HTTP/1.1 408 Request Timeout\r\n");
     CHECK_CONTAINS(loris.resp, "request header not received in time");
     CHECK(loris.elapsed_ms >= 250 && loris.elapsed_ms < 3000);
@@ -791,7 +600,7 @@ static void test_header_timeout(void)
     CHECK_CONTAINS(body.resp, "POST /slowbody n=- len=3\nabc");
     CHECK_EQ_INT(silent.resp_len, 0); /* never sent a byte: closed without an answer */
     CHECK(silent.elapsed_ms >= 250 && silent.elapsed_ms < 3000);
-    srv_stop(&ts);
+    th_stop(&ts.h);
 }
 
 /* ---- the HTTP/2 server's connection limit ---- */
@@ -812,71 +621,47 @@ static void h2_handler(pc_h2_call *call, void *arg)
     pc_h2_respond(call, 200, NULL, 0, "ok", 2, NULL, 0);
 }
 
-typedef struct h2res {
-    atomic_int done;
-    int status, error;
-} h2res;
-
-static void on_h2_resp(const pc_h2_response *r, void *arg)
-{
-    h2res *o = arg;
-    o->status = r->status;
-    o->error = r->error;
-    atomic_store(&o->done, 1);
-}
-
-static void h2_client_close(pc_h2_client *c)
-{
-    atomic_int done = 0;
-    pc_h2_client_close(c, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 5000));
-}
-
 /* A connection that never sent the preface gives its place to a real client; a connection with
  * a call being handled does not, and the newcomer is closed. */
 static void test_h2_conn_limit(void)
 {
     pc_conn_stats st = {0};
     h2srv hs = {0};
-    pc_h2_server_opts o = {
-        .host = "127.0.0.1", .max_connections = 1, .log_id = "h2-srv", .stats = &st};
-    pc_h2_server *s = pc_h2_server_new(loop, &o, h2_handler, &hs);
-    char err[256];
-    CHECK_EQ_INT(pc_h2_server_start(s, err, sizeof err), 0);
+    pc_h2_server_opts o = {.max_connections = 1, .log_id = "h2-srv", .stats = &st};
+    pc_h2_server *s = th2_server_start(loop, o, h2_handler, &hs);
     int port = pc_h2_server_port(s);
-    raw silent = {0};
-    raw_start(&silent, port);
-    CHECK(wait_until(int_set, (int *)&st.open, 2000)); /* the silent one holds the only slot */
+    th_raw silent = {0};
+    th_raw_start(&silent, port);
+    CHECK(
+        wait_until(loop, int_set, (int *)&st.open, 2000)); /* the silent one holds the only slot */
     pc_h2_client_opts co = {.host = "127.0.0.1", .port = port, .log_id = "h2-cli"};
     pc_h2_client *c1 = pc_h2_client_new(loop, &co);
-    h2res r1 = {0}, r2 = {0}, r3 = {0};
-    pc_h2_client_request(c1, "POST", "/ok", NULL, 0, "x", 1, 3000, on_h2_resp, &r1);
-    CHECK(wait_until(flag_set, &r1.done, 4000));
+    th2_result r1 = {0}, r2 = {0}, r3 = {0};
+    pc_h2_client_request(c1, "POST", "/ok", NULL, 0, "x", 1, 3000, th2_on_resp, &r1);
+    CHECK(wait_until(loop, int_set, &r1.done, 4000));
     CHECK_EQ_INT(r1.error, 0);
     CHECK_EQ_INT(r1.status, 200);
-    raw_wait(&silent);
+    th_raw_wait(loop, &silent);
     CHECK(silent.elapsed_ms < 3000); /* evicted, not timed out (30 s) */
     CHECK_EQ_INT(st.evicted, 1);
     /* c1's connection now holds a call: a second client is turned away */
-    pc_h2_client_request(c1, "POST", "/hold", NULL, 0, "x", 1, 5000, on_h2_resp, &r2);
-    CHECK(wait_until(int_set, &hs.calls, 2000) && hs.held);
-    CHECK(wait_until(flag_set, &r2.done, 200) == 0);
+    pc_h2_client_request(c1, "POST", "/hold", NULL, 0, "x", 1, 5000, th2_on_resp, &r2);
+    CHECK(wait_until(loop, int_set, &hs.calls, 2000) && hs.held);
+    CHECK(wait_until(loop, int_set, &r2.done, 200) == 0);
     pc_h2_client *c2 = pc_h2_client_new(loop, &co);
-    pc_h2_client_request(c2, "POST", "/ok", NULL, 0, "x", 1, 3000, on_h2_resp, &r3);
-    CHECK(wait_until(flag_set, &r3.done, 4000));
+    pc_h2_client_request(c2, "POST", "/ok", NULL, 0, "x", 1, 3000, th2_on_resp, &r3);
+    CHECK(wait_until(loop, int_set, &r3.done, 4000));
     CHECK(r3.error != 0);
     CHECK_EQ_INT(r3.status, 0);
     CHECK_EQ_INT(st.refused, 1);
     CHECK_EQ_INT(st.evicted, 1);
     CHECK_EQ_INT(hs.calls, 2);
     if (hs.held) pc_h2_respond(hs.held, 200, NULL, 0, "late", 4, NULL, 0);
-    CHECK(wait_until(flag_set, &r2.done, 3000));
+    CHECK(wait_until(loop, int_set, &r2.done, 3000));
     CHECK_EQ_INT(r2.status, 200);
-    h2_client_close(c1);
-    h2_client_close(c2);
-    atomic_int done = 0;
-    pc_h2_server_shutdown(s, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 5000));
+    th2_client_close(loop, c1);
+    th2_client_close(loop, c2);
+    th2_server_stop(loop, s);
     CHECK_EQ_INT(st.open, 0);
 }
 
@@ -884,15 +669,15 @@ static void test_client_timeout_and_late_answer(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){0});
-    pc_http_client *c = client_new(ts.port, 1);
-    result r = {0};
+    pc_http_client *c = th_client_new(loop, ts.h.port, 1);
+    th_result r = {0};
     double t0 = now_ms();
-    pc_http_client_request(c, "POST", "/hold", NULL, "x", 1, 200, on_resp, &r);
-    CHECK(wait_until(flag_set, &r.done, 3000));
+    pc_http_client_request(c, "POST", "/hold", NULL, "x", 1, 200, th_on_resp, &r);
+    CHECK(wait_until(loop, flag_set, &r.done, 3000));
     CHECK_EQ_INT(r.error, UV_ETIMEDOUT);
     CHECK_EQ_INT(r.status, 0);
     char want[128];
-    snprintf(want, sizeof want, "POST /hold to 127.0.0.1:%d: timed out after 200 ms", ts.port);
+    snprintf(want, sizeof want, "POST /hold to 127.0.0.1:%d: timed out after 200 ms", ts.h.port);
     CHECK_STR(r.msg, want);
     CHECK(r.t_ms - t0 >= 190 && r.t_ms - t0 < 1500);
     CHECK(ts.held != NULL);
@@ -901,69 +686,62 @@ static void test_client_timeout_and_late_answer(void)
     uv_run(loop, UV_RUN_NOWAIT);
     if (ts.held) pc_http_respond(ts.held, 200, "text/plain", "late", 4, NULL);
     ts.held = NULL;
-    client_close(c);
-    srv_stop(&ts);
+    th_client_close(loop, c);
+    th_stop(&ts.h);
 }
 
 static void test_shutdown_waits_for_inflight(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){0});
-    pc_http_client *c = client_new(ts.port, 1);
-    result r = {0};
-    pc_http_client_request(c, "POST", "/hold", NULL, "x", 1, 3000, on_resp, &r);
-    CHECK(wait_until(int_set, &ts.n_reqs, 2000));
+    pc_http_client *c = th_client_new(loop, ts.h.port, 1);
+    th_result r = {0};
+    pc_http_client_request(c, "POST", "/hold", NULL, "x", 1, 3000, th_on_resp, &r);
+    CHECK(wait_until(loop, int_set, &ts.h.n, 2000));
     atomic_int done = 0;
-    pc_http_server_shutdown(ts.s, set_flag, &done);
-    CHECK(!wait_until(flag_set, &done, 100)); /* still waiting for the answer */
+    pc_http_server_shutdown(ts.h.s, set_flag, &done);
+    CHECK(!wait_until(loop, flag_set, &done, 100)); /* still waiting for the answer */
     pc_http_respond(ts.held, 200, "text/plain", "bye", 3, NULL);
-    CHECK(wait_until(flag_set, &done, 3000));
-    CHECK(wait_until(flag_set, &r.done, 3000));
+    CHECK(wait_until(loop, flag_set, &done, 3000));
+    CHECK(wait_until(loop, flag_set, &r.done, 3000));
     CHECK_EQ_INT(r.status, 200);
     CHECK_STR(r.body, "bye");
-    client_close(c);
+    th_client_close(loop, c);
+    th_clear(&ts.h);
 }
 
 static void test_client_refused(void)
 {
-    /* a port nobody listens on: bind, read it, close */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t al = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &al);
-    int port = ntohs(a.sin_port);
-    close(fd);
-    pc_http_client *c = client_new(port, 2);
-    result r = {0};
-    pc_http_client_request(c, "POST", "/x", NULL, "x", 1, 2000, on_resp, &r);
-    CHECK(wait_until(flag_set, &r.done, 3000));
+    int port = th_unused_port();
+    pc_http_client *c = th_client_new(loop, port, 2);
+    th_result r = {0};
+    pc_http_client_request(c, "POST", "/x", NULL, "x", 1, 2000, th_on_resp, &r);
+    CHECK(wait_until(loop, flag_set, &r.done, 3000));
     CHECK_EQ_INT(r.error, UV_ECONNREFUSED);
     char want[128];
     snprintf(want, sizeof want, "connect 127.0.0.1:%d: connection refused", port);
     CHECK_STR(r.msg, want);
-    client_close(c);
+    th_client_close(loop, c);
 }
 
 static void test_client_close_cancels(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){0});
-    pc_http_client *c = client_new(ts.port, 1);
-    result r1 = {0}, r2 = {0};
-    pc_http_client_request(c, "POST", "/hold", NULL, NULL, 0, 300, on_resp, &r1);
-    pc_http_client_request(c, "POST", "/queued", NULL, NULL, 0, 3000, on_resp, &r2);
-    CHECK(wait_until(int_set, &ts.n_reqs, 2000));
+    pc_http_client *c = th_client_new(loop, ts.h.port, 1);
+    th_result r1 = {0}, r2 = {0};
+    pc_http_client_request(c, "POST", "/hold", NULL, NULL, 0, 300, th_on_resp, &r1);
+    pc_http_client_request(c, "POST", "/queued", NULL, NULL, 0, 3000, th_on_resp, &r2);
+    CHECK(wait_until(loop, int_set, &ts.h.n, 2000));
     atomic_int done = 0;
     pc_http_client_close(c, set_flag, &done);
     CHECK(atomic_load(&r2.done));
     CHECK_EQ_INT(r2.error, UV_ECANCELED);
     CHECK(!atomic_load(&r1.done));
-    CHECK(wait_until(flag_set, &done, 3000)); /* after the in-flight one timed out */
+    CHECK(wait_until(loop, flag_set, &done, 3000)); /* after the in-flight one timed out */
     CHECK_EQ_INT(r1.error, UV_ETIMEDOUT);
     pc_http_respond(ts.held, 200, NULL, NULL, 0, NULL);
-    srv_stop(&ts);
+    th_stop(&ts.h);
 }
 
 /* A blocking server thread: answers one request keep-alive, then closes the connection on the
@@ -1015,89 +793,85 @@ static void *rsrv_main(void *arg)
 static void test_client_retry_and_framing(void)
 {
     rsrv s = {0};
-    s.lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(s.lfd, (struct sockaddr *)&a, sizeof a);
-    socklen_t al = sizeof a;
-    getsockname(s.lfd, (struct sockaddr *)&a, &al);
-    listen(s.lfd, 8);
+    s.lfd = th_listen_loopback(&s.port);
     pthread_create(&s.th, NULL, rsrv_main, &s);
-    pc_http_client *c = client_new(ntohs(a.sin_port), 1);
-    result r1 = {0}, r2 = {0}, r3 = {0};
-    pc_http_client_request(c, "GET", "/1", NULL, NULL, 0, 3000, on_resp, &r1);
-    CHECK(wait_until(flag_set, &r1.done, 3000));
+    pc_http_client *c = th_client_new(loop, s.port, 1);
+    th_result r1 = {0}, r2 = {0}, r3 = {0};
+    pc_http_client_request(c, "GET", "/1", NULL, NULL, 0, 3000, th_on_resp, &r1);
+    CHECK(wait_until(loop, flag_set, &r1.done, 3000));
     CHECK_STR(r1.body, "one");
-    pc_http_client_request(c, "GET", "/2", NULL, NULL, 0, 3000, on_resp, &r2);
-    CHECK(wait_until(flag_set, &r2.done, 3000));
+    pc_http_client_request(c, "GET", "/2", NULL, NULL, 0, 3000, th_on_resp, &r2);
+    CHECK(wait_until(loop, flag_set, &r2.done, 3000));
     CHECK_EQ_INT(r2.error, 0);
     CHECK_EQ_INT(r2.status, 200);
     CHECK_STR(r2.body, "two");
     CHECK_STR(r2.ctype, "text/x");
     CHECK_EQ_INT(s.accepts, 2);
-    pc_http_client_request(c, "GET", "/3", NULL, NULL, 0, 3000, on_resp, &r3);
-    CHECK(wait_until(flag_set, &r3.done, 3000));
+    pc_http_client_request(c, "GET", "/3", NULL, NULL, 0, 3000, th_on_resp, &r3);
+    CHECK(wait_until(loop, flag_set, &r3.done, 3000));
     CHECK_EQ_INT(r3.status, 200);
     CHECK_STR(r3.body, "three-until-eof");
-    CHECK(wait_until(flag_set, &s.done, 3000));
+    CHECK(wait_until(loop, flag_set, &s.done, 3000));
     pthread_join(s.th, NULL);
     close(s.lfd);
-    client_close(c);
+    th_client_close(loop, c);
 }
 
 static void test_idle_close_then_reconnect(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){.idle_timeout_ms = 100});
-    pc_http_client *c = client_new(ts.port, 1);
-    result r1 = {0}, r2 = {0};
-    pc_http_client_request(c, "GET", "/1", NULL, NULL, 0, 2000, on_resp, &r1);
-    CHECK(wait_until(flag_set, &r1.done, 3000));
+    pc_http_client *c = th_client_new(loop, ts.h.port, 1);
+    th_result r1 = {0}, r2 = {0};
+    pc_http_client_request(c, "GET", "/1", NULL, NULL, 0, 2000, th_on_resp, &r1);
+    CHECK(wait_until(loop, flag_set, &r1.done, 3000));
     atomic_int never = 0;
-    wait_until(flag_set, &never, 300); /* the server drops the idle connection */
-    pc_http_client_request(c, "GET", "/2", NULL, NULL, 0, 2000, on_resp, &r2);
-    CHECK(wait_until(flag_set, &r2.done, 3000));
+    wait_until(loop, flag_set, &never, 300); /* the server drops the idle connection */
+    pc_http_client_request(c, "GET", "/2", NULL, NULL, 0, 2000, th_on_resp, &r2);
+    CHECK(wait_until(loop, flag_set, &r2.done, 3000));
     CHECK_EQ_INT(r2.status, 200);
-    CHECK(strcmp(ts.peers[0], ts.peers[1]) != 0); /* a new connection */
-    client_close(c);
-    srv_stop(&ts);
+    CHECK(strcmp(ts.h.recs[0].peer, ts.h.recs[1].peer) != 0); /* a new connection */
+    th_client_close(loop, c);
+    th_stop(&ts.h);
 }
 
 static void test_listen_errors(void)
 {
     tsrv ts;
     srv_start(&ts, (pc_http_server_opts){0});
-    pc_http_server_opts o = {.host = "127.0.0.1", .port = ts.port};
-    pc_http_server *s2 = pc_http_server_new(loop, &o, handler, &ts);
+    pc_http_server_opts o = {.host = "127.0.0.1", .port = ts.h.port};
+    pc_http_server *s2 = pc_http_server_new(loop, &o, th_handler, &ts.h);
     char err[256];
     CHECK_EQ_INT(pc_http_server_start(s2, err, sizeof err), -1);
     char want[128];
-    snprintf(want, sizeof want, "listen 127.0.0.1:%d: address already in use", ts.port);
+    snprintf(want, sizeof want, "listen 127.0.0.1:%d: address already in use", ts.h.port);
     CHECK_STR(err, want);
     atomic_int done = 0;
     pc_http_server_shutdown(s2, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 2000));
-    srv_stop(&ts);
+    CHECK(wait_until(loop, flag_set, &done, 2000));
+    th_stop(&ts.h);
 
     /* IPv6 loopback, where available */
     memset(&ts, 0, sizeof ts);
+    ts.h.answer = handler;
     pc_http_server_opts o6 = {.host = "::1", .port = 0};
-    pc_http_server *s6 = pc_http_server_new(loop, &o6, handler, &ts);
+    pc_http_server *s6 = pc_http_server_new(loop, &o6, th_handler, &ts.h);
     if (pc_http_server_start(s6, err, sizeof err) == 0) {
         pc_http_client_opts co = {.host = "::1", .port = pc_http_server_port(s6)};
         pc_http_client *c = pc_http_client_new(loop, &co);
-        result r = {0};
-        pc_http_client_request(c, "GET", "/v6", NULL, NULL, 0, 2000, on_resp, &r);
-        CHECK(wait_until(flag_set, &r.done, 3000));
+        th_result r = {0};
+        pc_http_client_request(c, "GET", "/v6", NULL, NULL, 0, 2000, th_on_resp, &r);
+        CHECK(wait_until(loop, flag_set, &r.done, 3000));
         CHECK_EQ_INT(r.status, 200);
-        CHECK_CONTAINS(ts.peers[0], "[::1]:");
-        client_close(c);
+        CHECK_CONTAINS(ts.h.recs[0].peer, "[::1]:");
+        th_client_close(loop, c);
     } else {
         fprintf(stderr, "skipping IPv6: %s\n", err);
     }
     done = 0;
     pc_http_server_shutdown(s6, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 2000));
+    CHECK(wait_until(loop, flag_set, &done, 2000));
+    th_clear(&ts.h);
 }
 
 /* New descriptors take the lowest free number, so a limit just above it leaves room for a few. */
@@ -1123,12 +897,8 @@ static int limit_for_room(int n)
 static int flood_child(int port, int n)
 {
     int fds[64], dropped = 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    for (int i = 0; i < n; i++) {
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(fds[i], (struct sockaddr *)&a, sizeof a) != 0) return 255;
-    }
+    for (int i = 0; i < n; i++)
+        if ((fds[i] = th_connect_loopback(port)) < 0) return 255;
     for (int i = 0; i < n; i++) {
         struct pollfd p = {.fd = fds[i], .events = POLLIN};
         char b;
@@ -1146,16 +916,16 @@ static void test_accept_survives_emfile(void)
     struct rlimit old, low;
     getrlimit(RLIMIT_NOFILE, &old);
     pid_t pid = fork();
-    if (pid == 0) _exit(flood_child(ts.port, 30));
+    if (pid == 0) _exit(flood_child(ts.h.port, 30));
     low = old;
     low.rlim_cur = (rlim_t)lowest_free_fd() + 3; /* room for about three connections */
     CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
     atomic_int never = 0;
-    wait_until(flag_set, &never, 500);
+    wait_until(loop, flag_set, &never, 500);
     setrlimit(RLIMIT_NOFILE, &old);
     int ws = 0;
     while (waitpid(pid, &ws, WNOHANG) == 0)
-        wait_until(flag_set, &never, 20);
+        wait_until(loop, flag_set, &never, 20);
     CHECK(WIFEXITED(ws));
     int dropped = WEXITSTATUS(ws);
     fprintf(stderr, "emfile: child saw %d of 30 connections dropped\n", dropped);
@@ -1168,13 +938,13 @@ static void test_accept_survives_emfile(void)
     CHECK(st.accept_errors >= 1);
     CHECK(st.evicted + st.refused >= (uint64_t)dropped);
     CHECK(st.evicted + st.refused <= 30);
-    pc_http_client *c = client_new(ts.port, 1);
-    result r = {0};
-    pc_http_client_request(c, "GET", "/after", NULL, NULL, 0, 2000, on_resp, &r);
-    CHECK(wait_until(flag_set, &r.done, 3000));
+    pc_http_client *c = th_client_new(loop, ts.h.port, 1);
+    th_result r = {0};
+    pc_http_client_request(c, "GET", "/after", NULL, NULL, 0, 2000, th_on_resp, &r);
+    CHECK(wait_until(loop, flag_set, &r.done, 3000));
     CHECK_EQ_INT(r.status, 200);
-    client_close(c);
-    srv_stop(&ts);
+    th_client_close(loop, c);
+    th_stop(&ts.h);
 }
 
 /* Child: 3 connections with a request each, which the server holds; then 10 more while the
@@ -1183,13 +953,10 @@ static void test_accept_survives_emfile(void)
 static int busy_flood_child(int port)
 {
     int fds[13], dropped = 0, ok = 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     static const char req[] = "GET /holdmany HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     for (int i = 0; i < 13; i++) {
         if (i == 3) usleep(600 * 1000); /* the server has taken the three requests by now */
-        fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(fds[i], (struct sockaddr *)&a, sizeof a) != 0) return 255;
+        if ((fds[i] = th_connect_loopback(port)) < 0) return 255;
         if (i < 3) send(fds[i], req, sizeof req - 1, MSG_NOSIGNAL);
     }
     for (int i = 3; i < 13; i++) {
@@ -1217,20 +984,21 @@ static void test_emfile_all_busy(void)
     struct rlimit old, low;
     getrlimit(RLIMIT_NOFILE, &old);
     pid_t pid = fork();
-    if (pid == 0) _exit(busy_flood_child(ts.port));
+    if (pid == 0) _exit(busy_flood_child(ts.h.port));
     low = old;
     low.rlim_cur = (rlim_t)limit_for_room(3); /* room for the three */
     CHECK_EQ_INT(setrlimit(RLIMIT_NOFILE, &low), 0);
-    CHECK(wait_until(int_set, &st.refused, 5000) || st.refused);
+    CHECK(wait_until(loop, int_set, &st.refused, 5000) || st.refused);
     atomic_int never = 0;
-    wait_until(flag_set, &never, 1500); /* the child counts its closed connections meanwhile */
+    wait_until(loop, flag_set, &never,
+               1500); /* the child counts its closed connections meanwhile */
     setrlimit(RLIMIT_NOFILE, &old);
     CHECK_EQ_INT(ts.n_many, 3);
     for (int i = 0; i < ts.n_many; i++)
         pc_http_respond(ts.many[i], 200, "text/plain", "ok", 2, NULL);
     int ws = 0;
     while (waitpid(pid, &ws, WNOHANG) == 0)
-        wait_until(flag_set, &never, 20);
+        wait_until(loop, flag_set, &never, 20);
     CHECK(WIFEXITED(ws));
     int code = WEXITSTATUS(ws), dropped = code % 16, answered = code / 16;
     fprintf(stderr,
@@ -1243,16 +1011,13 @@ static void test_emfile_all_busy(void)
     CHECK_EQ_INT(st.evicted, 0);
     CHECK(st.refused >= (uint64_t)dropped && st.refused <= 10);
     CHECK(st.accept_errors >= 1);
-    srv_stop(&ts);
+    th_stop(&ts.h);
 }
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
-    pc_log_set_level(PC_LOG_ERROR);
     uv_loop_t l;
-    uv_loop_init(&l);
-    loop = &l;
+    loop = test_loop_open(&l);
     RUN(test_url);
     RUN(test_gzip);
     RUN(test_retry_after);
@@ -1276,7 +1041,5 @@ int main(void)
     RUN(test_listen_errors);
     RUN(test_accept_survives_emfile);
     RUN(test_emfile_all_busy);
-    uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(uv_loop_close(loop), 0); /* every handle was closed */
-    return check_report();
+    return test_loop_close(loop);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "payload.h"
 #include "pdata/json.h"
 #include "pdata/pdata.h"
 
@@ -35,17 +36,6 @@ static const char *const request_json =
     "app\",\"region\",\"eu\"],"
     "\"attributeTable\":[{},{\"keyStrindex\":8,\"value\":{\"stringValue\":\"eu\"}}],"
     "\"stackTable\":[{},{\"locationIndices\":[1]},{\"locationIndices\":[2,1]}]}}";
-
-static pc_batch *decode_json_or_die(const char *json)
-{
-    pc_batch *b = NULL;
-    char err[256] = "";
-    if (pc_batch_decode_json(json, strlen(json), &b, err, sizeof err)) {
-        fprintf(stderr, "decode_json: %s\n", err);
-        exit(1);
-    }
-    return b;
-}
 
 static void test_proto_round_trip(void)
 {
@@ -101,35 +91,31 @@ static void test_proto_round_trip(void)
 
 /* Each mutation must make validation refuse the request (or the profile). */
 typedef void (*mutate_fn)(pc_batch *b);
-static pc_profile *prof(pc_batch *b)
-{
-    return b->req->resource_profiles[0]->scope_profiles[0]->profiles[0];
-}
 static void m_stack(pc_batch *b)
 {
-    prof(b)->samples[0]->stack_index = 3;
+    first_profile(b)->samples[0]->stack_index = 3;
 }
 static void m_stack_neg(pc_batch *b)
 {
-    prof(b)->samples[0]->stack_index = -1;
+    first_profile(b)->samples[0]->stack_index = -1;
 }
 static void m_attr(pc_batch *b)
 {
-    prof(b)->samples[1]->attribute_indices[0] = 2;
+    first_profile(b)->samples[1]->attribute_indices[0] = 2;
 }
 static void m_link(pc_batch *b)
 {
-    prof(b)->samples[1]->link_index = 2;
+    first_profile(b)->samples[1]->link_index = 2;
 }
 static void m_lengths(pc_batch *b)
 {
-    pc_sample *s = prof(b)->samples[2];
+    pc_sample *s = first_profile(b)->samples[2];
     s->n_values = 1;
-    s->values = prof(b)->samples[0]->values;
+    s->values = first_profile(b)->samples[0]->values;
 }
 static void m_sample_type(pc_batch *b)
 {
-    prof(b)->sample_type->type_strindex = 10;
+    first_profile(b)->sample_type->type_strindex = 10;
 }
 static void m_string0(pc_batch *b)
 {
@@ -278,8 +264,8 @@ static void test_copy_on_write(void)
     pc_batch *w = b;
     pc_batch_make_writable(&w);
     CHECK(w != shared);
-    prof(w)->samples[0]->values[0] = 999;
-    CHECK_EQ_INT(prof(shared)->samples[0]->values[0], 30);
+    first_profile(w)->samples[0]->values[0] = 999;
+    CHECK_EQ_INT(first_profile(shared)->samples[0]->values[0], 30);
     CHECK_STR(pc_batch_get_meta(w, "x-scope-orgid"), "tenant-a");
     pc_batch *solo = w;
     pc_batch_make_writable(&solo); /* sole owner: no copy */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "payload.h"
 #include "testdata.h"
 #include "base/gzip.h"
 #include "pdata/dict.h"
@@ -14,24 +15,9 @@
 #include "pdata/pprof.h"
 #include "pprof.pb-c.h"
 
-typedef Perftools__Profiles__Profile pp_profile;
-
 #define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-static pp_profile *decode_pprof(const uint8_t *data, size_t len)
-{
-    pc_buf raw = {0};
-    if (pc_is_gzip(data, len)) {
-        if (pc_gzip_inflate(data, len, 1u << 28, &raw) != PC_GZ_OK) return NULL;
-        data = raw.data;
-        len = raw.len;
-    }
-    pp_profile *p = perftools__profiles__profile__unpack(NULL, len, data);
-    pc_buf_free(&raw);
-    return p;
-}
 
 static void pack_pprof(const pp_profile *p, pc_buf *out)
 {
@@ -39,11 +25,6 @@ static void pack_pprof(const pp_profile *p, pc_buf *out)
     size_t n = perftools__profiles__profile__get_packed_size(p);
     pc_buf_reserve(out, n + 1);
     out->len = perftools__profiles__profile__pack(p, out->data);
-}
-
-static const char *pstr(const pp_profile *p, int64_t i)
-{
-    return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "<bad>";
 }
 
 static const Perftools__Profiles__Location *find_loc(const pp_profile *p, uint64_t id)

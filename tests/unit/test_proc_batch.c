@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "payload.h"
+#include "testcomp.h"
 #include "pdata/json.h"
 #include "pdata/pdata.h"
 #include "pipeline/component.h"
@@ -12,119 +14,26 @@ extern const pc_component_type pc_processor_batch;
 
 /* ---- harness -------------------------------------------------------------------------------- */
 
-/* A downstream consumer that records what it gets. It answers at once with `answer` (then
- * `answer` resets to PC_OK), or, with defer set, keeps the done callbacks for the test to call. */
-typedef struct rec {
-    pc_consumer base;
-    pc_batch *b[256];
-    size_t n;
-    pc_status answer;
-    bool defer;
-    pc_done_fn dones[256];
-    void *args[256];
-    size_t n_deferred;
-} rec;
-
-static void rec_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
-{
-    rec *r = (rec *)self;
-    if (r->n < 256)
-        r->b[r->n++] = b;
-    else
-        pc_batch_unref(b);
-    if (r->defer) {
-        r->dones[r->n_deferred] = done;
-        r->args[r->n_deferred++] = arg;
-        return;
-    }
-    pc_status st = r->answer;
-    r->answer = PC_OK;
-    done(arg, st, st == PC_OK ? NULL : "recorded failure");
-}
-
-static void rec_clear(rec *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        pc_batch_unref(r->b[i]);
-    r->n = 0;
-}
-
-/* Upstream: one slot per request. */
-typedef struct up {
-    int calls;
-    pc_status st;
-    int order; /* when it was answered, relative to other upstream answers */
-} up;
-static int g_order;
-
-static void up_done(void *arg, pc_status st, const char *msg)
-{
-    (void)msg;
-    up *u = arg;
-    u->calls++;
-    u->st = st;
-    u->order = ++g_order;
-}
+/* Downstream: a tc_rec (answers at once, or keeps the done callbacks with defer). Upstream: a
+ * tc_up per request, its order among the answers in .order. */
 
 static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, char *errbuf)
 {
-    const pc_component_type *t = &pc_processor_batch;
-    pc_cfg_err err = {{0}};
-    pc_node *root = NULL;
-    if (yaml) {
-        root = pc_config_parse(yaml, strlen(yaml), "test.yaml", &err);
-        if (!root) {
-            fprintf(stderr, "yaml: %s\n", err.msg);
-            exit(1);
-        }
-    }
-    pc_component *c = calloc(1, sizeof *c);
-    c->type = t;
-    c->id = strdup("batch");
-    c->loop = loop;
-    c->cfg = calloc(1, t->cfg_size);
-    c->next = next;
-    int rc = pc_cfgtable_apply(t->cfg, c->cfg, root, "processors::batch", &err);
-    if (!rc && t->validate) rc = t->validate(c->cfg, root, "processors::batch", &err);
-    if (!rc) rc = t->create(c, &err);
-    pc_node_free(root);
-    if (rc) {
+    pc_cfg_err err;
+    pc_component *c = tc_new(&pc_processor_batch, "processors", yaml, loop, next, &err);
+    if (!c) {
         if (errbuf)
             snprintf(errbuf, 512, "%s", err.msg);
         else
             fprintf(stderr, "config: %s\n", err.msg);
-        pc_cfgtable_free(t->cfg, c->cfg);
-        free(c->cfg);
-        free(c->id);
-        free(c);
         return NULL;
     }
     char e[256];
-    if (t->start(c, e, sizeof e)) {
+    if (c->type->start(c, e, sizeof e)) {
         fprintf(stderr, "start: %s\n", e);
         exit(1);
     }
     return c;
-}
-
-static int g_shut;
-static void shut_done(pc_component *c)
-{
-    (void)c;
-    g_shut++;
-}
-
-static void shutdown_and_free(pc_component *c, uv_loop_t *loop)
-{
-    g_shut = 0;
-    c->type->shutdown(c, shut_done);
-    uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(g_shut, 1);
-    c->type->destroy(c);
-    pc_cfgtable_free(c->type->cfg, c->cfg);
-    free(c->cfg);
-    free(c->id);
-    free(c);
 }
 
 /* ---- inputs --------------------------------------------------------------------------------- */
@@ -190,18 +99,7 @@ static pc_batch *request(int i, int extra)
         "\"stackTable\":[{},{\"locationIndices\":[2,1]},{\"locationIndices\":[3,2,1]},"
         "{\"locationIndices\":[3,1]}]}}",
         i % 5, svc, i % 3, i % 3);
-    pc_buf_append(&j, "", 1);
-    pc_batch *b = NULL;
-    char err[256];
-    if (pc_batch_decode_json((char *)j.data, j.len - 1, &b, err, sizeof err)) {
-        fprintf(stderr, "decode: %s\n", err);
-        exit(1);
-    }
-    int64_t rejected = 0;
-    if (pc_batch_validate(b, &rejected, err, sizeof err) || rejected) {
-        fprintf(stderr, "validate: %s\n", err);
-        exit(1);
-    }
+    pc_batch *b = validate_or_die(decode_json_n_or_die((const char *)j.data, j.len));
     pc_buf_free(&j);
     return b;
 }
@@ -337,16 +235,17 @@ static void test_merge_100(void)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    rec r = {.base = {rec_consume, false}};
+    tc_rec r;
+    tc_rec_init(&r);
     pc_component *c = make("timeout: 50ms\nsend_batch_size: 100000\n", &loop, &r.base, NULL);
     totals in = {0};
-    up ups[100] = {{0}};
+    tc_up ups[100] = {{0}};
     size_t in_strings = 0;
     for (int i = 0; i < 100; i++) {
         pc_batch *b = request(i, 0);
         add_totals(b, &in);
         in_strings += b->req->dictionary->n_string_table;
-        c->type->consume(c, b, up_done, &ups[i]);
+        c->type->consume(c, b, tc_up_done, &ups[i]);
     }
     int answered = 0;
     for (int i = 0; i < 100; i++)
@@ -358,7 +257,7 @@ static void test_merge_100(void)
     CHECK(uv_now(&loop) - t0 >= 45); /* the timer sent it */
     CHECK_EQ_INT(r.n, 1);
     if (r.n == 1) {
-        pc_batch *o = r.b[0];
+        pc_batch *o = r.got[0];
         CHECK(valid(o));
         totals out = {0};
         add_totals(o, &out);
@@ -388,8 +287,9 @@ static void test_merge_100(void)
         CHECK_EQ_INT(ups[i].st, PC_OK);
     }
     CHECK_EQ_INT(answered, 100);
-    rec_clear(&r);
-    shutdown_and_free(c, &loop);
+    tc_rec_clear(&r);
+    tc_shutdown(c);
+    tc_free(c);
     CHECK_EQ_INT(uv_loop_close(&loop), 0);
 }
 
@@ -397,37 +297,38 @@ static void test_size_trigger_and_split(void)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    rec r = {.base = {rec_consume, false}};
+    tc_rec r;
+    tc_rec_init(&r);
     pc_component *c =
         make("timeout: 10s\nsend_batch_size: 40\nsend_batch_max_size: 45\n", &loop, &r.base, NULL);
     totals in = {0};
-    up ups[3] = {{0}};
+    tc_up ups[3] = {{0}};
     /* 5 + 5 samples, then one with a 100-sample cpu profile: 115 samples reach the size */
     for (int i = 0; i < 3; i++) {
         pc_batch *b = request(i, i == 2 ? 100 : 0);
         add_totals(b, &in);
-        c->type->consume(c, b, up_done, &ups[i]);
+        c->type->consume(c, b, tc_up_done, &ups[i]);
     }
     uv_run(&loop, UV_RUN_DEFAULT); /* returns: the size trigger flushed, no timer pending */
     CHECK_EQ_INT(r.n, 3);          /* 115 samples in 45 + 45 + 25 */
     totals out = {0};
     for (size_t i = 0; i < r.n; i++) {
-        pc_counts n = pc_batch_counts(r.b[i]);
+        pc_counts n = pc_batch_counts(r.got[i]);
         CHECK(n.samples <= 45);
-        CHECK(valid(r.b[i]));
-        CHECK_EQ_INT(dict_duplicates(r.b[i]), 0);
-        CHECK_EQ_INT(orphan_stacks(r.b[i]), 0);
-        add_totals(r.b[i], &out);
+        CHECK(valid(r.got[i]));
+        CHECK_EQ_INT(dict_duplicates(r.got[i]), 0);
+        CHECK_EQ_INT(orphan_stacks(r.got[i]), 0);
+        add_totals(r.got[i], &out);
     }
     CHECK(same_totals(&in, &out));
     if (r.n == 3) {
-        CHECK_EQ_INT(pc_batch_counts(r.b[0]).samples, 45);
-        CHECK_EQ_INT(pc_batch_counts(r.b[1]).samples, 45);
-        CHECK_EQ_INT(pc_batch_counts(r.b[2]).samples, 25);
+        CHECK_EQ_INT(pc_batch_counts(r.got[0]).samples, 45);
+        CHECK_EQ_INT(pc_batch_counts(r.got[1]).samples, 45);
+        CHECK_EQ_INT(pc_batch_counts(r.got[2]).samples, 25);
         /* the big profile was split: its time stamp appears in all three requests */
         int parts = 0;
         for (size_t i = 0; i < r.n; i++) {
-            const pc_request *q = r.b[i]->req;
+            const pc_request *q = r.got[i]->req;
             for (size_t a = 0; a < q->n_resource_profiles; a++)
                 for (size_t p = 0; p < q->resource_profiles[a]->scope_profiles[0]->n_profiles; p++)
                     parts +=
@@ -438,8 +339,9 @@ static void test_size_trigger_and_split(void)
     }
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(ups[i].calls, 1);
-    rec_clear(&r);
-    shutdown_and_free(c, &loop);
+    tc_rec_clear(&r);
+    tc_shutdown(c);
+    tc_free(c);
     uv_loop_close(&loop);
 }
 
@@ -453,13 +355,14 @@ static void test_size_trigger_exact(void)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    rec r = {.base = {rec_consume, false}};
+    tc_rec r;
+    tc_rec_init(&r);
     pc_component *c = make("timeout: 1h\nsend_batch_size: 10\n", &loop, &r.base, NULL);
-    up ups[2] = {{0}};
+    tc_up ups[2] = {{0}};
     for (int i = 0; i < 2; i++) { /* 5 + 5 samples */
         pc_batch *b = request(i, 0);
         CHECK_EQ_INT(pc_batch_counts(b).samples, 5);
-        c->type->consume(c, b, up_done, &ups[i]);
+        c->type->consume(c, b, tc_up_done, &ups[i]);
     }
     /* the guard does not keep the loop alive; it only ends a wait for the batch timer */
     uv_timer_t guard;
@@ -468,11 +371,12 @@ static void test_size_trigger_exact(void)
     uv_unref((uv_handle_t *)&guard);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(r.n, 1);
-    if (r.n == 1) CHECK_EQ_INT(pc_batch_counts(r.b[0]).samples, 10);
+    if (r.n == 1) CHECK_EQ_INT(pc_batch_counts(r.got[0]).samples, 10);
     CHECK_EQ_INT(ups[0].calls + ups[1].calls, 2);
     uv_close((uv_handle_t *)&guard, NULL);
-    rec_clear(&r);
-    shutdown_and_free(c, &loop);
+    tc_rec_clear(&r);
+    tc_shutdown(c);
+    tc_free(c);
     uv_loop_close(&loop);
 }
 
@@ -482,12 +386,14 @@ static void test_status_propagation(void)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    rec r = {.base = {rec_consume, false}, .defer = true};
+    tc_rec r;
+    tc_rec_init(&r);
+    r.defer = true;
     pc_component *c =
         make("timeout: 10ms\nsend_batch_size: 0\nsend_batch_max_size: 5\n", &loop, &r.base, NULL);
-    up ups[2] = {{0}};
-    c->type->consume(c, request(0, 0), up_done, &ups[0]); /* 5 samples: output 1 */
-    c->type->consume(c, request(1, 0), up_done, &ups[1]); /* 5 samples: output 2 */
+    tc_up ups[2] = {{0}};
+    c->type->consume(c, request(0, 0), tc_up_done, &ups[0]); /* 5 samples: output 1 */
+    c->type->consume(c, request(1, 0), tc_up_done, &ups[1]); /* 5 samples: output 2 */
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(r.n_deferred, 2);
     CHECK_EQ_INT(ups[0].calls + ups[1].calls, 0); /* downstream has not answered yet */
@@ -500,16 +406,16 @@ static void test_status_propagation(void)
     CHECK_EQ_INT(ups[1].calls, 1);
     CHECK_EQ_INT(ups[0].st, PC_ERR_RETRYABLE);
     CHECK_EQ_INT(ups[1].st, PC_OK);
-    rec_clear(&r);
+    tc_rec_clear(&r);
 
     /* one failing merged request fails every request merged into it */
     r.defer = false;
     r.n_deferred = 0;
     r.answer = PC_ERR_RETRYABLE;
-    up more[3] = {{0}};
+    tc_up more[3] = {{0}};
     pc_component *c2 = make("timeout: 10ms\n", &loop, &r.base, NULL);
     for (int i = 0; i < 3; i++)
-        c2->type->consume(c2, request(i, 0), up_done, &more[i]);
+        c2->type->consume(c2, request(i, 0), tc_up_done, &more[i]);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(r.n, 1);
     for (int i = 0; i < 3; i++) {
@@ -517,14 +423,16 @@ static void test_status_propagation(void)
         CHECK_EQ_INT(more[i].st, PC_ERR_RETRYABLE);
     }
     /* the failure was once: the next flush succeeds */
-    up last = {0};
-    c2->type->consume(c2, request(5, 0), up_done, &last);
+    tc_up last = {0};
+    c2->type->consume(c2, request(5, 0), tc_up_done, &last);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(last.calls, 1);
     CHECK_EQ_INT(last.st, PC_OK);
-    rec_clear(&r);
-    shutdown_and_free(c, &loop);
-    shutdown_and_free(c2, &loop);
+    tc_rec_clear(&r);
+    tc_shutdown(c);
+    tc_free(c);
+    tc_shutdown(c2);
+    tc_free(c2);
     uv_loop_close(&loop);
 }
 
@@ -532,11 +440,12 @@ static void test_metadata_keys(void)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    rec r = {.base = {rec_consume, false}};
+    tc_rec r;
+    tc_rec_init(&r);
     pc_component *c = make("timeout: 20ms\nmetadata_keys: [X-Scope-OrgID]\n"
                            "metadata_cardinality_limit: 2\n",
                            &loop, &r.base, NULL);
-    up ups[7] = {{0}};
+    tc_up ups[7] = {{0}};
     totals in[2];
     memset(in, 0, sizeof in);
     for (int i = 0; i < 6; i++) {
@@ -544,30 +453,31 @@ static void test_metadata_keys(void)
         pc_batch_set_meta(b, "x-scope-orgid", i % 2 ? "tenant-b" : "tenant-a");
         pc_batch_set_meta(b, "x-request", "same");
         add_totals(b, &in[i % 2]);
-        c->type->consume(c, b, up_done, &ups[i]);
+        c->type->consume(c, b, tc_up_done, &ups[i]);
     }
     /* a third tenant is over the cardinality limit: refused, retryable later */
     pc_batch *b = request(7, 0);
     pc_batch_set_meta(b, "x-scope-orgid", "tenant-c");
-    c->type->consume(c, b, up_done, &ups[6]);
+    c->type->consume(c, b, tc_up_done, &ups[6]);
     CHECK_EQ_INT(ups[6].calls, 1);
     CHECK_EQ_INT(ups[6].st, PC_ERR_OVERLOAD);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(r.n, 2);
     for (size_t i = 0; i < r.n; i++) {
-        const char *t = pc_batch_get_meta(r.b[i], "x-scope-orgid");
+        const char *t = pc_batch_get_meta(r.got[i], "x-scope-orgid");
         CHECK(t != NULL);
         if (!t) continue;
         int k = strcmp(t, "tenant-b") == 0;
         totals out = {0};
-        add_totals(r.b[i], &out);
+        add_totals(r.got[i], &out);
         CHECK(same_totals(&in[k], &out));
-        CHECK_STR(pc_batch_get_meta(r.b[i], "x-request"), "same"); /* agreed by all inputs */
+        CHECK_STR(pc_batch_get_meta(r.got[i], "x-request"), "same"); /* agreed by all inputs */
     }
     for (int i = 0; i < 6; i++)
         CHECK_EQ_INT(ups[i].st, PC_OK);
-    rec_clear(&r);
-    shutdown_and_free(c, &loop);
+    tc_rec_clear(&r);
+    tc_shutdown(c);
+    tc_free(c);
     uv_loop_close(&loop);
 }
 
@@ -575,45 +485,40 @@ static void test_shutdown_flushes(void)
 {
     uv_loop_t loop;
     uv_loop_init(&loop);
-    rec r = {.base = {rec_consume, false}};
+    tc_rec r;
+    tc_rec_init(&r);
     pc_component *c = make("timeout: 1h\n", &loop, &r.base, NULL);
-    up ups[3] = {{0}};
+    tc_up ups[3] = {{0}};
     totals in = {0};
     for (int i = 0; i < 3; i++) {
         pc_batch *b = request(i, 0);
         add_totals(b, &in);
-        c->type->consume(c, b, up_done, &ups[i]);
+        c->type->consume(c, b, tc_up_done, &ups[i]);
     }
     uv_run(&loop, UV_RUN_NOWAIT);
     CHECK_EQ_INT(r.n, 0);
-    g_order = 0;
-    /* shutdown_and_free runs the loop: the timer is closed, so this returns without an hour */
+    tc_up_order = 0;
+    /* tc_shutdown runs the loop: the timer is closed, so this returns without an hour */
     uint64_t t0 = uv_now(&loop);
-    g_shut = 0;
-    c->type->shutdown(c, shut_done);
-    uv_run(&loop, UV_RUN_DEFAULT);
+    tc_shutdown(c);
     CHECK(uv_now(&loop) - t0 < 5000);
-    CHECK_EQ_INT(g_shut, 1);
     CHECK_EQ_INT(r.n, 1);
     if (r.n == 1) {
         totals out = {0};
-        add_totals(r.b[0], &out);
+        add_totals(r.got[0], &out);
         CHECK(same_totals(&in, &out));
     }
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(ups[i].calls, 1);
-    rec_clear(&r);
-    c->type->destroy(c);
-    pc_cfgtable_free(c->type->cfg, c->cfg);
-    free(c->cfg);
-    free(c->id);
-    free(c);
+    tc_rec_clear(&r);
+    tc_free(c);
     CHECK_EQ_INT(uv_loop_close(&loop), 0);
 
     /* shutdown without start, and without data */
     uv_loop_init(&loop);
     pc_component *c2 = make(NULL, &loop, &r.base, NULL);
-    shutdown_and_free(c2, &loop);
+    tc_shutdown(c2);
+    tc_free(c2);
     CHECK_EQ_INT(uv_loop_close(&loop), 0);
 }
 

@@ -4,35 +4,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "payload.h"
+#include "testcomp.h"
 #include "pdata/pdata.h"
 #include "pipeline/component.h"
 
 extern const pc_component_type pc_processor_filter;
-
-typedef struct rec {
-    pc_consumer base;
-    pc_batch *b;
-    int n;
-} rec;
-
-static void rec_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
-{
-    rec *r = (rec *)self;
-    pc_batch_unref(r->b);
-    r->b = b;
-    r->n++;
-    done(arg, PC_OK, NULL);
-}
-
-static int g_calls;
-static pc_status g_st;
-static void up_done(void *arg, pc_status st, const char *msg)
-{
-    (void)arg;
-    (void)msg;
-    g_calls++;
-    g_st = st;
-}
 
 /* Resources: checkout (cpu, alloc_space, alloc_objects; service.name in string-table form),
  * cart (cpu), auth-v2 with env=prod (cpu, alloc_space). */
@@ -67,71 +44,30 @@ static pc_batch *request(void)
         "\"functionTable\":[{},{\"nameStrindex\":9}],"
         "\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
         "\"stackTable\":[{},{\"locationIndices\":[1]}]}}";
-    pc_batch *b = NULL;
-    char err[256];
-    if (pc_batch_decode_json(json, strlen(json), &b, err, sizeof err)) {
-        fprintf(stderr, "decode: %s\n", err);
-        exit(1);
-    }
-    return b;
+    return decode_json_or_die(json);
 }
 
 static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, char *errmsg)
 {
-    const pc_component_type *t = &pc_processor_filter;
-    pc_cfg_err err = {{0}};
-    pc_node *root = pc_config_parse(yaml, strlen(yaml), "test.yaml", &err);
-    pc_component *c = calloc(1, sizeof *c);
-    c->type = t;
-    c->id = strdup("filter");
-    c->loop = loop;
-    c->next = next;
-    c->cfg = calloc(1, t->cfg_size);
-    int rc = !root || pc_cfgtable_apply(t->cfg, c->cfg, root, "processors::filter", &err) ||
-             t->validate(c->cfg, root, "processors::filter", &err) || t->create(c, &err);
-    pc_node_free(root);
-    if (rc) {
+    pc_cfg_err err;
+    pc_component *c = tc_new(&pc_processor_filter, "processors", yaml, loop, next, &err);
+    if (!c) {
         if (errmsg)
             snprintf(errmsg, 512, "%s", err.msg);
         else
             fprintf(stderr, "config: %s\n", err.msg);
-        pc_cfgtable_free(t->cfg, c->cfg);
-        free(c->cfg);
-        free(c->id);
-        free(c);
-        return NULL;
     }
     return c;
-}
-
-static void destroy(pc_component *c)
-{
-    c->type->destroy(c);
-    pc_cfgtable_free(c->type->cfg, c->cfg);
-    free(c->cfg);
-    free(c->id);
-    free(c);
 }
 
 /* Run the request through a filter; returns the output (NULL if nothing was passed on) and puts
  * "service/type,..." of what is left into desc. */
 static pc_batch *run(const char *yaml, pc_batch *in, char *desc)
 {
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    rec r = {.base = {rec_consume, false}};
-    pc_component *c = make(yaml, &loop, &r.base, NULL);
-    if (!c) exit(1);
-    g_calls = 0;
-    c->type->consume(c, in, up_done, NULL);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(g_calls, 1);
-    CHECK_EQ_INT(g_st, PC_OK);
-    destroy(c);
-    uv_loop_close(&loop);
+    pc_batch *out = tc_pass(&pc_processor_filter, "processors", yaml, in);
     desc[0] = 0;
-    if (!r.b) return NULL;
-    const pc_request *q = r.b->req;
+    if (!out) return NULL;
+    const pc_request *q = out->req;
     const pc_dictionary *d = q->dictionary;
     for (size_t i = 0; i < q->n_resource_profiles; i++) {
         const pc_resource_profiles *rp = q->resource_profiles[i];
@@ -147,7 +83,7 @@ static pc_batch *run(const char *yaml, pc_batch *in, char *desc)
             }
         }
     }
-    return r.b;
+    return out;
 }
 
 static void test_profile_types(void)
@@ -254,19 +190,14 @@ static void test_sample_attributes(void)
         "\"functionTable\":[{},{\"nameStrindex\":6}],"
         "\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
         "\"stackTable\":[{},{\"locationIndices\":[1]}]}}";
-    char desc[512], err[256];
-    pc_batch *in = NULL;
-    if (pc_batch_decode_json(json, strlen(json), &in, err, sizeof err)) {
-        fprintf(stderr, "decode: %s\n", err);
-        exit(1);
-    }
+    char desc[512];
+    pc_batch *in = decode_json_or_die(json);
     pc_batch *shared = pc_batch_ref(in);
     /* exclude: drop health checks and 5xx samples; the rest of the profile stays */
     pc_batch *out =
         run("exclude:\n  sample_attributes:\n    endpoint: /health\n", pc_batch_ref(in), desc);
     CHECK_STR(desc, "api/cpu");
-    const pc_profile *p =
-        out ? out->req->resource_profiles[0]->scope_profiles[0]->profiles[0] : NULL;
+    const pc_profile *p = out ? first_profile(out) : NULL;
     CHECK(p && p->n_samples == 3);
     if (p)
         CHECK_EQ_INT(p->samples[0]->values[0] + p->samples[1]->values[0] + p->samples[2]->values[0],
@@ -274,17 +205,17 @@ static void test_sample_attributes(void)
     pc_batch_unref(out);
     out = run("exclude:\n  sample_attributes:\n    http.status: \"5[0-9][0-9]\"\n",
               pc_batch_ref(in), desc);
-    p = out ? out->req->resource_profiles[0]->scope_profiles[0]->profiles[0] : NULL;
+    p = out ? first_profile(out) : NULL;
     CHECK(p && p->n_samples == 3);
     pc_batch_unref(out);
     /* include: only /api/... samples (string-table form) are kept */
     out =
         run("include:\n  sample_attributes:\n    endpoint: \"/api/.*\"\n", pc_batch_ref(in), desc);
-    p = out ? out->req->resource_profiles[0]->scope_profiles[0]->profiles[0] : NULL;
+    p = out ? first_profile(out) : NULL;
     CHECK(p && p->n_samples == 1 && p->samples[0]->values[0] == 2);
     pc_batch_unref(out);
     /* copy-on-write: the shared input is untouched */
-    CHECK_EQ_INT(shared->req->resource_profiles[0]->scope_profiles[0]->profiles[0]->n_samples, 4);
+    CHECK_EQ_INT(first_profile(shared)->n_samples, 4);
     pc_batch_unref(shared);
     pc_batch_unref(in);
 }

@@ -37,13 +37,7 @@ static const char *const input_json =
 
 static driver *make(const char *yaml)
 {
-    pc_cfg_err err;
-    driver *d = driver_new(&pc_processor_redaction, yaml, &err);
-    if (!d) {
-        fprintf(stderr, "config: %s\n", err.msg);
-        exit(1);
-    }
-    return d;
+    return driver_make(&pc_processor_redaction, yaml);
 }
 
 static const char *fn_name(pc_batch *b, size_t i)

@@ -53,12 +53,7 @@ static const char *str_attr(pc_batch *b, size_t ri, const char *key)
 
 static pc_batch *run_yaml(const char *yaml)
 {
-    pc_cfg_err err;
-    driver *d = driver_new(&pc_processor_resource, yaml, &err);
-    if (!d) {
-        fprintf(stderr, "config: %s\n", err.msg);
-        exit(1);
-    }
+    driver *d = driver_make(&pc_processor_resource, yaml);
     pc_batch *out = driver_run(d, batch_from_json(input_json));
     pc_batch_ref(out);
     driver_free(d);

@@ -53,13 +53,7 @@ static const uint8_t ZERO[16] = {0};
 
 static driver *make(const char *yaml)
 {
-    pc_cfg_err err;
-    driver *d = driver_new(&pc_processor_tracelink, yaml, &err);
-    if (!d) {
-        fprintf(stderr, "config: %s\n", err.msg);
-        exit(1);
-    }
-    return d;
+    return driver_make(&pc_processor_tracelink, yaml);
 }
 
 /* Does sample s link to (trace, span)? */
@@ -253,13 +247,13 @@ static void test_copy_on_write(void)
 static void test_shutdown_drains(void)
 {
     driver *d = make("");
-    d->c.type->consume(&d->c, batch_from_json(input_json), driver_done, d);
+    d->c.type->consume(&d->c, batch_from_json(input_json), tc_up_done, &d->up);
     d->c.type->shutdown(&d->c, driver_down);
     CHECK_EQ_INT(d->down, 0);
     uv_run(d->c.loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(d->down, 1);
     CHECK_EQ_INT(d->rec.n, 1);
-    CHECK_EQ_INT(d->done_calls, 1);
+    CHECK_EQ_INT(d->up.calls, 1);
     d->down = 0; /* driver_free shuts down once more: done at once when idle */
     driver_free(d);
 }
@@ -658,13 +652,14 @@ static void test_index_concurrent(void)
     const tspan spans[] = {{T1, S1, "GET /cart"}, {T2, S2, "SELECT"}, {T3, S3, "x"}};
     index_spans(traces, "checkout", spans, 3); /* then seen again, concurrently */
     for (int i = 0; i < 12; i++) {
-        traces->c.type->consume(&traces->c, traces_batch("checkout", spans, 3), driver_done,
-                                traces);
-        profiles->c.type->consume(&profiles->c, batch_from_json(span_json), driver_done, profiles);
+        traces->c.type->consume(&traces->c, traces_batch("checkout", spans, 3), tc_up_done,
+                                &traces->up);
+        profiles->c.type->consume(&profiles->c, batch_from_json(span_json), tc_up_done,
+                                  &profiles->up);
     }
     uv_run(uv_default_loop(), UV_RUN_DEFAULT);
-    CHECK_EQ_INT(traces->done_calls, 13);
-    CHECK_EQ_INT(profiles->done_calls, 12);
+    CHECK_EQ_INT(traces->up.calls, 13);
+    CHECK_EQ_INT(profiles->up.calls, 12);
     CHECK_EQ_INT(counter(traces, "spans_indexed"), 39);
     CHECK_EQ_INT(counter(profiles, "samples_filled"), 12 * 5);
     for (size_t i = 0; i < profiles->rec.n; i++)

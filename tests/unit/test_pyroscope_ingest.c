@@ -1,6 +1,7 @@
 /* Pyroscope /ingest parsing: name grammar, from/until, multipart, collapsed stacks,
  * sample_type_config. */
 #include "check.h"
+#include "payload.h"
 #include "pdata/pdata.h"
 #include "receivers/pyroscope/ingest.h"
 
@@ -112,25 +113,6 @@ static void test_multipart(void)
         pc_multipart_parse((const uint8_t *)"nothing", 7, "XyZ", parts, 4, err, sizeof err), -1);
 }
 
-static const pc_profile *only_profile(const pc_batch *b)
-{
-    return b->req->resource_profiles[0]->scope_profiles[0]->profiles[0];
-}
-
-/* Function names of a sample's stack, leaf first, joined by ';'. */
-static void stack_names(const pc_batch *b, const pc_sample *s, char *out, size_t n)
-{
-    const pc_dictionary *d = b->req->dictionary;
-    const pc_stack *st = d->stack_table[s->stack_index];
-    out[0] = 0;
-    for (size_t i = 0; i < st->n_location_indices; i++) {
-        const pc_location *l = d->location_table[st->location_indices[i]];
-        const pc_function *f = d->function_table[l->lines[0]->function_index];
-        if (i) strncat(out, ";", n - strlen(out) - 1);
-        strncat(out, pc_dict_str(d, f->name_strindex), n - strlen(out) - 1);
-    }
-}
-
 static void test_folded(void)
 {
     static const char text[] = "main;foo;bar 30\nmain;foo 20\r\nmain;baz 50\n\nno-count-line\n";
@@ -151,13 +133,13 @@ static void test_folded(void)
     const pc_resource *r = b->req->resource_profiles[0]->resource;
     CHECK_STR(pc_resource_attr_str(d, r, "service.name"), "myapp");
     CHECK_STR(pc_resource_attr_str(d, r, "env"), "prod");
-    const pc_profile *p = only_profile(b);
+    const pc_profile *p = first_profile(b);
     CHECK_STR(pc_dict_str(d, p->sample_type->type_strindex), "cpu");
     CHECK_STR(pc_dict_str(d, p->sample_type->unit_strindex), "nanoseconds");
     CHECK_EQ_INT(p->period, 10000000);
     CHECK_EQ_INT(p->n_samples, 3);
     char names[256];
-    stack_names(b, p->samples[0], names, sizeof names);
+    stack_names(b, p->samples[0]->stack_index, ";", names, sizeof names);
     CHECK_STR(names, "bar;foo;main");
     CHECK_EQ_INT(p->samples[0]->values[0], 30 * 10000000LL);
     CHECK_EQ_INT(p->samples[2]->values[0], 50 * 10000000LL);
@@ -171,7 +153,7 @@ static void test_folded(void)
     /* lines format: identical lines are separate samples of 1; memory type from the suffix */
     pc_folded_opts ol = {.app = "svc.alloc_space", .lines = 1};
     CHECK_EQ_INT(pc_folded_to_batch("a;b\na;b\n", 8, &ol, &b, &svc, err, sizeof err), 0);
-    p = only_profile(b);
+    p = first_profile(b);
     CHECK_EQ_INT(p->n_samples, 2);
     CHECK_EQ_INT(p->samples[0]->stack_index, p->samples[1]->stack_index);
     CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->unit_strindex), "bytes");
@@ -196,7 +178,7 @@ static void test_sample_type_config(void)
     static const char cfg[] =
         "{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\"}}";
     CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, cfg, sizeof cfg - 1, err, sizeof err), 0);
-    const pc_profile *p = only_profile(b);
+    const pc_profile *p = first_profile(b);
     CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->type_strindex), "block_count");
     CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, "[1]", 3, err, sizeof err), -1);
     free(svc);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "payload.h"
 #include "pdata/json.h"
 #include "pdata/pdata.h"
 
@@ -1247,39 +1248,27 @@ static void test_make_writable(void)
     }
 }
 
+/* b as the content of field `field`: tag, length, then what b held. */
+static void wrap_field(pc_buf *b, unsigned field)
+{
+    pc_buf w = {0};
+    pb_put_len(&w, field, b->data, b->len);
+    pc_buf_free(b);
+    *b = w;
+}
+
 /* Nested AnyValue arrays in a log body, depth levels of array_value. */
-static size_t put_varint(uint8_t *p, size_t v)
+static void nested_logs(pc_buf *out, int depth)
 {
-    size_t n = 0;
-    do {
-        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    return n;
-}
-
-/* Prepend tag and length to the content at buf[start..end): returns the new start. */
-static size_t wrap_field(uint8_t *buf, size_t start, size_t end, uint8_t tag)
-{
-    uint8_t hdr[12];
-    hdr[0] = tag;
-    size_t n = 1 + put_varint(hdr + 1, end - start);
-    memcpy(buf + start - n, hdr, n);
-    return start - n;
-}
-
-static void nested_logs(uint8_t *buf, size_t cap, int depth, size_t *start)
-{
-    size_t s = cap; /* innermost: an empty AnyValue */
+    out->len = 0; /* innermost: an empty AnyValue */
     for (int i = 0; i < depth; i++) {
-        s = wrap_field(buf, s, cap, 0x0a); /* ArrayValue.values */
-        s = wrap_field(buf, s, cap, 0x2a); /* AnyValue.array_value */
+        wrap_field(out, 1); /* ArrayValue.values */
+        wrap_field(out, 5); /* AnyValue.array_value */
     }
-    s = wrap_field(buf, s, cap, 0x2a); /* LogRecord.body */
-    s = wrap_field(buf, s, cap, 0x12); /* ScopeLogs.log_records */
-    s = wrap_field(buf, s, cap, 0x12); /* ResourceLogs.scope_logs */
-    s = wrap_field(buf, s, cap, 0x0a); /* request.resource_logs */
-    *start = s;
+    wrap_field(out, 5); /* LogRecord.body */
+    wrap_field(out, 2); /* ScopeLogs.log_records */
+    wrap_field(out, 2); /* ResourceLogs.scope_logs */
+    wrap_field(out, 1); /* request.resource_logs */
 }
 
 static void test_malformed_proto(void)
@@ -1300,14 +1289,12 @@ static void test_malformed_proto(void)
     CHECK_STR(pc_signal_infos[PC_SIGNAL_TRACES].request->short_name, "ExportTraceServiceRequest");
 
     /* a body nested past the limit is refused before protobuf-c recurses into it */
-    enum { CAP = 4096 };
-    uint8_t *buf = malloc(CAP);
-    size_t start;
-    nested_logs(buf, CAP, 40, &start);
-    decode_fails(PC_SIGNAL_LOGS, buf + start, CAP - start, false,
+    pc_buf buf = {0};
+    nested_logs(&buf, 40);
+    decode_fails(PC_SIGNAL_LOGS, buf.data, buf.len, false,
                  "cannot decode ExportLogsServiceRequest: nested too deeply");
-    nested_logs(buf, CAP, 10, &start);
-    pc_batch *b = decode_ok(PC_SIGNAL_LOGS, buf + start, CAP - start, false);
+    nested_logs(&buf, 10);
+    pc_batch *b = decode_ok(PC_SIGNAL_LOGS, buf.data, buf.len, false);
     if (b) {
         CHECK_EQ_INT(pc_batch_items(b), 1);
         const pc_anyvalue *v = ((const pc_logs_request *)b->msg)
@@ -1323,7 +1310,7 @@ static void test_malformed_proto(void)
         CHECK_EQ_INT(depth, 10);
     }
     pc_batch_unref(b);
-    free(buf);
+    pc_buf_free(&buf);
 }
 
 static void test_malformed_json(void)

@@ -20,16 +20,11 @@
 #include "net/tls.h"
 #include "pipeline/tls_config.h"
 #include "base/log.h"
+#include "testhttp.h"
+#include "testloop.h"
 
 static uv_loop_t *loop;
 static char dir[64];
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- certificates ---- */
 
@@ -150,58 +145,17 @@ static void remove_dir(void)
     rmdir(dir);
 }
 
-/* ---- loop helpers ---- */
-
-typedef struct waiter {
-    int (*pred)(void *);
-    void *arg;
-    double deadline;
-} waiter;
-
-static void wait_tick(uv_timer_t *t)
-{
-    waiter *w = t->data;
-    if (w->pred(w->arg) || now_ms() > w->deadline) uv_stop(t->loop);
-}
-
-static int wait_until(int (*pred)(void *), void *arg, unsigned ms)
-{
-    waiter w = {pred, arg, now_ms() + ms};
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    t.data = &w;
-    uv_timer_start(&t, wait_tick, 2, 2);
-    if (!pred(arg)) uv_run(loop, UV_RUN_DEFAULT);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return pred(arg);
-}
-
-static int flag_set(void *p)
-{
-    return atomic_load((atomic_int *)p) != 0;
-}
-
-static void set_flag(void *p)
-{
-    atomic_store((atomic_int *)p, 1);
-}
-
 /* ---- server and client ---- */
 
 typedef struct tsrv {
-    pc_http_server *s;
+    th_server h; /* first: handler gets it */
     pc_tls_ctx *ctx;
-    int port, n_reqs;
-    char peers[8][64];
 } tsrv;
 
-static void handler(pc_http_req *req, void *arg)
+static void handler(th_server *ts, pc_http_req *req)
 {
-    tsrv *ts = arg;
-    if (ts->n_reqs < 8) snprintf(ts->peers[ts->n_reqs], 64, "%s", req->peer);
-    ts->n_reqs++;
-    if (!strcmp(req->path, "/big")) { /* answer with the body, reversed in halves */
+    (void)ts;
+    if (!strcmp(req->path, "/big")) { /* answer with the body */
         pc_http_respond(req, 200, "application/octet-stream", req->body, req->body_len, NULL);
         return;
     }
@@ -220,45 +174,13 @@ static int srv_start(tsrv *ts, const pc_tls_server_cfg *cfg)
         fprintf(stderr, "ctx: %s\n", err);
         return -1;
     }
-    pc_http_server_opts o = {.host = "127.0.0.1", .log_id = "test-srv", .tls = ts->ctx};
-    ts->s = pc_http_server_new(loop, &o, handler, ts);
-    int rc = pc_http_server_start(ts->s, err, sizeof err);
-    CHECK_EQ_INT(rc, 0);
-    ts->port = pc_http_server_port(ts->s);
-    return rc;
+    return th_start(&ts->h, loop, (pc_http_server_opts){.tls = ts->ctx}, handler);
 }
 
 static void srv_stop(tsrv *ts)
 {
-    atomic_int done = 0;
-    pc_http_server_shutdown(ts->s, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 5000));
+    th_stop(&ts->h);
     pc_tls_ctx_free(ts->ctx);
-}
-
-typedef struct result {
-    atomic_int done;
-    int status, error;
-    char msg[512], body[512];
-    size_t body_len;
-    uint8_t *big;
-} result;
-
-static void on_resp(const pc_http_response *resp, void *arg)
-{
-    result *r = arg;
-    r->status = resp->status;
-    r->error = resp->error;
-    snprintf(r->msg, sizeof r->msg, "%s", resp->error_msg ? resp->error_msg : "");
-    r->body_len = resp->body_len;
-    size_t n = resp->body_len < sizeof r->body - 1 ? resp->body_len : sizeof r->body - 1;
-    memcpy(r->body, resp->body, n);
-    r->body[n] = 0;
-    if (resp->body_len > sizeof r->body) {
-        r->big = malloc(resp->body_len);
-        memcpy(r->big, resp->body, resp->body_len);
-    }
-    atomic_store(&r->done, 1);
 }
 
 typedef struct tcli {
@@ -282,18 +204,16 @@ static int cli_new(tcli *t, const char *host, int port, const pc_tls_client_cfg 
 
 static void cli_close(tcli *t)
 {
-    atomic_int done = 0;
-    pc_http_client_close(t->c, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 5000));
+    th_client_close(loop, t->c);
     pc_tls_ctx_free(t->ctx);
 }
 
-/* One GET; returns the result (status 0 and error set on failure). */
-static result get(tcli *t, const char *path)
+/* One GET; returns the th_result (status 0 and error set on failure). */
+static th_result get(tcli *t, const char *path)
 {
-    result r = {0};
-    pc_http_client_request(t->c, "GET", path, NULL, NULL, 0, 3000, on_resp, &r);
-    CHECK(wait_until(flag_set, &r.done, 5000));
+    th_result r = {0};
+    pc_http_client_request(t->c, "GET", path, NULL, NULL, 0, 3000, th_on_resp, &r);
+    CHECK(wait_until(loop, flag_set, &r.done, 5000));
     return r;
 }
 
@@ -375,24 +295,24 @@ static void test_roundtrip_keepalive_big(void)
     if (srv_start(&ts, &scfg)) return;
     tcli t;
     pc_tls_client_cfg ccfg = {.ca_file = (char *)path_of("ca.crt")};
-    if (cli_new(&t, "127.0.0.1", ts.port, &ccfg)) return;
-    result r1 = get(&t, "/one");
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &ccfg)) return;
+    th_result r1 = get(&t, "/one");
     CHECK_EQ_INT(r1.error, 0);
     CHECK_EQ_INT(r1.status, 200);
     CHECK_STR(r1.body, "GET /one len=0");
-    result r2 = get(&t, "/two");
+    th_result r2 = get(&t, "/two");
     CHECK_EQ_INT(r2.status, 200);
-    CHECK_EQ_INT(ts.n_reqs, 2);
-    CHECK_STR(ts.peers[0], ts.peers[1]); /* the TLS connection was reused */
+    CHECK_EQ_INT(ts.h.n, 2);
+    CHECK_STR(ts.h.recs[0].peer, ts.h.recs[1].peer); /* the TLS connection was reused */
 
     /* a 3 MiB body each way crosses many records and reads */
     size_t n = 3u << 20;
     uint8_t *body = malloc(n);
     for (size_t i = 0; i < n; i++)
         body[i] = (uint8_t)(i * 7 + i / 1000);
-    result r3 = {0};
-    pc_http_client_request(t.c, "POST", "/big", NULL, body, n, 10000, on_resp, &r3);
-    CHECK(wait_until(flag_set, &r3.done, 12000));
+    th_result r3 = {0};
+    pc_http_client_request(t.c, "POST", "/big", NULL, body, n, 10000, th_on_resp, &r3);
+    CHECK(wait_until(loop, flag_set, &r3.done, 12000));
     CHECK_EQ_INT(r3.status, 200);
     CHECK_EQ_INT(r3.body_len, n);
     CHECK(r3.big && memcmp(r3.big, body, n) == 0);
@@ -402,12 +322,12 @@ static void test_roundtrip_keepalive_big(void)
 
     /* "localhost" is in the certificate too; a name it does not have is refused */
     pc_tls_client_cfg named = {.ca_file = (char *)path_of("ca.crt")};
-    if (cli_new(&t, "localhost", ts.port, &named)) return;
+    if (cli_new(&t, "localhost", ts.h.port, &named)) return;
     CHECK_EQ_INT(get(&t, "/name").status, 200);
     cli_close(&t);
     named.server_name_override = "other.example";
-    if (cli_new(&t, "127.0.0.1", ts.port, &named)) return;
-    result r4 = get(&t, "/wrong-name");
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &named)) return;
+    th_result r4 = get(&t, "/wrong-name");
     CHECK_EQ_INT(r4.status, 0);
     CHECK_EQ_INT(r4.error, UV_EPROTO);
     CHECK_CONTAINS(r4.msg, "certificate verify failed");
@@ -423,39 +343,37 @@ static void test_untrusted_and_skip_verify(void)
     if (srv_start(&ts, &scfg)) return;
     tcli t;
     pc_tls_client_cfg other = {.ca_file = (char *)path_of("ca2.crt")};
-    if (cli_new(&t, "127.0.0.1", ts.port, &other)) return;
-    result r = get(&t, "/x");
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &other)) return;
+    th_result r = get(&t, "/x");
     CHECK_EQ_INT(r.status, 0);
     CHECK_EQ_INT(r.error, UV_EPROTO);
     char want[128];
     snprintf(want, sizeof want,
              "TLS handshake with 127.0.0.1:%d failed: certificate verify "
              "failed (unable to get local issuer certificate)",
-             ts.port);
+             ts.h.port);
     CHECK_CONTAINS(r.msg, want);
     cli_close(&t);
 
     pc_tls_client_cfg sys = {0}; /* the system store does not know our test CA */
-    if (cli_new(&t, "127.0.0.1", ts.port, &sys)) return;
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &sys)) return;
     CHECK_CONTAINS(get(&t, "/x").msg, "certificate verify failed");
     cli_close(&t);
 
     pc_tls_client_cfg skip = {.insecure_skip_verify = true};
-    if (cli_new(&t, "127.0.0.1", ts.port, &skip)) return;
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &skip)) return;
     CHECK_EQ_INT(get(&t, "/x").status, 200);
     cli_close(&t);
 
     /* a plain-text client gets an error quickly, not a hang */
-    pc_http_client_opts o = {.host = "127.0.0.1", .port = ts.port, .log_id = "plain"};
+    pc_http_client_opts o = {.host = "127.0.0.1", .port = ts.h.port, .log_id = "plain"};
     pc_http_client *plain = pc_http_client_new(loop, &o);
-    result rp = {0};
-    pc_http_client_request(plain, "GET", "/", NULL, NULL, 0, 3000, on_resp, &rp);
-    CHECK(wait_until(flag_set, &rp.done, 5000));
+    th_result rp = {0};
+    pc_http_client_request(plain, "GET", "/", NULL, NULL, 0, 3000, th_on_resp, &rp);
+    CHECK(wait_until(loop, flag_set, &rp.done, 5000));
     CHECK(rp.status == 0 || rp.status >= 400);
     CHECK(rp.error != UV_ETIMEDOUT);
-    atomic_int done = 0;
-    pc_http_client_close(plain, set_flag, &done);
-    CHECK(wait_until(flag_set, &done, 5000));
+    th_client_close(loop, plain);
     srv_stop(&ts);
 }
 
@@ -467,18 +385,18 @@ static void test_mutual_tls(void)
     if (srv_start(&ts, &scfg)) return;
     tcli t;
     pc_tls_client_cfg nocert = {.ca_file = (char *)path_of("ca.crt")};
-    if (cli_new(&t, "127.0.0.1", ts.port, &nocert)) return;
-    result r = get(&t, "/x");
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &nocert)) return;
+    th_result r = get(&t, "/x");
     CHECK_EQ_INT(r.status, 0);
     CHECK(r.error != 0);
-    CHECK_EQ_INT(ts.n_reqs, 0);
+    CHECK_EQ_INT(ts.h.n, 0);
     cli_close(&t);
 
     pc_tls_client_cfg withcert = {.ca_file = (char *)path_of("ca.crt"),
                                   .cert_file = (char *)path_of("cli.crt"),
                                   .key_file = (char *)path_of("cli.key")};
-    if (cli_new(&t, "127.0.0.1", ts.port, &withcert)) return;
-    result ok = get(&t, "/x");
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &withcert)) return;
+    th_result ok = get(&t, "/x");
     CHECK_EQ_INT(ok.error, 0);
     CHECK_EQ_INT(ok.status, 200);
     cli_close(&t);
@@ -504,7 +422,8 @@ static void test_reload(void)
     tcli a, b;
     pc_tls_client_cfg trust1 = {.ca_file = (char *)path_of("ca.crt")};
     pc_tls_client_cfg trust2 = {.ca_file = (char *)path_of("ca2.crt")};
-    if (cli_new(&a, "127.0.0.1", ts.port, &trust1) || cli_new(&b, "127.0.0.1", ts.port, &trust2))
+    if (cli_new(&a, "127.0.0.1", ts.h.port, &trust1) ||
+        cli_new(&b, "127.0.0.1", ts.h.port, &trust2))
         return;
     CHECK_EQ_INT(get(&a, "/before").status, 200);
     CHECK_EQ_INT(get(&b, "/before").status, 0);
@@ -521,7 +440,7 @@ static void test_reload(void)
     CHECK_EQ_INT(pc_tls_reload_all(), 1);
     CHECK_EQ_INT(hook_runs, 2);
     cli_close(&b);
-    if (cli_new(&b, "127.0.0.1", ts.port, &trust2)) return;
+    if (cli_new(&b, "127.0.0.1", ts.h.port, &trust2)) return;
     CHECK_EQ_INT(get(&b, "/still").status, 200);
     pc_tls_reload_hook_remove(&hook_runs);
     CHECK_EQ_INT(pc_tls_reload_all(), 1);
@@ -539,7 +458,7 @@ static void test_min_version(void)
     if (srv_start(&ts, &scfg)) return;
     tcli t;
     pc_tls_client_cfg c = {.ca_file = (char *)path_of("ca.crt"), .min_version = 1};
-    if (cli_new(&t, "127.0.0.1", ts.port, &c)) return;
+    if (cli_new(&t, "127.0.0.1", ts.h.port, &c)) return;
     CHECK_EQ_INT(get(&t, "/v13").status, 200);
     cli_close(&t);
     srv_stop(&ts);
@@ -574,14 +493,11 @@ static void test_auth_helpers(void)
 
 int main(void)
 {
-    signal(SIGPIPE, SIG_IGN);
-    pc_log_set_level(PC_LOG_ERROR);
+    uv_loop_t l;
+    loop = test_loop_open(&l);
     snprintf(dir, sizeof dir, "/tmp/profcol-tls-XXXXXX");
     if (!mkdtemp(dir)) return 1;
     make_certs();
-    uv_loop_t l;
-    uv_loop_init(&l);
-    loop = &l;
     RUN(test_server_ctx_errors);
     RUN(test_validate_paths);
     RUN(test_roundtrip_keepalive_big);
@@ -590,8 +506,7 @@ int main(void)
     RUN(test_reload);
     RUN(test_min_version);
     RUN(test_auth_helpers);
-    uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(uv_loop_close(loop), 0);
+    int rc = test_loop_close(loop);
     remove_dir();
-    return check_report();
+    return rc;
 }

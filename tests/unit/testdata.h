@@ -9,8 +9,9 @@
 #include <unistd.h>
 
 #include "pdata/pdata.h"
+#include "pdata/pprof.h"
 
-static const char *test_data_dir(void)
+static inline const char *test_data_dir(void)
 {
     static char dir[4096];
     if (dir[0]) return dir;
@@ -38,7 +39,7 @@ static const char *test_data_dir(void)
 }
 
 /* Append tests/data/<name> to out; -1 (with a message) when it cannot be read. */
-static int read_file(const char *name, pc_buf *out)
+static inline int read_file(const char *name, pc_buf *out)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s%s", test_data_dir(), name);
@@ -53,6 +54,19 @@ static int read_file(const char *name, pc_buf *out)
         pc_buf_append(out, buf, n);
     fclose(f);
     return 0;
+}
+
+/* Import the pprof tests/data/<name> into *b (a new batch, or appended to *b) with opts (NULL:
+ * none); pc_pprof_to_batch's result, -1 when the file cannot be read. */
+static inline int read_pprof_batch(const char *name, const pc_pprof_in_opts *opts, pc_batch **b)
+{
+    pc_buf data = {0};
+    if (read_file(name, &data)) return -1;
+    char err[256] = "";
+    int rc = pc_pprof_to_batch(data.data, data.len, opts, b, NULL, err, sizeof err);
+    if (rc) fprintf(stderr, "pprof %s: %s\n", name, err);
+    pc_buf_free(&data);
+    return rc;
 }
 
 #endif
