@@ -201,7 +201,7 @@ static pc_export_outcome outcome(pc_status st, int retry_after_s, const char *ms
 
 static void consume(driver *d)
 {
-    d->c.type->consume(&d->c, three_samples(), driver_done, d);
+    d->c.type->consume(&d->c, three_samples(), tc_up_done, &d->up);
 }
 
 /* A retryable answer is retried (Retry-After 0: at once); the second attempt's OK is what
@@ -213,8 +213,8 @@ static void test_retry_then_ok(void)
     fk.n_script = 1;
     consume(d);
     uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(d->done_calls, 1);
-    CHECK_EQ_INT(d->last, PC_OK);
+    CHECK_EQ_INT(d->up.calls, 1);
+    CHECK_EQ_INT(d->up.st, PC_OK);
     CHECK_EQ_INT(fk.attempts, 2);
     CHECK_EQ_INT(fk.encodes, 2);
     CHECK_EQ_INT(fk.encoded_off_loop, 2);
@@ -228,7 +228,7 @@ static char upstream_msg[256];
 static void msg_done(void *arg, pc_status st, const char *msg)
 {
     snprintf(upstream_msg, sizeof upstream_msg, "%s", msg ? msg : "(null)");
-    driver_done(arg, st, msg);
+    tc_up_done(arg, st, msg);
 }
 
 /* A permanent answer is not retried: upstream hears it with the message, the samples count as
@@ -238,10 +238,10 @@ static void test_permanent(void)
     driver *d = exporter_new(&fake_type, NO_QUEUE);
     fk.script[0] = outcome(PC_ERR_PERMANENT, -1, "backend answered HTTP 400: bad");
     fk.n_script = 1;
-    d->c.type->consume(&d->c, three_samples(), msg_done, d);
+    d->c.type->consume(&d->c, three_samples(), msg_done, &d->up);
     uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(d->done_calls, 1);
-    CHECK_EQ_INT(d->last, PC_ERR_PERMANENT);
+    CHECK_EQ_INT(d->up.calls, 1);
+    CHECK_EQ_INT(d->up.st, PC_ERR_PERMANENT);
     CHECK_STR(upstream_msg, "backend answered HTTP 400: bad");
     CHECK_EQ_INT(fk.attempts, 1);
     CHECK_EQ_INT(failed(d), 3);
@@ -260,11 +260,11 @@ static void test_queued(void)
     fk.script[1].rejected = 1;
     fk.n_script = 2;
     consume(d);
-    CHECK_EQ_INT(d->done_calls, 1); /* at once: queued */
-    CHECK_EQ_INT(d->last, PC_OK);
+    CHECK_EQ_INT(d->up.calls, 1); /* at once: queued */
+    CHECK_EQ_INT(d->up.st, PC_OK);
     CHECK_EQ_INT(fk.attempts, 0);
     uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(d->done_calls, 1);
+    CHECK_EQ_INT(d->up.calls, 1);
     CHECK_EQ_INT(fk.attempts, 2);
     CHECK_EQ_INT(sent(d), 3);
     driver_free(d);
@@ -294,8 +294,8 @@ static void test_sink(void)
     fk.n_script = 1;
     consume(d);
     uv_run(loop, UV_RUN_DEFAULT);
-    CHECK_EQ_INT(d->done_calls, 1);
-    CHECK_EQ_INT(d->last, PC_OK);
+    CHECK_EQ_INT(d->up.calls, 1);
+    CHECK_EQ_INT(d->up.st, PC_OK);
     CHECK_EQ_INT(fk.attempts, 1);
     CHECK_EQ_INT(failed(d), 3);
     CHECK_EQ_INT(sent(d), 0);
