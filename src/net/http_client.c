@@ -1,4 +1,5 @@
-/* The one HTTP/1.1 client (DESIGN §6): a keep-alive pool to one endpoint, on the loop thread.
+/* The one HTTP/1.1 client (ARCHITECTURE.md §6): a keep-alive pool to one endpoint, on the loop
+ * thread.
  *
  * A request waits in a FIFO queue until a pooled connection is idle or a new one may be opened,
  * then owns that connection until its response is complete. Each request has its own timer,

@@ -1,4 +1,4 @@
-/* The one HTTP/1.1 server (DESIGN §6): llhttp for parsing, on the connection core
+/* The one HTTP/1.1 server (ARCHITECTURE.md §6): llhttp for parsing, on the connection core
  * (net/conn_server.h) for sockets, TLS, limits and timeouts.
  *
  * A connection parses one request at a time. When a request is complete the parser pauses, the

@@ -1,4 +1,4 @@
-/* Component types (DESIGN §4): one static descriptor per type, listed in one table. */
+/* Component types (ARCHITECTURE.md §5): one static descriptor per type, listed in one table. */
 #ifndef PC_COMPONENT_H
 #define PC_COMPONENT_H
 
