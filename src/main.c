@@ -249,7 +249,8 @@ static int run(const pc_config_sources *src, int validate_only)
 {
     pc_node *root = load(src);
     if (!root) return 1;
-    /* payload work runs on libuv's pool: size it to the cores (DESIGN §3) unless the user did */
+    /* payload work runs on libuv's pool: size it to the cores (ARCHITECTURE.md §4) unless the user
+     * did */
     char threads[24];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(threads, sizeof threads, "%ld", ncpu < 2 ? 2 : ncpu);

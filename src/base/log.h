@@ -1,4 +1,4 @@
-/* One line per event, prefixed with the component id (DESIGN §7). */
+/* One line per event, prefixed with the component id (ARCHITECTURE.md §8). */
 #ifndef PC_BASE_LOG_H
 #define PC_BASE_LOG_H
 

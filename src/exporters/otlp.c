@@ -2,11 +2,12 @@
  * signal's pipelines, on HTTP/2, cleartext or TLS).
  * TLS by default, as the Collector's: host:port and https://host:port are TLS unless
  * `tls: {insecure: true}`; only http://host:port (or insecure) is plain text (h2c).
- * Queueing and retries are the shared sender's (pipeline/sender.c); this file sends one batch
- * once: encode, compress and frame on the thread pool, call with the shared HTTP/2 client, and
- * classify the gRPC status as the OTLP spec says: UNAVAILABLE, CANCELLED, DEADLINE_EXCEEDED,
- * ABORTED, OUT_OF_RANGE, DATA_LOSS and connection errors are retryable, and RESOURCE_EXHAUSTED
- * when the server sends RetryInfo (whose delay is honoured); everything else is permanent. */
+ * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle); this file
+ * encodes, compresses and frames a batch on the thread pool, calls with the shared HTTP/2
+ * client, and classifies the gRPC status as the OTLP spec says: UNAVAILABLE, CANCELLED,
+ * DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, DATA_LOSS and connection errors are retryable, and
+ * RESOURCE_EXHAUSTED when the server sends RetryInfo (whose delay is honoured); everything else is
+ * permanent. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "pipeline/tls_config.h"
 #include "net/url.h"
 #include "pipeline/component.h"
+#include "pipeline/exporter.h"
 #include "pipeline/service.h"
 #include "pipeline/sender.h"
 
@@ -56,7 +58,6 @@ static const pc_cfg_key otlp_exp_keys[] = {
 };
 
 typedef struct otlp_exp {
-    pc_component *c;
     char host[256];
     int port;
     char dropped_path[1024]; /* the endpoint's URL path, which gRPC has no use for */
@@ -65,19 +66,7 @@ typedef struct otlp_exp {
     pc_h2_client *client;
     pc_tls_ctx *tls_ctx;
     pc_auth *auth; /* NULL: no authenticator */
-    pc_sender *sender;
-    pc_shutdown_done shutdown_done;
 } otlp_exp;
-
-typedef struct send_job {
-    uv_work_t work;
-    otlp_exp *x;
-    const pc_batch *batch; /* borrowed from the sender until result is called */
-    pc_signal sig;
-    pc_buf body; /* one framed gRPC message */
-    pc_send_result result;
-    void *ctx;
-} send_job;
 
 /* ---- config ---- */
 
@@ -165,15 +154,14 @@ static void add_hdr(otlp_exp *x, const char *name, const char *value)
     x->hdrs[x->n_hdrs++] = (pc_h2_header){n, pc_xstrdup(value)};
 }
 
-static int otlp_exp_create(pc_component *c, pc_cfg_err *err)
+static int otlp_exp_create(pc_exporter *ex, pc_cfg_err *err)
 {
-    otlp_exp_cfg *cfg = c->cfg;
+    otlp_exp_cfg *cfg = ex->c->cfg;
     otlp_exp *x = pc_xcalloc(1, sizeof(*x));
     char e[256], ua[64], timeout[16];
     int scheme;
     (void)err;
-    x->c = c;
-    c->priv = x;
+    ex->priv = x;
     parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, &scheme, x->dropped_path,
                    sizeof x->dropped_path, e, sizeof e);
     snprintf(ua, sizeof ua, "profcol/%s", PROFCOL_VERSION);
@@ -191,11 +179,10 @@ static int otlp_exp_create(pc_component *c, pc_cfg_err *err)
 
 /* ---- sending ---- */
 
-static void otlp_exp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
-
-static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
+static int otlp_exp_start(pc_exporter *e, char *err, size_t errlen)
 {
-    otlp_exp *x = c->priv;
+    pc_component *c = e->c;
+    otlp_exp *x = e->priv;
     otlp_exp_cfg *cfg = c->cfg;
     pc_h2_client_opts o = {.host = x->host,
                            .port = x->port,
@@ -220,8 +207,6 @@ static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
     if (cfg->authenticator &&
         !(x->auth = pc_service_authenticator(c->host, cfg->authenticator, false, err, errlen)))
         return -1;
-    x->sender = pc_sender_new(c, &cfg->sender, otlp_exp_send, err, errlen);
-    if (!x->sender) return -1;
     PC_INFO(c->id, "sending OTLP/gRPC to %s:%d (%s%s)", x->host, x->port,
             x->tls_ctx          ? "TLS"
             : cfg->tls.insecure ? "h2c: tls::insecure"
@@ -230,27 +215,20 @@ static int otlp_exp_start(pc_component *c, char *err, size_t errlen)
     return 0;
 }
 
-static void encode_work(uv_work_t *w)
+/* One framed gRPC message in r->body. */
+static void otlp_exp_encode(pc_export_req *r)
 {
-    send_job *j = w->data;
-    otlp_exp_cfg *cfg = j->x->c->cfg;
+    otlp_exp_cfg *cfg = r->e->c->cfg;
     pc_buf raw = {0}, z = {0};
-    pc_batch_encode_proto(j->batch, &raw);
+    pc_batch_encode_proto(r->batch, &raw);
     if (cfg->compression == 0) {
         pc_gzip_deflate(raw.data, raw.len, PC_GZIP_DEFAULT_LEVEL, &z);
-        pc_grpc_frame(z.data, z.len, true, &j->body);
+        pc_grpc_frame(z.data, z.len, true, &r->body);
     } else {
-        pc_grpc_frame(raw.data, raw.len, false, &j->body);
+        pc_grpc_frame(raw.data, raw.len, false, &r->body);
     }
     pc_buf_free(&raw);
     pc_buf_free(&z);
-}
-
-static void finish(send_job *j, pc_status st, int retry_after_s, const char *msg)
-{
-    j->result(j->ctx, st, retry_after_s, msg);
-    pc_buf_free(&j->body);
-    free(j);
 }
 
 static const char *find(const pc_h2_header *h, size_t n, const char *name)
@@ -267,8 +245,8 @@ static const char *status_field(const pc_h2_response *r, const char *name)
     return v ? v : find(r->headers, r->n_headers, name);
 }
 
-/* OK may carry a partial success: log it, the data was still delivered as far as it goes. */
-static void log_partial_success(otlp_exp *x, pc_signal sig, const pc_h2_response *r)
+/* OK may carry a partial success (the core logs it). */
+static void partial_success(pc_export_outcome *o, pc_signal sig, const pc_h2_response *r)
 {
     const uint8_t *msg;
     size_t len;
@@ -284,24 +262,19 @@ static void log_partial_success(otlp_exp *x, pc_signal sig, const pc_h2_response
         msg = plain.data;
         len = plain.len;
     }
-    int64_t rejected;
-    char why[256];
-    if (pc_partial_success_parse(sig, msg, len, false, &rejected, why, sizeof why))
-        PC_WARN(x->c->id, "partial success: backend rejected %lld %s: %s", (long long)rejected,
-                sig == PC_SIGNAL_PROFILES ? "profile(s)" : pc_signal_infos[sig].items, why);
+    pc_export_outcome_partial(o, sig, msg, len, false);
     pc_buf_free(&plain);
 }
 
-static void on_response(const pc_h2_response *r, void *arg)
+/* The gRPC status of an answer as a send outcome. */
+static void grpc_outcome(const otlp_exp *x, pc_signal sig, const pc_h2_response *r,
+                         pc_export_outcome *o)
 {
-    send_job *j = arg;
-    otlp_exp *x = j->x;
-    char msg[512];
     if (r->error) {
-        snprintf(msg, sizeof msg, "gRPC call to %s:%d failed: %s", x->host, x->port,
-                 r->error_msg ? r->error_msg : uv_strerror(r->error));
         /* an oversized response must not be retried (OTLP spec); every other failure may be */
-        finish(j, r->error == UV_E2BIG ? PC_ERR_PERMANENT : PC_ERR_RETRYABLE, -1, msg);
+        pc_export_outcome_set(o, r->error == UV_E2BIG ? PC_ERR_PERMANENT : PC_ERR_RETRYABLE,
+                              "gRPC call to %s:%d failed: %s", x->host, x->port,
+                              r->error_msg ? r->error_msg : uv_strerror(r->error));
         return;
     }
     const char *gs = status_field(r, "grpc-status");
@@ -314,17 +287,17 @@ static void on_response(const pc_h2_response *r, void *arg)
     else
         code = PC_GRPC_INTERNAL; /* a 200 without grpc-status is a broken response */
     if (code == PC_GRPC_OK) {
-        log_partial_success(x, j->sig, r);
-        finish(j, PC_OK, -1, NULL);
+        *o = PC_EXPORT_OK;
+        partial_success(o, sig, r);
         return;
     }
     const char *gm = status_field(r, "grpc-message");
     char *text = pc_grpc_message_decode(gm ? gm : "");
     for (char *p = text; *p; p++)
         if ((unsigned char)*p < 0x20) *p = ' ';
-    snprintf(msg, sizeof msg, "backend answered gRPC %s%s%s%s", pc_grpc_code_name(code),
-             gs ? "" : " (no grpc-status", gs ? "" : ")", *text ? ": " : "");
-    snprintf(msg + strlen(msg), sizeof msg - strlen(msg), "%.300s", text);
+    pc_export_outcome_set(o, PC_ERR_PERMANENT, "backend answered gRPC %s%s%s%s%.300s",
+                          pc_grpc_code_name(code), gs ? "" : " (no grpc-status", gs ? "" : ")",
+                          *text ? ": " : "", text);
     free(text);
     const char *details = status_field(r, "grpc-status-details-bin");
     int64_t delay_ms = details ? pc_grpc_status_details_retry_delay(details) : -1;
@@ -335,16 +308,27 @@ static void on_response(const pc_h2_response *r, void *arg)
     case PC_GRPC_ABORTED:
     case PC_GRPC_OUT_OF_RANGE:
     case PC_GRPC_UNAVAILABLE:
-    case PC_GRPC_DATA_LOSS: finish(j, PC_ERR_RETRYABLE, retry_after, msg); return;
+    case PC_GRPC_DATA_LOSS:
+        o->st = PC_ERR_RETRYABLE;
+        o->retry_after_s = retry_after;
+        return;
     case PC_GRPC_RESOURCE_EXHAUSTED:
         /* retryable only when the server says recovery is possible (RetryInfo), per OTLP */
-        if (delay_ms >= 0)
-            finish(j, PC_ERR_OVERLOAD, retry_after, msg);
-        else
-            finish(j, PC_ERR_PERMANENT, -1, msg);
+        if (delay_ms >= 0) {
+            o->st = PC_ERR_OVERLOAD;
+            o->retry_after_s = retry_after;
+        }
         return;
-    default: finish(j, PC_ERR_PERMANENT, -1, msg); return;
+    default: return; /* permanent */
     }
+}
+
+static void on_response(const pc_h2_response *resp, void *arg)
+{
+    pc_export_req *r = arg;
+    pc_export_outcome o;
+    grpc_outcome(r->e->priv, r->sig, resp, &o);
+    pc_export_done(r, &o);
 }
 
 /* The exporter's metadata plus the authenticator's "Name: value\r\n" lines (parsed in place in
@@ -373,13 +357,10 @@ static pc_h2_header *auth_metadata(const otlp_exp *x, pc_buf *lines, size_t *n)
     return h;
 }
 
-static void encode_done(uv_work_t *w, int status)
+static void otlp_exp_send(pc_export_req *r)
 {
-    send_job *j = w->data;
-    otlp_exp *x = j->x;
-    otlp_exp_cfg *cfg = x->c->cfg;
-    (void)status;
-    j->batch = NULL;
+    otlp_exp *x = r->e->priv;
+    otlp_exp_cfg *cfg = r->e->c->cfg;
     pc_buf lines = {0};
     pc_h2_header *hdrs = x->hdrs;
     size_t n = x->n_hdrs;
@@ -387,69 +368,30 @@ static void encode_done(uv_work_t *w, int status)
         pc_auth_headers(x->auth, &lines);
         hdrs = auth_metadata(x, &lines, &n);
     }
-    pc_h2_client_request(x->client, "POST", pc_signal_infos[j->sig].grpc_path, hdrs, n,
-                         j->body.data, j->body.len, (unsigned)cfg->timeout_ms, on_response, j);
+    pc_h2_client_request(x->client, "POST", pc_signal_infos[r->sig].grpc_path, hdrs, n,
+                         r->body.data, r->body.len, (unsigned)cfg->timeout_ms, on_response, r);
     if (hdrs != x->hdrs) free(hdrs);
     pc_buf_free(&lines);
-    pc_buf_free(&j->body); /* the client copied it */
-}
-
-/* The sender's send function: one attempt. */
-static void otlp_exp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
-{
-    send_job *j = pc_xcalloc(1, sizeof(*j));
-    j->x = c->priv;
-    j->batch = b;
-    j->sig = b->signal;
-    j->result = result;
-    j->ctx = ctx;
-    j->work.data = j;
-    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
-}
-
-static void otlp_exp_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
-{
-    otlp_exp *x = c->priv;
-    pc_sender_consume(x->sender, b, done, arg);
+    pc_buf_free(&r->body); /* the client copied it */
 }
 
 /* ---- shutdown ---- */
 
-static void client_closed(void *arg)
+static void otlp_exp_close(pc_exporter *e)
 {
-    pc_component *c = arg;
-    otlp_exp *x = c->priv;
-    x->shutdown_done(c);
-}
-
-static void sender_drained(void *arg)
-{
-    pc_component *c = arg;
-    otlp_exp *x = c->priv;
+    otlp_exp *x = e->priv;
     pc_h2_client *cl = x->client;
     x->client = NULL;
-    pc_h2_client_close(cl, client_closed, c);
-}
-
-static void otlp_exp_shutdown(pc_component *c, pc_shutdown_done done)
-{
-    otlp_exp *x = c->priv;
-    x->shutdown_done = done;
-    if (!x->client) {
-        done(c);
-        return;
-    }
-    if (x->sender)
-        pc_sender_shutdown(x->sender, sender_drained, c);
+    if (cl)
+        pc_h2_client_close(cl, pc_exporter_closed, e);
     else
-        sender_drained(c);
+        pc_exporter_closed(e);
 }
 
-static void otlp_exp_destroy(pc_component *c)
+static void otlp_exp_destroy(pc_exporter *e)
 {
-    otlp_exp *x = c->priv;
+    otlp_exp *x = e->priv;
     if (!x) return;
-    pc_sender_free(x->sender);
     pc_tls_ctx_free(x->tls_ctx);
     for (size_t i = 0; i < x->n_hdrs; i++) {
         free((char *)x->hdrs[i].name);
@@ -458,6 +400,16 @@ static void otlp_exp_destroy(pc_component *c)
     free(x->hdrs);
     free(x);
 }
+
+static const pc_exporter_def otlp_exp_def = {
+    .sender_cfg = offsetof(otlp_exp_cfg, sender),
+    .create = otlp_exp_create,
+    .start = otlp_exp_start,
+    .encode = otlp_exp_encode,
+    .send = otlp_exp_send,
+    .close = otlp_exp_close,
+    .destroy = otlp_exp_destroy,
+};
 
 const pc_component_type pc_exporter_otlp = {
     .name = "otlp",
@@ -468,10 +420,6 @@ const pc_component_type pc_exporter_otlp = {
     .cfg_size = sizeof(otlp_exp_cfg),
     .cfg = otlp_exp_keys,
     .validate = otlp_exp_validate,
-    .create = otlp_exp_create,
-    .start = otlp_exp_start,
-    .consume = otlp_exp_consume,
-    .shutdown = otlp_exp_shutdown,
-    .destroy = otlp_exp_destroy,
+    PC_EXPORTER_CORE(&otlp_exp_def),
     .signals = PC_SIGNALS_ALL,
 };

@@ -1,8 +1,8 @@
 /* Exporter "otlphttp": OTLP/HTTP for every signal, to endpoint + the signal's path
  * (/v1development/profiles, /v1/traces, /v1/metrics, /v1/logs) or to <signal>_endpoint as is.
- * Queueing and retries are the shared sender's (pipeline/sender.c); this file sends one batch
- * once: encode and compress on the thread pool, POST with the shared HTTP client, and classify
- * the answer as the OTLP/HTTP spec says (429/502/503/504 and network errors are retryable). */
+ * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle); this file
+ * encodes and compresses a batch on the thread pool, POSTs it with the shared HTTP client, and
+ * reads the answer as the OTLP/HTTP spec says (pipeline/exporter_http.h), partial success too. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -14,9 +14,9 @@
 #include "pipeline/tls_config.h"
 #include "net/url.h"
 #include "pipeline/component.h"
+#include "pipeline/exporter.h"
 #include "pipeline/exporter_http.h"
 #include "pipeline/sender.h"
-#include "pipeline/telemetry.h"
 
 typedef struct otlphttp_cfg {
     char *endpoint;
@@ -78,24 +78,11 @@ typedef struct target {
 } target;
 
 typedef struct otlphttp {
-    pc_component *c;
     target t[PC_SIGNAL_COUNT];
     char *headers; /* preformatted "Name: value\r\n" lines */
     pc_auth *auth; /* NULL: no authenticator */
-    pc_sender *sender;
-    int closing; /* clients still closing at shutdown */
-    pc_shutdown_done shutdown_done;
+    int closing;   /* clients still closing at shutdown */
 } otlphttp;
-
-typedef struct send_job {
-    uv_work_t work;
-    otlphttp *x;
-    const pc_batch *batch; /* borrowed from the sender until result is called */
-    target *t;
-    pc_buf body;
-    pc_send_result result;
-    void *ctx;
-} send_job;
 
 static int header_ok(const char *s)
 {
@@ -151,14 +138,13 @@ static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, 
     return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
-static int otlphttp_create(pc_component *c, pc_cfg_err *err)
+static int otlphttp_create(pc_exporter *ex, pc_cfg_err *err)
 {
-    otlphttp_cfg *cfg = c->cfg;
+    otlphttp_cfg *cfg = ex->c->cfg;
     otlphttp *x = pc_xcalloc(1, sizeof(*x));
     char e[256];
     (void)err;
-    x->c = c;
-    c->priv = x;
+    ex->priv = x;
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         target *t = &x->t[sig];
         if (cfg->signal_endpoint[sig] && *cfg->signal_endpoint[sig]) {
@@ -183,11 +169,9 @@ static int otlphttp_create(pc_component *c, pc_cfg_err *err)
     return 0;
 }
 
-static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
-
 static int otlphttp_check_signal(const pc_component *c, pc_signal sig, char *err, size_t errlen)
 {
-    const otlphttp *x = c->priv;
+    const otlphttp *x = pc_exporter_of(c)->priv;
     if (x->t[sig].set) return 0;
     snprintf(err, errlen, "no endpoint for %s (set endpoint or %s)", pc_signal_infos[sig].name,
              pc_signal_infos[sig].endpoint_key);
@@ -199,9 +183,10 @@ static bool same_origin(const pc_url *a, const pc_url *b)
     return !strcmp(a->scheme, b->scheme) && !strcmp(a->host, b->host) && a->port == b->port;
 }
 
-static int otlphttp_start(pc_component *c, char *err, size_t errlen)
+static int otlphttp_start(pc_exporter *e, char *err, size_t errlen)
 {
-    otlphttp *x = c->priv;
+    pc_component *c = e->c;
+    otlphttp *x = e->priv;
     otlphttp_cfg *cfg = c->cfg;
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         target *t = &x->t[sig];
@@ -219,8 +204,6 @@ static int otlphttp_start(pc_component *c, char *err, size_t errlen)
         t->owner = true;
         x->auth = auth;
     }
-    x->sender = pc_sender_new(c, &cfg->sender, otlphttp_send, err, errlen);
-    if (!x->sender) return -1;
     const target *t = x->t[PC_SIGNAL_PROFILES].set ? &x->t[PC_SIGNAL_PROFILES] : NULL;
     for (int sig = 0; sig < PC_SIGNAL_COUNT && !t; sig++)
         if (x->t[sig].set) t = &x->t[sig];
@@ -229,156 +212,94 @@ static int otlphttp_start(pc_component *c, char *err, size_t errlen)
     return 0;
 }
 
-static void encode_work(uv_work_t *w)
+static void otlphttp_encode(pc_export_req *r)
 {
-    send_job *j = w->data;
-    otlphttp_cfg *cfg = j->x->c->cfg;
+    otlphttp_cfg *cfg = r->e->c->cfg;
     pc_buf raw = {0};
     if (cfg->encoding)
-        pc_batch_encode_json(j->batch, &raw);
+        pc_batch_encode_json(r->batch, &raw);
     else
-        pc_batch_encode_proto(j->batch, &raw);
+        pc_batch_encode_proto(r->batch, &raw);
     if (cfg->compression == 0) {
-        pc_gzip_deflate(raw.data, raw.len, (int)cfg->compression_level, &j->body);
+        pc_gzip_deflate(raw.data, raw.len, (int)cfg->compression_level, &r->body);
         pc_buf_free(&raw);
     } else {
-        j->body = raw;
+        r->body = raw;
     }
 }
 
-static void finish(send_job *j, pc_status st, int retry_after_s, const char *msg)
+static void on_response(const pc_http_response *resp, void *arg)
 {
-    j->result(j->ctx, st, retry_after_s, msg);
-    pc_buf_free(&j->body);
-    free(j);
+    pc_export_req *r = arg;
+    const otlphttp *x = r->e->priv;
+    pc_export_outcome o;
+    pc_exporter_http_outcome(resp, &x->t[r->sig].url, &o);
+    if (o.st == PC_OK) /* 2xx may carry a partial success */
+        pc_export_outcome_partial(&o, r->sig, resp->body, resp->body_len,
+                                  resp->content_type && strstr(resp->content_type, "json"));
+    pc_export_done(r, &o);
 }
 
-/* 2xx may carry a partial success: log it, the data was still delivered as far as it goes. */
-static void log_partial_success(otlphttp *x, pc_signal sig, const pc_http_response *r)
+/* x->t[r->sig] is set: otlphttp_check_signal saw to it. */
+static void otlphttp_send(pc_export_req *r)
 {
-    if (!r->body_len) return;
-    int64_t rejected;
-    char why[256];
-    bool json = r->content_type && strstr(r->content_type, "json");
-    if (pc_partial_success_parse(sig, r->body, r->body_len, json, &rejected, why, sizeof why))
-        PC_WARN(x->c->id, "partial success: backend rejected %lld %s: %s", (long long)rejected,
-                sig == PC_SIGNAL_PROFILES ? "profile(s)" : pc_signal_infos[sig].items, why);
-}
-
-static void on_response(const pc_http_response *r, void *arg)
-{
-    send_job *j = arg;
-    otlphttp *x = j->x;
-    char msg[512];
-    if (r->error) {
-        snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", j->t->url.host, j->t->url.port,
-                 r->error_msg ? r->error_msg : uv_strerror(r->error));
-        finish(j, PC_ERR_RETRYABLE, -1, msg);
-        return;
-    }
-    if (r->status >= 200 && r->status < 300) {
-        log_partial_success(x, (pc_signal)(j->t - x->t), r);
-        finish(j, PC_OK, -1, NULL);
-        return;
-    }
-    int retryable = r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
-    snprintf(msg, sizeof msg, "backend answered HTTP %d%s%.*s", r->status, r->body_len ? ": " : "",
-             (int)(r->body_len > 200 ? 200 : r->body_len), r->body ? (const char *)r->body : "");
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20) *p = ' ';
-    if (retryable)
-        finish(j, r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE, r->retry_after_s, msg);
-    else
-        finish(j, PC_ERR_PERMANENT, -1, msg);
-}
-
-static void encode_done(uv_work_t *w, int status)
-{
-    send_job *j = w->data;
-    otlphttp *x = j->x;
-    otlphttp_cfg *cfg = x->c->cfg;
-    (void)status;
-    j->batch = NULL;
+    otlphttp *x = r->e->priv;
+    otlphttp_cfg *cfg = r->e->c->cfg;
+    const target *t = &x->t[r->sig];
     pc_buf h = {0};
     if (x->auth) { /* per request: a token file may have been reloaded */
         pc_buf_printf(&h, "%s", x->headers);
         pc_auth_headers(x->auth, &h);
     }
-    pc_http_client_request(j->t->client, "POST", j->t->url.path,
-                           x->auth ? (char *)h.data : x->headers, j->body.data, j->body.len,
-                           (unsigned)cfg->timeout_ms, on_response, j);
+    pc_http_client_request(t->client, "POST", t->url.path, x->auth ? (char *)h.data : x->headers,
+                           r->body.data, r->body.len, (unsigned)cfg->timeout_ms, on_response, r);
     pc_buf_free(&h);
-}
-
-/* The sender's send function: one attempt. */
-static void otlphttp_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
-{
-    otlphttp *x = c->priv; /* x->t[b->signal] is set: otlphttp_check_signal saw to it */
-    send_job *j = pc_xcalloc(1, sizeof(*j));
-    j->x = x;
-    j->t = &x->t[b->signal];
-    j->batch = b;
-    j->result = result;
-    j->ctx = ctx;
-    j->work.data = j;
-    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
-}
-
-static void otlphttp_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
-{
-    otlphttp *x = c->priv;
-    pc_sender_consume(x->sender, b, done, arg);
 }
 
 static void client_closed(void *arg)
 {
-    pc_component *c = arg;
-    otlphttp *x = c->priv;
-    if (--x->closing == 0) x->shutdown_done(c);
+    pc_exporter *e = arg;
+    otlphttp *x = e->priv;
+    if (--x->closing == 0) pc_exporter_closed(e);
 }
 
-static void sender_drained(void *arg)
+static void otlphttp_close(pc_exporter *e)
 {
-    pc_component *c = arg;
-    otlphttp *x = c->priv;
+    otlphttp *x = e->priv;
     pc_http_client *owned[PC_SIGNAL_COUNT];
     int n = 0;
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         if (x->t[sig].owner && x->t[sig].client) owned[n++] = x->t[sig].client;
         x->t[sig].client = NULL;
     }
-    x->closing = n; /* counted before any close: one may complete synchronously */
-    for (int i = 0; i < n; i++)
-        pc_http_client_close(owned[i], client_closed, c);
-}
-
-static void otlphttp_shutdown(pc_component *c, pc_shutdown_done done)
-{
-    otlphttp *x = c->priv;
-    x->shutdown_done = done;
-    bool open = false;
-    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
-        open |= x->t[sig].owner && x->t[sig].client;
-    if (!open) {
-        done(c);
+    if (!n) {
+        pc_exporter_closed(e);
         return;
     }
-    if (x->sender)
-        pc_sender_shutdown(x->sender, sender_drained, c);
-    else
-        sender_drained(c);
+    x->closing = n; /* counted before any close: one may complete synchronously */
+    for (int i = 0; i < n; i++)
+        pc_http_client_close(owned[i], client_closed, e);
 }
 
-static void otlphttp_destroy(pc_component *c)
+static void otlphttp_destroy(pc_exporter *e)
 {
-    otlphttp *x = c->priv;
+    otlphttp *x = e->priv;
     if (!x) return;
-    pc_sender_free(x->sender);
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
         if (x->t[sig].owner) pc_tls_ctx_free(x->t[sig].tls);
     free(x->headers);
     free(x);
 }
+
+static const pc_exporter_def otlphttp_def = {
+    .sender_cfg = offsetof(otlphttp_cfg, sender),
+    .create = otlphttp_create,
+    .start = otlphttp_start,
+    .encode = otlphttp_encode,
+    .send = otlphttp_send,
+    .close = otlphttp_close,
+    .destroy = otlphttp_destroy,
+};
 
 const pc_component_type pc_exporter_otlphttp = {
     .name = "otlphttp",
@@ -388,11 +309,7 @@ const pc_component_type pc_exporter_otlphttp = {
     .cfg_size = sizeof(otlphttp_cfg),
     .cfg = otlphttp_keys,
     .validate = otlphttp_validate,
-    .create = otlphttp_create,
-    .start = otlphttp_start,
-    .consume = otlphttp_consume,
-    .shutdown = otlphttp_shutdown,
-    .destroy = otlphttp_destroy,
+    PC_EXPORTER_CORE(&otlphttp_def),
     .signals = PC_SIGNALS_ALL,
     .check_signal = otlphttp_check_signal,
 };

@@ -12,8 +12,9 @@
  * ingest: one request per pprof: name=service{k=v,...} (§1.3, no escaping, so ',' and '}' in
  * values become '_'), from/until in unix seconds, format=pprof, the gzip pprof as the body.
  *
- * Translation and encoding run on the thread pool; HTTP on the loop thread. Until the sending
- * queue exists, consume completes when the backend has answered (every request, for ingest). */
+ * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle). Translation
+ * and encoding run on the thread pool; HTTP on the loop thread. One attempt is answered once
+ * every request of it has been (for ingest, the worst answer counts). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "net/url.h"
 #include "pdata/pprof.h"
 #include "pipeline/component.h"
+#include "pipeline/exporter.h"
 #include "pipeline/exporter_http.h"
 #include "pipeline/sender.h"
 #include "pyroscope_push.pb-c.h"
@@ -100,17 +102,13 @@ typedef struct cut_stats {
 } cut_stats;
 
 typedef struct pyro {
-    pc_component *c;
     pc_url url;
     char *base_path; /* url.path + "/ingest" or "/push.v1.PusherService/Push" */
     char *headers;   /* preformatted "Name: value\r\n" lines, without the tenant */
     pc_tls_ctx *tls; /* NULL: plain text */
     pc_auth *auth;   /* NULL: no authenticator */
     pc_http_client *client;
-    pc_shutdown_done shutdown_done;
-    pc_shutdown_done closed_done;
     uint64_t requests;
-    pc_sender *sender;
     cut_stats cuts_total;   /* since start */
     cut_stats cuts_pending; /* since the last log line */
     uint64_t last_cut_log_ms;
@@ -127,23 +125,17 @@ typedef struct send_req {
     size_t samples;
 } send_req;
 
+/* One attempt: every request of one batch. */
 struct send_job {
-    uv_work_t work;
-    pyro *x;
-    const pc_batch *batch; /* borrowed from the sender until result is called */
-    char *headers;         /* x->headers + tenant */
-    size_t samples;
-    pc_send_result result;
-    void *ctx;
-    int retry_after_s; /* the longest Retry-After among the answers, -1 if none */
+    pc_export_req r;
+    char *headers; /* x->headers + tenant */
     /* filled by the worker */
     send_req **reqs;
     size_t n_reqs, cap_reqs;
     cut_stats cuts;
     /* completion */
     size_t pending;
-    pc_status st;
-    char msg[512];
+    pc_export_outcome outcome; /* the worst answer so far, the longest Retry-After */
 };
 
 /* ---- config ---- */
@@ -266,14 +258,13 @@ static char *base64(const char *in)
     return out;
 }
 
-static int pyro_create(pc_component *c, pc_cfg_err *err)
+static int pyro_create(pc_exporter *ex, pc_cfg_err *err)
 {
-    pyro_cfg *cfg = c->cfg;
+    pyro_cfg *cfg = ex->c->cfg;
     pyro *x = pc_xcalloc(1, sizeof(*x));
     char e[256];
     (void)err;
-    x->c = c;
-    c->priv = x;
+    ex->priv = x;
     pc_url_parse(cfg->endpoint, &x->url, e, sizeof e);
     pc_buf p = {0};
     pc_buf_printf(&p, "%s%s", x->url.path,
@@ -305,17 +296,14 @@ static int pyro_create(pc_component *c, pc_cfg_err *err)
     return 0;
 }
 
-static void pyro_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
-
-static int pyro_start(pc_component *c, char *err, size_t errlen)
+static int pyro_start(pc_exporter *e, char *err, size_t errlen)
 {
-    pyro *x = c->priv;
+    pc_component *c = e->c;
+    pyro *x = e->priv;
     pyro_cfg *cfg = c->cfg;
     if (pc_exporter_http_open(c, &x->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
                               &x->client, &x->tls, &x->auth, err, errlen))
         return -1;
-    x->sender = pc_sender_new(c, &cfg->sender, pyro_send, err, errlen);
-    if (!x->sender) return -1;
     PC_INFO(c->id, "sending to %s://%s:%d%s (%s)", x->tls ? "https" : "http", x->url.host,
             x->url.port, x->base_path, protocols[cfg->protocol]);
     return 0;
@@ -671,6 +659,7 @@ static void push_append_series(pc_buf *body, const labelset *ls, const pc_pprof_
 
 typedef struct enc_ctx {
     send_job *j;
+    const pyro *x;
     const pyro_cfg *cfg;
     const pc_dictionary *d;
     send_req *push; /* the one push request */
@@ -728,7 +717,7 @@ static int encode_one(const pc_pprof_out *o, void *ud)
     } else {
         send_req *r = job_add_req(j);
         pc_buf path = {0};
-        ingest_path(&path, j->x->base_path, &ls, o, e->now_s);
+        ingest_path(&path, e->x->base_path, &ls, o, e->now_s);
         r->path = (char *)path.data;
         pc_buf_append(&r->body, o->data, o->len);
         r->samples = samples;
@@ -737,34 +726,22 @@ static int encode_one(const pc_pprof_out *o, void *ud)
     return 0;
 }
 
-static void encode_work(uv_work_t *w)
+static void pyro_encode(pc_export_req *r)
 {
-    send_job *j = w->data;
-    enc_ctx e = {
-        .j = j, .cfg = j->x->c->cfg, .d = j->batch->req->dictionary, .now_s = (int64_t)time(NULL)};
+    send_job *j = (send_job *)r;
+    enc_ctx e = {.j = j,
+                 .x = r->e->priv,
+                 .cfg = r->e->c->cfg,
+                 .d = r->batch->req->dictionary,
+                 .now_s = (int64_t)time(NULL)};
     static const pc_dictionary empty =
         OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;
     if (!e.d) e.d = &empty;
-    pc_batch_to_pprof(j->batch, encode_one, &e);
-    if (e.push) e.push->path = pc_xstrdup(j->x->base_path);
+    pc_batch_to_pprof(r->batch, encode_one, &e);
+    if (e.push) e.push->path = pc_xstrdup(e.x->base_path);
 }
 
 /* ---- sending (loop thread) ---- */
-
-static void client_closed(void *arg)
-{
-    pc_component *c = arg;
-    pyro *x = c->priv;
-    x->closed_done(c);
-}
-
-static void close_client(pyro *x, pc_shutdown_done done)
-{
-    x->closed_done = done;
-    pc_http_client *cl = x->client;
-    x->client = NULL;
-    pc_http_client_close(cl, client_closed, x->c);
-}
 
 static void free_req(send_req *r)
 {
@@ -773,55 +750,24 @@ static void free_req(send_req *r)
     free(r);
 }
 
-static void job_finish(send_job *j)
+static void pyro_release(pc_export_req *r)
 {
-    j->result(j->ctx, j->st, j->retry_after_s, j->st == PC_OK ? NULL : j->msg);
+    send_job *j = (send_job *)r;
     for (size_t i = 0; i < j->n_reqs; i++)
         if (j->reqs[i]) free_req(j->reqs[i]);
     free(j->reqs);
     free(j->headers);
-    free(j);
 }
 
-static void job_result(send_job *j, pc_status st, const char *msg)
-{
-    if (st != PC_OK && pc_status_merge(j->st, st) != j->st) {
-        j->st = pc_status_merge(j->st, st);
-        snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
-    }
-}
-
-static void on_response(const pc_http_response *r, void *arg)
+static void on_response(const pc_http_response *resp, void *arg)
 {
     send_req *q = arg;
     send_job *j = q->j;
-    pyro *x = j->x;
-    char msg[512];
-    pc_status st;
-    if (r->error) {
-        snprintf(msg, sizeof msg, "sending to %s:%d failed: %s", x->url.host, x->url.port,
-                 r->error_msg ? r->error_msg : uv_strerror(r->error));
-        st = PC_ERR_RETRYABLE;
-    } else if (r->status >= 200 && r->status < 300) {
-        st = PC_OK;
-        msg[0] = 0;
-    } else {
-        int retryable =
-            r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
-        snprintf(msg, sizeof msg, "backend answered HTTP %d%s%.*s", r->status,
-                 r->body_len ? ": " : "", (int)(r->body_len > 200 ? 200 : r->body_len),
-                 r->body ? (const char *)r->body : "");
-        for (char *p = msg; *p; p++)
-            if ((unsigned char)*p < 0x20) *p = ' ';
-        if (retryable) {
-            st = r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE;
-            if (r->retry_after_s > j->retry_after_s) j->retry_after_s = r->retry_after_s;
-        } else {
-            st = PC_ERR_PERMANENT;
-        }
-    }
-    job_result(j, st, msg);
-    if (--j->pending == 0) job_finish(j);
+    pyro *x = j->r.e->priv;
+    pc_export_outcome o;
+    pc_exporter_http_outcome(resp, &x->url, &o);
+    pc_export_outcome_merge(&j->outcome, &o);
+    if (--j->pending == 0) pc_export_done(&j->r, &j->outcome);
 }
 
 static void cuts_add(cut_stats *dst, const cut_stats *src)
@@ -834,17 +780,18 @@ static void cuts_add(cut_stats *dst, const cut_stats *src)
 }
 
 /* Count what the label rules cut; log it at most once per CUT_LOG_INTERVAL_MS. */
-static void account_cuts(pyro *x, const cut_stats *cs)
+static void account_cuts(pc_exporter *e, const cut_stats *cs)
 {
+    pyro *x = e->priv;
     if (!cs->dropped_count && !cs->dropped_name_len && !cs->values_truncated &&
         !cs->values_sanitized)
         return;
     cuts_add(&x->cuts_total, cs);
     cuts_add(&x->cuts_pending, cs);
-    uint64_t now = uv_now(x->c->loop);
+    uint64_t now = uv_now(e->c->loop);
     if (x->cut_logged && now - x->last_cut_log_ms < CUT_LOG_INTERVAL_MS) return;
     const cut_stats *p = &x->cuts_pending;
-    PC_WARN(x->c->id,
+    PC_WARN(e->c->id,
             "labels cut to Pyroscope's rules: %" PRIu64 " dropped over max_label_names, %" PRIu64
             " dropped over max_label_name_length, %" PRIu64 " values truncated, %" PRIu64
             " values sanitized (e.g. %s)",
@@ -855,16 +802,40 @@ static void account_cuts(pyro *x, const cut_stats *cs)
     x->cut_logged = true;
 }
 
-static void encode_done(uv_work_t *w, int status)
+/* x->headers, the authenticator's and the tenant. */
+static char *request_headers(pc_exporter *e, const pc_batch *b)
 {
-    send_job *j = w->data;
-    pyro *x = j->x;
-    pyro_cfg *cfg = x->c->cfg;
-    (void)status;
-    j->batch = NULL;
-    account_cuts(x, &j->cuts);
+    pyro *x = e->priv;
+    pyro_cfg *cfg = e->c->cfg;
+    const char *tenant = cfg->tenant_id;
+    if (cfg->tenant_from_request) {
+        const char *t = pc_batch_get_meta(b, TENANT_META_KEY);
+        if (t && *t && header_ok(t))
+            tenant = t;
+        else if (t && *t)
+            PC_WARN(e->c->id, "ignoring a received tenant id with a line break");
+    }
+    pc_buf h = {0};
+    pc_buf_printf(&h, "%s", x->headers);
+    if (x->auth) pc_auth_headers(x->auth, &h); /* per send: a token file may have been reloaded */
+    if (tenant && *tenant) pc_buf_printf(&h, "X-Scope-OrgID: %s\r\n", tenant);
+    char *out = pc_xstrdup((char *)h.data);
+    pc_buf_free(&h);
+    return out;
+}
+
+/* One attempt: one push, or one /ingest per pprof. A retry after a partial ingest failure
+ * resends every pprof of the batch: Pyroscope may see some twice. */
+static void pyro_send(pc_export_req *r)
+{
+    send_job *j = (send_job *)r;
+    pyro *x = r->e->priv;
+    pyro_cfg *cfg = r->e->c->cfg;
+    j->outcome = PC_EXPORT_OK;
+    account_cuts(r->e, &j->cuts);
+    j->headers = request_headers(r->e, r->batch);
     if (j->n_reqs == 0) { /* nothing to send (no profiles): done */
-        job_finish(j);
+        pc_export_done(r, &j->outcome);
         return;
     }
     j->pending = j->n_reqs;
@@ -878,81 +849,53 @@ static void encode_done(uv_work_t *w, int status)
     }
 }
 
-/* The sender's send function: one attempt (one push, or one /ingest per pprof). A retry after a
- * partial ingest failure resends every pprof of the batch: Pyroscope may see some twice. */
-static void pyro_send(pc_component *c, pc_batch *b, pc_send_result result, void *ctx)
-{
-    pyro *x = c->priv;
-    pyro_cfg *cfg = c->cfg;
-    send_job *j = pc_xcalloc(1, sizeof(*j));
-    j->x = x;
-    j->batch = b;
-    j->samples = pc_batch_counts(b).samples;
-    j->result = result;
-    j->ctx = ctx;
-    j->retry_after_s = -1;
-    j->work.data = j;
-    const char *tenant = cfg->tenant_id;
-    if (cfg->tenant_from_request) {
-        const char *t = pc_batch_get_meta(b, TENANT_META_KEY);
-        if (t && *t && header_ok(t))
-            tenant = t;
-        else if (t && *t)
-            PC_WARN(c->id, "ignoring a received tenant id with a line break");
-    }
-    pc_buf h = {0};
-    pc_buf_printf(&h, "%s", x->headers);
-    if (x->auth) pc_auth_headers(x->auth, &h); /* per send: a token file may have been reloaded */
-    if (tenant && *tenant) pc_buf_printf(&h, "X-Scope-OrgID: %s\r\n", tenant);
-    j->headers = pc_xstrdup((char *)h.data);
-    pc_buf_free(&h);
-    uv_queue_work(c->loop, &j->work, encode_work, encode_done);
-}
+/* ---- shutdown ---- */
 
-static void pyro_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
+static void pyro_stopping(pc_exporter *e)
 {
-    pyro *x = c->priv;
-    pc_sender_consume(x->sender, b, done, arg);
-}
-
-static void sender_drained(void *arg)
-{
-    pc_component *c = arg;
-    pyro *x = c->priv;
-    close_client(x, x->shutdown_done);
-}
-
-static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
-{
-    pyro *x = c->priv;
-    if (!x || !x->client) {
-        done(c);
-        return;
-    }
+    pyro *x = e->priv;
+    if (!x->client) return; /* never started */
     const cut_stats *t = &x->cuts_total;
-    PC_INFO(c->id,
+    PC_INFO(e->c->id,
             "stopping (%" PRIu64 " requests sent; labels dropped %" PRIu64
             ", values truncated %" PRIu64 ", sanitized %" PRIu64 ")",
             x->requests, t->dropped_count + t->dropped_name_len, t->values_truncated,
             t->values_sanitized);
-    x->shutdown_done = done;
-    if (x->sender)
-        pc_sender_shutdown(x->sender, sender_drained, c);
-    else
-        sender_drained(c);
 }
 
-static void pyro_destroy(pc_component *c)
+static void pyro_close(pc_exporter *e)
 {
-    pyro *x = c->priv;
+    pyro *x = e->priv;
+    pc_http_client *cl = x->client;
+    x->client = NULL;
+    if (cl)
+        pc_http_client_close(cl, pc_exporter_closed, e);
+    else
+        pc_exporter_closed(e);
+}
+
+static void pyro_destroy(pc_exporter *e)
+{
+    pyro *x = e->priv;
     if (!x) return;
-    pc_sender_free(x->sender);
     pc_tls_ctx_free(x->tls);
     free(x->headers);
     free(x->base_path);
     free(x);
-    c->priv = NULL;
 }
+
+static const pc_exporter_def pyro_def = {
+    .req_size = sizeof(send_job),
+    .sender_cfg = offsetof(pyro_cfg, sender),
+    .create = pyro_create,
+    .start = pyro_start,
+    .encode = pyro_encode,
+    .send = pyro_send,
+    .release = pyro_release,
+    .stopping = pyro_stopping,
+    .close = pyro_close,
+    .destroy = pyro_destroy,
+};
 
 const pc_component_type pc_exporter_pyroscope = {
     .name = "pyroscope",
@@ -962,9 +905,5 @@ const pc_component_type pc_exporter_pyroscope = {
     .cfg_size = sizeof(pyro_cfg),
     .cfg = pyro_keys,
     .validate = pyro_validate,
-    .create = pyro_create,
-    .start = pyro_start,
-    .consume = pyro_consume,
-    .shutdown = pyro_shutdown,
-    .destroy = pyro_destroy,
+    PC_EXPORTER_CORE(&pyro_def),
 };

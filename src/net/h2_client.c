@@ -5,10 +5,13 @@
  * teardown runs from one "kick" timer at the top of the loop; nghttp2 callbacks only record
  * state and complete calls.
  *
+ * A connection (kconn) is a pc_conn of the connection core (net/conn.h), which does the socket,
+ * TLS and writes; the client owns its connections (the env) and speaks HTTP/2 on them.
+ *
  * Lifetimes: a call (creq) is freed once its callback ran, nghttp2 no longer knows its stream,
- * and its timer is closed. A connection (kconn) is freed when its TCP handle is closed and no
- * resolve, connect or write is pending. The client is freed after close, once no handle is
- * open. */
+ * and its timer is closed. A connection is freed when the core lets it go (handles closed, no
+ * connect or write pending) and its name resolution is done. The client is freed after close,
+ * once no handle is open. */
 #include "net/h2_client.h"
 
 #include <nghttp2/nghttp2.h>
@@ -17,13 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/tls.h"
-#include "base/buf.h"
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/log.h"
+#include "net/conn.h"
+#include "net/tls.h"
 
 enum {
-    READ_CHUNK = 64 * 1024,
     WRITE_CHUNK = 256 * 1024,
     MAX_HEADER_BYTES = 64 * 1024,
     STREAM_WINDOW = 1 << 20,
@@ -63,26 +66,21 @@ struct creq {
 };
 
 struct kconn {
+    pc_conn base; /* first: the core's connection (in the client's env.conns) */
     pc_h2_client *cl;
-    kconn *prev, *next;
-    uv_tcp_t tcp;
-    uv_connect_t connect;
     uv_getaddrinfo_t gai;
     nghttp2_session *ng;
-    pc_tls_conn *tls; /* NULL: cleartext */
-    pc_buf plain;     /* TLS: decrypted bytes for nghttp2 */
-    int refs;
-    bool connected, writing, closing;
+    bool connected, writing, closing, tls_logged;
 };
 
 struct pc_h2_client {
+    pc_conn_env env; /* what its connections share (the read buffer among it) */
     uv_loop_t *loop;
     char *host, *authority, *log_id, *where;
     int port;
     size_t max_resp;
     pc_tls_ctx *tls;
     uv_timer_t kick;
-    kconn *conns;
     kconn *cur; /* takes new streams */
     creq *reqs; /* every call not yet freed */
     size_t pending;
@@ -91,7 +89,6 @@ struct pc_h2_client {
     void (*done)(void *arg);
     void *done_arg;
     nghttp2_session_callbacks *cbs;
-    char rbuf[READ_CHUNK];
 };
 
 static void kick(pc_h2_client *c);
@@ -209,25 +206,11 @@ static void on_req_timeout(uv_timer_t *t)
 
 /* ---- connections ---- */
 
-static void conn_unref(kconn *k)
+static void on_conn_free(pc_conn_env *env)
 {
-    if (--k->refs) return;
-    pc_h2_client *c = k->cl;
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        c->conns = k->next;
-    if (k->next) k->next->prev = k->prev;
-    pc_tls_conn_free(k->tls);
-    pc_buf_free(&k->plain);
-    free(k);
+    pc_h2_client *c = env->user;
     c->live--;
     client_maybe_free(c);
-}
-
-static void on_tcp_closed(uv_handle_t *h)
-{
-    conn_unref(h->data);
 }
 
 /* Fail the calls on k (and, if k never connected, the calls that waited for it: retrying them on
@@ -253,7 +236,7 @@ static void conn_close(kconn *k, int error, const char *msg)
     }
     if (k->ng) nghttp2_session_del(k->ng);
     k->ng = NULL;
-    uv_close((uv_handle_t *)&k->tcp, on_tcp_closed);
+    pc_conn_close(&k->base);
 }
 
 static void conn_fail(kconn *k, int error, const char *msg)
@@ -263,83 +246,12 @@ static void conn_fail(kconn *k, int error, const char *msg)
     kick(k->cl); /* queued calls get a new connection */
 }
 
-typedef struct wreq {
-    uv_write_t w;
-    kconn *k;
-    uint8_t data[];
-} wreq;
-
-static void on_written(uv_write_t *w, int status)
-{
-    wreq *wr = (wreq *)w;
-    kconn *k = wr->k;
-    free(wr);
-    k->writing = false;
-    if (status < 0 && !k->closing) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "write to %s: %s", k->cl->where, uv_strerror(status));
-        conn_fail(k, status == UV_ECANCELED ? UV_ECONNRESET : status, msg);
-    } else if (!k->closing) {
-        kick(k->cl);
-    }
-    conn_unref(k);
-}
-
-static void conn_write(kconn *k, const uint8_t *data, size_t len);
-
-/* TLS: encrypt what nghttp2 has to send (once the handshake is done) and write the ciphertext
- * waiting in the connection. */
-static void tls_flush(kconn *k)
-{
-    if (k->closing || k->writing || !k->ng) return;
-    if (pc_tls_conn_established(k->tls)) {
-        pc_buf out = {0};
-        while (out.len < WRITE_CHUNK) {
-            const uint8_t *d;
-            ssize_t n = nghttp2_session_mem_send(k->ng, &d);
-            if (n < 0) {
-                char msg[300];
-                snprintf(msg, sizeof msg, "%s: HTTP/2: %s", k->cl->where, nghttp2_strerror((int)n));
-                pc_buf_free(&out);
-                conn_fail(k, UV_EPROTO, msg);
-                return;
-            }
-            if (n == 0) break;
-            pc_buf_append(&out, d, (size_t)n);
-        }
-        if (out.len && pc_tls_conn_write(k->tls, out.data, out.len)) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "TLS write to %s: %s", k->cl->where,
-                     pc_tls_conn_error(k->tls));
-            pc_buf_free(&out);
-            conn_fail(k, UV_EPROTO, msg);
-            return;
-        }
-        bool idle =
-            !out.len && !nghttp2_session_want_read(k->ng) && !nghttp2_session_want_write(k->ng);
-        pc_buf_free(&out);
-        if (idle && !pc_tls_conn_pending(k->tls)) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "%s: connection closed after GOAWAY", k->cl->where);
-            conn_close(k, UV_ECONNRESET, msg);
-            return;
-        }
-    }
-    size_t n = pc_tls_conn_pending(k->tls);
-    if (!n) return;
-    uint8_t *buf = pc_xmalloc(n);
-    n = pc_tls_conn_take(k->tls, buf, n);
-    conn_write(k, buf, n);
-    free(buf);
-}
-
+/* Write what nghttp2 has to send (once TLS is established: the core sends the handshake), one
+ * write at a time; after a GOAWAY (either way) with no stream left, done with this connection. */
 static void conn_flush(kconn *k)
 {
-    if (k->tls) {
-        tls_flush(k);
-        return;
-    }
     if (k->closing || k->writing || !k->ng) return;
+    if (k->base.tls && !pc_tls_conn_established(k->base.tls)) return;
     pc_buf out = {0};
     while (out.len < WRITE_CHUNK) {
         const uint8_t *d;
@@ -354,36 +266,14 @@ static void conn_flush(kconn *k)
         if (n == 0) break;
         pc_buf_append(&out, d, (size_t)n);
     }
-    if (!out.len) {
-        /* after a GOAWAY (either way) with no stream left: done with this connection */
-        if (!nghttp2_session_want_read(k->ng) && !nghttp2_session_want_write(k->ng)) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "%s: connection closed after GOAWAY", k->cl->where);
-            conn_close(k, UV_ECONNRESET, msg);
-        }
-        return;
-    }
-    conn_write(k, out.data, out.len);
-    pc_buf_free(&out);
-}
-
-/* One uv_write of a copy of data; k->writing until it completes. */
-static void conn_write(kconn *k, const uint8_t *data, size_t len)
-{
-    wreq *wr = pc_xmalloc(sizeof *wr + len);
-    wr->k = k;
-    memcpy(wr->data, data, len);
-    uv_buf_t b = uv_buf_init((char *)wr->data, (unsigned)len);
-    int rc = uv_write(&wr->w, (uv_stream_t *)&k->tcp, &b, 1, on_written);
-    if (rc < 0) {
-        free(wr);
+    if (out.len) {
+        if (pc_conn_write(&k->base, out.data, out.len, NULL, 0, 1) == 0) k->writing = true;
+    } else if (!nghttp2_session_want_read(k->ng) && !nghttp2_session_want_write(k->ng)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "write to %s: %s", k->cl->where, uv_strerror(rc));
-        conn_fail(k, rc, msg);
-        return;
+        snprintf(msg, sizeof msg, "%s: connection closed after GOAWAY", k->cl->where);
+        conn_close(k, UV_ECONNRESET, msg);
     }
-    k->refs++;
-    k->writing = true;
+    pc_buf_free(&out);
 }
 
 /* ---- nghttp2 callbacks (record state only) ---- */
@@ -498,152 +388,117 @@ static ssize_t body_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
     return (ssize_t)n;
 }
 
-/* ---- reading ---- */
+/* ---- the core's callbacks ---- */
 
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+/* Connected: an HTTP/2 session, our SETTINGS (sent by the kick, after the TLS handshake). */
+static int conn_opened(pc_conn *pc)
 {
-    (void)hint;
-    kconn *k = h->data;
-    *buf = uv_buf_init(k->cl->rbuf, sizeof k->cl->rbuf);
+    kconn *k = (kconn *)pc;
+    pc_h2_client *c = k->cl;
+    if (nghttp2_session_client_new(&k->ng, c->cbs, k) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s: cannot create an HTTP/2 session", c->where);
+        conn_fail(k, UV_ENOMEM, msg);
+        return -1;
+    }
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_BYTES},
+    };
+    nghttp2_submit_settings(k->ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
+    k->connected = true;
+    PC_DEBUG(c->log_id, "connected to %s", c->where);
+    kick(c);
+    return 0;
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void conn_data(pc_conn *pc, const uint8_t *p, size_t n)
 {
-    kconn *k = s->data;
-    char msg[300];
+    kconn *k = (kconn *)pc;
     if (k->closing) return;
-    if (nread < 0) {
-        snprintf(msg, sizeof msg, "%s: connection %s", k->cl->where,
-                 nread == UV_EOF ? "closed by peer" : uv_strerror((int)nread));
-        conn_fail(k, nread == UV_EOF ? UV_ECONNRESET : (int)nread, msg);
-        return;
+    if (k->base.tls && !k->tls_logged) {
+        const char *alpn = pc_tls_conn_alpn(k->base.tls);
+        PC_DEBUG(k->cl->log_id, "TLS established with %s (ALPN %s)", k->cl->where,
+                 *alpn ? alpn : "none");
+        k->tls_logged = true;
     }
-    if (nread == 0) return;
-    k->refs++;
-    const uint8_t *data = (const uint8_t *)buf->base;
-    size_t len = (size_t)nread;
-    int tls_rc = PC_TLS_OK;
-    if (k->tls) {
-        pc_tls_conn_feed(k->tls, data, len);
-        if (!pc_tls_conn_established(k->tls)) {
-            int hs = pc_tls_conn_handshake(k->tls);
-            if (hs == PC_TLS_ERROR) {
-                snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s", k->cl->where,
-                         pc_tls_conn_error(k->tls));
-                PC_WARN(k->cl->log_id, "%s", msg);
-                conn_flush(k); /* the alert, so the server knows why */
-                conn_fail(k, UV_EPROTO, msg);
-                conn_unref(k);
-                return;
-            }
-            if (hs == PC_TLS_WANT) {
-                conn_flush(k);
-                conn_unref(k);
-                return;
-            }
-            PC_DEBUG(k->cl->log_id, "TLS established with %s (ALPN %s)", k->cl->where,
-                     *pc_tls_conn_alpn(k->tls) ? pc_tls_conn_alpn(k->tls) : "none");
-        }
-        k->plain.len = 0;
-        tls_rc = pc_tls_conn_read(k->tls, &k->plain);
-        data = k->plain.data;
-        len = k->plain.len;
-    }
-    ssize_t rv = len ? nghttp2_session_mem_recv(k->ng, data, len) : 0;
-    if (k->plain.cap > 2 * READ_CHUNK) pc_buf_free(&k->plain);
-    if (rv >= 0 && tls_rc != PC_TLS_OK) {
-        if (tls_rc == PC_TLS_CLOSED)
-            snprintf(msg, sizeof msg, "%s: connection closed by peer (close_notify)", k->cl->where);
-        else
-            snprintf(msg, sizeof msg, "TLS read from %s: %s", k->cl->where,
-                     pc_tls_conn_error(k->tls));
-        conn_fail(k, tls_rc == PC_TLS_CLOSED ? UV_ECONNRESET : UV_EPROTO, msg);
-    } else if (rv < 0) {
+    ssize_t rv = n ? nghttp2_session_mem_recv(k->ng, p, n) : 0;
+    if (rv < 0) {
+        char msg[300];
         snprintf(msg, sizeof msg, "%s: HTTP/2: %s", k->cl->where, nghttp2_strerror((int)rv));
         conn_fail(k, UV_EPROTO, msg);
-    } else {
-        kick(k->cl);
+        return;
     }
-    conn_unref(k);
+    kick(k->cl);
 }
+
+static void conn_peer_done(pc_conn *pc)
+{
+    kconn *k = (kconn *)pc;
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s: connection closed by peer (close_notify)", k->cl->where);
+    conn_fail(k, UV_ECONNRESET, msg);
+}
+
+/* The connection failed (or the server closed it): its calls fail, queued ones reconnect. */
+static void conn_error(pc_conn *pc, int err, const char *why)
+{
+    kconn *k = (kconn *)pc;
+    char msg[300];
+    if (k->base.tls && !pc_tls_conn_established(k->base.tls) && err == UV_EPROTO)
+        PC_WARN(k->cl->log_id, "%s", why); /* a failed handshake deserves a line */
+    if (err == UV_EOF) {
+        snprintf(msg, sizeof msg, "%s: connection closed by peer", k->cl->where);
+        why = msg;
+    }
+    conn_fail(k, err == UV_EOF || err == UV_ECANCELED ? UV_ECONNRESET : err, why);
+}
+
+static void conn_written(pc_conn *pc, int tag)
+{
+    kconn *k = (kconn *)pc;
+    (void)tag;
+    k->writing = false;
+    if (!k->closing) kick(k->cl);
+}
+
+static const pc_conn_proto h2_client_proto = {
+    .conn_size = sizeof(kconn),
+    .open = conn_opened,
+    .data = conn_data,
+    .peer_done = conn_peer_done,
+    .error = conn_error,
+    .written = conn_written,
+};
 
 /* ---- connecting ---- */
-
-static void on_connect(uv_connect_t *cr, int status)
-{
-    kconn *k = cr->data;
-    pc_h2_client *c = k->cl;
-    if (!k->closing) {
-        char msg[300];
-        if (status < 0) {
-            snprintf(msg, sizeof msg, "connect %s: %s", c->where, uv_strerror(status));
-            conn_fail(k, status, msg);
-        } else if (nghttp2_session_client_new(&k->ng, c->cbs, k) != 0) {
-            snprintf(msg, sizeof msg, "%s: cannot create an HTTP/2 session", c->where);
-            conn_fail(k, UV_ENOMEM, msg);
-        } else {
-            uv_tcp_nodelay(&k->tcp, 1);
-            nghttp2_settings_entry iv[] = {
-                {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-                {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
-                {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_BYTES},
-            };
-            nghttp2_submit_settings(k->ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
-            if (c->tls) {
-                k->tls = pc_tls_conn_new(c->tls, c->host);
-                pc_tls_conn_handshake(k->tls); /* the ClientHello, sent by the kick */
-            }
-            int rc = uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
-            if (rc < 0) {
-                snprintf(msg, sizeof msg, "read from %s: %s", c->where, uv_strerror(rc));
-                conn_fail(k, rc, msg);
-            } else {
-                k->connected = true;
-                PC_DEBUG(c->log_id, "connected to %s", c->where);
-                kick(c);
-            }
-        }
-    }
-    conn_unref(k);
-}
 
 static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
 {
     kconn *k = g->data;
     pc_h2_client *c = k->cl;
     if (!k->closing) {
-        char msg[300];
         if (status < 0 || !res) {
+            char msg[300];
             snprintf(msg, sizeof msg, "resolve %s: %s", c->host,
                      uv_strerror(status ? status : UV_EAI_NONAME));
             conn_fail(k, status ? status : UV_EAI_NONAME, msg);
         } else {
             struct sockaddr_storage ss;
             memcpy(&ss, res->ai_addr, res->ai_addrlen);
-            k->connect.data = k;
-            int rc = uv_tcp_connect(&k->connect, &k->tcp, (struct sockaddr *)&ss, on_connect);
-            if (rc < 0) {
-                snprintf(msg, sizeof msg, "connect %s: %s", c->where, uv_strerror(rc));
-                conn_fail(k, rc, msg);
-            } else {
-                k->refs++;
-            }
+            pc_conn_connect(&k->base, (struct sockaddr *)&ss, c->tls, c->host);
         }
     }
     if (res) uv_freeaddrinfo(res);
-    conn_unref(k);
+    pc_conn_unref(&k->base);
 }
 
 static void conn_open(pc_h2_client *c)
 {
-    kconn *k = pc_xcalloc(1, sizeof *k);
+    kconn *k = (kconn *)pc_conn_new(&c->env);
     k->cl = c;
-    k->refs = 1; /* the tcp handle */
-    uv_tcp_init(c->loop, &k->tcp);
-    k->tcp.data = k;
-    k->next = c->conns;
-    if (c->conns) c->conns->prev = k;
-    c->conns = k;
+    k->base.name = c->where;
     c->live++;
     c->cur = k;
     char port[16];
@@ -657,7 +512,7 @@ static void conn_open(pc_h2_client *c)
         conn_fail(k, rc, msg);
         return;
     }
-    k->refs++;
+    pc_conn_ref(&k->base); /* until resolved */
 }
 
 /* ---- the kick: submissions, flushes and teardown, at the top of the loop ---- */
@@ -705,8 +560,9 @@ static void on_kick(uv_timer_t *t)
         }
     }
     if (want_conn && !c->cur) conn_open(c);
-    for (kconn *k = c->conns, *next; k; k = next) {
-        next = k->next;
+    for (pc_conn *pc = c->env.conns, *next; pc; pc = next) {
+        next = pc->next;
+        kconn *k = (kconn *)pc;
         if (k->closing) continue;
         if (c->closing && !c->pending)
             conn_close(k, UV_ECANCELED, "client closed");
@@ -745,6 +601,11 @@ pc_h2_client *pc_h2_client_new(uv_loop_t *loop, const pc_h2_client_opts *opts)
     pc_buf_free(&b);
     uv_timer_init(loop, &c->kick);
     c->kick.data = c;
+    c->env = (pc_conn_env){.loop = loop,
+                           .proto = &h2_client_proto,
+                           .user = c,
+                           .log_id = c->log_id,
+                           .on_free = on_conn_free};
     nghttp2_session_callbacks_new(&c->cbs);
     nghttp2_session_callbacks_set_on_header_callback(c->cbs, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c->cbs, on_data_chunk);

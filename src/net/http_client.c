@@ -1,14 +1,17 @@
-/* The one HTTP/1.1 client (DESIGN §6): a keep-alive pool to one endpoint, on the loop thread.
+/* The one HTTP/1.1 client (ARCHITECTURE.md §6): a keep-alive pool to one endpoint, on the loop
+ * thread.
  *
  * A request waits in a FIFO queue until a pooled connection is idle or a new one may be opened,
  * then owns that connection until its response is complete. Each request has its own timer,
  * started when it is submitted, so the timeout covers queueing, connect, send and response.
  *
+ * A connection is a pc_conn of the connection core (net/conn.h), which does the socket, TLS and
+ * writes; the client owns its connections (the env) and speaks HTTP/1.1 on them.
+ *
  * Lifetimes: everything is freed from libuv close callbacks, never synchronously, so a response
  * callback may submit requests or close the client. The client itself is freed once every
  * connection, request and the resolver have finished ("live" counts them). */
 #include "net/http_client.h"
-#include "net/tls.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -20,13 +23,14 @@
 #include <strings.h>
 #include <time.h>
 
-#include "base/buf.h"
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "base/log.h"
+#include "net/conn.h"
+#include "net/tls.h"
 
 enum {
     BODY_CAP = 64 << 20, /* a response bigger than this is an error, not an allocation */
-    READ_CHUNK = 64 * 1024,
     DEFAULT_TIMEOUT_MS = 30000
 };
 
@@ -40,7 +44,7 @@ struct creq {
     pc_http_client *c;
     cconn *conn; /* while assigned to a connection */
     uv_timer_t timer;
-    int refs; /* timer handle + pending write */
+    int refs; /* the timer handle */
     pc_buf wire;
     char what[96]; /* "POST /v1/..." for messages */
     bool head, retried;
@@ -50,19 +54,18 @@ struct creq {
 };
 
 struct cconn {
-    uv_tcp_t tcp;
-    uv_connect_t connect;
+    pc_conn base; /* first: the core's connection (in the client's env.conns) */
     pc_http_client *c;
-    cconn *prev, *next;
     creq *req;
     llhttp_t parser;
-    bool connected, closing, reused, got_bytes, msg_done, keep_alive, too_large;
+    bool tcp_up;    /* connected (TLS may still be shaking hands) */
+    bool connected; /* usable: connected, and with TLS the handshake done */
+    bool reused, got_bytes, msg_done, keep_alive, too_large;
     pc_buf field, value, ctype, retry_after, body;
-    pc_tls_conn *tls; /* NULL: plain text; "connected" only once the handshake is done */
-    pc_buf plain;     /* TLS: decrypted bytes of one read */
 };
 
 struct pc_http_client {
+    pc_conn_env env; /* what its connections share (the read buffer among it) */
     uv_loop_t *loop;
     char *host, *log_id;
     int port;
@@ -74,7 +77,6 @@ struct pc_http_client {
     bool host_is_name;
     uv_getaddrinfo_t gai;
     creq *qhead, *qtail;
-    cconn *conns;
     unsigned n_conns;
     size_t pending;
     int live;
@@ -83,7 +85,6 @@ struct pc_http_client {
     void (*done)(void *arg);
     void *done_arg;
     llhttp_settings_t settings;
-    char rbuf[READ_CHUNK];
 };
 
 static void pump(pc_http_client *c);
@@ -186,32 +187,29 @@ static void fail_queue(pc_http_client *c, int err, const char *msg)
 
 /* ---- connections ---- */
 
-static void on_conn_closed(uv_handle_t *h)
+static void conn_free(pc_conn *pc)
 {
-    cconn *k = h->data;
-    pc_http_client *c = k->c;
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        c->conns = k->next;
-    if (k->next) k->next->prev = k->prev;
+    cconn *k = (cconn *)pc;
     pc_buf_free(&k->field);
     pc_buf_free(&k->value);
     pc_buf_free(&k->ctype);
     pc_buf_free(&k->retry_after);
     pc_buf_free(&k->body);
-    pc_buf_free(&k->plain);
-    pc_tls_conn_free(k->tls);
-    free(k);
-    live_dec(c);
+}
+
+static void on_conn_free(pc_conn_env *env)
+{
+    live_dec(env->user);
+}
+
+static void on_conn_close(pc_conn *pc)
+{
+    ((cconn *)pc)->c->n_conns--; /* the slot is free for a new connection right away */
 }
 
 static void conn_close(cconn *k)
 {
-    if (k->closing) return;
-    k->closing = true;
-    k->c->n_conns--; /* the slot is free for a new connection right away */
-    uv_close((uv_handle_t *)&k->tcp, on_conn_closed);
+    pc_conn_close(&k->base);
 }
 
 static void reset_response(cconn *k)
@@ -247,29 +245,6 @@ static void conn_fail(cconn *k, int err, const char *msg)
     pump(c);
 }
 
-typedef struct cwrite {
-    uv_write_t w;
-    creq *r; /* NULL for TLS handshake flights */
-    cconn *k;
-    char data[]; /* TLS: the ciphertext */
-} cwrite;
-
-static void on_written(uv_write_t *w, int status)
-{
-    cwrite *cw = (cwrite *)w;
-    creq *r = cw->r;
-    cconn *k = cw->k;
-    free(cw);
-    if (status < 0 && status != UV_ECANCELED && !k->closing && k->req == r) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "write to %s: %s", k->c->where, uv_strerror(status));
-        conn_fail(k, status, msg);
-    }
-    if (r) creq_unref(r);
-}
-
-static void tls_send(cconn *k, creq *r);
-
 static void conn_send(cconn *k)
 {
     creq *r = k->req;
@@ -277,23 +252,7 @@ static void conn_send(cconn *k)
     reset_response(k);
     llhttp_init(&k->parser, HTTP_RESPONSE, &k->c->settings);
     k->parser.data = k;
-    if (k->tls) {
-        tls_send(k, r);
-        return;
-    }
-    cwrite *cw = pc_xmalloc(sizeof *cw);
-    cw->r = r;
-    cw->k = k;
-    uv_buf_t b = uv_buf_init((char *)r->wire.data, (unsigned)r->wire.len);
-    r->refs++;
-    int rc = uv_write(&cw->w, (uv_stream_t *)&k->tcp, &b, 1, on_written);
-    if (rc < 0) {
-        free(cw);
-        r->refs--;
-        char msg[512];
-        snprintf(msg, sizeof msg, "write to %s: %s", k->c->where, uv_strerror(rc));
-        conn_fail(k, rc, msg);
-    }
+    pc_conn_write(&k->base, r->wire.data, r->wire.len, NULL, 0, 0); /* a failure: conn_error */
 }
 
 static void complete(cconn *k)
@@ -320,16 +279,21 @@ static void complete(cconn *k)
     pump(c);
 }
 
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-    (void)hint;
-    cconn *k = h->data;
-    *buf = uv_buf_init(k->c->rbuf, sizeof k->c->rbuf);
-}
+static void parse_response(cconn *k, const char *data, size_t n);
 
-static void on_read_error(cconn *k, int err)
+/* ---- the core's callbacks ---- */
+
+/* The connection failed, or the server closed it (UV_EOF): that may end a read-until-close
+ * response; else the request fails (or is retried, see conn_fail). */
+static void conn_error(pc_conn *pc, int err, const char *why)
 {
-    if (err == UV_EOF && !(k->tls && !pc_tls_conn_established(k->tls))) {
+    cconn *k = (cconn *)pc;
+    if (!k->req) { /* idle: the server closed it */
+        conn_close(k);
+        return;
+    }
+    bool handshake = k->tcp_up && k->base.tls && !pc_tls_conn_established(k->base.tls);
+    if (err == UV_EOF && !handshake) {
         llhttp_finish(&k->parser); /* completes a read-until-close body */
         if (k->msg_done) {
             k->keep_alive = false;
@@ -338,39 +302,63 @@ static void on_read_error(cconn *k, int err)
         }
     }
     char msg[512];
-    if (k->tls && !pc_tls_conn_established(k->tls))
+    if (handshake && err != UV_EPROTO)
         snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s", k->c->where,
                  err == UV_EOF ? "connection closed by the server" : uv_strerror(err));
     else if (err == UV_EOF)
         snprintf(msg, sizeof msg, "%s to %s: connection closed before a complete response",
                  k->req->what, k->c->where);
     else
-        snprintf(msg, sizeof msg, "read from %s: %s", k->c->where, uv_strerror(err));
+        snprintf(msg, sizeof msg, "%s", why);
     conn_fail(k, err, msg);
 }
 
-static void tls_read(cconn *k, const char *data, size_t n);
-static void parse_response(cconn *k, const char *data, size_t n);
-
-static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+/* TLS close_notify: as EOF. */
+static void conn_peer_done(pc_conn *pc)
 {
-    cconn *k = st->data;
-    if (k->closing || nread == 0) return;
-    if (!k->req) { /* idle: EOF means the server closed it; bytes would be a protocol error */
+    conn_error(pc, UV_EOF, "");
+}
+
+/* Usable (with TLS: once the handshake is done): send its request, or serve the queue (its
+ * request timed out meanwhile). */
+static void conn_ready(cconn *k)
+{
+    k->connected = true;
+    if (k->req)
+        conn_send(k);
+    else
+        pump(k->c);
+}
+
+static int conn_opened(pc_conn *pc)
+{
+    cconn *k = (cconn *)pc;
+    k->tcp_up = true;
+    if (!k->base.tls) conn_ready(k);
+    return 0;
+}
+
+static void conn_data(pc_conn *pc, const uint8_t *p, size_t n)
+{
+    cconn *k = (cconn *)pc;
+    if (!k->connected) conn_ready(k); /* the first plaintext call: the handshake is done */
+    if (!n || k->base.closing) return;
+    if (!k->req) { /* bytes nobody asked for */
         conn_close(k);
         return;
     }
-    if (nread < 0) {
-        on_read_error(k, (int)nread);
-        return;
-    }
-    if (k->tls) {
-        tls_read(k, buf->base, (size_t)nread);
-        return;
-    }
     k->got_bytes = true;
-    parse_response(k, buf->base, (size_t)nread);
+    parse_response(k, (const char *)p, n);
 }
+
+static const pc_conn_proto http_client_proto = {
+    .conn_size = sizeof(cconn),
+    .open = conn_opened,
+    .data = conn_data,
+    .peer_done = conn_peer_done,
+    .error = conn_error,
+    .free = conn_free,
+};
 
 static void parse_response(cconn *k, const char *data, size_t n)
 {
@@ -391,147 +379,16 @@ static void parse_response(cconn *k, const char *data, size_t n)
     }
 }
 
-static void tls_handshake(cconn *k);
-
-static void on_connect(uv_connect_t *cr, int status)
-{
-    cconn *k = cr->data;
-    if (status == UV_ECANCELED || k->closing) return;
-    if (status < 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "connect %s: %s", k->c->where, uv_strerror(status));
-        conn_fail(k, status, msg);
-        return;
-    }
-    k->connected = !k->c->tls;
-    uv_tcp_nodelay(&k->tcp, 1);
-    int rc = uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
-    if (rc < 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "read from %s: %s", k->c->where, uv_strerror(rc));
-        conn_fail(k, rc, msg);
-        return;
-    }
-    if (k->c->tls) {
-        k->tls = pc_tls_conn_new(k->c->tls, k->c->host);
-        tls_handshake(k);
-        return;
-    }
-    if (k->req)
-        conn_send(k);
-    else
-        pump(k->c); /* its request timed out meanwhile: serve the queue */
-}
-
 static void conn_open(pc_http_client *c, creq *r)
 {
-    cconn *k = pc_xcalloc(1, sizeof *k);
+    cconn *k = (cconn *)pc_conn_new(&c->env);
     k->c = c;
-    uv_tcp_init(c->loop, &k->tcp);
-    k->tcp.data = k->connect.data = k;
-    k->next = c->conns;
-    if (c->conns) c->conns->prev = k;
-    c->conns = k;
+    k->base.name = c->where;
     c->n_conns++;
     c->live++;
     k->req = r;
     r->conn = k;
-    int rc = uv_tcp_connect(&k->connect, &k->tcp, (struct sockaddr *)&c->addr, on_connect);
-    if (rc < 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "connect %s: %s", c->where, uv_strerror(rc));
-        conn_fail(k, rc, msg);
-    }
-}
-
-/* ---- TLS (only for clients with a context; the plain path never comes here) ---- */
-
-/* Write the ciphertext waiting in k's TLS output; r (or NULL) is held until it is written.
- * -1 when the connection failed (k is closing). */
-static int tls_flush(cconn *k, creq *r)
-{
-    size_t n = pc_tls_conn_pending(k->tls);
-    if (!n) return 0;
-    cwrite *cw = pc_xmalloc(sizeof *cw + n);
-    cw->r = r;
-    cw->k = k;
-    n = pc_tls_conn_take(k->tls, cw->data, n);
-    uv_buf_t b = uv_buf_init(cw->data, (unsigned)n);
-    if (r) r->refs++;
-    int rc = uv_write(&cw->w, (uv_stream_t *)&k->tcp, &b, 1, on_written);
-    if (rc < 0) {
-        free(cw);
-        if (r) r->refs--;
-        char msg[512];
-        snprintf(msg, sizeof msg, "write to %s: %s", k->c->where, uv_strerror(rc));
-        conn_fail(k, rc, msg);
-        return -1;
-    }
-    return 0;
-}
-
-static void tls_send(cconn *k, creq *r)
-{
-    if (pc_tls_conn_write(k->tls, r->wire.data, r->wire.len)) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "TLS write to %s: %s", k->c->where, pc_tls_conn_error(k->tls));
-        conn_fail(k, UV_EPROTO, msg);
-        return;
-    }
-    tls_flush(k, r);
-}
-
-/* Advance the handshake; once done the connection is usable like a plain one. */
-static void tls_handshake(cconn *k)
-{
-    int rc = pc_tls_conn_handshake(k->tls);
-    if (rc == PC_TLS_ERROR) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "TLS handshake with %s failed: %s", k->c->where,
-                 pc_tls_conn_error(k->tls));
-        tls_flush(k, NULL); /* the alert, so the server knows why */
-        if (!k->closing) conn_fail(k, UV_EPROTO, msg);
-        return;
-    }
-    if (tls_flush(k, NULL) || rc == PC_TLS_WANT) return;
-    k->connected = true;
-    if (k->req)
-        conn_send(k);
-    else
-        pump(k->c); /* its request timed out meanwhile: serve the queue */
-}
-
-static void tls_read(cconn *k, const char *data, size_t n)
-{
-    pc_tls_conn_feed(k->tls, data, n);
-    if (!pc_tls_conn_established(k->tls)) {
-        tls_handshake(k);
-        if (k->closing || !pc_tls_conn_established(k->tls)) return;
-    }
-    k->plain.len = 0;
-    int rc = pc_tls_conn_read(k->tls, &k->plain);
-    if (tls_flush(k, NULL)) return;
-    if (k->plain.len && k->req) {
-        k->got_bytes = true;
-        parse_response(k, (const char *)k->plain.data, k->plain.len);
-    } else if (k->plain.len) { /* bytes nobody asked for */
-        conn_close(k);
-        return;
-    }
-    if (k->closing) return;
-    if (rc == PC_TLS_CLOSED) { /* close_notify: as EOF */
-        if (k->req)
-            on_read_error(k, UV_EOF);
-        else
-            conn_close(k);
-    } else if (rc == PC_TLS_ERROR && k->req) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "TLS read from %s: %s", k->c->where, pc_tls_conn_error(k->tls));
-        conn_fail(k, UV_EPROTO, msg);
-    } else if (rc == PC_TLS_ERROR) {
-        conn_close(k);
-    }
-    if (k->plain.cap > READ_CHUNK * 2) pc_buf_free(&k->plain);
+    pc_conn_connect(&k->base, (struct sockaddr *)&c->addr, c->tls, c->host);
 }
 
 /* ---- name resolution (once, cached; redone after a failed connect) ---- */
@@ -580,8 +437,10 @@ static void resolve(pc_http_client *c)
 
 static cconn *idle_conn(pc_http_client *c)
 {
-    for (cconn *k = c->conns; k; k = k->next)
-        if (k->connected && !k->req && !k->closing) return k;
+    for (pc_conn *pc = c->env.conns; pc; pc = pc->next) {
+        cconn *k = (cconn *)pc;
+        if (k->connected && !k->req && !pc->closing) return k;
+    }
     return NULL;
 }
 
@@ -725,6 +584,12 @@ pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *o
     uv_timer_init(loop, &c->anchor);
     c->anchor.data = c;
     c->live = 1;
+    c->env = (pc_conn_env){.loop = loop,
+                           .proto = &http_client_proto,
+                           .user = c,
+                           .log_id = c->log_id,
+                           .on_close = on_conn_close,
+                           .on_free = on_conn_free};
     llhttp_settings_init(&c->settings);
     c->settings.on_message_begin = on_message_begin;
     c->settings.on_header_field = on_header_field;
@@ -763,8 +628,8 @@ void pc_http_client_request(pc_http_client *c, const char *method, const char *p
     if (len) pc_buf_append(&r->wire, body, len);
     uv_timer_init(c->loop, &r->timer);
     r->timer.data = r;
-    /* the loop's cached clock may be stale (we may not be inside a callback): the timeout counts
-     * from now, not from the loop's last wakeup */
+    /* the loop's cached clock may be stale (we may not be inside a callback): the timeout
+     * counts from now, not from the loop's last wakeup */
     uv_update_time(c->loop);
     uv_timer_start(&r->timer, on_req_timeout, r->timeout_ms, 0);
     c->live++;
@@ -791,8 +656,11 @@ void pc_http_client_close(pc_http_client *c, void (*done)(void *arg), void *arg)
     c->done_arg = arg;
     fail_queue(c, UV_ECANCELED, "client closed");
     if (c->astate == ADDR_RESOLVING) uv_cancel((uv_req_t *)&c->gai);
-    for (cconn *k = c->conns; k; k = k->next)
+    for (pc_conn *pc = c->env.conns, *next; pc; pc = next) {
+        next = pc->next;
+        cconn *k = (cconn *)pc;
         if (!k->req) conn_close(k); /* in-flight ones close when their response is done */
+    }
     uv_close((uv_handle_t *)&c->anchor, on_anchor_closed);
 }
 

@@ -1,4 +1,4 @@
-/* The one HTTP/1.1 client (libuv + llhttp) every exporter uses (DESIGN §6): a keep-alive
+/* The one HTTP/1.1 client (libuv + llhttp) every exporter uses (ARCHITECTURE.md §6): a keep-alive
  * connection pool per endpoint, timeouts, Retry-After parsing. Loop thread only. */
 #ifndef PC_HTTP_CLIENT_H
 #define PC_HTTP_CLIENT_H

@@ -1,4 +1,4 @@
-/* The one HTTP/1.1 server (libuv + llhttp) every receiver uses (DESIGN §6).
+/* The one HTTP/1.1 server (libuv + llhttp) every receiver uses (ARCHITECTURE.md §6).
  *
  * The server reads a whole request (head and body) under limits, then calls the handler on the
  * loop thread. The handler answers later (possibly after thread-pool work) with pc_http_respond;

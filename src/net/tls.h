@@ -1,6 +1,7 @@
-/* TLS for the one HTTP server and client (DESIGN §6), with OpenSSL on memory BIOs: the sockets
- * stay libuv's; ciphertext read from the socket is fed in, plaintext comes out, and ciphertext
- * to send is taken out and written with uv_write. Nothing here blocks or touches a socket.
+/* TLS for the one HTTP server and client (ARCHITECTURE.md §6), with OpenSSL on memory BIOs: the
+ * sockets stay libuv's; ciphertext read from the socket is fed in, plaintext comes out, and
+ * ciphertext to send is taken out and written with uv_write. Nothing here blocks or touches a
+ * socket.
  *
  * Contexts (pc_tls_ctx) are built from a Collector-style `tls:` config block, kept in a
  * registry, and rebuilt from their files by pc_tls_reload_all() (SIGHUP): new connections use

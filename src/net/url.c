@@ -120,7 +120,7 @@ int pc_hostport_parse(const char *s, char *host, size_t hostlen, int *port, char
             snprintf(err, errlen, "endpoint \"%s\": host name too long", s);
             return -1;
         }
-        strcpy(host, "localhost"); /* ":port" binds to loopback by default (DESIGN §6) */
+        strcpy(host, "localhost"); /* ":port" binds to loopback by default (ARCHITECTURE.md §6) */
     }
     *port = p;
     return 0;

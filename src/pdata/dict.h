@@ -1,6 +1,6 @@
-/* The one dictionary builder (DESIGN §2): interning of strings, functions, mappings, locations,
- * stacks, attributes and links into a ProfilesDictionary, and re-indexing (import) of another
- * dictionary. pprof translation, batch merging, redaction and trace linking all use it.
+/* The one dictionary builder (ARCHITECTURE.md §3): interning of strings, functions, mappings,
+ * locations, stacks, attributes and links into a ProfilesDictionary, and re-indexing (import) of
+ * another dictionary. pprof translation, batch merging, redaction and trace linking all use it.
  *
  * Every table starts with its zero element at index 0 ("" / Function{} / Mapping{} / Location{} /
  * Stack{} / KeyValueAndUnit{} / Link{16 zero bytes, 8 zero bytes}); interning the zero content

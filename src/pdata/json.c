@@ -1,6 +1,6 @@
-/* Generic OTLP JSON codec driven by protobuf-c descriptors (DESIGN §2): no per-message code.
- * Decoding parses with jansson and fills arena-allocated protobuf-c structs; encoding walks the
- * descriptors and writes JSON text directly into a pc_buf. */
+/* Generic OTLP JSON codec driven by protobuf-c descriptors (ARCHITECTURE.md §3): no per-message
+ * code. Decoding parses with jansson and fills arena-allocated protobuf-c structs; encoding walks
+ * the descriptors and writes JSON text directly into a pc_buf. */
 #include "pdata/json.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* One generic OTLP JSON codec driven by protobuf-c descriptors (DESIGN §2).
+/* One generic OTLP JSON codec driven by protobuf-c descriptors (ARCHITECTURE.md §3).
  *
  * OTLP JSON is the proto3 JSON mapping with the OTLP deviations: lowerCamelCase keys (snake_case
  * also accepted on input), trace_id/span_id/profile_id as hex, other bytes as base64, 64-bit

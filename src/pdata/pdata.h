@@ -1,4 +1,4 @@
-/* The in-memory model: an OTLP ExportProfilesServiceRequest in an arena (DESIGN §2). */
+/* The in-memory model: an OTLP ExportProfilesServiceRequest in an arena (ARCHITECTURE.md §3). */
 #ifndef PC_PDATA_H
 #define PC_PDATA_H
 
@@ -14,8 +14,8 @@
 #include "base/arena.h"
 #include "base/buf.h"
 
-/* The signals a pipeline can carry. Profiles are the model (DESIGN §2); traces, metrics and logs
- * pass through as their decoded OTLP Export*ServiceRequest, re-shaped by nothing but the
+/* The signals a pipeline can carry. Profiles are the model (ARCHITECTURE.md §3); traces, metrics
+ * and logs pass through as their decoded OTLP Export*ServiceRequest, re-shaped by nothing but the
  * resource processor (and merged by batch). */
 typedef enum {
     PC_SIGNAL_PROFILES,
@@ -140,7 +140,7 @@ pc_batch *pc_batch_wrap(pc_arena *a, pc_signal sig);
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out);
 void pc_batch_encode_json(const pc_batch *b, pc_buf *out);
 
-/* Validation (DESIGN §2). Dictionary errors make the whole request invalid (-1).
+/* Validation (ARCHITECTURE.md §3). Dictionary errors make the whole request invalid (-1).
  * Otherwise invalid profiles are removed and counted in *rejected, with the first reason in err;
  * returns 0. A request whose every profile is invalid also returns -1. */
 int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen);

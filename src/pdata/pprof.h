@@ -1,5 +1,5 @@
-/* The one pprof <-> OTLP profiles translator, each way (DESIGN §1, spec/otlp-profiles.md §3.1,
- * §3.2, §4.1). Dictionary work goes through pdata/dict.h.
+/* The one pprof <-> OTLP profiles translator, each way (ARCHITECTURE.md §3, spec/otlp-profiles.md
+ * §3.1, §3.2, §4.1). Dictionary work goes through pdata/dict.h.
  *
  * pprof -> OTLP: one Profile per pprof sample_type (sample j of the pprof is sample j of every
  * Profile, with values = [value[i]]); mappings, locations, functions, stacks, labels deduped into

@@ -1,5 +1,6 @@
-/* Validation on the way in (DESIGN §2): every index inside its table, element 0 of every table
- * the zero value, values and timestamps of equal length. Invalid data is refused, never passed on.
+/* Validation on the way in (ARCHITECTURE.md §3): every index inside its table, element 0 of every
+ * table the zero value, values and timestamps of equal length. Invalid data is refused, never
+ * passed on.
  */
 #include <stdio.h>
 #include <string.h>

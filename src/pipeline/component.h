@@ -1,4 +1,4 @@
-/* Component types (DESIGN §4): one static descriptor per type, listed in one table. */
+/* Component types (ARCHITECTURE.md §5): one static descriptor per type, listed in one table. */
 #ifndef PC_COMPONENT_H
 #define PC_COMPONENT_H
 
@@ -48,6 +48,9 @@ typedef struct pc_component_type {
     /* Optional: whether this instance's config can serve a pipeline of sig (e.g. an exporter
      * with only traces_endpoint cannot take profiles); -1 with a reason otherwise. */
     int (*check_signal)(const pc_component *c, pc_signal sig, char *err, size_t errlen);
+    /* Exporters on the exporter core (pipeline/exporter.h, PC_EXPORTER_CORE): what the core's
+     * callbacks above plug in. */
+    const struct pc_exporter_def *exporter;
 } pc_component_type;
 
 static inline bool pc_component_type_supports(const pc_component_type *t, pc_signal sig)

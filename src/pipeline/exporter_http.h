@@ -1,5 +1,6 @@
-/* The HTTP side every HTTP exporter opens the same way: a keep-alive client to the endpoint,
- * TLS for https:// (unless tls::insecure), and the auth extension named by auth::authenticator. */
+/* The HTTP side of the exporters on the exporter core (exporter.h) that speak HTTP/1.1: a
+ * keep-alive client to the endpoint, TLS for https:// (unless tls::insecure), the auth extension
+ * named by auth::authenticator, and the one reading of an HTTP answer as a send outcome. */
 #ifndef PC_EXPORTER_HTTP_H
 #define PC_EXPORTER_HTTP_H
 
@@ -8,6 +9,7 @@
 #include "net/tls.h"
 #include "net/url.h"
 #include "pipeline/component.h"
+#include "pipeline/exporter.h"
 
 /* In start(): fills *client, *tls (NULL for plain text; the caller frees it with
  * pc_tls_ctx_free in destroy) and *auth (NULL without an authenticator). -1 with err when the
@@ -16,5 +18,10 @@ int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connecti
                           const pc_tls_client_cfg *tls_cfg, const char *authenticator,
                           pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, char *err,
                           size_t errlen);
+
+/* The outcome of one request to u, as the OTLP/HTTP spec classifies it: 2xx OK; 429 (overload),
+ * 502, 503, 504 and network errors retryable, with the server's Retry-After; any other status
+ * permanent. The message names the status and the start of the body, or the network error. */
+void pc_exporter_http_outcome(const pc_http_response *r, const pc_url *u, pc_export_outcome *o);
 
 #endif

@@ -54,6 +54,7 @@ struct pc_sender {
     pc_component *c;
     pc_sender_cfg cfg;
     pc_send_fn send;
+    void *send_arg;
     item *head, *tail; /* queued, not yet picked by a consumer */
     item *waiting;     /* in flight (sending or waiting for a retry), a list for shutdown */
     uint64_t queued;   /* queued items (metric) */
@@ -66,15 +67,15 @@ struct pc_sender {
     int deadline_open;
     void (*shutdown_done)(void *);
     void *shutdown_arg;
-    /* per signal, in that signal's unit; metrics registered when a signal first arrives */
-    uint64_t sent[PC_SIGNAL_COUNT], failed[PC_SIGNAL_COUNT], enqueue_failed[PC_SIGNAL_COUNT];
-    unsigned registered;
+    /* per signal, in that signal's unit: the exporter's counts (k), whose series are registered
+     * when a signal first arrives */
+    pc_send_counts *k;
+    uint64_t *sent, *failed, *enqueue_failed; /* k's arrays */
 };
 
 static void dispatch(pc_sender *s);
 static void start_item(item *it);
 static void maybe_finish_shutdown(pc_sender *s);
-static void register_signal(pc_sender *s, pc_signal sig);
 
 int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
                        pc_cfg_err *err)
@@ -401,7 +402,7 @@ static void attempt(item *it)
     it->attempt++;
     if (!it->first_attempt_ms) it->first_attempt_ms = uv_now(s->c->loop);
     it->in_flight_send = 1;
-    s->send(s->c, it->batch, on_result, it);
+    s->send(s->send_arg, it->batch, on_result, it);
 }
 
 static void load_done(uv_work_t *w, int status)
@@ -484,7 +485,7 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     it->s = s;
     it->batch = b;
     it->sig = b->signal;
-    register_signal(s, it->sig);
+    pc_send_counts_register(s->k, s->c, it->sig);
     it->samples = pc_batch_items(b);
     it->units = units_of(s, it->samples, pc_arena_size(b->arena));
     if (s->stopping) {
@@ -588,7 +589,7 @@ static int replay(pc_sender *s, char *err, size_t errlen)
         it->s = s;
         it->seq = seqs[i];
         it->samples = got == sizeof h && !rec_signal(h, &it->sig) ? (size_t)get_u64(h + 4) : 0;
-        register_signal(s, it->sig);
+        pc_send_counts_register(s->k, s->c, it->sig);
         it->units = units_of(s, it->samples, bytes);
         s->queued_units += it->units;
         push_queue(s, it);
@@ -599,34 +600,50 @@ static int replay(pc_sender *s, char *err, size_t errlen)
     return 0;
 }
 
-/* The per-signal counters of a signal this exporter has seen (profiles always). */
-static void register_signal(pc_sender *s, pc_signal sig)
+void pc_send_counts_register(pc_send_counts *k, pc_component *c, pc_signal sig)
 {
-    if (s->registered & PC_SIGNAL_BIT(sig)) return;
-    s->registered |= PC_SIGNAL_BIT(sig);
+    if (k->registered & PC_SIGNAL_BIT(sig)) return;
+    k->registered |= PC_SIGNAL_BIT(sig);
+    pc_exporter_register_metrics(c, sig, &k->sent[sig], &k->failed[sig]);
+    if (!k->queue) return;
     char labels[300], name[128], help[160];
-    snprintf(labels, sizeof labels, "exporter=\"%s\"", s->c->id);
-    pc_exporter_register_metrics(s->c, sig, &s->sent[sig], &s->failed[sig]);
+    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
     snprintf(name, sizeof name, "otelcol_exporter_enqueue_failed_%s", pc_signal_infos[sig].metric);
     snprintf(help, sizeof help, "%s refused because the sending queue was full or unavailable",
              sig == PC_SIGNAL_PROFILES ? "Profile samples" : pc_signal_infos[sig].items);
-    pc_metric_u64(s->c, name, help, PC_METRIC_COUNTER, labels, &s->enqueue_failed[sig]);
+    pc_metric_u64(c, name, help, PC_METRIC_COUNTER, labels, &k->enqueue_failed[sig]);
 }
 
-static double queue_size_metric(const void *arg)
+void pc_send_counts_format(const pc_send_counts *k, char *out, size_t n)
 {
-    const pc_sender *s = arg;
-    return (double)s->queued_units;
+    out[0] = 0;
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) /* "sent 12 samples, send failed 0, ..." */
+        if (k->registered & PC_SIGNAL_BIT(sig))
+            snprintf(out + strlen(out), n - strlen(out),
+                     "%ssent %llu %s, send failed %llu, enqueue failed %llu", out[0] ? "; " : "",
+                     (unsigned long long)k->sent[sig], pc_signal_infos[sig].items,
+                     (unsigned long long)k->failed[sig],
+                     (unsigned long long)k->enqueue_failed[sig]);
 }
 
-pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn send, char *err,
-                         size_t errlen)
+uint64_t pc_sender_queue_size(const pc_sender *s)
+{
+    return s->queued_units;
+}
+
+pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
+                         pc_send_fn send, void *arg, char *err, size_t errlen)
 {
     pc_sender *s = pc_xcalloc(1, sizeof(*s));
     s->c = c;
     s->cfg = *cfg;
     s->cfg.storage = NULL; /* the config owns the string */
     s->send = send;
+    s->send_arg = arg;
+    s->k = counts;
+    s->sent = counts->sent;
+    s->failed = counts->failed;
+    s->enqueue_failed = counts->enqueue_failed;
     s->capacity = (uint64_t)cfg->queue_size;
     s->next_seq = 1;
     if (cfg->queue_enabled && cfg->storage) {
@@ -647,40 +664,17 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn s
             return NULL;
         }
     }
-    char labels[300];
-    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
-    register_signal(s, PC_SIGNAL_PROFILES);
-    pc_metric_fn(c, "otelcol_exporter_queue_size", "Current size of the sending queue",
-                 PC_METRIC_GAUGE, labels, queue_size_metric, s);
-    pc_metric_u64(c, "otelcol_exporter_queue_capacity", "Capacity of the sending queue",
-                  PC_METRIC_GAUGE, labels, &s->capacity);
     dispatch(s);
     return s;
 }
 
 /* ---- shutdown ---- */
 
-/* The final counters, as the receivers' stop lines: /metrics is gone once the process exits, and
- * what a shutdown deadline dropped is counted only now. */
-static void log_totals(const pc_sender *s)
-{
-    char totals[600] = "";
-    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) /* "sent 12 samples, send failed 0, ..." */
-        if (s->registered & PC_SIGNAL_BIT(sig))
-            snprintf(totals + strlen(totals), sizeof totals - strlen(totals),
-                     "%ssent %llu %s, send failed %llu, enqueue failed %llu", totals[0] ? "; " : "",
-                     (unsigned long long)s->sent[sig], pc_signal_infos[sig].items,
-                     (unsigned long long)s->failed[sig],
-                     (unsigned long long)s->enqueue_failed[sig]);
-    PC_INFO(s->c->id, "stopped (%s)", totals[0] ? totals : "nothing sent");
-}
-
 static void finish_shutdown(pc_sender *s)
 {
     void (*done)(void *) = s->shutdown_done;
     s->shutdown_done = NULL;
     if (!done) return;
-    log_totals(s);
     done(s->shutdown_arg);
 }
 
@@ -769,7 +763,6 @@ void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
 void pc_sender_free(pc_sender *s)
 {
     if (!s) return;
-    pc_metric_unregister(s->c);
     while (s->head) { /* only after shutdown; nothing pending remains but queued records */
         item *it = s->head;
         s->head = it->next;

@@ -1,7 +1,8 @@
-/* The exporter helper (DESIGN §1, like the Collector's exporterhelper): a bounded sending queue,
- * optionally persisted on disk, consumers that send with capped, jittered exponential backoff
- * honouring Retry-After, and the counters of what was sent, failed or refused. Every exporter
- * uses it; an exporter only provides "send this batch once". Loop thread only. */
+/* The sender (ARCHITECTURE.md §2, like the Collector's exporterhelper queue and retry): a bounded
+ * sending queue, optionally persisted on disk, consumers that send with capped, jittered
+ * exponential backoff honouring Retry-After, and the counting of what was sent, failed or refused.
+ * The exporter core (pipeline/exporter.h) runs one per exporter and gives it "send this batch
+ * once". Loop thread only. */
 #ifndef PC_SENDER_H
 #define PC_SENDER_H
 
@@ -75,18 +76,36 @@ extern const char *const pc_sender_sizers[];
 int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
                        pc_cfg_err *err);
 
+/* What an exporter counts per signal, in the signal's unit (profile samples, spans, ...): the
+ * otelcol_exporter_* series. One per exporter (the exporter core's), shared by its senders, so
+ * it outlives any one of them. */
+typedef struct pc_send_counts {
+    uint64_t sent[PC_SIGNAL_COUNT], failed[PC_SIGNAL_COUNT], enqueue_failed[PC_SIGNAL_COUNT];
+    unsigned registered; /* PC_SIGNAL_BIT()s whose series exist */
+    bool queue;          /* also otelcol_exporter_enqueue_failed_* (an exporter with a queue) */
+} pc_send_counts;
+
+/* Register sig's series of k (owned by c) unless they exist. */
+void pc_send_counts_register(pc_send_counts *k, pc_component *c, pc_signal sig);
+/* "sent 12 samples, send failed 0, enqueue failed 0; ..." for the signals seen (the stop line). */
+void pc_send_counts_format(const pc_send_counts *k, char *out, size_t n);
+
 /* Outcome of one send attempt. retry_after_s: the server's Retry-After, or -1. */
 typedef void (*pc_send_result)(void *ctx, pc_status st, int retry_after_s, const char *msg);
-/* Send b once. b is borrowed: the sender keeps its reference until result is called. */
-typedef void (*pc_send_fn)(pc_component *c, pc_batch *b, pc_send_result result, void *ctx);
+/* Send b once (arg as given to pc_sender_new). b is borrowed: the sender keeps its reference
+ * until result is called. */
+typedef void (*pc_send_fn)(void *arg, pc_batch *b, pc_send_result result, void *ctx);
 
 typedef struct pc_sender pc_sender;
 
-/* In start(): opens (and replays) the persistent queue. NULL with err on failure. */
-pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_fn send, char *err,
-                         size_t errlen);
+/* In start(): opens (and replays) the persistent queue, counting into counts (which must
+ * outlive the sender). NULL with err on failure. */
+pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
+                         pc_send_fn send, void *arg, char *err, size_t errlen);
 /* The exporter's consume: takes one reference to b. */
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
+/* Queued, in units of the sizer (the queue size gauge). */
+uint64_t pc_sender_queue_size(const pc_sender *s);
 /* Stop accepting, drain until empty or the service's shutdown deadline, then call done. What is
  * left stays on disk (persistent queue) or is logged and counted as dropped. */
 void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg);

@@ -1,5 +1,5 @@
-/* Graph building (DESIGN §1): receivers and exporters are one instance per id shared by every
- * pipeline that lists them; processors are instantiated per pipeline. Validation looks at the
+/* Graph building (ARCHITECTURE.md §2): receivers and exporters are one instance per id shared by
+ * every pipeline that lists them; processors are instantiated per pipeline. Validation looks at the
  * whole config and reports every error it finds. A reload builds a second service that borrows
  * the running one's unchanged components, then switches over (pc_service_reload). */
 #include "pipeline/service.h"

@@ -1,5 +1,5 @@
-/* Self-metrics (DESIGN §7): a registry of counters and gauges that components own, rendered as
- * Prometheus text on service.telemetry.metrics.address (/metrics). Loop thread only. */
+/* Self-metrics (ARCHITECTURE.md §8): a registry of counters and gauges that components own,
+ * rendered as Prometheus text on service.telemetry.metrics.address (/metrics). Loop thread only. */
 #ifndef PC_TELEMETRY_H
 #define PC_TELEMETRY_H
 

@@ -1,6 +1,6 @@
 /* Shared by the resource, redaction and tracelink processors (header only):
- * - running the payload-sized part of consume on the thread pool (DESIGN §3) while the loop
- *   thread alone touches component state (counters, the in-flight count shutdown waits for);
+ * - running the payload-sized part of consume on the thread pool (ARCHITECTURE.md §4) while the
+ * loop thread alone touches component state (counters, the in-flight count shutdown waits for);
  * - reading attribute keys and string values in both the plain and the profiles-only
  *   key_strindex / string_value_strindex forms. */
 #ifndef PC_PROC_UTIL_H

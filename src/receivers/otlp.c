@@ -4,8 +4,8 @@
  * as in the Collector. A signal is served when a pipeline of that signal lists this receiver
  * (404 / UNIMPLEMENTED otherwise). Both transports share one path: unframe,
  * inflate, decode and validate on the thread pool, consume, and answer the client only once the
- * pipeline has accepted or refused the data (DESIGN §1); only the mapping of outcomes to HTTP
- * statuses or gRPC codes differs. */
+ * pipeline has accepted or refused the data (ARCHITECTURE.md §2); only the mapping of outcomes to
+ * HTTP statuses or gRPC codes differs. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

@@ -1,0 +1,386 @@
+/* The exporter core (pipeline/exporter.h) driven by a made-up exporter type, as a new exporter
+ * would plug in: encode runs on the thread pool, the outcomes a send reports reach upstream and
+ * the counters as the sender's rules say (retry, permanent, queue, sink), the shutdown drains
+ * before it closes the transport; and the reading of HTTP answers and the merging of the
+ * outcomes of a request sent in parts. */
+#include <string.h>
+#include <uv.h>
+
+#include "check.h"
+#include "net/http_client.h"
+#include "net/url.h"
+#include "pipeline/config.h"
+#include "pipeline/exporter.h"
+#include "pipeline/exporter_http.h"
+#include "proc_driver.h"
+
+static uv_loop_t *loop;
+static uv_thread_t loop_thread;
+
+/* ---- the made-up exporter ---- */
+
+typedef struct fake_cfg {
+    pc_sender_cfg sender;
+} fake_cfg;
+
+static const pc_cfg_key fake_keys[] = {
+    PC_SENDER_KEYS(fake_cfg, sender),
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+/* What the backend answers, attempt after attempt; what the exporter saw. */
+static struct {
+    pc_export_outcome script[8];
+    int n_script;
+    int attempts;
+    int encoded_off_loop; /* encodes that ran on another thread than the loop's */
+    int encodes;
+    char last_body[64];
+    int in_flight;          /* requests sent, not answered */
+    int in_flight_at_close; /* -1: close not called */
+    uint64_t sent_at_close, failed_at_close;
+    int stopping_calls;
+    int closed, destroyed;
+} fk;
+
+typedef struct fake_req {
+    pc_export_req r;
+    uv_timer_t answer;
+    pc_export_outcome o;
+} fake_req;
+
+static void fake_encode(pc_export_req *r)
+{
+    uv_thread_t self = uv_thread_self();
+    if (!uv_thread_equal(&self, &loop_thread)) __atomic_add_fetch(&fk.encoded_off_loop, 1, 0);
+    __atomic_add_fetch(&fk.encodes, 1, 0);
+    pc_buf_printf(&r->body, "items=%zu", pc_batch_items(r->batch));
+}
+
+static void answered(uv_handle_t *h)
+{
+    fake_req *q = h->data;
+    fk.in_flight--;
+    pc_export_done(&q->r, &q->o);
+}
+
+static void answer(uv_timer_t *t)
+{
+    uv_close((uv_handle_t *)t, answered);
+}
+
+/* Answers a little later, as a backend does. */
+static void fake_send(pc_export_req *r)
+{
+    fake_req *q = (fake_req *)r;
+    snprintf(fk.last_body, sizeof fk.last_body, "%.*s", (int)r->body.len, (char *)r->body.data);
+    q->o = fk.attempts < fk.n_script ? fk.script[fk.attempts] : PC_EXPORT_OK;
+    fk.attempts++;
+    fk.in_flight++;
+    uv_timer_init(loop, &q->answer);
+    q->answer.data = q;
+    uv_timer_start(&q->answer, answer, 20, 0);
+}
+
+static void fake_stopping(pc_exporter *e)
+{
+    (void)e;
+    fk.stopping_calls++;
+}
+
+static void fake_close(pc_exporter *e)
+{
+    fk.in_flight_at_close = fk.in_flight;
+    fk.sent_at_close = e->counts.sent[PC_SIGNAL_PROFILES];
+    fk.failed_at_close = e->counts.failed[PC_SIGNAL_PROFILES];
+    fk.closed = 1;
+    pc_exporter_closed(e);
+}
+
+static void fake_destroy(pc_exporter *e)
+{
+    (void)e;
+    fk.destroyed = 1;
+}
+
+static const pc_exporter_def fake_def = {
+    .req_size = sizeof(fake_req),
+    .sender_cfg = offsetof(fake_cfg, sender),
+    .encode = fake_encode,
+    .send = fake_send,
+    .stopping = fake_stopping,
+    .close = fake_close,
+    .destroy = fake_destroy,
+};
+
+static const pc_component_type fake_type = {
+    .name = "fake",
+    .kind = PC_KIND_EXPORTER,
+    .cfg_size = sizeof(fake_cfg),
+    .cfg = fake_keys,
+    PC_EXPORTER_CORE(&fake_def),
+    .signals = PC_SIGNALS_ALL,
+};
+
+static const pc_cfg_key no_keys[] = {{NULL, 0, NULL, 0, NULL, NULL}};
+
+static const pc_exporter_def sink_def = {
+    .req_size = sizeof(fake_req),
+    .sink = true,
+    .encode = fake_encode,
+    .send = fake_send,
+    .close = fake_close,
+};
+
+static const pc_component_type sink_type = {
+    .name = "fakesink",
+    .kind = PC_KIND_EXPORTER,
+    .cfg_size = sizeof(fake_cfg),
+    .cfg = no_keys,
+    PC_EXPORTER_CORE(&sink_def),
+};
+
+/* ---- driving it ---- */
+
+/* Configured, created and started (proc_driver.h serves any component type); fk reset. */
+static driver *exporter_new(const pc_component_type *t, const char *yaml)
+{
+    pc_cfg_err err;
+    driver *d = driver_new(t, yaml, &err);
+    if (!d) {
+        fprintf(stderr, "config: %s\n", err.msg);
+        exit(1);
+    }
+    char e[256] = "";
+    CHECK_EQ_INT(t->start(&d->c, e, sizeof e), 0);
+    memset(&fk, 0, sizeof fk);
+    fk.in_flight_at_close = -1;
+    pc_shutdown_deadline_ms = uv_now(loop) + 10000;
+    return d;
+}
+
+/* Three samples in two profiles. */
+static pc_batch *three_samples(void)
+{
+    return batch_from_json(
+        "{\"resourceProfiles\":[{\"scopeProfiles\":[{\"profiles\":["
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+        "\"samples\":[{\"stackIndex\":1,\"values\":[\"5\"]},{\"stackIndex\":1,\"values\":[\"6\"]}]}"
+        ","
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+        "\"samples\":[{\"stackIndex\":1,\"values\":[\"7\"]}]}]}]}],"
+        "\"dictionary\":{\"mappingTable\":[{}],\"locationTable\":[{},{\"lines\":[{\"functionIndex\""
+        ":1}]}],\"functionTable\":[{},{\"nameStrindex\":3}],\"linkTable\":[{}],"
+        "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\"],\"attributeTable\":[{}],"
+        "\"stackTable\":[{},{\"locationIndices\":[1]}]}}");
+}
+
+static uint64_t sent(driver *d)
+{
+    return pc_exporter_of(&d->c)->counts.sent[PC_SIGNAL_PROFILES];
+}
+
+static uint64_t failed(driver *d)
+{
+    return pc_exporter_of(&d->c)->counts.failed[PC_SIGNAL_PROFILES];
+}
+
+static pc_export_outcome outcome(pc_status st, int retry_after_s, const char *msg)
+{
+    pc_export_outcome o;
+    pc_export_outcome_set(&o, st, "%s", msg);
+    o.retry_after_s = retry_after_s;
+    return o;
+}
+
+#define NO_QUEUE                                                                                   \
+    "sending_queue:\n  enabled: false\n"                                                           \
+    "retry_on_failure:\n  initial_interval: 10ms\n  max_interval: 20ms\n"
+
+/* ---- the tests ---- */
+
+static void consume(driver *d)
+{
+    d->c.type->consume(&d->c, three_samples(), tc_up_done, &d->up);
+}
+
+/* A retryable answer is retried (Retry-After 0: at once); the second attempt's OK is what
+ * upstream, waiting without a queue, is told; the samples count as sent once. */
+static void test_retry_then_ok(void)
+{
+    driver *d = exporter_new(&fake_type, NO_QUEUE);
+    fk.script[0] = outcome(PC_ERR_RETRYABLE, 0, "backend busy");
+    fk.n_script = 1;
+    consume(d);
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(d->up.calls, 1);
+    CHECK_EQ_INT(d->up.st, PC_OK);
+    CHECK_EQ_INT(fk.attempts, 2);
+    CHECK_EQ_INT(fk.encodes, 2);
+    CHECK_EQ_INT(fk.encoded_off_loop, 2);
+    CHECK_STR(fk.last_body, "items=3");
+    CHECK_EQ_INT(sent(d), 3);
+    CHECK_EQ_INT(failed(d), 0);
+    driver_free(d);
+}
+
+static char upstream_msg[256];
+static void msg_done(void *arg, pc_status st, const char *msg)
+{
+    snprintf(upstream_msg, sizeof upstream_msg, "%s", msg ? msg : "(null)");
+    tc_up_done(arg, st, msg);
+}
+
+/* A permanent answer is not retried: upstream hears it with the message, the samples count as
+ * failed. */
+static void test_permanent(void)
+{
+    driver *d = exporter_new(&fake_type, NO_QUEUE);
+    fk.script[0] = outcome(PC_ERR_PERMANENT, -1, "backend answered HTTP 400: bad");
+    fk.n_script = 1;
+    d->c.type->consume(&d->c, three_samples(), msg_done, &d->up);
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(d->up.calls, 1);
+    CHECK_EQ_INT(d->up.st, PC_ERR_PERMANENT);
+    CHECK_STR(upstream_msg, "backend answered HTTP 400: bad");
+    CHECK_EQ_INT(fk.attempts, 1);
+    CHECK_EQ_INT(failed(d), 3);
+    CHECK_EQ_INT(sent(d), 0);
+    driver_free(d);
+}
+
+/* With the queue (the default), upstream is told OK once the batch is queued, before any
+ * answer; an overload and a partial success later, the batch counts as sent. */
+static void test_queued(void)
+{
+    driver *d = exporter_new(&fake_type, "retry_on_failure:\n  initial_interval: 10ms\n");
+    fk.script[0] = outcome(PC_ERR_OVERLOAD, 0, "slow down");
+    fk.script[1] = PC_EXPORT_OK;
+    fk.script[1].partial = true;
+    fk.script[1].rejected = 1;
+    fk.n_script = 2;
+    consume(d);
+    CHECK_EQ_INT(d->up.calls, 1); /* at once: queued */
+    CHECK_EQ_INT(d->up.st, PC_OK);
+    CHECK_EQ_INT(fk.attempts, 0);
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(d->up.calls, 1);
+    CHECK_EQ_INT(fk.attempts, 2);
+    CHECK_EQ_INT(sent(d), 3);
+    driver_free(d);
+}
+
+/* Shutdown with a request in flight (driver_free shuts down, runs the loop, destroys): the
+ * stopping hook first; the transport is closed only once the answer came and was counted. */
+static void test_shutdown_drains_then_closes(void)
+{
+    driver *d = exporter_new(&fake_type, NULL);
+    consume(d);
+    driver_free(d);
+    CHECK_EQ_INT(fk.stopping_calls, 1);
+    CHECK(fk.closed);
+    CHECK_EQ_INT(fk.in_flight_at_close, 0);
+    CHECK_EQ_INT(fk.sent_at_close, 3);
+    CHECK_EQ_INT(fk.attempts, 1);
+    CHECK(fk.destroyed);
+}
+
+/* A sink: no sender, no retry; a failed write counts as failed while upstream is told OK; its
+ * shutdown waits for the batch in flight. */
+static void test_sink(void)
+{
+    driver *d = exporter_new(&sink_type, NULL);
+    fk.script[0] = outcome(PC_ERR_PERMANENT, -1, "cannot write");
+    fk.n_script = 1;
+    consume(d);
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(d->up.calls, 1);
+    CHECK_EQ_INT(d->up.st, PC_OK);
+    CHECK_EQ_INT(fk.attempts, 1);
+    CHECK_EQ_INT(failed(d), 3);
+    CHECK_EQ_INT(sent(d), 0);
+    CHECK(pc_exporter_of(&d->c)->sender == NULL);
+    consume(d); /* in flight when the shutdown starts */
+    driver_free(d);
+    CHECK_EQ_INT(fk.attempts, 2);
+    CHECK_EQ_INT(fk.in_flight_at_close, 0);
+    CHECK_EQ_INT(fk.sent_at_close, 3);
+    CHECK_EQ_INT(fk.failed_at_close, 3);
+}
+
+/* The OTLP/HTTP spec's reading of answers: 2xx OK; 429, 502, 503, 504 and network errors
+ * retryable (429 as overload) with Retry-After; any other status permanent. */
+static void test_http_outcome(void)
+{
+    pc_url u = {.port = 4318};
+    snprintf(u.host, sizeof u.host, "backend");
+    pc_export_outcome o;
+    static const struct {
+        int status;
+        pc_status st;
+    } table[] = {{200, PC_OK},
+                 {204, PC_OK},
+                 {429, PC_ERR_OVERLOAD},
+                 {502, PC_ERR_RETRYABLE},
+                 {503, PC_ERR_RETRYABLE},
+                 {504, PC_ERR_RETRYABLE},
+                 {400, PC_ERR_PERMANENT},
+                 {401, PC_ERR_PERMANENT},
+                 {500, PC_ERR_PERMANENT},
+                 {301, PC_ERR_PERMANENT}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        pc_http_response r = {.status = table[i].status, .retry_after_s = 7};
+        pc_exporter_http_outcome(&r, &u, &o);
+        CHECK_EQ_INT(o.st, table[i].st);
+        bool retried = table[i].st == PC_ERR_RETRYABLE || table[i].st == PC_ERR_OVERLOAD;
+        CHECK_EQ_INT(o.retry_after_s, retried ? 7 : -1);
+    }
+    static const char body[] = "no such\r\ntenant";
+    pc_http_response bad = {.status = 400,
+                            .retry_after_s = -1,
+                            .body = (const uint8_t *)body,
+                            .body_len = sizeof body - 1};
+    pc_exporter_http_outcome(&bad, &u, &o);
+    CHECK_STR(o.msg, "backend answered HTTP 400: no such  tenant");
+    pc_http_response down = {.error = UV_ECONNREFUSED, .retry_after_s = -1};
+    pc_exporter_http_outcome(&down, &u, &o);
+    CHECK_EQ_INT(o.st, PC_ERR_RETRYABLE);
+    CHECK_CONTAINS(o.msg, "sending to backend:4318 failed: ");
+}
+
+/* A request sent in parts: retryable wins over permanent (the client should send again), the
+ * message is the winner's, the Retry-After the longest. */
+static void test_merge(void)
+{
+    pc_export_outcome acc = PC_EXPORT_OK;
+    pc_export_outcome parts[] = {PC_EXPORT_OK, outcome(PC_ERR_PERMANENT, -1, "bad label"),
+                                 outcome(PC_ERR_OVERLOAD, 9, "slow down"),
+                                 outcome(PC_ERR_RETRYABLE, 3, "unavailable"), PC_EXPORT_OK};
+    pc_export_outcome_merge(&acc, &parts[0]);
+    CHECK_EQ_INT(acc.st, PC_OK);
+    pc_export_outcome_merge(&acc, &parts[1]);
+    CHECK_EQ_INT(acc.st, PC_ERR_PERMANENT);
+    CHECK_STR(acc.msg, "bad label");
+    for (size_t i = 2; i < sizeof parts / sizeof parts[0]; i++)
+        pc_export_outcome_merge(&acc, &parts[i]);
+    CHECK_EQ_INT(acc.st, PC_ERR_RETRYABLE);
+    CHECK_STR(acc.msg, "unavailable");
+    CHECK_EQ_INT(acc.retry_after_s, 9);
+}
+
+int main(void)
+{
+    loop = uv_default_loop();
+    loop_thread = uv_thread_self();
+    (void)driver_run; /* proc_driver.h's, for processors: an exporter passes nothing on */
+    RUN(test_retry_then_ok);
+    RUN(test_permanent);
+    RUN(test_queued);
+    RUN(test_shutdown_drains_then_closes);
+    RUN(test_sink);
+    RUN(test_http_outcome);
+    RUN(test_merge);
+    uv_loop_close(loop);
+    fprintf(stderr, "%d checks, %d failures\n", check_count, check_failures);
+    return check_failures ? 1 : 0;
+}
