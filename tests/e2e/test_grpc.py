@@ -122,6 +122,17 @@ def export_and_check(test, stub, sink, req, **kw):
     test.assertEqual(h.summarize(got[-1].message), h.summarize(req))
 
 
+def export_concurrently(test, stub, sink, reqs):
+    """Export reqs at once through stub (one connection); what reaches sink sums up to them."""
+    n = len(sink.snapshot())
+    calls = [stub.Export.future(r, timeout=RPC_TIMEOUT) for r in reqs]
+    for c in calls:
+        c.result()
+    got = sink.wait_requests(n + len(reqs))[n:]
+    test.assertEqual(h.merge_summaries([h.summarize(r.message) for r in got]),
+                     h.merge_summaries([h.summarize(r) for r in reqs]))
+
+
 class GrpcReceiver(unittest.TestCase):
     """otlp receiver (grpc + http) -> otlphttp exporter -> Sink."""
 
@@ -158,13 +169,7 @@ class GrpcReceiver(unittest.TestCase):
 
     def test_concurrent_calls_share_a_connection(self):
         reqs = [h.make_request(("c%d" % i,), seed=10 + i) for i in range(12)]
-        n = len(self.sink.snapshot())
-        calls = [self.stub.Export.future(r, timeout=RPC_TIMEOUT) for r in reqs]
-        for c in calls:
-            c.result()
-        got = self.sink.wait_requests(n + len(reqs))[n:]
-        self.assertEqual(h.merge_summaries([h.summarize(r.message) for r in got]),
-                         h.merge_summaries([h.summarize(r) for r in reqs]))
+        export_concurrently(self, self.stub, self.sink, reqs)
 
     def test_http_still_served(self):
         req = h.make_request(("over-http",), seed=5)

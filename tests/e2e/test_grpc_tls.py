@@ -80,13 +80,7 @@ class GrpcTlsReceiver(unittest.TestCase):
         self.export_and_check(h.make_request(("tls-gz",), seed=52, samples=200),
                               compression=grpc.Compression.Gzip)
         reqs = [h.make_request(("tc%d" % i,), seed=60 + i) for i in range(8)]
-        n = len(self.sink.snapshot())
-        calls = [self.stub.Export.future(r, timeout=RPC_TIMEOUT) for r in reqs]
-        for c in calls:
-            c.result()
-        got = self.sink.wait_requests(n + len(reqs))[n:]
-        self.assertEqual(h.merge_summaries([h.summarize(r.message) for r in got]),
-                         h.merge_summaries([h.summarize(r) for r in reqs]))
+        g.export_concurrently(self, self.stub, self.sink, reqs)
 
     def test_plaintext_client_refused(self):
         n = len(self.sink.snapshot())
