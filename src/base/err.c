@@ -29,6 +29,19 @@ const char *pc_strerror(int code)
     return "unknown error";
 }
 
+static int rank(int code)
+{
+    if (code == PC_OK) return 0;
+    if (code == PC_EAGAIN) return 3;
+    if (code == PC_EBUSY) return 2;
+    return 1; /* permanent: PC_EINVAL, PC_E2BIG, ... */
+}
+
+int pc_err_worse(int a, int b)
+{
+    return rank(b) > rank(a) ? b : a;
+}
+
 static void vset(pc_error *e, int code, const char *fmt, va_list ap)
 {
     e->code = code;

@@ -44,6 +44,11 @@ static inline bool pc_err_retryable(int code)
     return code == PC_EAGAIN || code == PC_EBUSY || code == PC_ETIMEDOUT;
 }
 
+/* The worse of two outcomes, for a request answered once for several parts (a fan-out, a batch
+ * of clients, an export in parts): retryable beats permanent, because the client should send
+ * again rather than give up; PC_EAGAIN beats PC_EBUSY; any error beats PC_OK. */
+int pc_err_worse(int a, int b);
+
 /* One issue of a config: where (file, line), which key (path, "exporters::otlp::endpoint"),
  * what. */
 typedef struct pc_error_issue {

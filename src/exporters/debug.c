@@ -60,7 +60,7 @@ static void debug_write(pc_export_req *r)
     int ok = 1;
     if (r->body.len) ok = fwrite(r->body.data, 1, r->body.len, stderr) == r->body.len;
     if (fflush(stderr)) ok = 0;
-    if (!ok) pc_export_outcome_set(&o, PC_ERR_PERMANENT, "cannot write to stderr");
+    if (!ok) pc_export_outcome_set(&o, PC_EINVAL, "cannot write to stderr");
     pc_export_done(r, &o);
 }
 

@@ -272,7 +272,7 @@ static void grpc_outcome(const otlp_exp *x, pc_signal sig, const pc_h2_response 
 {
     if (r->error) {
         /* an oversized response must not be retried (OTLP spec); every other failure may be */
-        pc_export_outcome_set(o, r->error == UV_E2BIG ? PC_ERR_PERMANENT : PC_ERR_RETRYABLE,
+        pc_export_outcome_set(o, r->error == UV_E2BIG ? PC_E2BIG : PC_EAGAIN,
                               "gRPC call to %s:%d failed: %s", x->host, x->port,
                               r->error_msg ? r->error_msg : uv_strerror(r->error));
         return;
@@ -295,7 +295,7 @@ static void grpc_outcome(const otlp_exp *x, pc_signal sig, const pc_h2_response 
     char *text = pc_grpc_message_decode(gm ? gm : "");
     for (char *p = text; *p; p++)
         if ((unsigned char)*p < 0x20) *p = ' ';
-    pc_export_outcome_set(o, PC_ERR_PERMANENT, "backend answered gRPC %s%s%s%s%.300s",
+    pc_export_outcome_set(o, PC_EINVAL, "backend answered gRPC %s%s%s%s%.300s",
                           pc_grpc_code_name(code), gs ? "" : " (no grpc-status", gs ? "" : ")",
                           *text ? ": " : "", text);
     free(text);
@@ -309,13 +309,13 @@ static void grpc_outcome(const otlp_exp *x, pc_signal sig, const pc_h2_response 
     case PC_GRPC_OUT_OF_RANGE:
     case PC_GRPC_UNAVAILABLE:
     case PC_GRPC_DATA_LOSS:
-        o->st = PC_ERR_RETRYABLE;
+        o->st = PC_EAGAIN;
         o->retry_after_s = retry_after;
         return;
     case PC_GRPC_RESOURCE_EXHAUSTED:
         /* retryable only when the server says recovery is possible (RetryInfo), per OTLP */
         if (delay_ms >= 0) {
-            o->st = PC_ERR_OVERLOAD;
+            o->st = PC_EBUSY;
             o->retry_after_s = retry_after;
         }
         return;

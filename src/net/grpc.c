@@ -52,6 +52,22 @@ int pc_grpc_code_from_http(int http_status)
     }
 }
 
+int pc_grpc_code_from_err(int rc)
+{
+    switch (rc) {
+    case PC_OK: return PC_GRPC_OK;
+    case PC_E2BIG:
+    case PC_EBUSY: return PC_GRPC_RESOURCE_EXHAUSTED;
+    case PC_EAGAIN: return PC_GRPC_UNAVAILABLE;
+    case PC_ENOTSUP: return PC_GRPC_UNIMPLEMENTED;
+    case PC_EAUTH: return PC_GRPC_UNAUTHENTICATED;
+    case PC_ETIMEDOUT: return PC_GRPC_DEADLINE_EXCEEDED;
+    case PC_ECANCELED: return PC_GRPC_CANCELLED;
+    case PC_EIO: return PC_GRPC_INTERNAL;
+    default: return PC_GRPC_INVALID_ARGUMENT;
+    }
+}
+
 void pc_grpc_frame(const void *msg, size_t len, bool compressed, pc_buf *out)
 {
     uint8_t p[PC_GRPC_PREFIX] = {compressed ? 1 : 0, (uint8_t)(len >> 24), (uint8_t)(len >> 16),

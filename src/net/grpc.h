@@ -11,6 +11,7 @@
 
 #include "net/h2_server.h"
 #include "base/buf.h"
+#include "base/err.h"
 
 typedef enum {
     PC_GRPC_OK = 0,
@@ -40,6 +41,12 @@ const char *pc_grpc_code_name(int code);
 /* The gRPC code a non-200 HTTP status means when the response has no grpc-status (gRPC's
  * http-grpc-status-mapping.md). */
 int pc_grpc_code_from_http(int http_status);
+
+/* The gRPC code for a PC_E* code (base/err.h): PC_OK -> OK, E2BIG and EBUSY ->
+ * RESOURCE_EXHAUSTED, EAGAIN -> UNAVAILABLE, ENOTSUP -> UNIMPLEMENTED, EAUTH -> UNAUTHENTICATED,
+ * ETIMEDOUT -> DEADLINE_EXCEEDED, ECANCELED -> CANCELLED, EIO -> INTERNAL, the other (permanent)
+ * codes -> INVALID_ARGUMENT. */
+int pc_grpc_code_from_err(int rc);
 
 /* Append one length-prefixed message to out. */
 void pc_grpc_frame(const void *msg, size_t len, bool compressed, pc_buf *out);

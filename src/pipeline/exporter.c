@@ -8,7 +8,7 @@
 
 #include "pipeline/telemetry.h"
 
-void pc_export_outcome_set(pc_export_outcome *o, pc_status st, const char *fmt, ...)
+void pc_export_outcome_set(pc_export_outcome *o, int st, const char *fmt, ...)
 {
     va_list ap;
     memset(o, 0, sizeof *o);
@@ -21,8 +21,8 @@ void pc_export_outcome_set(pc_export_outcome *o, pc_status st, const char *fmt, 
 
 void pc_export_outcome_merge(pc_export_outcome *acc, const pc_export_outcome *part)
 {
-    if (part->st != PC_OK && pc_status_merge(acc->st, part->st) != acc->st) {
-        acc->st = pc_status_merge(acc->st, part->st);
+    if (part->st != PC_OK && pc_err_worse(acc->st, part->st) != acc->st) {
+        acc->st = pc_err_worse(acc->st, part->st);
         memcpy(acc->msg, part->msg, sizeof acc->msg);
     }
     if (part->retry_after_s > acc->retry_after_s) acc->retry_after_s = part->retry_after_s;

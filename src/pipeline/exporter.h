@@ -15,8 +15,8 @@
  *   loop      def->send(r) hands the request to the transport; when the backend has answered
  *             it calls pc_export_done(r, &outcome) exactly once, on the loop thread
  *   loop      the core logs a partial success, releases the request and tells the sender the
- *             outcome: PC_OK, retryable (PC_ERR_RETRYABLE / PC_ERR_OVERLOAD, with an optional
- *             Retry-After) or permanent (PC_ERR_PERMANENT), with a message
+ *             outcome: PC_OK, retryable (PC_EAGAIN / PC_EBUSY, with an optional
+ *             Retry-After) or permanent (PC_EINVAL), with a message
  *
  * An exporter type fills a pc_exporter_def and puts PC_EXPORTER_CORE(&def) into its
  * pc_component_type (it keeps its own validate, which ends with pc_sender_validate, and its
@@ -65,7 +65,7 @@ typedef struct pc_export_req pc_export_req;
 
 /* What one send attempt came to. */
 typedef struct pc_export_outcome {
-    pc_status st;      /* PC_OK; PC_ERR_RETRYABLE or PC_ERR_OVERLOAD: retried; PC_ERR_PERMANENT */
+    int st;            /* PC_OK; PC_EAGAIN or PC_EBUSY: retried; PC_EINVAL */
     int retry_after_s; /* the backend's Retry-After (or gRPC RetryInfo) in seconds, -1 if none */
     bool partial;      /* PC_OK with a partial success: the backend rejected some items */
     int64_t rejected;  /* with partial: how many (profiles for profiles, else the signal's items) */
@@ -76,9 +76,9 @@ typedef struct pc_export_outcome {
 #define PC_EXPORT_OK ((pc_export_outcome){.st = PC_OK, .retry_after_s = -1})
 
 /* An outcome with st and a formatted message, retry_after_s -1. */
-void pc_export_outcome_set(pc_export_outcome *o, pc_status st, const char *fmt, ...)
+void pc_export_outcome_set(pc_export_outcome *o, int st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* A request sent as several parts: acc keeps the worst status (pc_status_merge) with its
+/* A request sent as several parts: acc keeps the worst status (pc_err_worse) with its
  * message and the longest Retry-After. Start acc as PC_EXPORT_OK. */
 void pc_export_outcome_merge(pc_export_outcome *acc, const pc_export_outcome *part);
 /* An OK answer's body (an Export*ServiceResponse of sig, proto or JSON): a partial success in it

@@ -32,7 +32,7 @@ int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connecti
 void pc_exporter_http_outcome(const pc_http_response *r, const pc_url *u, pc_export_outcome *o)
 {
     if (r->error) {
-        pc_export_outcome_set(o, PC_ERR_RETRYABLE, "sending to %s:%d failed: %s", u->host, u->port,
+        pc_export_outcome_set(o, PC_EAGAIN, "sending to %s:%d failed: %s", u->host, u->port,
                               r->error_msg ? r->error_msg : uv_strerror(r->error));
         return;
     }
@@ -41,13 +41,13 @@ void pc_exporter_http_outcome(const pc_http_response *r, const pc_url *u, pc_exp
         return;
     }
     int retryable = r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504;
-    pc_export_outcome_set(o, PC_ERR_PERMANENT, "backend answered HTTP %d%s%.*s", r->status,
+    pc_export_outcome_set(o, PC_EINVAL, "backend answered HTTP %d%s%.*s", r->status,
                           r->body_len ? ": " : "", (int)(r->body_len > 200 ? 200 : r->body_len),
                           r->body ? (const char *)r->body : "");
     for (char *p = o->msg; *p; p++)
         if ((unsigned char)*p < 0x20) *p = ' ';
     if (retryable) {
-        o->st = r->status == 429 ? PC_ERR_OVERLOAD : PC_ERR_RETRYABLE;
+        o->st = r->status == 429 ? PC_EBUSY : PC_EAGAIN;
         o->retry_after_s = r->retry_after_s;
     }
 }

@@ -6,14 +6,6 @@
 #include "pipeline/consumer.h"
 #include "base/alloc.h"
 
-pc_status pc_status_merge(pc_status a, pc_status b)
-{
-    /* retryable outcomes win: the client should send again rather than give up */
-    static const int rank[] = {
-        [PC_OK] = 0, [PC_ERR_PERMANENT] = 1, [PC_ERR_OVERLOAD] = 2, [PC_ERR_RETRYABLE] = 3};
-    return rank[b] > rank[a] ? b : a;
-}
-
 typedef struct fanout {
     pc_consumer base;
     size_t n;
@@ -22,17 +14,17 @@ typedef struct fanout {
 
 typedef struct join {
     size_t pending;
-    pc_status st;
+    int st;
     char msg[256];
     pc_done_fn done;
     void *arg;
 } join;
 
-static void join_done(void *arg, pc_status st, const char *msg)
+static void join_done(void *arg, int st, const char *msg)
 {
     join *j = arg;
-    if (st != PC_OK && pc_status_merge(j->st, st) != j->st) {
-        j->st = pc_status_merge(j->st, st);
+    if (st != PC_OK && pc_err_worse(j->st, st) != j->st) {
+        j->st = pc_err_worse(j->st, st);
         snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
     }
     if (--j->pending) return;

@@ -79,6 +79,22 @@ static inline uint64_t pc_decoded_limit(uint64_t max_decoded, uint64_t max_body)
     return max_decoded ? max_decoded : PC_DECODED_PER_BODY * max_body;
 }
 
+/* The HTTP status a receiver answers for a pipeline outcome (ARCHITECTURE.md §7): 200 for
+ * PC_OK, 413 PC_E2BIG, 429 PC_EBUSY, 503 PC_EAGAIN (the last two with Retry-After), 415
+ * PC_ENOTSUP, 401 PC_EAUTH, 400 for the other, permanent, codes. */
+static inline int pc_receiver_http_status(int rc)
+{
+    switch (rc) {
+    case PC_OK: return 200;
+    case PC_E2BIG: return 413;
+    case PC_EBUSY: return 429;
+    case PC_EAGAIN: return 503;
+    case PC_ENOTSUP: return 415;
+    case PC_EAUTH: return 401;
+    default: return 400;
+    }
+}
+
 /* validate(): endpoint, limits and TLS files; errors name path::prefix::key. */
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
                                 const char *path, const char *prefix, pc_cfg_err *err);

@@ -310,7 +310,7 @@ static void push_queue(pc_sender *s, item *it)
 }
 
 /* An item leaves for good: answer upstream if it waits, release resources, pull the next one. */
-static void complete(item *it, pc_status st, const char *msg, int keep_record)
+static void complete(item *it, int st, const char *msg, int keep_record)
 {
     pc_sender *s = it->s;
     unlink_waiting(s, it);
@@ -347,7 +347,7 @@ static void retry_fire(uv_timer_t *t)
     start_item(it);
 }
 
-static void on_result(void *ctx, pc_status st, int retry_after_s, const char *msg)
+static void on_result(void *ctx, int st, int retry_after_s, const char *msg)
 {
     item *it = ctx;
     pc_sender *s = it->s;
@@ -357,7 +357,7 @@ static void on_result(void *ctx, pc_status st, int retry_after_s, const char *ms
         complete(it, PC_OK, NULL, 0);
         return;
     }
-    if (st == PC_ERR_PERMANENT) {
+    if (!pc_err_retryable(st)) {
         s->failed[it->sig] += it->samples;
         PC_ERROR(s->c->id, "dropping %zu %s: %s (not retryable)", it->samples,
                  pc_signal_infos[it->sig].items, msg ? msg : "");
@@ -418,7 +418,7 @@ static void load_done(uv_work_t *w, int status)
         record_path(s, it->seq, "pcq", from, sizeof from);
         record_path(s, it->seq, "corrupt", to, sizeof to);
         rename(from, to);
-        complete(it, PC_ERR_PERMANENT, it->err, 1);
+        complete(it, PC_EINVAL, it->err, 1);
         return;
     }
     attempt(it);
@@ -466,7 +466,7 @@ static void persist_done(uv_work_t *w, int status)
         s->enqueue_failed[it->sig] += it->samples;
         PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu %s (retryable)", it->err,
                  it->samples, pc_signal_infos[it->sig].items);
-        done(arg, PC_ERR_RETRYABLE, "persistent queue unavailable");
+        done(arg, PC_EAGAIN, "persistent queue unavailable");
         item_free(it);
         maybe_finish_shutdown(s);
         return;
@@ -490,7 +490,7 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     it->units = units_of(s, it->samples, pc_arena_size(b->arena));
     if (s->stopping) {
         s->enqueue_failed[it->sig] += it->samples;
-        done(arg, PC_ERR_RETRYABLE, "exporter is shutting down");
+        done(arg, PC_EAGAIN, "exporter is shutting down");
         item_free(it);
         return;
     }
@@ -508,7 +508,7 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
         PC_WARN(s->c->id, "sending queue is full (%llu of %llu %s): refusing %zu %s (retryable)",
                 (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
                 pc_sender_sizers[s->cfg.sizer], it->samples, pc_signal_infos[it->sig].items);
-        done(arg, PC_ERR_RETRYABLE, "sending queue is full");
+        done(arg, PC_EAGAIN, "sending queue is full");
         item_free(it);
         return;
     }
@@ -730,12 +730,12 @@ static void deadline_fire(uv_timer_t *t)
             continue;
         uv_timer_stop(&it->timer);
         if (it->done)
-            complete(it, PC_ERR_RETRYABLE, "exporter is shutting down", 0);
+            complete(it, PC_EAGAIN, "exporter is shutting down", 0);
         else if (it->seq)
-            complete(it, PC_ERR_RETRYABLE, NULL, 1);
+            complete(it, PC_EAGAIN, NULL, 1);
         else {
             drop(it, "shutdown deadline reached while waiting to retry");
-            complete(it, PC_ERR_RETRYABLE, NULL, 0);
+            complete(it, PC_EAGAIN, NULL, 0);
         }
     }
     maybe_finish_shutdown(s);

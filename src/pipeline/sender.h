@@ -91,7 +91,7 @@ void pc_send_counts_register(pc_send_counts *k, pc_component *c, pc_signal sig);
 void pc_send_counts_format(const pc_send_counts *k, char *out, size_t n);
 
 /* Outcome of one send attempt. retry_after_s: the server's Retry-After, or -1. */
-typedef void (*pc_send_result)(void *ctx, pc_status st, int retry_after_s, const char *msg);
+typedef void (*pc_send_result)(void *ctx, int st, int retry_after_s, const char *msg);
 /* Send b once (arg as given to pc_sender_new). b is borrowed: the sender keeps its reference
  * until result is called. */
 typedef void (*pc_send_fn)(void *arg, pc_batch *b, pc_send_result result, void *ctx);

@@ -93,7 +93,7 @@ static void component_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, v
     if (s && s->n_waiting && is_waiting(s, c)) {
         /* its predecessor is still leaving the persistent queue to it: the client retries */
         pc_batch_unref(b);
-        done(arg, PC_ERR_RETRYABLE, "exporter is restarting");
+        done(arg, PC_EAGAIN, "exporter is restarting");
         return;
     }
     c->type->consume(c, b, done, arg);
@@ -105,7 +105,7 @@ typedef struct entry_call {
     void *arg;
 } entry_call;
 
-static void entry_done(void *arg, pc_status st, const char *msg)
+static void entry_done(void *arg, int st, const char *msg)
 {
     entry_call *call = arg;
     pc_done_fn done = call->done;

@@ -50,7 +50,7 @@ typedef struct input {
     pc_batch *b;
     pc_done_fn done;
     void *arg;
-    pc_status st;
+    int st;
 } input;
 
 /* Pending data of one combination of metadata values. */
@@ -331,14 +331,14 @@ static void job_complete(flush_job *j)
     maybe_finish_shutdown(bp);
 }
 
-static void output_done(void *arg, pc_status st, const char *msg)
+static void output_done(void *arg, int st, const char *msg)
 {
     output *o = arg;
     flush_job *j = o->job;
     if (st != PC_OK) {
         if (!j->msg[0]) snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "export failed");
         for (size_t i = 0; i < o->n_inputs; i++)
-            j->in[o->inputs[i]].st = pc_status_merge(j->in[o->inputs[i]].st, st);
+            j->in[o->inputs[i]].st = pc_err_worse(j->in[o->inputs[i]].st, st);
     }
     if (--j->pending == 0) job_complete(j);
 }
@@ -490,7 +490,7 @@ static void batch_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *a
         PC_WARN(c->id, "refusing a request: more than %lld metadata value combinations pending",
                 (long long)cfg->metadata_cardinality_limit);
         pc_batch_unref(b);
-        done(arg, PC_ERR_OVERLOAD, "batch: too many distinct metadata values pending");
+        done(arg, PC_EBUSY, "batch: too many distinct metadata values pending");
         return;
     }
     shard *s = bp->shards[idx];
@@ -565,7 +565,7 @@ static void batch_destroy(pc_component *c)
         shard *s = bp->shards[i];
         for (size_t k = 0; k < s->n_in; k++) {
             pc_batch_unref(s->in[k].b);
-            s->in[k].done(s->in[k].arg, PC_ERR_RETRYABLE, "batch: shutting down");
+            s->in[k].done(s->in[k].arg, PC_EAGAIN, "batch: shutting down");
         }
         shard_free(s, cfg->metadata_keys.n);
     }

@@ -202,7 +202,7 @@ static void ml_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
     if (l->refusing) {
         l->refused_samples += pc_batch_counts(b).samples;
         pc_batch_unref(b);
-        done(arg, PC_ERR_RETRYABLE, "memory limit reached, retry later");
+        done(arg, PC_EAGAIN, "memory limit reached, retry later");
         return;
     }
     pc_consume(c->next, b, done, arg);

@@ -303,12 +303,12 @@ static void job_free(job *j)
     free(j);
 }
 
-static void respond_pipeline_error(job *j, pc_status st, const char *msg);
+static void respond_pipeline_error(job *j, int st, const char *msg);
 
 static void respond_refusal(job *j, refusal why, const char *msg)
 {
     if (why == E_BUSY) { /* no memory now: retryable, as the memory limiter's refusals */
-        respond_pipeline_error(j, PC_ERR_RETRYABLE, msg);
+        respond_pipeline_error(j, PC_EAGAIN, msg);
         return;
     }
     if (j->transport == T_HTTP) {
@@ -327,23 +327,20 @@ static void respond_refusal(job *j, refusal why, const char *msg)
 
 /* The pipeline refused: permanent -> 400 / INVALID_ARGUMENT; overload -> 429 /
  * RESOURCE_EXHAUSTED with RetryInfo; retryable -> 503 / UNAVAILABLE. */
-static void respond_pipeline_error(job *j, pc_status st, const char *msg)
+static void respond_pipeline_error(job *j, int st, const char *msg)
 {
     if (j->transport == T_HTTP) {
-        int http = st == PC_ERR_PERMANENT ? 400 : st == PC_ERR_OVERLOAD ? 429 : 503;
-        http_respond_status(j->req, j->json, http, msg);
+        http_respond_status(j->req, j->json, pc_receiver_http_status(st), msg);
         return;
     }
-    if (st == PC_ERR_OVERLOAD) {
+    if (st == PC_EBUSY) {
         char *details =
             pc_grpc_status_details(PC_GRPC_RESOURCE_EXHAUSTED, msg, RETRY_AFTER_S * 1000);
         pc_grpc_respond(j->call, PC_GRPC_RESOURCE_EXHAUSTED, msg, NULL, 0, details);
         free(details);
         return;
     }
-    pc_grpc_respond(j->call,
-                    st == PC_ERR_PERMANENT ? PC_GRPC_INVALID_ARGUMENT : PC_GRPC_UNAVAILABLE, msg,
-                    NULL, 0, NULL);
+    pc_grpc_respond(j->call, pc_grpc_code_from_err(st), msg, NULL, 0, NULL);
 }
 
 /* 200 / OK with an Export*ServiceResponse. */
@@ -457,7 +454,7 @@ out:
     pc_buf_free(&inflated);
 }
 
-static void pipeline_done(void *arg, pc_status st, const char *msg)
+static void pipeline_done(void *arg, int st, const char *msg)
 {
     job *j = arg;
     otlp_recv *r = j->r;
@@ -467,15 +464,15 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
         r->accepted[j->transport][j->sig] += j->samples;
         respond_ok(j, j->rejected, j->err);
         break;
-    case PC_ERR_PERMANENT:
+    default:
         r->refused[j->transport][j->sig] += j->samples;
         r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
         PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id, "pipeline refused %zu %s permanently: %s",
                             j->samples, items, msg ? msg : "");
         respond_pipeline_error(j, st, msg ? msg : "refused by the pipeline");
         break;
-    case PC_ERR_OVERLOAD:
-    case PC_ERR_RETRYABLE:
+    case PC_EBUSY:
+    case PC_EAGAIN:
         r->refused[j->transport][j->sig] += j->samples;
         r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
         PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
@@ -521,7 +518,7 @@ static void job_start(job *j)
 {
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
         j->r->refused_requests[j->transport].n[PC_REFUSED_MEMORY]++;
-        respond_pipeline_error(j, PC_ERR_RETRYABLE, "memory limit reached, retry later");
+        respond_pipeline_error(j, PC_EAGAIN, "memory limit reached, retry later");
         job_free(j);
         return;
     }

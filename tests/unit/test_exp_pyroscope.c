@@ -113,11 +113,11 @@ static void exporter_free(pc_component *c)
 
 typedef struct outcome {
     int done;
-    pc_status st;
+    int st;
     char msg[512];
 } outcome;
 
-static void on_done(void *arg, pc_status st, const char *msg)
+static void on_done(void *arg, int st, const char *msg)
 {
     outcome *o = arg;
     o->done = 1;
@@ -125,7 +125,7 @@ static void on_done(void *arg, pc_status st, const char *msg)
     snprintf(o->msg, sizeof o->msg, "%s", msg ? msg : "");
 }
 
-static pc_status send_batch(pc_component *c, pc_batch *b, outcome *o)
+static int send_batch(pc_component *c, pc_batch *b, outcome *o)
 {
     memset(o, 0, sizeof *o);
     c->type->consume(c, b, on_done, o);
@@ -459,22 +459,22 @@ static void test_status_mapping(void)
     if (!c) return;
     outcome o;
     ts.status = 503;
-    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_RETRYABLE);
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_EAGAIN);
     CHECK_CONTAINS(o.msg, "503");
     ts.status = 400;
-    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_PERMANENT);
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_EINVAL);
     CHECK_CONTAINS(o.msg, "400");
     ts.status = 429;
-    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_OVERLOAD);
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_EBUSY);
     /* ingest: two requests, one fails: the worse outcome wins */
     ts.status = 200;
     th_clear(&ts);
     ts.status_first = 400;
-    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_PERMANENT);
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_EINVAL);
     ts.status = 503;
     th_clear(&ts);
     ts.status_first = 200;
-    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_ERR_RETRYABLE);
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(batch_json), &o), PC_EAGAIN);
     exporter_free(c);
     th_stop(&ts);
 
@@ -484,7 +484,7 @@ static void test_status_mapping(void)
     c = exporter_new(yaml, err, sizeof err);
     CHECK(c != NULL);
     if (!c) return;
-    CHECK_EQ_INT(send_batch(c, go_batch(), &o), PC_ERR_RETRYABLE);
+    CHECK_EQ_INT(send_batch(c, go_batch(), &o), PC_EAGAIN);
     CHECK_CONTAINS(o.msg, "failed");
     exporter_free(c);
 }

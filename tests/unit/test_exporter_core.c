@@ -185,7 +185,7 @@ static uint64_t failed(driver *d)
     return pc_exporter_of(&d->c)->counts.failed[PC_SIGNAL_PROFILES];
 }
 
-static pc_export_outcome outcome(pc_status st, int retry_after_s, const char *msg)
+static pc_export_outcome outcome(int st, int retry_after_s, const char *msg)
 {
     pc_export_outcome o;
     pc_export_outcome_set(&o, st, "%s", msg);
@@ -209,7 +209,7 @@ static void consume(driver *d)
 static void test_retry_then_ok(void)
 {
     driver *d = exporter_new(&fake_type, NO_QUEUE);
-    fk.script[0] = outcome(PC_ERR_RETRYABLE, 0, "backend busy");
+    fk.script[0] = outcome(PC_EAGAIN, 0, "backend busy");
     fk.n_script = 1;
     consume(d);
     uv_run(loop, UV_RUN_DEFAULT);
@@ -225,7 +225,7 @@ static void test_retry_then_ok(void)
 }
 
 static char upstream_msg[256];
-static void msg_done(void *arg, pc_status st, const char *msg)
+static void msg_done(void *arg, int st, const char *msg)
 {
     snprintf(upstream_msg, sizeof upstream_msg, "%s", msg ? msg : "(null)");
     tc_up_done(arg, st, msg);
@@ -236,12 +236,12 @@ static void msg_done(void *arg, pc_status st, const char *msg)
 static void test_permanent(void)
 {
     driver *d = exporter_new(&fake_type, NO_QUEUE);
-    fk.script[0] = outcome(PC_ERR_PERMANENT, -1, "backend answered HTTP 400: bad");
+    fk.script[0] = outcome(PC_EINVAL, -1, "backend answered HTTP 400: bad");
     fk.n_script = 1;
     d->c.type->consume(&d->c, three_samples(), msg_done, &d->up);
     uv_run(loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(d->up.calls, 1);
-    CHECK_EQ_INT(d->up.st, PC_ERR_PERMANENT);
+    CHECK_EQ_INT(d->up.st, PC_EINVAL);
     CHECK_STR(upstream_msg, "backend answered HTTP 400: bad");
     CHECK_EQ_INT(fk.attempts, 1);
     CHECK_EQ_INT(failed(d), 3);
@@ -254,7 +254,7 @@ static void test_permanent(void)
 static void test_queued(void)
 {
     driver *d = exporter_new(&fake_type, "retry_on_failure:\n  initial_interval: 10ms\n");
-    fk.script[0] = outcome(PC_ERR_OVERLOAD, 0, "slow down");
+    fk.script[0] = outcome(PC_EBUSY, 0, "slow down");
     fk.script[1] = PC_EXPORT_OK;
     fk.script[1].partial = true;
     fk.script[1].rejected = 1;
@@ -290,7 +290,7 @@ static void test_shutdown_drains_then_closes(void)
 static void test_sink(void)
 {
     driver *d = exporter_new(&sink_type, NULL);
-    fk.script[0] = outcome(PC_ERR_PERMANENT, -1, "cannot write");
+    fk.script[0] = outcome(PC_EINVAL, -1, "cannot write");
     fk.n_script = 1;
     consume(d);
     uv_run(loop, UV_RUN_DEFAULT);
@@ -317,22 +317,15 @@ static void test_http_outcome(void)
     pc_export_outcome o;
     static const struct {
         int status;
-        pc_status st;
-    } table[] = {{200, PC_OK},
-                 {204, PC_OK},
-                 {429, PC_ERR_OVERLOAD},
-                 {502, PC_ERR_RETRYABLE},
-                 {503, PC_ERR_RETRYABLE},
-                 {504, PC_ERR_RETRYABLE},
-                 {400, PC_ERR_PERMANENT},
-                 {401, PC_ERR_PERMANENT},
-                 {500, PC_ERR_PERMANENT},
-                 {301, PC_ERR_PERMANENT}};
+        int st;
+    } table[] = {{200, PC_OK},     {204, PC_OK},     {429, PC_EBUSY},  {502, PC_EAGAIN},
+                 {503, PC_EAGAIN}, {504, PC_EAGAIN}, {400, PC_EINVAL}, {401, PC_EINVAL},
+                 {500, PC_EINVAL}, {301, PC_EINVAL}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         pc_http_response r = {.status = table[i].status, .retry_after_s = 7};
         pc_exporter_http_outcome(&r, &u, &o);
         CHECK_EQ_INT(o.st, table[i].st);
-        bool retried = table[i].st == PC_ERR_RETRYABLE || table[i].st == PC_ERR_OVERLOAD;
+        bool retried = table[i].st == PC_EAGAIN || table[i].st == PC_EBUSY;
         CHECK_EQ_INT(o.retry_after_s, retried ? 7 : -1);
     }
     static const char body[] = "no such\r\ntenant";
@@ -344,7 +337,7 @@ static void test_http_outcome(void)
     CHECK_STR(o.msg, "backend answered HTTP 400: no such  tenant");
     pc_http_response down = {.error = UV_ECONNREFUSED, .retry_after_s = -1};
     pc_exporter_http_outcome(&down, &u, &o);
-    CHECK_EQ_INT(o.st, PC_ERR_RETRYABLE);
+    CHECK_EQ_INT(o.st, PC_EAGAIN);
     CHECK_CONTAINS(o.msg, "sending to backend:4318 failed: ");
 }
 
@@ -353,17 +346,17 @@ static void test_http_outcome(void)
 static void test_merge(void)
 {
     pc_export_outcome acc = PC_EXPORT_OK;
-    pc_export_outcome parts[] = {PC_EXPORT_OK, outcome(PC_ERR_PERMANENT, -1, "bad label"),
-                                 outcome(PC_ERR_OVERLOAD, 9, "slow down"),
-                                 outcome(PC_ERR_RETRYABLE, 3, "unavailable"), PC_EXPORT_OK};
+    pc_export_outcome parts[] = {PC_EXPORT_OK, outcome(PC_EINVAL, -1, "bad label"),
+                                 outcome(PC_EBUSY, 9, "slow down"),
+                                 outcome(PC_EAGAIN, 3, "unavailable"), PC_EXPORT_OK};
     pc_export_outcome_merge(&acc, &parts[0]);
     CHECK_EQ_INT(acc.st, PC_OK);
     pc_export_outcome_merge(&acc, &parts[1]);
-    CHECK_EQ_INT(acc.st, PC_ERR_PERMANENT);
+    CHECK_EQ_INT(acc.st, PC_EINVAL);
     CHECK_STR(acc.msg, "bad label");
     for (size_t i = 2; i < sizeof parts / sizeof parts[0]; i++)
         pc_export_outcome_merge(&acc, &parts[i]);
-    CHECK_EQ_INT(acc.st, PC_ERR_RETRYABLE);
+    CHECK_EQ_INT(acc.st, PC_EAGAIN);
     CHECK_STR(acc.msg, "unavailable");
     CHECK_EQ_INT(acc.retry_after_s, 9);
 }

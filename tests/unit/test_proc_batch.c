@@ -400,18 +400,18 @@ static void test_status_propagation(void)
     if (r.n_deferred == 2) {
         r.dones[1](r.args[1], PC_OK, NULL);
         CHECK_EQ_INT(ups[0].calls + ups[1].calls, 0); /* the job waits for both */
-        r.dones[0](r.args[0], PC_ERR_RETRYABLE, "backend down");
+        r.dones[0](r.args[0], PC_EAGAIN, "backend down");
     }
     CHECK_EQ_INT(ups[0].calls, 1);
     CHECK_EQ_INT(ups[1].calls, 1);
-    CHECK_EQ_INT(ups[0].st, PC_ERR_RETRYABLE);
+    CHECK_EQ_INT(ups[0].st, PC_EAGAIN);
     CHECK_EQ_INT(ups[1].st, PC_OK);
     tc_rec_clear(&r);
 
     /* one failing merged request fails every request merged into it */
     r.defer = false;
     r.n_deferred = 0;
-    r.answer = PC_ERR_RETRYABLE;
+    r.answer = PC_EAGAIN;
     tc_up more[3] = {{0}};
     pc_component *c2 = make("timeout: 10ms\n", &loop, &r.base, NULL);
     for (int i = 0; i < 3; i++)
@@ -420,7 +420,7 @@ static void test_status_propagation(void)
     CHECK_EQ_INT(r.n, 1);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ_INT(more[i].calls, 1);
-        CHECK_EQ_INT(more[i].st, PC_ERR_RETRYABLE);
+        CHECK_EQ_INT(more[i].st, PC_EAGAIN);
     }
     /* the failure was once: the next flush succeeds */
     tc_up last = {0};
@@ -460,7 +460,7 @@ static void test_metadata_keys(void)
     pc_batch_set_meta(b, "x-scope-orgid", "tenant-c");
     c->type->consume(c, b, tc_up_done, &ups[6]);
     CHECK_EQ_INT(ups[6].calls, 1);
-    CHECK_EQ_INT(ups[6].st, PC_ERR_OVERLOAD);
+    CHECK_EQ_INT(ups[6].st, PC_EBUSY);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(r.n, 2);
     for (size_t i = 0; i < r.n; i++) {

@@ -133,7 +133,7 @@ typedef struct tc_rec {
     pc_consumer base;
     pc_batch *got[TC_REC_MAX];
     size_t n;
-    pc_status answer;
+    int answer;
     bool defer;
     pc_done_fn dones[TC_REC_MAX];
     void *args[TC_REC_MAX];
@@ -152,7 +152,7 @@ static inline void tc_rec_consume(pc_consumer *self, pc_batch *b, pc_done_fn don
         r->args[r->n_deferred++] = arg;
         return;
     }
-    pc_status st = r->answer;
+    int st = r->answer;
     r->answer = PC_OK;
     done(arg, st, st == PC_OK ? NULL : "recorded failure");
 }
@@ -183,14 +183,14 @@ static inline pc_batch *tc_rec_take_last(tc_rec *r)
 
 typedef struct tc_up {
     int calls;
-    pc_status st;
+    int st;
     int order; /* when it was answered, counted over every tc_up since tc_up_order was reset */
     char msg[256];
 } tc_up;
 
 static int tc_up_order;
 
-static inline void tc_up_done(void *arg, pc_status st, const char *msg)
+static inline void tc_up_done(void *arg, int st, const char *msg)
 {
     tc_up *u = arg;
     u->calls++;

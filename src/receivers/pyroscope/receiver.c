@@ -480,7 +480,7 @@ static void respond_ok(job *j)
         pc_http_respond(j->req, 200, NULL, NULL, 0, NULL);
 }
 
-static void pipeline_done(void *arg, pc_status st, const char *msg)
+static void pipeline_done(void *arg, int st, const char *msg)
 {
     job *j = arg;
     pyro_recv *r = j->r;
@@ -490,11 +490,10 @@ static void pipeline_done(void *arg, pc_status st, const char *msg)
     } else {
         r->refused_samples += j->samples;
         r->refused_requests.n[PC_REFUSED_PIPELINE]++;
-        int status = st == PC_ERR_PERMANENT ? 400 : st == PC_ERR_OVERLOAD ? 429 : 503;
+        int status = pc_receiver_http_status(st);
         PC_WARN_RATELIMITED(
             &r->pipeline_log, r->c->id, "pipeline refused %zu samples (%s): %s", j->samples,
-            st == PC_ERR_PERMANENT ? "permanent" : "retryable, client told to retry",
-            msg ? msg : "");
+            pc_err_retryable(st) ? "retryable, client told to retry" : "permanent", msg ? msg : "");
         respond_error(j, status, msg ? msg : "pipeline unavailable, retry later");
     }
     job_free(j);
