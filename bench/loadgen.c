@@ -295,13 +295,13 @@ static int parse(int argc, char **argv, opts *o)
 int main(int argc, char **argv)
 {
     lg *g = &G;
-    char err[256];
+    pc_error err = {0};
     if (parse(argc, argv, &g->o)) {
         usage();
         return 2;
     }
-    if (pc_url_parse(g->o.url, &g->url, err, sizeof err) || strcmp(g->url.scheme, "http")) {
-        fprintf(stderr, "bad --url %s: %s\n", g->o.url, err);
+    if (pc_url_parse(g->o.url, &g->url, &err) < 0 || strcmp(g->url.scheme, "http")) {
+        fprintf(stderr, "bad --url %s: %s\n", g->o.url, err.msg);
         return 2;
     }
     /* The target is taken verbatim from the URL: pc_url_parse already keeps the query in

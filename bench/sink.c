@@ -165,9 +165,9 @@ int main(int argc, char **argv)
                              .max_connections = 4096,
                              .log_id = "sink"};
     s->srv = pc_http_server_new(s->loop, &o, handler, s);
-    char err[256];
-    if (pc_http_server_start(s->srv, err, sizeof err)) {
-        fprintf(stderr, "sink: %s\n", err);
+    pc_error err = {0};
+    if (pc_http_server_start(s->srv, &err) < 0) {
+        fprintf(stderr, "sink: %s\n", err.msg);
         return 1;
     }
     uv_signal_init(s->loop, &s->sigint);

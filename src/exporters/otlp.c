@@ -76,17 +76,17 @@ typedef struct otlp_exp {
  * ("missing port in address") and grpc-go, given it, would take "example.com/otlp" as the host
  * name, which resolves to nothing: keeping the path can only fail, so profcol drops it. */
 static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port, int *scheme,
-                          char *dropped, size_t droppedlen, char *e, size_t elen)
+                          char *dropped, size_t droppedlen, pc_error *e)
 {
     *scheme = 0;
     if (dropped) dropped[0] = 0;
     if (strstr(ep, "://")) {
         pc_url u;
-        if (pc_url_parse(ep, &u, e, elen)) return -1;
-        if (strcmp(u.scheme, "http") != 0 && strcmp(u.scheme, "https") != 0) {
-            snprintf(e, elen, "use host:port, http://host:port or https://host:port");
-            return -1;
-        }
+        int rc = pc_url_parse(ep, &u, e);
+        if (rc < 0) return rc;
+        if (strcmp(u.scheme, "http") != 0 && strcmp(u.scheme, "https") != 0)
+            return pc_error_set(e, PC_EINVAL,
+                                "use host:port, http://host:port or https://host:port");
         *scheme = strcmp(u.scheme, "https") == 0 ? 2 : 1;
         if (u.path[0] && strcmp(u.path, "/") != 0 && dropped)
             snprintf(dropped, droppedlen, "%s", u.path);
@@ -94,7 +94,7 @@ static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port,
         *port = u.port;
         return 0;
     }
-    return pc_hostport_parse(ep, host, hostlen, port, e, elen);
+    return pc_hostport_parse(ep, host, hostlen, port, e);
 }
 
 static int metadata_ok(const char *name, const char *value, char *e, size_t elen)
@@ -121,13 +121,14 @@ static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, 
 {
     otlp_exp_cfg *cfg = cfgp;
     char host[256], e[256];
+    pc_error pe = {0};
     int port, scheme;
     if (!cfg->endpoint || !*cfg->endpoint) {
         pc_cfg_key_errorf(err, node, path, "endpoint", "required (host:port)");
         return -1;
     }
-    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, &scheme, NULL, 0, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
+    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, &scheme, NULL, 0, &pe) < 0) {
+        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", pe.msg);
         return -1;
     }
     if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
@@ -158,12 +159,12 @@ static int otlp_exp_create(pc_exporter *ex, pc_cfg_err *err)
 {
     otlp_exp_cfg *cfg = ex->c->cfg;
     otlp_exp *x = pc_xcalloc(1, sizeof(*x));
-    char e[256], ua[64], timeout[16];
+    char ua[64], timeout[16];
     int scheme;
     (void)err;
     ex->priv = x;
     parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, &scheme, x->dropped_path,
-                   sizeof x->dropped_path, e, sizeof e);
+                   sizeof x->dropped_path, NULL);
     snprintf(ua, sizeof ua, "profcol/%s", PROFCOL_VERSION);
     pc_grpc_timeout_format(cfg->timeout_ms, timeout, sizeof timeout);
     add_hdr(x, "content-type", "application/grpc");
@@ -189,8 +190,12 @@ static int otlp_exp_start(pc_exporter *e, char *err, size_t errlen)
                            .max_response_bytes = MAX_RESPONSE + PC_GRPC_PREFIX,
                            .log_id = c->id};
     if (cfg->use_tls) {
-        x->tls_ctx = pc_tls_client_ctx_new(&cfg->tls, "h2", c->id, err, errlen);
-        if (!x->tls_ctx) return -1;
+        pc_error pe = {0};
+        x->tls_ctx = pc_tls_client_ctx_new(&cfg->tls, "h2", c->id, &pe);
+        if (!x->tls_ctx) {
+            snprintf(err, errlen, "%s", pe.msg);
+            return -1;
+        }
         o.tls = x->tls_ctx;
     } else if (!strncmp(cfg->endpoint, "https://", 8)) {
         PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
@@ -251,13 +256,12 @@ static void partial_success(pc_export_outcome *o, pc_signal sig, const pc_h2_res
     const uint8_t *msg;
     size_t len;
     bool compressed;
-    char e[256];
     pc_buf plain = {0};
-    if (pc_grpc_unframe(r->body, r->body_len, MAX_RESPONSE, &msg, &len, &compressed, e, sizeof e))
+    if (pc_grpc_unframe(r->body, r->body_len, MAX_RESPONSE, &msg, &len, &compressed, NULL) < 0)
         return; /* an empty or odd body on OK: nothing to report */
     if (compressed) {
         if (pc_grpc_decompress(msg, len, true, find(r->headers, r->n_headers, "grpc-encoding"),
-                               MAX_RESPONSE, &plain, e, sizeof e))
+                               MAX_RESPONSE, &plain, NULL) < 0)
             return;
         msg = plain.data;
         len = plain.len;

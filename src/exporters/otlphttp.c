@@ -95,18 +95,18 @@ static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, 
 {
     otlphttp_cfg *cfg = cfgp;
     pc_url u;
-    char e[256];
+    pc_error e = {0};
     bool any = cfg->endpoint && *cfg->endpoint;
-    if (any && pc_url_parse(cfg->endpoint, &u, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
+    if (any && pc_url_parse(cfg->endpoint, &u, &e) < 0) {
+        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
         return -1;
     }
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         const char *ep = cfg->signal_endpoint[sig];
         if (!ep || !*ep) continue;
         any = true;
-        if (pc_url_parse(ep, &u, e, sizeof e)) {
-            pc_cfg_key_errorf(err, node, path, pc_signal_infos[sig].endpoint_key, "%s", e);
+        if (pc_url_parse(ep, &u, &e) < 0) {
+            pc_cfg_key_errorf(err, node, path, pc_signal_infos[sig].endpoint_key, "%s", e.msg);
             return -1;
         }
     }
@@ -142,17 +142,16 @@ static int otlphttp_create(pc_exporter *ex, pc_cfg_err *err)
 {
     otlphttp_cfg *cfg = ex->c->cfg;
     otlphttp *x = pc_xcalloc(1, sizeof(*x));
-    char e[256];
     (void)err;
     ex->priv = x;
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         target *t = &x->t[sig];
         if (cfg->signal_endpoint[sig] && *cfg->signal_endpoint[sig]) {
-            pc_url_parse(cfg->signal_endpoint[sig], &t->url, e, sizeof e);
+            pc_url_parse(cfg->signal_endpoint[sig], &t->url, NULL);
             if (!t->url.path[0]) strcpy(t->url.path, "/");
             t->set = true;
         } else if (cfg->endpoint && *cfg->endpoint) {
-            pc_url_parse(cfg->endpoint, &t->url, e, sizeof e);
+            pc_url_parse(cfg->endpoint, &t->url, NULL);
             strncat(t->url.path, pc_signal_infos[sig].http_path,
                     sizeof t->url.path - strlen(t->url.path) - 1);
             t->set = true;

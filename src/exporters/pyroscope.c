@@ -161,13 +161,13 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_c
 {
     pyro_cfg *cfg = cfgp;
     pc_url u;
-    char e[256];
+    pc_error e = {0};
     if (!cfg->endpoint || !*cfg->endpoint) {
         pc_cfg_errorf(err, node, path, "endpoint is required");
         return -1;
     }
-    if (pc_url_parse(cfg->endpoint, &u, e, sizeof e)) {
-        pc_cfg_errorf(err, node, path, "endpoint: %s", e);
+    if (pc_url_parse(cfg->endpoint, &u, &e) < 0) {
+        pc_cfg_errorf(err, node, path, "endpoint: %s", e.msg);
         return -1;
     }
     if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
@@ -262,10 +262,9 @@ static int pyro_create(pc_exporter *ex, pc_cfg_err *err)
 {
     pyro_cfg *cfg = ex->c->cfg;
     pyro *x = pc_xcalloc(1, sizeof(*x));
-    char e[256];
     (void)err;
     ex->priv = x;
-    pc_url_parse(cfg->endpoint, &x->url, e, sizeof e);
+    pc_url_parse(cfg->endpoint, &x->url, NULL);
     pc_buf p = {0};
     pc_buf_printf(&p, "%s%s", x->url.path,
                   cfg->protocol == PROTO_PUSH ? "/push.v1.PusherService/Push" : "/ingest");

@@ -34,10 +34,11 @@ typedef struct health {
 static int health_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     health_cfg *cfg = cfgp;
-    char host[256], e[256];
+    char host[256];
+    pc_error e = {0};
     int port;
-    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e);
+    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, &e) < 0) {
+        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
         return -1;
     }
     if (!cfg->path || cfg->path[0] != '/') {
@@ -65,11 +66,12 @@ static int health_start(pc_component *c, char *err, size_t errlen)
 {
     health_cfg *cfg = c->cfg;
     health *h = pc_xcalloc(1, sizeof(*h));
-    char host[256], e[256];
+    char host[256];
+    pc_error e = {0};
     int port;
     c->priv = h;
     h->c = c;
-    pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e);
+    pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, NULL);
     pc_http_server_opts o = {.host = host,
                              .port = port,
                              .max_body_bytes = 4096,
@@ -79,12 +81,18 @@ static int health_start(pc_component *c, char *err, size_t errlen)
                              .max_connections = 64,
                              .log_id = c->id};
     if (pc_tls_server_enabled(&cfg->tls)) {
-        h->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);
-        if (!h->tls) return -1;
+        h->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, &e);
+        if (!h->tls) {
+            snprintf(err, errlen, "%s", e.msg);
+            return -1;
+        }
         o.tls = h->tls;
     }
     h->srv = pc_http_server_new(c->loop, &o, on_request, h);
-    if (pc_http_server_start(h->srv, err, errlen)) return -1;
+    if (pc_http_server_start(h->srv, &e) < 0) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
     PC_INFO(c->id, "health on %s://%s:%d%s", h->tls ? "https" : "http", host,
             pc_http_server_port(h->srv), cfg->path);
     return 0;

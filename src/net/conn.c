@@ -24,7 +24,7 @@ enum { QUIET = -1 }; /* a failure not worth a line (the peer left while we linge
 
 static void rearm(pc_conn *c);
 static void read_update(pc_conn *c);
-static void tls_failed(pc_conn *c);
+static void tls_failed(pc_conn *c, const char *why);
 
 /* ---- references and closing ---- */
 
@@ -135,7 +135,7 @@ static void on_written(uv_write_t *w, int status)
     pc_conn_unref(c);
 }
 
-/* One uv_write of wr's n bytes; -1 when it failed (c is closing). */
+/* One uv_write of wr's n bytes; PC_EIO when it failed (c is closing). */
 static int submit(pc_conn *c, wreq *wr, size_t n, int tag)
 {
     wr->c = c;
@@ -145,7 +145,7 @@ static int submit(pc_conn *c, wreq *wr, size_t n, int tag)
     if (rc < 0) {
         free(wr);
         conn_fail(c, rc, PC_LOG_DEBUG, NULL, "write to %s: %s", c->name, uv_strerror(rc));
-        return -1;
+        return PC_EIO;
     }
     c->refs++;
     c->writes++;
@@ -154,15 +154,15 @@ static int submit(pc_conn *c, wreq *wr, size_t n, int tag)
         c->write_at = uv_now(c->env->loop) + c->env->write_ms;
         rearm(c);
     }
-    return 0;
+    return PC_OK;
 }
 
 /* Send whatever ciphertext waits (handshake flights, records, alerts) as one write. */
 static int flush_tls(pc_conn *c, int tag)
 {
     size_t n = pc_tls_conn_pending(c->tls);
-    if (!n) return 0;
-    if (c->closing) return -1;
+    if (!n) return PC_OK;
+    if (c->closing) return PC_ECLOSED;
     wreq *wr = pc_xmalloc(sizeof *wr + n);
     n = pc_tls_conn_take(c->tls, wr->data, n);
     return submit(c, wr, n, tag);
@@ -170,12 +170,14 @@ static int flush_tls(pc_conn *c, int tag)
 
 int pc_conn_write(pc_conn *c, const void *a, size_t na, const void *b, size_t nb, int tag)
 {
-    if (c->closing) return -1;
+    if (c->closing) return PC_ECLOSED;
     if (c->tls) {
-        if ((na && pc_tls_conn_write(c->tls, a, na)) || (nb && pc_tls_conn_write(c->tls, b, nb))) {
+        pc_error e = {0};
+        if ((na && pc_tls_conn_write(c->tls, a, na, &e) < 0) ||
+            (nb && pc_tls_conn_write(c->tls, b, nb, &e) < 0)) {
             conn_fail(c, UV_EPROTO, PC_LOG_WARN, &c->env->tls_log, "TLS write to %s: %s", c->name,
-                      pc_tls_conn_error(c->tls));
-            return -1;
+                      e.msg);
+            return e.code;
         }
         return flush_tls(c, tag);
     }
@@ -289,18 +291,18 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
     *buf = uv_buf_init(c->env->rbuf, sizeof c->env->rbuf);
 }
 
-/* The handshake failed: send the alert OpenSSL prepared, then finish (or fail, for a protocol
- * that wants to know). */
-static void tls_failed(pc_conn *c)
+/* The handshake failed (why: TLS's reason): send the alert OpenSSL prepared, then finish (or
+ * fail, for a protocol that wants to know). */
+static void tls_failed(pc_conn *c, const char *why)
 {
     if (c->env->proto->error) {
         if (flush_tls(c, 0) == 0)
             conn_fail(c, UV_EPROTO, PC_LOG_WARN, NULL, "TLS handshake with %s failed: %s", c->name,
-                      pc_tls_conn_error(c->tls));
+                      why);
         return;
     }
     PC_WARN_RATELIMITED(&c->env->tls_log, c->env->log_id, "TLS handshake with %s failed: %s",
-                        c->name, pc_tls_conn_error(c->tls));
+                        c->name, why);
     c->want_read = false;
     read_update(c);
     if (flush_tls(c, 0) == 0) pc_conn_finish(c, false);
@@ -310,30 +312,30 @@ static void tls_read(pc_conn *c, const char *data, size_t n)
 {
     pc_conn_env *env = c->env;
     pc_tls_conn_feed(c->tls, data, n);
+    pc_error e = {0};
     if (!pc_tls_conn_established(c->tls)) {
-        int rc = pc_tls_conn_handshake(c->tls);
-        if (rc == PC_TLS_ERROR) {
-            tls_failed(c);
+        int rc = pc_tls_conn_handshake(c->tls, &e);
+        if (rc == PC_EPROTO) {
+            tls_failed(c, e.msg);
             return;
         }
-        if (flush_tls(c, 0) || rc == PC_TLS_WANT) return;
+        if (flush_tls(c, 0) || rc == PC_EAGAIN) return;
         const char *alpn = pc_tls_conn_alpn(c->tls);
         if (env->alpn && strcmp(alpn, env->alpn) != 0)
             PC_DEBUG(env->log_id, "%s: TLS without ALPN %s (%s), speaking it anyway", c->name,
                      env->alpn, *alpn ? alpn : "none");
     }
     c->plain.len = 0;
-    int rc = pc_tls_conn_read(c->tls, &c->plain);
+    int rc = pc_tls_conn_read(c->tls, &c->plain, &e);
     if (flush_tls(c, 0)) return; /* e.g. TLS 1.3 session tickets */
-    if (rc == PC_TLS_ERROR) {
-        conn_fail(c, UV_EPROTO, PC_LOG_DEBUG, NULL, "TLS read from %s: %s", c->name,
-                  pc_tls_conn_error(c->tls));
+    if (rc == PC_EPROTO) {
+        conn_fail(c, UV_EPROTO, PC_LOG_DEBUG, NULL, "TLS read from %s: %s", c->name, e.msg);
         return;
     }
     env->proto->data(c, c->plain.data, c->plain.len);
     if (c->plain.cap > 2 * PC_CONN_READ_CHUNK) pc_buf_free(&c->plain);
     /* close_notify: the peer sends nothing more; an answer in progress still goes out */
-    if (rc == PC_TLS_CLOSED && !c->closing) {
+    if (rc == PC_ECLOSED && !c->closing) {
         if (env->proto->peer_done)
             env->proto->peer_done(c);
         else
@@ -415,37 +417,38 @@ pc_conn *pc_conn_new(pc_conn_env *env)
     return c;
 }
 
-int pc_conn_open(pc_conn *c, uv_os_sock_t fd)
+int pc_conn_open(pc_conn *c, uv_os_sock_t fd, pc_error *e)
 {
     int rc = uv_tcp_open(&c->tcp, fd);
     if (rc < 0) {
         close(fd);
         pc_conn_close(c);
-        return rc;
+        return pc_error_set(e, PC_EIO, "%s", uv_strerror(rc));
     }
     pc_tcp_peer_name(&c->tcp, c->peer, sizeof c->peer);
     uv_tcp_nodelay(&c->tcp, 1);
     c->last_read = uv_now(c->env->loop);
-    return 0;
+    return PC_OK;
 }
 
 /* Serve a connected c: the protocol, reading, the idle clock, a client's TLS handshake. */
 static int serve(pc_conn *c)
 {
     if (c->env->proto->open && c->env->proto->open(c) < 0) pc_conn_close(c);
-    if (c->closing) return -1;
+    if (c->closing) return PC_ECLOSED;
     c->want_read = true;
     read_update(c);
     /* a connection that never sends a byte (or never finishes its TLS handshake) is dropped
      * like an idle one, but after quiet_ms */
     pc_conn_idle(c, true);
     if (c->outbound && c->tls && !c->closing) { /* the ClientHello */
-        if (pc_tls_conn_handshake(c->tls) == PC_TLS_ERROR)
-            tls_failed(c);
+        pc_error e = {0};
+        if (pc_tls_conn_handshake(c->tls, &e) == PC_EPROTO)
+            tls_failed(c, e.msg);
         else
             flush_tls(c, 0);
     }
-    return c->closing ? -1 : 0;
+    return c->closing ? PC_ECLOSED : PC_OK;
 }
 
 int pc_conn_start(pc_conn *c, struct pc_tls_ctx *ctx)

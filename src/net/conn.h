@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/log.h"
 
 struct pc_tls_ctx;
@@ -41,7 +42,8 @@ enum { PC_CONN_READ_CHUNK = 64 * 1024 };
 typedef struct pc_conn_proto {
     /* the protocol's connection struct, which starts with its pc_conn (zeroed when made) */
     size_t conn_size;
-    /* accepted and counted: set up the parser, maybe write (HTTP/2 SETTINGS); -1 closes */
+    /* accepted and counted: set up the parser, maybe write (HTTP/2 SETTINGS); a PC_E* code
+     * closes */
     int (*open)(pc_conn *c);
     /* over the connection limit with nothing to evict: answer, or not (NULL), and the core
      * closes it unless it was finished */
@@ -50,7 +52,8 @@ typedef struct pc_conn_proto {
     void (*data)(pc_conn *c, const uint8_t *p, size_t n);
     /* the peer sent TLS close_notify: nothing more will come (NULL: close) */
     void (*peer_done)(pc_conn *c);
-    /* c failed: err is a libuv error (UV_EOF: the peer closed it, UV_EPROTO: TLS), msg says it
+    /* c failed: err is a libuv error, as libuv gave it (UV_EOF: the peer closed it; UV_EPROTO:
+     * TLS and UV_ETIMEDOUT: writes not read are the core's own), msg says it
      * for a log line ("write to 127.0.0.1:4317: broken pipe"); c closes right after. NULL: the
      * core logs it (at debug; TLS failures as rate-limited warnings) and a failed TLS handshake
      * ends gracefully (its alert sent, lingering) */
@@ -123,7 +126,8 @@ struct pc_conn {
 /* ---- for the protocol ---- */
 
 /* Write plaintext a then b (either may be empty) as one write; TLS is applied. tag is handed to
- * proto->written (tag 0 is the core's own). 0, or -1 when c is closing (or failed now). */
+ * proto->written (tag 0 is the core's own). 0, or PC_ECLOSED when c is closing, PC_EIO or
+ * PC_EPROTO (TLS) when it failed now (and closes). */
 int pc_conn_write(pc_conn *c, const void *a, size_t na, const void *b, size_t nb, int tag);
 /* Read nothing more; once the writes are out, linger (env->linger_ms) or close. close_notify:
  * with TLS, end the stream with a close_notify alert. */
@@ -145,10 +149,11 @@ void pc_conn_unref(pc_conn *c);
 /* A new connection, first in env->conns (env->on_free runs when it is freed, also if
  * pc_conn_open fails). */
 pc_conn *pc_conn_new(pc_conn_env *env);
-/* Take the accepted socket fd (owned from now on, also on failure): 0, or a libuv error with fd
- * closed and c closing. */
-int pc_conn_open(pc_conn *c, uv_os_sock_t fd);
-/* Serve it: TLS with ctx (or plain: NULL), proto->open, reading, the idle clock. -1: closed. */
+/* Take the accepted socket fd (owned from now on, also on failure): 0, or PC_EIO with libuv's
+ * reason in e, fd closed and c closing. */
+int pc_conn_open(pc_conn *c, uv_os_sock_t fd, pc_error *e);
+/* Serve it: TLS with ctx (or plain: NULL), proto->open, reading, the idle clock. PC_ECLOSED:
+ * closed. */
 int pc_conn_start(pc_conn *c, struct pc_tls_ctx *ctx);
 /* Connect to addr (a client's connection: name it first), then serve it as pc_conn_start does
  * (proto->open once connected), TLS with ctx (NULL: plain) for host (SNI and verification).

@@ -169,10 +169,10 @@ static void on_accept(void *arg, uv_os_sock_t fd)
 {
     pc_conn_server *s = arg;
     pc_conn *c = pc_conn_new(&s->env);
-    int rc = pc_conn_open(c, fd);
-    if (rc < 0) {
+    pc_error e = {0};
+    if (pc_conn_open(c, fd, &e) < 0) {
         s->st->accept_errors++;
-        PC_ERROR_RATELIMITED(&s->refuse_log, s->log_id, "accept: %s", uv_strerror(rc));
+        PC_ERROR_RATELIMITED(&s->refuse_log, s->log_id, "accept: %s", e.msg);
         return;
     }
     if (s->env.stopping) {
@@ -257,12 +257,11 @@ pc_log_limiter *pc_conn_server_limiter(pc_conn_server *s, pc_log_level lvl, cons
     return &l->l;
 }
 
-int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, char *err, size_t errlen)
+int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, pc_error *e)
 {
-    if (s->started || s->env.stopping) {
-        snprintf(err, errlen, "listen %s:%d: server already started", s->host, s->o.port);
-        return -1;
-    }
+    if (s->started || s->env.stopping)
+        return pc_error_set(e, PC_EINVAL, "listen %s:%d: server already started", s->host,
+                            s->o.port);
     pc_listener_opts lo = {.host = s->host,
                            .port = s->o.port,
                            .log_id = s->log_id,
@@ -270,13 +269,15 @@ int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, char *
                            .make_room = make_room,
                            .arg = s,
                            .stats = s->st};
-    s->listener = pc_listener_start(s->env.loop, &lo, &s->port, bound, boundlen, err, errlen);
-    if (!s->listener) return -1;
+    pc_error own = {0}; /* the listener's code, also when the caller passed no e */
+    if (!e) e = &own;
+    s->listener = pc_listener_start(s->env.loop, &lo, &s->port, bound, boundlen, e);
+    if (!s->listener) return e->code;
     s->started = true;
     uv_timer_start(&s->tick, on_tick, LOG_TICK_MS, LOG_TICK_MS);
     uv_unref((uv_handle_t *)&s->tick);
     if (s->o.pausable) pc_http_pause_register(on_pause, s);
-    return 0;
+    return PC_OK;
 }
 
 int pc_conn_server_port(const pc_conn_server *s)

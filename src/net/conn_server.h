@@ -39,8 +39,9 @@ pc_conn_server *pc_conn_server_new(uv_loop_t *loop, const pc_conn_server_opts *o
 /* A rate-limited log line of the protocol's own kind (at most 4 per server): its suppressed
  * count is written as "<what>: N more in the last Ts" every 10 s and at shutdown. */
 pc_log_limiter *pc_conn_server_limiter(pc_conn_server *s, pc_log_level lvl, const char *what);
-/* Bind, listen and accept. bound: the address ("127.0.0.1:4318"). -1 with a reason. */
-int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, char *err, size_t errlen);
+/* Bind, listen and accept. bound: the address ("127.0.0.1:4318"). 0, or PC_EIO (PC_EINVAL when
+ * started before) with a reason in e. */
+int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, pc_error *e);
 int pc_conn_server_port(const pc_conn_server *s);
 /* Stop accepting; connections lingering close, finishing ones close once written, the others
  * get proto->shutdown. When the last is freed: proto->stopped, done(arg), and the server is

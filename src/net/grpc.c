@@ -78,69 +78,56 @@ void pc_grpc_frame(const void *msg, size_t len, bool compressed, pc_buf *out)
 }
 
 int pc_grpc_unframe(const uint8_t *body, size_t len, size_t max_len, const uint8_t **msg,
-                    size_t *msg_len, bool *compressed, char *err, size_t errlen)
+                    size_t *msg_len, bool *compressed, pc_error *e)
 {
-    if (len < PC_GRPC_PREFIX) {
-        snprintf(err, errlen, len ? "truncated gRPC message prefix" : "no request message");
-        return PC_GRPC_FRAME_MALFORMED;
-    }
-    if (body[0] > 1) {
-        snprintf(err, errlen, "invalid gRPC compressed flag %u", body[0]);
-        return PC_GRPC_FRAME_MALFORMED;
-    }
+    if (len < PC_GRPC_PREFIX)
+        return pc_error_set(e, PC_EINVAL, "%s",
+                            len ? "truncated gRPC message prefix" : "no request message");
+    if (body[0] > 1) return pc_error_set(e, PC_EINVAL, "invalid gRPC compressed flag %u", body[0]);
     uint64_t n =
         (uint64_t)body[1] << 24 | (uint64_t)body[2] << 16 | (uint64_t)body[3] << 8 | body[4];
     if (n > max_len) {
-        snprintf(err, errlen, "gRPC message of %llu bytes exceeds the limit of %zu bytes",
-                 (unsigned long long)n, max_len);
-        return PC_GRPC_FRAME_TOO_LARGE;
+        return pc_error_set(e, PC_E2BIG,
+                            "gRPC message of %llu bytes exceeds the limit of %zu bytes",
+                            (unsigned long long)n, max_len);
     }
-    if (n > len - PC_GRPC_PREFIX) {
-        snprintf(err, errlen, "truncated gRPC message (%llu bytes declared, %zu received)",
-                 (unsigned long long)n, len - PC_GRPC_PREFIX);
-        return PC_GRPC_FRAME_MALFORMED;
-    }
-    if (n < len - PC_GRPC_PREFIX) {
-        snprintf(err, errlen, "more than one request message");
-        return PC_GRPC_FRAME_MALFORMED;
-    }
+    if (n > len - PC_GRPC_PREFIX)
+        return pc_error_set(e, PC_EINVAL,
+                            "truncated gRPC message (%llu bytes declared, %zu received)",
+                            (unsigned long long)n, len - PC_GRPC_PREFIX);
+    if (n < len - PC_GRPC_PREFIX)
+        return pc_error_set(e, PC_EINVAL, "more than one request message");
     *msg = body + PC_GRPC_PREFIX;
     *msg_len = (size_t)n;
     *compressed = body[0] == 1;
-    return PC_GRPC_FRAME_OK;
+    return PC_OK;
 }
 
 int pc_grpc_decompress(const uint8_t *msg, size_t len, bool compressed, const char *encoding,
-                       size_t max_len, pc_buf *out, char *err, size_t errlen)
+                       size_t max_len, pc_buf *out, pc_error *e)
 {
     out->len = 0;
     if (!compressed) {
-        if (len > max_len) {
-            snprintf(err, errlen, "message of %zu bytes exceeds the limit of %zu bytes", len,
-                     max_len);
-            return PC_GRPC_RESOURCE_EXHAUSTED;
-        }
+        if (len > max_len)
+            return pc_error_set(e, PC_E2BIG, "message of %zu bytes exceeds the limit of %zu bytes",
+                                len, max_len);
         pc_buf_append(out, msg, len);
-        return PC_GRPC_OK;
+        return PC_OK;
     }
-    if (!encoding || !*encoding || strcasecmp(encoding, "identity") == 0) {
-        snprintf(err, errlen, "compressed message without grpc-encoding");
-        return PC_GRPC_INTERNAL;
-    }
-    if (strcasecmp(encoding, "gzip") != 0 && strcasecmp(encoding, "deflate") != 0) {
-        snprintf(err, errlen, "unsupported grpc-encoding \"%.40s\" (supported: gzip)", encoding);
-        return PC_GRPC_UNIMPLEMENTED;
-    }
+    if (!encoding || !*encoding || strcasecmp(encoding, "identity") == 0)
+        return pc_error_set(e, PC_EINVAL, "compressed message without grpc-encoding");
+    if (strcasecmp(encoding, "gzip") != 0 && strcasecmp(encoding, "deflate") != 0)
+        return pc_error_set(e, PC_ENOTSUP, "unsupported grpc-encoding \"%.40s\" (supported: gzip)",
+                            encoding);
     int rc = pc_gzip_inflate(msg, len, max_len, out);
     if (rc == PC_GZ_TOO_LARGE) {
-        snprintf(err, errlen, "decompressed message exceeds the limit of %zu bytes", max_len);
-        return PC_GRPC_RESOURCE_EXHAUSTED;
+        return pc_error_set(e, PC_E2BIG, "decompressed message exceeds the limit of %zu bytes",
+                            max_len);
     }
     if (rc != PC_GZ_OK) {
-        snprintf(err, errlen, "invalid %s message", encoding);
-        return PC_GRPC_INTERNAL;
+        return pc_error_set(e, PC_EINVAL, "invalid %s message", encoding);
     }
-    return PC_GRPC_OK;
+    return PC_OK;
 }
 
 /* ---- grpc-message ---- */
@@ -194,7 +181,7 @@ char *pc_grpc_message_decode(const char *s)
 int pc_grpc_timeout_parse(const char *s, uint64_t *ms)
 {
     size_t nd = strspn(s, "0123456789");
-    if (nd < 1 || nd > 8 || !s[nd] || s[nd + 1]) return -1;
+    if (nd < 1 || nd > 8 || !s[nd] || s[nd + 1]) return PC_EINVAL;
     uint64_t v = strtoull(s, NULL, 10);
     switch (s[nd]) {
     case 'H': *ms = v * 3600000; break;
@@ -203,9 +190,9 @@ int pc_grpc_timeout_parse(const char *s, uint64_t *ms)
     case 'm': *ms = v; break;
     case 'u': *ms = (v + 999) / 1000; break;
     case 'n': *ms = (v + 999999) / 1000000; break;
-    default: return -1;
+    default: return PC_EINVAL;
     }
-    return 0;
+    return PC_OK;
 }
 
 void pc_grpc_timeout_format(uint64_t ms, char *out, size_t outlen)
@@ -266,14 +253,14 @@ int pc_base64_decode(const char *s, pc_buf *out)
     size_t n = strlen(s);
     while (n && s[n - 1] == '=')
         n--;
-    if (n % 4 == 1) return -1;
+    if (n % 4 == 1) return PC_EINVAL;
     out->len = 0;
     pc_buf_reserve(out, n / 4 * 3 + 3);
     uint32_t acc = 0;
     int bits = 0;
     for (size_t i = 0; i < n; i++) {
         int v = b64val((unsigned char)s[i]);
-        if (v < 0) return -1;
+        if (v < 0) return PC_EINVAL;
         acc = acc << 6 | (uint32_t)v;
         bits += 6;
         if (bits >= 8) {
@@ -282,7 +269,7 @@ int pc_base64_decode(const char *s, pc_buf *out)
             pc_buf_append(out, &b, 1);
         }
     }
-    return 0;
+    return PC_OK;
 }
 
 /* ---- status details ---- */

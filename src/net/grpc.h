@@ -51,19 +51,18 @@ int pc_grpc_code_from_err(int rc);
 /* Append one length-prefixed message to out. */
 void pc_grpc_frame(const void *msg, size_t len, bool compressed, pc_buf *out);
 
-enum { PC_GRPC_FRAME_OK = 0, PC_GRPC_FRAME_MALFORMED = -1, PC_GRPC_FRAME_TOO_LARGE = -2 };
-/* A unary body: exactly one message. Points *msg into body. MALFORMED for a truncated prefix,
+/* A unary body: exactly one message. Points *msg into body. PC_EINVAL for a truncated prefix,
  * a length that disagrees with the body, more or fewer than one message, or flag bits other
- * than bit 0; TOO_LARGE when the declared length exceeds max_len. */
+ * than bit 0; PC_E2BIG when the declared length exceeds max_len. */
 int pc_grpc_unframe(const uint8_t *body, size_t len, size_t max_len, const uint8_t **msg,
-                    size_t *msg_len, bool *compressed, char *err, size_t errlen);
+                    size_t *msg_len, bool *compressed, pc_error *e);
 
 /* A message's payload after decompression into out (or copied when not compressed). encoding:
- * the grpc-encoding header (NULL = identity). Returns PC_GRPC_OK, RESOURCE_EXHAUSTED when the
- * inflated size exceeds max_len, INTERNAL for corrupt data, UNIMPLEMENTED for an encoding we do
- * not speak (message in err). */
+ * the grpc-encoding header (NULL = identity). 0, or PC_E2BIG when the (inflated) size exceeds
+ * max_len, PC_EINVAL for corrupt data or a compressed message without an encoding, PC_ENOTSUP
+ * for an encoding we do not speak. A server answers with pc_grpc_code_from_err. */
 int pc_grpc_decompress(const uint8_t *msg, size_t len, bool compressed, const char *encoding,
-                       size_t max_len, pc_buf *out, char *err, size_t errlen);
+                       size_t max_len, pc_buf *out, pc_error *e);
 
 /* grpc-message: percent-encode bytes outside 0x20..0x7e and '%' (malloc'd). */
 char *pc_grpc_message_encode(const char *msg);
@@ -71,12 +70,13 @@ char *pc_grpc_message_encode(const char *msg);
 char *pc_grpc_message_decode(const char *s);
 
 /* grpc-timeout: 1..8 ASCII digits and a unit (H M S m u n) -> milliseconds (rounded up; at
- * most ~ 11 years). -1 for a malformed value. */
+ * most ~ 11 years). PC_EINVAL for a malformed value. */
 int pc_grpc_timeout_parse(const char *s, uint64_t *ms);
 /* Milliseconds -> a grpc-timeout value in out (>= 12 bytes). */
 void pc_grpc_timeout_format(uint64_t ms, char *out, size_t outlen);
 
-/* base64 for -bin metadata: encode without padding; decode accepting either. */
+/* base64 for -bin metadata: encode without padding; decode accepting either (PC_EINVAL when
+ * malformed). */
 char *pc_base64_encode(const uint8_t *p, size_t n);
 int pc_base64_decode(const char *s, pc_buf *out);
 

@@ -399,7 +399,7 @@ static int conn_opened(pc_conn *pc)
         char msg[300];
         snprintf(msg, sizeof msg, "%s: cannot create an HTTP/2 session", c->where);
         conn_fail(k, UV_ENOMEM, msg);
-        return -1;
+        return PC_EIO;
     }
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},

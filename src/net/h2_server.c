@@ -525,7 +525,7 @@ static int conn_open(pc_conn *pc)
 {
     h2conn *c = (h2conn *)pc;
     pc_h2_server *s = srv(c);
-    if (nghttp2_session_server_new2(&c->ng, s->cbs, c, s->opt) != 0) return -1;
+    if (nghttp2_session_server_new2(&c->ng, s->cbs, c, s->opt) != 0) return PC_EIO;
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->o.max_concurrent_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW},
@@ -693,10 +693,10 @@ pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
     return s;
 }
 
-int pc_h2_server_start(pc_h2_server *s, char *err, size_t errlen)
+int pc_h2_server_start(pc_h2_server *s, pc_error *e)
 {
     char bound[80];
-    return pc_conn_server_start(s->core, bound, sizeof bound, err, errlen);
+    return pc_conn_server_start(s->core, bound, sizeof bound, e);
 }
 
 int pc_h2_server_port(const pc_h2_server *s)

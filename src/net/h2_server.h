@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/err.h"
+
 typedef struct pc_h2_server pc_h2_server;
 
 typedef struct pc_h2_header {
@@ -72,8 +74,8 @@ typedef struct pc_h2_server_opts {
 
 pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
                                pc_h2_handler handler, void *arg);
-/* Bind and listen; -1 with a reason. */
-int pc_h2_server_start(pc_h2_server *s, char *err, size_t errlen);
+/* Bind and listen: 0, or PC_EIO with a reason in e. */
+int pc_h2_server_start(pc_h2_server *s, pc_error *e);
 int pc_h2_server_port(const pc_h2_server *s);
 /* GOAWAY to every connection, stop accepting; calls in flight are answered, then done(arg) and
  * the server is freed. */

@@ -513,12 +513,13 @@ pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *o
     return s;
 }
 
-int pc_http_server_start(pc_http_server *s, char *err, size_t errlen)
+int pc_http_server_start(pc_http_server *s, pc_error *e)
 {
     char bound[80];
-    if (pc_conn_server_start(s->core, bound, sizeof bound, err, errlen)) return -1;
+    int rc = pc_conn_server_start(s->core, bound, sizeof bound, e);
+    if (rc < 0) return rc;
     PC_INFO(s->log_id, "listening on %s://%s", s->o.tls ? "https" : "http", bound);
-    return 0;
+    return PC_OK;
 }
 
 int pc_http_server_port(const pc_http_server *s)

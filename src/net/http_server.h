@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/err.h"
+
 typedef struct pc_http_server pc_http_server;
 
 typedef struct pc_http_header {
@@ -59,8 +61,9 @@ typedef struct pc_http_server_opts {
 
 pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *opts,
                                    pc_http_handler handler, void *arg);
-/* Bind and listen. -1 with a reason (e.g. "listen 127.0.0.1:4318: address already in use"). */
-int pc_http_server_start(pc_http_server *s, char *err, size_t errlen);
+/* Bind and listen. 0, or PC_EIO with a reason in e (e.g. "listen 127.0.0.1:4318: address
+ * already in use"). */
+int pc_http_server_start(pc_http_server *s, pc_error *e);
 int pc_http_server_port(const pc_http_server *s);
 /* Stop accepting, close idle connections, let in-flight requests be answered, then call done and
  * free the server. Requests answered after this get "Connection: close". */

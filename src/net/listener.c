@@ -211,13 +211,13 @@ static void on_poll(uv_poll_t *p, int status, int events)
     }
 }
 
-static void listen_fail(char *err, size_t errlen, const char *where, int sys_errno)
+static void listen_fail(pc_error *e, const char *where, int sys_errno)
 {
-    snprintf(err, errlen, "listen %s: %s", where, uv_strerror(uv_translate_sys_error(sys_errno)));
+    pc_error_set(e, PC_EIO, "listen %s: %s", where, uv_strerror(uv_translate_sys_error(sys_errno)));
 }
 
 pc_listener *pc_listener_start(uv_loop_t *loop, const pc_listener_opts *o, int *bound_port,
-                               char *bound, size_t boundlen, char *err, size_t errlen)
+                               char *bound, size_t boundlen, pc_error *e)
 {
     const char *host = o->host;
     int port = o->port;
@@ -228,21 +228,21 @@ pc_listener *pc_listener_start(uv_loop_t *loop, const pc_listener_opts *o, int *
     memset(&ss, 0, sizeof ss);
     int rc = resolve_bind(loop, host, port, &ss);
     if (rc < 0) {
-        snprintf(err, errlen, "listen %s: cannot resolve host: %s", where, uv_strerror(rc));
+        pc_error_set(e, PC_EIO, "listen %s: cannot resolve host: %s", where, uv_strerror(rc));
         return NULL;
     }
     socklen_t sl =
         ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        listen_fail(err, errlen, where, errno);
+        listen_fail(e, where, errno);
         return NULL;
     }
     /* as libuv does: a restart does not wait for TIME_WAIT */
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 511) != 0) {
-        listen_fail(err, errlen, where, errno);
+        listen_fail(e, where, errno);
         close(fd);
         return NULL;
     }

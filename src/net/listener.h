@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/err.h"
+
 /* "1.2.3.4:80" or "[::1]:80"; "?" for anything else. */
 void pc_sockaddr_format(const struct sockaddr *sa, char *out, size_t n);
 /* The peer of an accepted connection, formatted as above. */
@@ -38,10 +40,10 @@ typedef struct pc_listener_opts {
 } pc_listener_opts;
 
 /* Bind, listen and start accepting. On success bound is the address ("127.0.0.1:4318") and
- * *bound_port the port (useful with 0). NULL with err ("listen 127.0.0.1:4318: address already
- * in use"). */
+ * *bound_port the port (useful with 0). NULL with PC_EIO and a reason in e ("listen
+ * 127.0.0.1:4318: address already in use"). */
 pc_listener *pc_listener_start(uv_loop_t *loop, const pc_listener_opts *o, int *bound_port,
-                               char *bound, size_t boundlen, char *err, size_t errlen);
+                               char *bound, size_t boundlen, pc_error *e);
 /* Stop accepting and close; done(arg) once the socket is closed and l freed. */
 void pc_listener_close(pc_listener *l, void (*done)(void *arg), void *arg);
 

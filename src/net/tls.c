@@ -39,7 +39,6 @@ struct pc_tls_conn {
     SSL *ssl;
     BIO *rbio, *wbio; /* owned by ssl */
     bool established;
-    char err[256];
 };
 
 static pc_tls_ctx *g_ctxs;
@@ -72,11 +71,11 @@ static void ssl_reason(char *out, size_t n, const char *fallback)
 
 enum { BAD_NONE, BAD_CERT, BAD_KEY, BAD_CA };
 
-static int readable(const char *what, const char *file, char *err, size_t errlen)
+static int readable(const char *what, const char *file, pc_error *e)
 {
-    if (access(file, R_OK) == 0) return 0;
-    snprintf(err, errlen, "%s \"%s\": %s", what, file, strerror(errno));
-    return -1;
+    if (access(file, R_OK) == 0) return PC_OK;
+    return pc_error_set(e, errno == ENOENT ? PC_ENOENT : PC_EIO, "%s \"%s\": %s", what, file,
+                        strerror(errno));
 }
 
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
@@ -103,20 +102,20 @@ static void set_alpn(pc_tls_ctx *t, const char *alpn)
 }
 
 /* A fresh SSL_CTX from t's settings and files. NULL with a reason; *bad says which file. */
-static SSL_CTX *build(const pc_tls_ctx *t, int *bad, char *err, size_t errlen)
+static SSL_CTX *build(const pc_tls_ctx *t, int *bad, pc_error *e)
 {
     *bad = BAD_NONE;
     ERR_clear_error();
-    if (t->cert_file && readable("cert_file", t->cert_file, err, errlen)) {
+    if (t->cert_file && readable("cert_file", t->cert_file, e)) {
         *bad = BAD_CERT;
         return NULL;
     }
-    if (t->key_file && readable("key_file", t->key_file, err, errlen)) {
+    if (t->key_file && readable("key_file", t->key_file, e)) {
         *bad = BAD_KEY;
         return NULL;
     }
     const char *ca_what = t->server ? "client_ca_file" : "ca_file";
-    if (t->ca_file && readable(ca_what, t->ca_file, err, errlen)) {
+    if (t->ca_file && readable(ca_what, t->ca_file, e)) {
         *bad = BAD_CA;
         return NULL;
     }
@@ -124,7 +123,7 @@ static SSL_CTX *build(const pc_tls_ctx *t, int *bad, char *err, size_t errlen)
     if (!ctx) {
         char r[200];
         ssl_reason(r, sizeof r, "out of memory");
-        snprintf(err, errlen, "cannot create TLS context: %s", r);
+        pc_error_set(e, PC_EIO, "cannot create TLS context: %s", r);
         return NULL;
     }
     char r[200];
@@ -135,23 +134,23 @@ static SSL_CTX *build(const pc_tls_ctx *t, int *bad, char *err, size_t errlen)
     if (t->cert_file) {
         if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
             ssl_reason(r, sizeof r, "cannot load");
-            snprintf(err, errlen, "cert_file \"%s\": not a usable PEM certificate: %s",
-                     t->cert_file, r);
+            pc_error_set(e, PC_EINVAL, "cert_file \"%s\": not a usable PEM certificate: %s",
+                         t->cert_file, r);
             *bad = BAD_CERT;
             goto fail;
         }
         int loaded = SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) == 1;
         if (!loaded) ssl_reason(r, sizeof r, "cannot load");
         if (!loaded && !strstr(r, "mismatch")) {
-            snprintf(err, errlen, "key_file \"%s\": not a usable PEM private key: %s", t->key_file,
-                     r);
+            pc_error_set(e, PC_EINVAL, "key_file \"%s\": not a usable PEM private key: %s",
+                         t->key_file, r);
             *bad = BAD_KEY;
             goto fail;
         }
         if (!loaded || SSL_CTX_check_private_key(ctx) != 1) {
             ERR_clear_error();
-            snprintf(err, errlen, "key_file \"%s\" does not match the certificate in \"%s\"",
-                     t->key_file, t->cert_file);
+            pc_error_set(e, PC_EINVAL, "key_file \"%s\" does not match the certificate in \"%s\"",
+                         t->key_file, t->cert_file);
             *bad = BAD_KEY;
             goto fail;
         }
@@ -159,8 +158,8 @@ static SSL_CTX *build(const pc_tls_ctx *t, int *bad, char *err, size_t errlen)
     if (t->ca_file) {
         if (SSL_CTX_load_verify_locations(ctx, t->ca_file, NULL) != 1) {
             ssl_reason(r, sizeof r, "no certificates in it");
-            snprintf(err, errlen, "%s \"%s\": not usable PEM CA certificates: %s", ca_what,
-                     t->ca_file, r);
+            pc_error_set(e, PC_EINVAL, "%s \"%s\": not usable PEM CA certificates: %s", ca_what,
+                         t->ca_file, r);
             *bad = BAD_CA;
             goto fail;
         }
@@ -202,10 +201,10 @@ static void ctx_destroy(pc_tls_ctx *t)
     free(t);
 }
 
-static pc_tls_ctx *ctx_finish(pc_tls_ctx *t, char *err, size_t errlen)
+static pc_tls_ctx *ctx_finish(pc_tls_ctx *t, pc_error *e)
 {
     int bad;
-    t->ssl_ctx = build(t, &bad, err, errlen);
+    t->ssl_ctx = build(t, &bad, e);
     if (!t->ssl_ctx) {
         ctx_destroy(t);
         return NULL;
@@ -246,23 +245,23 @@ static pc_tls_ctx *client_ctx_alloc(const pc_tls_client_cfg *cfg, const char *al
 }
 
 pc_tls_ctx *pc_tls_server_ctx_new(const pc_tls_server_cfg *cfg, const char *alpn,
-                                  const char *log_id, char *err, size_t errlen)
+                                  const char *log_id, pc_error *e)
 {
     if (!cfg->cert_file || !cfg->key_file) {
-        snprintf(err, errlen, "TLS needs both cert_file and key_file");
+        pc_error_set(e, PC_EINVAL, "TLS needs both cert_file and key_file");
         return NULL;
     }
-    return ctx_finish(server_ctx_alloc(cfg, alpn, log_id), err, errlen);
+    return ctx_finish(server_ctx_alloc(cfg, alpn, log_id), e);
 }
 
 pc_tls_ctx *pc_tls_client_ctx_new(const pc_tls_client_cfg *cfg, const char *alpn,
-                                  const char *log_id, char *err, size_t errlen)
+                                  const char *log_id, pc_error *e)
 {
     if (!cfg->cert_file != !cfg->key_file) {
-        snprintf(err, errlen, "a client certificate needs both cert_file and key_file");
+        pc_error_set(e, PC_EINVAL, "a client certificate needs both cert_file and key_file");
         return NULL;
     }
-    return ctx_finish(client_ctx_alloc(cfg, alpn, log_id), err, errlen);
+    return ctx_finish(client_ctx_alloc(cfg, alpn, log_id), e);
 }
 
 void pc_tls_ctx_free(pc_tls_ctx *t)
@@ -276,24 +275,26 @@ void pc_tls_ctx_free(pc_tls_ctx *t)
     ctx_destroy(t);
 }
 
-int pc_tls_ctx_reload(pc_tls_ctx *t, char *err, size_t errlen)
+int pc_tls_ctx_reload(pc_tls_ctx *t, pc_error *e)
 {
     int bad;
-    SSL_CTX *fresh = build(t, &bad, err, errlen);
-    if (!fresh) return -1;
+    pc_error own = {0}; /* build's code, also when the caller passed no e */
+    if (!e) e = &own;
+    SSL_CTX *fresh = build(t, &bad, e);
+    if (!fresh) return e->code;
     SSL_CTX_free(t->ssl_ctx); /* live connections keep their own reference */
     t->ssl_ctx = fresh;
-    return 0;
+    return PC_OK;
 }
 
 int pc_tls_reload_all(void)
 {
     int failed = 0;
     for (pc_tls_ctx *t = g_ctxs; t; t = t->next) {
-        char e[512];
-        if (pc_tls_ctx_reload(t, e, sizeof e)) {
+        pc_error e = {0};
+        if (pc_tls_ctx_reload(t, &e) < 0) {
             failed++;
-            PC_ERROR(t->log_id, "TLS reload failed, keeping the previous certificates: %s", e);
+            PC_ERROR(t->log_id, "TLS reload failed, keeping the previous certificates: %s", e.msg);
         } else {
             PC_INFO(t->log_id, "TLS certificates reloaded%s%s", t->cert_file ? " from " : "",
                     t->cert_file ? t->cert_file : "");
@@ -324,10 +325,12 @@ void pc_tls_reload_hook_remove(void *arg)
 
 /* ---- validation (config time) ---- */
 
-static int check_built(pc_tls_ctx *t, const char **bad_key, char *err, size_t errlen)
+static int check_built(pc_tls_ctx *t, const char **bad_key, pc_error *e)
 {
     int which;
-    SSL_CTX *ctx = build(t, &which, err, errlen);
+    pc_error own = {0}; /* build's code, also when the caller passed no e */
+    if (!e) e = &own;
+    SSL_CTX *ctx = build(t, &which, e);
     *bad_key = which == BAD_CERT  ? "cert_file"
                : which == BAD_KEY ? "key_file"
                : which == BAD_CA  ? (t->server ? "client_ca_file" : "ca_file")
@@ -335,44 +338,39 @@ static int check_built(pc_tls_ctx *t, const char **bad_key, char *err, size_t er
     ctx_destroy(t);
     if (ctx) {
         SSL_CTX_free(ctx);
-        return 0;
+        return PC_OK;
     }
-    return -1;
+    return e->code;
 }
 
-static int bad_key_is(const char **bad_key, const char *key, char *err, size_t errlen,
-                      const char *msg)
+static int bad_key_is(const char **bad_key, const char *key, pc_error *e, const char *msg)
 {
     *bad_key = key;
-    snprintf(err, errlen, "%s", msg);
-    return -1;
+    return pc_error_set(e, PC_EINVAL, "%s", msg);
 }
 
-int pc_tls_server_check(const pc_tls_server_cfg *cfg, const char **bad_key, char *err,
-                        size_t errlen)
+int pc_tls_server_check(const pc_tls_server_cfg *cfg, const char **bad_key, pc_error *e)
 {
     if (!cfg->cert_file) {
         if (cfg->key_file || cfg->client_ca_file)
-            return bad_key_is(bad_key, "cert_file", err, errlen,
+            return bad_key_is(bad_key, "cert_file", e,
                               "required when key_file or client_ca_file is set");
-        return 0;
+        return PC_OK;
     }
-    if (!cfg->key_file)
-        return bad_key_is(bad_key, "key_file", err, errlen, "required with cert_file");
-    return check_built(server_ctx_alloc(cfg, NULL, NULL), bad_key, err, errlen);
+    if (!cfg->key_file) return bad_key_is(bad_key, "key_file", e, "required with cert_file");
+    return check_built(server_ctx_alloc(cfg, NULL, NULL), bad_key, e);
 }
 
-int pc_tls_client_check(const pc_tls_client_cfg *cfg, const char **bad_key, char *err,
-                        size_t errlen)
+int pc_tls_client_check(const pc_tls_client_cfg *cfg, const char **bad_key, pc_error *e)
 {
     if (cfg->cert_file && !cfg->key_file)
-        return bad_key_is(bad_key, "key_file", err, errlen, "required with cert_file");
+        return bad_key_is(bad_key, "key_file", e, "required with cert_file");
     if (cfg->key_file && !cfg->cert_file)
-        return bad_key_is(bad_key, "cert_file", err, errlen, "required with key_file");
+        return bad_key_is(bad_key, "cert_file", e, "required with key_file");
     if (cfg->server_name_override && !*cfg->server_name_override)
-        return bad_key_is(bad_key, "server_name_override", err, errlen, "must not be empty");
-    if (cfg->insecure) return 0; /* plain text: the files are not used */
-    return check_built(client_ctx_alloc(cfg, NULL, NULL), bad_key, err, errlen);
+        return bad_key_is(bad_key, "server_name_override", e, "must not be empty");
+    if (cfg->insecure) return PC_OK; /* plain text: the files are not used */
+    return check_built(client_ctx_alloc(cfg, NULL, NULL), bad_key, e);
 }
 
 /* ---- connections ---- */
@@ -425,9 +423,9 @@ void pc_tls_conn_feed(pc_tls_conn *t, const void *data, size_t n)
     if (n) BIO_write(t->rbio, data, (int)n); /* reads are at most 64 KiB */
 }
 
-/* Record why an SSL call failed: the queue's reason, with the verification result when a
- * certificate was refused. */
-static void conn_error(pc_tls_conn *t, int ssl_err)
+/* Why an SSL call failed: the queue's reason, with the verification result when a certificate
+ * was refused. Returns PC_EPROTO. */
+static int conn_error(pc_tls_conn *t, int ssl_err, pc_error *e)
 {
     char r[200];
     if (ssl_err == SSL_ERROR_SYSCALL || ssl_err == SSL_ERROR_ZERO_RETURN)
@@ -436,24 +434,22 @@ static void conn_error(pc_tls_conn *t, int ssl_err)
         ssl_reason(r, sizeof r, "TLS protocol error");
     long v = SSL_get_verify_result(t->ssl);
     if (v != X509_V_OK && strstr(r, "certificate verify failed"))
-        snprintf(t->err, sizeof t->err, "%s (%s)", r, X509_verify_cert_error_string(v));
-    else
-        snprintf(t->err, sizeof t->err, "%s", r);
+        return pc_error_set(e, PC_EPROTO, "%s (%s)", r, X509_verify_cert_error_string(v));
+    return pc_error_set(e, PC_EPROTO, "%s", r);
 }
 
-int pc_tls_conn_handshake(pc_tls_conn *t)
+int pc_tls_conn_handshake(pc_tls_conn *t, pc_error *e)
 {
-    if (t->established) return PC_TLS_OK;
+    if (t->established) return PC_OK;
     ERR_clear_error();
     int rc = SSL_do_handshake(t->ssl);
     if (rc == 1) {
         t->established = true;
-        return PC_TLS_OK;
+        return PC_OK;
     }
-    int e = SSL_get_error(t->ssl, rc);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return PC_TLS_WANT;
-    conn_error(t, e);
-    return PC_TLS_ERROR;
+    int se = SSL_get_error(t->ssl, rc);
+    if (se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE) return PC_EAGAIN;
+    return conn_error(t, se, e);
 }
 
 bool pc_tls_conn_established(const pc_tls_conn *t)
@@ -461,7 +457,7 @@ bool pc_tls_conn_established(const pc_tls_conn *t)
     return t->established;
 }
 
-int pc_tls_conn_read(pc_tls_conn *t, pc_buf *out)
+int pc_tls_conn_read(pc_tls_conn *t, pc_buf *out, pc_error *e)
 {
     for (;;) {
         pc_buf_reserve(out, 16384 + 1);
@@ -473,29 +469,25 @@ int pc_tls_conn_read(pc_tls_conn *t, pc_buf *out)
             out->data[out->len] = 0;
             continue;
         }
-        int e = SSL_get_error(t->ssl, n);
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return PC_TLS_OK;
-        if (e == SSL_ERROR_ZERO_RETURN) return PC_TLS_CLOSED;
-        conn_error(t, e);
-        return PC_TLS_ERROR;
+        int se = SSL_get_error(t->ssl, n);
+        if (se == SSL_ERROR_WANT_READ || se == SSL_ERROR_WANT_WRITE) return PC_OK;
+        if (se == SSL_ERROR_ZERO_RETURN) return PC_ECLOSED;
+        return conn_error(t, se, e);
     }
 }
 
-int pc_tls_conn_write(pc_tls_conn *t, const void *data, size_t n)
+int pc_tls_conn_write(pc_tls_conn *t, const void *data, size_t n, pc_error *e)
 {
     const char *p = data;
     while (n > 0) {
         int chunk = n > (1u << 30) ? 1 << 30 : (int)n;
         ERR_clear_error();
         int w = SSL_write(t->ssl, p, chunk); /* a memory BIO takes it all */
-        if (w <= 0) {
-            conn_error(t, SSL_get_error(t->ssl, w));
-            return PC_TLS_ERROR;
-        }
+        if (w <= 0) return conn_error(t, SSL_get_error(t->ssl, w), e);
         p += w;
         n -= (size_t)w;
     }
-    return PC_TLS_OK;
+    return PC_OK;
 }
 
 void pc_tls_conn_shutdown(pc_tls_conn *t)
@@ -515,11 +507,6 @@ size_t pc_tls_conn_take(pc_tls_conn *t, void *dst, size_t cap)
     if (!cap) return 0;
     int got = BIO_read(t->wbio, dst, cap > INT32_MAX ? INT32_MAX : (int)cap);
     return got > 0 ? (size_t)got : 0;
-}
-
-const char *pc_tls_conn_error(const pc_tls_conn *t)
-{
-    return t->err[0] ? t->err : "unknown TLS error";
 }
 
 const char *pc_tls_conn_alpn(const pc_tls_conn *t)

@@ -7,15 +7,15 @@
 /* A port is 1..5 decimal digits in 0..65535; signs, spaces and hex are config mistakes. */
 static int parse_port(const char *p, size_t n, int *port)
 {
-    if (n == 0 || n > 5) return -1;
+    if (n == 0 || n > 5) return PC_EINVAL;
     int v = 0;
     for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') return -1;
+        if (p[i] < '0' || p[i] > '9') return PC_EINVAL;
         v = v * 10 + (p[i] - '0');
     }
-    if (v > 65535) return -1;
+    if (v > 65535) return PC_EINVAL;
     *port = v;
-    return 0;
+    return PC_OK;
 }
 
 /* Split "host", "host:port", "[v6]" or "[v6]:port" (authority without path). port_out is left
@@ -52,76 +52,61 @@ static const char *split_authority(const char *s, size_t n, char *host, size_t h
     return NULL;
 }
 
-int pc_url_parse(const char *s, pc_url *out, char *err, size_t errlen)
+int pc_url_parse(const char *s, pc_url *out, pc_error *e)
 {
     memset(out, 0, sizeof *out);
     const char *sep = strstr(s, "://");
-    if (!sep) {
-        snprintf(err, errlen, "endpoint \"%s\": missing scheme (want http://host:port)", s);
-        return -1;
-    }
+    if (!sep)
+        return pc_error_set(e, PC_EINVAL, "endpoint \"%s\": missing scheme (want http://host:port)",
+                            s);
     size_t sl = (size_t)(sep - s);
     if (sl == 4 && strncmp(s, "http", 4) == 0) {
         out->port = 80;
     } else if (sl == 5 && strncmp(s, "https", 5) == 0) {
         out->port = 443;
     } else {
-        snprintf(err, errlen, "endpoint \"%s\": unsupported scheme \"%.*s\" (want http or https)",
-                 s, (int)sl, s);
-        return -1;
+        return pc_error_set(e, PC_EINVAL,
+                            "endpoint \"%s\": unsupported scheme \"%.*s\" (want http or https)", s,
+                            (int)sl, s);
     }
     memcpy(out->scheme, s, sl);
     out->scheme[sl] = 0;
 
     const char *auth = sep + 3;
     size_t an = strcspn(auth, "/?#");
-    if (memchr(auth, '@', an)) {
-        snprintf(err, errlen, "endpoint \"%s\": user info in URLs is not supported", s);
-        return -1;
-    }
+    if (memchr(auth, '@', an))
+        return pc_error_set(e, PC_EINVAL, "endpoint \"%s\": user info in URLs is not supported", s);
     int has_port;
     const char *why = split_authority(auth, an, out->host, sizeof out->host, &out->port, &has_port);
     if (!why && !out->host[0]) why = "missing host";
-    if (why) {
-        snprintf(err, errlen, "endpoint \"%s\": %s", s, why);
-        return -1;
-    }
+    if (why) return pc_error_set(e, PC_EINVAL, "endpoint \"%s\": %s", s, why);
 
     const char *path = auth + an;
-    if (*path == '?' || *path == '#') {
-        snprintf(err, errlen, "endpoint \"%s\": query strings and fragments are not supported", s);
-        return -1;
-    }
+    if (*path == '?' || *path == '#')
+        return pc_error_set(e, PC_EINVAL,
+                            "endpoint \"%s\": query strings and fragments are not supported", s);
     size_t pn = strlen(path);
     while (pn > 0 && path[pn - 1] == '/')
         pn--; /* callers append "/v1/..." themselves */
-    if (pn + 1 > sizeof out->path) {
-        snprintf(err, errlen, "endpoint \"%s\": path too long", s);
-        return -1;
-    }
+    if (pn + 1 > sizeof out->path)
+        return pc_error_set(e, PC_EINVAL, "endpoint \"%s\": path too long", s);
     memcpy(out->path, path, pn);
     out->path[pn] = 0;
-    return 0;
+    return PC_OK;
 }
 
-int pc_hostport_parse(const char *s, char *host, size_t hostlen, int *port, char *err,
-                      size_t errlen)
+int pc_hostport_parse(const char *s, char *host, size_t hostlen, int *port, pc_error *e)
 {
     int has_port, p = -1;
     const char *why = split_authority(s, strlen(s), host, hostlen, &p, &has_port);
     if (!why && !has_port) why = "missing port (want host:port)";
     if (!why && strpbrk(host, "/?#@ ")) why = "invalid host (want host:port)";
-    if (why) {
-        snprintf(err, errlen, "endpoint \"%s\": %s", s, why);
-        return -1;
-    }
+    if (why) return pc_error_set(e, PC_EINVAL, "endpoint \"%s\": %s", s, why);
     if (!host[0]) {
-        if (hostlen < sizeof "localhost") {
-            snprintf(err, errlen, "endpoint \"%s\": host name too long", s);
-            return -1;
-        }
+        if (hostlen < sizeof "localhost")
+            return pc_error_set(e, PC_EINVAL, "endpoint \"%s\": host name too long", s);
         strcpy(host, "localhost"); /* ":port" binds to loopback by default (ARCHITECTURE.md §6) */
     }
     *port = p;
-    return 0;
+    return PC_OK;
 }

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "base/err.h"
+
 typedef struct pc_url {
     char scheme[8]; /* "http" or "https" */
     char host[256]; /* without brackets for IPv6 */
@@ -11,10 +13,10 @@ typedef struct pc_url {
     char path[1024]; /* "" or starting with '/', without trailing '/' */
 } pc_url;
 
-/* "http://h:p/path" (default port 80/443 by scheme). -1 with a reason in err. */
-int pc_url_parse(const char *s, pc_url *out, char *err, size_t errlen);
-/* "host:port", "[v6]:port" or ":port" (host defaults to localhost). -1 with a reason in err. */
-int pc_hostport_parse(const char *s, char *host, size_t hostlen, int *port, char *err,
-                      size_t errlen);
+/* "http://h:p/path" (default port 80/443 by scheme). 0, or PC_EINVAL with a reason in e. */
+int pc_url_parse(const char *s, pc_url *out, pc_error *e);
+/* "host:port", "[v6]:port" or ":port" (host defaults to localhost). 0, or PC_EINVAL with a
+ * reason in e. */
+int pc_hostport_parse(const char *s, char *host, size_t hostlen, int *port, pc_error *e);
 
 #endif

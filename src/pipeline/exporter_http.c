@@ -21,8 +21,12 @@ int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connecti
     if (https && tls_cfg->insecure)
         PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
     if (https && !tls_cfg->insecure) {
-        *tls = pc_tls_client_ctx_new(tls_cfg, "http/1.1", c->id, err, errlen);
-        if (!*tls) return -1;
+        pc_error e = {0};
+        *tls = pc_tls_client_ctx_new(tls_cfg, "http/1.1", c->id, &e);
+        if (!*tls) {
+            snprintf(err, errlen, "%s", e.msg);
+            return -1;
+        }
         o.tls = *tls;
     }
     *client = pc_http_client_new(c->loop, &o);

@@ -11,11 +11,12 @@
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
                                 const char *path, const char *prefix, pc_cfg_err *err)
 {
-    char host[256], e[256], key[128];
+    char host[256], key[128];
+    pc_error e = {0};
     int port;
-    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, e, sizeof e)) {
+    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, &e) < 0) {
         snprintf(key, sizeof key, "%sendpoint", prefix);
-        pc_cfg_key_errorf(err, node, path, key, "%s", e);
+        pc_cfg_key_errorf(err, node, path, key, "%s", e.msg);
         return -1;
     }
     if (cfg->max_body == 0) {
@@ -34,8 +35,11 @@ int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *no
 int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_server_cfg *cfg,
                            pc_http_handler handler, void *arg, char *err, size_t errlen)
 {
-    if (pc_hostport_parse(cfg->endpoint, rh->host, sizeof rh->host, &rh->port, err, errlen))
+    pc_error e = {0};
+    if (pc_hostport_parse(cfg->endpoint, rh->host, sizeof rh->host, &rh->port, &e) < 0) {
+        snprintf(err, errlen, "%s", e.msg);
         return -1;
+    }
     pc_http_server_opts o = {
         .host = rh->host,
         .port = rh->port,
@@ -55,12 +59,18 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
         !(rh->auth = pc_service_authenticator(c->host, cfg->authenticator, true, err, errlen)))
         return -1;
     if (pc_tls_server_enabled(&cfg->tls)) {
-        rh->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err, errlen);
-        if (!rh->tls) return -1;
+        rh->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, &e);
+        if (!rh->tls) {
+            snprintf(err, errlen, "%s", e.msg);
+            return -1;
+        }
         o.tls = rh->tls;
     }
     rh->srv = pc_http_server_new(c->loop, &o, handler, arg);
-    if (pc_http_server_start(rh->srv, err, errlen)) return -1;
+    if (pc_http_server_start(rh->srv, &e) < 0) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
     rh->port = pc_http_server_port(rh->srv);
     pc_receiver_register_conn_metrics(c, "http", &rh->conns);
     return 0;

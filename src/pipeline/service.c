@@ -885,12 +885,13 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
     const pc_node *readers = pc_node_get(met, "readers");
     char address[300] = "localhost:8888";
     if (addr && addr->kind != PC_NODE_NULL) {
-        char host[256], e[256];
+        char host[256];
+        pc_error e = {0};
         int port;
         if (addr->kind != PC_NODE_SCALAR ||
-            pc_hostport_parse(addr->scalar, host, sizeof host, &port, e, sizeof e)) {
+            pc_hostport_parse(addr->scalar, host, sizeof host, &port, &e) < 0) {
             pc_cfg_errorf(err, addr, "service::telemetry::metrics::address", "%s",
-                          addr->kind == PC_NODE_SCALAR ? e : "must be host:port");
+                          addr->kind == PC_NODE_SCALAR ? e.msg : "must be host:port");
             rc = -1;
         } else {
             snprintf(address, sizeof address, "%s", addr->scalar);
@@ -936,16 +937,17 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
                 rc = -1;
             } else {
                 const pc_node *h = pc_node_get(prom, "host"), *p = pc_node_get(prom, "port");
-                char e[256], host[256];
+                char host[256];
+                pc_error e = {0};
                 int port;
                 snprintf(address, sizeof address, "%s:%s",
                          h && h->kind == PC_NODE_SCALAR ? h->scalar : "localhost",
                          p && p->kind == PC_NODE_SCALAR ? p->scalar : "8888");
-                if (pc_hostport_parse(address, host, sizeof host, &port, e, sizeof e)) {
+                if (pc_hostport_parse(address, host, sizeof host, &port, &e) < 0) {
                     pc_cfg_errorf(
                         err, prom,
                         "service::telemetry::metrics::readers::pull::exporter::prometheus", "%s",
-                        e);
+                        e.msg);
                     rc = -1;
                 }
             }

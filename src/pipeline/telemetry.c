@@ -265,10 +265,11 @@ static const char g_owner; /* process metrics belong to the server */
 pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, char *err,
                                            size_t errlen)
 {
-    char host[256], e[256];
+    char host[256];
+    pc_error e = {0};
     int port;
-    if (pc_hostport_parse(endpoint, host, sizeof host, &port, e, sizeof e)) {
-        snprintf(err, errlen, "service::telemetry::metrics::address: %s", e);
+    if (pc_hostport_parse(endpoint, host, sizeof host, &port, &e) < 0) {
+        snprintf(err, errlen, "service::telemetry::metrics::address: %s", e.msg);
         return NULL;
     }
     struct timespec ts;
@@ -290,7 +291,8 @@ pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint
                              .max_connections = 64,
                              .log_id = "telemetry"};
     s->srv = pc_http_server_new(loop, &o, on_metrics, s);
-    if (pc_http_server_start(s->srv, err, errlen)) {
+    if (pc_http_server_start(s->srv, &e) < 0) {
+        snprintf(err, errlen, "%s", e.msg);
         pc_http_server_shutdown(s->srv, NULL, NULL);
         pc_metric_unregister(&g_owner);
         free(s);

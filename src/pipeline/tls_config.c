@@ -16,16 +16,16 @@ int pc_tls_server_validate(const pc_tls_server_cfg *cfg, const pc_node *node, co
                            const char *prefix, pc_cfg_err *err)
 {
     const char *key = "cert_file";
-    char e[400];
-    return pc_tls_server_check(cfg, &key, e, sizeof e) ? key_error(err, node, path, prefix, key, e)
-                                                       : 0;
+    pc_error e = {0};
+    return pc_tls_server_check(cfg, &key, &e) < 0 ? key_error(err, node, path, prefix, key, e.msg)
+                                                  : 0;
 }
 
 int pc_tls_client_validate(const pc_tls_client_cfg *cfg, const pc_node *node, const char *path,
                            const char *prefix, pc_cfg_err *err)
 {
     const char *key = "cert_file";
-    char e[400];
-    return pc_tls_client_check(cfg, &key, e, sizeof e) ? key_error(err, node, path, prefix, key, e)
-                                                       : 0;
+    pc_error e = {0};
+    return pc_tls_client_check(cfg, &key, &e) < 0 ? key_error(err, node, path, prefix, key, e.msg)
+                                                  : 0;
 }

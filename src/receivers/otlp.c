@@ -178,7 +178,8 @@ static int normalise_url_paths(otlp_cfg *cfg, const pc_node *node, const char *p
 static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
 {
     otlp_cfg *cfg = cfgp;
-    char host[256], e[256];
+    char host[256];
+    pc_error e = {0};
     int port;
     const pc_node *protocols = pc_node_get(node, "protocols");
     cfg->http_on = pc_node_get(protocols, "http") != NULL;
@@ -191,8 +192,8 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
     }
     if (pc_http_server_cfg_validate(&cfg->http, node, path, "protocols.http.", err)) return -1;
     if (normalise_url_paths(cfg, node, path, err)) return -1;
-    if (pc_hostport_parse(cfg->grpc_endpoint, host, sizeof host, &port, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, "protocols.grpc.endpoint", "%s", e);
+    if (pc_hostport_parse(cfg->grpc_endpoint, host, sizeof host, &port, &e) < 0) {
+        pc_cfg_key_errorf(err, node, path, "protocols.grpc.endpoint", "%s", e.msg);
         return -1;
     }
     if (cfg->grpc_max_recv_mib <= 0 || cfg->grpc_max_recv_mib > 2047) {
@@ -243,10 +244,8 @@ static int otlp_create(pc_component *c, pc_cfg_err *err)
 {
     otlp_recv *r = pc_xcalloc(1, sizeof(*r));
     otlp_cfg *cfg = c->cfg;
-    char e[256];
     (void)err;
-    pc_hostport_parse(cfg->grpc_endpoint, r->grpc_host, sizeof r->grpc_host, &r->grpc_port, e,
-                      sizeof e);
+    pc_hostport_parse(cfg->grpc_endpoint, r->grpc_host, sizeof r->grpc_host, &r->grpc_port, NULL);
     r->c = c;
     c->priv = r;
     return 0;
@@ -397,21 +396,22 @@ static void decode_work(uv_work_t *w)
         const uint8_t *msg;
         size_t mlen;
         bool compressed;
-        int rc = pc_grpc_unframe(data, len, j->max_size, &msg, &mlen, &compressed, j->err,
-                                 sizeof j->err);
-        if (rc != PC_GRPC_FRAME_OK) {
-            j->fail = rc == PC_GRPC_FRAME_TOO_LARGE ? E_TOO_LARGE : E_INVALID;
+        pc_error e = {0};
+        int rc = pc_grpc_unframe(data, len, j->max_size, &msg, &mlen, &compressed, &e);
+        if (rc < 0) {
+            snprintf(j->err, sizeof j->err, "%s", e.msg);
+            j->fail = rc == PC_E2BIG ? E_TOO_LARGE : E_INVALID;
             goto out;
         }
         data = msg;
         len = mlen;
         if (compressed) {
-            rc = pc_grpc_decompress(msg, mlen, true, j->encoding, j->max_size, &inflated, j->err,
-                                    sizeof j->err);
-            if (rc != PC_GRPC_OK) {
-                j->fail = rc == PC_GRPC_RESOURCE_EXHAUSTED ? E_TOO_LARGE
-                          : rc == PC_GRPC_UNIMPLEMENTED    ? E_UNSUPPORTED
-                                                           : E_INVALID;
+            rc = pc_grpc_decompress(msg, mlen, true, j->encoding, j->max_size, &inflated, &e);
+            if (rc < 0) {
+                snprintf(j->err, sizeof j->err, "%s", e.msg);
+                j->fail = rc == PC_E2BIG     ? E_TOO_LARGE
+                          : rc == PC_ENOTSUP ? E_UNSUPPORTED
+                                             : E_INVALID;
                 goto out;
             }
             data = inflated.data;
@@ -682,6 +682,7 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
     otlp_recv *r = c->priv;
     otlp_cfg *cfg = c->cfg;
     size_t max = (size_t)cfg->grpc_max_recv_mib << 20;
+    pc_error e = {0};
     pc_h2_server_opts o = {
         .host = r->grpc_host,
         .port = r->grpc_port,
@@ -703,12 +704,18 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
         !(r->grpc_auth = pc_service_authenticator(c->host, cfg->grpc_auth, true, err, errlen)))
         return -1;
     if (pc_tls_server_enabled(&cfg->grpc_tls)) {
-        r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, err, errlen);
-        if (!r->grpc_tls) return -1;
+        r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, &e);
+        if (!r->grpc_tls) {
+            snprintf(err, errlen, "%s", e.msg);
+            return -1;
+        }
         o.tls = r->grpc_tls;
     }
     r->h2 = pc_h2_server_new(c->loop, &o, on_call, r);
-    if (pc_h2_server_start(r->h2, err, errlen)) return -1;
+    if (pc_h2_server_start(r->h2, &e) < 0) {
+        snprintf(err, errlen, "%s", e.msg);
+        return -1;
+    }
     register_metrics(c, T_GRPC);
     pc_receiver_register_conn_metrics(c, "grpc", &r->grpc_conns);
     PC_INFO(c->id, "OTLP/gRPC on %s:%d (%s, %s%s%s)", r->grpc_host, pc_h2_server_port(r->h2),

@@ -117,31 +117,25 @@ static void answer(pc_h2_call *call)
     const uint8_t *msg = NULL;
     size_t mlen = 0;
     bool compressed = false;
-    char err[256] = "";
-    int rc = pc_grpc_unframe(call->body, call->body_len, MAX_MSG, &msg, &mlen, &compressed, err,
-                             sizeof err);
-    FUZZ_ASSERT(rc == PC_GRPC_FRAME_OK || rc == PC_GRPC_FRAME_MALFORMED ||
-                    rc == PC_GRPC_FRAME_TOO_LARGE,
-                "unframe rc %d", rc);
-    if (rc != PC_GRPC_FRAME_OK) {
-        FUZZ_ASSERT(err[0], "unframe failed without a reason");
-        pc_grpc_respond(call,
-                        rc == PC_GRPC_FRAME_TOO_LARGE ? PC_GRPC_RESOURCE_EXHAUSTED
-                                                      : PC_GRPC_INVALID_ARGUMENT,
-                        err, NULL, 0, NULL);
+    pc_error err = {0};
+    int rc = pc_grpc_unframe(call->body, call->body_len, MAX_MSG, &msg, &mlen, &compressed, &err);
+    FUZZ_ASSERT(rc == PC_OK || rc == PC_EINVAL || rc == PC_E2BIG, "unframe rc %d", rc);
+    if (rc != PC_OK) {
+        FUZZ_ASSERT(err.msg[0], "unframe failed without a reason");
+        pc_grpc_respond(call, pc_grpc_code_from_err(rc), err.msg, NULL, 0, NULL);
         return;
     }
     FUZZ_ASSERT(msg == call->body + PC_GRPC_PREFIX && mlen == call->body_len - PC_GRPC_PREFIX,
                 "unframed message outside the body");
     pc_buf out = {0};
     rc = pc_grpc_decompress(msg, mlen, compressed, pc_h2_call_header(call, "grpc-encoding"),
-                            MAX_MSG, &out, err, sizeof err);
-    FUZZ_ASSERT(rc == PC_GRPC_OK || rc == PC_GRPC_RESOURCE_EXHAUSTED || rc == PC_GRPC_INTERNAL ||
-                    rc == PC_GRPC_UNIMPLEMENTED,
+                            MAX_MSG, &out, &err);
+    FUZZ_ASSERT(rc == PC_OK || rc == PC_E2BIG || rc == PC_EINVAL || rc == PC_ENOTSUP,
                 "decompress rc %d", rc);
     FUZZ_ASSERT(out.len <= MAX_MSG, "inflated %zu bytes past the cap", out.len);
-    if (rc != PC_GRPC_OK) {
-        pc_grpc_respond(call, rc, err, NULL, 0, rc == PC_GRPC_RESOURCE_EXHAUSTED ? "CAgSAA" : NULL);
+    if (rc != PC_OK) {
+        pc_grpc_respond(call, pc_grpc_code_from_err(rc), err.msg, NULL, 0,
+                        rc == PC_E2BIG ? "CAgSAA" : NULL);
     } else {
         /* echo at most 1 KiB: the client never opens its flow-control window */
         pc_grpc_respond(call, PC_GRPC_OK, NULL, out.data, out.len < 1024 ? out.len : 1024, NULL);
@@ -290,12 +284,11 @@ static void check_frame(const uint8_t *p, size_t n, const char *encoding)
     const uint8_t *msg = NULL;
     size_t mlen = 0;
     bool compressed = false;
-    char err[256] = "";
-    int rc = pc_grpc_unframe(p, n, MAX_MSG, &msg, &mlen, &compressed, err, sizeof err);
-    if (rc != PC_GRPC_FRAME_OK) {
-        FUZZ_ASSERT(rc == PC_GRPC_FRAME_MALFORMED || rc == PC_GRPC_FRAME_TOO_LARGE, "unframe rc %d",
-                    rc);
-        FUZZ_ASSERT(err[0], "unframe failed without a reason");
+    pc_error err = {0};
+    int rc = pc_grpc_unframe(p, n, MAX_MSG, &msg, &mlen, &compressed, &err);
+    if (rc != PC_OK) {
+        FUZZ_ASSERT(rc == PC_EINVAL || rc == PC_E2BIG, "unframe rc %d", rc);
+        FUZZ_ASSERT(err.msg[0], "unframe failed without a reason");
         return;
     }
     FUZZ_ASSERT(n >= PC_GRPC_PREFIX && msg == p + PC_GRPC_PREFIX && mlen == n - PC_GRPC_PREFIX &&
@@ -307,26 +300,25 @@ static void check_frame(const uint8_t *p, size_t n, const char *encoding)
     pc_buf_free(&re);
 
     pc_buf out = {0};
-    rc = pc_grpc_decompress(msg, mlen, compressed, encoding, MAX_INFLATE, &out, err, sizeof err);
-    FUZZ_ASSERT(rc == PC_GRPC_OK || rc == PC_GRPC_RESOURCE_EXHAUSTED || rc == PC_GRPC_INTERNAL ||
-                    rc == PC_GRPC_UNIMPLEMENTED,
+    rc = pc_grpc_decompress(msg, mlen, compressed, encoding, MAX_INFLATE, &out, &err);
+    FUZZ_ASSERT(rc == PC_OK || rc == PC_E2BIG || rc == PC_EINVAL || rc == PC_ENOTSUP,
                 "decompress rc %d", rc);
     FUZZ_ASSERT(out.len <= MAX_INFLATE, "inflated %zu bytes past the cap", out.len);
-    if (rc == PC_GRPC_OK && !compressed)
+    if (rc == PC_OK && !compressed)
         FUZZ_ASSERT(out.len == mlen && (mlen == 0 || memcmp(out.data, msg, mlen) == 0),
                     "identity message changed");
-    if (rc == PC_GRPC_OK && compressed) { /* compress what came out again: same bytes back */
+    if (rc == PC_OK && compressed) { /* compress what came out again: same bytes back */
         pc_buf z = {0}, back = {0};
         pc_gzip_deflate(out.data, out.len, 1, &z);
-        FUZZ_ASSERT(pc_grpc_decompress(z.data, z.len, true, encoding, MAX_INFLATE, &back, err,
-                                       sizeof err) == PC_GRPC_OK,
-                    "re-compressed message does not decompress: %s", err);
+        FUZZ_ASSERT(pc_grpc_decompress(z.data, z.len, true, encoding, MAX_INFLATE, &back, &err) ==
+                        PC_OK,
+                    "re-compressed message does not decompress: %s", err.msg);
         FUZZ_ASSERT(back.len == out.len && (out.len == 0 || !memcmp(back.data, out.data, out.len)),
                     "gzip round trip changed the message");
         pc_buf_free(&z);
         pc_buf_free(&back);
     }
-    if (rc != PC_GRPC_OK) FUZZ_ASSERT(err[0], "decompress failed without a reason");
+    if (rc != PC_OK) FUZZ_ASSERT(err.msg[0], "decompress failed without a reason");
     pc_buf_free(&out);
 }
 
@@ -348,10 +340,8 @@ static void run_pure(const uint8_t *p, size_t n)
 
     /* the rest as a compressed message body (no prefix to match) */
     pc_buf out = {0};
-    char err[256];
-    int rc = pc_grpc_decompress(r, rn, true, "gzip", MAX_INFLATE, &out, err, sizeof err);
-    FUZZ_ASSERT(rc == PC_GRPC_OK || rc == PC_GRPC_RESOURCE_EXHAUSTED || rc == PC_GRPC_INTERNAL,
-                "decompress rc %d", rc);
+    int rc = pc_grpc_decompress(r, rn, true, "gzip", MAX_INFLATE, &out, NULL);
+    FUZZ_ASSERT(rc == PC_OK || rc == PC_E2BIG || rc == PC_EINVAL, "decompress rc %d", rc);
     FUZZ_ASSERT(out.len <= MAX_INFLATE, "inflated %zu bytes past the cap", out.len);
     pc_buf_free(&out);
 
@@ -403,9 +393,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         .log_id = "fuzz",
     };
     server = pc_h2_server_new(loop, &o, handler, NULL);
-    char err[256];
-    if (pc_h2_server_start(server, err, sizeof err)) {
-        fprintf(stderr, "fuzz_grpc: %s\n", err);
+    pc_error err = {0};
+    if (pc_h2_server_start(server, &err) < 0) {
+        fprintf(stderr, "fuzz_grpc: %s\n", err.msg);
         abort();
     }
     port = pc_h2_server_port(server);

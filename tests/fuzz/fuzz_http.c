@@ -90,9 +90,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         .log_id = "fuzz",
     };
     server = pc_http_server_new(loop, &o, handler, NULL);
-    char err[256];
-    if (pc_http_server_start(server, err, sizeof err)) {
-        fprintf(stderr, "fuzz_http: %s\n", err);
+    pc_error err = {0};
+    if (pc_http_server_start(server, &err) < 0) {
+        fprintf(stderr, "fuzz_http: %s\n", err.msg);
         abort();
     }
     port = pc_http_server_port(server);

@@ -201,8 +201,9 @@ static pc_conn_server *srv_start(pc_conn_server_opts o, pc_conn_stats *st, int *
     o.log_id = "test-conn";
     o.stats = st;
     pc_conn_server *s = pc_conn_server_new(loop, &o, &tproto, NULL);
-    char bound[80], err[256];
-    CHECK_EQ_INT(pc_conn_server_start(s, bound, sizeof bound, err, sizeof err), 0);
+    char bound[80];
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_conn_server_start(s, bound, sizeof bound, &err), 0);
     *port = pc_conn_server_port(s);
     return s;
 }

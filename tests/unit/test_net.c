@@ -133,52 +133,52 @@ static void srv_start(tsrv *ts, pc_http_server_opts o)
 static void test_url(void)
 {
     pc_url u;
-    char err[256];
-    CHECK_EQ_INT(pc_url_parse("http://collector:4318/v1/", &u, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_url_parse("http://collector:4318/v1/", &u, &err), 0);
     CHECK_STR(u.scheme, "http");
     CHECK_STR(u.host, "collector");
     CHECK_EQ_INT(u.port, 4318);
     CHECK_STR(u.path, "/v1");
-    CHECK_EQ_INT(pc_url_parse("https://example.com", &u, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_url_parse("https://example.com", &u, &err), 0);
     CHECK_EQ_INT(u.port, 443);
     CHECK_STR(u.path, "");
-    CHECK_EQ_INT(pc_url_parse("http://example.com/", &u, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_url_parse("http://example.com/", &u, &err), 0);
     CHECK_EQ_INT(u.port, 80);
     CHECK_STR(u.path, "");
-    CHECK_EQ_INT(pc_url_parse("http://[::1]:9000/a/b", &u, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_url_parse("http://[::1]:9000/a/b", &u, &err), 0);
     CHECK_STR(u.host, "::1");
     CHECK_EQ_INT(u.port, 9000);
     CHECK_STR(u.path, "/a/b");
-    CHECK_EQ_INT(pc_url_parse("localhost:4318", &u, err, sizeof err), -1);
-    CHECK_STR(err, "endpoint \"localhost:4318\": missing scheme (want http://host:port)");
-    CHECK_EQ_INT(pc_url_parse("ftp://h:1", &u, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "unsupported scheme \"ftp\"");
-    CHECK_EQ_INT(pc_url_parse("http://h:70000", &u, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "port");
-    CHECK_EQ_INT(pc_url_parse("http://h:12a", &u, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_url_parse("http://h:", &u, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_url_parse("http://:80/x", &u, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "missing host");
-    CHECK_EQ_INT(pc_url_parse("http://::1:80", &u, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_url_parse("http://[::1:80", &u, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_url_parse("localhost:4318", &u, &err), PC_EINVAL);
+    CHECK_STR(err.msg, "endpoint \"localhost:4318\": missing scheme (want http://host:port)");
+    CHECK_EQ_INT(pc_url_parse("ftp://h:1", &u, &err), PC_EINVAL);
+    CHECK_CONTAINS(err.msg, "unsupported scheme \"ftp\"");
+    CHECK_EQ_INT(pc_url_parse("http://h:70000", &u, &err), PC_EINVAL);
+    CHECK_CONTAINS(err.msg, "port");
+    CHECK_EQ_INT(pc_url_parse("http://h:12a", &u, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_url_parse("http://h:", &u, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_url_parse("http://:80/x", &u, &err), PC_EINVAL);
+    CHECK_CONTAINS(err.msg, "missing host");
+    CHECK_EQ_INT(pc_url_parse("http://::1:80", &u, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_url_parse("http://[::1:80", &u, &err), PC_EINVAL);
 
     char host[64];
     int port = -1;
-    CHECK_EQ_INT(pc_hostport_parse("0.0.0.0:4318", host, sizeof host, &port, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_hostport_parse("0.0.0.0:4318", host, sizeof host, &port, &err), 0);
     CHECK_STR(host, "0.0.0.0");
     CHECK_EQ_INT(port, 4318);
-    CHECK_EQ_INT(pc_hostport_parse("[::1]:0", host, sizeof host, &port, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_hostport_parse("[::1]:0", host, sizeof host, &port, &err), 0);
     CHECK_STR(host, "::1");
     CHECK_EQ_INT(port, 0);
-    CHECK_EQ_INT(pc_hostport_parse(":65535", host, sizeof host, &port, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_hostport_parse(":65535", host, sizeof host, &port, &err), 0);
     CHECK_STR(host, "localhost");
     CHECK_EQ_INT(port, 65535);
-    CHECK_EQ_INT(pc_hostport_parse("localhost", host, sizeof host, &port, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "missing port");
-    CHECK_EQ_INT(pc_hostport_parse("h:65536", host, sizeof host, &port, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_hostport_parse("h:-1", host, sizeof host, &port, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_hostport_parse("h: 80", host, sizeof host, &port, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_hostport_parse("::1:80", host, sizeof host, &port, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_hostport_parse("localhost", host, sizeof host, &port, &err), PC_EINVAL);
+    CHECK_CONTAINS(err.msg, "missing port");
+    CHECK_EQ_INT(pc_hostport_parse("h:65536", host, sizeof host, &port, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_hostport_parse("h:-1", host, sizeof host, &port, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_hostport_parse("h: 80", host, sizeof host, &port, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_hostport_parse("::1:80", host, sizeof host, &port, &err), PC_EINVAL);
 }
 
 static void test_gzip(void)
@@ -841,11 +841,11 @@ static void test_listen_errors(void)
     srv_start(&ts, (pc_http_server_opts){0});
     pc_http_server_opts o = {.host = "127.0.0.1", .port = ts.h.port};
     pc_http_server *s2 = pc_http_server_new(loop, &o, th_handler, &ts.h);
-    char err[256];
-    CHECK_EQ_INT(pc_http_server_start(s2, err, sizeof err), -1);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_http_server_start(s2, &err), PC_EIO);
     char want[128];
     snprintf(want, sizeof want, "listen 127.0.0.1:%d: address already in use", ts.h.port);
-    CHECK_STR(err, want);
+    CHECK_STR(err.msg, want);
     atomic_int done = 0;
     pc_http_server_shutdown(s2, set_flag, &done);
     CHECK(wait_until(loop, flag_set, &done, 2000));
@@ -856,7 +856,7 @@ static void test_listen_errors(void)
     ts.h.answer = handler;
     pc_http_server_opts o6 = {.host = "::1", .port = 0};
     pc_http_server *s6 = pc_http_server_new(loop, &o6, th_handler, &ts.h);
-    if (pc_http_server_start(s6, err, sizeof err) == 0) {
+    if (pc_http_server_start(s6, &err) == 0) {
         pc_http_client_opts co = {.host = "::1", .port = pc_http_server_port(s6)};
         pc_http_client *c = pc_http_client_new(loop, &co);
         th_result r = {0};
@@ -866,7 +866,7 @@ static void test_listen_errors(void)
         CHECK_CONTAINS(ts.h.recs[0].peer, "[::1]:");
         th_client_close(loop, c);
     } else {
-        fprintf(stderr, "skipping IPv6: %s\n", err);
+        fprintf(stderr, "skipping IPv6: %s\n", err.msg);
     }
     done = 0;
     pc_http_server_shutdown(s6, set_flag, &done);

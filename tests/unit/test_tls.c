@@ -167,11 +167,11 @@ static void handler(th_server *ts, pc_http_req *req)
 static int srv_start(tsrv *ts, const pc_tls_server_cfg *cfg)
 {
     memset(ts, 0, sizeof *ts);
-    char err[512] = "";
-    ts->ctx = pc_tls_server_ctx_new(cfg, "http/1.1", "test-srv", err, sizeof err);
+    pc_error err = {0};
+    ts->ctx = pc_tls_server_ctx_new(cfg, "http/1.1", "test-srv", &err);
     CHECK(ts->ctx != NULL);
     if (!ts->ctx) {
-        fprintf(stderr, "ctx: %s\n", err);
+        fprintf(stderr, "ctx: %s\n", err.msg);
         return -1;
     }
     return th_start(&ts->h, loop, (pc_http_server_opts){.tls = ts->ctx}, handler);
@@ -190,11 +190,11 @@ typedef struct tcli {
 
 static int cli_new(tcli *t, const char *host, int port, const pc_tls_client_cfg *cfg)
 {
-    char err[512] = "";
-    t->ctx = pc_tls_client_ctx_new(cfg, "http/1.1", "test-cli", err, sizeof err);
+    pc_error err = {0};
+    t->ctx = pc_tls_client_ctx_new(cfg, "http/1.1", "test-cli", &err);
     CHECK(t->ctx != NULL);
     if (!t->ctx) {
-        fprintf(stderr, "client ctx: %s\n", err);
+        fprintf(stderr, "client ctx: %s\n", err.msg);
         return -1;
     }
     pc_http_client_opts o = {.host = host, .port = port, .log_id = "test-cli", .tls = t->ctx};
@@ -229,30 +229,30 @@ static pc_tls_server_cfg server_cfg(const char *name)
 
 static void test_server_ctx_errors(void)
 {
-    char err[512];
+    pc_error err = {0};
     pc_tls_server_cfg cfg = server_cfg("srv");
-    pc_tls_ctx *ctx = pc_tls_server_ctx_new(&cfg, NULL, "t", err, sizeof err);
+    pc_tls_ctx *ctx = pc_tls_server_ctx_new(&cfg, NULL, "t", &err);
     CHECK(ctx != NULL);
     pc_tls_ctx_free(ctx);
 
     cfg.cert_file = (char *)path_of("missing.crt");
-    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", err, sizeof err) == NULL);
-    CHECK_CONTAINS(err, "No such file or directory");
-    CHECK_CONTAINS(err, "missing.crt");
+    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", &err) == NULL);
+    CHECK_CONTAINS(err.msg, "No such file or directory");
+    CHECK_CONTAINS(err.msg, "missing.crt");
 
     cfg.cert_file = (char *)path_of("garbage.pem");
-    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", err, sizeof err) == NULL);
-    CHECK_CONTAINS(err, "not a usable PEM certificate");
+    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", &err) == NULL);
+    CHECK_CONTAINS(err.msg, "not a usable PEM certificate");
 
     cfg = server_cfg("srv");
     cfg.key_file = (char *)path_of("cli.key"); /* another certificate's key */
-    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", err, sizeof err) == NULL);
-    CHECK_CONTAINS(err, "does not match the certificate");
+    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", &err) == NULL);
+    CHECK_CONTAINS(err.msg, "does not match the certificate");
 
     cfg = server_cfg("srv");
     cfg.client_ca_file = (char *)path_of("garbage.pem");
-    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", err, sizeof err) == NULL);
-    CHECK_CONTAINS(err, "client_ca_file");
+    CHECK(pc_tls_server_ctx_new(&cfg, NULL, "t", &err) == NULL);
+    CHECK_CONTAINS(err.msg, "client_ca_file");
 }
 
 static void test_validate_paths(void)

@@ -141,10 +141,10 @@ static inline int th_start(th_server *ts, uv_loop_t *loop, pc_http_server_opts o
     o.host = o.host ? o.host : "127.0.0.1";
     o.log_id = o.log_id ? o.log_id : "test-srv";
     ts->s = pc_http_server_new(loop, &o, th_handler, ts);
-    char err[256] = "";
-    int rc = pc_http_server_start(ts->s, err, sizeof err);
+    pc_error err = {0};
+    int rc = pc_http_server_start(ts->s, &err);
     CHECK_EQ_INT(rc, 0);
-    if (rc) fprintf(stderr, "start: %s\n", err);
+    if (rc) fprintf(stderr, "start: %s\n", err.msg);
     ts->port = pc_http_server_port(ts->s);
     CHECK(ts->port > 0);
     return rc;
@@ -251,10 +251,10 @@ static inline pc_h2_server *th2_server_start(uv_loop_t *loop, pc_h2_server_opts 
 {
     o.host = o.host ? o.host : "127.0.0.1";
     pc_h2_server *s = pc_h2_server_new(loop, &o, handler, arg);
-    char err[256] = "";
-    int rc = pc_h2_server_start(s, err, sizeof err);
+    pc_error err = {0};
+    int rc = pc_h2_server_start(s, &err);
     CHECK_EQ_INT(rc, 0);
-    if (rc) fprintf(stderr, "h2 start: %s\n", err);
+    if (rc) fprintf(stderr, "h2 start: %s\n", err.msg);
     return s;
 }
 
