@@ -132,11 +132,11 @@ int pc_grpc_decompress(const uint8_t *msg, size_t len, bool compressed, const ch
         return PC_GRPC_UNIMPLEMENTED;
     }
     int rc = pc_gzip_inflate(msg, len, max_len, out);
-    if (rc == PC_GZ_TOO_LARGE) {
+    if (rc == PC_E2BIG) {
         snprintf(err, errlen, "decompressed message exceeds the limit of %zu bytes", max_len);
         return PC_GRPC_RESOURCE_EXHAUSTED;
     }
-    if (rc != PC_GZ_OK) {
+    if (rc < 0) {
         snprintf(err, errlen, "invalid %s message", encoding);
         return PC_GRPC_INTERNAL;
     }
