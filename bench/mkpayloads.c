@@ -64,9 +64,9 @@ static int to_otlp(const uint8_t *pprof, size_t len, const char *service, pc_buf
                           .scope_name = "bench",
                           .scope_version = "1"};
     pc_batch *b = NULL;
-    char err[256];
-    if (pc_pprof_to_batch(pprof, len, &o, &b, NULL, err, sizeof err)) {
-        fprintf(stderr, "pc_pprof_to_batch: %s\n", err);
+    pc_error err = {0};
+    if (pc_pprof_to_batch(pprof, len, &o, &b, &err) < 0) {
+        fprintf(stderr, "pc_pprof_to_batch: %s\n", err.msg);
         return -1;
     }
     *counts = pc_batch_counts(b);

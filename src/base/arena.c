@@ -139,9 +139,9 @@ pc_budget *pc_arena_budget(const pc_arena *a)
     return a->budget;
 }
 
-bool pc_arena_charge(pc_arena *a, size_t n)
+int pc_arena_charge(pc_arena *a, size_t n)
 {
-    if (!a->budget) return true;
+    if (!a->budget) return PC_OK;
     a->charged += n;
     return pc_budget_charge(a->budget, n);
 }

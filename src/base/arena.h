@@ -29,8 +29,9 @@ ProtobufCAllocator *pc_arena_allocator(pc_arena *a);
 void pc_arena_set_budget(pc_arena *a, pc_budget *b);
 pc_budget *pc_arena_budget(const pc_arena *a);
 /* Memory that lives as long as the arena's decode but is malloc'd elsewhere (hash tables,
- * scratch arrays) is charged to the same budget; false once it is refused. */
-bool pc_arena_charge(pc_arena *a, size_t n);
+ * scratch arrays) is charged to the same budget: PC_OK, or the budget's refusal (PC_E2BIG,
+ * PC_EAGAIN) once it is refused. */
+int pc_arena_charge(pc_arena *a, size_t n);
 void pc_arena_uncharge(pc_arena *a, size_t n);
 
 #endif

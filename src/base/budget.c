@@ -19,11 +19,12 @@ void pc_budget_init(pc_budget *b, size_t limit)
     b->limit = limit;
 }
 
-static void refuse(pc_budget *b, pc_budget_state st, size_t need, const char *what)
+static int refuse(pc_budget *b, int code, size_t need, const char *what)
 {
-    if (b->state != PC_BUDGET_OK) return;
-    b->state = st;
+    if (b->state != PC_OK) return b->state;
+    b->state = code;
     snprintf(b->what, sizeof b->what, "%s (%zu bytes)", what ? what : "decoded request", need);
+    return code;
 }
 
 /* Move the reservation up to want bytes, within the process-wide cap. */
@@ -41,40 +42,29 @@ static bool reserve_to(pc_budget *b, size_t want)
     return true;
 }
 
-bool pc_budget_reserve(pc_budget *b, size_t est, const char *what)
+int pc_budget_reserve(pc_budget *b, size_t est, const char *what)
 {
-    if (b->state != PC_BUDGET_OK) return false;
-    if (b->limit && (est > b->limit || b->used > b->limit - est)) {
-        refuse(b, PC_BUDGET_OVER, b->used + est, what);
-        return false;
-    }
-    if (!reserve_to(b, b->used + est)) {
-        refuse(b, PC_BUDGET_BUSY, est, what);
-        return false;
-    }
-    return true;
+    if (b->state != PC_OK) return b->state;
+    if (b->limit && (est > b->limit || b->used > b->limit - est))
+        return refuse(b, PC_E2BIG, b->used + est, what);
+    if (!reserve_to(b, b->used + est)) return refuse(b, PC_EAGAIN, est, what);
+    return PC_OK;
 }
 
-bool pc_budget_charge(pc_budget *b, size_t n)
+int pc_budget_charge(pc_budget *b, size_t n)
 {
-    if (!b) return true;
+    if (!b) return PC_OK;
     b->used += n;
     if (b->used > b->peak) b->peak = b->used;
-    if (b->state != PC_BUDGET_OK) return false;
-    if (b->limit && b->used > b->limit) {
-        refuse(b, PC_BUDGET_OVER, b->used, "decoded request");
-        return false;
-    }
+    if (b->state != PC_OK) return b->state;
+    if (b->limit && b->used > b->limit) return refuse(b, PC_E2BIG, b->used, "decoded request");
     if (b->used > b->reserved) {
         b->misses++;
         size_t want = b->used + GROW_CHUNK;
         if (b->limit && want > b->limit) want = b->limit;
-        if (!reserve_to(b, want)) {
-            refuse(b, PC_BUDGET_BUSY, b->used, "decoded request");
-            return false;
-        }
+        if (!reserve_to(b, want)) return refuse(b, PC_EAGAIN, b->used, "decoded request");
     }
-    return true;
+    return PC_OK;
 }
 
 void pc_budget_uncharge(pc_budget *b, size_t n)
@@ -90,7 +80,7 @@ void pc_budget_release(pc_budget *b)
 
 void pc_budget_message(const pc_budget *b, const char *key, char *out, size_t outlen)
 {
-    if (b->state == PC_BUDGET_BUSY)
+    if (b->state == PC_EAGAIN)
         snprintf(out, outlen,
                  "%s: the decodes in flight hold all the memory the memory limiter allows now; "
                  "retry later",

@@ -14,11 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum {
-    PC_BUDGET_OK,
-    PC_BUDGET_OVER, /* the request needs more than its limit: refuse it (413) */
-    PC_BUDGET_BUSY, /* the decodes in flight hold what memory may be used now: retry (503) */
-} pc_budget_state;
+#include "base/err.h"
 
 typedef struct pc_budget {
     size_t limit;    /* the most the request may hold decoded at once; 0: no limit */
@@ -26,22 +22,26 @@ typedef struct pc_budget {
     size_t peak;     /* the most used at any time */
     size_t reserved; /* held in the process-wide total (>= used while decoding) */
     unsigned misses; /* times the charges passed the estimates (a decoder's count was low) */
-    pc_budget_state state;
+    /* PC_OK; PC_E2BIG once the request needed more than its limit (refuse it: 413); PC_EAGAIN
+     * once the decodes in flight held what memory may be used now (retry: 503) */
+    int state;
     char what[160]; /* the first refusal, for the message: "decoded OTLP request: 1.2 GB" */
 } pc_budget;
 
 void pc_budget_init(pc_budget *b, size_t limit);
-/* Before the work: reserve an estimate of what the decode will hold. false (state set) when est
- * is over the limit or the process-wide cap; what names the data ("pprof", "OTLP request"). */
-bool pc_budget_reserve(pc_budget *b, size_t est, const char *what);
+/* Before the work: reserve an estimate of what the decode will hold. PC_OK, or the refusal
+ * (state set): PC_E2BIG when est is over the limit, PC_EAGAIN over the process-wide cap; what
+ * names the data ("pprof", "OTLP request"). */
+int pc_budget_reserve(pc_budget *b, size_t est, const char *what);
 /* Charge n bytes allocated for the request (also grows the reservation when the estimate was
- * low). false once the budget is refused; the bytes are charged either way. b may be NULL. */
-bool pc_budget_charge(pc_budget *b, size_t n);
+ * low). PC_OK, or the refusal (state) once the budget is refused; the bytes are charged either
+ * way. b may be NULL. */
+int pc_budget_charge(pc_budget *b, size_t n);
 /* n bytes charged earlier were freed. */
 void pc_budget_uncharge(pc_budget *b, size_t n);
 static inline bool pc_budget_ok(const pc_budget *b)
 {
-    return !b || b->state == PC_BUDGET_OK;
+    return !b || b->state == PC_OK;
 }
 /* After the work: give the reservation back to the process-wide total. */
 void pc_budget_release(pc_budget *b);

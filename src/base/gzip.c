@@ -36,10 +36,10 @@ int pc_gzip_inflate(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
     out->data[0] = 0;
     z_stream zs;
     memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, 15 + 32) != Z_OK) return PC_GZ_CORRUPT; /* 32: gzip or zlib header */
+    if (inflateInit2(&zs, 15 + 32) != Z_OK) return PC_EINVAL; /* 32: gzip or zlib header */
     const uint8_t *next = in;
     size_t left = len;
-    int rc = PC_GZ_CORRUPT;
+    int rc = PC_EINVAL;
     for (;;) {
         feed(&zs, &next, &left);
         /* Allow one byte beyond the cap: producing it proves the output is too large. */
@@ -51,14 +51,14 @@ int pc_gzip_inflate(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
         int zr = inflate(&zs, Z_NO_FLUSH);
         out->len += room - zs.avail_out;
         if (out->len > max_out) {
-            rc = PC_GZ_TOO_LARGE;
+            rc = PC_E2BIG;
             break;
         }
         if (zr == Z_STREAM_END) {
             size_t rest = zs.avail_in + left;
             /* Trailing zero padding (tape/block devices) is tolerated like gzip(1) does. */
             if (rest == 0 || (left == 0 && only_zeros(zs.next_in, zs.avail_in))) {
-                rc = PC_GZ_OK;
+                rc = PC_OK;
                 break;
             }
             inflateReset(&zs); /* another concatenated member follows */

@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/err.h"
+
 static pc_log_level g_level = PC_LOG_INFO;
 static int g_json;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
@@ -54,7 +56,7 @@ int pc_log_parse_level(const char *s, pc_log_level *out)
         *out = PC_LOG_WARN;
         return 0;
     }
-    return -1;
+    return PC_EINVAL;
 }
 
 /* One line: timestamp, level, who, the message, then suffix (may be ""); as text, or as one

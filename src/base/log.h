@@ -8,6 +8,7 @@ void pc_log_set_level(pc_log_level lvl);
 /* service::telemetry::logs::encoding: json writes each line as one JSON object (level, ts,
  * component, msg) instead of the console line. */
 void pc_log_set_json(int json);
+/* "debug", "info", "warn" (or "warning"), "error", any case: 0, or PC_EINVAL for another name. */
 int pc_log_parse_level(const char *s, pc_log_level *out);
 void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -120,11 +120,11 @@ int pc_grpc_decompress(const uint8_t *msg, size_t len, bool compressed, const ch
         return pc_error_set(e, PC_ENOTSUP, "unsupported grpc-encoding \"%.40s\" (supported: gzip)",
                             encoding);
     int rc = pc_gzip_inflate(msg, len, max_len, out);
-    if (rc == PC_GZ_TOO_LARGE) {
+    if (rc == PC_E2BIG) {
         return pc_error_set(e, PC_E2BIG, "decompressed message exceeds the limit of %zu bytes",
                             max_len);
     }
-    if (rc != PC_GZ_OK) {
+    if (rc < 0) {
         return pc_error_set(e, PC_EINVAL, "invalid %s message", encoding);
     }
     return PC_OK;

@@ -110,18 +110,18 @@ typedef struct frame {
 
 typedef struct dctx {
     pc_arena *arena;
-    char *err;
-    size_t errlen;
+    pc_error *e;
     int depth; /* message nesting */
     int nframes;
     frame frames[PC_JSON_MAX_DEPTH * 2 + 8];
 } dctx;
 
-/* "a[1].bC[2]: msg" from the frame stack; a very long path keeps its start and end. */
+/* PC_EINVAL with "a[1].bC[2]: msg" from the frame stack; a very long path keeps its start and
+ * end. */
 static int fail(dctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(dctx *c, const char *fmt, ...)
 {
-    if (!c->err || !c->errlen) return -1;
+    if (!c->e) return PC_EINVAL;
     char path[4096];
     size_t n = 0;
     path[0] = 0;
@@ -149,11 +149,8 @@ static int fail(dctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (n)
-        snprintf(c->err, c->errlen, "%s: %s", path, msg);
-    else
-        snprintf(c->err, c->errlen, "%s", msg);
-    return -1;
+    if (n) return pc_error_set(c->e, PC_EINVAL, "%s: %s", path, msg);
+    return pc_error_set(c->e, PC_EINVAL, "%s", msg);
 }
 
 static const char *json_type_name(const json_t *v)
@@ -171,7 +168,8 @@ static const char *json_type_name(const json_t *v)
     return "?";
 }
 
-/* Decimal integer text: optional '-', then 1..20 digits, nothing else. */
+/* Decimal integer text: optional '-', then 1..20 digits, nothing else. PC_EINVAL when it is not
+ * one, PC_E2BIG when it does not fit 64 bits. */
 static int parse_dec(const char *s, size_t len, bool *neg, uint64_t *mag)
 {
     size_t i = 0;
@@ -180,12 +178,12 @@ static int parse_dec(const char *s, size_t len, bool *neg, uint64_t *mag)
         *neg = true;
         i++;
     }
-    if (i == len || len - i > 20) return -1;
+    if (i == len || len - i > 20) return PC_EINVAL;
     uint64_t v = 0;
     for (; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
+        if (s[i] < '0' || s[i] > '9') return PC_EINVAL;
         unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10) return -2; /* overflow */
+        if (v > (UINT64_MAX - d) / 10) return PC_E2BIG; /* overflow */
         v = v * 10 + d;
     }
     *mag = v;
@@ -212,7 +210,7 @@ static int get_integer(dctx *c, const json_t *v, bool *neg, uint64_t *mag)
     }
     if (json_is_string(v)) {
         int r = parse_dec(json_string_value(v), json_string_length(v), neg, mag);
-        if (r == -2) return fail(c, "integer out of range");
+        if (r == PC_E2BIG) return fail(c, "integer out of range");
         if (r < 0) return fail(c, "not an integer");
         return 0;
     }
@@ -223,7 +221,7 @@ static int get_signed(dctx *c, const json_t *v, int64_t min, int64_t max, int64_
 {
     bool neg = false;
     uint64_t mag = 0;
-    if (get_integer(c, v, &neg, &mag) < 0) return -1;
+    if (get_integer(c, v, &neg, &mag) < 0) return PC_EINVAL;
     if (neg) {
         if (mag > (uint64_t)0 - (uint64_t)min) return fail(c, "integer out of range");
         *out = mag == (uint64_t)1 << 63 ? INT64_MIN : -(int64_t)mag;
@@ -238,7 +236,7 @@ static int get_unsigned(dctx *c, const json_t *v, uint64_t max, uint64_t *out)
 {
     bool neg = false;
     uint64_t mag = 0;
-    if (get_integer(c, v, &neg, &mag) < 0) return -1;
+    if (get_integer(c, v, &neg, &mag) < 0) return PC_EINVAL;
     if (neg && mag != 0) return fail(c, "negative value for an unsigned integer");
     if (mag > max) return fail(c, "integer out of range");
     *out = mag;
@@ -365,31 +363,31 @@ static int decode_value(dctx *c, const ProtobufCFieldDescriptor *f, const json_t
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
     case PROTOBUF_C_TYPE_SFIXED32:
-        if (get_signed(c, v, INT32_MIN, INT32_MAX, &s) < 0) return -1;
+        if (get_signed(c, v, INT32_MIN, INT32_MAX, &s) < 0) return PC_EINVAL;
         *(int32_t *)dst = (int32_t)s;
         return 0;
     case PROTOBUF_C_TYPE_UINT32:
     case PROTOBUF_C_TYPE_FIXED32:
-        if (get_unsigned(c, v, UINT32_MAX, &u) < 0) return -1;
+        if (get_unsigned(c, v, UINT32_MAX, &u) < 0) return PC_EINVAL;
         *(uint32_t *)dst = (uint32_t)u;
         return 0;
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
     case PROTOBUF_C_TYPE_SFIXED64:
-        if (get_signed(c, v, INT64_MIN, INT64_MAX, &s) < 0) return -1;
+        if (get_signed(c, v, INT64_MIN, INT64_MAX, &s) < 0) return PC_EINVAL;
         *(int64_t *)dst = s;
         return 0;
     case PROTOBUF_C_TYPE_UINT64:
     case PROTOBUF_C_TYPE_FIXED64:
-        if (get_unsigned(c, v, UINT64_MAX, &u) < 0) return -1;
+        if (get_unsigned(c, v, UINT64_MAX, &u) < 0) return PC_EINVAL;
         *(uint64_t *)dst = u;
         return 0;
     case PROTOBUF_C_TYPE_DOUBLE:
-        if (get_double(c, v, &d) < 0) return -1;
+        if (get_double(c, v, &d) < 0) return PC_EINVAL;
         *(double *)dst = d;
         return 0;
     case PROTOBUF_C_TYPE_FLOAT:
-        if (get_double(c, v, &d) < 0) return -1;
+        if (get_double(c, v, &d) < 0) return PC_EINVAL;
         if (isfinite(d) && (d > 3.4028234663852886e38 || d < -3.4028234663852886e38))
             return fail(c, "float out of range");
         *(float *)dst = (float)d;
@@ -407,7 +405,7 @@ static int decode_value(dctx *c, const ProtobufCFieldDescriptor *f, const json_t
                 return 0;
             }
         }
-        if (get_signed(c, v, INT32_MIN, INT32_MAX, &s) < 0) return -1;
+        if (get_signed(c, v, INT32_MIN, INT32_MAX, &s) < 0) return PC_EINVAL;
         *(int *)dst = (int)s;
         return 0;
     case PROTOBUF_C_TYPE_STRING:
@@ -447,12 +445,12 @@ static int decode_field(dctx *c, ProtobufCMessage *msg, const ProtobufCFieldDesc
             const json_t *e = json_array_get(v, i);
             fr->index = i;
             if (json_is_null(e)) return fail(c, "null is not allowed in an array");
-            if (decode_value(c, f, e, (char *)arr + i * sz) < 0) return -1;
+            if (decode_value(c, f, e, (char *)arr + i * sz) < 0) return PC_EINVAL;
         }
         *(size_t *)(base + f->quantifier_offset) = n;
         return 0;
     }
-    if (decode_value(c, f, v, base + f->offset) < 0) return -1;
+    if (decode_value(c, f, v, base + f->offset) < 0) return PC_EINVAL;
     if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
         *(uint32_t *)(base + f->quantifier_offset) = f->id;
     else if (has_flag(f))
@@ -500,7 +498,7 @@ static int decode_message(dctx *c, const ProtobufCMessageDescriptor *desc, const
         c->nframes++;
         int r = decode_field(c, msg, f, v);
         c->nframes--;
-        if (r < 0) return -1;
+        if (r < 0) return PC_EINVAL;
     }
     c->depth--;
     return 0;
@@ -515,7 +513,7 @@ static _Thread_local pc_budget *tls_budget;
 static void *budget_malloc(size_t n)
 {
     void *p = malloc(n);
-    if (p && tls_budget && !pc_budget_charge(tls_budget, malloc_usable_size(p))) {
+    if (p && tls_budget && pc_budget_charge(tls_budget, malloc_usable_size(p)) < 0) {
         pc_budget_uncharge(tls_budget, malloc_usable_size(p));
         free(p);
         return NULL; /* jansson fails the parse with "out of memory" */
@@ -614,17 +612,14 @@ size_t pc_json_decode_estimate(const char *json, size_t len)
 }
 
 int pc_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
-                   pc_arena *arena, ProtobufCMessage **out, char *err, size_t errlen)
+                   pc_arena *arena, ProtobufCMessage **out, pc_error *e)
 {
-    if (err && errlen) err[0] = 0;
     *out = NULL;
     pc_budget *budget = pc_arena_budget(arena);
     json_counts k = {0};
     json_count(json, len, &k, NULL, NULL);
-    if (budget && !pc_budget_reserve(budget, json_estimate(&k, len), "decoded JSON request")) {
-        if (err && errlen) snprintf(err, errlen, "%s: over the decode budget", budget->what);
-        return -1;
-    }
+    if (budget && pc_budget_reserve(budget, json_estimate(&k, len), "decoded JSON request") < 0)
+        return pc_error_set(e, budget->state, "%s: over the decode budget", budget->what);
     char *quoted = NULL;
     if (k.big_ints) {
         size_t qlen = len + 2 * k.big_ints;
@@ -638,28 +633,25 @@ int pc_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, siz
     tls_budget = budget;
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    int r = -1;
+    int r = PC_EINVAL;
     if (!root) {
-        if (err && errlen) {
-            if (!pc_budget_ok(budget))
-                snprintf(err, errlen, "%s: over the decode budget", budget->what);
-            else
-                snprintf(err, errlen, "invalid JSON at line %d column %d: %s", jerr.line,
+        if (!pc_budget_ok(budget))
+            r = pc_error_set(e, budget->state, "%s: over the decode budget", budget->what);
+        else
+            pc_error_set(e, PC_EINVAL, "invalid JSON at line %d column %d: %s", jerr.line,
                          jerr.column, jerr.text);
-        }
         goto out;
     }
     dctx *c = pc_xcalloc(1, sizeof(*c));
     c->arena = arena;
-    c->err = err;
-    c->errlen = errlen;
+    c->e = e;
     ProtobufCMessage *msg = NULL;
     r = decode_message(c, desc, root, &msg);
     free(c);
     json_decref(root);
-    if (r == 0 && !pc_budget_ok(budget)) r = -1;
-    if (r < 0 && !pc_budget_ok(budget) && err && errlen)
-        snprintf(err, errlen, "%s: over the decode budget", budget->what);
+    /* a refusal by the budget wins over the error it caused */
+    if (!pc_budget_ok(budget))
+        r = pc_error_set(e, budget->state, "%s: over the decode budget", budget->what);
     if (r == 0) *out = msg;
 out:
     tls_budget = prev;

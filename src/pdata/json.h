@@ -15,9 +15,10 @@
 #define PC_JSON_MAX_DEPTH 128
 
 /* Decode OTLP JSON into a message of type desc, allocating everything from arena (nothing to free
- * but the arena). 0 on success; -1 with a message naming the field path in err. */
+ * but the arena). 0 on success; PC_EINVAL with a message naming the field path in e; with a
+ * budget attached to the arena, its refusal (PC_E2BIG or PC_EAGAIN, see base/budget.h). */
 int pc_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, size_t len,
-                   pc_arena *arena, ProtobufCMessage **out, char *err, size_t errlen);
+                   pc_arena *arena, ProtobufCMessage **out, pc_error *e);
 
 /* What decoding this text may take (jansson's tree plus the decoded structs), counted from the
  * text before parsing; pc_json_decode reserves it from the arena's budget. */

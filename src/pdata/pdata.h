@@ -13,6 +13,7 @@
 #include "otlp_trace_service.pb-c.h"
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/err.h"
 
 /* The signals a pipeline can carry. Profiles are the model (ARCHITECTURE.md §3); traces, metrics
  * and logs pass through as their decoded OTLP Export*ServiceRequest, re-shaped by nothing but the
@@ -37,7 +38,7 @@ typedef struct pc_signal_info {
     const ProtobufCMessageDescriptor *request, *response;
 } pc_signal_info;
 extern const pc_signal_info pc_signal_infos[PC_SIGNAL_COUNT];
-/* "traces" -> PC_SIGNAL_TRACES (len bytes of name); -1 if unknown. */
+/* "traces" -> PC_SIGNAL_TRACES (len bytes of name); PC_EINVAL if unknown. */
 int pc_signal_parse(const char *name, size_t len, pc_signal *out);
 
 /* Short names for the protobuf-c generated types. */
@@ -114,20 +115,18 @@ void pc_batch_make_writable(pc_batch **b);
 void pc_batch_set_meta(pc_batch *b, const char *key, const char *val);
 const char *pc_batch_get_meta(const pc_batch *b, const char *key);
 
-/* Decode a request of any signal, protobuf or JSON: 0, or -1 with a message in err for
+/* Decode a request of any signal, protobuf or JSON: 0, or PC_EINVAL with a message in e for
  * undecodable input (nesting deeper than PC_PROTO_MAX_DEPTH, invalid UTF-8 in a string field,
  * duplicate JSON keys or fields...). Profiles are validated separately (pc_batch_validate);
  * other signals only have to decode. With a budget (docs/limits.md) the decoded size is counted
- * before anything is allocated and every allocation is charged: on -1, budget->state says
- * whether the request was over its limit (PC_BUDGET_OVER) or the process had no room now
- * (PC_BUDGET_BUSY). The budget stays attached to the batch's arena until
- * pc_batch_end_budget(). */
+ * before anything is allocated and every allocation is charged: a refusal returns budget->state,
+ * PC_E2BIG when the request was over its limit or PC_EAGAIN when the process had no room now.
+ * The budget stays attached to the batch's arena until pc_batch_end_budget(). */
 int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_budget *budget,
-                    pc_batch **out, char *err, size_t errlen);
+                    pc_batch **out, pc_error *e);
 /* Profiles without a budget (tests, tools). */
-int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err,
-                          size_t errlen);
-int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen);
+int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, pc_error *e);
+int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, pc_error *e);
 /* The decode is over: stop charging the batch's arena to the request's budget. */
 static inline void pc_batch_end_budget(pc_batch *b)
 {
@@ -140,10 +139,11 @@ pc_batch *pc_batch_wrap(pc_arena *a, pc_signal sig);
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out);
 void pc_batch_encode_json(const pc_batch *b, pc_buf *out);
 
-/* Validation (ARCHITECTURE.md §3). Dictionary errors make the whole request invalid (-1).
- * Otherwise invalid profiles are removed and counted in *rejected, with the first reason in err;
- * returns 0. A request whose every profile is invalid also returns -1. */
-int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen);
+/* Validation (ARCHITECTURE.md §3). Dictionary errors make the whole request invalid
+ * (PC_EINVAL). Otherwise invalid profiles are removed and counted in *rejected, with the first
+ * reason in e (as PC_EINVAL); returns 0. A request whose every profile is invalid also returns
+ * PC_EINVAL. */
+int pc_batch_validate(pc_batch *b, int64_t *rejected, pc_error *e);
 
 typedef struct pc_counts {
     size_t resources, scopes, profiles, samples;
@@ -159,9 +159,9 @@ pc_resource **pc_batch_resource_slot(pc_batch *b, size_t i);
 /* One request of signal sig holding the data of every batch in bs (serialized requests
  * concatenated, then decoded once). Not for profiles (see pdata/merge.h). */
 pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n);
-/* Traces, metrics, logs: every trace id 16 bytes, span id 8 (or empty); -1 with err naming the
- * field otherwise. Profiles have pc_batch_validate. */
-int pc_signal_validate(const pc_batch *b, char *err, size_t errlen);
+/* Traces, metrics, logs: every trace id 16 bytes, span id 8 (or empty); PC_EINVAL with e naming
+ * the field otherwise. Profiles have pc_batch_validate. */
+int pc_signal_validate(const pc_batch *b, pc_error *e);
 /* An Export*ServiceResponse body of signal sig: 1 when it carries a partial success (with the
  * number rejected and the backend's message), 0 when not or undecodable. */
 int pc_partial_success_parse(pc_signal sig, const uint8_t *body, size_t len, bool json,

@@ -2,7 +2,6 @@
 #include "pdata/pprof.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,19 +34,6 @@ typedef Perftools__Profiles__Function pp_function;
 #define ATTR_DEFAULT_SAMPLE "pprof.scope.default_sample_type"
 
 #define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static const char *nz(const char *s)
 {
@@ -118,12 +104,12 @@ static size_t idhash(uint64_t x)
     return (size_t)x;
 }
 
-/* 0, or -1 when id is already present. The map never fills: cap >= 2 * entries. */
+/* 0, or PC_EINVAL when id is already present. The map never fills: cap >= 2 * entries. */
 static int idmap_put(idmap *m, uint64_t id, int32_t v)
 {
     size_t mask = m->cap - 1;
     for (size_t i = idhash(id) & mask;; i = (i + 1) & mask) {
-        if (m->keys[i] == id) return -1;
+        if (m->keys[i] == id) return PC_EINVAL;
         if (m->keys[i] == 0) {
             m->keys[i] = id;
             m->vals[i] = v;
@@ -155,16 +141,23 @@ typedef struct in_ctx {
     idmap maps, funs, locs;
     i32vec tmp; /* stack / attribute scratch */
     pc_budget *budget;
-    char *err;
-    size_t errlen;
+    pc_error *e;
 } in_ctx;
+
+/* PC_EINVAL with the message: what is wrong with the pprof. */
+#define FAIL(c, ...) pc_error_set((c)->e, PC_EINVAL, __VA_ARGS__)
+
+/* The budget's refusal (PC_E2BIG or PC_EAGAIN) with the message. */
+static int over_budget(const in_ctx *c)
+{
+    return pc_error_set(c->e, c->budget->state, "pprof: %s: over the decode budget",
+                        c->budget->what);
+}
 
 /* Checked once per element: the batch arena and the dictionary's tables charge the budget. */
 #define BUDGET_CHECK(c)                                                                            \
     do {                                                                                           \
-        if (!pc_budget_ok((c)->budget))                                                            \
-            return fail((c)->err, (c)->errlen, "pprof: %s: over the decode budget",                \
-                        (c)->budget->what);                                                        \
+        if (!pc_budget_ok((c)->budget)) return over_budget(c);                                     \
     } while (0)
 
 static int str_ok(const in_ctx *c, int64_t idx)
@@ -177,14 +170,14 @@ static const char *pstr(const in_ctx *c, int64_t idx)
     return idx > 0 && (uint64_t)idx < c->p->n_string_table ? nz(c->p->string_table[idx]) : "";
 }
 
-/* Dictionary index of pprof string idx; -1 with an error naming what referenced it. */
+/* Dictionary index of pprof string idx; -1 with an error (PC_EINVAL) in c->e naming what
+ * referenced it. */
 static int32_t sidx(in_ctx *c, int64_t idx, const char *what, size_t which)
 {
     if (idx == 0) return 0;
     if (!str_ok(c, idx)) {
-        fail(c->err, c->errlen,
-             "pprof: %s %zu: string index %" PRId64 " out of range (%zu strings)", what, which, idx,
-             c->p->n_string_table);
+        FAIL(c, "pprof: %s %zu: string index %" PRId64 " out of range (%zu strings)", what, which,
+             idx, c->p->n_string_table);
         return -1;
     }
     if (c->smap[idx] < 0) c->smap[idx] = pc_dict_cstring(c->db, nz(c->p->string_table[idx]));
@@ -221,16 +214,15 @@ static int in_mappings(in_ctx *c)
     for (size_t i = 0; i < p->n_mapping; i++) {
         BUDGET_CHECK(c);
         const pp_mapping *m = p->mapping[i];
-        if (m->id == 0) return fail(c->err, c->errlen, "pprof: mapping %zu has id 0", i);
+        if (m->id == 0) return FAIL(c, "pprof: mapping %zu has id 0", i);
         pc_mapping k;
         opentelemetry__proto__profiles__v1development__mapping__init(&k);
         k.memory_start = m->memory_start;
         k.memory_limit = m->memory_limit;
         k.file_offset = m->file_offset;
-        if ((k.filename_strindex = sidx(c, m->filename, "mapping", i)) < 0) return -1;
+        if ((k.filename_strindex = sidx(c, m->filename, "mapping", i)) < 0) return PC_EINVAL;
         if (!str_ok(c, m->build_id))
-            return fail(c->err, c->errlen,
-                        "pprof: mapping %zu: build_id string index %" PRId64 " out of range", i,
+            return FAIL(c, "pprof: mapping %zu: build_id string index %" PRId64 " out of range", i,
                         m->build_id);
         size_t n = 0;
         const char *bid = pstr(c, m->build_id);
@@ -242,7 +234,7 @@ static int in_mappings(in_ctx *c)
         k.n_attribute_indices = n;
         k.attribute_indices = n ? attrs : NULL;
         if (idmap_put(&c->maps, m->id, pc_dict_mapping(c->db, &k)) < 0)
-            return fail(c->err, c->errlen, "pprof: duplicate mapping id %" PRIu64, m->id);
+            return FAIL(c, "pprof: duplicate mapping id %" PRIu64, m->id);
     }
     return 0;
 }
@@ -253,13 +245,13 @@ static int in_functions(in_ctx *c)
     for (size_t i = 0; i < p->n_function; i++) {
         BUDGET_CHECK(c);
         const pp_function *f = p->function[i];
-        if (f->id == 0) return fail(c->err, c->errlen, "pprof: function %zu has id 0", i);
+        if (f->id == 0) return FAIL(c, "pprof: function %zu has id 0", i);
         int32_t name = sidx(c, f->name, "function", i);
         int32_t sys = sidx(c, f->system_name, "function", i);
         int32_t file = sidx(c, f->filename, "function", i);
-        if (name < 0 || sys < 0 || file < 0) return -1;
+        if (name < 0 || sys < 0 || file < 0) return PC_EINVAL;
         if (idmap_put(&c->funs, f->id, pc_dict_function(c->db, name, sys, file, f->start_line)) < 0)
-            return fail(c->err, c->errlen, "pprof: duplicate function id %" PRIu64, f->id);
+            return FAIL(c, "pprof: duplicate function id %" PRIu64, f->id);
     }
     return 0;
 }
@@ -274,20 +266,19 @@ static int in_locations(in_ctx *c)
     for (size_t i = 0; i < p->n_location && rc == 0; i++) {
         const pp_location *l = p->location[i];
         if (!pc_budget_ok(c->budget)) {
-            rc = fail(c->err, c->errlen, "pprof: %s: over the decode budget", c->budget->what);
+            rc = over_budget(c);
             break;
         }
         if (l->id == 0) {
-            rc = fail(c->err, c->errlen, "pprof: location %zu has id 0", i);
+            rc = FAIL(c, "pprof: location %zu has id 0", i);
             break;
         }
         pc_location k;
         opentelemetry__proto__profiles__v1development__location__init(&k);
         k.address = l->address;
         if (l->mapping_id && !idmap_get(&c->maps, l->mapping_id, &k.mapping_index)) {
-            rc = fail(c->err, c->errlen,
-                      "pprof: location %" PRIu64 " references unknown mapping id %" PRIu64, l->id,
-                      l->mapping_id);
+            rc = FAIL(c, "pprof: location %" PRIu64 " references unknown mapping id %" PRIu64,
+                      l->id, l->mapping_id);
             break;
         }
         if (l->n_line > lcap) {
@@ -300,8 +291,7 @@ static int in_locations(in_ctx *c)
             pc_line *o = &lines[j];
             opentelemetry__proto__profiles__v1development__line__init(o);
             if (ln->function_id && !idmap_get(&c->funs, ln->function_id, &o->function_index)) {
-                rc = fail(c->err, c->errlen,
-                          "pprof: location %" PRIu64 " references unknown function id %" PRIu64,
+                rc = FAIL(c, "pprof: location %" PRIu64 " references unknown function id %" PRIu64,
                           l->id, ln->function_id);
                 break;
             }
@@ -319,7 +309,7 @@ static int in_locations(in_ctx *c)
             k.attribute_indices = &folded;
         }
         if (idmap_put(&c->locs, l->id, pc_dict_location(c->db, &k)) < 0)
-            rc = fail(c->err, c->errlen, "pprof: duplicate location id %" PRIu64, l->id);
+            rc = FAIL(c, "pprof: duplicate location id %" PRIu64, l->id);
     }
     free(lp.v);
     free(lines);
@@ -346,11 +336,10 @@ static int label_group(in_ctx *c, size_t si, const lab *g, size_t n, int32_t *ou
     int64_t unit = g[0].l->num_unit;
     for (size_t i = 1; i < n; i++)
         if ((g[i].l->str != 0) != is_str || (!is_str && g[i].l->num_unit != unit))
-            return fail(c->err, c->errlen,
-                        "pprof: sample %zu: label %s mixes string and numeric values or units", si,
-                        pc_dict_builder_str(c->db, g[0].key));
+            return FAIL(c, "pprof: sample %zu: label %s mixes string and numeric values or units",
+                        si, pc_dict_builder_str(c->db, g[0].key));
     int32_t unit_idx = 0;
-    if (!is_str && (unit_idx = sidx(c, unit, "sample", si)) < 0) return -1;
+    if (!is_str && (unit_idx = sidx(c, unit, "sample", si)) < 0) return PC_EINVAL;
     if (n == 1) {
         pc_anyvalue v = is_str ? str_value(pstr(c, g[0].l->str)) : int_value(g[0].l->num);
         *out = pc_dict_attribute(c->db, g[0].key, &v, unit_idx);
@@ -387,13 +376,12 @@ static int in_labels(in_ctx *c, const pp_sample *s, size_t si)
     for (size_t i = 0; i < s->n_label; i++) {
         const pp_label *l = s->label[i];
         if (!str_ok(c, l->str) || !str_ok(c, l->num_unit)) {
-            rc = fail(c->err, c->errlen, "pprof: sample %zu: label %zu string index out of range",
-                      si, i);
+            rc = FAIL(c, "pprof: sample %zu: label %zu string index out of range", si, i);
             break;
         }
         int32_t key = sidx(c, l->key, "sample", si);
         if (key < 0) {
-            rc = -1;
+            rc = PC_EINVAL;
             break;
         }
         if (l->str == 0 && l->num == 0 && l->num_unit == 0) continue; /* empty: dropped, like Go */
@@ -426,7 +414,7 @@ static pc_value_type *in_value_type(in_ctx *c, const pp_value_type *vt, const ch
     if (!vt) return o;
     o->type_strindex = sidx(c, vt->type, what, i);
     o->unit_strindex = sidx(c, vt->unit, what, i);
-    if (o->type_strindex < 0 || o->unit_strindex < 0) *rc = -1;
+    if (o->type_strindex < 0 || o->unit_strindex < 0) *rc = PC_EINVAL;
     return o;
 }
 
@@ -443,8 +431,8 @@ static int in_profile_attrs(in_ctx *c)
                {p->doc_url, ATTR_DOC_URL}};
     for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
         if (!str_ok(c, one[i].idx))
-            return fail(c->err, c->errlen, "pprof: %s string index %" PRId64 " out of range",
-                        one[i].key + 14, one[i].idx);
+            return FAIL(c, "pprof: %s string index %" PRId64 " out of range", one[i].key + 14,
+                        one[i].idx);
         const char *s = pstr(c, one[i].idx);
         if (s[0]) i32_push(&c->tmp, pc_dict_attr_str(c->db, one[i].key, s, strlen(s)));
     }
@@ -454,8 +442,7 @@ static int in_profile_attrs(in_ctx *c)
         int rc = 0;
         for (size_t i = 0; i < p->n_comment; i++) {
             if (!str_ok(c, p->comment[i])) {
-                rc = fail(c->err, c->errlen,
-                          "pprof: comment %zu: string index %" PRId64 " out of range", i,
+                rc = FAIL(c, "pprof: comment %zu: string index %" PRId64 " out of range", i,
                           p->comment[i]);
                 break;
             }
@@ -495,13 +482,14 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_pprof_in_opts *opts)
 {
     const pp_profile *p = c->p;
     if (p->n_string_table > 0 && nz(p->string_table[0])[0] != 0)
-        return fail(c->err, c->errlen, "pprof: string_table[0] must be empty");
-    if (in_mappings(c) || in_functions(c) || in_locations(c)) return -1;
+        return FAIL(c, "pprof: string_table[0] must be empty");
+    int rc = 0;
+    if ((rc = in_mappings(c)) < 0 || (rc = in_functions(c)) < 0 || (rc = in_locations(c)) < 0)
+        return rc;
 
     size_t nt = p->n_sample_type;
-    int rc = 0;
     pc_profile **profs = nt ? pc_arena_alloc(c->a, nt * sizeof *profs) : NULL;
-    if (in_profile_attrs(c)) return -1;
+    if ((rc = in_profile_attrs(c)) < 0) return rc;
     int32_t *pattrs = dup_list(c->a, c->tmp.v, c->tmp.n);
     size_t n_pattrs = c->tmp.n;
     for (size_t i = 0; i < nt; i++) {
@@ -510,7 +498,7 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_pprof_in_opts *opts)
         o->sample_type = in_value_type(c, p->sample_type[i], "sample_type", i, &rc);
         if (p->period_type)
             o->period_type = in_value_type(c, p->period_type, "period_type", 0, &rc);
-        if (rc) return -1;
+        if (rc < 0) return rc;
         o->time_unix_nano = (uint64_t)p->time_nanos;
         o->duration_nano = (uint64_t)p->duration_nanos;
         o->period = p->period;
@@ -525,20 +513,18 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_pprof_in_opts *opts)
         BUDGET_CHECK(c);
         const pp_sample *s = p->sample[j];
         if (s->n_value != nt)
-            return fail(c->err, c->errlen,
-                        "pprof: sample %zu has %zu values, expected %zu (one per sample type)", j,
-                        s->n_value, nt);
+            return FAIL(c, "pprof: sample %zu has %zu values, expected %zu (one per sample type)",
+                        j, s->n_value, nt);
         c->tmp.n = 0;
         for (size_t k = 0; k < s->n_location_id; k++) {
             int32_t li;
             if (!idmap_get(&c->locs, s->location_id[k], &li))
-                return fail(c->err, c->errlen,
-                            "pprof: sample %zu references unknown location id %" PRIu64, j,
+                return FAIL(c, "pprof: sample %zu references unknown location id %" PRIu64, j,
                             s->location_id[k]);
             i32_push(&c->tmp, li);
         }
         int32_t stack = pc_dict_stack(c->db, c->tmp.v, c->tmp.n);
-        if (in_labels(c, s, j)) return -1;
+        if ((rc = in_labels(c, s, j)) < 0) return rc;
         for (size_t i = 0; i < nt; i++) {
             pc_sample *o = pc_arena_alloc(c->a, sizeof *o);
             opentelemetry__proto__profiles__v1development__sample__init(o);
@@ -560,8 +546,7 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_pprof_in_opts *opts)
     if (opts && opts->scope_version)
         scope->version = pc_arena_strndup(c->a, opts->scope_version, strlen(opts->scope_version));
     if (!str_ok(c, p->default_sample_type))
-        return fail(c->err, c->errlen,
-                    "pprof: default_sample_type string index %" PRId64 " out of range",
+        return FAIL(c, "pprof: default_sample_type string index %" PRId64 " out of range",
                     p->default_sample_type);
     if (pstr(c, p->default_sample_type)[0]) {
         scope->n_attributes = 1;
@@ -636,9 +621,8 @@ static size_t translation_estimate(const pp_profile *p)
 }
 
 int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *opts, pc_batch **out,
-                      bool *too_large, char *err, size_t errlen)
+                      pc_error *e)
 {
-    if (too_large) *too_large = false;
     size_t max = opts && opts->max_bytes ? opts->max_bytes : PC_PPROF_DEFAULT_MAX_BYTES;
     pc_buf raw = {0};
     const uint8_t *msg = data;
@@ -646,40 +630,38 @@ int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *o
     if (!data) mlen = 0;
     if (data && pc_is_gzip(data, len)) {
         int rc = pc_gzip_inflate(data, len, max, &raw);
-        if (rc != PC_GZ_OK) {
+        if (rc < 0) {
             pc_buf_free(&raw);
-            if (rc == PC_GZ_TOO_LARGE) {
-                if (too_large) *too_large = true;
-                return fail(err, errlen, "pprof: inflated payload exceeds %zu bytes", max);
-            }
-            return fail(err, errlen, "pprof: corrupt gzip stream");
+            if (rc == PC_E2BIG)
+                return pc_error_set(e, PC_E2BIG, "pprof: inflated payload exceeds %zu bytes", max);
+            return pc_error_set(e, PC_EINVAL, "pprof: corrupt gzip stream");
         }
         msg = raw.data;
         mlen = raw.len;
     } else if (len > max) {
-        if (too_large) *too_large = true;
-        return fail(err, errlen, "pprof: payload exceeds %zu bytes", max);
+        return pc_error_set(e, PC_E2BIG, "pprof: payload exceeds %zu bytes", max);
     }
     if (mlen == 0) {
         pc_buf_free(&raw);
-        return fail(err, errlen, "pprof: empty payload");
+        return pc_error_set(e, PC_EINVAL, "pprof: empty payload");
     }
 
     /* counted before unpack allocates (strings checked for UTF-8, as Pyroscope requires); the
      * estimate bounds the scratch arena, so it is also its one block */
     pc_budget *budget = opts ? opts->budget : NULL;
     pc_proto_scan scan;
-    char why[256];
-    if (pc_proto_scan_message(&perftools__profiles__profile__descriptor, msg, mlen,
-                              PC_PROTO_MAX_DEPTH, &scan)) {
+    pc_error why = {0};
+    int rc = pc_proto_scan_message(&perftools__profiles__profile__descriptor, msg, mlen,
+                                   PC_PROTO_MAX_DEPTH, &scan, &why);
+    if (rc < 0) {
         pc_buf_free(&raw);
-        return fail(err, errlen, "pprof: %s",
-                    scan.error == PC_SCAN_UTF8 ? pc_proto_scan_strerror(&scan, why, sizeof why)
-                                               : "undecodable protobuf");
+        /* invalid UTF-8 names its field (PC_EINVAL); anything else is just undecodable */
+        return pc_error_set(e, PC_EINVAL, "pprof: %s",
+                            rc == PC_EINVAL ? why.msg : "undecodable protobuf");
     }
-    if (budget && !pc_budget_reserve(budget, scan.cost, "decoded pprof")) {
+    if (budget && (rc = pc_budget_reserve(budget, scan.cost, "decoded pprof")) < 0) {
         pc_buf_free(&raw);
-        return fail(err, errlen, "pprof: %s: over the decode budget", budget->what);
+        return pc_error_set(e, rc, "pprof: %s: over the decode budget", budget->what);
     }
     pc_arena *scratch = pc_arena_new(scan.cost + 64);
     pc_arena_set_budget(scratch, budget);
@@ -688,12 +670,14 @@ int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *o
     if (!p) {
         pc_arena_free(scratch);
         if (!pc_budget_ok(budget))
-            return fail(err, errlen, "pprof: %s: over the decode budget", budget->what);
-        return fail(err, errlen, "pprof: undecodable protobuf");
+            return pc_error_set(e, budget->state, "pprof: %s: over the decode budget",
+                                budget->what);
+        return pc_error_set(e, PC_EINVAL, "pprof: undecodable protobuf");
     }
-    if (budget && !pc_budget_reserve(budget, translation_estimate(p), "pprof translated to OTLP")) {
+    if (budget &&
+        (rc = pc_budget_reserve(budget, translation_estimate(p), "pprof translated to OTLP")) < 0) {
         pc_arena_free(scratch);
-        return fail(err, errlen, "pprof: %s: over the decode budget", budget->what);
+        return pc_error_set(e, rc, "pprof: %s: over the decode budget", budget->what);
     }
 
     pc_batch *b = *out;
@@ -701,7 +685,7 @@ int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *o
         b = pc_batch_new();
         pc_arena_set_budget(b->arena, budget); /* until the receiver's pc_batch_end_budget */
     }
-    in_ctx c = {.p = p, .a = b->arena, .budget = budget, .err = err, .errlen = errlen};
+    in_ctx c = {.p = p, .a = b->arena, .budget = budget, .e = e};
     size_t ns = p->n_string_table ? p->n_string_table : 1;
     c.db = pc_dict_builder_from(b->arena, b->req->dictionary);
     c.smap = pc_xmalloc(ns * sizeof(int32_t));
@@ -712,7 +696,7 @@ int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *o
     size_t side = ns * sizeof(int32_t) +
                   (c.maps.cap + c.funs.cap + c.locs.cap) * (sizeof(uint64_t) + sizeof(int32_t));
     pc_arena_charge(b->arena, side);
-    int rc = translate_in(&c, b, opts);
+    rc = translate_in(&c, b, opts);
     pc_arena_uncharge(b->arena, side);
     idmap_free(&c.maps);
     idmap_free(&c.funs);
@@ -721,9 +705,9 @@ int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *o
     free(c.smap);
     pc_dict_builder_free(c.db);
     pc_arena_free(scratch);
-    if (rc) {
+    if (rc < 0) {
         if (!*out) pc_batch_unref(b);
-        return -1;
+        return rc;
     }
     *out = b;
     return 0;

@@ -43,19 +43,19 @@ typedef struct pc_pprof_in_opts {
     const char *scope_name, *scope_version; /* InstrumentationScope; NULL = unset */
     /* the request's decode budget (docs/limits.md), or NULL: the pprof is counted before it is
      * unpacked and again before it is translated; a new batch's arena stays charged to it until
-     * pc_batch_end_budget(). Refusals leave budget->state set. */
+     * pc_batch_end_budget(). A refusal returns budget->state (PC_E2BIG or PC_EAGAIN). */
     pc_budget *budget;
 } pc_pprof_in_opts;
 
 /* Translate one pprof payload (raw protobuf, or gzip: detected by the magic 1f 8b) into a new
  * ResourceProfiles + ScopeProfiles appended to *out. When *out is NULL a new batch is created;
  * otherwise *out must be writable and its dictionary is extended. opts may be NULL.
- * Returns 0 on success; -1 with a message in err (and *out unchanged) for undecodable or invalid
- * input (e.g. "pprof: sample 3 references unknown location id 77", or invalid UTF-8 in a string,
- * which Pyroscope refuses too); when the payload exceeds max_bytes, too_large (if given) is set
- * to true. Safe on hostile input. */
+ * Returns 0 on success; otherwise a code with a message in e (and *out unchanged): PC_EINVAL for
+ * undecodable or invalid input (e.g. "pprof: sample 3 references unknown location id 77", or
+ * invalid UTF-8 in a string, which Pyroscope refuses too), PC_E2BIG when the payload exceeds
+ * max_bytes, or the budget's refusal (above). Safe on hostile input. */
 int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *opts, pc_batch **out,
-                      bool *too_large, char *err, size_t errlen);
+                      pc_error *e);
 
 /* One produced pprof, valid during the callback only. */
 typedef struct pc_pprof_out {

@@ -25,7 +25,9 @@ typedef struct scanned_member {
 } scanned_member;
 
 typedef struct scan_ctx {
-    pc_proto_scan *out;
+    const char *what; /* the refusal, set at the failing field */
+    int code;         /* PC_EPROTO or PC_EINVAL */
+    char where[200];  /* the field path of a UTF-8 refusal: "resource_profiles[0].resource..." */
 } scan_ctx;
 
 static size_t elt_size(ProtobufCType t)
@@ -45,11 +47,12 @@ static size_t elt_size(ProtobufCType t)
     }
 }
 
+/* 0, or PC_EPROTO for a truncated or overlong varint. */
 static int read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 {
     uint64_t x = 0;
     for (int shift = 0; shift < 70; shift += 7) {
-        if (*i >= len) return -1;
+        if (*i >= len) return PC_EPROTO;
         uint8_t b = p[(*i)++];
         if (shift < 64) x |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
@@ -57,11 +60,11 @@ static int read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
             return 0;
         }
     }
-    return -1; /* more than 10 bytes */
+    return PC_EPROTO; /* more than 10 bytes */
 }
 
 /* Prepend "name[index]." to the error path as the recursion unwinds (the tail is cut when long). */
-static void path_prepend(pc_proto_scan *o, const ProtobufCFieldDescriptor *f, long index)
+static void path_prepend(scan_ctx *o, const ProtobufCFieldDescriptor *f, long index)
 {
     char head[96];
     int h = index >= 0 ? snprintf(head, sizeof head, "%s[%ld]", f->name, index)
@@ -76,11 +79,14 @@ static void path_prepend(pc_proto_scan *o, const ProtobufCFieldDescriptor *f, lo
     o->where[hl + sep + wl] = 0;
 }
 
-static int fail(scan_ctx *c, pc_scan_error e)
+static int fail(scan_ctx *c, int code, const char *what)
 {
-    c->out->error = e;
-    return -1;
+    c->code = code;
+    c->what = what;
+    return code;
 }
+
+#define MALFORMED(c) fail(c, PC_EPROTO, "malformed protobuf")
 
 /* Elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it. */
 static long long packed_count(ProtobufCType t, const uint8_t *p, size_t l)
@@ -105,7 +111,7 @@ static long long packed_count(ProtobufCType t, const uint8_t *p, size_t l)
 static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
                 int depth, size_t *cost_out)
 {
-    if (depth < 0) return fail(c, PC_SCAN_DEPTH);
+    if (depth < 0) return fail(c, PC_EPROTO, "nested too deeply");
     size_t cost = R16(desc->sizeof_message);
     /* zeroed for this message's fields only: the scan runs once per Sample, and most messages
      * have a handful of fields */
@@ -118,29 +124,29 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
     size_t i = 0;
     while (i < len) {
         uint64_t key, l = 0;
-        if (read_varint(p, len, &i, &key)) return fail(c, PC_SCAN_MALFORMED);
+        if (read_varint(p, len, &i, &key)) return MALFORMED(c);
         unsigned wt = key & 7;
         uint64_t num = key >> 3;
         /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
-        if (num == 0) return fail(c, PC_SCAN_FIELD0);
-        if (num > UINT32_MAX) return fail(c, PC_SCAN_MALFORMED);
+        if (num == 0) return fail(c, PC_EPROTO, "malformed protobuf (field number 0)");
+        if (num > UINT32_MAX) return MALFORMED(c);
         size_t start = i;
         switch (wt) {
         case 0:
-            if (read_varint(p, len, &i, &l)) return fail(c, PC_SCAN_MALFORMED);
+            if (read_varint(p, len, &i, &l)) return MALFORMED(c);
             break;
         case 1:
-            if (len - i < 8) return fail(c, PC_SCAN_MALFORMED);
+            if (len - i < 8) return MALFORMED(c);
             i += 8;
             break;
         case 5:
-            if (len - i < 4) return fail(c, PC_SCAN_MALFORMED);
+            if (len - i < 4) return MALFORMED(c);
             i += 4;
             break;
         case 2:
-            if (read_varint(p, len, &i, &l) || l > len - i) return fail(c, PC_SCAN_MALFORMED);
+            if (read_varint(p, len, &i, &l) || l > len - i) return MALFORMED(c);
             break;
-        default: return fail(c, PC_SCAN_MALFORMED); /* groups and reserved wire types */
+        default: return MALFORMED(c); /* groups and reserved wire types */
         }
         occurrences++;
         const ProtobufCFieldDescriptor *f =
@@ -161,18 +167,19 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
             i += vl;
             if (f->type == PROTOBUF_C_TYPE_STRING) {
                 if (!pc_utf8_valid(v, vl)) {
-                    c->out->where[0] = 0;
-                    path_prepend(c->out, f, repeated && fi < TRACKED ? (long)n_elems[fi] : -1);
-                    return fail(c, PC_SCAN_UTF8);
+                    c->where[0] = 0;
+                    path_prepend(c, f, repeated && fi < TRACKED ? (long)n_elems[fi] : -1);
+                    return fail(c, PC_EINVAL, "invalid UTF-8 in string field");
                 }
                 cost += R16(vl + 1);
             } else if (f->type == PROTOBUF_C_TYPE_BYTES) {
                 if (vl) cost += R16(vl);
             } else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
                 size_t sub = 0;
-                if (scan(c, f->descriptor, v, vl, depth - 1, &sub)) {
-                    path_prepend(c->out, f, repeated && fi < TRACKED ? (long)n_elems[fi] : -1);
-                    return -1;
+                int rc = scan(c, f->descriptor, v, vl, depth - 1, &sub);
+                if (rc < 0) {
+                    path_prepend(c, f, repeated && fi < TRACKED ? (long)n_elems[fi] : -1);
+                    return rc;
                 }
                 cost += sub;
                 bool oneof = (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
@@ -185,7 +192,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
                 }
             } else if (repeated) { /* a packed run of scalars */
                 long long n = packed_count(f->type, v, vl);
-                if (n < 0) return fail(c, PC_SCAN_MALFORMED);
+                if (n < 0) return MALFORMED(c);
                 n_new = (size_t)n;
             }
         }
@@ -210,24 +217,16 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
 }
 
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-                          int max_depth, pc_proto_scan *out)
+                          int max_depth, pc_proto_scan *out, pc_error *e)
 {
     memset(out, 0, sizeof *out);
-    scan_ctx c = {out};
+    scan_ctx c = {0};
     size_t cost = 0;
-    if (scan(&c, desc, data, len, max_depth, &cost)) return -1;
+    int rc = scan(&c, desc, data, len, max_depth, &cost);
+    if (rc < 0) {
+        if (rc == PC_EINVAL) return pc_error_set(e, rc, "%s %s", c.what, c.where);
+        return pc_error_set(e, rc, "%s", c.what);
+    }
     out->cost = cost;
     return 0;
-}
-
-const char *pc_proto_scan_strerror(const pc_proto_scan *s, char *buf, size_t buflen)
-{
-    switch (s->error) {
-    case PC_SCAN_OK: snprintf(buf, buflen, "ok"); break;
-    case PC_SCAN_MALFORMED: snprintf(buf, buflen, "malformed protobuf"); break;
-    case PC_SCAN_DEPTH: snprintf(buf, buflen, "nested too deeply"); break;
-    case PC_SCAN_FIELD0: snprintf(buf, buflen, "malformed protobuf (field number 0)"); break;
-    case PC_SCAN_UTF8: snprintf(buf, buflen, "invalid UTF-8 in string field %s", s->where); break;
-    }
-    return buf;
 }

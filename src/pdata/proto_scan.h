@@ -13,24 +13,17 @@
 #include <stdint.h>
 #include <protobuf-c/protobuf-c.h>
 
-typedef enum {
-    PC_SCAN_OK,
-    PC_SCAN_MALFORMED, /* protobuf-c would refuse it too */
-    PC_SCAN_DEPTH,
-    PC_SCAN_FIELD0,
-    PC_SCAN_UTF8,
-} pc_scan_error;
+#include "base/err.h"
 
 typedef struct pc_proto_scan {
     size_t cost; /* bytes unpack allocates from an arena (16-byte rounded), at most */
-    pc_scan_error error;
-    char where[200]; /* the field path of the error: "resource_profiles[0].resource..." */
 } pc_proto_scan;
 
-/* 0, or -1 with out->error set. */
+/* 0 with out->cost set; PC_EPROTO for input that is not protobuf as profcol takes it (what
+ * protobuf-c would refuse too, field number 0, nesting deeper than max_depth); PC_EINVAL for
+ * invalid UTF-8 in a string field. e gets the message: "malformed protobuf", "nested too
+ * deeply", "invalid UTF-8 in string field resource_profiles[0].resource...", ... */
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-                          int max_depth, pc_proto_scan *out);
-/* "nested too deeply", "invalid UTF-8 in string field resource_profiles[0]...", ... */
-const char *pc_proto_scan_strerror(const pc_proto_scan *s, char *buf, size_t buflen);
+                          int max_depth, pc_proto_scan *out, pc_error *e);
 
 #endif

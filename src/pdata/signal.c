@@ -41,7 +41,7 @@ int pc_signal_parse(const char *name, size_t len, pc_signal *out)
             *out = (pc_signal)s;
             return 0;
         }
-    return -1;
+    return PC_EINVAL;
 }
 
 static pc_batch *wrap(pc_signal sig, pc_arena *a, ProtobufCMessage *m)
@@ -65,7 +65,7 @@ pc_batch *pc_batch_new_signal(pc_signal sig)
 }
 
 int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, pc_budget *budget,
-                    pc_batch **out, char *err, size_t errlen)
+                    pc_batch **out, pc_error *e)
 {
     const ProtobufCMessageDescriptor *d = pc_signal_infos[sig].request;
     *out = NULL;
@@ -74,49 +74,43 @@ int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, p
     if (json) {
         a = pc_arena_new(len / 2 + 4096);
         pc_arena_set_budget(a, budget);
-        if (pc_json_decode(d, (const char *)data, len, a, &m, err, errlen) < 0) {
+        int rc = pc_json_decode(d, (const char *)data, len, a, &m, e);
+        if (rc < 0) {
             pc_arena_free(a);
-            return -1;
+            return rc;
         }
     } else {
         /* counted before anything is allocated; the estimate bounds unpack's arena use, so it is
          * also the size of the arena's one block */
         pc_proto_scan scan;
-        char why[256];
-        if (pc_proto_scan_message(d, data, len, PC_PROTO_MAX_DEPTH, &scan)) {
-            snprintf(err, errlen, "cannot decode %s: %s", d->short_name,
-                     pc_proto_scan_strerror(&scan, why, sizeof why));
-            return -1;
-        }
-        if (budget && !pc_budget_reserve(budget, scan.cost, "decoded protobuf request")) {
-            snprintf(err, errlen, "%s: over the decode budget", budget->what);
-            return -1;
-        }
+        pc_error why = {0};
+        if (pc_proto_scan_message(d, data, len, PC_PROTO_MAX_DEPTH, &scan, &why) < 0)
+            return pc_error_set(e, PC_EINVAL, "cannot decode %s: %s", d->short_name, why.msg);
+        int rc = budget ? pc_budget_reserve(budget, scan.cost, "decoded protobuf request") : 0;
+        if (rc < 0) return pc_error_set(e, rc, "%s: over the decode budget", budget->what);
         a = pc_arena_new(scan.cost + 64);
         pc_arena_set_budget(a, budget);
         m = protobuf_c_message_unpack(d, pc_arena_allocator(a), len, data);
         if (!m) {
-            if (!pc_budget_ok(budget))
-                snprintf(err, errlen, "%s: over the decode budget", budget->what);
-            else
-                snprintf(err, errlen, "cannot decode %s: malformed protobuf", d->short_name);
             pc_arena_free(a);
-            return -1;
+            if (!pc_budget_ok(budget))
+                return pc_error_set(e, budget->state, "%s: over the decode budget", budget->what);
+            return pc_error_set(e, PC_EINVAL, "cannot decode %s: malformed protobuf",
+                                d->short_name);
         }
     }
     *out = wrap(sig, a, m);
     return 0;
 }
 
-int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, char *err, size_t errlen)
+int pc_batch_decode_proto(const uint8_t *data, size_t len, pc_batch **out, pc_error *e)
 {
-    return pc_batch_decode(PC_SIGNAL_PROFILES, data, len, false, NULL, out, err, errlen);
+    return pc_batch_decode(PC_SIGNAL_PROFILES, data, len, false, NULL, out, e);
 }
 
-int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, char *err, size_t errlen)
+int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, pc_error *e)
 {
-    return pc_batch_decode(PC_SIGNAL_PROFILES, (const uint8_t *)data, len, true, NULL, out, err,
-                           errlen);
+    return pc_batch_decode(PC_SIGNAL_PROFILES, (const uint8_t *)data, len, true, NULL, out, e);
 }
 
 /* Copy-on-write (pdata.h): the copy goes through the wire format, so it lives here beside the
@@ -129,11 +123,11 @@ void pc_batch_make_writable(pc_batch **bp)
     pc_buf buf = {0};
     pc_batch_encode_proto(b, &buf);
     pc_batch *copy = NULL;
-    char err[128];
+    pc_error e = {0};
     if (pc_batch_decode(b->signal, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, NULL,
-                        &copy, err, sizeof err) != 0) {
+                        &copy, &e) < 0) {
         /* cannot happen for data that decoded and validated; never crash on it anyway */
-        PC_ERROR(NULL, "copy-on-write failed (%s): the processor gets an empty batch", err);
+        PC_ERROR(NULL, "copy-on-write failed (%s): the processor gets an empty batch", e.msg);
         copy = pc_batch_new_signal(b->signal);
     }
     pc_buf_free(&buf);
@@ -224,11 +218,11 @@ pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n)
         buf.len += protobuf_c_message_pack(m, buf.data + buf.len);
     }
     pc_batch *out = NULL;
-    char err[128];
+    pc_error e = {0};
     if (pc_batch_decode(sig, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, NULL, &out,
-                        err, sizeof err)) {
+                        &e) < 0) {
         /* cannot happen for requests that decoded; never crash on it anyway */
-        PC_ERROR(NULL, "merging %s requests failed (%s)", pc_signal_infos[sig].name, err);
+        PC_ERROR(NULL, "merging %s requests failed (%s)", pc_signal_infos[sig].name, e.msg);
         out = pc_batch_new_signal(sig);
     }
     pc_buf_free(&buf);
@@ -243,12 +237,11 @@ int pc_partial_success_parse(pc_signal sig, const uint8_t *body, size_t len, boo
     const ProtobufCMessageDescriptor *d = pc_signal_infos[sig].response;
     pc_arena *a = pc_arena_new(1024);
     ProtobufCMessage *m = NULL;
-    char e[128];
     int found = 0;
     *rejected = 0;
     if (msglen) msg[0] = 0;
     if (json) {
-        if (pc_json_decode(d, (const char *)body, len, a, &m, e, sizeof e) < 0) m = NULL;
+        if (pc_json_decode(d, (const char *)body, len, a, &m, NULL) < 0) m = NULL;
     } else {
         m = protobuf_c_message_unpack(d, pc_arena_allocator(a), len, body);
     }
@@ -279,7 +272,7 @@ static int id_len(const ProtobufCFieldDescriptor *f)
     return -1;
 }
 
-static int check_ids(const ProtobufCMessage *m, char *err, size_t errlen, int depth)
+static int check_ids(const ProtobufCMessage *m, pc_error *e, int depth)
 {
     const ProtobufCMessageDescriptor *d = m->descriptor;
     if (depth > 64) return 0; /* decoders already bound nesting */
@@ -293,9 +286,9 @@ static int check_ids(const ProtobufCMessage *m, char *err, size_t errlen, int de
         if (want > 0 && f->label != PROTOBUF_C_LABEL_REPEATED) {
             const ProtobufCBinaryData *v = (const ProtobufCBinaryData *)(base + f->offset);
             if (v->len != 0 && v->len != (size_t)want) {
-                snprintf(err, errlen, "%s.%s: invalid length %zu, want %d bytes (or empty)",
-                         d->short_name, f->name, v->len, want);
-                return -1;
+                return pc_error_set(e, PC_EINVAL,
+                                    "%s.%s: invalid length %zu, want %d bytes (or empty)",
+                                    d->short_name, f->name, v->len, want);
             }
             continue;
         }
@@ -304,17 +297,17 @@ static int check_ids(const ProtobufCMessage *m, char *err, size_t errlen, int de
             size_t n = *(const size_t *)(base + f->quantifier_offset);
             ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)(base + f->offset);
             for (size_t k = 0; k < n; k++)
-                if (v[k] && check_ids(v[k], err, errlen, depth + 1)) return -1;
+                if (v[k] && check_ids(v[k], e, depth + 1) < 0) return PC_EINVAL;
         } else {
             const ProtobufCMessage *v = *(ProtobufCMessage *const *)(base + f->offset);
-            if (v && check_ids(v, err, errlen, depth + 1)) return -1;
+            if (v && check_ids(v, e, depth + 1) < 0) return PC_EINVAL;
         }
     }
     return 0;
 }
 
-int pc_signal_validate(const pc_batch *b, char *err, size_t errlen)
+int pc_signal_validate(const pc_batch *b, pc_error *e)
 {
     if (b->signal == PC_SIGNAL_PROFILES || !b->msg) return 0;
-    return check_ids(b->msg, err, errlen, 0);
+    return check_ids(b->msg, e, 0);
 }

@@ -11,11 +11,7 @@ typedef struct sizes {
     size_t strings, mappings, locations, functions, links, attrs, stacks;
 } sizes;
 
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        snprintf(err, errlen, __VA_ARGS__);                                                        \
-        return -1;                                                                                 \
-    } while (0)
+#define FAIL(...) return pc_error_set(e, PC_EINVAL, __VA_ARGS__)
 
 static int idx_ok(int32_t idx, size_t n)
 {
@@ -23,8 +19,7 @@ static int idx_ok(int32_t idx, size_t n)
     return idx == 0 || (idx > 0 && (size_t)idx < n);
 }
 
-static int check_indices(const int32_t *v, size_t n, size_t table, const char *what, char *err,
-                         size_t errlen)
+static int check_indices(const int32_t *v, size_t n, size_t table, const char *what, pc_error *e)
 {
     for (size_t i = 0; i < n; i++)
         if (!idx_ok(v[i], table))
@@ -40,7 +35,7 @@ static int all_zero(const uint8_t *p, size_t n)
 }
 
 static int check_anyvalue(const pc_anyvalue *v, const sizes *s, int depth, const char *what,
-                          char *err, size_t errlen)
+                          pc_error *e)
 {
     if (!v) return 0;
     if (depth > 32) FAIL("%s: attribute value nested too deeply", what);
@@ -52,8 +47,8 @@ static int check_anyvalue(const pc_anyvalue *v, const sizes *s, int depth, const
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE:
         if (v->array_value)
             for (size_t i = 0; i < v->array_value->n_values; i++)
-                if (check_anyvalue(v->array_value->values[i], s, depth + 1, what, err, errlen))
-                    return -1;
+                if (check_anyvalue(v->array_value->values[i], s, depth + 1, what, e))
+                    return PC_EINVAL;
         break;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE:
         if (v->kvlist_value)
@@ -61,7 +56,7 @@ static int check_anyvalue(const pc_anyvalue *v, const sizes *s, int depth, const
                 const pc_keyvalue *kv = v->kvlist_value->values[i];
                 if (!idx_ok(kv->key_strindex, s->strings))
                     FAIL("%s: key_strindex %d out of range", what, kv->key_strindex);
-                if (check_anyvalue(kv->value, s, depth + 1, what, err, errlen)) return -1;
+                if (check_anyvalue(kv->value, s, depth + 1, what, e)) return PC_EINVAL;
             }
         break;
     default: break;
@@ -69,18 +64,18 @@ static int check_anyvalue(const pc_anyvalue *v, const sizes *s, int depth, const
     return 0;
 }
 
-static int check_keyvalues(pc_keyvalue **kvs, size_t n, const sizes *s, const char *what, char *err,
-                           size_t errlen)
+static int check_keyvalues(pc_keyvalue **kvs, size_t n, const sizes *s, const char *what,
+                           pc_error *e)
 {
     for (size_t i = 0; i < n; i++) {
         if (!idx_ok(kvs[i]->key_strindex, s->strings))
             FAIL("%s attribute %zu: key_strindex %d out of range", what, i, kvs[i]->key_strindex);
-        if (check_anyvalue(kvs[i]->value, s, 0, what, err, errlen)) return -1;
+        if (check_anyvalue(kvs[i]->value, s, 0, what, e)) return PC_EINVAL;
     }
     return 0;
 }
 
-static int check_zero_elements(const pc_dictionary *d, char *err, size_t errlen)
+static int check_zero_elements(const pc_dictionary *d, pc_error *e)
 {
     if (d->n_string_table && d->string_table[0][0])
         FAIL("dictionary: string_table[0] must be \"\"");
@@ -121,16 +116,16 @@ static int check_zero_elements(const pc_dictionary *d, char *err, size_t errlen)
     return 0;
 }
 
-static int check_dictionary(const pc_dictionary *d, const sizes *s, char *err, size_t errlen)
+static int check_dictionary(const pc_dictionary *d, const sizes *s, pc_error *e)
 {
-    if (check_zero_elements(d, err, errlen)) return -1;
+    if (check_zero_elements(d, e)) return PC_EINVAL;
     for (size_t i = 0; i < d->n_mapping_table; i++) {
         const pc_mapping *m = d->mapping_table[i];
         if (!idx_ok(m->filename_strindex, s->strings))
             FAIL("mapping_table[%zu].filename_strindex %d out of range", i, m->filename_strindex);
         if (check_indices(m->attribute_indices, m->n_attribute_indices, s->attrs,
-                          "mapping attribute_indices", err, errlen))
-            return -1;
+                          "mapping attribute_indices", e))
+            return PC_EINVAL;
     }
     for (size_t i = 0; i < d->n_location_table; i++) {
         const pc_location *l = d->location_table[i];
@@ -141,8 +136,8 @@ static int check_dictionary(const pc_dictionary *d, const sizes *s, char *err, s
                 FAIL("location_table[%zu].lines[%zu].function_index %d out of range", i, j,
                      l->lines[j]->function_index);
         if (check_indices(l->attribute_indices, l->n_attribute_indices, s->attrs,
-                          "location attribute_indices", err, errlen))
-            return -1;
+                          "location attribute_indices", e))
+            return PC_EINVAL;
     }
     for (size_t i = 0; i < d->n_function_table; i++) {
         const pc_function *f = d->function_table[i];
@@ -159,32 +154,31 @@ static int check_dictionary(const pc_dictionary *d, const sizes *s, char *err, s
         const pc_kvu *a = d->attribute_table[i];
         if (!idx_ok(a->key_strindex, s->strings) || !idx_ok(a->unit_strindex, s->strings))
             FAIL("attribute_table[%zu]: string index out of range", i);
-        if (check_anyvalue(a->value, s, 0, "attribute_table", err, errlen)) return -1;
+        if (check_anyvalue(a->value, s, 0, "attribute_table", e)) return PC_EINVAL;
     }
     for (size_t i = 0; i < d->n_stack_table; i++) {
         const pc_stack *st = d->stack_table[i];
         if (check_indices(st->location_indices, st->n_location_indices, s->locations,
-                          "stack location_indices", err, errlen))
-            return -1;
+                          "stack location_indices", e))
+            return PC_EINVAL;
     }
     return 0;
 }
 
-static int check_value_type(const pc_value_type *vt, const sizes *s, const char *what, char *err,
-                            size_t errlen)
+static int check_value_type(const pc_value_type *vt, const sizes *s, const char *what, pc_error *e)
 {
     if (vt && (!idx_ok(vt->type_strindex, s->strings) || !idx_ok(vt->unit_strindex, s->strings)))
         FAIL("%s: string index out of range", what);
     return 0;
 }
 
-static int check_profile(const pc_profile *p, const sizes *s, char *err, size_t errlen)
+static int check_profile(const pc_profile *p, const sizes *s, pc_error *e)
 {
-    if (check_value_type(p->sample_type, s, "sample_type", err, errlen) ||
-        check_value_type(p->period_type, s, "period_type", err, errlen) ||
+    if (check_value_type(p->sample_type, s, "sample_type", e) ||
+        check_value_type(p->period_type, s, "period_type", e) ||
         check_indices(p->attribute_indices, p->n_attribute_indices, s->attrs,
-                      "profile attribute_indices", err, errlen))
-        return -1;
+                      "profile attribute_indices", e))
+        return PC_EINVAL;
     if (p->profile_id.len != 0 && p->profile_id.len != 16) FAIL("profile_id must be 16 bytes");
     for (size_t i = 0; i < p->n_samples; i++) {
         const pc_sample *sm = p->samples[i];
@@ -194,8 +188,8 @@ static int check_profile(const pc_profile *p, const sizes *s, char *err, size_t 
         if (!idx_ok(sm->link_index, s->links))
             FAIL("samples[%zu].link_index %d out of range", i, sm->link_index);
         if (check_indices(sm->attribute_indices, sm->n_attribute_indices, s->attrs,
-                          "sample attribute_indices", err, errlen))
-            return -1;
+                          "sample attribute_indices", e))
+            return PC_EINVAL;
         if (sm->n_values && sm->n_timestamps_unix_nano &&
             sm->n_values != sm->n_timestamps_unix_nano)
             FAIL("samples[%zu]: %zu values but %zu timestamps", i, sm->n_values,
@@ -204,7 +198,7 @@ static int check_profile(const pc_profile *p, const sizes *s, char *err, size_t 
     return 0;
 }
 
-int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen)
+int pc_batch_validate(pc_batch *b, int64_t *rejected, pc_error *e)
 {
     pc_request *r = b->req;
     const pc_dictionary *d = r->dictionary;
@@ -214,29 +208,29 @@ int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen)
         s = (sizes){d->n_string_table,   d->n_mapping_table, d->n_location_table,
                     d->n_function_table, d->n_link_table,    d->n_attribute_table,
                     d->n_stack_table};
-        if (check_dictionary(d, &s, err, errlen)) return -1;
+        if (check_dictionary(d, &s, e)) return PC_EINVAL;
     }
     size_t total = 0;
-    char first[512] = "";
+    char first[sizeof e->msg] = "";
     for (size_t i = 0; i < r->n_resource_profiles; i++) {
         pc_resource_profiles *rp = r->resource_profiles[i];
         if (rp->resource && check_keyvalues(rp->resource->attributes, rp->resource->n_attributes,
-                                            &s, "resource", err, errlen))
-            return -1;
+                                            &s, "resource", e))
+            return PC_EINVAL;
         for (size_t j = 0; j < rp->n_scope_profiles; j++) {
             pc_scope_profiles *sp = rp->scope_profiles[j];
-            if (sp->scope && check_keyvalues(sp->scope->attributes, sp->scope->n_attributes, &s,
-                                             "scope", err, errlen))
-                return -1;
+            if (sp->scope &&
+                check_keyvalues(sp->scope->attributes, sp->scope->n_attributes, &s, "scope", e))
+                return PC_EINVAL;
             size_t keep = 0;
             for (size_t k = 0; k < sp->n_profiles; k++) {
                 total++;
-                char perr[400];
-                if (check_profile(sp->profiles[k], &s, perr, sizeof perr) == 0) {
+                pc_error perr = {0};
+                if (check_profile(sp->profiles[k], &s, &perr) == 0) {
                     sp->profiles[keep++] = sp->profiles[k];
                 } else {
                     if (!*rejected)
-                        snprintf(first, sizeof first, "profile %zu: %s", total - 1, perr);
+                        snprintf(first, sizeof first, "profile %zu: %.480s", total - 1, perr.msg);
                     (*rejected)++;
                 }
             }
@@ -244,8 +238,8 @@ int pc_batch_validate(pc_batch *b, int64_t *rejected, char *err, size_t errlen)
         }
     }
     if (*rejected) {
-        snprintf(err, errlen, "%s", first);
-        if ((size_t)*rejected == total) return -1;
+        pc_error_set(e, PC_EINVAL, "%s", first);
+        if ((size_t)*rejected == total) return PC_EINVAL;
     }
     return 0;
 }

@@ -238,9 +238,9 @@ static void load_work(uv_work_t *w)
         snprintf(it->err, sizeof it->err, "%.180s: checksum mismatch", path);
         goto out;
     }
-    char derr[128];
-    if (pc_batch_decode(it->sig, payload, pl, false, NULL, &it->batch, derr, sizeof derr)) {
-        snprintf(it->err, sizeof it->err, "%.180s: %.60s", path, derr);
+    pc_error derr = {0};
+    if (pc_batch_decode(it->sig, payload, pl, false, NULL, &it->batch, &derr) < 0) {
+        snprintf(it->err, sizeof it->err, "%.180s: %.60s", path, derr.msg);
         goto out;
     }
     for (const uint8_t *p = meta, *e = meta + ml; p < e;) { /* "key\tvalue\n" lines */

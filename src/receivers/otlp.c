@@ -419,11 +419,11 @@ static void decode_work(uv_work_t *w)
         }
     } else if (j->gzip) {
         int rc = pc_gzip_inflate(data, len, j->max_size, &inflated);
-        if (rc == PC_GZ_TOO_LARGE) {
+        if (rc == PC_E2BIG) {
             j->fail = E_TOO_LARGE;
             snprintf(j->err, sizeof j->err,
                      "decompressed body exceeds max_request_body_size (%zu bytes)", j->max_size);
-        } else if (rc != PC_GZ_OK) {
+        } else if (rc < 0) {
             j->fail = E_INVALID;
             snprintf(j->err, sizeof j->err, "invalid gzip body");
         }
@@ -433,17 +433,18 @@ static void decode_work(uv_work_t *w)
     }
     pc_budget budget;
     pc_budget_init(&budget, j->max_decoded);
-    if (pc_batch_decode(j->sig, data, len, j->json, &budget, &j->batch, j->err, sizeof j->err)) {
-        j->fail = budget.state == PC_BUDGET_BUSY   ? E_BUSY
-                  : budget.state == PC_BUDGET_OVER ? E_TOO_LARGE
-                                                   : E_INVALID;
+    pc_error e = {0};
+    int rc = pc_batch_decode(j->sig, data, len, j->json, &budget, &j->batch, &e);
+    if (rc < 0) {
+        j->fail = rc == PC_EAGAIN ? E_BUSY : rc == PC_E2BIG ? E_TOO_LARGE : E_INVALID;
+        snprintf(j->err, sizeof j->err, "%s", e.msg);
         if (budget.state) pc_budget_message(&budget, j->decoded_key, j->err, sizeof j->err);
     } else {
         size_t items = pc_batch_items(j->batch);
-        if (j->sig == PC_SIGNAL_PROFILES
-                ? pc_batch_validate(j->batch, &j->rejected, j->err, sizeof j->err)
-                : pc_signal_validate(j->batch, j->err, sizeof j->err))
+        if (j->sig == PC_SIGNAL_PROFILES ? pc_batch_validate(j->batch, &j->rejected, &e)
+                                         : pc_signal_validate(j->batch, &e))
             j->fail = E_INVALID;
+        snprintf(j->err, sizeof j->err, "%s", e.msg);
         j->samples = pc_batch_items(j->batch);
         /* what validation took out (or the whole request) is refused data, counted as such */
         j->invalid_items = j->fail ? items : items - j->samples;

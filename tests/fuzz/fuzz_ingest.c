@@ -17,9 +17,9 @@ FUZZ_INIT_QUIET_LOGS()
 static void check_valid(pc_batch *b)
 {
     int64_t rejected = 0;
-    char err[256];
-    FUZZ_ASSERT(pc_batch_validate(b, &rejected, err, sizeof err) == 0 && rejected == 0,
-                "parsed input does not validate: %s", err);
+    pc_error err = {0};
+    FUZZ_ASSERT(pc_batch_validate(b, &rejected, &err) == 0 && rejected == 0,
+                "parsed input does not validate: %s", err.msg);
 }
 
 static void fuzz_folded(const uint8_t *p, size_t n, int lines)
@@ -94,9 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t s = 0; s < pr->n_series; s++)
             for (size_t k = 0; k < pr->series[s]->n_samples; k++) {
                 const ProtobufCBinaryData *raw = &pr->series[s]->samples[k]->raw_profile;
-                bool too_large = false;
                 pc_pprof_in_opts o = {.max_bytes = 1 << 20};
-                (void)pc_pprof_to_batch(raw->data, raw->len, &o, &b, &too_large, err, sizeof err);
+                (void)pc_pprof_to_batch(raw->data, raw->len, &o, &b, NULL);
             }
         if (b) {
             check_valid(b);

@@ -20,22 +20,22 @@
  * must_be_valid: the batch comes from a translator, so validation must accept all of it. */
 static inline void fuzz_check_batch(pc_batch *b, bool must_be_valid)
 {
-    char err[512] = "";
+    pc_error err = {0};
     pc_batch *b2 = NULL;
 
     pc_buf p0 = {0};
     pc_batch_encode_proto(b, &p0);
-    FUZZ_ASSERT(pc_batch_decode_proto(p0.data, p0.len, &b2, err, sizeof err) == 0,
-                "re-encoded protobuf (%zu bytes) does not decode: %s", p0.len, err);
+    FUZZ_ASSERT(pc_batch_decode_proto(p0.data, p0.len, &b2, &err) == 0,
+                "re-encoded protobuf (%zu bytes) does not decode: %s", p0.len, err.msg);
     pc_batch_unref(b2);
     pc_buf_free(&p0);
 
     int64_t rejected = -1;
-    int rc = pc_batch_validate(b, &rejected, err, sizeof err);
+    int rc = pc_batch_validate(b, &rejected, &err);
     if (must_be_valid)
         FUZZ_ASSERT(rc == 0 && rejected == 0,
                     "translated batch is invalid (rc %d, %lld rejected): %s", rc,
-                    (long long)rejected, err);
+                    (long long)rejected, err.msg);
     if (rc != 0) {
         /* refused data is still encodable (debug output, error reports) */
         pc_buf j = {0};
@@ -54,14 +54,14 @@ static inline void fuzz_check_batch(pc_batch *b, bool must_be_valid)
     pc_buf j1 = {0}, j2 = {0};
     pc_batch_encode_json(b, &j1);
     b2 = NULL;
-    FUZZ_ASSERT(pc_batch_decode_json((const char *)j1.data, j1.len, &b2, err, sizeof err) == 0,
-                "JSON of validated data does not decode: %s\nJSON: %.*s", err,
+    FUZZ_ASSERT(pc_batch_decode_json((const char *)j1.data, j1.len, &b2, &err) == 0,
+                "JSON of validated data does not decode: %s\nJSON: %.*s", err.msg,
                 (int)(j1.len > 4000 ? 4000 : j1.len), (const char *)j1.data);
     rejected = -1;
-    rc = pc_batch_validate(b2, &rejected, err, sizeof err);
+    rc = pc_batch_validate(b2, &rejected, &err);
     FUZZ_ASSERT(rc == 0 && rejected == 0,
                 "validated data no longer valid after JSON round trip (rc %d, %lld rejected): %s",
-                rc, (long long)rejected, err);
+                rc, (long long)rejected, err.msg);
     pc_batch_encode_json(b2, &j2);
     FUZZ_ASSERT(j1.len == j2.len && memcmp(j1.data, j2.data, j1.len) == 0,
                 "JSON is not a fixed point:\nfirst:  %.*s\nsecond: %.*s",
@@ -75,12 +75,13 @@ static inline void fuzz_check_batch(pc_batch *b, bool must_be_valid)
     pc_buf p1 = {0}, p2 = {0};
     pc_batch_encode_proto(b, &p1);
     b2 = NULL;
-    FUZZ_ASSERT(pc_batch_decode_proto(p1.data, p1.len, &b2, err, sizeof err) == 0,
-                "protobuf of validated data does not decode: %s", err);
+    FUZZ_ASSERT(pc_batch_decode_proto(p1.data, p1.len, &b2, &err) == 0,
+                "protobuf of validated data does not decode: %s", err.msg);
     rejected = -1;
-    rc = pc_batch_validate(b2, &rejected, err, sizeof err);
+    rc = pc_batch_validate(b2, &rejected, &err);
     FUZZ_ASSERT(rc == 0 && rejected == 0,
-                "validated data no longer valid after protobuf round trip (rc %d): %s", rc, err);
+                "validated data no longer valid after protobuf round trip (rc %d): %s", rc,
+                err.msg);
     pc_batch_encode_proto(b2, &p2);
     FUZZ_ASSERT(p1.len == p2.len && memcmp(p1.data, p2.data, p1.len) == 0,
                 "protobuf re-encoding differs (%zu vs %zu bytes)", p1.len, p2.len);

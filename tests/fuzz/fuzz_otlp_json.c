@@ -9,8 +9,8 @@ FUZZ_INIT_QUIET_LOGS()
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pc_batch *b = NULL;
-    char err[512];
-    if (pc_batch_decode_json((const char *)data, size, &b, err, sizeof err) != 0) {
+    pc_error err = {0};
+    if (pc_batch_decode_json((const char *)data, size, &b, &err) != 0) {
         FUZZ_ASSERT(b == NULL, "failed decode returned a batch");
         return 0;
     }

@@ -12,17 +12,18 @@ FUZZ_INIT_QUIET_LOGS()
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pc_batch *b = NULL;
-    char err[512];
+    pc_error err = {0};
     pc_budget budget;
     pc_budget_init(&budget, 0);
-    if (pc_batch_decode(PC_SIGNAL_PROFILES, data, size, false, &budget, &b, err, sizeof err) != 0) {
+    if (pc_batch_decode(PC_SIGNAL_PROFILES, data, size, false, &budget, &b, &err) != 0) {
         FUZZ_ASSERT(b == NULL, "failed decode returned a batch");
         pc_budget_release(&budget);
         return 0;
     }
     pc_proto_scan scan;
-    FUZZ_ASSERT(pc_proto_scan_message(PC_REQUEST_DESC, data, size, PC_PROTO_MAX_DEPTH, &scan) == 0,
-                "decoded input fails the scan");
+    FUZZ_ASSERT(
+        pc_proto_scan_message(PC_REQUEST_DESC, data, size, PC_PROTO_MAX_DEPTH, &scan, NULL) == 0,
+        "decoded input fails the scan");
     FUZZ_ASSERT(budget.peak <= scan.cost && budget.misses == 0,
                 "unpack took %zu bytes, counted %zu", budget.peak, scan.cost);
     pc_batch_end_budget(b);

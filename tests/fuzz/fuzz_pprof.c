@@ -31,14 +31,13 @@ static int on_pprof(const pc_pprof_out *o, void *ud)
     FUZZ_ASSERT(o->n_profiles >= 1 && o->profiles && o->rp && o->sp, "empty pprof output");
     FUZZ_ASSERT(o->data && o->len > 0, "no pprof bytes");
     pc_batch *b = NULL;
-    char err[512] = "";
-    bool too_large = false;
+    pc_error err = {0};
     pc_pprof_in_opts big = {0}; /* default cap: our own output may exceed the fuzz 1 MiB */
-    FUZZ_ASSERT(pc_pprof_to_batch(o->data, o->len, &big, &b, &too_large, err, sizeof err) == 0,
-                "exported pprof (%zu gzip bytes) does not import again: %s", o->len, err);
+    FUZZ_ASSERT(pc_pprof_to_batch(o->data, o->len, &big, &b, &err) == 0,
+                "exported pprof (%zu gzip bytes) does not import again: %s", o->len, err.msg);
     int64_t rejected = -1;
-    FUZZ_ASSERT(pc_batch_validate(b, &rejected, err, sizeof err) == 0 && rejected == 0,
-                "re-imported pprof is invalid: %s", err);
+    FUZZ_ASSERT(pc_batch_validate(b, &rejected, &err) == 0 && rejected == 0,
+                "re-imported pprof is invalid: %s", err.msg);
     if (bc->depth == 0) { /* and once more around */
         back_ctx inner = {.depth = 1};
         pc_batch_to_pprof(b, on_pprof, &inner);
@@ -50,18 +49,17 @@ static int on_pprof(const pc_pprof_out *o, void *ud)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pc_batch *b = NULL;
-    char err[512] = "";
-    bool too_large = false;
-    if (pc_pprof_to_batch(data, size, &in_opts, &b, &too_large, err, sizeof err) != 0) {
+    pc_error err = {0};
+    if (pc_pprof_to_batch(data, size, &in_opts, &b, &err) != 0) {
         FUZZ_ASSERT(b == NULL, "failed translation returned a batch");
-        FUZZ_ASSERT(err[0], "failed translation without a message");
+        FUZZ_ASSERT(err.msg[0], "failed translation without a message");
         return 0;
     }
-    FUZZ_ASSERT(b && !too_large, "success with too_large set");
+    FUZZ_ASSERT(b, "success without a batch");
 
     /* append the same payload to the batch: extends the dictionary */
-    FUZZ_ASSERT(pc_pprof_to_batch(data, size, &in_opts, &b, NULL, err, sizeof err) == 0,
-                "second translation into an existing batch failed: %s", err);
+    FUZZ_ASSERT(pc_pprof_to_batch(data, size, &in_opts, &b, &err) == 0,
+                "second translation into an existing batch failed: %s", err.msg);
     pc_counts c = pc_batch_counts(b);
     FUZZ_ASSERT(c.resources == 2, "%zu resources after two translations", c.resources);
 

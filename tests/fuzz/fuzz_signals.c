@@ -19,12 +19,12 @@ FUZZ_INIT_QUIET_LOGS()
 
 static void check_proto(pc_signal sig, const pc_batch *b, const pc_buf *p1)
 {
-    char err[512] = "";
+    pc_error err = {0};
     pc_batch *b2 = NULL;
     FUZZ_ASSERT(pc_batch_decode(sig, p1->data ? p1->data : (const uint8_t *)"", p1->len, false,
-                                NULL, &b2, err, sizeof err) == 0,
+                                NULL, &b2, &err) == 0,
                 "re-encoded %s protobuf (%zu bytes) does not decode: %s", pc_signal_infos[sig].name,
-                p1->len, err);
+                p1->len, err.msg);
     FUZZ_ASSERT(b2 && b2->signal == sig && b2->msg, "decode succeeded without a message");
     FUZZ_ASSERT(pc_batch_items(b2) == pc_batch_items(b) &&
                     pc_batch_n_resources(b2) == pc_batch_n_resources(b),
@@ -41,18 +41,18 @@ static void check_proto(pc_signal sig, const pc_batch *b, const pc_buf *p1)
 
 static void check_json(pc_signal sig, const pc_batch *b)
 {
-    char err[512] = "";
+    pc_error err = {0};
     pc_buf j1 = {0};
     pc_batch_encode_json(b, &j1);
     FUZZ_ASSERT(j1.len >= 2 && j1.data[0] == '{' && j1.data[j1.len - 1] == '}' &&
                     j1.data[j1.len] == 0,
                 "JSON encoding is not a NUL-terminated object: %.*s", SHOW(j1));
     pc_batch *b2 = NULL;
-    if (pc_batch_decode(sig, j1.data, j1.len, true, NULL, &b2, err, sizeof err) != 0) {
+    if (pc_batch_decode(sig, j1.data, j1.len, true, NULL, &b2, &err) != 0) {
         /* protobuf carries ids of any length; OTLP JSON only the exact hex length */
-        FUZZ_ASSERT(b2 == NULL && strstr(err, "Id: invalid length:"),
+        FUZZ_ASSERT(b2 == NULL && strstr(err.msg, "Id: invalid length:"),
                     "JSON of decoded %s does not decode: %s\nJSON: %.*s", pc_signal_infos[sig].name,
-                    err, SHOW(j1));
+                    err.msg, SHOW(j1));
         pc_buf_free(&j1);
         return;
     }
@@ -125,10 +125,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size--;
 
     pc_batch *b = NULL;
-    char err[512] = "";
-    if (pc_batch_decode(sig, data, size, json, NULL, &b, err, sizeof err) != 0) {
+    pc_error err = {0};
+    if (pc_batch_decode(sig, data, size, json, NULL, &b, &err) != 0) {
         FUZZ_ASSERT(b == NULL, "failed decode returned a batch");
-        FUZZ_ASSERT(err[0], "failed decode without a message");
+        FUZZ_ASSERT(err.msg[0], "failed decode without a message");
         return 0;
     }
     FUZZ_ASSERT(b && b->signal == sig && b->msg && !b->req && atomic_load(&b->refs) == 1,

@@ -22,9 +22,9 @@
 static inline pc_batch *decode_json_n_or_die(const char *json, size_t len)
 {
     pc_batch *b = NULL;
-    char err[256] = "";
-    if (pc_batch_decode_json(json, len, &b, err, sizeof err)) {
-        fprintf(stderr, "decode_json: %s\n%.*s\n", err, (int)len, json);
+    pc_error err = {0};
+    if (pc_batch_decode_json(json, len, &b, &err) < 0) {
+        fprintf(stderr, "decode_json: %s\n%.*s\n", err.msg, (int)len, json);
         exit(1);
     }
     return b;
@@ -39,10 +39,10 @@ static inline pc_batch *decode_json_or_die(const char *json)
 /* b, which must validate with nothing rejected. */
 static inline pc_batch *validate_or_die(pc_batch *b)
 {
-    char err[256] = "";
+    pc_error err = {0};
     int64_t rejected = 0;
-    if (pc_batch_validate(b, &rejected, err, sizeof err) || rejected) {
-        fprintf(stderr, "test batch invalid: %s\n", err);
+    if (pc_batch_validate(b, &rejected, &err) < 0 || rejected) {
+        fprintf(stderr, "test batch invalid: %s\n", err.msg);
         exit(1);
     }
     return b;
@@ -115,7 +115,7 @@ static inline pp_profile *decode_pprof(const uint8_t *data, size_t len)
 {
     pc_buf raw = {0};
     if (pc_is_gzip(data, len)) {
-        if (pc_gzip_inflate(data, len, 1u << 28, &raw) != PC_GZ_OK) return NULL;
+        if (pc_gzip_inflate(data, len, 1u << 28, &raw) < 0) return NULL;
         data = raw.data;
         len = raw.len;
     }

@@ -22,14 +22,14 @@
 static void check_estimate(const char *what, pc_signal sig, const uint8_t *data, size_t len)
 {
     pc_proto_scan scan;
-    CHECK_EQ_INT(
-        pc_proto_scan_message(pc_signal_infos[sig].request, data, len, PC_PROTO_MAX_DEPTH, &scan),
-        0);
+    CHECK_EQ_INT(pc_proto_scan_message(pc_signal_infos[sig].request, data, len, PC_PROTO_MAX_DEPTH,
+                                       &scan, NULL),
+                 0);
     pc_budget b;
     pc_budget_init(&b, 0);
     pc_batch *out = NULL;
-    char err[256];
-    CHECK_EQ_INT(pc_batch_decode(sig, data, len, false, &b, &out, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode(sig, data, len, false, &b, &out, &err), 0);
     fprintf(stderr, "  %-36s wire %9zu  estimate %10zu  peak %10zu\n", what, len, scan.cost,
             b.peak);
     CHECK(b.peak > 0);
@@ -133,8 +133,8 @@ static void test_pprof_estimates(void)
         pc_budget_init(&b, 0);
         pc_pprof_in_opts o = {.budget = &b};
         pc_batch *out = NULL;
-        char err[256];
-        CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &o, &out, NULL, err, sizeof err), 0);
+        pc_error err = {0};
+        CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &o, &out, &err), 0);
         fprintf(stderr, "  pprof %-14s reserved %8zu  peak %8zu\n", files[i], b.reserved, b.peak);
         CHECK_EQ_INT(b.misses, 0);
         CHECK(b.peak > 0);
@@ -146,9 +146,9 @@ static void test_pprof_estimates(void)
         pc_budget_init(&b, 8192);
         o.budget = &b;
         out = NULL;
-        CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &o, &out, NULL, err, sizeof err), -1);
-        CHECK_EQ_INT(b.state, PC_BUDGET_OVER);
-        CHECK_CONTAINS(err, "over the decode budget");
+        CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &o, &out, &err), PC_E2BIG);
+        CHECK_EQ_INT(b.state, PC_E2BIG);
+        CHECK_CONTAINS(err.msg, "over the decode budget");
         CHECK(out == NULL);
         pc_budget_release(&b);
         pc_buf_free(&gz);
@@ -163,12 +163,11 @@ static void test_over_limit_refused_before_allocating(void)
     pc_budget b;
     pc_budget_init(&b, 1 << 20);
     pc_batch *out = NULL;
-    char err[256];
-    CHECK_EQ_INT(
-        pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, err, sizeof err),
-        -1);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, &err),
+                 PC_E2BIG);
     CHECK(out == NULL);
-    CHECK_EQ_INT(b.state, PC_BUDGET_OVER);
+    CHECK_EQ_INT(b.state, PC_E2BIG);
     CHECK_EQ_INT(b.peak, 0); /* refused from the count alone */
     char msg[400];
     pc_budget_message(&b, "max_request_decoded_size", msg, sizeof msg);
@@ -183,25 +182,23 @@ static void test_process_cap_busy(void)
     pc_buf bomb = {0};
     empty_sample_bomb(&bomb, 1000);
     pc_proto_scan scan;
-    pc_proto_scan_message(PC_REQUEST_DESC, bomb.data, bomb.len, PC_PROTO_MAX_DEPTH, &scan);
+    pc_proto_scan_message(PC_REQUEST_DESC, bomb.data, bomb.len, PC_PROTO_MAX_DEPTH, &scan, NULL);
     pc_budget held, b;
     pc_budget_init(&held, 0);
     pc_budget_set_process_cap(scan.cost + 1000); /* room for this decode, but not beside held */
-    CHECK(pc_budget_reserve(&held, 2000, "other decodes"));
+    CHECK(pc_budget_reserve(&held, 2000, "other decodes") == 0);
     CHECK_EQ_INT(pc_budget_in_flight(), 2000);
     pc_budget_init(&b, 0);
     pc_batch *out = NULL;
-    char err[256];
-    CHECK_EQ_INT(
-        pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, err, sizeof err),
-        -1);
-    CHECK_EQ_INT(b.state, PC_BUDGET_BUSY);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, &err),
+                 PC_EAGAIN);
+    CHECK_EQ_INT(b.state, PC_EAGAIN);
     pc_budget_release(&b);
     pc_budget_release(&held); /* room again */
     pc_budget_init(&b, 0);
-    CHECK_EQ_INT(
-        pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, err, sizeof err),
-        0);
+    CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, &err),
+                 0);
     pc_batch_end_budget(out);
     pc_budget_release(&b);
     pc_batch_unref(out);
@@ -214,11 +211,11 @@ static void test_charges_past_a_low_estimate(void)
 {
     pc_budget b;
     pc_budget_init(&b, 10000);
-    CHECK(pc_budget_reserve(&b, 100, "x"));
-    CHECK(pc_budget_charge(&b, 5000));
-    CHECK(pc_budget_in_flight() >= 5000); /* the reservation grew with the charges */
-    CHECK(!pc_budget_charge(&b, 6000));   /* 11000 > 10000 */
-    CHECK_EQ_INT(b.state, PC_BUDGET_OVER);
+    CHECK(pc_budget_reserve(&b, 100, "x") == 0);
+    CHECK(pc_budget_charge(&b, 5000) == 0);
+    CHECK(pc_budget_in_flight() >= 5000);  /* the reservation grew with the charges */
+    CHECK(pc_budget_charge(&b, 6000) < 0); /* 11000 > 10000 */
+    CHECK_EQ_INT(b.state, PC_E2BIG);
     pc_budget_uncharge(&b, 11000);
     pc_budget_release(&b);
     CHECK_EQ_INT(pc_budget_in_flight(), 0);
@@ -266,12 +263,11 @@ static void test_invalid_utf8_in_proto_names_the_field(void)
     pb_put_len(&req, 1, "", 0);            /* an empty first resource_profiles */
     pb_put_len(&req, 1, rp.data, rp.len);
     pc_batch *out = NULL;
-    char err[256];
-    CHECK_EQ_INT(
-        pc_batch_decode(PC_SIGNAL_PROFILES, req.data, req.len, false, NULL, &out, err, sizeof err),
-        -1);
-    CHECK_CONTAINS(err, "invalid UTF-8 in string field "
-                        "resource_profiles[1].resource.attributes[0].value.string_value");
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, req.data, req.len, false, NULL, &out, &err),
+                 PC_EINVAL);
+    CHECK_CONTAINS(err.msg, "invalid UTF-8 in string field "
+                            "resource_profiles[1].resource.attributes[0].value.string_value");
     pc_buf_free(&av), pc_buf_free(&kv), pc_buf_free(&res), pc_buf_free(&rp), pc_buf_free(&req);
 }
 
@@ -286,9 +282,8 @@ static void test_json_estimate_covers_jansson(void)
     pc_budget bud;
     pc_budget_init(&bud, 0);
     pc_batch *out = NULL;
-    char err[256];
-    CHECK_EQ_INT(
-        pc_batch_decode(PC_SIGNAL_PROFILES, js.data, js.len, true, &bud, &out, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, js.data, js.len, true, &bud, &out, &err), 0);
     size_t est = pc_json_decode_estimate((const char *)js.data, js.len);
     fprintf(stderr, "  go-heap as JSON: text %zu  estimate %zu  peak %zu\n", js.len, est, bud.peak);
     CHECK(bud.peak <= est);
@@ -306,9 +301,8 @@ static void test_json_estimate_covers_jansson(void)
     pc_buf_printf(&bomb, "]}]}]}]}");
     est = pc_json_decode_estimate((const char *)bomb.data, bomb.len);
     pc_budget_init(&bud, 0);
-    CHECK_EQ_INT(
-        pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, true, &bud, &out, err, sizeof err),
-        0);
+    CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, true, &bud, &out, &err),
+                 0);
     fprintf(stderr, "  100k empty samples as JSON: text %zu  estimate %zu  peak %zu\n", bomb.len,
             est, bud.peak);
     CHECK(bud.peak <= est);
@@ -317,10 +311,9 @@ static void test_json_estimate_covers_jansson(void)
     pc_batch_unref(out);
     /* with a limit below that: refused, and jansson stopped at the limit */
     pc_budget_init(&bud, 2 << 20);
-    CHECK_EQ_INT(
-        pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, true, &bud, &out, err, sizeof err),
-        -1);
-    CHECK_EQ_INT(bud.state, PC_BUDGET_OVER);
+    CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, true, &bud, &out, &err),
+                 PC_E2BIG);
+    CHECK_EQ_INT(bud.state, PC_E2BIG);
     CHECK(bud.peak <= 2 << 20);
     pc_budget_release(&bud);
     CHECK_EQ_INT(pc_budget_in_flight(), 0);
@@ -336,11 +329,11 @@ static void test_json_big_unsigned_numbers(void)
         "{\"memoryStart\":18446744073699065856,\"memoryLimit\":\"18446744073709551615\","
         "\"fileOffset\":9223372036854775808}]}}";
     pc_batch *b = NULL;
-    char err[256] = "";
-    int rc = pc_batch_decode_json(js, strlen(js), &b, err, sizeof err);
+    pc_error err = {0};
+    int rc = pc_batch_decode_json(js, strlen(js), &b, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
-        fprintf(stderr, "  %s\n", err);
+        fprintf(stderr, "  %s\n", err.msg);
         return;
     }
     const pc_mapping *m = b->req->dictionary->mapping_table[1];
@@ -355,13 +348,13 @@ static void test_json_big_unsigned_numbers(void)
         "{\"dictionary\":{\"locationTable\":[{\"lines\":[{\"line\":9223372036854775808}]}]}}",
     };
     for (size_t i = 0; i < 3; i++) {
-        CHECK_EQ_INT(pc_batch_decode_json(bad[i], strlen(bad[i]), &b, err, sizeof err), -1);
-        CHECK_CONTAINS(err, "dictionary.");
+        CHECK_EQ_INT(pc_batch_decode_json(bad[i], strlen(bad[i]), &b, &err), PC_EINVAL);
+        CHECK_CONTAINS(err.msg, "dictionary.");
     }
     /* a big integer inside a string stays a string */
     const char *str = "{\"resourceProfiles\":[{\"resource\":{\"attributes\":[{\"key\":\"k\","
                       "\"value\":{\"stringValue\":\"18446744073709551616\"}}]}}]}";
-    CHECK_EQ_INT(pc_batch_decode_json(str, strlen(str), &b, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_batch_decode_json(str, strlen(str), &b, &err), 0);
     if (b) {
         CHECK_STR(b->req->resource_profiles[0]->resource->attributes[0]->value->string_value,
                   "18446744073709551616");
@@ -383,9 +376,9 @@ static void test_json_duplicates_refused(void)
     const char *want[] = {"duplicate", "duplicate field", "oneof"};
     for (size_t i = 0; i < 3; i++) {
         pc_batch *b = NULL;
-        char err[256] = "";
-        CHECK_EQ_INT(pc_batch_decode_json(dups[i], strlen(dups[i]), &b, err, sizeof err), -1);
-        CHECK_CONTAINS(err, want[i]);
+        pc_error err = {0};
+        CHECK_EQ_INT(pc_batch_decode_json(dups[i], strlen(dups[i]), &b, &err), PC_EINVAL);
+        CHECK_CONTAINS(err.msg, want[i]);
     }
 }
 

@@ -69,10 +69,10 @@ static const char REQUEST_JSON[] =
     " }\n"
     "}\n";
 
-static pc_request *decode_req(const char *json, pc_arena *a, char *err, size_t errlen)
+static pc_request *decode_req(const char *json, pc_arena *a, pc_error *err)
 {
     ProtobufCMessage *m = NULL;
-    if (pc_json_decode(PC_REQUEST_DESC, json, strlen(json), a, &m, err, errlen) < 0) return NULL;
+    if (pc_json_decode(PC_REQUEST_DESC, json, strlen(json), a, &m, err) < 0) return NULL;
     return (pc_request *)m;
 }
 
@@ -257,10 +257,10 @@ static void check_request(const pc_request *r)
 static void test_decode_request(void)
 {
     pc_arena *a = pc_arena_new(4096);
-    char err[256] = "";
-    pc_request *r = decode_req(REQUEST_JSON, a, err, sizeof(err));
+    pc_error err = {0};
+    pc_request *r = decode_req(REQUEST_JSON, a, &err);
     CHECK(r != NULL);
-    if (!r) fprintf(stderr, "decode error: %s\n", err);
+    if (!r) fprintf(stderr, "decode error: %s\n", err.msg);
     if (r) check_request(r);
     pc_arena_free(a);
 }
@@ -268,8 +268,8 @@ static void test_decode_request(void)
 static void test_round_trip(void)
 {
     pc_arena *a = pc_arena_new(4096);
-    char err[256] = "";
-    pc_request *r = decode_req(REQUEST_JSON, a, err, sizeof(err));
+    pc_error err = {0};
+    pc_request *r = decode_req(REQUEST_JSON, a, &err);
     CHECK(r != NULL);
     if (!r) {
         pc_arena_free(a);
@@ -299,7 +299,7 @@ static void test_round_trip(void)
     CHECK(strstr(txt, "\"schemaUrl\":\"\"") == NULL);
 
     /* decode the encoding again: same protobuf bytes */
-    pc_request *r2 = decode_req(txt, a, err, sizeof(err));
+    pc_request *r2 = decode_req(txt, a, &err);
     CHECK(r2 != NULL);
     if (r2) {
         check_request(r2);
@@ -334,8 +334,8 @@ static void test_snake_case(void)
         "\"dictionary\":{\"string_table\":[\"\",\"a\"],\"link_table\":[{\"trace_id\":"
         "\"000102030405060708090a0b0c0d0e0f\",\"span_id\":\"0001020304050607\"}]}}";
     pc_arena *a = pc_arena_new(1024);
-    char err[256] = "";
-    pc_request *r = decode_req(json, a, err, sizeof(err));
+    pc_error err = {0};
+    pc_request *r = decode_req(json, a, &err);
     CHECK(r != NULL);
     if (r) {
         const pc_profile *p = r->resource_profiles[0]->scope_profiles[0]->profiles[0];
@@ -359,12 +359,12 @@ static void test_snake_case(void)
 static void expect_error(const ProtobufCMessageDescriptor *desc, const char *json, const char *want)
 {
     pc_arena *a = pc_arena_new(1024);
-    char err[512] = "";
+    pc_error err = {0};
     ProtobufCMessage *m = (ProtobufCMessage *)1;
-    int rc = pc_json_decode(desc, json, strlen(json), a, &m, err, sizeof(err));
-    CHECK_EQ_INT(rc, -1);
+    int rc = pc_json_decode(desc, json, strlen(json), a, &m, &err);
+    CHECK_EQ_INT(rc, PC_EINVAL);
     CHECK(m == NULL);
-    CHECK_CONTAINS(err, want);
+    CHECK_CONTAINS(err.msg, want);
     pc_arena_free(a);
 }
 
@@ -471,10 +471,9 @@ static void test_depth(void)
     for (int i = 0; i < 20; i++)
         pc_buf_printf(&b, "]}}");
     pc_arena *a = pc_arena_new(1024);
-    char err[256] = "";
+    pc_error err = {0};
     ProtobufCMessage *m = NULL;
-    CHECK_EQ_INT(
-        pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, err, sizeof(err)), 0);
+    CHECK_EQ_INT(pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, &err), 0);
     if (m) {
         const pc_anyvalue *v = (const pc_anyvalue *)m;
         for (int i = 0; i < 20 && v; i++) {
@@ -494,10 +493,10 @@ static void test_depth(void)
 static char *reencode(const ProtobufCMessageDescriptor *desc, const char *json, pc_arena *a,
                       ProtobufCMessage **m)
 {
-    char err[256] = "";
+    pc_error err = {0};
     *m = NULL;
-    if (pc_json_decode(desc, json, strlen(json), a, m, err, sizeof(err)) < 0) {
-        fprintf(stderr, "decode %s: %s\n", json, err);
+    if (pc_json_decode(desc, json, strlen(json), a, m, &err) < 0) {
+        fprintf(stderr, "decode %s: %s\n", json, err.msg);
         return NULL;
     }
     pc_buf b = {0};
@@ -685,10 +684,9 @@ static void test_bytes(void)
         av.bytes_value.len = len == 7 ? 256 : len;
         pc_buf b = {0};
         pc_json_encode(&av.base, &b);
-        char err[256] = "";
+        pc_error err = {0};
         m = NULL;
-        CHECK_EQ_INT(
-            pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, err, sizeof(err)), 0);
+        CHECK_EQ_INT(pc_json_decode(ANYVALUE_DESC, (const char *)b.data, b.len, a, &m, &err), 0);
         v = (const pc_anyvalue *)m;
         CHECK(
             v && v->value_case == AV(BYTES_VALUE) && v->bytes_value.len == av.bytes_value.len &&
@@ -722,9 +720,8 @@ static void test_strings(void)
                                     "\"version\":\"bad\xef\xbf\xbd\xef\xbf\xbd(\"}");
     pc_arena *a = pc_arena_new(1024);
     ProtobufCMessage *m = NULL;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_json_decode(SCOPE_DESC, (const char *)b.data, b.len, a, &m, err, sizeof(err)),
-                 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_json_decode(SCOPE_DESC, (const char *)b.data, b.len, a, &m, &err), 0);
     if (m) CHECK_STR(((const pc_scope *)m)->name, sc.name);
     pc_buf_free(&b);
     /* empty message, appended after existing content */
@@ -745,8 +742,8 @@ static void test_strings(void)
 static void test_batch(void)
 {
     pc_batch *b = NULL;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_decode_json(REQUEST_JSON, strlen(REQUEST_JSON), &b, err, sizeof(err)), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode_json(REQUEST_JSON, strlen(REQUEST_JSON), &b, &err), 0);
     CHECK(b != NULL);
     if (!b) return;
     CHECK_EQ_INT(atomic_load(&b->refs), 1);
@@ -755,7 +752,7 @@ static void test_batch(void)
     pc_buf out = {0};
     pc_batch_encode_json(b, &out);
     pc_batch *b2 = NULL;
-    CHECK_EQ_INT(pc_batch_decode_json((const char *)out.data, out.len, &b2, err, sizeof(err)), 0);
+    CHECK_EQ_INT(pc_batch_decode_json((const char *)out.data, out.len, &b2, &err), 0);
     if (b2) {
         CHECK(same_packed(&b->req->base, &b2->req->base));
         pc_arena_free(b2->arena);
@@ -766,7 +763,7 @@ static void test_batch(void)
     free(b);
 
     /* empty request */
-    CHECK_EQ_INT(pc_batch_decode_json("{}", 2, &b, err, sizeof(err)), 0);
+    CHECK_EQ_INT(pc_batch_decode_json("{}", 2, &b, &err), 0);
     if (b) {
         CHECK_EQ_INT(b->req->n_resource_profiles, 0);
         CHECK(b->req->dictionary == NULL);
@@ -774,9 +771,9 @@ static void test_batch(void)
         free(b);
     }
     b = (pc_batch *)1;
-    CHECK_EQ_INT(pc_batch_decode_json("{\"resourceProfiles\":5}", 22, &b, err, sizeof(err)), -1);
+    CHECK_EQ_INT(pc_batch_decode_json("{\"resourceProfiles\":5}", 22, &b, &err), PC_EINVAL);
     CHECK(b == NULL);
-    CHECK_CONTAINS(err, "resourceProfiles: expected an array");
+    CHECK_CONTAINS(err.msg, "resourceProfiles: expected an array");
 }
 
 int main(void)

@@ -181,8 +181,8 @@ static pc_batch *merge(pc_batch **in, size_t n, bool slices)
     }
     pc_batch *out = pc_merger_finish(m);
     int64_t rejected = 0;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_validate(out, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(out, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 0);
     return out;
 }
@@ -326,10 +326,10 @@ static void test_issue_example(void)
                  "\"scopeProfiles\":[{\"profiles\":[{\"samples\":[{\"values\":[\"%d\"]}]}]}]}],"
                  "\"dictionary\":{\"stringTable\":[\"\"]}}",
                  svc[i], host[i], 1 << i);
-        char err[256] = "";
+        pc_error err = {0};
         in[i] = NULL;
-        if (pc_batch_decode_json(j, strlen(j), &in[i], err, sizeof err)) {
-            fprintf(stderr, "decode: %s\n", err);
+        if (pc_batch_decode_json(j, strlen(j), &in[i], &err)) {
+            fprintf(stderr, "decode: %s\n", err.msg);
             exit(1);
         }
     }

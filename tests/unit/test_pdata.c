@@ -41,8 +41,8 @@ static void test_proto_round_trip(void)
 {
     pc_batch *b = decode_json_or_die(request_json);
     int64_t rejected = -1;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 0);
     pc_counts c = pc_batch_counts(b);
     CHECK_EQ_INT(c.resources, 1);
@@ -52,7 +52,7 @@ static void test_proto_round_trip(void)
     pc_buf wire = {0};
     pc_batch_encode_proto(b, &wire);
     pc_batch *b2 = NULL;
-    CHECK_EQ_INT(pc_batch_decode_proto(wire.data, wire.len, &b2, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_batch_decode_proto(wire.data, wire.len, &b2, &err), 0);
     pc_buf wire2 = {0};
     pc_batch_encode_proto(b2, &wire2);
     CHECK_EQ_INT(wire.len, wire2.len);
@@ -211,11 +211,11 @@ static void test_validation_rejects(void)
         pc_batch *b = decode_json_or_die(request_json);
         cases[i].fn(b);
         int64_t rejected = 0;
-        char err[512] = "";
-        int rc = pc_batch_validate(b, &rejected, err, sizeof err);
-        if (rc != -1) fprintf(stderr, "case %s: accepted\n", cases[i].name);
-        CHECK_EQ_INT(rc, -1);
-        CHECK_CONTAINS(err, cases[i].want);
+        pc_error err = {0};
+        int rc = pc_batch_validate(b, &rejected, &err);
+        if (rc != PC_EINVAL) fprintf(stderr, "case %s: accepted\n", cases[i].name);
+        CHECK_EQ_INT(rc, PC_EINVAL);
+        CHECK_CONTAINS(err.msg, cases[i].want);
         pc_batch_unref(b);
     }
 }
@@ -237,12 +237,12 @@ static void test_partial_success(void)
     sp->profiles = two;
     sp->n_profiles = 2;
     int64_t rejected = 0;
-    char err[512] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 1);
     CHECK_EQ_INT(sp->n_profiles, 1);
     CHECK(sp->profiles[0] == two[1]);
-    CHECK_CONTAINS(err, "stack_index 77");
+    CHECK_CONTAINS(err.msg, "stack_index 77");
     pc_batch_unref(b);
 }
 
@@ -250,10 +250,10 @@ static void test_bad_protobuf(void)
 {
     static const uint8_t junk[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
     pc_batch *b = NULL;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_decode_proto(junk, sizeof junk, &b, err, sizeof err), -1);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode_proto(junk, sizeof junk, &b, &err), PC_EINVAL);
     CHECK(b == NULL);
-    CHECK_CONTAINS(err, "malformed");
+    CHECK_CONTAINS(err.msg, "malformed");
 }
 
 static void test_copy_on_write(void)
@@ -278,8 +278,8 @@ static void test_new_batch(void)
 {
     pc_batch *b = pc_batch_new();
     int64_t rejected = 0;
-    char err[128] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(b->req->dictionary->n_string_table, 1);
     CHECK_EQ_INT(b->req->dictionary->link_table[0]->trace_id.len, 16);
     pc_batch_unref(b);

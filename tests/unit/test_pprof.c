@@ -191,9 +191,9 @@ static pc_batch *reencode(pc_batch *b)
     pc_buf wire = {0};
     pc_batch_encode_proto(b, &wire);
     pc_batch *b2 = NULL;
-    char err[256];
-    if (pc_batch_decode_proto(wire.data, wire.len, &b2, err, sizeof err) != 0) {
-        fprintf(stderr, "reencode: %s\n", err);
+    pc_error err = {0};
+    if (pc_batch_decode_proto(wire.data, wire.len, &b2, &err) != 0) {
+        fprintf(stderr, "reencode: %s\n", err.msg);
         abort();
     }
     pc_buf_free(&wire);
@@ -692,9 +692,9 @@ static void build_synth(int variant, pc_buf *out)
     pack_pprof(&p, out);
 }
 
-static int to_batch(const pc_buf *in, pc_batch **b, char *err, size_t errlen)
+static int to_batch(const pc_buf *in, pc_batch **b, pc_error *err)
 {
-    return pc_pprof_to_batch(in->data, in->len, NULL, b, NULL, err, errlen);
+    return pc_pprof_to_batch(in->data, in->len, NULL, b, err);
 }
 
 static const pc_kvu *find_attr(const pc_dictionary *d, const int32_t *idx, size_t n,
@@ -711,15 +711,15 @@ static void test_synthetic_round_trip(void)
     pc_buf in = {0};
     build_synth(SYN_OK, &in);
     pc_batch *b = NULL;
-    char err[256] = "";
-    CHECK_EQ_INT(to_batch(&in, &b, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(to_batch(&in, &b, &err), 0);
     if (!b) {
-        fprintf(stderr, "%s\n", err);
+        fprintf(stderr, "%s\n", err.msg);
         pc_buf_free(&in);
         return;
     }
     int64_t rejected = 0;
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 0);
     const pc_dictionary *d = b->req->dictionary;
     const pc_scope_profiles *sp = b->req->resource_profiles[0]->scope_profiles[0];
@@ -811,8 +811,8 @@ static void test_links_to_labels(void)
     pc_buf in = {0};
     build_synth(SYN_OK, &in);
     pc_batch *b = NULL;
-    char err[256];
-    CHECK_EQ_INT(to_batch(&in, &b, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(to_batch(&in, &b, &err), 0);
     if (!b) return;
     pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
     uint8_t t[16] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
@@ -914,19 +914,17 @@ static void go_round_trip(const char *file, size_t ntypes, int labelled)
                              .scope_name = "profcol/pprof",
                              .scope_version = "1"};
     pc_batch *b = NULL;
-    char err[256] = "";
-    bool big = true;
-    int rc = pc_pprof_to_batch(in.data, in.len, &opts, &b, &big, err, sizeof err);
+    pc_error err = {0};
+    int rc = pc_pprof_to_batch(in.data, in.len, &opts, &b, &err);
     CHECK_EQ_INT(rc, 0);
-    CHECK(!big);
     if (rc) {
-        fprintf(stderr, "%s: %s\n", file, err);
+        fprintf(stderr, "%s: %s\n", file, err.msg);
         pc_buf_free(&in);
         return;
     }
     CHECK_EQ_INT(count_profiles(b), ntypes);
     int64_t rejected = 0;
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 0);
     const pc_resource_profiles *rp = b->req->resource_profiles[0];
     CHECK_STR(pc_resource_attr_str(b->req->dictionary, rp->resource, "service.name"), "gen");
@@ -1000,22 +998,22 @@ static void test_append_two(void)
         return;
     }
     pc_batch *b = NULL;
-    char err[256];
-    CHECK_EQ_INT(to_batch(&cpu, &b, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(to_batch(&cpu, &b, &err), 0);
     size_t strings_cpu = b ? b->req->dictionary->n_string_table : 0;
-    CHECK_EQ_INT(to_batch(&heap, &b, err, sizeof err), 0);
+    CHECK_EQ_INT(to_batch(&heap, &b, &err), 0);
     if (!b) return;
     CHECK_EQ_INT(b->req->n_resource_profiles, 2);
     CHECK_EQ_INT(count_profiles(b), 6);
     CHECK(b->req->dictionary->n_string_table > strings_cpu);
     int64_t rejected = 0;
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
 
     /* a failing append leaves the batch as it was */
     pc_buf bad = {0};
     build_synth(SYN_UNKNOWN_LOCATION, &bad);
     const pc_dictionary *before = b->req->dictionary;
-    CHECK_EQ_INT(to_batch(&bad, &b, err, sizeof err), -1);
+    CHECK_EQ_INT(to_batch(&bad, &b, &err), PC_EINVAL);
     CHECK(b->req->dictionary == before);
     CHECK_EQ_INT(b->req->n_resource_profiles, 2);
     pc_buf_free(&bad);
@@ -1038,8 +1036,8 @@ static void test_append_two(void)
 
     /* merging via import: heap's dictionary into cpu's, the way batch merging will do it */
     pc_batch *bc = NULL, *bh = NULL;
-    to_batch(&cpu, &bc, err, sizeof err);
-    to_batch(&heap, &bh, err, sizeof err);
+    to_batch(&cpu, &bc, &err);
+    to_batch(&heap, &bh, &err);
     if (bc && bh) {
         pc_dict_builder *db = pc_dict_builder_from(bc->arena, bc->req->dictionary);
         pc_dict_remap m;
@@ -1070,10 +1068,10 @@ static void expect_error(int variant, const char *msg)
     pc_buf in = {0};
     build_synth(variant, &in);
     pc_batch *b = NULL;
-    char err[256] = "";
-    CHECK_EQ_INT(to_batch(&in, &b, err, sizeof err), -1);
+    pc_error err = {0};
+    CHECK_EQ_INT(to_batch(&in, &b, &err), PC_EINVAL);
     CHECK(b == NULL);
-    CHECK_CONTAINS(err, msg);
+    CHECK_CONTAINS(err.msg, msg);
     pc_buf_free(&in);
 }
 
@@ -1108,39 +1106,37 @@ static void test_bad_input(void)
 
     pc_buf gz = {0}, raw = {0};
     if (read_file("go-cpu.pb.gz", &gz)) return;
-    CHECK_EQ_INT(pc_gzip_inflate(gz.data, gz.len, 1u << 26, &raw), PC_GZ_OK);
-    char err[256];
+    CHECK_EQ_INT(pc_gzip_inflate(gz.data, gz.len, 1u << 26, &raw), PC_OK);
+    pc_error err = {0};
     pc_batch *b = NULL;
-    bool big = false;
 
     /* too large: inflated or raw */
     pc_pprof_in_opts small = {.max_bytes = 100};
-    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &small, &b, &big, err, sizeof err), -1);
-    CHECK(big && !b);
-    big = false;
-    CHECK_EQ_INT(pc_pprof_to_batch(raw.data, raw.len, &small, &b, &big, err, sizeof err), -1);
-    CHECK(big && !b);
+    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &small, &b, &err), PC_E2BIG);
+    CHECK(!b);
+    CHECK_EQ_INT(pc_pprof_to_batch(raw.data, raw.len, &small, &b, &err), PC_E2BIG);
+    CHECK(!b);
 
     /* gzip garbage and truncated gzip */
     uint8_t garbage[64] = {0x1f, 0x8b, 0x08, 0x00};
     for (size_t i = 4; i < sizeof garbage; i++)
         garbage[i] = (uint8_t)next_rand();
-    CHECK_EQ_INT(pc_pprof_to_batch(garbage, sizeof garbage, NULL, &b, &big, err, sizeof err), -1);
-    CHECK(!big && !b);
-    CHECK_CONTAINS(err, "gzip");
-    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len - 9, NULL, &b, NULL, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_pprof_to_batch(garbage, sizeof garbage, NULL, &b, &err), PC_EINVAL);
     CHECK(!b);
-    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, 0, NULL, &b, NULL, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_pprof_to_batch(NULL, 0, NULL, &b, NULL, err, sizeof err), -1);
+    CHECK_CONTAINS(err.msg, "gzip");
+    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len - 9, NULL, &b, &err), PC_EINVAL);
+    CHECK(!b);
+    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, 0, NULL, &b, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_pprof_to_batch(NULL, 0, NULL, &b, &err), PC_EINVAL);
 
     /* truncated protobuf: the middle cut fails; no prefix crashes */
-    CHECK_EQ_INT(pc_pprof_to_batch(raw.data, raw.len / 2, NULL, &b, NULL, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "pprof:");
+    CHECK_EQ_INT(pc_pprof_to_batch(raw.data, raw.len / 2, NULL, &b, &err), PC_EINVAL);
+    CHECK_CONTAINS(err.msg, "pprof:");
     CHECK(!b);
     size_t ok = 0;
     for (size_t n = 1; n < raw.len; n++) {
         pc_batch *t = NULL;
-        if (pc_pprof_to_batch(raw.data, n, NULL, &t, NULL, err, sizeof err) == 0) {
+        if (pc_pprof_to_batch(raw.data, n, NULL, &t, &err) == 0) {
             ok++;
             pc_batch_to_pprof(t, discard, NULL);
             pc_batch_unref(t);
@@ -1161,7 +1157,7 @@ static void test_bad_input(void)
             mut.data[pos] = (r & 0x100) ? (uint8_t)r : (uint8_t)(mut.data[pos] ^ (1u << (r % 8)));
         }
         pc_batch *t = NULL;
-        if (pc_pprof_to_batch(mut.data, mut.len, NULL, &t, NULL, err, sizeof err) == 0) {
+        if (pc_pprof_to_batch(mut.data, mut.len, NULL, &t, &err) == 0) {
             decoded++;
             pc_batch_to_pprof(t, discard, NULL);
             pc_batch_unref(t);
@@ -1179,8 +1175,8 @@ static void test_bad_otlp(void)
     pc_buf in = {0};
     build_synth(SYN_OK, &in);
     pc_batch *b = NULL;
-    char err[256];
-    CHECK_EQ_INT(to_batch(&in, &b, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(to_batch(&in, &b, &err), 0);
     if (!b) return;
     pc_dictionary *d = b->req->dictionary;
     pc_profile *p = b->req->resource_profiles[0]->scope_profiles[0]->profiles[0];

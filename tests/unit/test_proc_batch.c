@@ -223,9 +223,9 @@ static int orphan_stacks(const pc_batch *b)
 static bool valid(pc_batch *b)
 {
     int64_t rejected = 0;
-    char err[256] = "";
-    int rc = pc_batch_validate(b, &rejected, err, sizeof err);
-    if (rc || rejected) fprintf(stderr, "invalid output: %s\n", err);
+    pc_error err = {0};
+    int rc = pc_batch_validate(b, &rejected, &err);
+    if (rc || rejected) fprintf(stderr, "invalid output: %s\n", err.msg);
     return rc == 0 && rejected == 0;
 }
 

@@ -17,8 +17,8 @@ static pc_batch *run(const char *yaml, pc_batch *b)
     pc_batch *out = tc_pass(&pc_processor_limits, "processors", yaml, b);
     if (out) {
         int64_t rejected = 0;
-        char e[256] = "";
-        CHECK_EQ_INT(pc_batch_validate(out, &rejected, e, sizeof e), 0);
+        pc_error e = {0};
+        CHECK_EQ_INT(pc_batch_validate(out, &rejected, &e), 0);
         CHECK_EQ_INT(rejected, 0);
     }
     return out;

@@ -114,8 +114,8 @@ static void test_symbols(void)
     /* new strings were appended once each */
     CHECK_EQ_INT(dict->n_string_table, 16);
     int64_t rejected = 0;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 0);
     driver_free(d);
 }
@@ -191,8 +191,8 @@ static void test_attributes(void)
     /* symbols untouched */
     CHECK_STR(fn_name(b, 1), "read_password");
     int64_t rejected = 0;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     driver_free(d);
 }
 

@@ -118,15 +118,15 @@ static void test_links(void)
     CHECK_EQ_INT(counter(d, "span_only_links"), 2);
     CHECK_EQ_INT(counter(d, "invalid_ids"), 2);
     int64_t rejected = 0;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 0);
 
     /* and it survives the wire: encode as OTLP and decode again */
     pc_buf wire = {0};
     pc_batch_encode_proto(b, &wire);
     pc_batch *again = NULL;
-    CHECK_EQ_INT(pc_batch_decode_proto(wire.data, wire.len, &again, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_batch_decode_proto(wire.data, wire.len, &again, &err), 0);
     CHECK(links_to(again, first_profile(again)->samples[0], T1, S1));
     pc_batch_unref(again);
     pc_buf_free(&wire);
@@ -267,10 +267,10 @@ typedef struct pprof_ctx {
 static int collect_pprof(const pc_pprof_out *o, void *ud)
 {
     pprof_ctx *x = ud;
-    char err[256] = "";
+    pc_error err = {0};
     x->n++;
-    if (pc_pprof_to_batch(o->data, o->len, NULL, &x->back, NULL, err, sizeof err)) {
-        fprintf(stderr, "pprof back: %s\n", err);
+    if (pc_pprof_to_batch(o->data, o->len, NULL, &x->back, &err) < 0) {
+        fprintf(stderr, "pprof back: %s\n", err.msg);
         return 1;
     }
     return 0;
@@ -368,9 +368,9 @@ static pc_batch *traces_batch(const char *service, const tspan *spans, size_t n)
     uint8_t *buf = malloc(len ? len : 1);
     protobuf_c_message_pack(&req.base, buf);
     pc_batch *b = NULL;
-    char err[256] = "";
-    if (pc_batch_decode(PC_SIGNAL_TRACES, buf, len, false, NULL, &b, err, sizeof err)) {
-        fprintf(stderr, "traces batch: %s\n", err);
+    pc_error err = {0};
+    if (pc_batch_decode(PC_SIGNAL_TRACES, buf, len, false, NULL, &b, &err) < 0) {
+        fprintf(stderr, "traces batch: %s\n", err.msg);
         exit(1);
     }
     free(buf);
@@ -460,8 +460,8 @@ static void test_index_fills_trace_id(void)
     CHECK_EQ_INT(counter(d, "span_only_links"), 1);
     CHECK_EQ_INT(counter(d, "service_mismatches"), 0);
     int64_t rejected = 0;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     CHECK_EQ_INT(rejected, 0);
 
     /* spans of another service still fill in, and the disagreement is counted */
@@ -495,8 +495,8 @@ static void test_add_span_name(void)
     CHECK(links_to(b, s[6], T1, S1));
     CHECK_EQ_INT(counter(d, "samples_filled"), 4);
     int64_t rejected = 0;
-    char err[256] = "";
-    CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_validate(b, &rejected, &err), 0);
     driver_free(d);
 
     /* remove_attributes: false keeps the labels and still adds the name */

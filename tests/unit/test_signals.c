@@ -719,12 +719,12 @@ static const struct fixture {
 static pc_batch *decode_ok(pc_signal sig, const void *data, size_t len, bool json)
 {
     pc_batch *b = (pc_batch *)1;
-    char err[512] = "";
-    int rc = pc_batch_decode(sig, data, len, json, NULL, &b, err, sizeof err);
+    pc_error err = {0};
+    int rc = pc_batch_decode(sig, data, len, json, NULL, &b, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
         fprintf(stderr, "  decode %s (%s) failed: %s\n", pc_signal_infos[sig].name,
-                json ? "JSON" : "protobuf", err);
+                json ? "JSON" : "protobuf", err.msg);
         return NULL;
     }
     CHECK(b != NULL && b != (pc_batch *)1);
@@ -735,14 +735,14 @@ static pc_batch *decode_ok(pc_signal sig, const void *data, size_t len, bool jso
     return b;
 }
 
-/* -1 with err containing want, and no batch */
+/* PC_EINVAL with err containing want, and no batch */
 static void decode_fails(pc_signal sig, const void *data, size_t len, bool json, const char *want)
 {
     pc_batch *b = (pc_batch *)1;
-    char err[512] = "";
-    CHECK_EQ_INT(pc_batch_decode(sig, data, len, json, NULL, &b, err, sizeof err), -1);
+    pc_error err = {0};
+    CHECK_EQ_INT(pc_batch_decode(sig, data, len, json, NULL, &b, &err), PC_EINVAL);
     CHECK(b == NULL);
-    CHECK_CONTAINS(err, want);
+    CHECK_CONTAINS(err.msg, want);
     if (b && b != (pc_batch *)1) pc_batch_unref(b);
 }
 
@@ -810,12 +810,12 @@ static void test_signal_table(void)
     CHECK_EQ_INT(pc_signal_parse("tracesXYZ", 6, &out), 0);
     CHECK_EQ_INT(out, PC_SIGNAL_TRACES);
     out = PC_SIGNAL_LOGS;
-    CHECK_EQ_INT(pc_signal_parse("trace", 5, &out), -1);
-    CHECK_EQ_INT(pc_signal_parse("traces", 5, &out), -1);
-    CHECK_EQ_INT(pc_signal_parse("Traces", 6, &out), -1);
-    CHECK_EQ_INT(pc_signal_parse("logs ", 5, &out), -1);
-    CHECK_EQ_INT(pc_signal_parse("", 0, &out), -1);
-    CHECK_EQ_INT(pc_signal_parse("spans", 5, &out), -1);
+    CHECK_EQ_INT(pc_signal_parse("trace", 5, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_signal_parse("traces", 5, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_signal_parse("Traces", 6, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_signal_parse("logs ", 5, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_signal_parse("", 0, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_signal_parse("spans", 5, &out), PC_EINVAL);
     CHECK_EQ_INT(out, PC_SIGNAL_LOGS); /* untouched on failure */
 
     const pc_signal_info *t = &pc_signal_infos[PC_SIGNAL_TRACES];

@@ -62,9 +62,9 @@ static inline int read_pprof_batch(const char *name, const pc_pprof_in_opts *opt
 {
     pc_buf data = {0};
     if (read_file(name, &data)) return -1;
-    char err[256] = "";
-    int rc = pc_pprof_to_batch(data.data, data.len, opts, b, NULL, err, sizeof err);
-    if (rc) fprintf(stderr, "pprof %s: %s\n", name, err);
+    pc_error err = {0};
+    int rc = pc_pprof_to_batch(data.data, data.len, opts, b, &err);
+    if (rc) fprintf(stderr, "pprof %s: %s\n", name, err.msg);
     pc_buf_free(&data);
     return rc;
 }

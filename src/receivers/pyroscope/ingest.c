@@ -446,7 +446,7 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
         app_len = (size_t)(dot - o->app);
     }
     if (o->budget &&
-        !pc_budget_reserve(o->budget, folded_estimate(text, len), "collapsed stacks")) {
+        pc_budget_reserve(o->budget, folded_estimate(text, len), "collapsed stacks") < 0) {
         snprintf(err, errlen, "%s: over the decode budget", o->budget->what);
         return -1;
     }

@@ -115,12 +115,12 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
         return -1;
     }
     int rc = pc_gzip_inflate(*data, *len, cfg->http.max_body, inflated);
-    if (rc == PC_GZ_TOO_LARGE) {
+    if (rc == PC_E2BIG) {
         j->status = 413;
         snprintf(j->err, sizeof j->err, "decompressed body exceeds max_request_body_size");
         return -1;
     }
-    if (rc != PC_GZ_OK) {
+    if (rc < 0) {
         j->status = 400;
         snprintf(j->err, sizeof j->err, "invalid gzip body");
         return -1;
@@ -134,8 +134,8 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
  * leave no room now. 1 when the budget refused (status and message set). */
 static int budget_refused(job *j)
 {
-    if (j->budget.state == PC_BUDGET_OK) return 0;
-    j->status = j->budget.state == PC_BUDGET_BUSY ? 503 : 413;
+    if (j->budget.state == PC_OK) return 0;
+    j->status = j->budget.state == PC_EAGAIN ? 503 : 413;
     pc_budget_message(&j->budget, "max_request_decoded_size", j->err, sizeof j->err);
     return 1;
 }
@@ -155,12 +155,12 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
                           .scope_name = scope,
                           .scope_version = scope_ver,
                           .budget = &j->budget};
-    bool too_large = false;
-    char e[400];
-    if (pc_pprof_to_batch(data, len, &o, &j->batch, &too_large, e, sizeof e)) {
+    pc_error e = {0};
+    int rc = pc_pprof_to_batch(data, len, &o, &j->batch, &e);
+    if (rc < 0) {
         if (budget_refused(j)) return -1;
-        j->status = too_large ? 413 : 422;
-        snprintf(j->err, sizeof j->err, "%s", e);
+        j->status = rc == PC_E2BIG ? 413 : 422;
+        snprintf(j->err, sizeof j->err, "%s", e.msg);
         return -1;
     }
     return 0;
@@ -263,7 +263,7 @@ static void ingest_work(job *j)
             const uint8_t *cd = config->data;
             size_t cl = config->len;
             if (pc_is_gzip(cd, cl)) {
-                if (pc_gzip_inflate(cd, cl, 1 << 20, &cfgtext) != PC_GZ_OK) {
+                if (pc_gzip_inflate(cd, cl, 1 << 20, &cfgtext) < 0) {
                     pc_buf_free(&cfgtext);
                     FAIL(j, 400, "sample_type_config: invalid gzip");
                 }
@@ -330,20 +330,21 @@ static void push_work(job *j)
     pc_arena_set_budget(a, &j->budget);
     if (request_body(j, &inflated, &body, &len)) goto out;
     ProtobufCMessage *m = NULL;
-    char e[400];
+    pc_error e = {0};
     if (j->json) {
-        if (pc_json_decode(&push__v1__push_request__descriptor, (const char *)body, len, a, &m, e,
-                           sizeof e)) {
+        if (pc_json_decode(&push__v1__push_request__descriptor, (const char *)body, len, a, &m,
+                           &e) < 0) {
             if (budget_refused(j)) goto out;
-            FAIL(j, 400, "invalid PushRequest JSON: %s", e);
+            FAIL(j, 400, "invalid PushRequest JSON: %.399s", e.msg);
         }
     } else {
         /* counted first (label strings checked for UTF-8, as Pyroscope's distributor does) */
         pc_proto_scan scan;
         if (pc_proto_scan_message(&push__v1__push_request__descriptor, body, len,
-                                  PC_PROTO_MAX_DEPTH, &scan))
-            FAIL(j, 400, "invalid PushRequest: %s", pc_proto_scan_strerror(&scan, e, sizeof e));
-        if (!pc_budget_reserve(&j->budget, scan.cost, "decoded PushRequest") && budget_refused(j))
+                                  PC_PROTO_MAX_DEPTH, &scan, &e) < 0)
+            FAIL(j, 400, "invalid PushRequest: %.399s", e.msg);
+        if (pc_budget_reserve(&j->budget, scan.cost, "decoded PushRequest") < 0 &&
+            budget_refused(j))
             goto out;
         m = protobuf_c_message_unpack(&push__v1__push_request__descriptor, pc_arena_allocator(a),
                                       len, body);
@@ -421,7 +422,10 @@ static void decode_work(uv_work_t *w)
     if (!j->status) {
         int64_t rejected = 0;
         size_t decoded = pc_batch_counts(j->batch).samples;
-        if (pc_batch_validate(j->batch, &rejected, j->err, sizeof j->err)) {
+        pc_error e = {0};
+        int rc = pc_batch_validate(j->batch, &rejected, &e);
+        if (e.code) snprintf(j->err, sizeof j->err, "%s", e.msg);
+        if (rc < 0) {
             j->status = 422;
             j->invalid_samples = decoded;
             pc_batch_unref(j->batch);
