@@ -262,13 +262,12 @@ static void on_metrics(pc_http_req *req, void *arg)
 
 static const char g_owner; /* process metrics belong to the server */
 
-pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, char *err,
-                                           size_t errlen)
+pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, pc_error *e)
 {
-    char host[256], e[256];
+    char host[256], err[512]; /* net/'s messages */
     int port;
-    if (pc_hostport_parse(endpoint, host, sizeof host, &port, e, sizeof e)) {
-        snprintf(err, errlen, "service::telemetry::metrics::address: %s", e);
+    if (pc_hostport_parse(endpoint, host, sizeof host, &port, err, sizeof err)) {
+        pc_error_set(e, PC_EINVAL, "service::telemetry::metrics::address: %s", err);
         return NULL;
     }
     struct timespec ts;
@@ -290,7 +289,8 @@ pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint
                              .max_connections = 64,
                              .log_id = "telemetry"};
     s->srv = pc_http_server_new(loop, &o, on_metrics, s);
-    if (pc_http_server_start(s->srv, err, errlen)) {
+    if (pc_http_server_start(s->srv, err, sizeof err)) {
+        pc_error_set(e, PC_EIO, "%s", err);
         pc_http_server_shutdown(s->srv, NULL, NULL);
         pc_metric_unregister(&g_owner);
         free(s);
