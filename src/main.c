@@ -174,15 +174,16 @@ static void reload_event(void *arg, pc_reload_event ev, const char *msg)
  * validates, restarting only what changed. */
 static void start_reload(run_state *st)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_node *root = pc_config_load(&st->src, &err);
     pc_service *next = root ? pc_service_new_reload(st->svc, root, &err) : NULL;
     if (!next) {
         PC_ERROR(NULL, "reload: the new config is invalid, the running one stays (%zu error(s))",
-                 err.n);
-        for (size_t i = 0; i < err.n && i < PC_CFG_MAX_ISSUES; i++) {
+                 issues.n);
+        for (size_t i = 0; i < issues.n && i < PC_ERROR_MAX_ISSUES; i++) {
             char line[700];
-            pc_cfg_issue_format(&err.issues[i], line, sizeof line);
+            pc_error_issue_format(&issues.v[i], line, sizeof line);
             PC_ERROR(NULL, "reload: invalid config: %s", line);
         }
         return;
@@ -231,17 +232,19 @@ static void on_signal(uv_signal_t *h, int signum)
 /* Load every source; print every error. NULL when there were any. */
 static pc_node *load(const pc_config_sources *src)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_node *root = pc_config_load(src, &err);
-    if (!root) pc_cfg_err_print(&err, stderr, "profcol: ");
+    if (!root) pc_error_print(&err, stderr, "profcol: ");
     return root;
 }
 
 static pc_service *build(uv_loop_t *loop, pc_node *root)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_service *svc = pc_service_new(loop, root, &err);
-    if (!svc) pc_cfg_err_print(&err, stderr, "profcol: invalid config: ");
+    if (!svc) pc_error_print(&err, stderr, "profcol: invalid config: ");
     return svc;
 }
 
@@ -272,9 +275,9 @@ static int run(const pc_config_sources *src, int validate_only)
     uv_signal_start(&st.sigint, on_signal, SIGINT);
     uv_signal_start(&st.sigterm, on_signal, SIGTERM);
     uv_signal_start(&st.sighup, on_sighup, SIGHUP);
-    char e[512];
-    if (pc_service_start(svc, e, sizeof e)) {
-        fprintf(stderr, "profcol: cannot start: %s\n", e);
+    pc_error e = {0};
+    if (pc_service_start(svc, &e) < 0) {
+        fprintf(stderr, "profcol: cannot start: %s\n", e.msg);
         st.rc = 1;
         st.signals = 1;
         pc_service_shutdown(svc, service_stopped, &st);
@@ -372,13 +375,13 @@ int main(int argc, char **argv)
     const char *mode = NULL, *format = NULL, *validate_arg = NULL;
     bool print_opts = false;
     int c, rc = -1;
-    char e[400];
+    pc_error e = {0};
     while (rc < 0 && (c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'c': files[nfiles++] = optarg; break;
         case OPT_SET:
-            if (pc_config_set_check(optarg, e, sizeof e)) {
-                fprintf(stderr, "profcol: %s\n", e);
+            if (pc_config_set_check(optarg, &e) < 0) {
+                fprintf(stderr, "profcol: %s\n", e.msg);
                 rc = 2;
             }
             sets[nsets++] = optarg;

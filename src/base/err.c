@@ -58,32 +58,36 @@ int pc_error_set(pc_error *e, int code, const char *fmt, ...)
     return code;
 }
 
+void pc_error_issue_format(const pc_error_issue *is, char *out, size_t outlen)
+{
+    int n = 0;
+    if (is->file && is->line > 0)
+        n = snprintf(out, outlen, "%s:%d: ", is->file, is->line);
+    else if (is->file)
+        n = snprintf(out, outlen, "%s: ", is->file);
+    if (n < 0 || (size_t)n >= outlen) n = 0;
+    /* a long message is cut at outlen (the return value says so; nothing to do about it) */
+    if (snprintf(out + n, outlen - (size_t)n, "%s%s%s", is->path, is->path[0] ? ": " : "",
+                 is->msg) < 0)
+        out[n] = 0;
+}
+
 int pc_error_issue_add(pc_error *e, int code, const char *file, int line, const char *path,
                        const char *fmt, ...)
 {
     if (!e) return code;
-    char what[320];
+    pc_error_issue is = {.file = file, .line = line};
+    snprintf(is.path, sizeof is.path, "%s", path ? path : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    vsnprintf(is.msg, sizeof is.msg, fmt, ap);
     va_end(ap);
     e->code = code;
-    char where[64] = "";
-    if (file && line > 0)
-        snprintf(where, sizeof where, "%.50s:%d: ", file, line);
-    else if (file)
-        snprintf(where, sizeof where, "%.60s: ", file);
-    snprintf(e->msg, sizeof e->msg, "%s%s%s%s", where, path && *path ? path : "",
-             path && *path ? ": " : "", what);
+    pc_error_issue_format(&is, e->msg, sizeof e->msg);
     if (e->issues) {
         pc_error_issues *l = e->issues;
-        if (l->n < PC_ERROR_MAX_ISSUES) {
-            pc_error_issue *is = &l->v[l->n];
-            is->file = file;
-            is->line = line;
-            snprintf(is->path, sizeof is->path, "%s", path ? path : "");
-            memcpy(is->msg, what, sizeof is->msg);
-        }
+        /* a garbage count (an uninitialised list) must never index out of bounds */
+        if (l->n < PC_ERROR_MAX_ISSUES) l->v[l->n] = is;
         l->n++;
     }
     return code;
@@ -117,4 +121,38 @@ void pc_error_clear(pc_error *e)
     e->code = PC_OK;
     e->msg[0] = 0;
     if (e->issues) e->issues->n = 0;
+}
+
+void pc_error_print(const pc_error *e, FILE *f, const char *prefix)
+{
+    if (!e->issues) {
+        if (e->code != PC_OK) fprintf(f, "%s%s\n", prefix, e->msg);
+        return;
+    }
+    const pc_error_issues *l = e->issues;
+    size_t kept = l->n < PC_ERROR_MAX_ISSUES ? l->n : PC_ERROR_MAX_ISSUES;
+    /* in file order: files as they first appear, then by line (insertion sort, stable) */
+    size_t order[PC_ERROR_MAX_ISSUES], rank[PC_ERROR_MAX_ISSUES];
+    for (size_t i = 0; i < kept; i++) {
+        rank[i] = i;
+        for (size_t j = 0; j < i; j++)
+            if (l->v[j].file == l->v[i].file) {
+                rank[i] = rank[j];
+                break;
+            }
+        size_t k = i;
+        while (k > 0 &&
+               (rank[order[k - 1]] > rank[i] ||
+                (rank[order[k - 1]] == rank[i] && l->v[order[k - 1]].line > l->v[i].line))) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    for (size_t i = 0; i < kept; i++) {
+        char line[700];
+        pc_error_issue_format(&l->v[order[i]], line, sizeof line);
+        fprintf(f, "%s%s\n", prefix, line);
+    }
+    if (l->n > kept) fprintf(f, "%s... and %zu more error(s)\n", prefix, l->n - kept);
 }

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* X(name, value, message) */
 #define PC_ERRNO_MAP(X)                                                                            \
@@ -89,5 +90,10 @@ void pc_error_prefix(pc_error *e, const char *fmt, ...) __attribute__((format(pr
 /* Issues found (1 when there is an error but no list, 0 when none). */
 size_t pc_error_count(const pc_error *e);
 void pc_error_clear(pc_error *e);
+/* One issue as "file:line: path: message" (what pc_error_issue_add puts in msg). */
+void pc_error_issue_format(const pc_error_issue *is, char *out, size_t outlen);
+/* Every issue kept, one line each in file order, each prefixed by prefix ("profcol: invalid
+ * config: "), then a line saying how many were left out, if any; without a list, msg. */
+void pc_error_print(const pc_error *e, FILE *f, const char *prefix);
 
 #endif

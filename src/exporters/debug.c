@@ -24,13 +24,11 @@ static const pc_cfg_key debug_keys[] = {
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
-static int debug_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int debug_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     debug_cfg *cfg = cfgp;
-    if (cfg->top < 1 || cfg->top > 10000) {
-        pc_cfg_key_errorf(err, node, path, "top", "must be between 1 and 10000");
-        return -1;
-    }
+    if (cfg->top < 1 || cfg->top > 10000)
+        return pc_cfg_key_errorf(err, node, path, "top", "must be between 1 and 10000");
     return 0;
 }
 

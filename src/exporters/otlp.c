@@ -74,7 +74,8 @@ typedef struct otlp_exp {
  * http(s):// endpoint (e.g. "https://example.com/otlp", copied from an OTLP/HTTP config) is
  * dropped and returned in dropped (start logs it). The Collector refuses such an endpoint
  * ("missing port in address") and grpc-go, given it, would take "example.com/otlp" as the host
- * name, which resolves to nothing: keeping the path can only fail, so profcol drops it. */
+ * name, which resolves to nothing: keeping the path can only fail, so profcol drops it.
+ * 0, or PC_EINVAL with e. */
 static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port, int *scheme,
                           char *dropped, size_t droppedlen, pc_error *e)
 {
@@ -94,55 +95,45 @@ static int parse_endpoint(const char *ep, char *host, size_t hostlen, int *port,
         *port = u.port;
         return 0;
     }
-    return pc_hostport_parse(ep, host, hostlen, port, e);
-}
-
-static int metadata_ok(const char *name, const char *value, char *e, size_t elen)
-{
-    if (!*name || name[0] == ':' || strncasecmp(name, "grpc-", 5) == 0 ||
-        !strcasecmp(name, "content-type") || !strcasecmp(name, "te")) {
-        snprintf(e, elen, "%s: reserved for gRPC itself", name);
-        return -1;
-    }
-    for (const char *p = name; *p; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("-_.", *p)) {
-            snprintf(e, elen, "%s: metadata keys are letters, digits, '-', '_' and '.'", name);
-            return -1;
-        }
-    for (const char *p = value; *p; p++)
-        if ((unsigned char)*p < 0x20 && *p != '\t') {
-            snprintf(e, elen, "%s: control characters (line breaks) are not allowed", name);
-            return -1;
-        }
+    int rc = pc_hostport_parse(ep, host, hostlen, port, e);
+    if (rc < 0) return rc;
     return 0;
 }
 
-static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+/* 0, or PC_EINVAL with e. */
+static int metadata_ok(const char *name, const char *value, pc_error *e)
+{
+    if (!*name || name[0] == ':' || strncasecmp(name, "grpc-", 5) == 0 ||
+        !strcasecmp(name, "content-type") || !strcasecmp(name, "te"))
+        return pc_error_set(e, PC_EINVAL, "%s: reserved for gRPC itself", name);
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("-_.", *p))
+            return pc_error_set(e, PC_EINVAL,
+                                "%s: metadata keys are letters, digits, '-', '_' and '.'", name);
+    for (const char *p = value; *p; p++)
+        if ((unsigned char)*p < 0x20 && *p != '\t')
+            return pc_error_set(e, PC_EINVAL,
+                                "%s: control characters (line breaks) are not allowed", name);
+    return 0;
+}
+
+static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     otlp_exp_cfg *cfg = cfgp;
-    char host[256], e[256];
-    pc_error pe = {0};
+    char host[256];
+    pc_error e = {0};
     int port, scheme;
-    if (!cfg->endpoint || !*cfg->endpoint) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "required (host:port)");
-        return -1;
-    }
-    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, &scheme, NULL, 0, &pe) < 0) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", pe.msg);
-        return -1;
-    }
-    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
+    if (!cfg->endpoint || !*cfg->endpoint)
+        return pc_cfg_key_errorf(err, node, path, "endpoint", "required (host:port)");
+    if (parse_endpoint(cfg->endpoint, host, sizeof host, &port, &scheme, NULL, 0, &e) < 0)
+        return pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
+    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return PC_EINVAL;
     /* TLS unless asked not to, as the Collector's configgrpc: http:// or tls::insecure */
     cfg->use_tls = !cfg->tls.insecure && scheme != 1;
     for (size_t i = 0; i < cfg->headers.n; i++)
-        if (metadata_ok(cfg->headers.keys[i], cfg->headers.vals[i], e, sizeof e)) {
-            pc_cfg_key_errorf(err, node, path, "headers", "%s", e);
-            return -1;
-        }
-    if (cfg->timeout_ms == 0) {
-        pc_cfg_key_errorf(err, node, path, "timeout", "must be > 0");
-        return -1;
-    }
+        if (metadata_ok(cfg->headers.keys[i], cfg->headers.vals[i], &e) < 0)
+            return pc_cfg_key_errorf(err, node, path, "headers", "%s", e.msg);
+    if (cfg->timeout_ms == 0) return pc_cfg_key_errorf(err, node, path, "timeout", "must be > 0");
     return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
@@ -155,7 +146,7 @@ static void add_hdr(otlp_exp *x, const char *name, const char *value)
     x->hdrs[x->n_hdrs++] = (pc_h2_header){n, pc_xstrdup(value)};
 }
 
-static int otlp_exp_create(pc_exporter *ex, pc_cfg_err *err)
+static int otlp_exp_create(pc_exporter *ex, pc_error *err)
 {
     otlp_exp_cfg *cfg = ex->c->cfg;
     otlp_exp *x = pc_xcalloc(1, sizeof(*x));
@@ -164,7 +155,7 @@ static int otlp_exp_create(pc_exporter *ex, pc_cfg_err *err)
     (void)err;
     ex->priv = x;
     parse_endpoint(cfg->endpoint, x->host, sizeof x->host, &x->port, &scheme, x->dropped_path,
-                   sizeof x->dropped_path, NULL);
+                   sizeof x->dropped_path, NULL); /* validated: cannot fail */
     snprintf(ua, sizeof ua, "profcol/%s", PROFCOL_VERSION);
     pc_grpc_timeout_format(cfg->timeout_ms, timeout, sizeof timeout);
     add_hdr(x, "content-type", "application/grpc");
@@ -180,7 +171,7 @@ static int otlp_exp_create(pc_exporter *ex, pc_cfg_err *err)
 
 /* ---- sending ---- */
 
-static int otlp_exp_start(pc_exporter *e, char *err, size_t errlen)
+static int otlp_exp_start(pc_exporter *e, pc_error *err)
 {
     pc_component *c = e->c;
     otlp_exp *x = e->priv;
@@ -190,12 +181,8 @@ static int otlp_exp_start(pc_exporter *e, char *err, size_t errlen)
                            .max_response_bytes = MAX_RESPONSE + PC_GRPC_PREFIX,
                            .log_id = c->id};
     if (cfg->use_tls) {
-        pc_error pe = {0};
-        x->tls_ctx = pc_tls_client_ctx_new(&cfg->tls, "h2", c->id, &pe);
-        if (!x->tls_ctx) {
-            snprintf(err, errlen, "%s", pe.msg);
-            return -1;
-        }
+        x->tls_ctx = pc_tls_client_ctx_new(&cfg->tls, "h2", c->id, err);
+        if (!x->tls_ctx) return err ? err->code : PC_EINVAL;
         o.tls = x->tls_ctx;
     } else if (!strncmp(cfg->endpoint, "https://", 8)) {
         PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
@@ -210,8 +197,8 @@ static int otlp_exp_start(pc_exporter *e, char *err, size_t errlen)
                 cfg->endpoint, x->dropped_path, x->host, x->port, x->host, x->dropped_path);
     x->client = pc_h2_client_new(c->loop, &o);
     if (cfg->authenticator &&
-        !(x->auth = pc_service_authenticator(c->host, cfg->authenticator, false, err, errlen)))
-        return -1;
+        !(x->auth = pc_service_authenticator(c->host, cfg->authenticator, false, err)))
+        return PC_EINVAL;
     PC_INFO(c->id, "sending OTLP/gRPC to %s:%d (%s%s)", x->host, x->port,
             x->tls_ctx          ? "TLS"
             : cfg->tls.insecure ? "h2c: tls::insecure"

@@ -91,54 +91,41 @@ static int header_ok(const char *s)
     return 1;
 }
 
-static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     otlphttp_cfg *cfg = cfgp;
     pc_url u;
     pc_error e = {0};
     bool any = cfg->endpoint && *cfg->endpoint;
-    if (any && pc_url_parse(cfg->endpoint, &u, &e) < 0) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
-        return -1;
-    }
+    if (any && pc_url_parse(cfg->endpoint, &u, &e) < 0)
+        return pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         const char *ep = cfg->signal_endpoint[sig];
         if (!ep || !*ep) continue;
         any = true;
-        if (pc_url_parse(ep, &u, &e) < 0) {
-            pc_cfg_key_errorf(err, node, path, pc_signal_infos[sig].endpoint_key, "%s", e.msg);
-            return -1;
-        }
+        if (pc_url_parse(ep, &u, &e) < 0)
+            return pc_cfg_key_errorf(err, node, path, pc_signal_infos[sig].endpoint_key, "%s",
+                                     e.msg);
     }
-    if (!any) {
-        pc_cfg_key_errorf(err, node, path, "endpoint",
-                          "required (or profiles_endpoint, traces_endpoint, metrics_endpoint, "
-                          "logs_endpoint)");
-        return -1;
-    }
-    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
+    if (!any)
+        return pc_cfg_key_errorf(
+            err, node, path, "endpoint",
+            "required (or profiles_endpoint, traces_endpoint, metrics_endpoint, "
+            "logs_endpoint)");
+    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return PC_EINVAL;
     for (size_t i = 0; i < cfg->headers.n; i++)
-        if (!header_ok(cfg->headers.keys[i]) || !header_ok(cfg->headers.vals[i])) {
-            pc_cfg_key_errorf(err, node, path, "headers", "%s: line breaks are not allowed",
-                              cfg->headers.keys[i]);
-            return -1;
-        }
-    if (cfg->compression_level < 1 || cfg->compression_level > 9) {
-        pc_cfg_key_errorf(err, node, path, "compression_params.level", "must be 1..9");
-        return -1;
-    }
-    if (cfg->timeout_ms == 0) {
-        pc_cfg_key_errorf(err, node, path, "timeout", "must be > 0");
-        return -1;
-    }
-    if (cfg->max_connections <= 0) {
-        pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
-        return -1;
-    }
+        if (!header_ok(cfg->headers.keys[i]) || !header_ok(cfg->headers.vals[i]))
+            return pc_cfg_key_errorf(err, node, path, "headers", "%s: line breaks are not allowed",
+                                     cfg->headers.keys[i]);
+    if (cfg->compression_level < 1 || cfg->compression_level > 9)
+        return pc_cfg_key_errorf(err, node, path, "compression_params.level", "must be 1..9");
+    if (cfg->timeout_ms == 0) return pc_cfg_key_errorf(err, node, path, "timeout", "must be > 0");
+    if (cfg->max_connections <= 0)
+        return pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
     return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
-static int otlphttp_create(pc_exporter *ex, pc_cfg_err *err)
+static int otlphttp_create(pc_exporter *ex, pc_error *err)
 {
     otlphttp_cfg *cfg = ex->c->cfg;
     otlphttp *x = pc_xcalloc(1, sizeof(*x));
@@ -168,13 +155,12 @@ static int otlphttp_create(pc_exporter *ex, pc_cfg_err *err)
     return 0;
 }
 
-static int otlphttp_check_signal(const pc_component *c, pc_signal sig, char *err, size_t errlen)
+static int otlphttp_check_signal(const pc_component *c, pc_signal sig, pc_error *e)
 {
     const otlphttp *x = pc_exporter_of(c)->priv;
     if (x->t[sig].set) return 0;
-    snprintf(err, errlen, "no endpoint for %s (set endpoint or %s)", pc_signal_infos[sig].name,
-             pc_signal_infos[sig].endpoint_key);
-    return -1;
+    return pc_error_set(e, PC_ENOTSUP, "no endpoint for %s (set endpoint or %s)",
+                        pc_signal_infos[sig].name, pc_signal_infos[sig].endpoint_key);
 }
 
 static bool same_origin(const pc_url *a, const pc_url *b)
@@ -182,7 +168,7 @@ static bool same_origin(const pc_url *a, const pc_url *b)
     return !strcmp(a->scheme, b->scheme) && !strcmp(a->host, b->host) && a->port == b->port;
 }
 
-static int otlphttp_start(pc_exporter *e, char *err, size_t errlen)
+static int otlphttp_start(pc_exporter *e, pc_error *err)
 {
     pc_component *c = e->c;
     otlphttp *x = e->priv;
@@ -197,9 +183,9 @@ static int otlphttp_start(pc_exporter *e, char *err, size_t errlen)
             }
         if (t->client) continue;
         pc_auth *auth = NULL;
-        if (pc_exporter_http_open(c, &t->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
-                                  &t->client, &t->tls, &auth, err, errlen))
-            return -1;
+        int rc = pc_exporter_http_open(c, &t->url, cfg->max_connections, &cfg->tls,
+                                       cfg->authenticator, &t->client, &t->tls, &auth, err);
+        if (rc < 0) return rc;
         t->owner = true;
         x->auth = auth;
     }

@@ -157,84 +157,58 @@ static int label_name_ok(const char *s)
     return 1;
 }
 
-static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     pyro_cfg *cfg = cfgp;
     pc_url u;
     pc_error e = {0};
-    if (!cfg->endpoint || !*cfg->endpoint) {
-        pc_cfg_errorf(err, node, path, "endpoint is required");
-        return -1;
-    }
-    if (pc_url_parse(cfg->endpoint, &u, &e) < 0) {
-        pc_cfg_errorf(err, node, path, "endpoint: %s", e.msg);
-        return -1;
-    }
-    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return -1;
-    if (cfg->authenticator && cfg->username) {
-        pc_cfg_key_errorf(err, node, path, "auth.authenticator", "conflicts with basic_auth");
-        return -1;
-    }
+    if (!cfg->endpoint || !*cfg->endpoint)
+        return pc_cfg_errorf(err, node, path, "endpoint is required");
+    if (pc_url_parse(cfg->endpoint, &u, &e) < 0)
+        return pc_cfg_errorf(err, node, path, "endpoint: %s", e.msg);
+    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return PC_EINVAL;
+    if (cfg->authenticator && cfg->username)
+        return pc_cfg_key_errorf(err, node, path, "auth.authenticator",
+                                 "conflicts with basic_auth");
     for (size_t i = 0; i < cfg->headers.n; i++) {
         const char *k = cfg->headers.keys[i];
-        if (!header_ok(k) || !header_ok(cfg->headers.vals[i])) {
-            pc_cfg_errorf(err, node, path, "headers::%s: line breaks are not allowed", k);
-            return -1;
-        }
-        if ((cfg->tenant_id || cfg->tenant_from_request) && !strcasecmp(k, "X-Scope-OrgID")) {
-            pc_cfg_errorf(err, node, path,
-                          "headers::%s: conflicts with tenant_id / tenant_from_request", k);
-            return -1;
-        }
-        if ((cfg->username || cfg->password) && !strcasecmp(k, "Authorization")) {
-            pc_cfg_errorf(err, node, path, "headers::%s: conflicts with basic_auth", k);
-            return -1;
-        }
+        if (!header_ok(k) || !header_ok(cfg->headers.vals[i]))
+            return pc_cfg_errorf(err, node, path, "headers::%s: line breaks are not allowed", k);
+        if ((cfg->tenant_id || cfg->tenant_from_request) && !strcasecmp(k, "X-Scope-OrgID"))
+            return pc_cfg_errorf(err, node, path,
+                                 "headers::%s: conflicts with tenant_id / tenant_from_request", k);
+        if ((cfg->username || cfg->password) && !strcasecmp(k, "Authorization"))
+            return pc_cfg_errorf(err, node, path, "headers::%s: conflicts with basic_auth", k);
     }
-    if (cfg->tenant_id && !header_ok(cfg->tenant_id)) {
-        pc_cfg_errorf(err, node, path, "tenant_id: line breaks are not allowed");
-        return -1;
-    }
-    if (cfg->password && !cfg->username) {
-        pc_cfg_errorf(err, node, path, "basic_auth::username is required with a password");
-        return -1;
-    }
-    if (cfg->username && strchr(cfg->username, ':')) {
-        pc_cfg_errorf(err, node, path, "basic_auth::username: must not contain ':'");
-        return -1;
-    }
-    if (cfg->timeout_ms == 0 || cfg->max_connections <= 0) {
-        pc_cfg_errorf(err, node, path, "timeout and max_connections must be > 0");
-        return -1;
-    }
-    if (cfg->max_label_value_length <= 0 || cfg->max_label_name_length <= 0) {
-        pc_cfg_errorf(err, node, path,
-                      "max_label_value_length and max_label_name_length must be > 0");
-        return -1;
-    }
+    if (cfg->tenant_id && !header_ok(cfg->tenant_id))
+        return pc_cfg_errorf(err, node, path, "tenant_id: line breaks are not allowed");
+    if (cfg->password && !cfg->username)
+        return pc_cfg_errorf(err, node, path, "basic_auth::username is required with a password");
+    if (cfg->username && strchr(cfg->username, ':'))
+        return pc_cfg_errorf(err, node, path, "basic_auth::username: must not contain ':'");
+    if (cfg->timeout_ms == 0 || cfg->max_connections <= 0)
+        return pc_cfg_errorf(err, node, path, "timeout and max_connections must be > 0");
+    if (cfg->max_label_value_length <= 0 || cfg->max_label_name_length <= 0)
+        return pc_cfg_errorf(err, node, path,
+                             "max_label_value_length and max_label_name_length must be > 0");
     /* __name__, service_name (and pyroscope_spy, added by /ingest) always take a slot */
     int64_t fixed = 2 + (cfg->protocol == PROTO_INGEST) + (int64_t)cfg->external_labels.n;
-    if (cfg->max_label_names < fixed) {
-        pc_cfg_errorf(err, node, path,
-                      "max_label_names must be at least %" PRId64
-                      " (__name__, service_name%s and the external_labels)",
-                      fixed, cfg->protocol == PROTO_INGEST ? ", pyroscope_spy" : "");
-        return -1;
-    }
+    if (cfg->max_label_names < fixed)
+        return pc_cfg_errorf(err, node, path,
+                             "max_label_names must be at least %" PRId64
+                             " (__name__, service_name%s and the external_labels)",
+                             fixed, cfg->protocol == PROTO_INGEST ? ", pyroscope_spy" : "");
     for (size_t i = 0; i < cfg->external_labels.n; i++) {
         const char *k = cfg->external_labels.keys[i];
-        if (!label_name_ok(k) || !strncmp(k, "__", 2)) {
-            pc_cfg_errorf(err, node, path,
-                          "external_labels::%s: label names must match [A-Za-z_][A-Za-z0-9_]* "
-                          "and not start with \"__\"",
-                          k);
-            return -1;
-        }
-        if ((int64_t)strlen(k) > cfg->max_label_name_length) {
-            pc_cfg_errorf(err, node, path, "external_labels::%s: longer than max_label_name_length",
-                          k);
-            return -1;
-        }
+        if (!label_name_ok(k) || !strncmp(k, "__", 2))
+            return pc_cfg_errorf(
+                err, node, path,
+                "external_labels::%s: label names must match [A-Za-z_][A-Za-z0-9_]* "
+                "and not start with \"__\"",
+                k);
+        if ((int64_t)strlen(k) > cfg->max_label_name_length)
+            return pc_cfg_errorf(err, node, path,
+                                 "external_labels::%s: longer than max_label_name_length", k);
     }
     return pc_sender_validate(&cfg->sender, node, path, err);
 }
@@ -258,7 +232,7 @@ static char *base64(const char *in)
     return out;
 }
 
-static int pyro_create(pc_exporter *ex, pc_cfg_err *err)
+static int pyro_create(pc_exporter *ex, pc_error *err)
 {
     pyro_cfg *cfg = ex->c->cfg;
     pyro *x = pc_xcalloc(1, sizeof(*x));
@@ -295,14 +269,14 @@ static int pyro_create(pc_exporter *ex, pc_cfg_err *err)
     return 0;
 }
 
-static int pyro_start(pc_exporter *e, char *err, size_t errlen)
+static int pyro_start(pc_exporter *e, pc_error *err)
 {
     pc_component *c = e->c;
     pyro *x = e->priv;
     pyro_cfg *cfg = c->cfg;
-    if (pc_exporter_http_open(c, &x->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
-                              &x->client, &x->tls, &x->auth, err, errlen))
-        return -1;
+    int rc = pc_exporter_http_open(c, &x->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
+                                   &x->client, &x->tls, &x->auth, err);
+    if (rc < 0) return rc;
     PC_INFO(c->id, "sending to %s://%s:%d%s (%s)", x->tls ? "https" : "http", x->url.host,
             x->url.port, x->base_path, protocols[cfg->protocol]);
     return 0;

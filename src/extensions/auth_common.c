@@ -43,11 +43,11 @@ unsigned char *pc_auth_unbase64(const char *s, size_t *out_len)
     return out;
 }
 
-char *pc_auth_read_file(const char *path, size_t max, char *err, size_t errlen)
+char *pc_auth_read_file(const char *path, size_t max, pc_error *e)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "\"%s\": %s", path, strerror(errno));
+        pc_error_set(e, PC_EIO, "\"%s\": %s", path, strerror(errno));
         return NULL;
     }
     pc_buf b = {0};
@@ -60,7 +60,8 @@ char *pc_auth_read_file(const char *path, size_t max, char *err, size_t errlen)
     int bad = ferror(f);
     fclose(f);
     if (bad || b.len > max) {
-        snprintf(err, errlen, "\"%s\": %s", path, bad ? "read error" : "file too large");
+        pc_error_set(e, bad ? PC_EIO : PC_E2BIG, "\"%s\": %s", path,
+                     bad ? "read error" : "file too large");
         pc_buf_free(&b);
         return NULL;
     }

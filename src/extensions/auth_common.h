@@ -18,8 +18,9 @@ bool pc_auth_equal(const void *a, size_t an, const void *b, size_t bn);
 char *pc_auth_base64(const void *data, size_t n);
 /* Decode base64 (padding required); malloc'd and NUL-terminated, NULL if invalid. */
 unsigned char *pc_auth_unbase64(const char *s, size_t *out_len);
-/* A file's text with trailing whitespace removed; NULL with a reason. */
-char *pc_auth_read_file(const char *path, size_t max, char *err, size_t errlen);
+/* A file's text with trailing whitespace removed; NULL with the reason in e (PC_EIO, or PC_E2BIG
+ * over max bytes). */
+char *pc_auth_read_file(const char *path, size_t max, pc_error *e);
 /* No CR or LF (header injection). */
 bool pc_auth_header_safe(const char *s);
 

@@ -80,18 +80,15 @@ static const char *crypt_name(const char *h)
     return "crypt(3)";
 }
 
-/* Parse htpasswd text into u. -1 with a reason naming the line. */
-static int parse_htpasswd(const char *text, users *u, char *err, size_t errlen)
+/* Parse htpasswd text into u. PC_EINVAL with a reason naming the line. */
+static int parse_htpasswd(const char *text, users *u, pc_error *err)
 {
     int lineno = 0;
     for (const char *p = text; *p;) {
         size_t n = strcspn(p, "\n");
         char line[1024];
         lineno++;
-        if (n >= sizeof line) {
-            snprintf(err, errlen, "line %d: too long", lineno);
-            return -1;
-        }
+        if (n >= sizeof line) return pc_error_set(err, PC_EINVAL, "line %d: too long", lineno);
         memcpy(line, p, n);
         line[n] = 0;
         p += n + (p[n] == '\n');
@@ -100,29 +97,25 @@ static int parse_htpasswd(const char *text, users *u, char *err, size_t errlen)
             line[--l] = 0;
         if (!l || line[0] == '#') continue;
         char *colon = strchr(line, ':');
-        if (!colon || colon == line) {
-            snprintf(err, errlen, "line %d: want user:password or user:{SHA}hash", lineno);
-            return -1;
-        }
+        if (!colon || colon == line)
+            return pc_error_set(err, PC_EINVAL, "line %d: want user:password or user:{SHA}hash",
+                                lineno);
         *colon = 0;
         const char *hash = colon + 1;
         entry e = {.user = NULL};
-        if (hash[0] == '$') {
-            snprintf(err, errlen,
-                     "line %d (user \"%s\"): %s hashes are not supported; use {SHA} entries "
-                     "(htpasswd -s) or plain passwords",
-                     lineno, line, crypt_name(hash));
-            return -1;
-        }
+        if (hash[0] == '$')
+            return pc_error_set(err, PC_EINVAL,
+                                "line %d (user \"%s\"): %s hashes are not supported; use {SHA} "
+                                "entries (htpasswd -s) or plain passwords",
+                                lineno, line, crypt_name(hash));
         if (!strncmp(hash, "{SHA}", 5)) {
             e.secret = pc_auth_unbase64(hash + 5, &e.secret_len);
             if (!e.secret || e.secret_len != SHA_DIGEST_LENGTH) {
                 free(e.secret);
-                snprintf(err, errlen,
-                         "line %d (user \"%s\"): {SHA} must be followed by the "
-                         "base64 of a 20-byte SHA-1 digest",
-                         lineno, line);
-                return -1;
+                return pc_error_set(err, PC_EINVAL,
+                                    "line %d (user \"%s\"): {SHA} must be followed by the "
+                                    "base64 of a 20-byte SHA-1 digest",
+                                    lineno, line);
             }
             e.sha = true;
         } else {
@@ -136,56 +129,44 @@ static int parse_htpasswd(const char *text, users *u, char *err, size_t errlen)
     return 0;
 }
 
-static int load_file(const char *path, users *u, char *err, size_t errlen)
+/* 0, or PC_EIO (unreadable) or PC_EINVAL (malformed) with e. */
+static int load_file(const char *path, users *u, pc_error *e)
 {
-    char e[400];
-    char *text = pc_auth_read_file(path, MAX_HTPASSWD, e, sizeof e);
-    if (!text) {
-        snprintf(err, errlen, "%s", e);
-        return -1;
-    }
-    int rc = parse_htpasswd(text, u, e, sizeof e);
+    char *text = pc_auth_read_file(path, MAX_HTPASSWD, e);
+    if (!text) return e ? e->code : PC_EIO;
+    int rc = parse_htpasswd(text, u, e);
     free(text);
-    if (rc) {
-        snprintf(err, errlen, "\"%s\": %s", path, e);
+    if (rc < 0) {
+        pc_error_prefix(e, "\"%s\": ", path);
         users_free(u);
     }
     return rc;
 }
 
-static int basic_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int basic_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     basic_cfg *cfg = cfgp;
-    char e[500];
-    if (!cfg->username && !cfg->file && !cfg->inline_text) {
-        pc_cfg_key_errorf(err, node, path, "client_auth",
-                          "set client_auth (for exporters) or htpasswd (for receivers)");
-        return -1;
-    }
-    if (cfg->password && !cfg->username) {
-        pc_cfg_key_errorf(err, node, path, "client_auth.username", "required with a password");
-        return -1;
-    }
-    if (cfg->username && (strchr(cfg->username, ':') || !pc_auth_header_safe(cfg->username))) {
-        pc_cfg_key_errorf(err, node, path, "client_auth.username",
-                          "must not contain ':' or line breaks");
-        return -1;
-    }
-    if (cfg->password && !pc_auth_header_safe(cfg->password)) {
-        pc_cfg_key_errorf(err, node, path, "client_auth.password", "must not contain line breaks");
-        return -1;
-    }
+    pc_error e = {0};
+    if (!cfg->username && !cfg->file && !cfg->inline_text)
+        return pc_cfg_key_errorf(err, node, path, "client_auth",
+                                 "set client_auth (for exporters) or htpasswd (for receivers)");
+    if (cfg->password && !cfg->username)
+        return pc_cfg_key_errorf(err, node, path, "client_auth.username",
+                                 "required with a password");
+    if (cfg->username && (strchr(cfg->username, ':') || !pc_auth_header_safe(cfg->username)))
+        return pc_cfg_key_errorf(err, node, path, "client_auth.username",
+                                 "must not contain ':' or line breaks");
+    if (cfg->password && !pc_auth_header_safe(cfg->password))
+        return pc_cfg_key_errorf(err, node, path, "client_auth.password",
+                                 "must not contain line breaks");
     users u = {0};
-    if (cfg->inline_text && parse_htpasswd(cfg->inline_text, &u, e, sizeof e)) {
+    if (cfg->inline_text && parse_htpasswd(cfg->inline_text, &u, &e) < 0) {
         users_free(&u);
-        pc_cfg_key_errorf(err, node, path, "htpasswd.inline", "%s", e);
-        return -1;
+        return pc_cfg_key_errorf(err, node, path, "htpasswd.inline", "%s", e.msg);
     }
     users_free(&u);
-    if (cfg->file && load_file(cfg->file, &u, e, sizeof e)) {
-        pc_cfg_key_errorf(err, node, path, "htpasswd.file", "%s", e);
-        return -1;
-    }
+    if (cfg->file && load_file(cfg->file, &u, &e) < 0)
+        return pc_cfg_key_errorf(err, node, path, "htpasswd.file", "%s", e.msg);
     users_free(&u);
     return 0;
 }
@@ -212,15 +193,15 @@ static int basic_check(pc_auth *a, pc_auth_header_fn header, const void *req)
 {
     basic *x = (basic *)a;
     const char *h = header(req, "authorization");
-    if (!h || strncasecmp(h, "Basic ", 6) != 0) return -1;
+    if (!h || strncasecmp(h, "Basic ", 6) != 0) return PC_EAUTH;
     h += 6;
     while (*h == ' ')
         h++;
     size_t n;
     char *cred = (char *)pc_auth_unbase64(h, &n);
-    if (!cred) return -1;
+    if (!cred) return PC_EAUTH;
     char *colon = strlen(cred) == n ? strchr(cred, ':') : NULL; /* no NUL inside */
-    int rc = -1;
+    int rc = PC_EAUTH;
     if (colon) {
         *colon = 0;
         const entry *e = find_user(x, cred);
@@ -228,7 +209,7 @@ static int basic_check(pc_auth *a, pc_auth_header_fn header, const void *req)
         static const entry none = {
             .user = "", .sha = false, .secret = (unsigned char *)"\1", .secret_len = 1};
         bool ok = entry_matches(e ? e : &none, colon + 1);
-        rc = e && ok ? 0 : -1;
+        rc = e && ok ? 0 : PC_EAUTH;
     }
     OPENSSL_cleanse(cred, n);
     free(cred);
@@ -246,9 +227,9 @@ static void on_reload(void *arg)
     basic *x = arg;
     basic_cfg *cfg = x->c->cfg;
     users u = {0};
-    char e[500];
-    if (load_file(cfg->file, &u, e, sizeof e)) {
-        PC_ERROR(x->c->id, "htpasswd reload failed, keeping the previous users: %s", e);
+    pc_error e = {0};
+    if (load_file(cfg->file, &u, &e) < 0) {
+        PC_ERROR(x->c->id, "htpasswd reload failed, keeping the previous users: %s", e.msg);
         return;
     }
     users_free(&x->file);
@@ -256,11 +237,12 @@ static void on_reload(void *arg)
     PC_INFO(x->c->id, "htpasswd reloaded from %s (%zu users)", cfg->file, u.n);
 }
 
-static int basic_create(pc_component *c, pc_cfg_err *err)
+static int basic_create(pc_component *c, pc_error *err)
 {
     basic_cfg *cfg = c->cfg;
     basic *x = pc_xcalloc(1, sizeof *x);
-    char e[500], path[300];
+    char path[300];
+    pc_error e = {0};
     x->c = c;
     c->priv = x;
     snprintf(path, sizeof path, "extensions::%s", c->id);
@@ -280,21 +262,18 @@ static int basic_create(pc_component *c, pc_cfg_err *err)
     }
     if (cfg->file || cfg->inline_text) {
         x->base.check = basic_check;
-        if (cfg->inline_text) parse_htpasswd(cfg->inline_text, &x->inl, e, sizeof e);
-        if (cfg->file && load_file(cfg->file, &x->file, e, sizeof e)) {
-            pc_cfg_key_errorf(err, NULL, path, "htpasswd.file", "%s", e);
-            return -1;
-        }
+        if (cfg->inline_text) parse_htpasswd(cfg->inline_text, &x->inl, NULL); /* validated */
+        if (cfg->file && load_file(cfg->file, &x->file, &e) < 0)
+            return pc_cfg_key_errorf(err, NULL, path, "htpasswd.file", "%s", e.msg);
     }
     return 0;
 }
 
-static int basic_start(pc_component *c, char *err, size_t errlen)
+static int basic_start(pc_component *c, pc_error *e)
 {
     basic *x = c->priv;
     basic_cfg *cfg = c->cfg;
-    (void)err;
-    (void)errlen;
+    (void)e;
     if (cfg->file && !x->hooked) {
         pc_tls_reload_hook_add(on_reload, x);
         x->hooked = true;

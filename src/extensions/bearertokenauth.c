@@ -36,37 +36,27 @@ typedef struct bta {
     bool hooked;
 } bta;
 
-static int bta_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int bta_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     bta_cfg *cfg = cfgp;
-    char e[400];
-    if (!cfg->token == !cfg->filename) {
-        pc_cfg_key_errorf(err, node, path, cfg->token ? "filename" : "token",
-                          "set exactly one of token and filename");
-        return -1;
-    }
-    if (cfg->token && (!*cfg->token || !pc_auth_header_safe(cfg->token))) {
-        pc_cfg_key_errorf(err, node, path, "token", "must be non-empty, without line breaks");
-        return -1;
-    }
+    pc_error e = {0};
+    if (!cfg->token == !cfg->filename)
+        return pc_cfg_key_errorf(err, node, path, cfg->token ? "filename" : "token",
+                                 "set exactly one of token and filename");
+    if (cfg->token && (!*cfg->token || !pc_auth_header_safe(cfg->token)))
+        return pc_cfg_key_errorf(err, node, path, "token",
+                                 "must be non-empty, without line breaks");
     if (cfg->filename) {
-        char *t = pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, e, sizeof e);
-        const char *why = !t ? e : !*t ? "the file is empty" : NULL;
+        char *t = pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, &e);
+        const char *why = !t ? e.msg : !*t ? "the file is empty" : NULL;
         if (t && *t && !pc_auth_header_safe(t)) why = "the token must be a single line";
         free(t);
-        if (why) {
-            pc_cfg_key_errorf(err, node, path, "filename", "%s", why);
-            return -1;
-        }
+        if (why) return pc_cfg_key_errorf(err, node, path, "filename", "%s", why);
     }
-    if (!cfg->header || !*cfg->header || strpbrk(cfg->header, "\r\n: ")) {
-        pc_cfg_key_errorf(err, node, path, "header", "must be a header name");
-        return -1;
-    }
-    if (cfg->scheme && (!pc_auth_header_safe(cfg->scheme) || strchr(cfg->scheme, ' '))) {
-        pc_cfg_key_errorf(err, node, path, "scheme", "must be a single word");
-        return -1;
-    }
+    if (!cfg->header || !*cfg->header || strpbrk(cfg->header, "\r\n: "))
+        return pc_cfg_key_errorf(err, node, path, "header", "must be a header name");
+    if (cfg->scheme && (!pc_auth_header_safe(cfg->scheme) || strchr(cfg->scheme, ' ')))
+        return pc_cfg_key_errorf(err, node, path, "scheme", "must be a single word");
     return 0;
 }
 
@@ -80,18 +70,19 @@ static char *make_value(const bta_cfg *cfg, const char *token)
     return (char *)b.data;
 }
 
-/* Load the token; on failure keep the previous one. */
-static int load(bta *x, char *err, size_t errlen)
+/* Load the token; on failure keep the previous one. 0, or PC_EIO / PC_E2BIG (the file) or
+ * PC_EINVAL (the token) with e. */
+static int load(bta *x, pc_error *e)
 {
     bta_cfg *cfg = x->c->cfg;
-    char *t = cfg->token ? pc_xstrdup(cfg->token)
-                         : pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, err, errlen);
-    if (!t) return -1;
+    char *t =
+        cfg->token ? pc_xstrdup(cfg->token) : pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, e);
+    if (!t) return e ? e->code : PC_EIO;
     if (!*t || !pc_auth_header_safe(t)) {
-        snprintf(err, errlen, "\"%s\": %s", cfg->filename ? cfg->filename : "token",
-                 *t ? "the token must be a single line" : "the file is empty");
+        pc_error_set(e, PC_EINVAL, "\"%s\": %s", cfg->filename ? cfg->filename : "token",
+                     *t ? "the token must be a single line" : "the file is empty");
         free(t);
-        return -1;
+        return PC_EINVAL;
     }
     free(x->value);
     x->value = make_value(cfg, t);
@@ -103,9 +94,9 @@ static void on_reload(void *arg)
 {
     bta *x = arg;
     bta_cfg *cfg = x->c->cfg;
-    char e[400];
-    if (load(x, e, sizeof e))
-        PC_ERROR(x->c->id, "token reload failed, keeping the previous token: %s", e);
+    pc_error e = {0};
+    if (load(x, &e) < 0)
+        PC_ERROR(x->c->id, "token reload failed, keeping the previous token: %s", e.msg);
     else
         PC_INFO(x->c->id, "token reloaded from %s", cfg->filename);
 }
@@ -115,8 +106,8 @@ static int bta_check(pc_auth *a, pc_auth_header_fn header, const void *req)
     bta *x = (bta *)a;
     bta_cfg *cfg = x->c->cfg;
     const char *got = header(req, cfg->header);
-    if (!got) return -1;
-    return pc_auth_equal(got, strlen(got), x->value, strlen(x->value)) ? 0 : -1;
+    if (!got) return PC_EAUTH;
+    return pc_auth_equal(got, strlen(got), x->value, strlen(x->value)) ? 0 : PC_EAUTH;
 }
 
 static void bta_headers(pc_auth *a, pc_buf *out)
@@ -126,11 +117,11 @@ static void bta_headers(pc_auth *a, pc_buf *out)
     pc_buf_printf(out, "%s: %s\r\n", cfg->header, x->value);
 }
 
-static int bta_create(pc_component *c, pc_cfg_err *err)
+static int bta_create(pc_component *c, pc_error *err)
 {
     bta_cfg *cfg = c->cfg;
     bta *x = pc_xcalloc(1, sizeof *x);
-    char e[400];
+    pc_error e = {0};
     x->c = c;
     c->priv = x;
     x->base.check = bta_check;
@@ -138,21 +129,19 @@ static int bta_create(pc_component *c, pc_cfg_err *err)
     snprintf(x->base.challenge, sizeof x->base.challenge,
              "WWW-Authenticate: %s realm=\"profcol\"\r\n",
              cfg->scheme && *cfg->scheme ? cfg->scheme : "Bearer");
-    if (load(x, e, sizeof e)) { /* the file changed since validation */
+    if (load(x, &e) < 0) { /* the file changed since validation */
         char path[300];
         snprintf(path, sizeof path, "extensions::%s", c->id);
-        pc_cfg_key_errorf(err, NULL, path, "filename", "%s", e);
-        return -1;
+        return pc_cfg_key_errorf(err, NULL, path, "filename", "%s", e.msg);
     }
     return 0;
 }
 
-static int bta_start(pc_component *c, char *err, size_t errlen)
+static int bta_start(pc_component *c, pc_error *e)
 {
     bta *x = c->priv;
     bta_cfg *cfg = c->cfg;
-    (void)err;
-    (void)errlen;
+    (void)e;
     if (cfg->filename && !x->hooked) {
         pc_tls_reload_hook_add(on_reload, x);
         x->hooked = true;

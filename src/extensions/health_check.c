@@ -31,20 +31,16 @@ typedef struct health {
     pc_shutdown_done done;
 } health;
 
-static int health_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int health_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     health_cfg *cfg = cfgp;
     char host[256];
     pc_error e = {0};
     int port;
-    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, &e) < 0) {
-        pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
-        return -1;
-    }
-    if (!cfg->path || cfg->path[0] != '/') {
-        pc_cfg_key_errorf(err, node, path, "path", "must start with '/'");
-        return -1;
-    }
+    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, &e) < 0)
+        return pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
+    if (!cfg->path || cfg->path[0] != '/')
+        return pc_cfg_key_errorf(err, node, path, "path", "must start with '/'");
     return pc_tls_server_validate(&cfg->tls, node, path, "", err);
 }
 
@@ -62,12 +58,11 @@ static void on_request(pc_http_req *req, void *arg)
     pc_buf_free(&b);
 }
 
-static int health_start(pc_component *c, char *err, size_t errlen)
+static int health_start(pc_component *c, pc_error *err)
 {
     health_cfg *cfg = c->cfg;
     health *h = pc_xcalloc(1, sizeof(*h));
     char host[256];
-    pc_error e = {0};
     int port;
     c->priv = h;
     h->c = c;
@@ -81,18 +76,13 @@ static int health_start(pc_component *c, char *err, size_t errlen)
                              .max_connections = 64,
                              .log_id = c->id};
     if (pc_tls_server_enabled(&cfg->tls)) {
-        h->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, &e);
-        if (!h->tls) {
-            snprintf(err, errlen, "%s", e.msg);
-            return -1;
-        }
+        h->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err);
+        if (!h->tls) return err ? err->code : PC_EINVAL;
         o.tls = h->tls;
     }
     h->srv = pc_http_server_new(c->loop, &o, on_request, h);
-    if (pc_http_server_start(h->srv, &e) < 0) {
-        snprintf(err, errlen, "%s", e.msg);
-        return -1;
-    }
+    int rc = pc_http_server_start(h->srv, err);
+    if (rc < 0) return rc;
     PC_INFO(c->id, "health on %s://%s:%d%s", h->tls ? "https" : "http", host,
             pc_http_server_port(h->srv), cfg->path);
     return 0;

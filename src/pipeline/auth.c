@@ -1,32 +1,24 @@
 /* The authenticator contract (auth.h). */
 #include "pipeline/auth.h"
 
-#include <stdio.h>
-
-int pc_auth_usable(const pc_component *ext, bool server, char *err, size_t errlen)
+int pc_auth_usable(const pc_component *ext, bool server, pc_error *e)
 {
-    if (!ext->type->authenticator) {
-        snprintf(err, errlen,
-                 "extension \"%s\" is a %s, not an authenticator (want bearertokenauth or "
-                 "basicauth)",
-                 ext->id, ext->type->name);
-        return -1;
-    }
+    if (!ext->type->authenticator)
+        return pc_error_set(e, PC_EINVAL,
+                            "extension \"%s\" is a %s, not an authenticator (want bearertokenauth "
+                            "or basicauth)",
+                            ext->id, ext->type->name);
     const pc_auth *a = ext->priv;
-    if (server && !a->check) {
-        snprintf(err, errlen,
-                 "extension \"%s\" has no htpasswd: it can add credentials to an exporter's "
-                 "requests but not check a receiver's",
-                 ext->id);
-        return -1;
-    }
-    if (!server && !a->headers) {
-        snprintf(err, errlen,
-                 "extension \"%s\" has no client_auth: it can check a receiver's requests but not "
-                 "authenticate an exporter",
-                 ext->id);
-        return -1;
-    }
+    if (server && !a->check)
+        return pc_error_set(e, PC_EINVAL,
+                            "extension \"%s\" has no htpasswd: it can add credentials to an "
+                            "exporter's requests but not check a receiver's",
+                            ext->id);
+    if (!server && !a->headers)
+        return pc_error_set(e, PC_EINVAL,
+                            "extension \"%s\" has no client_auth: it can check a receiver's "
+                            "requests but not authenticate an exporter",
+                            ext->id);
     return 0;
 }
 

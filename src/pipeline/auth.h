@@ -25,8 +25,8 @@ typedef const char *(*pc_auth_header_fn)(const void *req, const char *name);
 
 /* The first member of an authenticator extension's priv. */
 typedef struct pc_auth {
-    /* receivers: 0 when the request carries valid credentials; NULL if the extension has no
-     * server-side configuration */
+    /* receivers: 0 when the request carries valid credentials, else PC_EAUTH; NULL if the
+     * extension has no server-side configuration */
     int (*check)(struct pc_auth *a, pc_auth_header_fn header, const void *req);
     /* exporters: append "Name: value\r\n" lines; NULL if it has no client-side configuration */
     void (*headers)(struct pc_auth *a, pc_buf *out);
@@ -46,10 +46,12 @@ typedef struct pc_auth {
 /* clang-format on */
 
 /* Whether the extension ext can authenticate a receiver's requests (server) or an exporter's
- * (client): an authenticator (its type says so) with that side configured; -1 with a reason
- * otherwise. The service finds an enabled one by id: pc_service_authenticator (service.h). */
-int pc_auth_usable(const pc_component *ext, bool server, char *err, size_t errlen);
+ * (client): an authenticator (its type says so) with that side configured; PC_EINVAL with a
+ * reason otherwise. The service finds an enabled one by id: pc_service_authenticator
+ * (service.h). */
+int pc_auth_usable(const pc_component *ext, bool server, pc_error *e);
 
+/* 0, or PC_EAUTH for missing or invalid credentials. */
 int pc_auth_check(pc_auth *a, const pc_http_req *req);
 /* The same check on a gRPC call's metadata. */
 int pc_auth_check_call(pc_auth *a, const pc_h2_call *call);

@@ -19,7 +19,7 @@ int pc_parse_bool(const char *s, bool *out)
     else if (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
         *out = false;
     else
-        return -1;
+        return PC_EINVAL;
     return 0;
 }
 
@@ -33,14 +33,14 @@ static int parse_with_units(const char *s, const unit *units, double bare_mult, 
 {
     while (isspace((unsigned char)*s))
         s++;
-    if (!*s || *s == '-') return -1;
+    if (!*s || *s == '-') return PC_EINVAL;
     double total = 0;
     int parts = 0;
     while (*s) {
         char *end;
         errno = 0;
         double v = strtod(s, &end);
-        if (end == s || errno) return -1;
+        if (end == s || errno) return PC_EINVAL;
         s = end;
         while (isspace((unsigned char)*s))
             s++;
@@ -50,18 +50,18 @@ static int parse_with_units(const char *s, const unit *units, double bare_mult, 
         size_t ulen = (size_t)(s - u);
         double mult = -1;
         if (ulen == 0) {
-            if (parts > 0 || *s) return -1;
+            if (parts > 0 || *s) return PC_EINVAL;
             mult = bare_mult;
         }
         for (const unit *x = units; ulen && x->name; x++)
             if (strlen(x->name) == ulen && strncasecmp(x->name, u, ulen) == 0) mult = x->mult;
-        if (mult < 0) return -1;
+        if (mult < 0) return PC_EINVAL;
         total += v * mult;
         parts++;
         while (isspace((unsigned char)*s))
             s++;
     }
-    if (total < 0 || total > 1.8e19) return -1;
+    if (total < 0 || total > 1.8e19) return PC_EINVAL;
     *out = (uint64_t)(total + 0.5);
     return 0;
 }
@@ -140,7 +140,7 @@ static void list_push(pc_strlist *l, const char *s)
 
 /* Parse one scalar (or list/map node) into its slot. */
 static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const char *path,
-                     pc_cfg_err *err)
+                     pc_error *err)
 {
     char *p = (char *)cfg + k->offset;
     if (k->type == PC_CFG_NODE) {
@@ -160,7 +160,7 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
         for (size_t i = 0; i < n->n; i++) {
             if (n->vals[i]->kind != PC_NODE_SCALAR) {
                 pc_cfg_errorf(err, n->vals[i], path, "list items must be strings");
-                rc = -1;
+                rc = PC_EINVAL;
                 continue;
             }
             list_push(l, n->vals[i]->scalar);
@@ -177,7 +177,7 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
         for (size_t i = 0; i < n->n; i++) {
             if (n->vals[i]->kind == PC_NODE_MAP || n->vals[i]->kind == PC_NODE_SEQ) {
                 pc_cfg_errorf(err, n->vals[i], path, "values of %s must be strings", k->key);
-                return -1;
+                return PC_EINVAL;
             }
             m->keys[m->n] = pc_xstrdup(n->keys[i]);
             m->vals[m->n++] = pc_xstrdup(n->vals[i]->scalar ? n->vals[i]->scalar : "");
@@ -198,7 +198,7 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
         long long v = strtoll(s, &end, 10);
         if (end == s || *end || errno) {
             pc_cfg_errorf(err, n, path, "\"%s\" is not an integer", s);
-            return -1;
+            return PC_EINVAL;
         }
         *(int64_t *)p = v;
         return 0;
@@ -209,7 +209,7 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
         double v = strtod(s, &end);
         if (end == s || *end || errno) {
             pc_cfg_errorf(err, n, path, "\"%s\" is not a number", s);
-            return -1;
+            return PC_EINVAL;
         }
         *(double *)p = v;
         return 0;
@@ -217,19 +217,19 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
     case PC_CFG_BOOL:
         if (pc_parse_bool(s, (bool *)p)) {
             pc_cfg_errorf(err, n, path, "\"%s\" is not a boolean (true or false)", s);
-            return -1;
+            return PC_EINVAL;
         }
         return 0;
     case PC_CFG_DURATION:
         if (pc_parse_duration_ms(s, (uint64_t *)p)) {
             pc_cfg_errorf(err, n, path, "\"%s\" is not a duration (e.g. 200ms, 5s, 1m)", s);
-            return -1;
+            return PC_EINVAL;
         }
         return 0;
     case PC_CFG_SIZE:
         if (pc_parse_size(s, (uint64_t *)p)) {
             pc_cfg_errorf(err, n, path, "\"%s\" is not a size (e.g. 512KiB, 20MiB, 1048576)", s);
-            return -1;
+            return PC_EINVAL;
         }
         return 0;
     case PC_CFG_ENUM:
@@ -247,23 +247,23 @@ static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const cha
             }
             pc_cfg_errorf(err, n, path, "\"%s\" is not one of: %s", s, opts);
         }
-        return -1;
+        return PC_EINVAL;
     default: break;
     }
 bad_type:
     pc_cfg_errorf(err, n, path, "must be %s", type_name(k->type));
-    return -1;
+    return PC_EINVAL;
 }
 
 /* Walk a map node at dotted prefix `prefix`, matching keys against the table. Every key is
  * looked at, so one pass reports every unknown key and bad value. */
 static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char *prefix,
-                const char *path, pc_cfg_err *err)
+                const char *path, pc_error *err)
 {
     if (n->kind == PC_NODE_NULL) return 0;
     if (n->kind != PC_NODE_MAP) {
         pc_cfg_errorf(err, n, path, "must be a mapping");
-        return -1;
+        return PC_EINVAL;
     }
     size_t plen = strlen(prefix);
     int rc = 0;
@@ -281,9 +281,9 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
                 is_prefix = 1;
         }
         if (exact) {
-            if (set_value(exact, cfg, n->vals[i], sub, err)) rc = -1;
+            if (set_value(exact, cfg, n->vals[i], sub, err)) rc = PC_EINVAL;
         } else if (is_prefix) {
-            if (walk(table, cfg, n->vals[i], full, sub, err)) rc = -1;
+            if (walk(table, cfg, n->vals[i], full, sub, err)) rc = PC_EINVAL;
         } else {
             /* candidates: the next path segment of every key under this prefix */
             const char *cands[64];
@@ -305,19 +305,19 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
                               n->keys[i], close);
             else
                 pc_cfg_errorf(err, n->vals[i], sub, "unknown key \"%s\"", n->keys[i]);
-            rc = -1;
+            rc = PC_EINVAL;
         }
     }
     return rc;
 }
 
 int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,
-                      pc_cfg_err *err)
+                      pc_error *err)
 {
     if (!table) {
         if (node && node->kind == PC_NODE_MAP && node->n) {
             pc_cfg_errorf(err, node, path, "takes no settings");
-            return -1;
+            return PC_EINVAL;
         }
         return 0;
     }
@@ -333,13 +333,14 @@ int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, c
             free(copy);
             continue;
         }
-        if (set_value(k, cfg, &d, path, err)) return -1;
+        int rc = set_value(k, cfg, &d, path, err);
+        if (rc < 0) return rc;
     }
     return node ? walk(table, cfg, node, "", path, err) : 0;
 }
 
-void pc_cfg_key_errorf(pc_cfg_err *e, const pc_node *component, const char *path, const char *key,
-                       const char *fmt, ...)
+int pc_cfg_key_errorf(pc_error *e, const pc_node *component, const char *path, const char *key,
+                      const char *fmt, ...)
 {
     char full[512], seg[128];
     const pc_node *at = component;
@@ -357,7 +358,7 @@ void pc_cfg_key_errorf(pc_cfg_err *e, const pc_node *component, const char *path
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    pc_cfg_errorf(e, at, full, "%s", msg);
+    return pc_cfg_errorf(e, at, full, "%s", msg);
 }
 
 void pc_cfgtable_free(const pc_cfg_key *table, void *cfg)

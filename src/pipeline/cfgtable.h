@@ -43,16 +43,19 @@ typedef struct pc_cfg_key {
 } pc_cfg_key;
 
 /* Fill cfg from the table defaults, then from node (may be NULL). Unknown keys are errors with a
- * "did you mean". path is the key path used in messages, e.g. "exporters::otlphttp/a". */
+ * "did you mean". path is the key path used in messages, e.g. "exporters::otlphttp/a". 0, or
+ * PC_EINVAL with every error in err. */
 int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,
-                      pc_cfg_err *err);
+                      pc_error *err);
 void pc_cfgtable_free(const pc_cfg_key *table, void *cfg);
 
 /* An error about one key of a component: the message names path::a::b and the line of that key
- * (or of the component when the key is absent, i.e. came from a default). key is dotted. */
-void pc_cfg_key_errorf(pc_cfg_err *e, const pc_node *component, const char *path, const char *key,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+ * (or of the component when the key is absent, i.e. came from a default). key is dotted. Returns
+ * PC_EINVAL. */
+int pc_cfg_key_errorf(pc_error *e, const pc_node *component, const char *path, const char *key,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* The value parsers of the table types: 0, or PC_EINVAL for a malformed value. */
 int pc_parse_duration_ms(const char *s, uint64_t *out);
 int pc_parse_size(const char *s, uint64_t *out);
 int pc_parse_bool(const char *s, bool *out);

@@ -25,12 +25,15 @@ typedef struct pc_component_type {
     const pc_cfg_key *cfg; /* terminated by an entry with key == NULL */
 
     /* Cross-key validation after the table has parsed the config; node is the component's
-     * YAML (may be NULL) for PC_CFG_NODE keys. Fills err (with the key path) and returns -1. */
-    int (*validate)(void *cfg, const pc_node *node, const char *path, pc_cfg_err *err);
-    /* Allocate instance state into c->priv. No sockets or timers yet. */
-    int (*create)(pc_component *c, pc_cfg_err *err);
-    /* Open sockets and timers. Returns fast. */
-    int (*start)(pc_component *c, char *err, size_t errlen);
+     * YAML (may be NULL) for PC_CFG_NODE keys. Fills err (with the key path) and returns
+     * PC_EINVAL. */
+    int (*validate)(void *cfg, const pc_node *node, const char *path, pc_error *err);
+    /* Allocate instance state into c->priv. No sockets or timers yet. 0, or PC_EINVAL with the
+     * error (a config issue) in err. */
+    int (*create)(pc_component *c, pc_error *err);
+    /* Open sockets and timers. Returns fast. 0, or a PC_E* code with the message in e (which
+     * may be NULL). */
+    int (*start)(pc_component *c, pc_error *e);
     /* Processors and exporters: take ownership of one reference to b. */
     void (*consume)(pc_component *c, pc_batch *b, pc_done_fn done, void *arg);
     /* Shutdown has begun: stop holding data (e.g. flush buffers now and pass later data straight
@@ -46,8 +49,8 @@ typedef struct pc_component_type {
      * another signal listing it is a config error. */
     unsigned signals;
     /* Optional: whether this instance's config can serve a pipeline of sig (e.g. an exporter
-     * with only traces_endpoint cannot take profiles); -1 with a reason otherwise. */
-    int (*check_signal)(const pc_component *c, pc_signal sig, char *err, size_t errlen);
+     * with only traces_endpoint cannot take profiles); PC_ENOTSUP with a reason otherwise. */
+    int (*check_signal)(const pc_component *c, pc_signal sig, pc_error *e);
     /* Exporters on the exporter core (pipeline/exporter.h, PC_EXPORTER_CORE): what the core's
      * callbacks above plug in. */
     const struct pc_exporter_def *exporter;

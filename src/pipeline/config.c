@@ -26,82 +26,25 @@
 
 /* ---- errors ---- */
 
-void pc_cfg_issue_format(const pc_cfg_issue *is, char *out, size_t outlen)
+int pc_cfg_errorf(pc_error *e, const pc_node *at, const char *path, const char *fmt, ...)
 {
-    int n = 0;
-    if (is->file && is->line)
-        n = snprintf(out, outlen, "%s:%d: ", is->file, is->line);
-    else if (is->file)
-        n = snprintf(out, outlen, "%s: ", is->file);
-    if (n < 0 || (size_t)n >= outlen) n = 0;
-    /* a long message is cut at outlen (the return value says so; nothing to do about it) */
-    if (snprintf(out + n, outlen - (size_t)n, "%s%s%s", is->path, is->path[0] ? ": " : "",
-                 is->msg) < 0)
-        out[n] = 0;
-}
-
-static void add_issue(pc_cfg_err *e, const char *file, int line, const char *path, const char *fmt,
-                      va_list ap)
-{
-    pc_cfg_issue is = {.file = file, .line = line};
-    snprintf(is.path, sizeof is.path, "%s", path ? path : "");
-    vsnprintf(is.msg, sizeof is.msg, fmt, ap);
-    /* a garbage count (an uninitialised carrier) must never index out of bounds */
-    if (e->n < PC_CFG_MAX_ISSUES) e->issues[e->n] = is;
-    pc_cfg_issue_format(&is, e->msg, sizeof e->msg);
-    e->n++;
-}
-
-void pc_cfg_errorf(pc_cfg_err *e, const pc_node *at, const char *path, const char *fmt, ...)
-{
+    char msg[320];
     va_list ap;
     va_start(ap, fmt);
-    add_issue(e, at ? at->file : NULL, at ? at->line : 0, path, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    return pc_error_issue_add(e, PC_EINVAL, at ? at->file : NULL, at ? at->line : 0, path, "%s",
+                              msg);
 }
 
-void pc_cfg_error_at(pc_cfg_err *e, const char *file, int line, const char *path, const char *fmt,
-                     ...)
+int pc_cfg_error_at(pc_error *e, const char *file, int line, const char *path, const char *fmt, ...)
 {
+    char msg[320];
     va_list ap;
     va_start(ap, fmt);
-    add_issue(e, file, line, path, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-}
-
-void pc_cfg_err_print(const pc_cfg_err *e, FILE *f, const char *prefix)
-{
-    size_t kept = e->n < PC_CFG_MAX_ISSUES ? e->n : PC_CFG_MAX_ISSUES;
-    /* in file order: files as they first appear, then by line (insertion sort, stable) */
-    size_t order[PC_CFG_MAX_ISSUES], rank[PC_CFG_MAX_ISSUES];
-    for (size_t i = 0; i < kept; i++) {
-        rank[i] = i;
-        for (size_t j = 0; j < i; j++)
-            if (e->issues[j].file == e->issues[i].file) {
-                rank[i] = rank[j];
-                break;
-            }
-        size_t k = i;
-        while (k > 0 && (rank[order[k - 1]] > rank[i] ||
-                         (rank[order[k - 1]] == rank[i] &&
-                          e->issues[order[k - 1]].line > e->issues[i].line))) {
-            order[k] = order[k - 1];
-            k--;
-        }
-        order[k] = i;
-    }
-    for (size_t i = 0; i < kept; i++) {
-        char line[700];
-        pc_cfg_issue_format(&e->issues[order[i]], line, sizeof line);
-        fprintf(f, "%s%s\n", prefix, line);
-    }
-    if (e->n > kept) fprintf(f, "%s... and %zu more error(s)\n", prefix, e->n - kept);
-}
-
-void pc_cfg_err_clear(pc_cfg_err *e)
-{
-    e->msg[0] = 0;
-    e->n = 0;
+    return pc_error_issue_add(e, PC_EINVAL, file, line, path, "%s", msg);
 }
 
 /* Interned file names: nodes point at them; they live for the process. */
@@ -191,7 +134,7 @@ typedef struct subst {
     const char *file;
     int line;
     const char *path;
-    pc_cfg_err *err;
+    pc_error *err;
 } subst;
 
 static bool env_name_ok(const char *s, size_t len)
@@ -205,35 +148,34 @@ static bool env_name_ok(const char *s, size_t len)
     return true;
 }
 
-/* A regular file's contents, at most MAX_FILE_BYTES; -1 with the reason. */
-static int read_file(const char *path, pc_buf *out, char *why, size_t whylen)
+/* A regular file's contents, at most MAX_FILE_BYTES; PC_EIO, PC_EINVAL (not a regular file) or
+ * PC_E2BIG with the reason in why. */
+static int read_file(const char *path, pc_buf *out, pc_error *why)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st)) {
-        snprintf(why, whylen, "%s", strerror(errno));
+        int rc = pc_error_set(why, PC_EIO, "%s", strerror(errno));
         if (fd >= 0) close(fd);
-        return -1;
+        return rc;
     }
     if (!S_ISREG(st.st_mode)) { /* a FIFO or device could block or never end */
-        snprintf(why, whylen, "not a regular file");
         close(fd);
-        return -1;
+        return pc_error_set(why, PC_EINVAL, "not a regular file");
     }
     char chunk[8192];
     for (;;) {
         ssize_t r = read(fd, chunk, sizeof chunk);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            snprintf(why, whylen, "%s", strerror(errno));
+            int rc = pc_error_set(why, PC_EIO, "%s", strerror(errno));
             close(fd);
-            return -1;
+            return rc;
         }
         if (r == 0) break;
         if (out->len + (size_t)r > MAX_FILE_BYTES) {
-            snprintf(why, whylen, "larger than %d MiB", MAX_FILE_BYTES >> 20);
             close(fd);
-            return -1;
+            return pc_error_set(why, PC_E2BIG, "larger than %d MiB", MAX_FILE_BYTES >> 20);
         }
         pc_buf_append(out, chunk, (size_t)r);
     }
@@ -243,7 +185,7 @@ static int read_file(const char *path, pc_buf *out, char *why, size_t whylen)
 
 /* The raw value of one reference (the text between "${" and "}"): an environment variable or a
  * file's contents, verbatim, as the Collector's providers return them (a file's trailing newline
- * stays). 0 ok, -1 error (recorded). */
+ * stays). 0 ok, PC_EINVAL error (recorded). */
 static int retrieve(subst *c, const char *ref, pc_buf *out)
 {
     const char *colon = strchr(ref, ':');
@@ -258,31 +200,25 @@ static int retrieve(subst *c, const char *ref, pc_buf *out)
         name_len = sep ? (size_t)(sep - name) : strlen(name);
         def = sep ? sep + 2 : NULL;
     } else if (!strncmp(ref, "file:", 5)) {
-        char e[400];
-        if (!ref[5]) {
-            pc_cfg_error_at(c->err, c->file, c->line, c->path, "${%s}: no file name", ref);
-            return -1;
-        }
-        if (read_file(ref + 5, out, e, sizeof e)) {
-            pc_cfg_error_at(c->err, c->file, c->line, c->path, "${%s}: cannot read %s: %s", ref,
-                            ref + 5, e);
-            return -1;
-        }
+        pc_error e = {0};
+        if (!ref[5])
+            return pc_cfg_error_at(c->err, c->file, c->line, c->path, "${%s}: no file name", ref);
+        if (read_file(ref + 5, out, &e) < 0)
+            return pc_cfg_error_at(c->err, c->file, c->line, c->path, "${%s}: cannot read %s: %s",
+                                   ref, ref + 5, e.msg);
         return 0;
     } else {
         int http = !strncmp(ref, "http:", 5) || !strncmp(ref, "https:", 6);
-        pc_cfg_error_at(c->err, c->file, c->line, c->path,
-                        "${%s}: unsupported provider \"%.*s\" (profcol has env and file%s)", ref,
-                        (int)name_len, ref, http ? "; it fetches nothing over HTTP" : "");
-        return -1;
+        return pc_cfg_error_at(c->err, c->file, c->line, c->path,
+                               "${%s}: unsupported provider \"%.*s\" (profcol has env and file%s)",
+                               ref, (int)name_len, ref,
+                               http ? "; it fetches nothing over HTTP" : "");
     }
-    if (!env_name_ok(name, name_len)) {
-        pc_cfg_error_at(c->err, c->file, c->line, c->path,
-                        "${%s}: environment variable \"%.*s\" has an invalid name (letters, "
-                        "digits and '_', not starting with a digit)",
-                        ref, (int)name_len, name);
-        return -1;
-    }
+    if (!env_name_ok(name, name_len))
+        return pc_cfg_error_at(c->err, c->file, c->line, c->path,
+                               "${%s}: environment variable \"%.*s\" has an invalid name (letters, "
+                               "digits and '_', not starting with a digit)",
+                               ref, (int)name_len, name);
     char var[256];
     snprintf(var, sizeof var, "%.*s", (int)name_len, name);
     const char *val = getenv(var);
@@ -362,11 +298,11 @@ typedef struct convert_ctx {
     size_t count;
     int depth_base; /* a retrieved document nests below the reference */
     int expansions;
-    pc_cfg_err *err;
+    pc_error *err;
 } convert_ctx;
 
 static pc_node *parse_any(const char *text, size_t len, const char *file, int depth, int expansions,
-                          const char *path, pc_cfg_err *err, int *empty);
+                          const char *path, pc_error *err, int *empty);
 
 static int is_null_scalar(const yaml_node_t *y)
 {
@@ -452,7 +388,8 @@ static char *join_path(const char *path, const char *key)
 }
 
 /* Put key: val into map m. "a::b" keys nest (confmap's delimiter), merging with the map `a`
- * already there; any other repeated key is an error. Consumes val; -1 on error (recorded). */
+ * already there; any other repeated key is an error. Consumes val; PC_EINVAL on error (recorded).
+ */
 static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val, int line,
                       const char *path)
 {
@@ -462,7 +399,7 @@ static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val,
         pc_cfg_error_at(c->err, c->file, line, path, "key \"%s\" has an empty part around \"::\"",
                         key);
         pc_node_free(val);
-        return -1;
+        return PC_EINVAL;
     }
     char *name = pc_xmalloc(seg + 1);
     memcpy(name, key, seg);
@@ -484,7 +421,7 @@ static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val,
         } else {
             pc_cfg_error_at(c->err, c->file, line, path, "\"%s\" is set twice", key);
             pc_node_free(val);
-            rc = -1;
+            rc = PC_EINVAL;
         }
     } else if (!have) {
         map_append(m, pc_xstrdup(name), val);
@@ -494,7 +431,7 @@ static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val,
     } else {
         pc_cfg_error_at(c->err, c->file, line, NULL, "duplicate key \"%s\"", name);
         pc_node_free(val);
-        rc = -1;
+        rc = PC_EINVAL;
     }
     free(name);
     return rc;
@@ -568,7 +505,7 @@ fail:
 
 /* Any YAML document (map, sequence, scalar). *empty is set for a document without content. */
 static pc_node *parse_any(const char *text, size_t len, const char *file, int depth, int expansions,
-                          const char *path, pc_cfg_err *err, int *empty)
+                          const char *path, pc_error *err, int *empty)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
@@ -592,7 +529,7 @@ static pc_node *parse_any(const char *text, size_t len, const char *file, int de
     return root;
 }
 
-pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_cfg_err *err)
+pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_error *err)
 {
     const char *file = intern_file(name);
     int empty = 0;
@@ -607,13 +544,13 @@ pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_cfg_
     return root;
 }
 
-pc_node *pc_config_load_file(const char *path, pc_cfg_err *err)
+pc_node *pc_config_load_file(const char *path, pc_error *err)
 {
     const char *p = strncmp(path, "file:", 5) == 0 ? path + 5 : path;
     pc_buf b = {0};
-    char e[400];
-    if (read_file(p, &b, e, sizeof e)) {
-        pc_cfg_error_at(err, NULL, 0, NULL, "cannot read config %s: %s", p, e);
+    pc_error e = {0};
+    if (read_file(p, &b, &e) < 0) {
+        pc_cfg_error_at(err, NULL, 0, NULL, "cannot read config %s: %s", p, e.msg);
         pc_buf_free(&b);
         return NULL;
     }
@@ -639,7 +576,7 @@ static size_t uri_scheme_len(const char *s)
     return s[i] == ':' && i >= 2 ? i : 0;
 }
 
-static pc_node *load_uri(const char *uri, pc_cfg_err *err)
+static pc_node *load_uri(const char *uri, pc_error *err)
 {
     size_t sl = uri_scheme_len(uri);
     if (!sl || (sl == 4 && !strncmp(uri, "file", 4))) return pc_config_load_file(uri, err);
@@ -667,26 +604,22 @@ static pc_node *load_uri(const char *uri, pc_cfg_err *err)
     return NULL;
 }
 
-int pc_config_set_check(const char *set, char *err, size_t errlen)
+int pc_config_set_check(const char *set, pc_error *e)
 {
     const char *eq = strchr(set, '=');
-    if (!eq) {
-        snprintf(err, errlen, "--set %s: missing equal sign (want key::path=value)", set);
-        return -1;
-    }
-    if (eq == set) {
-        snprintf(err, errlen, "--set %s: missing key before '='", set);
-        return -1;
-    }
+    if (!eq)
+        return pc_error_set(e, PC_EINVAL, "--set %s: missing equal sign (want key::path=value)",
+                            set);
+    if (eq == set) return pc_error_set(e, PC_EINVAL, "--set %s: missing key before '='", set);
     return 0;
 }
 
 /* otelcol turns --set k.e.y=value into the yaml: source "k::e::y: value". */
-static pc_node *load_set(const char *set, pc_cfg_err *err)
+static pc_node *load_set(const char *set, pc_error *err)
 {
-    char e[300];
-    if (pc_config_set_check(set, e, sizeof e)) {
-        pc_cfg_error_at(err, NULL, 0, NULL, "%s", e);
+    pc_error e = {0};
+    if (pc_config_set_check(set, &e) < 0) {
+        pc_cfg_error_at(err, NULL, 0, NULL, "%s", e.msg);
         return NULL;
     }
     const char *eq = strchr(set, '=');
@@ -709,10 +642,12 @@ static pc_node *load_set(const char *set, pc_cfg_err *err)
     return n;
 }
 
-pc_node *pc_config_load(const pc_config_sources *src, pc_cfg_err *err)
+pc_node *pc_config_load(const pc_config_sources *src, pc_error *err)
 {
     pc_node *root = NULL;
-    size_t before = err->n;
+    pc_error none = {0};
+    if (!err) err = &none;
+    size_t before = pc_error_count(err);
     if (src->n_uris == 0 && src->default_yaml)
         root = pc_config_parse(src->default_yaml, strlen(src->default_yaml),
                                "<embedded default config>", err);
@@ -726,7 +661,7 @@ pc_node *pc_config_load(const pc_config_sources *src, pc_cfg_err *err)
         else
             pc_config_merge(root, one);
     }
-    if (err->n != before) {
+    if (pc_error_count(err) != before) {
         pc_node_free(root);
         return NULL;
     }
@@ -926,7 +861,7 @@ int pc_config_print(const pc_node *root, pc_print_format fmt, bool redacted, FIL
         int rc = json_dumpf(j, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         fputc('\n', out);
         json_decref(j);
-        return rc ? -1 : 0;
+        return rc ? PC_EIO : 0;
     }
     emit_ctx c = {0};
     if (!yaml_emitter_initialize(&c.em)) abort();
@@ -944,5 +879,5 @@ int pc_config_print(const pc_node *root, pc_print_format fmt, bool redacted, FIL
     yaml_stream_end_event_initialize(&ev);
     emit_event(&c, &ev);
     yaml_emitter_delete(&c.em);
-    return c.failed ? -1 : 0;
+    return c.failed ? PC_EIO : 0;
 }

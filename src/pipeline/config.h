@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/err.h"
+
 typedef enum { PC_NODE_NULL, PC_NODE_SCALAR, PC_NODE_MAP, PC_NODE_SEQ } pc_node_kind;
 
 typedef struct pc_node {
@@ -20,49 +22,21 @@ typedef struct pc_node {
     bool from_path;        /* MAP made for an "a::b" key: a later "a:" merges into it */
 } pc_node;
 
-/* One config error: where (file, line), which key (path, "exporters::otlp::endpoint") and what. */
-typedef struct pc_cfg_issue {
-    const char *file; /* interned; NULL when no file applies */
-    int line;         /* 0 when unknown */
-    char path[192];
-    char msg[320];
-} pc_cfg_issue;
+/* Config errors travel in the one error object (base/err.h). A caller that wants every issue
+ * attaches a list (`pc_error_issues list = {0}; pc_error e = PC_ERROR_WITH_ISSUES(&list);`) and
+ * prints them with pc_error_print; without a list only the latest is kept. */
 
-#define PC_CFG_MAX_ISSUES 24
-
-/* Every error found in a config, in the order found: the error object config errors travel in
- * (a candidate for issue 16's one error object: each entry carries file, line and key path). It
- * lives on the caller's stack, zero-initialised (`pc_cfg_err e = {{0}};`); nothing to free. msg
- * is the latest error formatted "file:line: path: message" for callers that show one line. The
- * members sit in an anonymous struct led by a scalar so that `{{0}}` stays warning-free. */
-typedef struct pc_cfg_err {
-    struct {
-        size_t n; /* errors found; only the first PC_CFG_MAX_ISSUES are kept */
-        char msg[512];
-        pc_cfg_issue issues[PC_CFG_MAX_ISSUES];
-    };
-} pc_cfg_err;
-
-/* Add an error at node `at` (file and line; may be NULL) and key path `path` (may be NULL). */
-void pc_cfg_errorf(pc_cfg_err *e, const pc_node *at, const char *path, const char *fmt, ...)
+/* Add an issue (PC_EINVAL) at node `at` (file and line; may be NULL) and key path `path` (may
+ * be NULL); returns PC_EINVAL. */
+int pc_cfg_errorf(pc_error *e, const pc_node *at, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The same with an explicit place (file may be NULL, line 0). */
-void pc_cfg_error_at(pc_cfg_err *e, const char *file, int line, const char *path, const char *fmt,
-                     ...) __attribute__((format(printf, 5, 6)));
-static inline size_t pc_cfg_err_count(const pc_cfg_err *e)
-{
-    return e->n;
-}
-/* Entry i as "file:line: path: message". */
-void pc_cfg_issue_format(const pc_cfg_issue *is, char *out, size_t outlen);
-/* Every error, one line each, each prefixed by prefix ("profcol: invalid config: "), then a line
- * saying how many were left out, if any. */
-void pc_cfg_err_print(const pc_cfg_err *e, FILE *f, const char *prefix);
-void pc_cfg_err_clear(pc_cfg_err *e);
+int pc_cfg_error_at(pc_error *e, const char *file, int line, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Parse one YAML document; name is the file name used in errors. NULL on error. */
-pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_cfg_err *err);
-pc_node *pc_config_load_file(const char *path, pc_cfg_err *err);
+pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_error *err);
+pc_node *pc_config_load_file(const char *path, pc_error *err);
 /* Merge src over dst (maps merge key by key, everything else replaces); src is consumed. */
 void pc_config_merge(pc_node *dst, pc_node *src);
 void pc_node_free(pc_node *n);
@@ -85,15 +59,18 @@ typedef struct pc_config_sources {
     const char *default_yaml; /* used when n_uris == 0 */
 } pc_config_sources;
 
-/* Read, substitute and merge every source; NULL with every error found in err. */
-pc_node *pc_config_load(const pc_config_sources *src, pc_cfg_err *err);
-/* Check a --set argument ("key::path=value"); -1 with a message (otelcol: "missing equal sign"). */
-int pc_config_set_check(const char *set, char *err, size_t errlen);
+/* Read, substitute and merge every source; NULL with every error found in err (without a list,
+ * err must hold no error yet). */
+pc_node *pc_config_load(const pc_config_sources *src, pc_error *err);
+/* Check a --set argument ("key::path=value"); PC_EINVAL with a message (otelcol: "missing equal
+ * sign"). */
+int pc_config_set_check(const char *set, pc_error *e);
 
 /* print-config: the tree as YAML (or JSON); redacted replaces secrets by "[REDACTED]": values of
  * headers maps, bearertokenauth tokens, passwords, and everything under auth, basic_auth,
  * client_auth and htpasswd but the authenticator id, user names and file names. */
 typedef enum { PC_PRINT_YAML, PC_PRINT_JSON } pc_print_format;
+/* 0, or PC_EIO when the output could not be written. */
 int pc_config_print(const pc_node *root, pc_print_format fmt, bool redacted, FILE *out);
 
 #endif

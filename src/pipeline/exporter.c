@@ -110,7 +110,7 @@ void pc_export_done(pc_export_req *r, const pc_export_outcome *o)
 
 /* ---- the component ---- */
 
-int pc_exporter_create(pc_component *c, pc_cfg_err *err)
+int pc_exporter_create(pc_component *c, pc_error *err)
 {
     pc_exporter *e = pc_xcalloc(1, sizeof(*e));
     e->c = c;
@@ -131,13 +131,14 @@ static double queue_size_metric(const void *arg)
     return e->sender ? (double)pc_sender_queue_size(e->sender) : 0;
 }
 
-int pc_exporter_start(pc_component *c, char *err, size_t errlen)
+int pc_exporter_start(pc_component *c, pc_error *err)
 {
     pc_exporter *e = pc_exporter_of(c);
-    if (e->def->start && e->def->start(e, err, errlen)) return -1;
+    int rc = e->def->start ? e->def->start(e, err) : 0;
+    if (rc < 0) return rc;
     if (!e->def->sink) {
-        e->sender = pc_sender_new(c, sender_cfg(e), &e->counts, send_once, e, err, errlen);
-        if (!e->sender) return -1;
+        e->sender = pc_sender_new(c, sender_cfg(e), &e->counts, send_once, e, err);
+        if (!e->sender) return PC_EIO; /* its storage directory */
     }
     pc_send_counts_register(&e->counts, c, PC_SIGNAL_PROFILES);
     if (!e->sender) return 0;

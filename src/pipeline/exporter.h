@@ -114,10 +114,11 @@ typedef struct pc_exporter_def {
     bool sink;
 
     /* Optional: allocate e->priv from the validated config. No sockets yet. */
-    int (*create)(pc_exporter *e, pc_cfg_err *err);
-    /* Optional: open the transport (clients, TLS, authenticator) and log where it sends. -1 with
-     * err. The sender starts after it (a persistent queue replays at once). */
-    int (*start)(pc_exporter *e, char *err, size_t errlen);
+    int (*create)(pc_exporter *e, pc_error *err);
+    /* Optional: open the transport (clients, TLS, authenticator) and log where it sends. 0, or a
+     * PC_E* code with the message in err. The sender starts after it (a persistent queue replays
+     * at once). */
+    int (*start)(pc_exporter *e, pc_error *err);
     /* Optional, thread pool: r->batch to r->body (or to the exporter's request fields). */
     void (*encode)(pc_export_req *r);
     /* Loop: send r; call pc_export_done(r, ...) once the backend has answered. */
@@ -157,8 +158,8 @@ static inline pc_exporter *pc_exporter_of(const pc_component *c)
 void pc_exporter_closed(void *e);
 
 /* The component callbacks (for PC_EXPORTER_CORE). */
-int pc_exporter_create(pc_component *c, pc_cfg_err *err);
-int pc_exporter_start(pc_component *c, char *err, size_t errlen);
+int pc_exporter_create(pc_component *c, pc_error *err);
+int pc_exporter_start(pc_component *c, pc_error *err);
 void pc_exporter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg);
 void pc_exporter_shutdown(pc_component *c, pc_shutdown_done done);
 void pc_exporter_destroy(pc_component *c);

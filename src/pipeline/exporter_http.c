@@ -7,26 +7,20 @@
 
 int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connections,
                           const pc_tls_client_cfg *tls_cfg, const char *authenticator,
-                          pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, char *err,
-                          size_t errlen)
+                          pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, pc_error *e)
 {
     pc_http_client_opts o = {.host = u->host,
                              .port = u->port,
                              .max_connections = (unsigned)max_connections,
                              .log_id = c->id};
-    if (authenticator &&
-        !(*auth = pc_service_authenticator(c->host, authenticator, false, err, errlen)))
-        return -1;
+    if (authenticator && !(*auth = pc_service_authenticator(c->host, authenticator, false, e)))
+        return PC_EINVAL;
     bool https = !strcmp(u->scheme, "https");
     if (https && tls_cfg->insecure)
         PC_WARN(c->id, "tls::insecure is set: sending plain text to an https:// endpoint");
     if (https && !tls_cfg->insecure) {
-        pc_error e = {0};
-        *tls = pc_tls_client_ctx_new(tls_cfg, "http/1.1", c->id, &e);
-        if (!*tls) {
-            snprintf(err, errlen, "%s", e.msg);
-            return -1;
-        }
+        *tls = pc_tls_client_ctx_new(tls_cfg, "http/1.1", c->id, e);
+        if (!*tls) return e ? e->code : PC_EINVAL;
         o.tls = *tls;
     }
     *client = pc_http_client_new(c->loop, &o);

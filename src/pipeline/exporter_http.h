@@ -12,12 +12,11 @@
 #include "pipeline/exporter.h"
 
 /* In start(): fills *client, *tls (NULL for plain text; the caller frees it with
- * pc_tls_ctx_free in destroy) and *auth (NULL without an authenticator). -1 with err when the
- * authenticator or the TLS files cannot be used. */
+ * pc_tls_ctx_free in destroy) and *auth (NULL without an authenticator). PC_EINVAL with e when
+ * the authenticator or the TLS files cannot be used. */
 int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connections,
                           const pc_tls_client_cfg *tls_cfg, const char *authenticator,
-                          pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, char *err,
-                          size_t errlen);
+                          pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, pc_error *e);
 
 /* The outcome of one request to u, as the OTLP/HTTP spec classifies it: 2xx OK; 429 (overload),
  * 502, 503, 504 and network errors retryable, with the server's Retry-After; any other status

@@ -9,37 +9,31 @@
 #include "pipeline/tls_config.h"
 
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
-                                const char *path, const char *prefix, pc_cfg_err *err)
+                                const char *path, const char *prefix, pc_error *err)
 {
     char host[256], key[128];
     pc_error e = {0};
     int port;
     if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, &e) < 0) {
         snprintf(key, sizeof key, "%sendpoint", prefix);
-        pc_cfg_key_errorf(err, node, path, key, "%s", e.msg);
-        return -1;
+        return pc_cfg_key_errorf(err, node, path, key, "%s", e.msg);
     }
     if (cfg->max_body == 0) {
         snprintf(key, sizeof key, "%smax_request_body_size", prefix);
-        pc_cfg_key_errorf(err, node, path, key, "must be > 0");
-        return -1;
+        return pc_cfg_key_errorf(err, node, path, key, "must be > 0");
     }
     if (cfg->max_connections <= 0) {
         snprintf(key, sizeof key, "%smax_connections", prefix);
-        pc_cfg_key_errorf(err, node, path, key, "must be > 0");
-        return -1;
+        return pc_cfg_key_errorf(err, node, path, key, "must be > 0");
     }
     return pc_tls_server_validate(&cfg->tls, node, path, prefix, err);
 }
 
 int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_server_cfg *cfg,
-                           pc_http_handler handler, void *arg, char *err, size_t errlen)
+                           pc_http_handler handler, void *arg, pc_error *e)
 {
-    pc_error e = {0};
-    if (pc_hostport_parse(cfg->endpoint, rh->host, sizeof rh->host, &rh->port, &e) < 0) {
-        snprintf(err, errlen, "%s", e.msg);
-        return -1;
-    }
+    int rc = pc_hostport_parse(cfg->endpoint, rh->host, sizeof rh->host, &rh->port, e);
+    if (rc < 0) return rc;
     pc_http_server_opts o = {
         .host = rh->host,
         .port = rh->port,
@@ -56,21 +50,16 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
         .stats = &rh->conns,
     };
     if (cfg->authenticator &&
-        !(rh->auth = pc_service_authenticator(c->host, cfg->authenticator, true, err, errlen)))
-        return -1;
+        !(rh->auth = pc_service_authenticator(c->host, cfg->authenticator, true, e)))
+        return PC_EINVAL;
     if (pc_tls_server_enabled(&cfg->tls)) {
-        rh->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, &e);
-        if (!rh->tls) {
-            snprintf(err, errlen, "%s", e.msg);
-            return -1;
-        }
+        rh->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, e);
+        if (!rh->tls) return e ? e->code : PC_EINVAL;
         o.tls = rh->tls;
     }
     rh->srv = pc_http_server_new(c->loop, &o, handler, arg);
-    if (pc_http_server_start(rh->srv, &e) < 0) {
-        snprintf(err, errlen, "%s", e.msg);
-        return -1;
-    }
+    rc = pc_http_server_start(rh->srv, e);
+    if (rc < 0) return rc;
     rh->port = pc_http_server_port(rh->srv);
     pc_receiver_register_conn_metrics(c, "http", &rh->conns);
     return 0;
@@ -81,7 +70,7 @@ int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req)
     if (!rh->auth || !pc_auth_check(rh->auth, req)) return 0;
     static const char m[] = "401 unauthorized: missing or invalid credentials\n";
     pc_http_respond(req, 401, "text/plain", m, sizeof m - 1, pc_auth_challenge(rh->auth));
-    return -1;
+    return PC_EAUTH;
 }
 
 void pc_receiver_http_free(pc_receiver_http *rh)

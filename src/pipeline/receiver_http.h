@@ -95,9 +95,9 @@ static inline int pc_receiver_http_status(int rc)
     }
 }
 
-/* validate(): endpoint, limits and TLS files; errors name path::prefix::key. */
+/* validate(): endpoint, limits and TLS files; PC_EINVAL with errors naming path::prefix::key. */
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
-                                const char *path, const char *prefix, pc_cfg_err *err);
+                                const char *path, const char *prefix, pc_error *err);
 
 /* A started server for a receiver: the authenticator looked up, TLS set up, listening. */
 typedef struct pc_receiver_http {
@@ -110,10 +110,12 @@ typedef struct pc_receiver_http {
     int port;
 } pc_receiver_http;
 
-/* In start(); -1 with err (e.g. the port is in use). */
+/* In start(); 0, or PC_EINVAL (endpoint, authenticator, TLS files) or PC_EIO (e.g. the port is
+ * in use) with e. */
 int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_server_cfg *cfg,
-                           pc_http_handler handler, void *arg, char *err, size_t errlen);
-/* The authenticator's verdict: 0 when the request may go on, else it was answered 401. */
+                           pc_http_handler handler, void *arg, pc_error *e);
+/* The authenticator's verdict: 0 when the request may go on, else PC_EAUTH: it was answered
+ * 401. */
 int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req);
 /* In destroy(), after the server closed. */
 void pc_receiver_http_free(pc_receiver_http *rh);

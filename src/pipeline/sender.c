@@ -27,7 +27,7 @@ static int rec_signal(const uint8_t *h, pc_signal *sig)
             *sig = (pc_signal)i;
             return 0;
         }
-    return -1;
+    return PC_EINVAL;
 }
 
 typedef struct item item;
@@ -46,8 +46,7 @@ struct item {
     uv_timer_t timer;   /* retry backoff */
     int timer_open;
     uv_work_t work;
-    int io_error; /* worker result for disk work */
-    char err[256];
+    pc_error err; /* worker result for disk work: PC_EIO, PC_EINVAL (a corrupt record) */
 };
 
 struct pc_sender {
@@ -78,34 +77,34 @@ static void start_item(item *it);
 static void maybe_finish_shutdown(pc_sender *s);
 
 int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
-                       pc_cfg_err *err)
+                       pc_error *err)
 {
     if (cfg->num_consumers < 1) {
         pc_cfg_key_errorf(err, node, path, "sending_queue.num_consumers", "must be >= 1");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->queue_size < 1) {
         pc_cfg_key_errorf(err, node, path, "sending_queue.queue_size", "must be >= 1");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->storage && !cfg->queue_enabled) {
         pc_cfg_key_errorf(err, node, path, "sending_queue.storage",
                           "needs sending_queue::enabled: true");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->initial_interval_ms == 0 || cfg->max_interval_ms < cfg->initial_interval_ms) {
         pc_cfg_key_errorf(err, node, path, "retry_on_failure.initial_interval",
                           "need 0 < initial_interval <= max_interval");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->multiplier < 1.0) {
         pc_cfg_key_errorf(err, node, path, "retry_on_failure.multiplier", "must be >= 1");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->randomization < 0 || cfg->randomization >= 1) {
         pc_cfg_key_errorf(err, node, path, "retry_on_failure.randomization_factor",
                           "must be in [0, 1)");
-        return -1;
+        return PC_EINVAL;
     }
     return 0;
 }
@@ -151,7 +150,7 @@ static int write_all(int fd, const uint8_t *p, size_t n)
         ssize_t w = write(fd, p, n);
         if (w < 0) {
             if (errno == EINTR) continue;
-            return -1;
+            return PC_EIO;
         }
         p += w;
         n -= (size_t)w;
@@ -182,15 +181,14 @@ static void persist_work(uv_work_t *w)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || write_all(fd, h, sizeof h) || write_all(fd, meta.data, meta.len) ||
         write_all(fd, payload.data, payload.len) || fsync(fd)) {
-        it->io_error = errno ? errno : EIO;
-        snprintf(it->err, sizeof it->err, "cannot write %.180s: %s", tmp, strerror(it->io_error));
+        pc_error_set(&it->err, PC_EIO, "cannot write %.180s: %s", tmp,
+                     strerror(errno ? errno : EIO));
         if (fd >= 0) close(fd);
         unlink(tmp);
     } else {
         close(fd);
         if (rename(tmp, fin)) {
-            it->io_error = errno;
-            snprintf(it->err, sizeof it->err, "cannot rename %.180s: %s", tmp, strerror(errno));
+            pc_error_set(&it->err, PC_EIO, "cannot rename %.180s: %s", tmp, strerror(errno));
             unlink(tmp);
         } else {
             int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -204,7 +202,7 @@ static void persist_work(uv_work_t *w)
     pc_buf_free(&meta);
 }
 
-/* Worker: read a record back; a torn or corrupt one sets io_error. */
+/* Worker: read a record back; a torn or corrupt one sets err. */
 static void load_work(uv_work_t *w)
 {
     item *it = w->data;
@@ -215,32 +213,30 @@ static void load_work(uv_work_t *w)
     uint8_t chunk[65536];
     size_t n;
     if (!f) {
-        it->io_error = errno;
-        snprintf(it->err, sizeof it->err, "cannot read %.180s: %s", path, strerror(errno));
+        pc_error_set(&it->err, PC_EIO, "cannot read %.180s: %s", path, strerror(errno));
         return;
     }
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
         pc_buf_append(&b, chunk, n);
     fclose(f);
-    it->io_error = EINVAL;
-    if (b.len < REC_HEADER || rec_signal(b.data, &it->sig)) {
-        snprintf(it->err, sizeof it->err, "%.180s: not a queue record (torn write?)", path);
+    if (b.len < REC_HEADER || rec_signal(b.data, &it->sig) < 0) {
+        pc_error_set(&it->err, PC_EINVAL, "%.180s: not a queue record (torn write?)", path);
         goto out;
     }
     uint32_t ml = get_u32(b.data + 12), pl = get_u32(b.data + 16), crc = get_u32(b.data + 20);
     if ((uint64_t)REC_HEADER + ml + pl != b.len) {
-        snprintf(it->err, sizeof it->err, "%.180s: truncated record", path);
+        pc_error_set(&it->err, PC_EINVAL, "%.180s: truncated record", path);
         goto out;
     }
     const uint8_t *meta = b.data + REC_HEADER, *payload = meta + ml;
     uLong c = crc32(crc32(0, meta, ml), payload, pl);
     if ((uint32_t)c != crc) {
-        snprintf(it->err, sizeof it->err, "%.180s: checksum mismatch", path);
+        pc_error_set(&it->err, PC_EINVAL, "%.180s: checksum mismatch", path);
         goto out;
     }
     pc_error derr = {0};
     if (pc_batch_decode(it->sig, payload, pl, false, NULL, &it->batch, &derr) < 0) {
-        snprintf(it->err, sizeof it->err, "%.180s: %.60s", path, derr.msg);
+        pc_error_set(&it->err, PC_EINVAL, "%.180s: %.60s", path, derr.msg);
         goto out;
     }
     for (const uint8_t *p = meta, *e = meta + ml; p < e;) { /* "key\tvalue\n" lines */
@@ -255,7 +251,6 @@ static void load_work(uv_work_t *w)
         p = nl + 1;
     }
     it->samples = pc_batch_items(it->batch);
-    it->io_error = 0;
 out:
     pc_buf_free(&b);
 }
@@ -411,14 +406,14 @@ static void load_done(uv_work_t *w, int status)
     pc_sender *s = it->s;
     (void)status;
     s->io_busy--;
-    if (it->io_error) {
+    if (it->err.code < 0) {
         /* a torn or corrupt record is skipped with a log line, never fatal */
-        PC_ERROR(s->c->id, "skipping queue record: %s", it->err);
+        PC_ERROR(s->c->id, "skipping queue record: %s", it->err.msg);
         char from[4200], to[4200];
         record_path(s, it->seq, "pcq", from, sizeof from);
         record_path(s, it->seq, "corrupt", to, sizeof to);
         rename(from, to);
-        complete(it, PC_EINVAL, it->err, 1);
+        complete(it, PC_EINVAL, it->err.msg, 1);
         return;
     }
     attempt(it);
@@ -460,11 +455,11 @@ static void persist_done(uv_work_t *w, int status)
     pc_done_fn done = it->done;
     void *arg = it->arg;
     it->done = NULL;
-    if (it->io_error) {
+    if (it->err.code < 0) {
         /* e.g. a full disk: refuse with a retryable status, the client keeps the data */
         s->queued_units -= it->units;
         s->enqueue_failed[it->sig] += it->samples;
-        PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu %s (retryable)", it->err,
+        PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu %s (retryable)", it->err.msg,
                  it->samples, pc_signal_infos[it->sig].items);
         done(arg, PC_EAGAIN, "persistent queue unavailable");
         item_free(it);
@@ -536,10 +531,10 @@ static int mkdirs(const char *path)
     for (char *p = tmp + 1; *p; p++) {
         if (*p != '/') continue;
         *p = 0;
-        if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+        if (mkdir(tmp, 0700) && errno != EEXIST) return PC_EIO;
         *p = '/';
     }
-    return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
+    return mkdir(tmp, 0700) && errno != EEXIST ? PC_EIO : 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -549,14 +544,12 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Queue every record left by an earlier run, oldest first: the backlog is sent first. */
-static int replay(pc_sender *s, char *err, size_t errlen)
+static int replay(pc_sender *s, pc_error *err)
 {
     DIR *d = opendir(s->dir);
-    if (!d) {
-        snprintf(err, errlen, "sending_queue::storage: cannot open %s: %s", s->dir,
-                 strerror(errno));
-        return -1;
-    }
+    if (!d)
+        return pc_error_set(err, PC_EIO, "sending_queue::storage: cannot open %s: %s", s->dir,
+                            strerror(errno));
     uint64_t *seqs = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;
@@ -588,7 +581,7 @@ static int replay(pc_sender *s, char *err, size_t errlen)
         item *it = pc_xcalloc(1, sizeof(*it));
         it->s = s;
         it->seq = seqs[i];
-        it->samples = got == sizeof h && !rec_signal(h, &it->sig) ? (size_t)get_u64(h + 4) : 0;
+        it->samples = got == sizeof h && rec_signal(h, &it->sig) == 0 ? (size_t)get_u64(h + 4) : 0;
         pc_send_counts_register(s->k, s->c, it->sig);
         it->units = units_of(s, it->samples, bytes);
         s->queued_units += it->units;
@@ -632,7 +625,7 @@ uint64_t pc_sender_queue_size(const pc_sender *s)
 }
 
 pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
-                         pc_send_fn send, void *arg, char *err, size_t errlen)
+                         pc_send_fn send, void *arg, pc_error *err)
 {
     pc_sender *s = pc_xcalloc(1, sizeof(*s));
     s->c = c;
@@ -652,14 +645,14 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_coun
         for (const char *p = c->id; *p && n < sizeof dir - 1; p++) /* one directory per exporter */
             dir[n++] = (*p == '/' || *p == ' ') ? '_' : *p;
         dir[n] = 0;
-        if (mkdirs(dir)) {
-            snprintf(err, errlen, "sending_queue::storage: cannot create %s: %s", dir,
-                     strerror(errno));
+        if (mkdirs(dir) < 0) {
+            pc_error_set(err, PC_EIO, "sending_queue::storage: cannot create %s: %s", dir,
+                         strerror(errno));
             free(s);
             return NULL;
         }
         s->dir = pc_xstrdup(dir);
-        if (replay(s, err, errlen)) {
+        if (replay(s, err) < 0) {
             pc_sender_free(s);
             return NULL;
         }

@@ -72,9 +72,9 @@ typedef struct pc_sender_cfg {
 
 extern const char *const pc_sender_sizers[];
 
-/* Check the sender part of an exporter's config; -1 with err. */
+/* Check the sender part of an exporter's config; PC_EINVAL with err. */
 int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
-                       pc_cfg_err *err);
+                       pc_error *err);
 
 /* What an exporter counts per signal, in the signal's unit (profile samples, spans, ...): the
  * otelcol_exporter_* series. One per exporter (the exporter core's), shared by its senders, so
@@ -99,9 +99,9 @@ typedef void (*pc_send_fn)(void *arg, pc_batch *b, pc_send_result result, void *
 typedef struct pc_sender pc_sender;
 
 /* In start(): opens (and replays) the persistent queue, counting into counts (which must
- * outlive the sender). NULL with err on failure. */
+ * outlive the sender). NULL with the reason in err (PC_EIO: the storage directory). */
 pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
-                         pc_send_fn send, void *arg, char *err, size_t errlen);
+                         pc_send_fn send, void *arg, pc_error *err);
 /* The exporter's consume: takes one reference to b. */
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
 /* Queued, in units of the sizer (the queue size gauge). */

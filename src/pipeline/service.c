@@ -151,7 +151,7 @@ static void component_free(pc_component *c)
 
 /* Split "type/name" and look the type up, with a "did you mean" among types of that kind. */
 static const pc_component_type *lookup_type(pc_kind kind, const char *id, const pc_node *at,
-                                            const char *path, pc_cfg_err *err)
+                                            const char *path, pc_error *err)
 {
     char type[128];
     size_t tl = strcspn(id, "/");
@@ -175,7 +175,7 @@ static const pc_component_type *lookup_type(pc_kind kind, const char *id, const 
 
 /* Parse and validate one component's config; create the instance. */
 static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, const pc_node *node,
-                                   const char *path, const char *log_id, pc_cfg_err *err)
+                                   const char *path, const char *log_id, pc_error *err)
 {
     const pc_component_type *t = lookup_type(kind, id, node, path, err);
     if (!t) return NULL;
@@ -209,15 +209,15 @@ static void path_join(char *out, size_t n, const char *path, const char *key)
 }
 
 /* Every key of map must be in allowed; each one that is not is an error (with a "did you mean").
- * -1 if map is not a mapping or has unknown keys. */
+ * PC_EINVAL if map is not a mapping or has unknown keys. */
 static int check_keys(const pc_node *map, const char *const *allowed, size_t n, const char *path,
-                      pc_cfg_err *err)
+                      pc_error *err)
 {
     if (!map) return 0;
     if (map->kind == PC_NODE_NULL) return 0;
     if (map->kind != PC_NODE_MAP) {
         pc_cfg_errorf(err, map, path, "must be a mapping");
-        return -1;
+        return PC_EINVAL;
     }
     int rc = 0;
     for (size_t i = 0; i < map->n; i++) {
@@ -230,7 +230,7 @@ static int check_keys(const pc_node *map, const char *const *allowed, size_t n, 
         path_join(sub, sizeof sub, path, map->keys[i]);
         pc_cfg_errorf(err, map->vals[i], sub, "unknown key \"%s\"%s%s%s", map->keys[i],
                       close ? " (did you mean \"" : "", close ? close : "", close ? "\"?)" : "");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     return rc;
 }
@@ -242,22 +242,22 @@ static bool is_empty(const pc_node *n)
 }
 
 /* A Collector setting profcol does not implement: refused, never ignored. */
-static int unsupported(const pc_node *n, const char *path, const char *why, pc_cfg_err *err)
+static int unsupported(const pc_node *n, const char *path, const char *why, pc_error *err)
 {
     if (is_empty(n)) return 0;
     pc_cfg_errorf(err, n, path, "not supported by profcol: %s", why);
-    return -1;
+    return PC_EINVAL;
 }
 
 /* Validate every defined component's config, even unused ones (as the Collector does). Each
  * component's errors are reported; one bad component does not hide the next. */
-static int validate_section(pc_service *s, const char *section, pc_kind kind, pc_cfg_err *err)
+static int validate_section(pc_service *s, const char *section, pc_kind kind, pc_error *err)
 {
     const pc_node *sec = pc_node_get(s->root, section);
     if (!sec || sec->kind == PC_NODE_NULL) return 0;
     if (sec->kind != PC_NODE_MAP) {
         pc_cfg_errorf(err, sec, section, "must be a mapping of component ids");
-        return -1;
+        return PC_EINVAL;
     }
     int rc = 0;
     for (size_t i = 0; i < sec->n; i++) {
@@ -265,7 +265,7 @@ static int validate_section(pc_service *s, const char *section, pc_kind kind, pc
         path_join(path, sizeof path, section, sec->keys[i]);
         const pc_component_type *t = lookup_type(kind, sec->keys[i], sec->vals[i], path, err);
         if (!t) {
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         void *cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
@@ -273,13 +273,13 @@ static int validate_section(pc_service *s, const char *section, pc_kind kind, pc
         if (!r && t->validate) r = t->validate(cfg, sec->vals[i], path, err);
         pc_cfgtable_free(t->cfg, cfg);
         free(cfg);
-        if (r) rc = -1;
+        if (r) rc = PC_EINVAL;
     }
     return rc;
 }
 
 static const pc_node *find_definition(pc_service *s, const char *section, const char *id,
-                                      const pc_node *at, const char *path, pc_cfg_err *err)
+                                      const pc_node *at, const char *path, pc_error *err)
 {
     const pc_node *sec = pc_node_get(s->root, section);
     if (sec && sec->kind == PC_NODE_MAP)
@@ -448,7 +448,7 @@ static void plan_pipelines(pc_service *s, const pc_node *pls, bool *keep)
 /* The shared instance of a receiver or exporter id, created on first use (or borrowed from the
  * running service on a reload). dry: only check that it is defined (errors were found before). */
 static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id, const pc_node *at,
-                                     const char *path, bool dry, pc_cfg_err *err)
+                                     const char *path, bool dry, pc_error *err)
 {
     pc_component **list = kind == PC_KIND_RECEIVER ? s->receivers : s->exporters;
     size_t *n = kind == PC_KIND_RECEIVER ? &s->n_receivers : &s->n_exporters;
@@ -481,14 +481,13 @@ static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id
 
 /* A pipeline of a signal the component does not handle is refused, naming what it handles. */
 static int check_signal(const pc_component *c, const pc_component_type *t, pc_signal sig,
-                        const pc_node *at, const char *path, pc_cfg_err *err)
+                        const pc_node *at, const char *path, pc_error *err)
 {
     if (pc_component_type_supports(t, sig)) {
-        char e[256];
-        if (!c || !t->check_signal || !t->check_signal(c, sig, e, sizeof e)) return 0;
-        pc_cfg_errorf(err, at, path, "%s \"%s\" cannot serve %s pipelines: %s",
-                      pc_kind_name(t->kind), c->id, pc_signal_infos[sig].name, e);
-        return -1;
+        pc_error e = {0};
+        if (!c || !t->check_signal || t->check_signal(c, sig, &e) == 0) return 0;
+        return pc_cfg_errorf(err, at, path, "%s \"%s\" cannot serve %s pipelines: %s",
+                             pc_kind_name(t->kind), c->id, pc_signal_infos[sig].name, e.msg);
     }
     char list[64] = "";
     for (int s = 0; s < PC_SIGNAL_COUNT; s++)
@@ -497,7 +496,7 @@ static int check_signal(const pc_component *c, const pc_component_type *t, pc_si
                      pc_signal_infos[s].name);
     pc_cfg_errorf(err, at, path, "%s \"%s\" does not support %s pipelines (only: %s)",
                   pc_kind_name(t->kind), t->name, pc_signal_infos[sig].name, list);
-    return -1;
+    return PC_EINVAL;
 }
 
 /* The type of a defined component id (for signal checks without an instance), or NULL. */
@@ -513,10 +512,10 @@ static const pc_component_type *defined_type(pc_service *s, pc_kind kind, const 
     return pc_component_type_find(kind, type);
 }
 
-/* A list of component ids: -1 when it is not a list of scalars or names one twice (as the
+/* A list of component ids: PC_EINVAL when it is not a list of scalars or names one twice (as the
  * Collector: 'references exporter "x" multiple times'). */
 static int id_list(const pc_node *p, const char *key, const char *path, const pc_node **out,
-                   pc_cfg_err *err)
+                   pc_error *err)
 {
     const pc_node *l = pc_node_get(p, key);
     *out = NULL;
@@ -525,14 +524,14 @@ static int id_list(const pc_node *p, const char *key, const char *path, const pc
     path_join(sub, sizeof sub, path, key);
     if (l->kind != PC_NODE_SEQ) {
         pc_cfg_errorf(err, l, path, "%s must be a list of component ids", key);
-        return -1;
+        return PC_EINVAL;
     }
     int rc = 0;
     *out = l; /* the checks after look at its scalar items even when this one fails */
     for (size_t i = 0; i < l->n; i++) {
         if (l->vals[i]->kind != PC_NODE_SCALAR) {
             pc_cfg_errorf(err, l->vals[i], path, "%s must be a list of component ids", key);
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         for (size_t j = 0; j < i; j++)
@@ -541,7 +540,7 @@ static int id_list(const pc_node *p, const char *key, const char *path, const pc
                 /* "exporter" for "exporters" */
                 pc_cfg_errorf(err, l->vals[i], path, "%.*s \"%s\" listed twice",
                               (int)strlen(key) - 1, key, l->vals[i]->scalar);
-                rc = -1;
+                rc = PC_EINVAL;
                 break;
             }
     }
@@ -549,21 +548,21 @@ static int id_list(const pc_node *p, const char *key, const char *path, const pc
 }
 
 static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const char *path, bool dry,
-                          bool keep, pc_cfg_err *err)
+                          bool keep, pc_error *err)
 {
     int rc = check_keys(p, pipeline_keys, N_OF(pipeline_keys), path, err);
     const pc_node *recv, *procs, *exps;
-    if (id_list(p, "receivers", path, &recv, err)) rc = -1;
-    if (id_list(p, "processors", path, &procs, err)) rc = -1;
-    if (id_list(p, "exporters", path, &exps, err)) rc = -1;
+    if (id_list(p, "receivers", path, &recv, err)) rc = PC_EINVAL;
+    if (id_list(p, "processors", path, &procs, err)) rc = PC_EINVAL;
+    if (id_list(p, "exporters", path, &exps, err)) rc = PC_EINVAL;
     dry = dry || rc;
     if (!recv || recv->n == 0) {
         pc_cfg_errorf(err, p, path, "pipeline must have at least one receiver");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     if (!exps || exps->n == 0) {
         pc_cfg_errorf(err, p, path, "pipeline must have at least one exporter");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     if (dry) { /* errors were found already: only check references, build nothing */
         for (size_t i = 0; procs && i < procs->n; i++) {
@@ -572,7 +571,7 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
             const pc_component_type *t = defined_type(s, PC_KIND_PROCESSOR, "processors", id);
             if (!find_definition(s, "processors", id, procs->vals[i], path, err) ||
                 (t && check_signal(NULL, t, pl->signal, procs->vals[i], path, err)))
-                rc = -1;
+                rc = PC_EINVAL;
         }
         for (size_t i = 0; exps && i < exps->n; i++) {
             if (exps->vals[i]->kind != PC_NODE_SCALAR) continue;
@@ -580,17 +579,17 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
             const pc_component_type *t = defined_type(s, PC_KIND_EXPORTER, "exporters", id);
             if (!find_definition(s, "exporters", id, exps->vals[i], path, err) ||
                 (t && check_signal(NULL, t, pl->signal, exps->vals[i], path, err)))
-                rc = -1;
+                rc = PC_EINVAL;
         }
         return rc;
     }
-    if (rc) return -1;
+    if (rc) return rc;
     pc_consumer *targets[MAX_COMPONENTS];
     for (size_t i = 0; i < exps->n; i++) {
         pc_component *c = shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar, exps->vals[i],
                                           path, false, err);
         if (!c || check_signal(c, c->type, pl->signal, exps->vals[i], path, err)) {
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         targets[i] = &c->self;
@@ -622,7 +621,7 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
         const char *id = procs->vals[k]->scalar;
         const pc_node *def = find_definition(s, "processors", id, procs->vals[k], path, err);
         if (!def) {
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         char cpath[256], log_id[256];
@@ -630,19 +629,19 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
         snprintf(log_id, sizeof log_id, "%s in %s", id, pl->name);
         pc_component *c = component_new(s, PC_KIND_PROCESSOR, id, def, cpath, log_id, err);
         if (!c) {
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         c->next = next;
         if (check_signal(c, c->type, pl->signal, procs->vals[k], path, err)) {
             component_free(c);
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         pl->processors[k] = c;
         next = &c->self;
     }
-    if (rc) return -1;
+    if (rc) return rc;
     pl->first = next;
     pl->entry = entry_new(s, next);
     pl->built = true;
@@ -677,7 +676,7 @@ static void build_routes(pc_service *s, const pc_node *pls)
     }
 }
 
-static int build_pipelines(pc_service *s, bool dry, pc_cfg_err *err)
+static int build_pipelines(pc_service *s, bool dry, pc_error *err)
 {
     const pc_node *svc = pc_node_get(s->root, "service");
     int rc = check_keys(svc, service_keys, N_OF(service_keys), "service", err);
@@ -685,7 +684,7 @@ static int build_pipelines(pc_service *s, bool dry, pc_cfg_err *err)
     if (st &&
         (st->kind != PC_NODE_SCALAR || pc_parse_duration_ms(st->scalar, &s->shutdown_timeout_ms))) {
         pc_cfg_errorf(err, st, "service::shutdown_timeout", "not a duration (e.g. 30s)");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     const pc_node *pls = pc_node_get(svc, "pipelines");
     if (!pls || pls->kind != PC_NODE_MAP || pls->n == 0) {
@@ -695,13 +694,13 @@ static int build_pipelines(pc_service *s, bool dry, pc_cfg_err *err)
                             : s->root,
                       "service::pipelines",
                       "at least one pipeline is required (service: pipelines: profiles: ...)");
-        return -1;
+        return PC_EINVAL;
     }
     dry = dry || rc;
     bool keep[MAX_COMPONENTS] = {false};
     if (pls->n > MAX_COMPONENTS) {
         pc_cfg_errorf(err, pls, "service::pipelines", "too many pipelines");
-        return -1;
+        return PC_EINVAL;
     }
     if (s->from && !dry) plan_pipelines(s, pls, keep);
     s->pipelines = pc_xcalloc(pls->n, sizeof(pipeline));
@@ -716,13 +715,13 @@ static int build_pipelines(pc_service *s, bool dry, pc_cfg_err *err)
                           "unknown pipeline \"%s\" (want profiles, traces, metrics or logs, "
                           "optionally followed by /<name>)",
                           name);
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         pipeline *pl = &s->pipelines[s->n_pipelines++];
         pl->name = pc_xstrdup(name);
         pl->signal = sig;
-        if (build_pipeline(s, pl, pls->vals[i], path, dry, keep[i], err)) rc = -1;
+        if (build_pipeline(s, pl, pls->vals[i], path, dry, keep[i], err)) rc = PC_EINVAL;
     }
     /* receivers: one instance per id, fanning out to every pipeline that lists it */
     for (size_t i = 0; i < pls->n; i++) {
@@ -739,15 +738,15 @@ static int build_pipelines(pc_service *s, bool dry, pc_cfg_err *err)
                 const pc_component_type *t = defined_type(s, PC_KIND_RECEIVER, "receivers", id);
                 if (!find_definition(s, "receivers", id, recv->vals[j], path, err) ||
                     (t && check_signal(NULL, t, sig, recv->vals[j], path, err)))
-                    rc = -1;
+                    rc = PC_EINVAL;
                 continue;
             }
             pc_component *c =
                 shared_instance(s, PC_KIND_RECEIVER, id, recv->vals[j], path, false, err);
-            if (!c || check_signal(c, c->type, sig, recv->vals[j], path, err)) rc = -1;
+            if (!c || check_signal(c, c->type, sig, recv->vals[j], path, err)) rc = PC_EINVAL;
         }
     }
-    if (rc || dry) return -1;
+    if (rc || dry) return PC_EINVAL;
     build_routes(s, pls);
     return 0;
 }
@@ -765,7 +764,7 @@ static const char *const reader_keys[] = {"pull", "periodic"};
 static const char *const prometheus_keys[] = {"host", "port"};
 
 static int scalar_in(const pc_node *n, const char *path, const char *const *choices, size_t nc,
-                     int *out, pc_cfg_err *err)
+                     int *out, pc_error *err)
 {
     if (!n || n->kind == PC_NODE_NULL) return 0;
     for (size_t i = 0; n->kind == PC_NODE_SCALAR && i < nc; i++)
@@ -779,11 +778,10 @@ static int scalar_in(const pc_node *n, const char *path, const char *const *choi
                  choices[i]);
     pc_cfg_errorf(err, n, path, "\"%s\" is not one of: %s",
                   n->kind == PC_NODE_SCALAR ? n->scalar : "(not a scalar)", list);
-    return -1;
+    return PC_EINVAL;
 }
 
-static int bool_key(const pc_node *map, const char *key, const char *path, bool *out,
-                    pc_cfg_err *err)
+static int bool_key(const pc_node *map, const char *key, const char *path, bool *out, pc_error *err)
 {
     const pc_node *n = pc_node_get(map, key);
     if (!n || n->kind == PC_NODE_NULL) return 0;
@@ -791,29 +789,29 @@ static int bool_key(const pc_node *map, const char *key, const char *path, bool 
     path_join(sub, sizeof sub, path, key);
     if (n->kind != PC_NODE_SCALAR || pc_parse_bool(n->scalar, out)) {
         pc_cfg_errorf(err, n, sub, "must be true or false");
-        return -1;
+        return PC_EINVAL;
     }
     return 0;
 }
 
 /* output_paths: profcol writes its log to stderr only. */
-static int stderr_only(const pc_node *l, const char *path, pc_cfg_err *err)
+static int stderr_only(const pc_node *l, const char *path, pc_error *err)
 {
     if (!l || l->kind == PC_NODE_NULL) return 0;
     if (l->kind != PC_NODE_SEQ) {
         pc_cfg_errorf(err, l, path, "must be a list");
-        return -1;
+        return PC_EINVAL;
     }
     for (size_t i = 0; i < l->n; i++)
         if (l->vals[i]->kind != PC_NODE_SCALAR || strcmp(l->vals[i]->scalar, "stderr") != 0) {
             pc_cfg_errorf(err, l->vals[i], path,
                           "not supported by profcol: it logs to stderr only (want [stderr])");
-            return -1;
+            return PC_EINVAL;
         }
     return 0;
 }
 
-static int telemetry_logs(pc_service *s, const pc_node *logs, pc_cfg_err *err)
+static int telemetry_logs(pc_service *s, const pc_node *logs, pc_error *err)
 {
     static const char *const encodings[] = {"console", "json"};
     const char *P = "service::telemetry::logs";
@@ -824,7 +822,7 @@ static int telemetry_logs(pc_service *s, const pc_node *logs, pc_cfg_err *err)
             pc_cfg_errorf(err, lvl, "service::telemetry::logs::level",
                           "\"%s\" is not one of: debug, info, warn, error",
                           lvl->kind == PC_NODE_SCALAR ? lvl->scalar : "(not a scalar)");
-            rc = -1;
+            rc = PC_EINVAL;
         } else {
             s->log_level_set = true;
         }
@@ -832,47 +830,48 @@ static int telemetry_logs(pc_service *s, const pc_node *logs, pc_cfg_err *err)
     int enc = 0;
     if (scalar_in(pc_node_get(logs, "encoding"), "service::telemetry::logs::encoding", encodings, 2,
                   &enc, err))
-        rc = -1;
+        rc = PC_EINVAL;
     s->log_json = enc == 1;
     bool dev = false, ignored;
-    if (bool_key(logs, "development", P, &dev, err)) rc = -1;
+    if (bool_key(logs, "development", P, &dev, err)) rc = PC_EINVAL;
     if (dev) {
         pc_cfg_errorf(err, pc_node_get(logs, "development"),
                       "service::telemetry::logs::development",
                       "not supported by profcol: it has no development logging mode (set false)");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     /* profcol's lines carry no caller and no stack trace: either value is what it does */
-    if (bool_key(logs, "disable_caller", P, &ignored, err)) rc = -1;
-    if (bool_key(logs, "disable_stacktrace", P, &ignored, err)) rc = -1;
+    if (bool_key(logs, "disable_caller", P, &ignored, err)) rc = PC_EINVAL;
+    if (bool_key(logs, "disable_stacktrace", P, &ignored, err)) rc = PC_EINVAL;
     const pc_node *smp = pc_node_get(logs, "sampling");
     if (check_keys(smp, sampling_keys, N_OF(sampling_keys), "service::telemetry::logs::sampling",
                    err))
-        rc = -1;
+        rc = PC_EINVAL;
     bool sampling = false;
-    if (bool_key(smp, "enabled", "service::telemetry::logs::sampling", &sampling, err)) rc = -1;
+    if (bool_key(smp, "enabled", "service::telemetry::logs::sampling", &sampling, err))
+        rc = PC_EINVAL;
     if (sampling) {
         pc_cfg_errorf(err, pc_node_get(smp, "enabled"),
                       "service::telemetry::logs::sampling::enabled",
                       "not supported by profcol: it does not sample its log lines (set false)");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     if (stderr_only(pc_node_get(logs, "output_paths"), "service::telemetry::logs::output_paths",
                     err) ||
         stderr_only(pc_node_get(logs, "error_output_paths"),
                     "service::telemetry::logs::error_output_paths", err))
-        rc = -1;
+        rc = PC_EINVAL;
     if (unsupported(pc_node_get(logs, "initial_fields"), "service::telemetry::logs::initial_fields",
                     "its lines have no extra fields", err) ||
         unsupported(pc_node_get(logs, "processors"), "service::telemetry::logs::processors",
                     "it does not export its own logs", err))
-        rc = -1;
+        rc = PC_EINVAL;
     return rc;
 }
 
 /* metrics: address (host:port), or one pull reader with a prometheus exporter (host, port) as
  * the Collector now writes it; level none turns the endpoint off. */
-static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
+static int telemetry_metrics(pc_service *s, const pc_node *met, pc_error *err)
 {
     static const char *const levels[] = {"none", "basic", "normal", "detailed"};
     const char *P = "service::telemetry::metrics";
@@ -880,7 +879,7 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
     int level = 2;
     if (scalar_in(pc_node_get(met, "level"), "service::telemetry::metrics::level", levels, 4,
                   &level, err))
-        rc = -1;
+        rc = PC_EINVAL;
     const pc_node *addr = pc_node_get(met, "address");
     const pc_node *readers = pc_node_get(met, "readers");
     char address[300] = "localhost:8888";
@@ -892,7 +891,7 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
             pc_hostport_parse(addr->scalar, host, sizeof host, &port, &e) < 0) {
             pc_cfg_errorf(err, addr, "service::telemetry::metrics::address", "%s",
                           addr->kind == PC_NODE_SCALAR ? e.msg : "must be host:port");
-            rc = -1;
+            rc = PC_EINVAL;
         } else {
             snprintf(address, sizeof address, "%s", addr->scalar);
         }
@@ -902,21 +901,21 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
         const pc_node *pull = NULL;
         if (readers->kind != PC_NODE_SEQ) {
             pc_cfg_errorf(err, readers, RP, "must be a list of readers");
-            rc = -1;
+            rc = PC_EINVAL;
         } else if (addr && addr->kind != PC_NODE_NULL) {
             pc_cfg_errorf(err, readers, RP, "set address or readers, not both");
-            rc = -1;
+            rc = PC_EINVAL;
         } else if (readers->n > 1) {
             pc_cfg_errorf(err, readers, RP,
                           "not supported by profcol: one reader only (pull, prometheus)");
-            rc = -1;
+            rc = PC_EINVAL;
         } else if (check_keys(readers->vals[0], reader_keys, N_OF(reader_keys), RP, err)) {
-            rc = -1;
+            rc = PC_EINVAL;
         } else if (pc_node_get(readers->vals[0], "periodic")) {
             pc_cfg_errorf(err, pc_node_get(readers->vals[0], "periodic"), RP,
                           "not supported by profcol: periodic readers (it serves Prometheus text "
                           "to be scraped: use pull)");
-            rc = -1;
+            rc = PC_EINVAL;
         } else {
             pull = pc_node_get(readers->vals[0], "pull");
         }
@@ -928,13 +927,13 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
             if (check_keys(pull, (const char *const[]){"exporter"}, 1, pp, err) ||
                 check_keys(exp, (const char *const[]){"prometheus"}, 1,
                            "service::telemetry::metrics::readers::pull::exporter", err))
-                rc = -1;
+                rc = PC_EINVAL;
             else if (!prom ||
                      check_keys(prom, prometheus_keys, N_OF(prometheus_keys),
                                 "service::telemetry::metrics::readers::pull::exporter::prometheus",
                                 err)) {
                 if (!prom) pc_cfg_errorf(err, pull, pp, "want exporter: prometheus: {host, port}");
-                rc = -1;
+                rc = PC_EINVAL;
             } else {
                 const pc_node *h = pc_node_get(prom, "host"), *p = pc_node_get(prom, "port");
                 char host[256];
@@ -948,33 +947,34 @@ static int telemetry_metrics(pc_service *s, const pc_node *met, pc_cfg_err *err)
                         err, prom,
                         "service::telemetry::metrics::readers::pull::exporter::prometheus", "%s",
                         e.msg);
-                    rc = -1;
+                    rc = PC_EINVAL;
                 }
             }
         }
     }
     if (unsupported(pc_node_get(met, "views"), "service::telemetry::metrics::views",
                     "its metrics have no views", err))
-        rc = -1;
+        rc = PC_EINVAL;
     free(s->metrics_address);
     s->metrics_address = level == 0 ? NULL : pc_xstrdup(address);
     return rc;
 }
 
-static int apply_telemetry(pc_service *s, pc_cfg_err *err)
+static int apply_telemetry(pc_service *s, pc_error *err)
 {
     const pc_node *tel = pc_node_get(pc_node_get(s->root, "service"), "telemetry");
     int rc = check_keys(tel, telemetry_keys, N_OF(telemetry_keys), "service::telemetry", err);
-    if (telemetry_logs(s, pc_node_get(tel, "logs"), err)) rc = -1;
-    if (telemetry_metrics(s, pc_node_get(tel, "metrics"), err)) rc = -1;
+    if (telemetry_logs(s, pc_node_get(tel, "logs"), err)) rc = PC_EINVAL;
+    if (telemetry_metrics(s, pc_node_get(tel, "metrics"), err)) rc = PC_EINVAL;
     const pc_node *tr = pc_node_get(tel, "traces");
-    if (check_keys(tr, traces_keys, N_OF(traces_keys), "service::telemetry::traces", err)) rc = -1;
+    if (check_keys(tr, traces_keys, N_OF(traces_keys), "service::telemetry::traces", err))
+        rc = PC_EINVAL;
     const pc_node *tl = pc_node_get(tr, "level");
     if (tl && tl->kind != PC_NODE_NULL &&
         (tl->kind != PC_NODE_SCALAR || strcmp(tl->scalar, "none") != 0)) {
         pc_cfg_errorf(err, tl, "service::telemetry::traces::level",
                       "not supported by profcol: it does not trace itself (want none)");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     if (unsupported(pc_node_get(tr, "processors"), "service::telemetry::traces::processors",
                     "it does not trace itself", err) ||
@@ -982,7 +982,7 @@ static int apply_telemetry(pc_service *s, pc_cfg_err *err)
                     "it does not trace itself", err) ||
         unsupported(pc_node_get(tel, "resource"), "service::telemetry::resource",
                     "its self-metrics carry no resource attributes", err))
-        rc = -1;
+        rc = PC_EINVAL;
     return rc;
 }
 
@@ -995,20 +995,20 @@ static void telemetry_use(const pc_service *s)
 /* ---- extensions ---- */
 
 /* service.extensions: instances of extensions defined in the top-level section. */
-static int build_extensions(pc_service *s, bool dry, pc_cfg_err *err)
+static int build_extensions(pc_service *s, bool dry, pc_error *err)
 {
     const pc_node *list = pc_node_get(pc_node_get(s->root, "service"), "extensions");
     if (!list || list->kind == PC_NODE_NULL) return 0;
     if (list->kind != PC_NODE_SEQ) {
         pc_cfg_errorf(err, list, "service::extensions", "must be a list of extension ids");
-        return -1;
+        return PC_EINVAL;
     }
     int rc = 0;
     for (size_t i = 0; i < list->n; i++) {
         const pc_node *id = list->vals[i];
         if (id->kind != PC_NODE_SCALAR) {
             pc_cfg_errorf(err, id, "service::extensions", "must be a list of extension ids");
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         bool twice = false;
@@ -1018,17 +1018,18 @@ static int build_extensions(pc_service *s, bool dry, pc_cfg_err *err)
         if (twice) {
             pc_cfg_errorf(err, id, "service::extensions", "extension \"%s\" listed twice",
                           id->scalar);
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         const pc_node *def =
             find_definition(s, "extensions", id->scalar, id, "service::extensions", err);
         if (!def) {
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         if (dry || rc) continue;
-        if (s->n_extensions == MAX_COMPONENTS) return -1;
+        if (s->n_extensions == MAX_COMPONENTS)
+            return pc_cfg_errorf(err, id, "service::extensions", "too many components");
         pc_component *c = kept_extension(s, id->scalar);
         if (!c) {
             char path[256];
@@ -1036,7 +1037,7 @@ static int build_extensions(pc_service *s, bool dry, pc_cfg_err *err)
             c = component_new(s, PC_KIND_EXTENSION, id->scalar, def, path, NULL, err);
         }
         if (!c) {
-            rc = -1;
+            rc = PC_EINVAL;
             continue;
         }
         s->extensions[s->n_extensions++] = c;
@@ -1051,20 +1052,18 @@ pc_component *pc_service_extension(pc_service *s, const char *id)
     return NULL;
 }
 
-pc_auth *pc_service_authenticator(pc_service *s, const char *id, bool server, char *err,
-                                  size_t errlen)
+pc_auth *pc_service_authenticator(pc_service *s, const char *id, bool server, pc_error *e)
 {
     pc_component *ext = s ? pc_service_extension(s, id) : NULL;
     if (!ext) {
-        snprintf(err, errlen,
-                 "auth::authenticator: extension \"%s\" is not enabled (list it in "
-                 "service::extensions)",
-                 id);
+        pc_error_set(e, PC_EINVAL,
+                     "auth::authenticator: extension \"%s\" is not enabled (list it in "
+                     "service::extensions)",
+                     id);
         return NULL;
     }
-    char e[400];
-    if (pc_auth_usable(ext, server, e, sizeof e)) {
-        snprintf(err, errlen, "auth::authenticator: %s", e);
+    if (pc_auth_usable(ext, server, e) < 0) {
+        pc_error_prefix(e, "auth::authenticator: ");
         return NULL;
     }
     return ext->priv;
@@ -1073,7 +1072,7 @@ pc_auth *pc_service_authenticator(pc_service *s, const char *id, bool server, ch
 /* Every `auth: authenticator: <id>` below a component (at any depth, e.g. the otlp receiver's
  * protocols::http::auth) must name an enabled authenticator extension that fits the side. */
 static int check_auth_refs(pc_service *s, const pc_node *n, const char *path, bool server,
-                           pc_cfg_err *err)
+                           pc_error *err)
 {
     if (!n || n->kind != PC_NODE_MAP) return 0;
     int rc = 0;
@@ -1082,26 +1081,26 @@ static int check_auth_refs(pc_service *s, const pc_node *n, const char *path, bo
         path_join(sub, sizeof sub, path, n->keys[i]);
         const pc_node *id = pc_node_get(n->vals[i], "authenticator");
         if (strcmp(n->keys[i], "auth") == 0 && id && id->kind == PC_NODE_SCALAR) {
-            char e[400];
+            pc_error e = {0};
             pc_component *ext = pc_service_extension(s, id->scalar);
             const pc_node *def = pc_node_get(pc_node_get(s->root, "extensions"), id->scalar);
             if (!ext)
-                snprintf(e, sizeof e, "extension \"%s\" %s", id->scalar,
-                         def ? "is defined but not enabled: list it in service::extensions"
-                             : "is not defined in the top-level \"extensions\" section");
-            if (!ext || pc_auth_usable(ext, server, e, sizeof e)) {
+                pc_error_set(&e, PC_EINVAL, "extension \"%s\" %s", id->scalar,
+                             def ? "is defined but not enabled: list it in service::extensions"
+                                 : "is not defined in the top-level \"extensions\" section");
+            if (!ext || pc_auth_usable(ext, server, &e) < 0) {
                 strncat(sub, "::authenticator", sizeof sub - strlen(sub) - 1);
-                pc_cfg_errorf(err, id, sub, "%s", e);
-                rc = -1;
+                pc_cfg_errorf(err, id, sub, "%s", e.msg);
+                rc = PC_EINVAL;
             }
         } else if (check_auth_refs(s, n->vals[i], sub, server, err)) {
-            rc = -1;
+            rc = PC_EINVAL;
         }
     }
     return rc;
 }
 
-static int check_authenticators(pc_service *s, pc_cfg_err *err)
+static int check_authenticators(pc_service *s, pc_error *err)
 {
     int rc = 0;
     for (size_t i = 0; i < s->n_receivers + s->n_exporters; i++) {
@@ -1112,34 +1111,36 @@ static int check_authenticators(pc_service *s, pc_cfg_err *err)
         path_join(path, sizeof path, section, c->id);
         if (check_auth_refs(s, pc_node_get(pc_node_get(s->root, section), c->id), path, server,
                             err))
-            rc = -1;
+            rc = PC_EINVAL;
     }
     return rc;
 }
 
 /* Sections of the Collector profcol has nothing for, and the shape of the ones it has. */
-static int check_sections(pc_service *s, pc_cfg_err *err)
+static int check_sections(pc_service *s, pc_error *err)
 {
     int rc = check_keys(s->root, top_keys, N_OF(top_keys), "", err);
     if (unsupported(pc_node_get(s->root, "connectors"), "connectors",
                     "it has no connector types (a pipeline ends in exporters)", err))
-        rc = -1;
+        rc = PC_EINVAL;
     const pc_node *svc = pc_node_get(s->root, "service");
     if (svc && svc->kind != PC_NODE_MAP && svc->kind != PC_NODE_NULL) {
         pc_cfg_errorf(err, svc, "service", "must be a mapping");
-        rc = -1;
+        rc = PC_EINVAL;
     }
     return rc;
 }
 
-static pc_service *service_build(uv_loop_t *loop, pc_node *root, pc_service *from, pc_cfg_err *err)
+static pc_service *service_build(uv_loop_t *loop, pc_node *root, pc_service *from, pc_error *err)
 {
     pc_service *s = pc_xcalloc(1, sizeof(*s));
     s->loop = loop;
     s->root = root;
     s->from = from;
     s->shutdown_timeout_ms = 30000;
-    size_t before = err->n;
+    pc_error none = {0};
+    if (!err) err = &none;
+    size_t before = pc_error_count(err);
     /* every check runs; building instances only happens on a config without errors so far */
     check_sections(s, err);
     apply_telemetry(s, err);
@@ -1147,26 +1148,26 @@ static pc_service *service_build(uv_loop_t *loop, pc_node *root, pc_service *fro
     validate_section(s, "processors", PC_KIND_PROCESSOR, err);
     validate_section(s, "exporters", PC_KIND_EXPORTER, err);
     validate_section(s, "extensions", PC_KIND_EXTENSION, err);
-    bool dry = err->n != before;
+    bool dry = pc_error_count(err) != before;
     build_pipelines(s, dry, err);
-    dry = err->n != before;
+    dry = pc_error_count(err) != before;
     build_extensions(s, dry, err);
-    if (err->n == before) check_authenticators(s, err);
-    if (err->n != before) {
+    if (pc_error_count(err) == before) check_authenticators(s, err);
+    if (pc_error_count(err) != before) {
         pc_service_free(s);
         return NULL;
     }
     return s;
 }
 
-pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err)
+pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_error *err)
 {
     pc_service *s = service_build(loop, root, NULL, err);
     if (s) telemetry_use(s); /* at once: start-up lines already follow the configured level */
     return s;
 }
 
-pc_service *pc_service_new_reload(pc_service *running, pc_node *root, pc_cfg_err *err)
+pc_service *pc_service_new_reload(pc_service *running, pc_node *root, pc_error *err)
 {
     return service_build(running->loop, root, running, err);
 }
@@ -1180,52 +1181,54 @@ static bool is_kept(const pc_service *s, const pc_component *c)
     return false;
 }
 
-static int start_one(pc_service *s, pc_component *c, const char *section, char *err, size_t errlen)
+static int start_one(pc_service *s, pc_component *c, const char *section, pc_error *e)
 {
-    char e[512];
-    if (!c || !owned(s, c) || is_kept(s, c) || is_waiting(s, c)) return 0;
-    if (c->type->start && c->type->start(c, e, sizeof e)) {
-        snprintf(err, errlen, "%s::%s: %s", section, c->id, e);
+    if (!c || !owned(s, c) || is_kept(s, c) || is_waiting(s, c) || !c->type->start) return 0;
+    int rc = c->type->start(c, e);
+    if (rc < 0) {
+        pc_error_prefix(e, "%s::%s: ", section, c->id);
         s->state = SVC_FAILED;
-        return -1;
     }
-    return 0;
+    return rc;
 }
 
-static int start_inner(pc_service *s, char *err, size_t errlen)
+static int start_inner(pc_service *s, pc_error *e)
 {
+    int rc;
     for (size_t i = 0; i < s->n_extensions; i++)
-        if (start_one(s, s->extensions[i], "extensions", err, errlen)) return -1;
+        if ((rc = start_one(s, s->extensions[i], "extensions", e)) < 0) return rc;
     for (size_t i = 0; i < s->n_exporters; i++)
-        if (start_one(s, s->exporters[i], "exporters", err, errlen)) return -1;
+        if ((rc = start_one(s, s->exporters[i], "exporters", e)) < 0) return rc;
     for (size_t p = 0; p < s->n_pipelines; p++)
         for (size_t i = 0; i < s->pipelines[p].n_processors; i++)
-            if (start_one(s, s->pipelines[p].processors[i], "processors", err, errlen)) return -1;
+            if ((rc = start_one(s, s->pipelines[p].processors[i], "processors", e)) < 0) return rc;
     return 0;
 }
 
-static int start_receivers(pc_service *s, char *err, size_t errlen)
+static int start_receivers(pc_service *s, pc_error *e)
 {
+    int rc;
     for (size_t i = 0; i < s->n_receivers; i++)
-        if (start_one(s, s->receivers[i], "receivers", err, errlen)) return -1;
+        if ((rc = start_one(s, s->receivers[i], "receivers", e)) < 0) return rc;
     return 0;
 }
 
 static void start_metrics(pc_service *s)
 {
-    char e[512];
+    pc_error e = {0};
     if (s->metrics_address && !s->metrics) {
         /* a busy metrics port must not take the data path down with it */
-        s->metrics = pc_metrics_server_start(s->loop, s->metrics_address, e, sizeof e);
-        if (!s->metrics) PC_WARN(NULL, "self-metrics not served: %s", e);
+        s->metrics = pc_metrics_server_start(s->loop, s->metrics_address, &e);
+        if (!s->metrics) PC_WARN(NULL, "self-metrics not served: %s", e.msg);
     }
 }
 
-int pc_service_start(pc_service *s, char *err, size_t errlen)
+int pc_service_start(pc_service *s, pc_error *e)
 {
     telemetry_use(s);
     start_metrics(s);
-    if (start_inner(s, err, errlen) || start_receivers(s, err, errlen)) return -1;
+    int rc = start_inner(s, e);
+    if (rc < 0 || (rc = start_receivers(s, e)) < 0) return rc;
     s->state = SVC_READY;
     PC_INFO(NULL, "everything is ready: %zu pipeline(s), %zu receiver(s), %zu exporter(s)",
             s->n_pipelines, s->n_receivers, s->n_exporters);
@@ -1480,14 +1483,14 @@ static void old_stopped(void *arg)
 {
     reload_job *j = arg;
     pc_service *next = j->next;
-    char e[512], msg[700];
+    pc_error e = {0};
     /* exporters that waited for their predecessor's persistent queue start now */
     while (next->state == SVC_READY && next->n_waiting) {
         pc_component *c = next->waiting[0];
-        if (c->type->start && c->type->start(c, e, sizeof e)) {
-            snprintf(msg, sizeof msg, "exporters::%s: %s", c->id, e);
+        if (c->type->start && c->type->start(c, &e) < 0) {
+            pc_error_prefix(&e, "exporters::%s: ", c->id);
             next->state = SVC_FAILED;
-            j->cb(j->arg, PC_RELOAD_FAILED, msg);
+            j->cb(j->arg, PC_RELOAD_FAILED, e.msg);
             break;
         }
         memmove(next->waiting, next->waiting + 1, --next->n_waiting * sizeof(pc_component *));
@@ -1516,11 +1519,11 @@ static void old_front_stopped(pc_service *old)
 {
     reload_job *j = old->done_arg;
     pc_service *next = j->next;
-    char e[600];
+    pc_error e = {0};
     take_over(old, next);
     telemetry_use(next);
     start_metrics(next);
-    int rc = start_inner(next, e, sizeof e);
+    int rc = start_inner(next, &e);
     if (!rc) {
         /* the receivers kept switch to next's pipelines: their sockets stay open */
         for (size_t r = 0; r < next->n_receivers; r++) {
@@ -1528,11 +1531,11 @@ static void old_front_stopped(pc_service *old)
             memcpy(c->route, next->routes[r], sizeof c->route);
             c->next = c->route[PC_SIGNAL_PROFILES];
         }
-        rc = start_receivers(next, e, sizeof e);
+        rc = start_receivers(next, &e);
     }
-    if (rc) {
+    if (rc < 0) {
         next->state = SVC_FAILED;
-        j->cb(j->arg, PC_RELOAD_FAILED, e);
+        j->cb(j->arg, PC_RELOAD_FAILED, e.msg);
     } else {
         next->state = SVC_READY;
         PC_INFO(NULL,

@@ -12,10 +12,12 @@
 typedef struct pc_service pc_service;
 
 /* Validate the whole config and create every component used by a pipeline (no sockets yet).
- * Takes ownership of root. NULL with every error found in err. */
-pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_cfg_err *err);
-/* Start exporters, processors, then receivers. -1 with err (e.g. a port in use). */
-int pc_service_start(pc_service *s, char *err, size_t errlen);
+ * Takes ownership of root. NULL with every error found in err (give it a list:
+ * PC_ERROR_WITH_ISSUES; without one, err must hold no error yet). */
+pc_service *pc_service_new(uv_loop_t *loop, pc_node *root, pc_error *err);
+/* Start exporters, processors, then receivers. 0, or the failing component's code with its
+ * message in e, led by its key path (e.g. a port in use). */
+int pc_service_start(pc_service *s, pc_error *e);
 /* Stop receivers (in-flight requests finish), then flush processors in pipeline order, then drain
  * exporters; then call done. */
 void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg);
@@ -25,7 +27,7 @@ void pc_service_free(pc_service *s);
  * whose config, pipeline membership and authenticator extensions are unchanged (and the
  * processors of pipelines whose processors and exporters are all unchanged). Nothing of running
  * is touched; NULL with every error in err. */
-pc_service *pc_service_new_reload(pc_service *running, pc_node *root, pc_cfg_err *err);
+pc_service *pc_service_new_reload(pc_service *running, pc_node *root, pc_error *err);
 /* False when next would keep every component and setting of running (nothing to do). */
 bool pc_service_reload_changes(const pc_service *running, const pc_service *next);
 /* Switch from running to next (from pc_service_new_reload): stop running's changed receivers and
@@ -44,9 +46,8 @@ void pc_service_reload(pc_service *running, pc_service *next, pc_reload_cb cb, v
  * authenticator at start). */
 struct pc_component *pc_service_extension(pc_service *s, const char *id);
 /* The enabled authenticator extension `id`, usable on that side (server: receivers; client:
- * exporters); NULL with a reason naming auth::authenticator. */
-struct pc_auth *pc_service_authenticator(pc_service *s, const char *id, bool server, char *err,
-                                         size_t errlen);
+ * exporters); NULL with a reason naming auth::authenticator in e (PC_EINVAL). */
+struct pc_auth *pc_service_authenticator(pc_service *s, const char *id, bool server, pc_error *e);
 
 /* Status of the service and every component as JSON (like the Collector's health_check);
  * returns 1 when everything is running, 0 otherwise. */

@@ -262,14 +262,12 @@ static void on_metrics(pc_http_req *req, void *arg)
 
 static const char g_owner; /* process metrics belong to the server */
 
-pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, char *err,
-                                           size_t errlen)
+pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, pc_error *e)
 {
     char host[256];
-    pc_error e = {0};
     int port;
-    if (pc_hostport_parse(endpoint, host, sizeof host, &port, &e) < 0) {
-        snprintf(err, errlen, "service::telemetry::metrics::address: %s", e.msg);
+    if (pc_hostport_parse(endpoint, host, sizeof host, &port, e) < 0) {
+        pc_error_prefix(e, "service::telemetry::metrics::address: ");
         return NULL;
     }
     struct timespec ts;
@@ -291,8 +289,7 @@ pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint
                              .max_connections = 64,
                              .log_id = "telemetry"};
     s->srv = pc_http_server_new(loop, &o, on_metrics, s);
-    if (pc_http_server_start(s->srv, &e) < 0) {
-        snprintf(err, errlen, "%s", e.msg);
+    if (pc_http_server_start(s->srv, e) < 0) {
         pc_http_server_shutdown(s->srv, NULL, NULL);
         pc_metric_unregister(&g_owner);
         free(s);

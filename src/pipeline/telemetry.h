@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base/err.h"
 #include "pdata/pdata.h"
 
 typedef enum { PC_METRIC_COUNTER, PC_METRIC_GAUGE } pc_metric_kind;
@@ -61,8 +62,8 @@ uint64_t pc_process_rss(void);
 
 /* The /metrics HTTP endpoint. */
 typedef struct pc_metrics_server pc_metrics_server;
-pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, char *err,
-                                           size_t errlen);
+/* NULL with the reason in e: PC_EINVAL (the address) or PC_EIO (e.g. the port is in use). */
+pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint, pc_error *e);
 void pc_metrics_server_stop(pc_metrics_server *s, void (*done)(void *), void *arg);
 
 #endif

@@ -3,17 +3,16 @@
 
 #include <stdio.h>
 
-static int key_error(pc_cfg_err *err, const pc_node *node, const char *path, const char *prefix,
+static int key_error(pc_error *err, const pc_node *node, const char *path, const char *prefix,
                      const char *key, const char *msg)
 {
     char full[160];
     snprintf(full, sizeof full, "%stls.%s", prefix ? prefix : "", key);
-    pc_cfg_key_errorf(err, node, path, full, "%s", msg);
-    return -1;
+    return pc_cfg_key_errorf(err, node, path, full, "%s", msg);
 }
 
 int pc_tls_server_validate(const pc_tls_server_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err)
+                           const char *prefix, pc_error *err)
 {
     const char *key = "cert_file";
     pc_error e = {0};
@@ -22,7 +21,7 @@ int pc_tls_server_validate(const pc_tls_server_cfg *cfg, const pc_node *node, co
 }
 
 int pc_tls_client_validate(const pc_tls_client_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err)
+                           const char *prefix, pc_error *err)
 {
     const char *key = "cert_file";
     pc_error e = {0};

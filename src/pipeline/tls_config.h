@@ -40,11 +40,11 @@
 /* clang-format on */
 
 /* Validate a server block: key pairs complete, files readable, certificates and keys load and
- * match. Errors name the key ("receivers::pyroscope::tls::cert_file: ..."); -1 with err. */
+ * match. Errors name the key ("receivers::pyroscope::tls::cert_file: ..."); PC_EINVAL with err. */
 int pc_tls_server_validate(const pc_tls_server_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err);
+                           const char *prefix, pc_error *err);
 /* Validate a client block the same way (whatever the endpoint's scheme). */
 int pc_tls_client_validate(const pc_tls_client_cfg *cfg, const pc_node *node, const char *path,
-                           const char *prefix, pc_cfg_err *err);
+                           const char *prefix, pc_error *err);
 
 #endif

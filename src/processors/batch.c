@@ -96,43 +96,32 @@ typedef struct flush_job {
     char msg[256];
 } flush_job;
 
-static int batch_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int batch_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     batch_cfg *cfg = cfgp;
-    if (cfg->send_batch_size < 0) {
-        pc_cfg_key_errorf(err, node, path, "send_batch_size", "must be >= 0");
-        return -1;
-    }
-    if (cfg->send_batch_max_size < 0) {
-        pc_cfg_key_errorf(err, node, path, "send_batch_max_size", "must be >= 0");
-        return -1;
-    }
-    if (cfg->send_batch_max_size > 0 && cfg->send_batch_max_size < cfg->send_batch_size) {
-        pc_cfg_key_errorf(err, node, path, "send_batch_max_size",
-                          "must be >= send_batch_size (%lld)", (long long)cfg->send_batch_size);
-        return -1;
-    }
-    if (cfg->metadata_cardinality_limit < 1) {
-        pc_cfg_key_errorf(err, node, path, "metadata_cardinality_limit", "must be >= 1");
-        return -1;
-    }
-    if (cfg->metadata_keys.n > PC_META_MAX) {
-        pc_cfg_key_errorf(err, node, path, "metadata_keys", "at most %d keys", PC_META_MAX);
-        return -1;
-    }
+    if (cfg->send_batch_size < 0)
+        return pc_cfg_key_errorf(err, node, path, "send_batch_size", "must be >= 0");
+    if (cfg->send_batch_max_size < 0)
+        return pc_cfg_key_errorf(err, node, path, "send_batch_max_size", "must be >= 0");
+    if (cfg->send_batch_max_size > 0 && cfg->send_batch_max_size < cfg->send_batch_size)
+        return pc_cfg_key_errorf(err, node, path, "send_batch_max_size",
+                                 "must be >= send_batch_size (%lld)",
+                                 (long long)cfg->send_batch_size);
+    if (cfg->metadata_cardinality_limit < 1)
+        return pc_cfg_key_errorf(err, node, path, "metadata_cardinality_limit", "must be >= 1");
+    if (cfg->metadata_keys.n > PC_META_MAX)
+        return pc_cfg_key_errorf(err, node, path, "metadata_keys", "at most %d keys", PC_META_MAX);
     for (size_t i = 0; i < cfg->metadata_keys.n; i++) {
         for (size_t j = 0; j < i; j++) {
-            if (strcasecmp(cfg->metadata_keys.v[i], cfg->metadata_keys.v[j]) == 0) {
-                pc_cfg_key_errorf(err, node, path, "metadata_keys", "\"%s\" is listed twice",
-                                  cfg->metadata_keys.v[i]);
-                return -1;
-            }
+            if (strcasecmp(cfg->metadata_keys.v[i], cfg->metadata_keys.v[j]) == 0)
+                return pc_cfg_key_errorf(err, node, path, "metadata_keys", "\"%s\" is listed twice",
+                                         cfg->metadata_keys.v[i]);
         }
     }
     return 0;
 }
 
-static int batch_create(pc_component *c, pc_cfg_err *err)
+static int batch_create(pc_component *c, pc_error *err)
 {
     (void)err;
     batch_cfg *cfg = c->cfg;
@@ -148,14 +137,11 @@ static int batch_create(pc_component *c, pc_cfg_err *err)
 
 static void timer_cb(uv_timer_t *t);
 
-static int batch_start(pc_component *c, char *err, size_t errlen)
+static int batch_start(pc_component *c, pc_error *e)
 {
     batch_proc *bp = c->priv;
     int rc = uv_timer_init(c->loop, &bp->timer);
-    if (rc) {
-        snprintf(err, errlen, "timer: %s", uv_strerror(rc));
-        return -1;
-    }
+    if (rc) return pc_error_set(e, PC_EIO, "timer: %s", uv_strerror(rc));
     bp->timer.data = bp;
     bp->timer_inited = true;
     pc_proc_metric(c, "otelcol_processor_batch_batch_send_size_samples",
@@ -447,7 +433,8 @@ static bool same_val(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* The shard for b's metadata values (new ones within the cardinality limit), or -1. */
+/* The shard for b's metadata values (new ones within the cardinality limit), or PC_EBUSY when
+ * it would be one more than the limit. */
 static long find_shard(batch_proc *bp, const pc_batch *b)
 {
     const batch_cfg *cfg = bp->c->cfg;
@@ -459,7 +446,7 @@ static long find_shard(batch_proc *bp, const pc_batch *b)
             k++;
         if (k == nk) return (long)i;
     }
-    if (bp->n_shards >= (size_t)cfg->metadata_cardinality_limit) return -1;
+    if (bp->n_shards >= (size_t)cfg->metadata_cardinality_limit) return PC_EBUSY;
     shard *s = pc_xcalloc(1, sizeof *s);
     s->vals = pc_xcalloc(nk ? nk : 1, sizeof(char *));
     for (size_t k = 0; k < nk; k++) {

@@ -107,61 +107,62 @@ static void matcher_free(matcher *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Anchored: the expression must match the whole value. */
-static int compile(regex_t *re, const char *pat, char *msg, size_t msglen)
+/* Anchored: the expression must match the whole value. 0, or PC_EINVAL with regcomp's message
+ * in e. */
+static int compile(regex_t *re, const char *pat, pc_error *e)
 {
     size_t n = strlen(pat) + 5;
     char *full = pc_xmalloc(n);
     snprintf(full, n, "^(%s)$", pat);
     int rc = regcomp(re, full, REG_EXTENDED | REG_NOSUB);
     free(full);
-    if (rc) regerror(rc, re, msg, msglen);
-    return rc;
+    if (!rc) return 0;
+    char msg[256];
+    regerror(rc, re, msg, sizeof msg);
+    return pc_error_set(e, PC_EINVAL, "%s", msg);
 }
 
 static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, const pc_node *node,
-                        const char *path, pc_cfg_err *err)
+                        const char *path, pc_error *err)
 {
     memset(m, 0, sizeof *m);
     m->cfg = cfg;
     m->set = cfg->profile_types.n || cfg->services.n || cfg->resource_attributes.n;
-    char msg[256], sub[512];
+    char sub[512];
+    pc_error e = {0};
     const pc_node *bn = pc_node_get(node, block), *at;
     m->services = pc_xcalloc(cfg->services.n + 1, sizeof(regex_t));
     for (size_t i = 0; i < cfg->services.n; i++) {
-        if (compile(&m->services[i], cfg->services.v[i], msg, sizeof msg)) {
+        if (compile(&m->services[i], cfg->services.v[i], &e) < 0) {
             snprintf(sub, sizeof sub, "%s::%s::services[%zu]", path, block, i);
             at = pc_node_get(bn, "services");
-            pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
-                          cfg->services.v[i], msg);
             matcher_free(m);
-            return -1;
+            return pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
+                                 cfg->services.v[i], e.msg);
         }
         m->n_services++;
     }
     m->attrs = pc_xcalloc(cfg->resource_attributes.n + 1, sizeof(regex_t));
     for (size_t i = 0; i < cfg->resource_attributes.n; i++) {
         const char *key = cfg->resource_attributes.keys[i], *val = cfg->resource_attributes.vals[i];
-        if (compile(&m->attrs[i], val, msg, sizeof msg)) {
+        if (compile(&m->attrs[i], val, &e) < 0) {
             snprintf(sub, sizeof sub, "%s::%s::resource_attributes::%s", path, block, key);
             at = pc_node_get(pc_node_get(bn, "resource_attributes"), key);
-            pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s", val,
-                          msg);
             matcher_free(m);
-            return -1;
+            return pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
+                                 val, e.msg);
         }
         m->n_attrs++;
     }
     m->sattrs = pc_xcalloc(cfg->sample_attributes.n + 1, sizeof(regex_t));
     for (size_t i = 0; i < cfg->sample_attributes.n; i++) {
         const char *key = cfg->sample_attributes.keys[i], *val = cfg->sample_attributes.vals[i];
-        if (compile(&m->sattrs[i], val, msg, sizeof msg)) {
+        if (compile(&m->sattrs[i], val, &e) < 0) {
             snprintf(sub, sizeof sub, "%s::%s::sample_attributes::%s", path, block, key);
             at = pc_node_get(pc_node_get(bn, "sample_attributes"), key);
-            pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s", val,
-                          msg);
             matcher_free(m);
-            return -1;
+            return pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
+                                 val, e.msg);
         }
         m->n_sattrs++;
     }
@@ -170,26 +171,26 @@ static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, con
         if (!*t || *t == ':' || (strchr(t, ':') && !strchr(t, ':')[1])) {
             snprintf(sub, sizeof sub, "%s::%s::profile_types[%zu]", path, block, i);
             at = pc_node_get(bn, "profile_types");
-            pc_cfg_errorf(err, at ? at : node, sub, "\"%s\" is not \"type\" or \"type:unit\"", t);
             matcher_free(m);
-            return -1;
+            return pc_cfg_errorf(err, at ? at : node, sub,
+                                 "\"%s\" is not \"type\" or \"type:unit\"", t);
         }
     }
     return 0;
 }
 
-static int filter_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int filter_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     filter_cfg *cfg = cfgp;
     matcher m;
-    if (matcher_init(&m, &cfg->include, "include", node, path, err)) return -1;
+    if (matcher_init(&m, &cfg->include, "include", node, path, err)) return PC_EINVAL;
     matcher_free(&m);
-    if (matcher_init(&m, &cfg->exclude, "exclude", node, path, err)) return -1;
+    if (matcher_init(&m, &cfg->exclude, "exclude", node, path, err)) return PC_EINVAL;
     matcher_free(&m);
     return 0;
 }
 
-static int filter_create(pc_component *c, pc_cfg_err *err)
+static int filter_create(pc_component *c, pc_error *err)
 {
     filter_cfg *cfg = c->cfg;
     filter_proc *fp = pc_xcalloc(1, sizeof *fp);
@@ -197,7 +198,7 @@ static int filter_create(pc_component *c, pc_cfg_err *err)
         matcher_init(&fp->exclude, &cfg->exclude, "exclude", NULL, c->id, err)) {
         matcher_free(&fp->include);
         free(fp);
-        return -1;
+        return PC_EINVAL;
     }
     c->priv = fp;
     pc_proc_metric(c, "otelcol_processor_filter_profiles_dropped", "Profiles dropped by the filter",

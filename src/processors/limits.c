@@ -60,29 +60,21 @@ typedef struct limits_job {
     bool empty;
 } limits_job;
 
-static int limits_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int limits_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     limits_cfg *cfg = cfgp;
-    if (cfg->max_stack_depth < 0) {
-        pc_cfg_key_errorf(err, node, path, "max_stack_depth", "must be >= 0");
-        return -1;
-    }
-    if (cfg->max_samples_per_profile < 0) {
-        pc_cfg_key_errorf(err, node, path, "max_samples_per_profile", "must be >= 0");
-        return -1;
-    }
-    if (cfg->max_stack_depth > INT32_MAX) {
-        pc_cfg_key_errorf(err, node, path, "max_stack_depth", "must be < 2^31");
-        return -1;
-    }
-    if (cfg->max_samples_per_profile > INT32_MAX) {
-        pc_cfg_key_errorf(err, node, path, "max_samples_per_profile", "must be < 2^31");
-        return -1;
-    }
+    if (cfg->max_stack_depth < 0)
+        return pc_cfg_key_errorf(err, node, path, "max_stack_depth", "must be >= 0");
+    if (cfg->max_samples_per_profile < 0)
+        return pc_cfg_key_errorf(err, node, path, "max_samples_per_profile", "must be >= 0");
+    if (cfg->max_stack_depth > INT32_MAX)
+        return pc_cfg_key_errorf(err, node, path, "max_stack_depth", "must be < 2^31");
+    if (cfg->max_samples_per_profile > INT32_MAX)
+        return pc_cfg_key_errorf(err, node, path, "max_samples_per_profile", "must be < 2^31");
     return 0;
 }
 
-static int limits_create(pc_component *c, pc_cfg_err *err)
+static int limits_create(pc_component *c, pc_error *err)
 {
     (void)err;
     limits_proc *lp = pc_xcalloc(1, sizeof(limits_proc));

@@ -90,32 +90,24 @@ static uint64_t total_memory(void)
     return cg && cg < phys ? cg : phys;
 }
 
-static int ml_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int ml_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     ml_cfg *cfg = cfgp;
-    if (cfg->check_interval_ms == 0) {
-        pc_cfg_key_errorf(err, node, path, "check_interval", "must be > 0");
-        return -1;
-    }
-    if (cfg->limit_mib <= 0 && (cfg->limit_percentage <= 0 || cfg->limit_percentage > 100)) {
-        pc_cfg_key_errorf(err, node, path, "limit_mib",
-                          "set limit_mib > 0 or limit_percentage in 1..100");
-        return -1;
-    }
-    if (cfg->limit_mib > 0 && cfg->spike_limit_mib >= cfg->limit_mib) {
-        pc_cfg_key_errorf(err, node, path, "spike_limit_mib", "must be below limit_mib");
-        return -1;
-    }
+    if (cfg->check_interval_ms == 0)
+        return pc_cfg_key_errorf(err, node, path, "check_interval", "must be > 0");
+    if (cfg->limit_mib <= 0 && (cfg->limit_percentage <= 0 || cfg->limit_percentage > 100))
+        return pc_cfg_key_errorf(err, node, path, "limit_mib",
+                                 "set limit_mib > 0 or limit_percentage in 1..100");
+    if (cfg->limit_mib > 0 && cfg->spike_limit_mib >= cfg->limit_mib)
+        return pc_cfg_key_errorf(err, node, path, "spike_limit_mib", "must be below limit_mib");
     if (cfg->spike_limit_mib < 0 || cfg->spike_limit_percentage < 0 ||
-        (cfg->limit_percentage > 0 && cfg->spike_limit_percentage >= cfg->limit_percentage)) {
-        pc_cfg_key_errorf(err, node, path, "spike_limit_percentage",
-                          "must be >= 0 and below limit_percentage");
-        return -1;
-    }
+        (cfg->limit_percentage > 0 && cfg->spike_limit_percentage >= cfg->limit_percentage))
+        return pc_cfg_key_errorf(err, node, path, "spike_limit_percentage",
+                                 "must be >= 0 and below limit_percentage");
     return 0;
 }
 
-static int ml_create(pc_component *c, pc_cfg_err *err)
+static int ml_create(pc_component *c, pc_error *err)
 {
     ml_cfg *cfg = c->cfg;
     limiter *l = pc_xcalloc(1, sizeof(*l));
@@ -170,12 +162,11 @@ static void check(uv_timer_t *t)
     measure(t->data);
 }
 
-static int ml_start(pc_component *c, char *err, size_t errlen)
+static int ml_start(pc_component *c, pc_error *e)
 {
     limiter *l = c->priv;
     ml_cfg *cfg = c->cfg;
-    (void)err;
-    (void)errlen;
+    (void)e;
     uv_timer_init(c->loop, &l->timer);
     l->timer.data = l;
     l->timer_open = 1;

@@ -138,9 +138,9 @@ static inline const pc_kvu *pc_dict_attr_at(const pc_dictionary *d, int32_t idx)
  * named groups, so "(?P<name>...)" and "(?<name>...)" are rewritten to plain "(...)" and the names
  * remembered by group number: (*names)[i] names group i + 1 (NULL when unnamed). A leading "(?i)"
  * adds REG_ICASE. Other "(?" forms are refused. names may be NULL when the caller needs none.
- * Returns 0, or -1 with a message in err (nothing to free then). */
+ * Returns 0, or PC_EINVAL with a message in e (nothing to free then). */
 static inline int pc_regex_compile(regex_t *re, const char *pat, int flags, char ***names,
-                                   size_t *n_names, char *err, size_t errlen)
+                                   size_t *n_names, pc_error *e)
 {
     size_t len = strlen(pat), o = 0, group = 0, cap = 0;
     char *out = malloc(len + 1);
@@ -194,10 +194,10 @@ static inline int pc_regex_compile(regex_t *re, const char *pat, int flags, char
             name = p + 3;
         if (name) end = strchr(name, '>');
         if (!name || !end || end == name) {
-            snprintf(err, errlen,
-                     "unsupported group syntax \"%.8s\" (POSIX extended regex: use (...) or "
-                     "(?P<name>...))",
-                     p);
+            pc_error_set(e, PC_EINVAL,
+                         "unsupported group syntax \"%.8s\" (POSIX extended regex: use (...) or "
+                         "(?P<name>...))",
+                         p);
             goto fail;
         }
         if (group > cap) {
@@ -217,7 +217,7 @@ static inline int pc_regex_compile(regex_t *re, const char *pat, int flags, char
     if (rc) {
         char msg[160];
         regerror(rc, re, msg, sizeof msg);
-        snprintf(err, errlen, "invalid regular expression \"%s\": %s", pat, msg);
+        pc_error_set(e, PC_EINVAL, "invalid regular expression \"%s\": %s", pat, msg);
         goto fail;
     }
     free(out);
@@ -240,7 +240,7 @@ fail:
     for (size_t i = 0; i < cap; i++)
         free(nm[i]);
     free(nm);
-    return -1;
+    return PC_EINVAL;
 }
 
 static inline void pc_regex_names_free(char **names, size_t n)

@@ -76,21 +76,20 @@ static void relist_free(relist *l)
 }
 
 static int relist_compile(relist *l, const pc_strlist *src, const char *key, int flags,
-                          const pc_node *node, const char *path, pc_cfg_err *err)
+                          const pc_node *node, const char *path, pc_error *err)
 {
     l->re = pc_xcalloc(src->n ? src->n : 1, sizeof *l->re);
     l->n = 0;
     for (size_t i = 0; i < src->n; i++) {
-        char e[300];
-        if (pc_regex_compile(&l->re[i], src->v[i], flags, NULL, NULL, e, sizeof e)) {
+        pc_error e = {0};
+        if (pc_regex_compile(&l->re[i], src->v[i], flags, NULL, NULL, &e) < 0) {
             const pc_node *list = pc_node_get(node, key);
             const pc_node *at =
                 list && list->kind == PC_NODE_SEQ && i < list->n ? list->vals[i] : list;
             char sub[300];
             snprintf(sub, sizeof sub, "%s::%s[%zu]", path, key, i);
-            pc_cfg_errorf(err, at ? at : node, sub, "%s", e);
             relist_free(l);
-            return -1;
+            return pc_cfg_errorf(err, at ? at : node, sub, "%s", e.msg);
         }
         l->n++;
     }
@@ -107,7 +106,7 @@ static void state_free(redaction_state *st)
 }
 
 static redaction_state *state_new(const redaction_cfg *cfg, const pc_node *node, const char *path,
-                                  pc_cfg_err *err)
+                                  pc_error *err)
 {
     redaction_state *st = pc_xcalloc(1, sizeof *st);
     int icase = cfg->case_insensitive ? REG_ICASE : 0;
@@ -126,28 +125,26 @@ static redaction_state *state_new(const redaction_cfg *cfg, const pc_node *node,
     return st;
 }
 
-static int redaction_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int redaction_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     redaction_cfg *cfg = cfgp;
     if (!cfg->replacement) cfg->replacement = pc_xstrdup("");
     for (size_t i = 0; i < cfg->strip_path_prefixes.n; i++) {
-        if (!cfg->strip_path_prefixes.v[i][0]) {
-            pc_cfg_errorf(err, node, path, "strip_path_prefixes[%zu]: must not be empty", i);
-            return -1;
-        }
+        if (!cfg->strip_path_prefixes.v[i][0])
+            return pc_cfg_errorf(err, node, path, "strip_path_prefixes[%zu]: must not be empty", i);
     }
     redaction_state *st = state_new(cfg, node, path, err);
-    if (!st) return -1;
+    if (!st) return PC_EINVAL;
     state_free(st);
     return 0;
 }
 
-static int redaction_create(pc_component *c, pc_cfg_err *err)
+static int redaction_create(pc_component *c, pc_error *err)
 {
     char path[256];
     snprintf(path, sizeof path, "processors::%s", c->id);
     redaction_state *st = state_new(c->cfg, NULL, path, err);
-    if (!st) return -1;
+    if (!st) return PC_EINVAL;
     c->priv = st;
     pc_proc_metric(c, "otelcol_processor_redaction_redacted_symbols",
                    "Function, system, file and mapping names replaced", &st->total.symbols);

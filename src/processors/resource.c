@@ -223,7 +223,7 @@ static int scalar_value(const char *s, conv_type conv, pc_anyvalue *v)
     bool bv;
     if (conv == CT_BOOL ||
         (conv == CT_NONE && (!strcasecmp(s, "true") || !strcasecmp(s, "false")))) {
-        if (pc_parse_bool(s, &bv)) return -1;
+        if (pc_parse_bool(s, &bv) < 0) return PC_EINVAL;
         v->value_case = PC_AV_BOOL;
         v->bool_value = bv;
         return 0;
@@ -232,13 +232,13 @@ static int scalar_value(const char *s, conv_type conv, pc_anyvalue *v)
         v->value_case = PC_AV_INT;
         return 0;
     }
-    if (conv == CT_INT) return -1;
+    if (conv == CT_INT) return PC_EINVAL;
     if ((conv == CT_DOUBLE || (conv == CT_NONE && strpbrk(s, ".eE"))) &&
         parse_double(s, &v->double_value)) {
         v->value_case = PC_AV_DOUBLE;
         return 0;
     }
-    if (conv == CT_DOUBLE) return -1;
+    if (conv == CT_DOUBLE) return PC_EINVAL;
     v->value_case = PC_AV_STRING;
     v->string_value = pc_xstrdup(s);
     return 0;
@@ -250,13 +250,11 @@ static const char *scalar_of(const pc_node *m, const char *key)
     return n && n->kind == PC_NODE_SCALAR ? n->scalar : NULL;
 }
 
-static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *err)
+static int parse_rule(const pc_node *m, const char *path, rule *r, pc_error *err)
 {
     char sub[320];
-    if (m->kind != PC_NODE_MAP) {
-        pc_cfg_errorf(err, m, path, "must be a mapping with key and action");
-        return -1;
-    }
+    if (m->kind != PC_NODE_MAP)
+        return pc_cfg_errorf(err, m, path, "must be a mapping with key and action");
     for (size_t i = 0; i < m->n; i++) {
         size_t nk = sizeof rule_keys / sizeof rule_keys[0], j = 0;
         while (j < nk && strcmp(m->keys[i], rule_keys[j]) != 0)
@@ -264,31 +262,25 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
         snprintf(sub, sizeof sub, "%s::%s", path, m->keys[i]);
         if (j == nk) {
             const char *close = pc_closest(m->keys[i], rule_keys, nk);
-            pc_cfg_errorf(err, m->vals[i], sub, "unknown key \"%s\"%s%s%s", m->keys[i],
-                          close ? " (did you mean \"" : "", close ? close : "",
-                          close ? "\"?)" : "");
-            return -1;
+            return pc_cfg_errorf(err, m->vals[i], sub, "unknown key \"%s\"%s%s%s", m->keys[i],
+                                 close ? " (did you mean \"" : "", close ? close : "",
+                                 close ? "\"?)" : "");
         }
-        if (m->vals[i]->kind == PC_NODE_MAP || m->vals[i]->kind == PC_NODE_SEQ) {
-            pc_cfg_errorf(err, m->vals[i], sub, "must be a scalar");
-            return -1;
-        }
+        if (m->vals[i]->kind == PC_NODE_MAP || m->vals[i]->kind == PC_NODE_SEQ)
+            return pc_cfg_errorf(err, m->vals[i], sub, "must be a scalar");
     }
     const char *act = scalar_of(m, "action");
     snprintf(sub, sizeof sub, "%s::action", path);
-    if (!act) {
-        pc_cfg_errorf(err, m, sub,
-                      "missing (one of insert, update, upsert, delete, hash, extract)");
-        return -1;
-    }
+    if (!act)
+        return pc_cfg_errorf(err, m, sub,
+                             "missing (one of insert, update, upsert, delete, hash, extract)");
     int a = 0;
     while (a < N_ACTIONS && strcasecmp(act, action_names[a]) != 0)
         a++;
-    if (a == N_ACTIONS) {
-        pc_cfg_errorf(err, pc_node_get(m, "action"), sub,
-                      "\"%s\" is not one of insert, update, upsert, delete, hash, extract", act);
-        return -1;
-    }
+    if (a == N_ACTIONS)
+        return pc_cfg_errorf(err, pc_node_get(m, "action"), sub,
+                             "\"%s\" is not one of insert, update, upsert, delete, hash, extract",
+                             act);
     r->act = (action)a;
     const char *key = scalar_of(m, "key"), *value = scalar_of(m, "value");
     const char *from = scalar_of(m, "from_attribute"), *pattern = scalar_of(m, "pattern");
@@ -297,8 +289,7 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
     if (key && !*key) key = NULL;
 #define FAIL(at, ...)                                                                              \
     do {                                                                                           \
-        pc_cfg_errorf(err, (at) ? (at) : m, path, __VA_ARGS__);                                    \
-        return -1;                                                                                 \
+        return pc_cfg_errorf(err, (at) ? (at) : m, path, __VA_ARGS__);                             \
     } while (0)
     bool sets = r->act == A_INSERT || r->act == A_UPDATE || r->act == A_UPSERT;
     if ((sets || r->act == A_EXTRACT) && !key) FAIL(NULL, "key: required for action %s", act);
@@ -339,11 +330,11 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
         r->has_value = true;
     }
     if (pattern) {
-        char e[256];
+        pc_error e = {0};
         char **names = NULL;
         size_t n_names = 0;
-        if (pc_regex_compile(&r->re, pattern, 0, &names, &n_names, e, sizeof e))
-            FAIL(pc_node_get(m, "pattern"), "pattern: %s", e);
+        if (pc_regex_compile(&r->re, pattern, 0, &names, &n_names, &e) < 0)
+            FAIL(pc_node_get(m, "pattern"), "pattern: %s", e.msg);
         r->has_re = true;
         r->groups = names;
         r->n_groups = n_names;
@@ -361,22 +352,20 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_cfg_err *e
 }
 
 static int parse_rules(const pc_node *list, const char *path, rule **out, size_t *n_out,
-                       pc_cfg_err *err)
+                       pc_error *err)
 {
     *out = NULL;
     *n_out = 0;
     if (!list || list->kind == PC_NODE_NULL) return 0;
-    if (list->kind != PC_NODE_SEQ) {
-        pc_cfg_errorf(err, list, path, "attributes: must be a list of actions");
-        return -1;
-    }
+    if (list->kind != PC_NODE_SEQ)
+        return pc_cfg_errorf(err, list, path, "attributes: must be a list of actions");
     rule *rules = pc_xcalloc(list->n ? list->n : 1, sizeof *rules);
     for (size_t i = 0; i < list->n; i++) {
         char sub[256];
         snprintf(sub, sizeof sub, "%s::attributes[%zu]", path, i);
         if (parse_rule(list->vals[i], sub, &rules[i], err)) {
             rules_free(rules, i + 1);
-            return -1;
+            return PC_EINVAL;
         }
     }
     *out = rules;
@@ -384,18 +373,18 @@ static int parse_rules(const pc_node *list, const char *path, rule **out, size_t
     return 0;
 }
 
-static int resource_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int resource_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     resource_cfg *cfg = cfgp;
     rule *rules;
     size_t n;
     (void)node;
-    if (parse_rules(cfg->attributes, path, &rules, &n, err)) return -1;
+    if (parse_rules(cfg->attributes, path, &rules, &n, err)) return PC_EINVAL;
     rules_free(rules, n);
     return 0;
 }
 
-static int resource_create(pc_component *c, pc_cfg_err *err)
+static int resource_create(pc_component *c, pc_error *err)
 {
     resource_cfg *cfg = c->cfg;
     resource_state *st = pc_xcalloc(1, sizeof *st);
@@ -403,7 +392,7 @@ static int resource_create(pc_component *c, pc_cfg_err *err)
     snprintf(path, sizeof path, "processors::%s", c->id);
     if (parse_rules(cfg->attributes, path, &st->rules, &st->n_rules, err)) {
         free(st);
-        return -1;
+        return PC_EINVAL;
     }
     c->priv = st;
     pc_proc_metric(c, "otelcol_processor_resource_changed_resources",

@@ -290,34 +290,28 @@ typedef struct tracelink_state {
     bool warned_traces;
 } tracelink_state;
 
-static int tracelink_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int tracelink_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     tracelink_cfg *cfg = cfgp;
     for (size_t i = 0; i < cfg->trace_id_keys.n; i++)
         for (size_t j = 0; j < cfg->span_id_keys.n; j++)
-            if (strcmp(cfg->trace_id_keys.v[i], cfg->span_id_keys.v[j]) == 0) {
-                pc_cfg_errorf(err, node, path, "\"%s\" is in both trace_id_keys and span_id_keys",
-                              cfg->trace_id_keys.v[i]);
-                return -1;
-            }
-    if (cfg->index_ttl_ms == 0) {
-        pc_cfg_key_errorf(err, node, path, "span_index.ttl", "must be > 0");
-        return -1;
-    }
-    if (cfg->index_max_spans < 1 || cfg->index_max_spans > MAX_SPANS_LIMIT) {
-        pc_cfg_key_errorf(err, node, path, "span_index.max_spans", "must be 1 to %d",
-                          MAX_SPANS_LIMIT);
-        return -1;
-    }
-    if (cfg->add_span_name && !cfg->index_enabled) {
-        pc_cfg_key_errorf(err, node, path, "add_span_name",
-                          "span names come from the span index: set span_index.enabled: true");
-        return -1;
-    }
+            if (strcmp(cfg->trace_id_keys.v[i], cfg->span_id_keys.v[j]) == 0)
+                return pc_cfg_errorf(err, node, path,
+                                     "\"%s\" is in both trace_id_keys and span_id_keys",
+                                     cfg->trace_id_keys.v[i]);
+    if (cfg->index_ttl_ms == 0)
+        return pc_cfg_key_errorf(err, node, path, "span_index.ttl", "must be > 0");
+    if (cfg->index_max_spans < 1 || cfg->index_max_spans > MAX_SPANS_LIMIT)
+        return pc_cfg_key_errorf(err, node, path, "span_index.max_spans", "must be 1 to %d",
+                                 MAX_SPANS_LIMIT);
+    if (cfg->add_span_name && !cfg->index_enabled)
+        return pc_cfg_key_errorf(
+            err, node, path, "add_span_name",
+            "span names come from the span index: set span_index.enabled: true");
     return 0;
 }
 
-static int tracelink_create(pc_component *c, pc_cfg_err *err)
+static int tracelink_create(pc_component *c, pc_error *err)
 {
     (void)err;
     const tracelink_cfg *cfg = c->cfg;

@@ -118,9 +118,6 @@ typedef struct otlp_recv {
     pc_shutdown_done shutdown_done;
 } otlp_recv;
 
-/* Why a request was refused before reaching the pipeline. */
-typedef enum { E_NONE, E_INVALID, E_TOO_LARGE, E_UNSUPPORTED, E_BUSY } refusal;
-
 /* One request on its way through decode and the pipeline, whichever the transport. */
 typedef struct job {
     uv_work_t work;
@@ -137,7 +134,9 @@ typedef struct job {
     int json, gzip; /* T_HTTP */
     char *encoding; /* T_GRPC: grpc-encoding */
     pc_batch *batch;
-    refusal fail;
+    /* why the request was refused before reaching the pipeline: PC_EINVAL, PC_E2BIG,
+     * PC_ENOTSUP, PC_EAGAIN (no memory now); 0 when it was not */
+    int fail;
     int64_t rejected;
     size_t samples;       /* items of the signal: samples, spans, data points, log records */
     size_t invalid_items; /* decoded but refused by validation */
@@ -146,8 +145,7 @@ typedef struct job {
 
 /* As the Collector cleans them: a leading '/', no trailing one; two signals on one path are
  * an error. */
-static int normalise_url_paths(otlp_cfg *cfg, const pc_node *node, const char *path,
-                               pc_cfg_err *err)
+static int normalise_url_paths(otlp_cfg *cfg, const pc_node *node, const char *path, pc_error *err)
 {
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         char key[64];
@@ -156,26 +154,22 @@ static int normalise_url_paths(otlp_cfg *cfg, const pc_node *node, const char *p
         size_t n = strlen(p);
         while (n > 1 && p[n - 1] == '/')
             n--;
-        if (n == 0 || strpbrk(p, "?# ")) {
-            pc_cfg_key_errorf(err, node, path, key, "must be a URL path such as %s",
-                              pc_signal_infos[sig].http_path);
-            return -1;
-        }
+        if (n == 0 || strpbrk(p, "?# "))
+            return pc_cfg_key_errorf(err, node, path, key, "must be a URL path such as %s",
+                                     pc_signal_infos[sig].http_path);
         char *clean = pc_xmalloc(n + 2);
         snprintf(clean, n + 2, "%s%.*s", p[0] == '/' ? "" : "/", (int)n, p);
         free(cfg->url_path[sig]);
         cfg->url_path[sig] = clean;
         for (int o = 0; o < sig; o++)
-            if (!strcmp(cfg->url_path[o], clean)) {
-                pc_cfg_key_errorf(err, node, path, key, "\"%s\" is already %s_url_path", clean,
-                                  pc_signal_infos[o].name);
-                return -1;
-            }
+            if (!strcmp(cfg->url_path[o], clean))
+                return pc_cfg_key_errorf(err, node, path, key, "\"%s\" is already %s_url_path",
+                                         clean, pc_signal_infos[o].name);
     }
     return 0;
 }
 
-static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     otlp_cfg *cfg = cfgp;
     char host[256];
@@ -188,38 +182,39 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
         pc_cfg_key_errorf(err, node, path, "protocols",
                           "must specify at least one protocol when using the OTLP receiver "
                           "(protocols::grpc and/or protocols::http)");
-        return -1;
+        return PC_EINVAL;
     }
-    if (pc_http_server_cfg_validate(&cfg->http, node, path, "protocols.http.", err)) return -1;
-    if (normalise_url_paths(cfg, node, path, err)) return -1;
+    if (pc_http_server_cfg_validate(&cfg->http, node, path, "protocols.http.", err) < 0 ||
+        normalise_url_paths(cfg, node, path, err) < 0)
+        return PC_EINVAL;
     if (pc_hostport_parse(cfg->grpc_endpoint, host, sizeof host, &port, &e) < 0) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.endpoint", "%s", e.msg);
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->grpc_max_recv_mib <= 0 || cfg->grpc_max_recv_mib > 2047) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_recv_msg_size_mib",
                           "must be between 1 and 2047");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->grpc_max_decoded_mib < 0 || cfg->grpc_max_decoded_mib > 1 << 20) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_recv_msg_decoded_size_mib",
                           "must be between 0 (16 x max_recv_msg_size_mib) and 1048576");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->grpc_max_streams <= 0 || cfg->grpc_max_streams > 100000) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_concurrent_streams",
                           "must be between 1 and 100000");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->grpc_max_connections <= 0) {
         pc_cfg_key_errorf(err, node, path, "protocols.grpc.max_connections", "must be > 0");
-        return -1;
+        return PC_EINVAL;
     }
     if (cfg->grpc_idle_ms == 0) {
         pc_cfg_key_errorf(err, node, path,
                           "protocols.grpc.keepalive.server_parameters.max_connection_idle",
                           "must be > 0");
-        return -1;
+        return PC_EINVAL;
     }
     /* 0 means grpc-go's default, as in the Collector; the h2 server counts in 32-bit ms */
     struct {
@@ -234,13 +229,13 @@ static int otlp_validate(void *cfgp, const pc_node *node, const char *path, pc_c
         if (!*ka[i].ms) *ka[i].ms = ka[i].def;
         if (*ka[i].ms > 24 * 3600 * 1000) {
             pc_cfg_key_errorf(err, node, path, ka[i].key, "must be at most 24h");
-            return -1;
+            return PC_EINVAL;
         }
     }
     return pc_tls_server_validate(&cfg->grpc_tls, node, path, "protocols.grpc.", err);
 }
 
-static int otlp_create(pc_component *c, pc_cfg_err *err)
+static int otlp_create(pc_component *c, pc_error *err)
 {
     otlp_recv *r = pc_xcalloc(1, sizeof(*r));
     otlp_cfg *cfg = c->cfg;
@@ -302,31 +297,11 @@ static void job_free(job *j)
     free(j);
 }
 
-static void respond_pipeline_error(job *j, int st, const char *msg);
-
-static void respond_refusal(job *j, refusal why, const char *msg)
-{
-    if (why == E_BUSY) { /* no memory now: retryable, as the memory limiter's refusals */
-        respond_pipeline_error(j, PC_EAGAIN, msg);
-        return;
-    }
-    if (j->transport == T_HTTP) {
-        http_respond_status(j->req, j->json,
-                            why == E_TOO_LARGE     ? 413
-                            : why == E_UNSUPPORTED ? 415
-                                                   : 400,
-                            msg);
-        return;
-    }
-    int code = why == E_TOO_LARGE     ? PC_GRPC_RESOURCE_EXHAUSTED
-               : why == E_UNSUPPORTED ? PC_GRPC_UNIMPLEMENTED
-                                      : PC_GRPC_INVALID_ARGUMENT;
-    pc_grpc_respond(j->call, code, msg, NULL, 0, NULL);
-}
-
-/* The pipeline refused: permanent -> 400 / INVALID_ARGUMENT; overload -> 429 /
- * RESOURCE_EXHAUSTED with RetryInfo; retryable -> 503 / UNAVAILABLE. */
-static void respond_pipeline_error(job *j, int st, const char *msg)
+/* A refusal, by the decode or by the pipeline (ARCHITECTURE.md §7): permanent -> 400 /
+ * INVALID_ARGUMENT; too large -> 413 / RESOURCE_EXHAUSTED; unsupported -> 415 / UNIMPLEMENTED;
+ * overload -> 429 / RESOURCE_EXHAUSTED with RetryInfo; retryable (no memory now too) -> 503 /
+ * UNAVAILABLE. */
+static void respond_error(job *j, int st, const char *msg)
 {
     if (j->transport == T_HTTP) {
         http_respond_status(j->req, j->json, pc_receiver_http_status(st), msg);
@@ -400,7 +375,7 @@ static void decode_work(uv_work_t *w)
         int rc = pc_grpc_unframe(data, len, j->max_size, &msg, &mlen, &compressed, &e);
         if (rc < 0) {
             snprintf(j->err, sizeof j->err, "%s", e.msg);
-            j->fail = rc == PC_E2BIG ? E_TOO_LARGE : E_INVALID;
+            j->fail = rc == PC_E2BIG ? PC_E2BIG : PC_EINVAL;
             goto out;
         }
         data = msg;
@@ -409,9 +384,7 @@ static void decode_work(uv_work_t *w)
             rc = pc_grpc_decompress(msg, mlen, true, j->encoding, j->max_size, &inflated, &e);
             if (rc < 0) {
                 snprintf(j->err, sizeof j->err, "%s", e.msg);
-                j->fail = rc == PC_E2BIG     ? E_TOO_LARGE
-                          : rc == PC_ENOTSUP ? E_UNSUPPORTED
-                                             : E_INVALID;
+                j->fail = rc == PC_E2BIG || rc == PC_ENOTSUP ? rc : PC_EINVAL;
                 goto out;
             }
             data = inflated.data;
@@ -420,11 +393,11 @@ static void decode_work(uv_work_t *w)
     } else if (j->gzip) {
         int rc = pc_gzip_inflate(data, len, j->max_size, &inflated);
         if (rc == PC_E2BIG) {
-            j->fail = E_TOO_LARGE;
+            j->fail = PC_E2BIG;
             snprintf(j->err, sizeof j->err,
                      "decompressed body exceeds max_request_body_size (%zu bytes)", j->max_size);
         } else if (rc < 0) {
-            j->fail = E_INVALID;
+            j->fail = PC_EINVAL;
             snprintf(j->err, sizeof j->err, "invalid gzip body");
         }
         if (j->fail) goto out;
@@ -436,14 +409,16 @@ static void decode_work(uv_work_t *w)
     pc_error e = {0};
     int rc = pc_batch_decode(j->sig, data, len, j->json, &budget, &j->batch, &e);
     if (rc < 0) {
-        j->fail = rc == PC_EAGAIN ? E_BUSY : rc == PC_E2BIG ? E_TOO_LARGE : E_INVALID;
+        /* PC_EAGAIN: no room among the decodes in flight now, retryable as the memory limiter's
+         * refusals; PC_E2BIG: over this request's budget */
+        j->fail = rc == PC_EAGAIN || rc == PC_E2BIG ? rc : PC_EINVAL;
         snprintf(j->err, sizeof j->err, "%s", e.msg);
         if (budget.state) pc_budget_message(&budget, j->decoded_key, j->err, sizeof j->err);
     } else {
         size_t items = pc_batch_items(j->batch);
         if (j->sig == PC_SIGNAL_PROFILES ? pc_batch_validate(j->batch, &j->rejected, &e)
                                          : pc_signal_validate(j->batch, &e))
-            j->fail = E_INVALID;
+            j->fail = PC_EINVAL;
         snprintf(j->err, sizeof j->err, "%s", e.msg);
         j->samples = pc_batch_items(j->batch);
         /* what validation took out (or the whole request) is refused data, counted as such */
@@ -470,7 +445,7 @@ static void pipeline_done(void *arg, int st, const char *msg)
         r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
         PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id, "pipeline refused %zu %s permanently: %s",
                             j->samples, items, msg ? msg : "");
-        respond_pipeline_error(j, st, msg ? msg : "refused by the pipeline");
+        respond_error(j, st, msg ? msg : "refused by the pipeline");
         break;
     case PC_EBUSY:
     case PC_EAGAIN:
@@ -479,7 +454,7 @@ static void pipeline_done(void *arg, int st, const char *msg)
         PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
                             "pipeline refused %zu %s (retryable, client told to retry): %s",
                             j->samples, items, msg ? msg : "");
-        respond_pipeline_error(j, st, msg ? msg : "pipeline unavailable, retry later");
+        respond_error(j, st, msg ? msg : "pipeline unavailable, retry later");
         break;
     }
     job_free(j);
@@ -491,18 +466,18 @@ static void decode_done(uv_work_t *w, int status)
     (void)status;
     j->r->refused[j->transport][j->sig] += j->invalid_items;
     if (j->fail) {
-        static const pc_refused_reason reason[] = {[E_INVALID] = PC_REFUSED_INVALID,
-                                                   [E_TOO_LARGE] = PC_REFUSED_TOO_LARGE,
-                                                   [E_UNSUPPORTED] = PC_REFUSED_UNSUPPORTED,
-                                                   [E_BUSY] = PC_REFUSED_MEMORY};
-        j->r->refused_requests[j->transport].n[reason[j->fail]]++;
+        pc_refused_reason reason = j->fail == PC_E2BIG     ? PC_REFUSED_TOO_LARGE
+                                   : j->fail == PC_ENOTSUP ? PC_REFUSED_UNSUPPORTED
+                                   : j->fail == PC_EAGAIN  ? PC_REFUSED_MEMORY
+                                                           : PC_REFUSED_INVALID;
+        j->r->refused_requests[j->transport].n[reason]++;
         PC_INFO_RATELIMITED(&j->r->refused_log, j->r->c->id, "%s: refused (%s): %s", peer(j),
-                            j->fail == E_TOO_LARGE     ? "too large"
-                            : j->fail == E_UNSUPPORTED ? "unsupported"
-                            : j->fail == E_BUSY        ? "no memory now, client told to retry"
-                                                       : "invalid",
+                            j->fail == PC_E2BIG     ? "too large"
+                            : j->fail == PC_ENOTSUP ? "unsupported"
+                            : j->fail == PC_EAGAIN  ? "no memory now, client told to retry"
+                                                    : "invalid",
                             j->err);
-        respond_refusal(j, j->fail, j->err);
+        respond_error(j, j->fail, j->err);
         job_free(j);
         return;
     }
@@ -519,7 +494,7 @@ static void job_start(job *j)
 {
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
         j->r->refused_requests[j->transport].n[PC_REFUSED_MEMORY]++;
-        respond_pipeline_error(j, PC_EAGAIN, "memory limit reached, retry later");
+        respond_error(j, PC_EAGAIN, "memory limit reached, retry later");
         job_free(j);
         return;
     }
@@ -678,12 +653,11 @@ static const char *signal_list(const pc_component *c, int t)
     return out;
 }
 
-static int start_grpc(pc_component *c, char *err, size_t errlen)
+static int start_grpc(pc_component *c, pc_error *e)
 {
     otlp_recv *r = c->priv;
     otlp_cfg *cfg = c->cfg;
     size_t max = (size_t)cfg->grpc_max_recv_mib << 20;
-    pc_error e = {0};
     pc_h2_server_opts o = {
         .host = r->grpc_host,
         .port = r->grpc_port,
@@ -702,21 +676,16 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
         .stats = &r->grpc_conns,
     };
     if (cfg->grpc_auth &&
-        !(r->grpc_auth = pc_service_authenticator(c->host, cfg->grpc_auth, true, err, errlen)))
-        return -1;
+        !(r->grpc_auth = pc_service_authenticator(c->host, cfg->grpc_auth, true, e)))
+        return PC_EINVAL;
     if (pc_tls_server_enabled(&cfg->grpc_tls)) {
-        r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, &e);
-        if (!r->grpc_tls) {
-            snprintf(err, errlen, "%s", e.msg);
-            return -1;
-        }
+        r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, e);
+        if (!r->grpc_tls) return e ? e->code : PC_EINVAL;
         o.tls = r->grpc_tls;
     }
     r->h2 = pc_h2_server_new(c->loop, &o, on_call, r);
-    if (pc_h2_server_start(r->h2, &e) < 0) {
-        snprintf(err, errlen, "%s", e.msg);
-        return -1;
-    }
+    int rc = pc_h2_server_start(r->h2, e);
+    if (rc < 0) return rc;
     register_metrics(c, T_GRPC);
     pc_receiver_register_conn_metrics(c, "grpc", &r->grpc_conns);
     PC_INFO(c->id, "OTLP/gRPC on %s:%d (%s, %s%s%s)", r->grpc_host, pc_h2_server_port(r->h2),
@@ -725,14 +694,16 @@ static int start_grpc(pc_component *c, char *err, size_t errlen)
     return 0;
 }
 
-static int otlp_start(pc_component *c, char *err, size_t errlen)
+static int otlp_start(pc_component *c, pc_error *e)
 {
     otlp_recv *r = c->priv;
     otlp_cfg *cfg = c->cfg;
     pc_receiver_register_in_flight(c, &r->in_flight);
-    if (cfg->grpc_on && start_grpc(c, err, errlen)) return -1;
+    int rc = cfg->grpc_on ? start_grpc(c, e) : 0;
+    if (rc < 0) return rc;
     if (!cfg->http_on) return 0;
-    if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;
+    rc = pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, e);
+    if (rc < 0) return rc;
     register_metrics(c, T_HTTP);
     PC_INFO(c->id, "OTLP/HTTP on %s://%s:%d: %s", r->http.tls ? "https" : "http", r->http.host,
             r->http.port, signal_list(c, T_HTTP));

@@ -21,20 +21,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    pc_cfg_err err;
-    memset(&err, 0, sizeof err);
+    static pc_error_issues issues; /* every issue, as profcol validate keeps them */
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
+    issues.n = 0;
     pc_node *root = pc_config_parse((const char *)data, size, "fuzz.yaml", &err);
     if (!root) {
         FUZZ_ASSERT(memchr(err.msg, 0, sizeof err.msg) != NULL, "error message not terminated");
         return 0;
     }
     /* merge a second parse over the first (both consumed by the merge / service) */
-    pc_cfg_err err2;
+    pc_error err2 = {0};
     pc_node *again = pc_config_parse((const char *)data, size, "fuzz2.yaml", &err2);
     FUZZ_ASSERT(again != NULL, "second parse of the same text failed: %s", err2.msg);
     pc_config_merge(root, again);
 
-    memset(&err, 0, sizeof err);
+    pc_error_clear(&err);
     pc_service *s = pc_service_new(uv_default_loop(), root, &err);
     if (s)
         pc_service_free(s);

@@ -31,10 +31,10 @@ static void fuzz_folded(const uint8_t *p, size_t n, int lines)
     pc_folded_opts o = {
         .app = app, .lines = lines, .sample_rate = 100, .time_ns = 1, .duration_ns = 10};
     pc_batch *b = NULL;
-    char *svc = NULL, err[256];
+    char *svc = NULL;
     const char *text = nl ? (const char *)nl + 1 : "";
     size_t tl = nl ? n - al - 1 : 0;
-    if (pc_folded_to_batch(text, tl, &o, &b, &svc, err, sizeof err) == 0) {
+    if (pc_folded_to_batch(text, tl, &o, &b, &svc, NULL) == 0) {
         check_valid(b);
         pc_batch_unref(b);
         free(svc);
@@ -48,11 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *p = data + 1;
     size_t n = size - 1;
     char err[256];
+    pc_error e = {0};
     switch (data[0] % 7) {
     case 0: {
         char *s = fuzz_cstr(p, n);
         pc_ingest_name name;
-        if (pc_ingest_parse_name(s, &name, err, sizeof err) == 0) {
+        if (pc_ingest_parse_name(s, &name, &e) == 0) {
             FUZZ_ASSERT(name.app && *name.app, "empty app name accepted");
             pc_ingest_name_free(&name);
         }
@@ -67,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     case 2: {
         pc_form_part parts[16];
-        int np = pc_multipart_parse(p, n, "XyZ", parts, 16, err, sizeof err);
+        int np = pc_multipart_parse(p, n, "XyZ", parts, 16, &e);
         for (int i = 0; i < np; i++)
             FUZZ_ASSERT(parts[i].data >= p && parts[i].data + parts[i].len <= p + n,
                         "part %d outside the body", i);
@@ -79,8 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pc_folded_opts o = {.app = "app.mutex_count"};
         pc_batch *b = NULL;
         char *svc = NULL;
-        if (pc_folded_to_batch("a;b 3\n", 6, &o, &b, &svc, err, sizeof err) == 0) {
-            if (pc_ingest_apply_sample_type_config(b, 0, (const char *)p, n, err, sizeof err) == 0)
+        if (pc_folded_to_batch("a;b 3\n", 6, &o, &b, &svc, &e) == 0) {
+            if (pc_ingest_apply_sample_type_config(b, 0, (const char *)p, n, &e) == 0)
                 check_valid(b);
             pc_batch_unref(b);
             free(svc);

@@ -22,7 +22,7 @@ typedef struct driver {
 } driver;
 
 /* A configured and created processor on the default loop, or NULL with the error in err. */
-static inline driver *driver_new(const pc_component_type *t, const char *yaml, pc_cfg_err *err)
+static inline driver *driver_new(const pc_component_type *t, const char *yaml, pc_error *err)
 {
     driver *d = calloc(1, sizeof *d);
     tc_rec_init(&d->rec);
@@ -36,7 +36,7 @@ static inline driver *driver_new(const pc_component_type *t, const char *yaml, p
 /* The same for a config the test knows is good: a refused one ends the test. */
 static inline driver *driver_make(const pc_component_type *t, const char *yaml)
 {
-    pc_cfg_err err;
+    pc_error err = {0};
     driver *d = driver_new(t, yaml, &err);
     if (!d) {
         fprintf(stderr, "config: %s\n", err.msg);

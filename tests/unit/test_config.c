@@ -10,19 +10,19 @@
 #include "pipeline/config.h"
 #include "pipeline/service.h"
 
-static pc_node *parse(const char *y, pc_cfg_err *err)
+static pc_node *parse(const char *y, pc_error *err)
 {
     return pc_config_parse(y, strlen(y), "test.yaml", err);
 }
 
-/* Every error of a carrier, one per line. */
-static const char *all_errors(const pc_cfg_err *err)
+/* Every error of an error object with a list, one per line. */
+static const char *all_errors(const pc_error *err)
 {
-    static char out[PC_CFG_MAX_ISSUES * 700];
+    static char out[PC_ERROR_MAX_ISSUES * 700];
     out[0] = 0;
-    for (size_t i = 0; i < err->n && i < PC_CFG_MAX_ISSUES; i++) {
+    for (size_t i = 0; i < err->issues->n && i < PC_ERROR_MAX_ISSUES; i++) {
         char line[700];
-        pc_cfg_issue_format(&err->issues[i], line, sizeof line);
+        pc_error_issue_format(&err->issues->v[i], line, sizeof line);
         snprintf(out + strlen(out), sizeof out - strlen(out), "%s\n", line);
     }
     return out;
@@ -31,8 +31,10 @@ static const char *all_errors(const pc_cfg_err *err)
 /* Build a service from YAML; returns every error message, one per line ("" when valid). */
 static const char *service_error(const char *yaml)
 {
-    static pc_cfg_err err;
-    memset(&err, 0, sizeof err);
+    static pc_error_issues issues;
+    static pc_error err;
+    err = PC_ERROR_WITH_ISSUES(&issues);
+    issues.n = 0;
     pc_node *root = parse(yaml, &err);
     if (!root) return all_errors(&err);
     pc_service *s = pc_service_new(uv_default_loop(), root, &err);
@@ -63,7 +65,8 @@ static const char *const good = "receivers:\n"
 
 static void test_substitution(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     setenv("PC_T_A", "alpha", 1);
     unsetenv("PC_T_UNSET");
     setenv("ONEUPTIME_TOKEN", "tok123", 1);
@@ -90,7 +93,8 @@ static void test_substitution(void)
 
 static void test_merge(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_node *a = parse("x:\n  y: 1\n  z: 2\nlist: [a, b]\n", &err);
     pc_node *b = parse("x:\n  z: 3\n  w: 4\nlist: [c]\n", &err);
     pc_config_merge(a, b);
@@ -270,7 +274,8 @@ static const char *tmp_file(const char *name, const char *text)
  * pipeline, a bad value, an undefined exporter; each with file, line and key path. */
 static void test_every_error(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     const char *y = "receivers:\n"                     /* 1 */
                     "  otlp:\n"                        /* 2 */
                     "    protocols:\n"                 /* 3 */
@@ -291,7 +296,7 @@ static void test_every_error(void)
     pc_node *root = parse(y, &err);
     CHECK(root != NULL);
     CHECK(pc_service_new(uv_default_loop(), root, &err) == NULL);
-    CHECK_EQ_INT(err.n, 6);
+    CHECK_EQ_INT(pc_error_count(&err), 6);
     const char *all = all_errors(&err);
     CHECK_CONTAINS(all, "test.yaml:4: receivers::otlp::protocols::htttp: unknown key \"htttp\" "
                         "(did you mean \"http\"?)");
@@ -307,7 +312,7 @@ static void test_every_error(void)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    pc_cfg_err_print(&err, f, "profcol: invalid config: ");
+    pc_error_print(&err, f, "profcol: invalid config: ");
     fclose(f);
     const char *first = strstr(buf, "test.yaml:4:"), *last = strstr(buf, "test.yaml:17:");
     CHECK(first && last && first < last);
@@ -317,12 +322,13 @@ static void test_every_error(void)
     CHECK_EQ_INT(lines, 6);
     free(buf);
     /* more errors than the carrier keeps: counted, and said */
-    pc_cfg_err many = {{0}};
-    for (int i = 0; i < PC_CFG_MAX_ISSUES + 5; i++)
+    pc_error_issues many_issues = {0};
+    pc_error many = PC_ERROR_WITH_ISSUES(&many_issues);
+    for (int i = 0; i < PC_ERROR_MAX_ISSUES + 5; i++)
         pc_cfg_error_at(&many, "x.yaml", i + 1, "a::b", "error %d", i);
-    CHECK_EQ_INT(many.n, PC_CFG_MAX_ISSUES + 5);
+    CHECK_EQ_INT(pc_error_count(&many), PC_ERROR_MAX_ISSUES + 5);
     f = open_memstream(&buf, &len);
-    pc_cfg_err_print(&many, f, "");
+    pc_error_print(&many, f, "");
     fclose(f);
     CHECK_CONTAINS(buf, "... and 5 more error(s)");
     free(buf);
@@ -396,7 +402,7 @@ static void test_service_sections(void)
 
 static void parse_env_refs(void *arg)
 {
-    pc_cfg_err *err = arg;
+    pc_error *err = arg;
     pc_node *r = parse("a: ${env:PC_T_NOPE_1}\nb: ${PC_T_NOPE_2:-d}\nc: x${PC_T_NOPE_3}y\n", err);
     if (r) {
         CHECK_STR(pc_node_get(r, "a")->scalar, "");
@@ -410,12 +416,13 @@ static void parse_env_refs(void *arg)
  * references inside retrieved values, warnings for unset variables, errors for bad names. */
 static void test_providers(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     unsetenv("PC_T_NOPE_1");
     unsetenv("PC_T_NOPE_2");
     unsetenv("PC_T_NOPE_3");
     char *log = capture_stderr(parse_env_refs, &err);
-    CHECK_EQ_INT(err.n, 0);
+    CHECK_EQ_INT(pc_error_count(&err), 0);
     CHECK_CONTAINS(log, "test.yaml:1: a: configuration references unset environment variable "
                         "\"PC_T_NOPE_1\"");
     CHECK(strstr(log, "PC_T_NOPE_2") == NULL); /* it has a default */
@@ -452,12 +459,12 @@ static void test_providers(void)
     pc_node_free(r);
 
     /* errors: each with file, line and key path; all of them */
-    memset(&err, 0, sizeof err);
+    pc_error_clear(&err);
     r = parse("a:\n  b: ${file:/nonexistent/x}\nc: ${env:BAD-NAME}\nd: ${vault:secret}\n"
               "e: ${https://example.com/x}\nf: ${file:/dev/null}\n",
               &err);
     CHECK(r == NULL);
-    CHECK_EQ_INT(err.n, 5);
+    CHECK_EQ_INT(pc_error_count(&err), 5);
     const char *all = all_errors(&err);
     CHECK_CONTAINS(all, "test.yaml:2: a::b: ${file:/nonexistent/x}: cannot read /nonexistent/x: "
                         "No such file or directory");
@@ -469,7 +476,7 @@ static void test_providers(void)
                         "file");
 
     /* a value that refers to itself */
-    memset(&err, 0, sizeof err);
+    pc_error_clear(&err);
     setenv("PC_T_LOOP", "${env:PC_T_LOOP}", 1);
     r = parse("a: x${env:PC_T_LOOP}\n", &err);
     CHECK(r == NULL);
@@ -479,7 +486,8 @@ static void test_providers(void)
 /* a::b keys nest, and merge with the map a; plain duplicate keys stay errors. */
 static void test_path_keys(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_node *r = parse("exporters::debug::verbosity: detailed\n"
                        "exporters:\n  otlp:\n    endpoint: x:1\n"
                        "exporters::debug::top: 5\n",
@@ -493,16 +501,16 @@ static void test_path_keys(void)
         CHECK_STR(pc_node_get(pc_node_get(ex, "otlp"), "endpoint")->scalar, "x:1");
     }
     pc_node_free(r);
-    memset(&err, 0, sizeof err);
+    pc_error_clear(&err);
     CHECK(parse("a:\n  b: 1\na:\n  c: 2\n", &err) == NULL);
     CHECK_CONTAINS(err.msg, "duplicate key \"a\"");
-    memset(&err, 0, sizeof err);
+    pc_error_clear(&err);
     CHECK(parse("a::b: 1\na::b: 2\n", &err) == NULL);
     CHECK_CONTAINS(err.msg, "duplicate key \"b\"");
-    memset(&err, 0, sizeof err);
+    pc_error_clear(&err);
     CHECK(parse("a: 1\na::b: 2\n", &err) == NULL);
     CHECK_CONTAINS(err.msg, "\"a::b\" is set twice");
-    memset(&err, 0, sizeof err);
+    pc_error_clear(&err);
     CHECK(parse("a::: 1\n", &err) == NULL);
     CHECK_CONTAINS(err.msg, "empty part");
 }
@@ -510,7 +518,8 @@ static void test_path_keys(void)
 /* --config URIs (path, file:, env:, yaml:) and --set, merged in order, every error reported. */
 static void test_sources(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     const char *base = tmp_file("base.yaml", "receivers:\n  otlp:\n    protocols:\n      http:\n"
                                              "exporters:\n  debug:\n    verbosity: basic\n"
                                              "service:\n  pipelines:\n    profiles:\n"
@@ -555,7 +564,7 @@ static void test_sources(void)
         !strcmp(pc_node_get(pc_node_get(pc_node_get(r, "exporters"), "debug"), "verbosity")->scalar,
                 "basic"));
     pc_node_free(r);
-    CHECK_EQ_INT(err.n, 0);
+    CHECK_EQ_INT(pc_error_count(&err), 0);
 
     /* every source's errors */
     const char *bad1 = tmp_file("bad1.yaml", "a: [unclosed\n");
@@ -564,16 +573,16 @@ static void test_sources(void)
     const char *badset[] = {"novalue"};
     pc_config_sources src4 = {bad, 4, badset, 1, NULL};
     CHECK(pc_config_load(&src4, &err) == NULL);
-    CHECK_EQ_INT(err.n, 5);
+    CHECK_EQ_INT(pc_error_count(&err), 5);
     const char *all = all_errors(&err);
     CHECK_CONTAINS(all, "bad1.yaml:2: invalid YAML");
     CHECK_CONTAINS(all, "cannot read config /nonexistent/config.yaml: No such file or directory");
     CHECK_CONTAINS(all, "--config http://example.com/c.yaml: unsupported scheme \"http\"");
     CHECK_CONTAINS(all, "--config yaml:a: b: c:1: invalid YAML");
     CHECK_CONTAINS(all, "--set novalue: missing equal sign");
-    char e[200];
-    CHECK_EQ_INT(pc_config_set_check("a::b=", e, sizeof e), 0);
-    CHECK_EQ_INT(pc_config_set_check("=x", e, sizeof e), -1);
+    pc_error e = {0};
+    CHECK_EQ_INT(pc_config_set_check("a::b=", &e), 0);
+    CHECK_EQ_INT(pc_config_set_check("=x", &e), PC_EINVAL);
 }
 
 static const char *print(const pc_node *root, pc_print_format fmt, bool redacted)
@@ -591,7 +600,8 @@ static const char *print(const pc_node *root, pc_print_format fmt, bool redacted
 /* print-config: secrets redacted, the rest as it is; the YAML reads back to the same tree. */
 static void test_print_config(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     const char *y = "exporters:\n"
                     "  otlphttp:\n"
                     "    endpoint: http://x:1\n"
@@ -637,13 +647,14 @@ static void test_print_config(void)
     CHECK(strstr(out, "tok3") == NULL);
     out = print(r, PC_PRINT_JSON, false);
     CHECK_CONTAINS(out, "\"token\": \"tok3\"");
-    CHECK_EQ_INT(err.n, 0);
+    CHECK_EQ_INT(pc_error_count(&err), 0);
     pc_node_free(r);
 }
 
 static void test_node_equal(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_node *a = parse("x: 1\ny: {a: [1, 2], b: c}\n", &err);
     pc_node *b = parse("\n\ny:\n  b: c\n  a: [1, 2]\nx: 1\n", &err);
     pc_node *c = parse("x: 1\ny: {a: [2, 1], b: c}\n", &err);
@@ -673,7 +684,8 @@ static void test_grpc_endpoint_path(void)
 
 static void test_billion_laughs(void)
 {
-    pc_cfg_err err = {{0}};
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_buf y = {0};
     pc_buf_printf(&y, "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for (int i = 1; i < 12; i++)

@@ -72,14 +72,14 @@ static pc_component *exporter_new(const char *yaml_in, char *errout, size_t errl
              strstr(yaml_in, "sending_queue") ? ""
                                               : "sending_queue:\n  enabled: false\n"
                                                 "retry_on_failure:\n  enabled: false\n");
-    pc_cfg_err err;
+    pc_error err = {0};
     pc_component *c = tc_new(&pc_exporter_pyroscope, "exporters", yaml, loop, NULL, &err);
     if (!c) {
         snprintf(errout, errlen, "%s", err.msg);
         return NULL;
     }
-    char e[256];
-    CHECK_EQ_INT(c->type->start(c, e, sizeof e), 0);
+    pc_error e = {0};
+    CHECK_EQ_INT(c->type->start(c, &e), 0);
     return c;
 }
 

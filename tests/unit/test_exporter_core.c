@@ -145,14 +145,14 @@ static const pc_component_type sink_type = {
 /* Configured, created and started (proc_driver.h serves any component type); fk reset. */
 static driver *exporter_new(const pc_component_type *t, const char *yaml)
 {
-    pc_cfg_err err;
+    pc_error err = {0};
     driver *d = driver_new(t, yaml, &err);
     if (!d) {
         fprintf(stderr, "config: %s\n", err.msg);
         exit(1);
     }
-    char e[256] = "";
-    CHECK_EQ_INT(t->start(&d->c, e, sizeof e), 0);
+    pc_error e = {0};
+    CHECK_EQ_INT(t->start(&d->c, &e), 0);
     memset(&fk, 0, sizeof fk);
     fk.in_flight_at_close = -1;
     pc_shutdown_deadline_ms = uv_now(loop) + 10000;

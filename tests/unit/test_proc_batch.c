@@ -19,7 +19,7 @@ extern const pc_component_type pc_processor_batch;
 
 static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, char *errbuf)
 {
-    pc_cfg_err err;
+    pc_error err = {0};
     pc_component *c = tc_new(&pc_processor_batch, "processors", yaml, loop, next, &err);
     if (!c) {
         if (errbuf)
@@ -28,9 +28,9 @@ static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, 
             fprintf(stderr, "config: %s\n", err.msg);
         return NULL;
     }
-    char e[256];
-    if (c->type->start(c, e, sizeof e)) {
-        fprintf(stderr, "start: %s\n", e);
+    pc_error e = {0};
+    if (c->type->start(c, &e) < 0) {
+        fprintf(stderr, "start: %s\n", e.msg);
         exit(1);
     }
     return c;

@@ -49,7 +49,7 @@ static pc_batch *request(void)
 
 static pc_component *make(const char *yaml, uv_loop_t *loop, pc_consumer *next, char *errmsg)
 {
-    pc_cfg_err err;
+    pc_error err = {0};
     pc_component *c = tc_new(&pc_processor_filter, "processors", yaml, loop, next, &err);
     if (!c) {
         if (errmsg)

@@ -251,7 +251,7 @@ static void test_copy_on_write(void)
 
 static void test_config(void)
 {
-    pc_cfg_err err;
+    pc_error err = {0};
     driver *d = driver_new(&pc_processor_redaction, "blocked_symbols: [ok, \"(unclosed\"]\n", &err);
     CHECK(d == NULL);
     CHECK_CONTAINS(err.msg, "test.yaml:1: processors::redaction::blocked_symbols[1]: invalid");

@@ -138,7 +138,7 @@ static void test_strindex_form(void)
     r->attributes = v;
     r->n_attributes++;
     CHECK_EQ_INT(count_key(in, 0, "host.name"), 2);
-    pc_cfg_err err;
+    pc_error err = {0};
     driver *d = driver_new(&pc_processor_resource,
                            "attributes: [{key: host.name, value: box3, action: upsert}]", &err);
     CHECK(d != NULL);
@@ -206,7 +206,7 @@ static void test_hash(void)
     memset(hundred, 'a', 100);
     hundred[100] = 0;
     res_of(in, 0)->attributes[2]->value->string_value = hundred;
-    pc_cfg_err err;
+    pc_error err = {0};
     driver *d = driver_new(&pc_processor_resource,
                            "attributes:\n"
                            "  - {key: user.id, action: hash, algorithm: sha1}\n"
@@ -266,14 +266,14 @@ static void test_config_errors(void)
         {"atributes: []\n", "did you mean \"attributes\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        pc_cfg_err err;
+        pc_error err = {0};
         driver *d = driver_new(&pc_processor_resource, cases[i].yaml, &err);
         CHECK(d == NULL);
         CHECK_CONTAINS(err.msg, cases[i].want);
         driver_free(d);
     }
     /* no attributes: a pass-through */
-    pc_cfg_err err;
+    pc_error err = {0};
     driver *d = driver_new(&pc_processor_resource, "", &err);
     CHECK(d != NULL);
     pc_batch *in = batch_from_json(input_json);
@@ -283,7 +283,7 @@ static void test_config_errors(void)
 
 static void test_copy_on_write(void)
 {
-    pc_cfg_err err;
+    pc_error err = {0};
     driver *d = driver_new(&pc_processor_resource,
                            "attributes:\n"
                            "  - {key: service.name, value: changed, action: upsert}\n"

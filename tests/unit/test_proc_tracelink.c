@@ -219,7 +219,7 @@ static void test_custom_keys(void)
     CHECK_EQ_INT(b->req->dictionary->n_link_table, 2);
     driver_free(d);
 
-    pc_cfg_err err;
+    pc_error err = {0};
     d = driver_new(&pc_processor_tracelink, "trace_id_keys: [a]\nspan_id_keys: [a]\n", &err);
     CHECK(d == NULL);
     CHECK_CONTAINS(err.msg, "processors::tracelink: \"a\" is in both");
@@ -554,7 +554,7 @@ static void test_index_max_spans(void)
 /* Re-create d's instance under another id (as the service names processors per pipeline). */
 static void rename_driver(driver *d, const char *id)
 {
-    pc_cfg_err err;
+    pc_error err = {0};
     d->c.type->destroy(&d->c);
     free(d->c.id);
     d->c.id = strdup(id);
@@ -637,7 +637,7 @@ static void test_index_config(void)
         {"span_index:\n  enabeld: true\n", "enabled"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        pc_cfg_err err;
+        pc_error err = {0};
         driver *d = driver_new(&pc_processor_tracelink, bad[i].yaml, &err);
         CHECK(d == NULL);
         CHECK_CONTAINS(err.msg, bad[i].msg);

@@ -8,15 +8,13 @@
 static void test_name(void)
 {
     pc_ingest_name n;
-    char err[256];
-    CHECK_EQ_INT(pc_ingest_parse_name("  myapp.cpu ", &n, err, sizeof err), 0);
+    pc_error e = {0};
+    CHECK_EQ_INT(pc_ingest_parse_name("  myapp.cpu ", &n, &e), 0);
     CHECK_STR(n.app, "myapp.cpu");
     CHECK_EQ_INT(n.n, 0);
     pc_ingest_name_free(&n);
 
-    CHECK_EQ_INT(
-        pc_ingest_parse_name("app{ env = prod , region=eu-1,x=a=b{c/d, e=}", &n, err, sizeof err),
-        0);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{ env = prod , region=eu-1,x=a=b{c/d, e=}", &n, &e), 0);
     CHECK_STR(n.app, "app");
     CHECK_EQ_INT(n.n, 4);
     CHECK_STR(n.keys[0], "env");
@@ -28,29 +26,29 @@ static void test_name(void)
     pc_ingest_name_free(&n);
 
     /* duplicate keys: last wins; missing '}' drops the last pair; after '}' ignored */
-    CHECK_EQ_INT(pc_ingest_parse_name("app{a=1,a=2,b=3", &n, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{a=1,a=2,b=3", &n, &e), 0);
     CHECK_EQ_INT(n.n, 1);
     CHECK_STR(n.vals[0], "2");
     pc_ingest_name_free(&n);
-    CHECK_EQ_INT(pc_ingest_parse_name("app{a=1}junk{b=2}", &n, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{a=1}junk{b=2}", &n, &e), 0);
     CHECK_EQ_INT(n.n, 1);
     pc_ingest_name_free(&n);
     /* explicit __name__ overrides the app */
-    CHECK_EQ_INT(pc_ingest_parse_name("app{__name__=other}", &n, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{__name__=other}", &n, &e), 0);
     CHECK_STR(n.app, "other");
     pc_ingest_name_free(&n);
-    CHECK_EQ_INT(pc_ingest_parse_name("app{otel.scope.name=x}", &n, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{otel.scope.name=x}", &n, &e), 0);
     CHECK_STR(n.keys[0], "otel.scope.name");
     pc_ingest_name_free(&n);
 
-    CHECK_EQ_INT(pc_ingest_parse_name("app{a-b=1}", &n, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "invalid label name: a-b: character is not allowed: '-'");
-    CHECK_EQ_INT(pc_ingest_parse_name("{a=1}", &n, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "service name is required");
-    CHECK_EQ_INT(pc_ingest_parse_name("my app{}", &n, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "character is not allowed: ' '");
-    CHECK_EQ_INT(pc_ingest_parse_name("app{novalue}", &n, err, sizeof err), -1);
-    CHECK_EQ_INT(pc_ingest_parse_name("app{=v}", &n, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{a-b=1}", &n, &e), PC_EINVAL);
+    CHECK_CONTAINS(e.msg, "invalid label name: a-b: character is not allowed: '-'");
+    CHECK_EQ_INT(pc_ingest_parse_name("{a=1}", &n, &e), PC_EINVAL);
+    CHECK_CONTAINS(e.msg, "service name is required");
+    CHECK_EQ_INT(pc_ingest_parse_name("my app{}", &n, &e), PC_EINVAL);
+    CHECK_CONTAINS(e.msg, "character is not allowed: ' '");
+    CHECK_EQ_INT(pc_ingest_parse_name("app{novalue}", &n, &e), PC_EINVAL);
+    CHECK_EQ_INT(pc_ingest_parse_name("app{=v}", &n, &e), PC_EINVAL);
 }
 
 static void test_time(void)
@@ -66,10 +64,10 @@ static void test_time(void)
     CHECK_EQ_INT(pc_ingest_parse_time("now", now), now);
     CHECK_EQ_INT(pc_ingest_parse_time("now-1h", now), now - 3600000000000LL);
     CHECK_EQ_INT(pc_ingest_parse_time("now+10s", now), now + 10000000000LL);
-    CHECK_EQ_INT(pc_ingest_parse_time("yesterday", now), -1);
-    CHECK_EQ_INT(pc_ingest_parse_time("00000101", now), -1); /* before 1970: no overflow */
-    CHECK_EQ_INT(pc_ingest_parse_time("now-999999999y", now), -1);
-    CHECK_EQ_INT(pc_ingest_parse_time("99999999999999999999", now), -1);
+    CHECK_EQ_INT(pc_ingest_parse_time("yesterday", now), PC_EINVAL);
+    CHECK_EQ_INT(pc_ingest_parse_time("00000101", now), PC_EINVAL); /* before 1970: no overflow */
+    CHECK_EQ_INT(pc_ingest_parse_time("now-999999999y", now), PC_EINVAL);
+    CHECK_EQ_INT(pc_ingest_parse_time("99999999999999999999", now), PC_EINVAL);
 }
 
 static void test_multipart(void)
@@ -80,7 +78,7 @@ static void test_multipart(void)
     CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data; boundary=\"a b\"; x=y", b, sizeof b),
                  0);
     CHECK_STR(b, "a b");
-    CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data", b, sizeof b), -1);
+    CHECK_EQ_INT(pc_multipart_boundary("multipart/form-data", b, sizeof b), PC_EINVAL);
 
     static const char body[] =
         "--XyZ\r\n"
@@ -92,9 +90,8 @@ static void test_multipart(void)
         "{}\r\n"
         "--XyZ--\r\n";
     pc_form_part parts[4];
-    char err[128];
-    int n = pc_multipart_parse((const uint8_t *)body, sizeof body - 1, "XyZ", parts, 4, err,
-                               sizeof err);
+    pc_error e = {0};
+    int n = pc_multipart_parse((const uint8_t *)body, sizeof body - 1, "XyZ", parts, 4, &e);
     CHECK_EQ_INT(n, 2);
     CHECK_STR(parts[0].name, "profile");
     CHECK_STR(parts[0].filename, "profile.pprof");
@@ -106,11 +103,9 @@ static void test_multipart(void)
 
     static const char trunc[] =
         "--XyZ\r\nContent-Disposition: form-data; name=\"profile\"\r\n\r\nabc";
-    CHECK_EQ_INT(pc_multipart_parse((const uint8_t *)trunc, sizeof trunc - 1, "XyZ", parts, 4, err,
-                                    sizeof err),
-                 -1);
-    CHECK_EQ_INT(
-        pc_multipart_parse((const uint8_t *)"nothing", 7, "XyZ", parts, 4, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_multipart_parse((const uint8_t *)trunc, sizeof trunc - 1, "XyZ", parts, 4, &e),
+                 PC_EINVAL);
+    CHECK_EQ_INT(pc_multipart_parse((const uint8_t *)"nothing", 7, "XyZ", parts, 4, &e), PC_EINVAL);
 }
 
 static void test_folded(void)
@@ -125,8 +120,9 @@ static void test_folded(void)
                         .attr_vals = vals,
                         .n_attrs = 1};
     pc_batch *b = NULL;
-    char *svc = NULL, err[256];
-    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, err, sizeof err), 0);
+    char *svc = NULL;
+    pc_error e = {0};
+    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, &e), 0);
     if (!b) return;
     CHECK_STR(svc, "myapp");
     const pc_dictionary *d = b->req->dictionary;
@@ -152,7 +148,7 @@ static void test_folded(void)
 
     /* lines format: identical lines are separate samples of 1; memory type from the suffix */
     pc_folded_opts ol = {.app = "svc.alloc_space", .lines = 1};
-    CHECK_EQ_INT(pc_folded_to_batch("a;b\na;b\n", 8, &ol, &b, &svc, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_folded_to_batch("a;b\na;b\n", 8, &ol, &b, &svc, &e), 0);
     p = first_profile(b);
     CHECK_EQ_INT(p->n_samples, 2);
     CHECK_EQ_INT(p->samples[0]->stack_index, p->samples[1]->stack_index);
@@ -161,11 +157,11 @@ static void test_folded(void)
     pc_batch_unref(b);
 
     pc_folded_opts bad = {.app = "my.app"};
-    CHECK_EQ_INT(pc_folded_to_batch("a 1\n", 4, &bad, &b, &svc, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "unknown profile type: app");
+    CHECK_EQ_INT(pc_folded_to_batch("a 1\n", 4, &bad, &b, &svc, &e), PC_EINVAL);
+    CHECK_CONTAINS(e.msg, "unknown profile type: app");
     pc_folded_opts badc = {.app = "app"};
-    CHECK_EQ_INT(pc_folded_to_batch("a;b x1\n", 7, &badc, &b, &svc, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "line 1");
+    CHECK_EQ_INT(pc_folded_to_batch("a;b x1\n", 7, &badc, &b, &svc, &e), PC_EINVAL);
+    CHECK_CONTAINS(e.msg, "line 1");
 }
 
 static void test_sample_type_config(void)
@@ -173,14 +169,15 @@ static void test_sample_type_config(void)
     static const char text[] = "a;b 3\n";
     pc_folded_opts o = {.app = "app.mutex_count"};
     pc_batch *b = NULL;
-    char *svc = NULL, err[256];
-    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, err, sizeof err), 0);
+    char *svc = NULL;
+    pc_error e = {0};
+    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, &e), 0);
     static const char cfg[] =
         "{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\"}}";
-    CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, cfg, sizeof cfg - 1, err, sizeof err), 0);
+    CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, cfg, sizeof cfg - 1, &e), 0);
     const pc_profile *p = first_profile(b);
     CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->type_strindex), "block_count");
-    CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, "[1]", 3, err, sizeof err), -1);
+    CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, "[1]", 3, &e), PC_EINVAL);
     free(svc);
     pc_batch_unref(b);
 }

@@ -257,18 +257,19 @@ static void test_server_ctx_errors(void)
 
 static void test_validate_paths(void)
 {
-    pc_cfg_err e = {{0}};
+    pc_error e = {0};
     pc_tls_server_cfg s = server_cfg("srv");
     CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "receivers::pyroscope", "", &e), 0);
     s.key_file = NULL;
-    CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "receivers::pyroscope", "", &e), -1);
+    CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "receivers::pyroscope", "", &e), PC_EINVAL);
     CHECK_CONTAINS(e.msg, "receivers::pyroscope::tls::key_file");
     s = server_cfg("srv");
     s.cert_file = (char *)path_of("garbage.pem");
-    CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "receivers::otlp", "protocols.http.", &e), -1);
+    CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "receivers::otlp", "protocols.http.", &e),
+                 PC_EINVAL);
     CHECK_CONTAINS(e.msg, "receivers::otlp::protocols::http::tls::cert_file");
     s = (pc_tls_server_cfg){.client_ca_file = (char *)path_of("ca.crt")};
-    CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "r", "", &e), -1);
+    CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "r", "", &e), PC_EINVAL);
     CHECK_CONTAINS(e.msg, "tls::cert_file: required");
     s = (pc_tls_server_cfg){0}; /* no TLS at all */
     CHECK_EQ_INT(pc_tls_server_validate(&s, NULL, "r", "", &e), 0);
@@ -276,13 +277,13 @@ static void test_validate_paths(void)
     pc_tls_client_cfg c = {.ca_file = (char *)path_of("ca.crt")};
     CHECK_EQ_INT(pc_tls_client_validate(&c, NULL, "exporters::otlphttp", "", &e), 0);
     c.ca_file = (char *)path_of("nope.crt");
-    CHECK_EQ_INT(pc_tls_client_validate(&c, NULL, "exporters::otlphttp", "", &e), -1);
+    CHECK_EQ_INT(pc_tls_client_validate(&c, NULL, "exporters::otlphttp", "", &e), PC_EINVAL);
     CHECK_CONTAINS(e.msg, "exporters::otlphttp::tls::ca_file");
     CHECK_CONTAINS(e.msg, "No such file");
     c.insecure = true; /* plain text: files unused */
     CHECK_EQ_INT(pc_tls_client_validate(&c, NULL, "x", "", &e), 0);
     c = (pc_tls_client_cfg){.cert_file = (char *)path_of("cli.crt")};
-    CHECK_EQ_INT(pc_tls_client_validate(&c, NULL, "x", "", &e), -1);
+    CHECK_EQ_INT(pc_tls_client_validate(&c, NULL, "x", "", &e), PC_EINVAL);
     CHECK_CONTAINS(e.msg, "tls::key_file: required with cert_file");
     c = (pc_tls_client_cfg){0}; /* system trust store */
     CHECK_EQ_INT(pc_tls_client_validate(&c, NULL, "x", "", &e), 0);
@@ -483,12 +484,12 @@ static void test_auth_helpers(void)
     CHECK(pc_auth_unbase64("!!!!", &n) == NULL);
     CHECK(pc_auth_unbase64("abc", &n) == NULL);
     write_text("token", "s3cret\n\n");
-    char err[256];
-    char *t = pc_auth_read_file(path_of("token"), 100, err, sizeof err);
+    pc_error e = {0};
+    char *t = pc_auth_read_file(path_of("token"), 100, &e);
     CHECK_STR(t, "s3cret");
     free(t);
-    CHECK(pc_auth_read_file(path_of("none"), 100, err, sizeof err) == NULL);
-    CHECK_CONTAINS(err, "No such file");
+    CHECK(pc_auth_read_file(path_of("none"), 100, &e) == NULL);
+    CHECK_CONTAINS(e.msg, "No such file");
 }
 
 int main(void)

@@ -23,7 +23,7 @@
  * tree is kept in *root (a config may point into it) until tc_fini. */
 static inline int tc_init(pc_component *c, pc_node **root, const pc_component_type *t,
                           const char *kind, const char *yaml, uv_loop_t *loop, pc_consumer *next,
-                          pc_cfg_err *err)
+                          pc_error *err)
 {
     char path[128];
     snprintf(path, sizeof path, "%s::%s", kind, t->name);
@@ -69,7 +69,7 @@ typedef struct tc_heap {
 } tc_heap;
 
 static inline pc_component *tc_new(const pc_component_type *t, const char *kind, const char *yaml,
-                                   uv_loop_t *loop, pc_consumer *next, pc_cfg_err *err)
+                                   uv_loop_t *loop, pc_consumer *next, pc_error *err)
 {
     tc_heap *h = calloc(1, sizeof *h);
     if (tc_init(&h->c, &h->root, t, kind, yaml, loop, next, err)) {
@@ -91,7 +91,7 @@ static inline void tc_free(pc_component *c)
 static inline const char *tc_config_error(const pc_component_type *t, const char *kind,
                                           const char *yaml)
 {
-    static pc_cfg_err err;
+    static pc_error err;
     char path[128];
     snprintf(path, sizeof path, "%s::%s", kind, t->name);
     memset(&err, 0, sizeof err);
@@ -211,7 +211,7 @@ static inline pc_batch *tc_pass(const pc_component_type *t, const char *kind, co
     uv_loop_init(&loop);
     tc_rec r;
     tc_rec_init(&r);
-    pc_cfg_err err;
+    pc_error err = {0};
     pc_component *c = tc_new(t, kind, yaml, &loop, &r.base, &err);
     if (!c) {
         fprintf(stderr, "config: %s\n", err.msg);

@@ -53,7 +53,7 @@ static void name_set(pc_ingest_name *n, char *key, char *val)
     n->vals[n->n++] = val;
 }
 
-int pc_ingest_parse_name(const char *s, pc_ingest_name *out, char *err, size_t errlen)
+int pc_ingest_parse_name(const char *s, pc_ingest_name *out, pc_error *e)
 {
     memset(out, 0, sizeof *out);
     const char *brace = strchr(s, '{');
@@ -72,31 +72,32 @@ int pc_ingest_parse_name(const char *s, pc_ingest_name *out, char *err, size_t e
             continue;
         }
         if (!eq) {
-            snprintf(err, errlen, "name: invalid label \"%s\": missing '='", key);
+            pc_error_set(e, PC_EINVAL, "name: invalid label \"%s\": missing '='", key);
             free(key);
             goto fail;
         }
         if (!*key) {
-            snprintf(err, errlen, "name: invalid label name: empty");
+            pc_error_set(e, PC_EINVAL, "name: invalid label name: empty");
             free(key);
             goto fail;
         }
         for (const char *c = key; *c; c++) {
             if (!label_char_ok(*c)) {
-                snprintf(err, errlen,
-                         "name: invalid label name: %s: character is not allowed: '%c'", key, *c);
+                pc_error_set(e, PC_EINVAL,
+                             "name: invalid label name: %s: character is not allowed: '%c'", key,
+                             *c);
                 free(key);
                 goto fail;
             }
         }
         if (out->n == PC_INGEST_MAX_LABELS) {
-            snprintf(err, errlen, "name: too many labels (max %d)", PC_INGEST_MAX_LABELS);
+            pc_error_set(e, PC_EINVAL, "name: too many labels (max %d)", PC_INGEST_MAX_LABELS);
             free(key);
             goto fail;
         }
         char *val = trimmed(eq + 1, (size_t)(p + span - (eq + 1)));
         if (!pc_utf8_valid(val, strlen(val))) { /* Pyroscope's distributor refuses it too */
-            snprintf(err, errlen, "name: invalid label value for %s: not valid UTF-8", key);
+            pc_error_set(e, PC_EINVAL, "name: invalid label value for %s: not valid UTF-8", key);
             free(key);
             free(val);
             goto fail;
@@ -112,21 +113,21 @@ int pc_ingest_parse_name(const char *s, pc_ingest_name *out, char *err, size_t e
         p += span + 1;
     }
     if (!*out->app) {
-        snprintf(err, errlen, "name: service name is required");
+        pc_error_set(e, PC_EINVAL, "name: service name is required");
         goto fail;
     }
     for (const char *c = out->app; *c; c++) {
         if (!app_char_ok(*c)) {
-            snprintf(err, errlen,
-                     "name: invalid application name: %s: character is not allowed: '%c'", out->app,
-                     *c);
+            pc_error_set(e, PC_EINVAL,
+                         "name: invalid application name: %s: character is not allowed: '%c'",
+                         out->app, *c);
             goto fail;
         }
     }
     return 0;
 fail:
     pc_ingest_name_free(out);
-    return -1;
+    return PC_EINVAL;
 }
 
 void pc_ingest_name_free(pc_ingest_name *n)
@@ -157,34 +158,34 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
     size_t n = 0;
     for (; *s && n < sizeof buf - 1; s++)
         if (*s != ' ' && *s != '_' && *s != ',') buf[n++] = *s;
-    if (*s) return -1;
+    if (*s) return PC_EINVAL;
     buf[n] = 0;
     if (n == 0) return now_ns;
     size_t digits = strspn(buf, "0123456789");
     if (digits == n) {
-        if (n > 19) return -1;
+        if (n > 19) return PC_EINVAL;
         unsigned long long v = strtoull(buf, NULL, 10);
         if (n == 8) {
             int64_t y = (int64_t)(v / 10000), m = (int64_t)(v / 100 % 100), d = (int64_t)(v % 100);
             /* nanoseconds since 1970 in int64 reach 2262; outside that the date is invalid */
             if (m >= 1 && m <= 12 && d >= 1 && d <= 31) {
                 int64_t days = days_from_civil(y, m, d);
-                return days >= 0 && days < 106000 ? days * 86400LL * 1000000000LL : -1;
+                return days >= 0 && days < 106000 ? days * 86400LL * 1000000000LL : PC_EINVAL;
             }
         }
         /* 13 digits of ms or 16 of µs can pass 2262-04-11, the end of int64 nanoseconds */
         int64_t scale = n == 13 ? 1000000LL : n == 16 ? 1000LL : n == 19 ? 1 : 1000000000LL, ns;
-        if (v > INT64_MAX || __builtin_mul_overflow((int64_t)v, scale, &ns)) return -1;
+        if (v > INT64_MAX || __builtin_mul_overflow((int64_t)v, scale, &ns)) return PC_EINVAL;
         return ns;
     }
-    if (strncmp(buf, "now", 3) != 0) return -1;
+    if (strncmp(buf, "now", 3) != 0) return PC_EINVAL;
     const char *r = buf + 3;
     if (!*r) return now_ns;
     int sign = *r == '-' ? -1 : *r == '+' ? 1 : 0;
-    if (!sign) return -1;
+    if (!sign) return PC_EINVAL;
     char *end;
     long long amount = strtoll(r + 1, &end, 10);
-    if (end == r + 1 || amount < 0 || amount > 1000000000LL) return -1;
+    if (end == r + 1 || amount < 0 || amount > 1000000000LL) return PC_EINVAL;
     static const struct {
         const char *u;
         int64_t s;
@@ -195,10 +196,10 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
         int64_t off, t;
         if (__builtin_mul_overflow((int64_t)amount, units[i].s * 1000000000LL, &off) ||
             __builtin_add_overflow(now_ns, sign * off, &t) || t < 0)
-            return -1;
+            return PC_EINVAL;
         return t;
     }
-    return -1;
+    return PC_EINVAL;
 }
 
 /* ---- multipart/form-data (§1.5) ---- */
@@ -206,18 +207,18 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
 int pc_multipart_boundary(const char *ct, char *out, size_t outlen)
 {
     const char *b = ct ? strstr(ct, "boundary=") : NULL;
-    if (!b) return -1;
+    if (!b) return PC_EINVAL;
     b += 9;
     size_t len;
     if (*b == '"') {
         b++;
         const char *e = strchr(b, '"');
-        if (!e) return -1;
+        if (!e) return PC_EINVAL;
         len = (size_t)(e - b);
     } else {
         len = strcspn(b, "; \t");
     }
-    if (len == 0 || len >= outlen || len > 70) return -1;
+    if (len == 0 || len >= outlen || len > 70) return PC_EINVAL;
     memcpy(out, b, len);
     out[len] = 0;
     return 0;
@@ -251,17 +252,14 @@ static void disposition_param(const char *h, size_t hl, const char *param, char 
 }
 
 int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc_form_part *parts,
-                       int max, char *err, size_t errlen)
+                       int max, pc_error *e)
 {
     char delim[80];
     int dl = snprintf(delim, sizeof delim, "--%s", boundary);
     const uint8_t *end = body + len;
     const uint8_t *p = memmem(body, len, delim, (size_t)dl);
     int n = 0;
-    if (!p) {
-        snprintf(err, errlen, "multipart body has no boundary \"%s\"", boundary);
-        return -1;
-    }
+    if (!p) return pc_error_set(e, PC_EINVAL, "multipart body has no boundary \"%s\"", boundary);
     for (;;) {
         p += dl;
         if (end - p >= 2 && p[0] == '-' && p[1] == '-') return n; /* closing delimiter */
@@ -277,10 +275,8 @@ int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc
             hdr_end = memmem(p, (size_t)(end - p), "\n\n", 2);
             sep = 2;
         }
-        if (!hdr_end) {
-            snprintf(err, errlen, "multipart part %d: headers not terminated", n);
-            return -1;
-        }
+        if (!hdr_end)
+            return pc_error_set(e, PC_EINVAL, "multipart part %d: headers not terminated", n);
         const uint8_t *data = hdr_end + sep;
         char next[84];
         int nl = snprintf(next, sizeof next, "\r\n%s", delim);
@@ -289,14 +285,9 @@ int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc
             nl = snprintf(next, sizeof next, "\n%s", delim);
             q = memmem(data, (size_t)(end - data), next, (size_t)nl);
         }
-        if (!q) {
-            snprintf(err, errlen, "multipart part %d: no closing boundary", n);
-            return -1;
-        }
-        if (n == max) {
-            snprintf(err, errlen, "multipart body has more than %d parts", max);
-            return -1;
-        }
+        if (!q) return pc_error_set(e, PC_EINVAL, "multipart part %d: no closing boundary", n);
+        if (n == max)
+            return pc_error_set(e, PC_EINVAL, "multipart body has more than %d parts", max);
         pc_form_part *part = &parts[n++];
         memset(part, 0, sizeof *part);
         /* find the Content-Disposition line among the part headers */
@@ -429,8 +420,16 @@ static size_t folded_estimate(const char *text, size_t len)
                      R16(sizeof(pc_line)) + 3 * DICT_ENTRY + sizeof(int32_t) + 16);
 }
 
+/* The decode budget refused: PC_EAGAIN when the decodes in flight leave no room now, else
+ * PC_E2BIG. */
+static int over_budget(const pc_budget *b, pc_error *e)
+{
+    return pc_error_set(e, b->state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG,
+                        "%s: over the decode budget", b->what);
+}
+
 int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc_batch **out,
-                       char **service, char *err, size_t errlen)
+                       char **service, pc_error *err)
 {
     const type_info *ti = &known_types[0];
     const char *dot = strrchr(o->app, '.');
@@ -439,17 +438,12 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
         ti = NULL;
         for (const type_info *t = known_types; t->suffix; t++)
             if (strcmp(dot + 1, t->suffix) == 0) ti = t;
-        if (!ti) {
-            snprintf(err, errlen, "unknown profile type: %s", dot + 1);
-            return -1;
-        }
+        if (!ti) return pc_error_set(err, PC_EINVAL, "unknown profile type: %s", dot + 1);
         app_len = (size_t)(dot - o->app);
     }
     if (o->budget &&
-        pc_budget_reserve(o->budget, folded_estimate(text, len), "collapsed stacks") < 0) {
-        snprintf(err, errlen, "%s: over the decode budget", o->budget->what);
-        return -1;
-    }
+        pc_budget_reserve(o->budget, folded_estimate(text, len), "collapsed stacks") < 0)
+        return over_budget(o->budget, err);
     pc_batch *b = pc_batch_new();
     pc_arena_set_budget(b->arena, o->budget); /* until the receiver's pc_batch_end_budget */
     pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
@@ -459,9 +453,10 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
     if (ti->scaled && o->sample_rate > 0) period = 1000000000LL / o->sample_rate;
     const char *p = text, *end = text + len;
     size_t lineno = 0;
+    int rc = 0;
     while (p < end) {
         if (!pc_budget_ok(o->budget)) {
-            snprintf(err, errlen, "%s: over the decode budget", o->budget->what);
+            rc = over_budget(o->budget, err);
             goto fail;
         }
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -491,16 +486,16 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
                         v = strtoll(num, &e, 10);
                     }
                     if (v < 0 || !e || *e || errno == ERANGE) {
-                        snprintf(err, errlen, "line %zu: invalid sample count", lineno);
+                        rc = pc_error_set(err, PC_EINVAL, "line %zu: invalid sample count", lineno);
                         goto fail;
                     }
                     /* cpu/wall counts become nanoseconds: refuse what int64 cannot hold */
                     int64_t value = v;
                     if (period && __builtin_mul_overflow(value, period, &value)) {
-                        snprintf(err, errlen,
-                                 "line %zu: sample count %lld x %lld ns (sampleRate) overflows a "
-                                 "64-bit value",
-                                 lineno, v, (long long)period);
+                        rc = pc_error_set(err, PC_EINVAL,
+                                          "line %zu: sample count %lld x %lld ns (sampleRate) "
+                                          "overflows a 64-bit value",
+                                          lineno, v, (long long)period);
                         goto fail;
                     }
                     add_stack_line(db, b->arena, p, (size_t)(sp - p), value, &samples, &n, &cap);
@@ -567,21 +562,21 @@ fail:
     free(samples);
     pc_dict_builder_free(db);
     pc_batch_unref(b);
-    return -1;
+    return rc;
 }
 
 /* ---- sample_type_config (§1.5) ---- */
 
 int pc_ingest_apply_sample_type_config(pc_batch *b, size_t first_rp, const char *json, size_t len,
-                                       char *err, size_t errlen)
+                                       pc_error *e)
 {
     json_error_t je;
     json_t *root = json_loadb(json, len, 0, &je);
     if (!root || !json_is_object(root)) {
-        snprintf(err, errlen, "sample_type_config: not a JSON object%s%s", root ? "" : ": ",
-                 root ? "" : je.text);
+        pc_error_set(e, PC_EINVAL, "sample_type_config: not a JSON object%s%s", root ? "" : ": ",
+                     root ? "" : je.text);
         json_decref(root);
-        return -1;
+        return PC_EINVAL;
     }
     pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
     const char *key;

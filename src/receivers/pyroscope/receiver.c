@@ -65,13 +65,13 @@ typedef struct job {
     char err[512];
 } job;
 
-static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_cfg_err *err)
+static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     pyro_cfg *cfg = cfgp;
     return pc_http_server_cfg_validate(&cfg->http, node, path, "", err);
 }
 
-static int pyro_create(pc_component *c, pc_cfg_err *err)
+static int pyro_create(pc_component *c, pc_error *err)
 {
     pyro_recv *r = pc_xcalloc(1, sizeof(*r));
     (void)err;
@@ -87,13 +87,6 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* the parser already wrote j->err */
-#define FAIL_KEEP(j, code)                                                                         \
-    do {                                                                                           \
-        (j)->status = (code);                                                                      \
-        goto out;                                                                                  \
-    } while (0)
-
 #define FAIL(j, code, ...)                                                                         \
     do {                                                                                           \
         (j)->status = (code);                                                                      \
@@ -101,7 +94,8 @@ static int64_t now_ns(void)
         goto out;                                                                                  \
     } while (0)
 
-/* Request body, inflated when Content-Encoding says gzip. 0 ok; else sets the job's status. */
+/* Request body, inflated when Content-Encoding says gzip. 0 ok; else PC_ENOTSUP (415), PC_E2BIG
+ * (413) or PC_EINVAL (400), with the job's status and message set. */
 static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *len)
 {
     pyro_cfg *cfg = j->r->c->cfg;
@@ -112,35 +106,38 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
     if (strcasecmp(ce, "gzip") && strcasecmp(ce, "x-gzip") && strcasecmp(ce, "deflate")) {
         j->status = 415;
         snprintf(j->err, sizeof j->err, "unsupported Content-Encoding \"%s\"", ce);
-        return -1;
+        return PC_ENOTSUP;
     }
     int rc = pc_gzip_inflate(*data, *len, cfg->http.max_body, inflated);
     if (rc == PC_E2BIG) {
         j->status = 413;
         snprintf(j->err, sizeof j->err, "decompressed body exceeds max_request_body_size");
-        return -1;
+        return PC_E2BIG;
     }
     if (rc < 0) {
         j->status = 400;
         snprintf(j->err, sizeof j->err, "invalid gzip body");
-        return -1;
+        return PC_EINVAL;
     }
     *data = inflated->data;
     *len = inflated->len;
     return 0;
 }
 
-/* A refusal by the decode budget: 413 over the request's limit, 503 when the decodes in flight
- * leave no room now. 1 when the budget refused (status and message set). */
+/* A refusal by the decode budget: PC_E2BIG (413) over the request's limit, PC_EAGAIN (503) when
+ * the decodes in flight leave no room now, with the job's status and message set; 0 when the
+ * budget did not refuse. */
 static int budget_refused(job *j)
 {
     if (j->budget.state == PC_OK) return 0;
-    j->status = j->budget.state == PC_EAGAIN ? 503 : 413;
+    int rc = j->budget.state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG;
+    j->status = pc_receiver_http_status(rc);
     pc_budget_message(&j->budget, "max_request_decoded_size", j->err, sizeof j->err);
-    return 1;
+    return rc;
 }
 
-/* Translate one pprof into the job's batch (appending). Sets status 413/422 on failure. */
+/* Translate one pprof into the job's batch (appending). 0, or a PC_E* code with the job's status
+ * (413, 422 or the budget's) and message set. */
 static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const *keys,
                      const char *const *vals, size_t n, const char *scope, const char *scope_ver)
 {
@@ -158,10 +155,11 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
     pc_error e = {0};
     int rc = pc_pprof_to_batch(data, len, &o, &j->batch, &e);
     if (rc < 0) {
-        if (budget_refused(j)) return -1;
+        int brc = budget_refused(j);
+        if (brc < 0) return brc;
         j->status = rc == PC_E2BIG ? 413 : 422;
         snprintf(j->err, sizeof j->err, "%s", e.msg);
-        return -1;
+        return rc == PC_E2BIG ? PC_E2BIG : PC_EINVAL;
     }
     return 0;
 }
@@ -192,8 +190,9 @@ static void ingest_work(job *j)
     pc_buf inflated = {0};
     char *service = NULL;
     int have_name = 0;
+    pc_error e = {0};
     if (!qname || !*qname) FAIL(j, 400, "name: service name is required");
-    if (pc_ingest_parse_name(qname, &name, j->err, sizeof j->err)) FAIL_KEEP(j, 400);
+    if (pc_ingest_parse_name(qname, &name, &e) < 0) FAIL(j, 400, "%s", e.msg);
     have_name = 1;
     int64_t now = now_ns();
     int64_t from = pc_ingest_parse_time(qfrom ? qfrom : "", now);
@@ -241,8 +240,8 @@ static void ingest_work(job *j)
         pc_form_part parts[MAX_PARTS];
         if (pc_multipart_boundary(ct, boundary, sizeof boundary))
             FAIL(j, 400, "malformed multipart content type header: no boundary");
-        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, j->err, sizeof j->err);
-        if (np < 0) FAIL_KEEP(j, 400);
+        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, &e);
+        if (np < 0) FAIL(j, 400, "%s", e.msg);
         const pc_form_part *profile = NULL, *config = NULL;
         for (int i = 0; i < np; i++) {
             if (!strcmp(parts[i].name, "profile") && parts[i].len)
@@ -270,10 +269,9 @@ static void ingest_work(job *j)
                 cd = cfgtext.data;
                 cl = cfgtext.len;
             }
-            int rc = pc_ingest_apply_sample_type_config(j->batch, 0, (const char *)cd, cl, j->err,
-                                                        sizeof j->err);
+            int rc = pc_ingest_apply_sample_type_config(j->batch, 0, (const char *)cd, cl, &e);
             pc_buf_free(&cfgtext);
-            if (rc) FAIL_KEEP(j, 400);
+            if (rc < 0) FAIL(j, 400, "%s", e.msg);
         }
     } else if (!strcmp(format, "pprof")) {
         keys[na] = "service.name";
@@ -299,10 +297,9 @@ static void ingest_work(job *j)
                             .budget = &j->budget};
         /* As Pyroscope answers (spec §1.6, §1.8): an unknown type suffix in the name is a bad
          * name (400); a text parse error such as a bad count is an undecodable profile (422). */
-        if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, j->err,
-                               sizeof j->err)) {
+        if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, &e) < 0) {
             if (budget_refused(j)) goto out;
-            FAIL_KEEP(j, strncmp(j->err, "unknown profile type", 20) == 0 ? 400 : 422);
+            FAIL(j, strncmp(e.msg, "unknown profile type", 20) == 0 ? 400 : 422, "%s", e.msg);
         }
         if (svc != name.app) { /* explicit service name label overrides the app name */
             pc_keyvalue *kv = j->batch->req->resource_profiles[0]->resource->attributes[0];
@@ -590,11 +587,12 @@ static void on_request(pc_http_req *req, void *arg)
     uv_queue_work(r->c->loop, &j->work, decode_work, decode_done);
 }
 
-static int pyro_start(pc_component *c, char *err, size_t errlen)
+static int pyro_start(pc_component *c, pc_error *e)
 {
     pyro_recv *r = c->priv;
     pyro_cfg *cfg = c->cfg;
-    if (pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, err, errlen)) return -1;
+    int rc = pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, e);
+    if (rc < 0) return rc;
     pc_receiver_register_in_flight(c, &r->in_flight);
     pc_receiver_register_metrics(c, PC_SIGNAL_PROFILES, "http", &r->accepted_samples,
                                  &r->refused_samples);
