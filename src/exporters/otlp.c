@@ -248,8 +248,10 @@ static void partial_success(pc_export_outcome *o, pc_signal sig, const pc_h2_res
         return; /* an empty or odd body on OK: nothing to report */
     if (compressed) {
         if (pc_grpc_decompress(msg, len, true, find(r->headers, r->n_headers, "grpc-encoding"),
-                               MAX_RESPONSE, &plain, NULL) < 0)
+                               MAX_RESPONSE, &plain, NULL) < 0) {
+            pc_buf_free(&plain); /* a partly inflated body */
             return;
+        }
         msg = plain.data;
         len = plain.len;
     }
