@@ -158,7 +158,7 @@ MUTANTS = [
       ["test_pyroscope_bad_input"],
       "an undecodable profile answered 400 where Pyroscope answers 422"),
     # ---- processors ---------------------------------------------------------------------------
-    M("tracelink-overlong-id", "src/processors/tracelink.c",
+    M("tracelink-overlong-id", "src/base/hex.h",
       "    if (len != 2 * n) return false;",
       "    if (len < 2 * n) return false;",
       ["proc_tracelink", "test_fidelity"],
