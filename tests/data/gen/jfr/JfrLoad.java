@@ -117,7 +117,13 @@ public class JfrLoad {
         if (rotate) {
             Thread.sleep((long) (seconds * 400));
             jdk.jfr.Recording r = new jdk.jfr.Recording();
-            r.start(); // a new chunk begins
+            // lock-a and lock-b wait for the monitor across the rotation: their
+            // JavaMonitorEnter events are committed in the new chunk
+            synchronized (MONITOR) {
+                Thread.sleep(100);
+                r.start(); // a new chunk begins
+                Thread.sleep(100);
+            }
             Thread.sleep((long) (seconds * 200));
             r.stop(); // and another
             r.close();
