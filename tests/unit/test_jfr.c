@@ -478,6 +478,8 @@ typedef struct jw {
     int ev_width;          /* event size varints: 0 minimal, else padded to this width */
     uint64_t tps;          /* ticks per second */
     uint16_t minor;
+    uint64_t start_ns, duration_ns;
+    uint16_t flags; /* header flags: 1 compressed integers, 2 the recording's last chunk */
     size_t meta_off, last_cp;
     bool force; /* the next checkpoint's delta is force_delta, written in 9 bytes */
     int64_t force_delta;
@@ -507,6 +509,9 @@ static void jw_begin(jw *w, const mclass *cls, int ncls, uint64_t base, int senc
     w->senc = senc;
     w->tps = tps;
     w->minor = 1;
+    w->start_ns = 1700000000000000000ULL;
+    w->duration_ns = 5000000000ULL;
+    w->flags = 1;
     for (int i = 0; i < 68; i++)
         w8(&w->b, 0);
 }
@@ -673,11 +678,11 @@ static void jw_end(jw *w, wb *out)
     wbe(&hb, w->b.len, 8);
     wbe(&hb, w->last_cp, 8);
     wbe(&hb, w->meta_off, 8);
-    wbe(&hb, 1700000000000000000ULL, 8);
-    wbe(&hb, 5000000000ULL, 8);
+    wbe(&hb, w->start_ns, 8);
+    wbe(&hb, w->duration_ns, 8);
     wbe(&hb, 1000, 8);
     wbe(&hb, w->tps, 8);
-    wbe(&hb, 1, 4); /* generation 0, flags: compressed integers */
+    wbe(&hb, w->flags, 4); /* generation 0, padding, flags */
     memcpy(h, hb.p, 68);
     wb_free(&hb);
     wput(out, w->b.p, w->b.len);
@@ -2289,11 +2294,83 @@ static void test_bad_metadata(void)
     wb_free(&rec);
 }
 
+/* A chunk rotation inside one recording: an event of the second chunk whose stack trace was
+ * written in the first (a monitor wait across the rotation) resolves there, as the JDK's reader
+ * resolves it; not across recordings (the first chunk final, or the second not starting where the
+ * first ended). */
+static void rotation_chunk0(jw *w, wb *rec, uint64_t start, uint16_t flags)
+{
+    wb p = {0};
+    mini_begin(w);
+    w->start_ns = start;
+    w->flags = flags;
+    mini_symbols(w, &p, "Rotated");
+    wvar(&p, tid(w, "java.lang.Class"));
+    wvar(&p, 1);
+    wvar(&p, 1);
+    nvs c = {.v = {{.name = "name", .u = 1}}, .n = 1};
+    w_struct(w, &p, "java.lang.Class", &c, 0);
+    wvar(&p, tid(w, "jdk.types.Method"));
+    wvar(&p, 1);
+    wvar(&p, 1);
+    nvs m = {.v = {{.name = "type", .u = 1}, {.name = "name", .u = 1}}, .n = 2};
+    w_struct(w, &p, "jdk.types.Method", &m, 0);
+    tstack st = {77, 0, {{1, 42, 0, 0}}, 1};
+    w_stack_pool(w, &p, &st, 0, 1);
+    jw_checkpoint(w, &p, 4, 1, 0);
+    jw_end(w, rec);
+    wb_free(&p);
+}
+
+static void test_rotation(void)
+{
+    static const struct {
+        uint64_t start1;
+        uint16_t flags0;
+        int resolved;
+    } cases[] = {
+        {1700000005000000000ULL, 1, 1}, /* continues: resolved in the chunk before */
+        {1700000005000000000ULL, 3, 0}, /* the first chunk ends its recording */
+        {1700000006000000000ULL, 1, 0}, /* a gap: another recording */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wb rec = {0}, p = {0};
+        jw w;
+        rotation_chunk0(&w, &rec, 1700000000000000000ULL, cases[i].flags0);
+        /* the second chunk: other type ids, no pools of its own but a symbol */
+        jw_begin(&w, ap_layout, NCLS(ap_layout), 300, SE_UTF16, 1000000000ULL);
+        w.start_ns = cases[i].start1;
+        jw_metadata(&w, 4);
+        tev ev = {PC_JFR_MALLOC, NULL, 77, 0, 4096, 0, 0, 0, 0, 0, NULL, NULL, 0};
+        w_event(&w, &ev);
+        mini_symbols(&w, &p, "Other");
+        jw_checkpoint(&w, &p, 1, 1, 0);
+        jw_end(&w, &rec);
+        pc_jfr_opts o = base_opts();
+        pc_batch *b;
+        pc_jfr_stats st;
+        pc_error e = {0};
+        CHECK_EQ_INT(decode(&rec, &o, &b, &st, &e), 0);
+        CHECK_EQ_INT(st.stacks_not_found, cases[i].resolved ? 0 : 1);
+        CHECK_EQ_INT(st.samples, cases[i].resolved ? 2 : 0);
+        if (b && cases[i].resolved) {
+            char *got = actual_lines(b);
+            CHECK_STR(got, "memory:malloc_bytes:bytes::|Rotated.Rotated@42#| 4096\n"
+                           "memory:malloc_objects:count::|Rotated.Rotated@42#| 1\n");
+            free(got);
+        }
+        if (b) pc_batch_unref(b);
+        wb_free(&p);
+        wb_free(&rec);
+    }
+}
+
 int main(void)
 {
     RUN(test_async_profiler_recording);
     RUN(test_jdk_recording);
     RUN(test_several_chunks);
+    RUN(test_rotation);
     RUN(test_details);
     RUN(test_budget);
     RUN(test_truncated);

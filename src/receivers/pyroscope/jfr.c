@@ -269,6 +269,30 @@ enum { ST_UNKNOWN, ST_SLEEPING, ST_RUNNABLE, ST_OTHER };
 
 typedef Io__Pyroscope__Labels__Pb__LabelsSnapshot labels_snapshot;
 
+/* What a chunk's values are read with. A chunk that continues the previous one of the same
+ * recording (not marked final, starting where it ended) keeps it as prev: a key missing from its
+ * pools is looked up there, as the JDK's reader does (an event that spans a chunk rotation may
+ * refer to a stack trace written in the chunk before). */
+typedef struct chunk {
+    struct chunk *prev;
+    size_t cstart, cend;
+    uint64_t ticks_per_sec, start_nanos, duration_nanos;
+    bool final;
+    pc_arena *ca;
+    jtype *types;
+    size_t ntypes, types_cap;
+    jfield *fields;
+    size_t nfields, fields_cap;
+    umap tmap; /* type id -> index */
+    pool pools[P_COUNT];
+    plan pplan[P_COUNT];
+    plan frame_plan;
+    bool ev_have[PC_JFR_KIND_COUNT];
+    uint64_t ev_id[PC_JFR_KIND_COUNT];
+    plan ev_plan[PC_JFR_KIND_COUNT];
+    size_t entries;
+} chunk;
+
 typedef struct dec {
     const uint8_t *buf;
     size_t len;
@@ -305,22 +329,9 @@ typedef struct dec {
     int32_t *locs;
     size_t locs_cap;
 
-    /* the chunk being decoded */
-    size_t cstart, cend;
-    uint64_t ticks_per_sec;
-    pc_arena *ca;
-    jtype *types;
-    size_t ntypes, types_cap;
-    jfield *fields;
-    size_t nfields, fields_cap;
-    umap tmap; /* type id -> index */
-    pool pools[P_COUNT];
-    plan pplan[P_COUNT];
-    plan frame_plan;
-    bool ev_have[PC_JFR_KIND_COUNT];
-    uint64_t ev_id[PC_JFR_KIND_COUNT];
-    plan ev_plan[PC_JFR_KIND_COUNT];
-    size_t entries;
+    /* the chunk whose values are being read: the one being decoded, or an earlier chunk of the
+     * same recording while one of its pool entries is resolved */
+    chunk *c;
 } dec;
 
 /* ---- errors ---- */
@@ -516,7 +527,7 @@ static void put_utf8(char *o, size_t *w, uint32_t cp)
     }
 }
 
-static struct pentry *pool_get(dec *d, int p, uint64_t key);
+static struct pentry *pool_find(dec *d, int p, uint64_t key, chunk **owner);
 
 /* The string at *pos: skipped when s is NULL; else *s, *n = its text (pointing into the input
  * for UTF-8, which the caller validates, or into sb, which is overwritten, for the converted
@@ -548,10 +559,11 @@ static int rd_string(dec *d, size_t *pos, size_t end, sbuf *sb, const char **s, 
         if (pooled)
             return at(d, PC_EINVAL, start,
                       "a string-pool entry refers to the string pool again (key %" PRIu64 ")", key);
-        pentry *e = pool_get(d, P_STRING, key);
+        chunk *oc;
+        pentry *e = pool_find(d, P_STRING, key, &oc);
         if (!e) return 0;
         size_t p = (size_t)e->pos;
-        return rd_string(d, &p, d->cend, sb, s, n, true);
+        return rd_string(d, &p, oc->cend, sb, s, n, true);
     }
     case 3:   /* UTF-8 bytes */
     case 5: { /* Latin-1 bytes */
@@ -671,7 +683,7 @@ static int skip_field(dec *d, const jfield *f, size_t *pos, size_t end, int dept
 
 static int skip_value(dec *d, int32_t ti, size_t *pos, size_t end, int depth)
 {
-    jtype *t = &d->types[ti];
+    jtype *t = &d->c->types[ti];
     uint64_t v;
     switch (t->kind) {
     case K_BOOL:
@@ -690,7 +702,7 @@ static int skip_value(dec *d, int32_t ti, size_t *pos, size_t end, int depth)
     if (d->work > d->max_work) return work_error(d, *pos);
     size_t start = *pos;
     for (uint32_t i = 0; i < t->n_fields; i++) {
-        int rc = skip_field(d, &d->fields[t->first_field + i], pos, end, depth + 1);
+        int rc = skip_field(d, &d->c->fields[t->first_field + i], pos, end, depth + 1);
         if (rc) return rc;
     }
     if (*pos == start) t->zero_width = 1;
@@ -702,18 +714,18 @@ static int skip_value(dec *d, int32_t ti, size_t *pos, size_t end, int depth)
 static int read_fields(dec *d, const plan *pl, size_t *pos, size_t end, uint64_t *slots)
 {
     if (pl->type < 0) return 0;
-    const jtype *t = &d->types[pl->type];
+    const jtype *t = &d->c->types[pl->type];
     d->work += t->n_fields + 1;
     if (d->work > d->max_work) return work_error(d, *pos);
     for (uint32_t i = 0; i < t->n_fields; i++) {
-        const jfield *f = &d->fields[t->first_field + i];
+        const jfield *f = &d->c->fields[t->first_field + i];
         int s = pl->slot[i], rc;
         if (s < 0) {
             rc = skip_field(d, f, pos, end, 1);
         } else {
             switch (pl->kind[i]) {
             case B_U64:
-                if (d->types[f->type].kind == K_VARINT) {
+                if (d->c->types[f->type].kind == K_VARINT) {
                     rc = rd_varint(d, pos, end, &slots[s]);
                 } else {
                     rc = skip_bytes(d, pos, end, 1);
@@ -743,7 +755,7 @@ static bool streq(const char *a, const char *b)
 
 static bool shape_ok(const dec *d, const jfield *f, const bind_spec *sp)
 {
-    const jtype *ft = f->type >= 0 ? &d->types[f->type] : NULL;
+    const jtype *ft = f->type >= 0 ? &d->c->types[f->type] : NULL;
     if (!ft) return false;
     switch (sp->kind) {
     case B_U64:
@@ -759,13 +771,13 @@ static void make_plan(dec *d, int32_t ti, const bind_spec *spec, uint32_t mask, 
 {
     memset(pl, 0, sizeof *pl);
     pl->type = -1;
-    if (ti < 0 || d->types[ti].kind != K_STRUCT) return;
-    const jtype *t = &d->types[ti];
+    if (ti < 0 || d->c->types[ti].kind != K_STRUCT) return;
+    const jtype *t = &d->c->types[ti];
     pl->type = ti;
-    pl->slot = pc_arena_alloc(d->ca, t->n_fields + 1);
-    pl->kind = pc_arena_alloc(d->ca, t->n_fields + 1);
+    pl->slot = pc_arena_alloc(d->c->ca, t->n_fields + 1);
+    pl->kind = pc_arena_alloc(d->c->ca, t->n_fields + 1);
     for (uint32_t i = 0; i < t->n_fields; i++) {
-        const jfield *f = &d->fields[t->first_field + i];
+        const jfield *f = &d->c->fields[t->first_field + i];
         pl->slot[i] = -1;
         pl->kind[i] = 0;
         for (const bind_spec *sp = spec; sp->field; sp++) {
@@ -792,7 +804,8 @@ static uint64_t be64(const uint8_t *p)
 }
 
 typedef struct chunk_header {
-    uint64_t size, cp_offset, meta_offset, ticks_per_sec;
+    uint64_t size, cp_offset, meta_offset, start_nanos, duration_nanos, ticks_per_sec;
+    bool final;
 } chunk_header;
 
 static int parse_header(dec *d, size_t pos, chunk_header *h)
@@ -813,7 +826,10 @@ static int parse_header(dec *d, size_t pos, chunk_header *h)
     h->size = be64(p + 8);
     h->cp_offset = be64(p + 16);
     h->meta_offset = be64(p + 24);
+    h->start_nanos = be64(p + 32);
+    h->duration_nanos = be64(p + 40);
     h->ticks_per_sec = be64(p + 56);
+    h->final = (p[67] & 2) != 0; /* flags (u16 at 66): bit 1, the recording's last chunk */
     if (h->size < HEADER_SIZE)
         return at(d, PC_EINVAL, pos + 8, "chunk size %" PRIu64 " is less than its %d-byte header",
                   h->size, HEADER_SIZE);
@@ -843,12 +859,12 @@ static int record_head(dec *d, size_t *pos, size_t *end, uint64_t *type, const c
     size_t rec = *pos;
     uint64_t size;
     int rc;
-    if ((rc = rd_varint(d, pos, d->cend, &size))) return rc;
+    if ((rc = rd_varint(d, pos, d->c->cend, &size))) return rc;
     if (size == 0) return at(d, PC_EINVAL, rec, "%s of size 0 (at least 2 bytes expected)", what);
-    if (size > d->cend - rec)
+    if (size > d->c->cend - rec)
         return at(d, PC_EINVAL, rec,
                   "%s of %" PRIu64 " bytes runs past the end of the chunk (at offset %zu)", what,
-                  size, d->cend);
+                  size, d->c->cend);
     *end = rec + (size_t)size;
     if ((rc = rd_varint(d, pos, *end, type))) return rc;
     return 0;
@@ -942,12 +958,12 @@ static int parse_element(dec *d, meta *m, size_t *pos, size_t end, int depth, in
         if (parse_u64(id, &tid))
             return at(d, PC_EINVAL, start, "metadata class \"%s\" has no numeric id (\"%s\")",
                       name ? name : "", id ? id : "");
-        d->types = vgrow(d, d->types, &d->types_cap, d->ntypes + 1, sizeof(jtype));
-        d->types[d->ntypes++] = (jtype){.id = tid,
-                                        .name = name ? name : "",
-                                        .first_field = (uint32_t)d->nfields,
-                                        .kind = K_STRUCT,
-                                        .pool = -1};
+        d->c->types = vgrow(d, d->c->types, &d->c->types_cap, d->c->ntypes + 1, sizeof(jtype));
+        d->c->types[d->c->ntypes++] = (jtype){.id = tid,
+                                              .name = name ? name : "",
+                                              .first_field = (uint32_t)d->c->nfields,
+                                              .kind = K_STRUCT,
+                                              .pool = -1};
     } else if (kind == E_FIELD) {
         uint64_t tid, dimension = 0;
         if (parse_u64(cls, &tid))
@@ -956,13 +972,13 @@ static int parse_element(dec *d, meta *m, size_t *pos, size_t end, int depth, in
         if (dim && (parse_u64(dim, &dimension) || dimension > 1))
             return at(d, PC_EINVAL, start, "metadata field \"%s\" has dimension \"%s\" (0 or 1)",
                       name ? name : "", dim);
-        d->fields = vgrow(d, d->fields, &d->fields_cap, d->nfields + 1, sizeof(jfield));
-        d->fields[d->nfields++] = (jfield){.name = name ? name : "",
-                                           .type_id = tid,
-                                           .type = -1,
-                                           .cpool = streq(cpool, "true"),
-                                           .array = dimension == 1};
-        d->types[d->ntypes - 1].n_fields++;
+        d->c->fields = vgrow(d, d->c->fields, &d->c->fields_cap, d->c->nfields + 1, sizeof(jfield));
+        d->c->fields[d->c->nfields++] = (jfield){.name = name ? name : "",
+                                                 .type_id = tid,
+                                                 .type = -1,
+                                                 .cpool = streq(cpool, "true"),
+                                                 .array = dimension == 1};
+        d->c->types[d->c->ntypes - 1].n_fields++;
     }
     if ((rc = rd_varint(d, pos, end, &nchild))) return rc;
     if (nchild > (end - *pos) / 3)
@@ -989,8 +1005,8 @@ static uint8_t kind_of(const char *name)
 
 static int32_t find_type(const dec *d, const char *name)
 {
-    for (size_t i = 0; i < d->ntypes; i++)
-        if (strcmp(d->types[i].name, name) == 0) return (int32_t)i;
+    for (size_t i = 0; i < d->c->ntypes; i++)
+        if (strcmp(d->c->types[i].name, name) == 0) return (int32_t)i;
     return -1;
 }
 
@@ -1018,58 +1034,81 @@ static int parse_metadata(dec *d, size_t pos)
         return at(d, PC_EINVAL, at_count,
                   "metadata claims %" PRIu64 " strings, only %zu bytes left in the record", nstr,
                   end - pos);
-    meta m = {.str = pc_arena_alloc(d->ca, (size_t)(nstr ? nstr : 1) * sizeof(mstr)), .nstr = nstr};
+    meta m = {.str = pc_arena_alloc(d->c->ca, (size_t)(nstr ? nstr : 1) * sizeof(mstr)),
+              .nstr = nstr};
     for (uint64_t i = 0; i < nstr; i++) {
         const char *s;
         size_t n;
         if ((rc = rd_string(d, &pos, end, &d->s1, &s, &n, false))) return rc;
-        m.str[i].s = s ? pc_arena_strndup(d->ca, s, n) : NULL;
+        m.str[i].s = s ? pc_arena_strndup(d->c->ca, s, n) : NULL;
     }
     if ((rc = parse_element(d, &m, &pos, end, 0, E_OTHER))) return rc;
     if (!pc_budget_ok(d->budget)) return budget_error(d);
 
     /* ids -> types; field types; primitive kinds */
-    for (size_t i = 0; i < d->ntypes; i++) {
-        jtype *t = &d->types[i];
-        uint32_t dup = umap_get(&d->tmap, t->id);
+    for (size_t i = 0; i < d->c->ntypes; i++) {
+        jtype *t = &d->c->types[i];
+        uint32_t dup = umap_get(&d->c->tmap, t->id);
         if (dup != UINT32_MAX)
             return at(d, PC_EINVAL, rec, "metadata defines type id %" PRIu64 " twice (%s, %s)",
-                      t->id, d->types[dup].name, t->name);
-        umap_put(d, &d->tmap, t->id, (uint32_t)i, false);
+                      t->id, d->c->types[dup].name, t->name);
+        umap_put(d, &d->c->tmap, t->id, (uint32_t)i, false);
         t->kind = kind_of(t->name);
     }
-    for (size_t i = 0; i < d->nfields; i++) {
-        uint32_t ti = umap_get(&d->tmap, d->fields[i].type_id);
-        d->fields[i].type = ti == UINT32_MAX ? -1 : (int32_t)ti;
+    for (size_t i = 0; i < d->c->nfields; i++) {
+        uint32_t ti = umap_get(&d->c->tmap, d->c->fields[i].type_id);
+        d->c->fields[i].type = ti == UINT32_MAX ? -1 : (int32_t)ti;
     }
     for (int p = 0; p < P_COUNT; p++) {
         int32_t ti = find_type(d, pool_type_names[p]);
-        if (ti >= 0) d->types[ti].pool = (int8_t)p;
-        make_plan(d, pool_spec[p] ? ti : -1, pool_spec[p], ~0u, &d->pplan[p]);
+        if (ti >= 0) d->c->types[ti].pool = (int8_t)p;
+        make_plan(d, pool_spec[p] ? ti : -1, pool_spec[p], ~0u, &d->c->pplan[p]);
     }
-    make_plan(d, find_type(d, "jdk.types.StackFrame"), frame_spec, ~0u, &d->frame_plan);
+    make_plan(d, find_type(d, "jdk.types.StackFrame"), frame_spec, ~0u, &d->c->frame_plan);
     for (int k = 0; k < PC_JFR_KIND_COUNT; k++) {
         int32_t ti = find_type(d, pc_jfr_kind_names[k]);
-        d->ev_have[k] = ti >= 0 && d->types[ti].kind == K_STRUCT;
-        if (!d->ev_have[k]) continue;
-        d->ev_id[k] = d->types[ti].id;
-        make_plan(d, ti, event_spec, kind_slots[k], &d->ev_plan[k]);
+        d->c->ev_have[k] = ti >= 0 && d->c->types[ti].kind == K_STRUCT;
+        if (!d->c->ev_have[k]) continue;
+        d->c->ev_id[k] = d->c->types[ti].id;
+        make_plan(d, ti, event_spec, kind_slots[k], &d->c->ev_plan[k]);
     }
     return 0;
 }
 
 /* ---- constant pools (§2.8) ---- */
 
-static pentry *pool_get(dec *d, int p, uint64_t key)
+/* The entry of key in pool p of the current chunk or, failing that, of the chunks it continues;
+ * *owner is the chunk that holds it, whose metadata its value is read with. */
+static pentry *pool_find(dec *d, int p, uint64_t key, chunk **owner)
 {
-    pool *pl = &d->pools[p];
-    uint32_t i = umap_get(&pl->map, key);
-    return i == UINT32_MAX ? NULL : &pl->v[i];
+    for (chunk *c = d->c; c; c = c->prev) {
+        pool *pl = &c->pools[p];
+        uint32_t i = umap_get(&pl->map, key);
+        if (i != UINT32_MAX) {
+            *owner = c;
+            return &pl->v[i];
+        }
+    }
+    *owner = NULL;
+    return NULL;
 }
+
+/* An entry found in an earlier chunk is resolved with that chunk current: return call's result
+ * made there. */
+#define IN_OWNER(d, oc, call)                                                                      \
+    do {                                                                                           \
+        if ((oc) != (d)->c) {                                                                      \
+            chunk *saved_ = (d)->c;                                                                \
+            (d)->c = (oc);                                                                         \
+            int rc_ = (call);                                                                      \
+            (d)->c = saved_;                                                                       \
+            return rc_;                                                                            \
+        }                                                                                          \
+    } while (0)
 
 static void pool_add(dec *d, int p, uint64_t key, size_t pos)
 {
-    pool *pl = &d->pools[p];
+    pool *pl = &d->c->pools[p];
     if (umap_get(&pl->map, key) != UINT32_MAX) return; /* a later checkpoint's entry wins */
     pl->v = vgrow(d, pl->v, &pl->cap, pl->n + 1, sizeof(pentry));
     pl->v[pl->n] = (pentry){.pos = pos};
@@ -1084,7 +1123,7 @@ static int parse_pool(dec *d, size_t *pos, size_t end)
     int rc;
     if ((rc = rd_varint(d, pos, end, &tid))) return rc;
     if ((rc = rd_varint(d, pos, end, &count))) return rc;
-    uint32_t ti = umap_get(&d->tmap, tid);
+    uint32_t ti = umap_get(&d->c->tmap, tid);
     if (ti == UINT32_MAX)
         return at(d, PC_EINVAL, start,
                   "constant pool of type id %" PRIu64 ", which the metadata does not define", tid);
@@ -1092,21 +1131,21 @@ static int parse_pool(dec *d, size_t *pos, size_t end)
         return at(d, PC_EINVAL, start,
                   "constant pool of %" PRIu64 " entries, only %zu bytes left in the checkpoint",
                   count, end - *pos);
-    if (count > d->max_entries - d->entries)
+    if (count > d->max_entries - d->c->entries)
         return at(d, PC_E2BIG, start,
                   "the chunk has more than %zu constant-pool entries (limit "
                   "jfr.max_pool_entries)",
                   d->max_entries);
-    d->entries += (size_t)count;
-    int p = d->types[ti].pool;
+    d->c->entries += (size_t)count;
+    int p = d->c->types[ti].pool;
     for (uint64_t i = 0; i < count; i++) {
         if ((rc = rd_varint(d, pos, end, &key))) return rc;
         size_t vpos = *pos;
-        if (p == P_STACK && d->pplan[P_STACK].type >= 0) {
+        if (p == P_STACK && d->c->pplan[P_STACK].type >= 0) {
             /* the one limit checked on content: frames per stack trace */
             uint64_t s[2] = {0, 0}, nframes;
-            if ((rc = read_fields(d, &d->pplan[P_STACK], pos, end, s))) return rc;
-            if (d->pplan[P_STACK].bound & 2) {
+            if ((rc = read_fields(d, &d->c->pplan[P_STACK], pos, end, s))) return rc;
+            if (d->c->pplan[P_STACK].bound & 2) {
                 size_t fp = (size_t)s[1];
                 if ((rc = rd_varint(d, &fp, end, &nframes))) return rc;
                 if (nframes > d->max_depth)
@@ -1153,7 +1192,7 @@ static int parse_checkpoints(dec *d, size_t pos)
         int64_t delta = (int64_t)delta_u;
         if (delta == 0) return 0;
         uint64_t back = (uint64_t)0 - delta_u;
-        size_t first = d->cstart + HEADER_SIZE;
+        size_t first = d->c->cstart + HEADER_SIZE;
         if (delta > 0 || back > rec - first)
             return at(d, PC_EINVAL, delta_at,
                       "checkpoint delta %" PRId64
@@ -1314,17 +1353,20 @@ static size_t rewrite_symbol(char *s, size_t n)
 /* Append the (rewritten) text of Symbol key to out; nothing when the symbol is missing. */
 static int append_symbol(dec *d, uint64_t key, sbuf *out)
 {
-    pentry *e = pool_get(d, P_SYMBOL, key);
-    const plan *pl = &d->pplan[P_SYMBOL];
-    if (!e || !(pl->bound & 1)) return 0;
+    chunk *oc;
+    pentry *e = pool_find(d, P_SYMBOL, key, &oc);
+    if (!e) return 0;
+    IN_OWNER(d, oc, append_symbol(d, key, out));
+    const plan *pl = &d->c->pplan[P_SYMBOL];
+    if (!(pl->bound & 1)) return 0;
     uint64_t s[1] = {0};
     size_t p = (size_t)e->pos;
     int rc;
-    if ((rc = read_fields(d, pl, &p, d->cend, s))) return rc;
+    if ((rc = read_fields(d, pl, &p, d->c->cend, s))) return rc;
     const char *str;
     size_t n;
     p = (size_t)s[0];
-    if ((rc = rd_string(d, &p, d->cend, &d->s1, &str, &n, false))) return rc;
+    if ((rc = rd_string(d, &p, d->c->cend, &d->s1, &str, &n, false))) return rc;
     if (!str) return 0;
     char *w = sb_room(d, out, n + 1);
     memcpy(w, str, n);
@@ -1333,31 +1375,46 @@ static int append_symbol(dec *d, uint64_t key, sbuf *out)
     return 0;
 }
 
+/* Append the name of Class key to out; *found = false when the class is missing. */
+static int class_name(dec *d, uint64_t key, sbuf *out, bool *found)
+{
+    chunk *oc;
+    pentry *e = pool_find(d, P_CLASS, key, &oc);
+    *found = e != NULL;
+    if (!e) return 0;
+    IN_OWNER(d, oc, class_name(d, key, out, found));
+    uint64_t cs[1] = {0};
+    size_t p = (size_t)e->pos;
+    int rc;
+    if ((rc = read_fields(d, &d->c->pplan[P_CLASS], &p, d->c->cend, cs))) return rc;
+    return (d->c->pplan[P_CLASS].bound & 1) ? append_symbol(d, cs[0], out) : 0;
+}
+
 /* Method key -> function index; -1 when the method or its class is missing. */
 static int resolve_method(dec *d, uint64_t key, int32_t *fn)
 {
-    pentry *e = pool_get(d, P_METHOD, key);
+    chunk *oc;
+    pentry *e = pool_find(d, P_METHOD, key, &oc);
     *fn = -1;
     if (!e) return 0;
+    IN_OWNER(d, oc, resolve_method(d, key, fn));
     if (e->done) {
         *fn = e->cache;
         return 0;
     }
     e->done = 1;
     e->cache = -1;
-    uint64_t ms[2] = {0, 0}, cs[1] = {0};
+    uint64_t ms[2] = {0, 0};
     size_t p = (size_t)e->pos;
+    bool found = false;
     int rc;
-    if ((rc = read_fields(d, &d->pplan[P_METHOD], &p, d->cend, ms))) return rc;
-    pentry *c = (d->pplan[P_METHOD].bound & 1) ? pool_get(d, P_CLASS, ms[0]) : NULL;
-    if (!c) return 0;
-    p = (size_t)c->pos;
-    if ((rc = read_fields(d, &d->pplan[P_CLASS], &p, d->cend, cs))) return rc;
+    if ((rc = read_fields(d, &d->c->pplan[P_METHOD], &p, d->c->cend, ms))) return rc;
     d->name.len = 0;
-    if (d->pplan[P_CLASS].bound & 1)
-        if ((rc = append_symbol(d, cs[0], &d->name))) return rc;
+    if ((d->c->pplan[P_METHOD].bound & 1) && (rc = class_name(d, ms[0], &d->name, &found)))
+        return rc;
+    if (!found) return 0;
     sb_put(d, &d->name, ".", 1);
-    if (d->pplan[P_METHOD].bound & 2)
+    if (d->c->pplan[P_METHOD].bound & 2)
         if ((rc = append_symbol(d, ms[1], &d->name))) return rc;
     size_t n;
     const char *s = utf8_fixed(d, d->name.p, d->name.len, &n);
@@ -1369,25 +1426,30 @@ static int resolve_method(dec *d, uint64_t key, int32_t *fn)
 /* The string field (slot 0) of the pool entry, or NULL. */
 static int entry_string(dec *d, int p, uint64_t key, const char **s, size_t *n)
 {
-    pentry *e = pool_get(d, p, key);
-    const plan *pl = &d->pplan[p];
+    chunk *oc;
+    pentry *e = pool_find(d, p, key, &oc);
     *s = NULL;
     *n = 0;
-    if (!e || !(pl->bound & 1)) return 0;
+    if (!e) return 0;
+    IN_OWNER(d, oc, entry_string(d, p, key, s, n));
+    const plan *pl = &d->c->pplan[p];
+    if (!(pl->bound & 1)) return 0;
     uint64_t sl[1] = {0};
     size_t pos = (size_t)e->pos;
     int rc;
-    if ((rc = read_fields(d, pl, &pos, d->cend, sl))) return rc;
+    if ((rc = read_fields(d, pl, &pos, d->c->cend, sl))) return rc;
     pos = (size_t)sl[0];
-    return rd_string(d, &pos, d->cend, &d->s1, s, n, false);
+    return rd_string(d, &pos, d->c->cend, &d->s1, s, n, false);
 }
 
 /* FrameType key -> the jfr.frame.type attribute, 0 when missing or empty. */
 static int resolve_ftype(dec *d, uint64_t key, int32_t *attr)
 {
-    pentry *e = pool_get(d, P_FTYPE, key);
+    chunk *oc;
+    pentry *e = pool_find(d, P_FTYPE, key, &oc);
     *attr = 0;
     if (!e) return 0;
+    IN_OWNER(d, oc, resolve_ftype(d, key, attr));
     if (!e->done) {
         const char *s;
         size_t n;
@@ -1406,9 +1468,11 @@ static int resolve_ftype(dec *d, uint64_t key, int32_t *attr)
 
 static int resolve_state(dec *d, uint64_t key, int *state)
 {
-    pentry *e = pool_get(d, P_STATE, key);
+    chunk *oc;
+    pentry *e = pool_find(d, P_STATE, key, &oc);
     *state = ST_UNKNOWN;
     if (!e) return 0;
+    IN_OWNER(d, oc, resolve_state(d, key, state));
     if (!e->done) {
         const char *s;
         size_t n;
@@ -1442,27 +1506,29 @@ static int32_t location(dec *d, int32_t fn, int64_t line, int32_t attr)
 /* StackTrace key -> stack index (leaf first, as JFR writes it); -1 when missing. */
 static int resolve_stack(dec *d, uint64_t key, int32_t *out)
 {
-    pentry *e = pool_get(d, P_STACK, key);
+    chunk *oc;
+    pentry *e = pool_find(d, P_STACK, key, &oc);
     *out = -1;
     if (!e) return 0;
+    IN_OWNER(d, oc, resolve_stack(d, key, out));
     if (e->done) {
         *out = e->cache;
         return 0;
     }
-    const plan *pl = &d->pplan[P_STACK], *fp = &d->frame_plan;
+    const plan *pl = &d->c->pplan[P_STACK], *fp = &d->c->frame_plan;
     uint64_t s[2] = {0, 0}, count = 0;
     size_t p = (size_t)e->pos, n = 0;
     int rc;
-    if ((rc = read_fields(d, pl, &p, d->cend, s))) return rc;
+    if ((rc = read_fields(d, pl, &p, d->c->cend, s))) return rc;
     if (pl->bound & 2) {
         p = (size_t)s[1];
-        if ((rc = rd_varint(d, &p, d->cend, &count))) return rc;
+        if ((rc = rd_varint(d, &p, d->c->cend, &count))) return rc;
     }
     d->locs = vgrow(d, d->locs, &d->locs_cap, (size_t)count + 1, sizeof(int32_t));
     for (uint64_t i = 0; i < count; i++) {
         uint64_t f[3] = {0, 0, 0};
         int32_t fn, attr = 0;
-        if ((rc = read_fields(d, fp, &p, d->cend, f))) return rc;
+        if ((rc = read_fields(d, fp, &p, d->c->cend, f))) return rc;
         if ((rc = resolve_method(d, f[0], &fn))) return rc;
         if (!(fp->bound & 1) || fn < 0) {
             d->st->frames_dropped++;
@@ -1539,8 +1605,8 @@ static void add_sample(dec *d, int g, int kind, int32_t stack, uint32_t corr, ui
 
 static uint64_t ticks_to_ns(const dec *d, uint64_t t)
 {
-    if (!d->ticks_per_sec || d->ticks_per_sec == 1000000000u) return t;
-    unsigned __int128 ns = (unsigned __int128)t * 1000000000u / d->ticks_per_sec;
+    if (!d->c->ticks_per_sec || d->c->ticks_per_sec == 1000000000u) return t;
+    unsigned __int128 ns = (unsigned __int128)t * 1000000000u / d->c->ticks_per_sec;
     return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
 
@@ -1552,10 +1618,10 @@ static int on_event(dec *d, int kind, const uint64_t *s, uint32_t bound)
         const char *str;
         size_t n, p = (size_t)s[S_NAME];
         if ((bound & (M(S_NAME) | M(S_VALUE))) != (M(S_NAME) | M(S_VALUE))) return 0;
-        if ((rc = rd_string(d, &p, d->cend, &d->s1, &str, &n, false))) return rc;
+        if ((rc = rd_string(d, &p, d->c->cend, &d->s1, &str, &n, false))) return rc;
         if (!str || n != 5 || memcmp(str, "event", 5) != 0) return 0;
         p = (size_t)s[S_VALUE];
-        if ((rc = rd_string(d, &p, d->cend, &d->s1, &str, &n, false))) return rc;
+        if ((rc = rd_string(d, &p, d->c->cend, &d->s1, &str, &n, false))) return rc;
         d->event.len = 0;
         if (str) {
             str = utf8_fixed(d, str, n, &n);
@@ -1617,15 +1683,15 @@ static int on_event(dec *d, int kind, const uint64_t *s, uint32_t bound)
 /* One pass over the chunk's records: events of the kinds above, every other record skipped. */
 static int scan_events(dec *d)
 {
-    size_t pos = d->cstart + HEADER_SIZE, end;
+    size_t pos = d->c->cstart + HEADER_SIZE, end;
     uint64_t type, n = 0;
     int rc;
-    while (pos < d->cend) {
+    while (pos < d->c->cend) {
         if ((rc = record_head(d, &pos, &end, &type, "record"))) return rc;
         int kind = -1;
         if (type > 1)
             for (int k = 0; k < PC_JFR_KIND_COUNT; k++)
-                if (d->ev_have[k] && d->ev_id[k] == type) {
+                if (d->c->ev_have[k] && d->c->ev_id[k] == type) {
                     kind = k;
                     break;
                 }
@@ -1635,7 +1701,7 @@ static int scan_events(dec *d)
             continue;
         }
         uint64_t slots[S_COUNT] = {0};
-        const plan *pl = &d->ev_plan[kind];
+        const plan *pl = &d->c->ev_plan[kind];
         if ((rc = read_fields(d, pl, &pos, end, slots))) return rc;
         if ((rc = on_event(d, kind, slots, pl->bound))) return rc;
         pos = end;
@@ -1646,39 +1712,54 @@ static int scan_events(dec *d)
 
 /* ---- chunks ---- */
 
-static void chunk_free(dec *d)
+static void chunk_free(dec *d, chunk *c)
 {
     for (int p = 0; p < P_COUNT; p++) {
-        umap_free(d, &d->pools[p].map);
-        vfree(d, d->pools[p].v, d->pools[p].cap, sizeof(pentry));
+        umap_free(d, &c->pools[p].map);
+        vfree(d, c->pools[p].v, c->pools[p].cap, sizeof(pentry));
     }
-    memset(d->pools, 0, sizeof d->pools);
-    umap_free(d, &d->tmap);
-    vfree(d, d->types, d->types_cap, sizeof(jtype));
-    vfree(d, d->fields, d->fields_cap, sizeof(jfield));
-    d->types = NULL;
-    d->fields = NULL;
-    d->ntypes = d->types_cap = d->nfields = d->fields_cap = 0;
-    pc_arena_free(d->ca);
-    d->ca = NULL;
-    memset(d->pplan, 0, sizeof d->pplan);
-    memset(&d->frame_plan, 0, sizeof d->frame_plan);
-    memset(d->ev_have, 0, sizeof d->ev_have);
-    memset(d->ev_plan, 0, sizeof d->ev_plan);
-    d->entries = 0;
+    umap_free(d, &c->tmap);
+    vfree(d, c->types, c->types_cap, sizeof(jtype));
+    vfree(d, c->fields, c->fields_cap, sizeof(jfield));
+    pc_arena_free(c->ca);
+    free(c);
+    uncharge(d, sizeof(chunk));
 }
 
-static int parse_chunk(dec *d, size_t pos, size_t *next)
+/* Free chunk c and every earlier one it keeps. */
+static void chain_free(dec *d, chunk *c)
 {
-    chunk_header h;
+    while (c) {
+        chunk *prev = c->prev;
+        chunk_free(d, c);
+        c = prev;
+    }
+}
+
+/* Decode the chunk at pos; prev is the one before it (kept when this one continues it). */
+static int parse_chunk(dec *d, size_t pos, size_t *next, chunk **prev)
+{
+    chunk_header h = {0};
     int rc;
     if ((rc = parse_header(d, pos, &h))) return rc;
-    d->cstart = pos;
-    d->cend = pos + (size_t)h.size;
-    d->ticks_per_sec = h.ticks_per_sec;
-    *next = d->cend;
-    d->ca = pc_arena_new(16384);
-    pc_arena_set_budget(d->ca, d->budget);
+    chunk *c = pc_xcalloc(1, sizeof *c);
+    charge(d, sizeof *c);
+    if (*prev && !(*prev)->final &&
+        (*prev)->start_nanos + (*prev)->duration_nanos == h.start_nanos) {
+        c->prev = *prev;
+    } else {
+        chain_free(d, *prev);
+    }
+    *prev = d->c = c;
+    c->cstart = pos;
+    c->cend = pos + (size_t)h.size;
+    c->ticks_per_sec = h.ticks_per_sec;
+    c->start_nanos = h.start_nanos;
+    c->duration_nanos = h.duration_nanos;
+    c->final = h.final;
+    *next = c->cend;
+    c->ca = pc_arena_new(16384);
+    pc_arena_set_budget(c->ca, d->budget);
     if ((rc = parse_metadata(d, pos + (size_t)h.meta_offset))) return rc;
     if ((rc = parse_checkpoints(d, pos + (size_t)h.cp_offset))) return rc;
     return scan_events(d);
@@ -1887,6 +1968,7 @@ int pc_jfr_to_batch(const uint8_t *data, size_t len, const pc_jfr_opts *o, pc_ba
     d->la = pc_arena_new(4096);
     pc_arena_set_budget(d->la, d->budget);
     if ((rc = load_labels(d))) goto done;
+    chunk *last = NULL; /* the latest chunk and those it continues */
     for (size_t pos = 0, next = 0; pos < len; pos = next) {
         if (st->chunks == d->max_chunks) {
             rc = at(d, PC_E2BIG, pos,
@@ -1894,10 +1976,10 @@ int pc_jfr_to_batch(const uint8_t *data, size_t len, const pc_jfr_opts *o, pc_ba
             break;
         }
         st->chunks++;
-        rc = parse_chunk(d, pos, &next);
-        chunk_free(d);
-        if (rc) break;
+        if ((rc = parse_chunk(d, pos, &next, &last))) break;
     }
+    chain_free(d, last);
+    d->c = NULL;
     if (!rc) finish(d);
     if (!rc && !pc_budget_ok(d->budget)) rc = budget_error(d);
 done:
@@ -1922,7 +2004,6 @@ done:
     vfree(d, d->name.p, d->name.cap, 1);
     vfree(d, d->fix.p, d->fix.cap, 1);
     vfree(d, d->event.p, d->event.cap, 1);
-    if (d->ca) chunk_free(d);
     if (d->la) pc_arena_free(d->la);
     free(d);
     return rc;
