@@ -2365,8 +2365,50 @@ static void test_rotation(void)
     }
 }
 
+/* TEST_JFR_SEEDS=dir: write this file's recordings as fuzz_jfr inputs (tests/fuzz/README.md):
+ * an options byte, the labels when bit 0 is set, the recording. */
+static void write_seed(const char *dir, const char *name, uint8_t opt, const tlabels *l,
+                       const tchunk *const *cs, int n)
+{
+    wb out = {0}, rec = {0};
+    w8(&out, opt);
+    if (l) {
+        size_t len;
+        uint8_t *lb = labels_pb(l, &len);
+        w8(&out, (uint8_t)len);
+        w8(&out, (uint8_t)(len >> 8));
+        wput(&out, lb, len);
+        free(lb);
+    }
+    for (int i = 0; i < n; i++)
+        write_chunk(cs[i], &rec);
+    wput(&out, rec.p, rec.len);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(out.p, 1, out.len, f);
+        fclose(f);
+    }
+    wb_free(&out);
+    wb_free(&rec);
+}
+
+static void write_seeds(const char *dir)
+{
+    const tchunk *ap[] = {&ap_chunk}, *jdk[] = {&jdk_chunk}, *both[] = {&jdk_chunk, &ap_chunk};
+    write_seed(dir, "async-profiler-labels", 1, &test_labels, ap, 1);
+    write_seed(dir, "jdk-split-pools", 0, NULL, jdk, 1);
+    write_seed(dir, "two-chunks-small-limits", 2, NULL, both, 2);
+}
+
 int main(void)
 {
+    const char *seeds = getenv("TEST_JFR_SEEDS");
+    if (seeds) {
+        write_seeds(seeds);
+        return 0;
+    }
     RUN(test_async_profiler_recording);
     RUN(test_jdk_recording);
     RUN(test_several_chunks);
