@@ -56,7 +56,7 @@
 #define PC_JFR_DEFAULT_MAX_STACK_DEPTH       8192
 #define PC_JFR_DEFAULT_MAX_METADATA_STRINGS  65536
 #define PC_JFR_DEFAULT_MAX_METADATA_ELEMENTS 262144
-#define PC_JFR_DEFAULT_MAX_POOL_ENTRIES      (4u << 20)
+#define PC_JFR_DEFAULT_MAX_POOL_ENTRIES      4194304
 /* Fixed caps on nesting (real recordings: values 3 deep, the metadata tree 5). */
 #define PC_JFR_MAX_VALUE_DEPTH    32
 #define PC_JFR_MAX_METADATA_DEPTH 16
