@@ -269,15 +269,10 @@ enum { ST_UNKNOWN, ST_SLEEPING, ST_RUNNABLE, ST_OTHER };
 
 typedef Io__Pyroscope__Labels__Pb__LabelsSnapshot labels_snapshot;
 
-/* What a chunk's values are read with. A chunk that continues the previous one of the same
- * recording (not marked final, starting where it ended) keeps it as prev: a key missing from its
- * pools is looked up there, as the JDK's reader does (an event that spans a chunk rotation may
- * refer to a stack trace written in the chunk before). */
+/* What a chunk's values are read with. */
 typedef struct chunk {
-    struct chunk *prev;
     size_t cstart, cend;
-    uint64_t ticks_per_sec, start_nanos, duration_nanos;
-    bool final;
+    uint64_t ticks_per_sec;
     pc_arena *ca;
     jtype *types;
     size_t ntypes, types_cap;
@@ -329,9 +324,7 @@ typedef struct dec {
     int32_t *locs;
     size_t locs_cap;
 
-    /* the chunk whose values are being read: the one being decoded, or an earlier chunk of the
-     * same recording while one of its pool entries is resolved */
-    chunk *c;
+    chunk *c; /* the chunk being decoded */
 } dec;
 
 /* ---- errors ---- */
@@ -527,7 +520,7 @@ static void put_utf8(char *o, size_t *w, uint32_t cp)
     }
 }
 
-static struct pentry *pool_find(dec *d, int p, uint64_t key, chunk **owner);
+static struct pentry *pool_get(dec *d, int p, uint64_t key);
 
 /* The string at *pos: skipped when s is NULL; else *s, *n = its text (pointing into the input
  * for UTF-8, which the caller validates, or into sb, which is overwritten, for the converted
@@ -559,11 +552,10 @@ static int rd_string(dec *d, size_t *pos, size_t end, sbuf *sb, const char **s, 
         if (pooled)
             return at(d, PC_EINVAL, start,
                       "a string-pool entry refers to the string pool again (key %" PRIu64 ")", key);
-        chunk *oc;
-        pentry *e = pool_find(d, P_STRING, key, &oc);
+        pentry *e = pool_get(d, P_STRING, key);
         if (!e) return 0;
         size_t p = (size_t)e->pos;
-        return rd_string(d, &p, oc->cend, sb, s, n, true);
+        return rd_string(d, &p, d->c->cend, sb, s, n, true);
     }
     case 3:   /* UTF-8 bytes */
     case 5: { /* Latin-1 bytes */
@@ -804,8 +796,7 @@ static uint64_t be64(const uint8_t *p)
 }
 
 typedef struct chunk_header {
-    uint64_t size, cp_offset, meta_offset, start_nanos, duration_nanos, ticks_per_sec;
-    bool final;
+    uint64_t size, cp_offset, meta_offset, ticks_per_sec;
 } chunk_header;
 
 static int parse_header(dec *d, size_t pos, chunk_header *h)
@@ -826,10 +817,7 @@ static int parse_header(dec *d, size_t pos, chunk_header *h)
     h->size = be64(p + 8);
     h->cp_offset = be64(p + 16);
     h->meta_offset = be64(p + 24);
-    h->start_nanos = be64(p + 32);
-    h->duration_nanos = be64(p + 40);
     h->ticks_per_sec = be64(p + 56);
-    h->final = (p[67] & 2) != 0; /* flags (u16 at 66): bit 1, the recording's last chunk */
     if (h->size < HEADER_SIZE)
         return at(d, PC_EINVAL, pos + 8, "chunk size %" PRIu64 " is less than its %d-byte header",
                   h->size, HEADER_SIZE);
@@ -1077,34 +1065,12 @@ static int parse_metadata(dec *d, size_t pos)
 
 /* ---- constant pools (§2.8) ---- */
 
-/* The entry of key in pool p of the current chunk or, failing that, of the chunks it continues;
- * *owner is the chunk that holds it, whose metadata its value is read with. */
-static pentry *pool_find(dec *d, int p, uint64_t key, chunk **owner)
+static pentry *pool_get(dec *d, int p, uint64_t key)
 {
-    for (chunk *c = d->c; c; c = c->prev) {
-        pool *pl = &c->pools[p];
-        uint32_t i = umap_get(&pl->map, key);
-        if (i != UINT32_MAX) {
-            *owner = c;
-            return &pl->v[i];
-        }
-    }
-    *owner = NULL;
-    return NULL;
+    pool *pl = &d->c->pools[p];
+    uint32_t i = umap_get(&pl->map, key);
+    return i == UINT32_MAX ? NULL : &pl->v[i];
 }
-
-/* An entry found in an earlier chunk is resolved with that chunk current: return call's result
- * made there. */
-#define IN_OWNER(d, oc, call)                                                                      \
-    do {                                                                                           \
-        if ((oc) != (d)->c) {                                                                      \
-            chunk *saved_ = (d)->c;                                                                \
-            (d)->c = (oc);                                                                         \
-            int rc_ = (call);                                                                      \
-            (d)->c = saved_;                                                                       \
-            return rc_;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static void pool_add(dec *d, int p, uint64_t key, size_t pos)
 {
@@ -1353,10 +1319,8 @@ static size_t rewrite_symbol(char *s, size_t n)
 /* Append the (rewritten) text of Symbol key to out; nothing when the symbol is missing. */
 static int append_symbol(dec *d, uint64_t key, sbuf *out)
 {
-    chunk *oc;
-    pentry *e = pool_find(d, P_SYMBOL, key, &oc);
+    pentry *e = pool_get(d, P_SYMBOL, key);
     if (!e) return 0;
-    IN_OWNER(d, oc, append_symbol(d, key, out));
     const plan *pl = &d->c->pplan[P_SYMBOL];
     if (!(pl->bound & 1)) return 0;
     uint64_t s[1] = {0};
@@ -1378,11 +1342,9 @@ static int append_symbol(dec *d, uint64_t key, sbuf *out)
 /* Append the name of Class key to out; *found = false when the class is missing. */
 static int class_name(dec *d, uint64_t key, sbuf *out, bool *found)
 {
-    chunk *oc;
-    pentry *e = pool_find(d, P_CLASS, key, &oc);
+    pentry *e = pool_get(d, P_CLASS, key);
     *found = e != NULL;
     if (!e) return 0;
-    IN_OWNER(d, oc, class_name(d, key, out, found));
     uint64_t cs[1] = {0};
     size_t p = (size_t)e->pos;
     int rc;
@@ -1393,11 +1355,9 @@ static int class_name(dec *d, uint64_t key, sbuf *out, bool *found)
 /* Method key -> function index; -1 when the method or its class is missing. */
 static int resolve_method(dec *d, uint64_t key, int32_t *fn)
 {
-    chunk *oc;
-    pentry *e = pool_find(d, P_METHOD, key, &oc);
+    pentry *e = pool_get(d, P_METHOD, key);
     *fn = -1;
     if (!e) return 0;
-    IN_OWNER(d, oc, resolve_method(d, key, fn));
     if (e->done) {
         *fn = e->cache;
         return 0;
@@ -1426,12 +1386,10 @@ static int resolve_method(dec *d, uint64_t key, int32_t *fn)
 /* The string field (slot 0) of the pool entry, or NULL. */
 static int entry_string(dec *d, int p, uint64_t key, const char **s, size_t *n)
 {
-    chunk *oc;
-    pentry *e = pool_find(d, p, key, &oc);
+    pentry *e = pool_get(d, p, key);
     *s = NULL;
     *n = 0;
     if (!e) return 0;
-    IN_OWNER(d, oc, entry_string(d, p, key, s, n));
     const plan *pl = &d->c->pplan[p];
     if (!(pl->bound & 1)) return 0;
     uint64_t sl[1] = {0};
@@ -1445,11 +1403,9 @@ static int entry_string(dec *d, int p, uint64_t key, const char **s, size_t *n)
 /* FrameType key -> the jfr.frame.type attribute, 0 when missing or empty. */
 static int resolve_ftype(dec *d, uint64_t key, int32_t *attr)
 {
-    chunk *oc;
-    pentry *e = pool_find(d, P_FTYPE, key, &oc);
+    pentry *e = pool_get(d, P_FTYPE, key);
     *attr = 0;
     if (!e) return 0;
-    IN_OWNER(d, oc, resolve_ftype(d, key, attr));
     if (!e->done) {
         const char *s;
         size_t n;
@@ -1468,11 +1424,9 @@ static int resolve_ftype(dec *d, uint64_t key, int32_t *attr)
 
 static int resolve_state(dec *d, uint64_t key, int *state)
 {
-    chunk *oc;
-    pentry *e = pool_find(d, P_STATE, key, &oc);
+    pentry *e = pool_get(d, P_STATE, key);
     *state = ST_UNKNOWN;
     if (!e) return 0;
-    IN_OWNER(d, oc, resolve_state(d, key, state));
     if (!e->done) {
         const char *s;
         size_t n;
@@ -1506,11 +1460,9 @@ static int32_t location(dec *d, int32_t fn, int64_t line, int32_t attr)
 /* StackTrace key -> stack index (leaf first, as JFR writes it); -1 when missing. */
 static int resolve_stack(dec *d, uint64_t key, int32_t *out)
 {
-    chunk *oc;
-    pentry *e = pool_find(d, P_STACK, key, &oc);
+    pentry *e = pool_get(d, P_STACK, key);
     *out = -1;
     if (!e) return 0;
-    IN_OWNER(d, oc, resolve_stack(d, key, out));
     if (e->done) {
         *out = e->cache;
         return 0;
@@ -1726,37 +1678,21 @@ static void chunk_free(dec *d, chunk *c)
     uncharge(d, sizeof(chunk));
 }
 
-/* Free chunk c and every earlier one it keeps. */
-static void chain_free(dec *d, chunk *c)
-{
-    while (c) {
-        chunk *prev = c->prev;
-        chunk_free(d, c);
-        c = prev;
-    }
-}
-
-/* Decode the chunk at pos; prev is the one before it (kept when this one continues it). */
+/* Decode the chunk at pos. prev is the chunk before it, freed here. */
 static int parse_chunk(dec *d, size_t pos, size_t *next, chunk **prev)
 {
     chunk_header h = {0};
     int rc;
     if ((rc = parse_header(d, pos, &h))) return rc;
+    /* Pools are per chunk, as in Pyroscope's parser: an event whose stack trace was written only
+     * in the chunk before (a monitor wait across a rotation) has none here and is dropped. */
+    if (*prev) chunk_free(d, *prev);
     chunk *c = pc_xcalloc(1, sizeof *c);
     charge(d, sizeof *c);
-    if (*prev && !(*prev)->final &&
-        (*prev)->start_nanos + (*prev)->duration_nanos == h.start_nanos) {
-        c->prev = *prev;
-    } else {
-        chain_free(d, *prev);
-    }
     *prev = d->c = c;
     c->cstart = pos;
     c->cend = pos + (size_t)h.size;
     c->ticks_per_sec = h.ticks_per_sec;
-    c->start_nanos = h.start_nanos;
-    c->duration_nanos = h.duration_nanos;
-    c->final = h.final;
     *next = c->cend;
     c->ca = pc_arena_new(16384);
     pc_arena_set_budget(c->ca, d->budget);
@@ -1968,7 +1904,7 @@ int pc_jfr_to_batch(const uint8_t *data, size_t len, const pc_jfr_opts *o, pc_ba
     d->la = pc_arena_new(4096);
     pc_arena_set_budget(d->la, d->budget);
     if ((rc = load_labels(d))) goto done;
-    chunk *last = NULL; /* the latest chunk and those it continues */
+    chunk *last = NULL; /* the chunk decoded last */
     for (size_t pos = 0, next = 0; pos < len; pos = next) {
         if (st->chunks == d->max_chunks) {
             rc = at(d, PC_E2BIG, pos,
@@ -1978,7 +1914,7 @@ int pc_jfr_to_batch(const uint8_t *data, size_t len, const pc_jfr_opts *o, pc_ba
         st->chunks++;
         if ((rc = parse_chunk(d, pos, &next, &last))) break;
     }
-    chain_free(d, last);
+    if (last) chunk_free(d, last);
     d->c = NULL;
     if (!rc) finish(d);
     if (!rc && !pc_budget_ok(d->budget)) rc = budget_error(d);

@@ -39,7 +39,9 @@
  * (and not when the state cannot be resolved), the `event` setting is the last seen, samples are
  * merged per (stack, correlation ids), no thread labels, ObjectAllocationSample / ThreadPark /
  * LiveObject / Malloc carry no labels, frames whose method or class is missing are dropped (the
- * sample kept), events whose stack is missing are dropped; jdk.NativeMethodSample,
+ * sample kept), events whose stack is missing are dropped, constant pools are per chunk (a key
+ * written only in an earlier chunk is missing; the JDK's reader may resolve it through its
+ * parsers' last-key cache, Pyroscope does not); jdk.NativeMethodSample,
  * jdk.CPUTimeSample, profiler.Free and every other event type are skipped and counted. */
 #ifndef PC_RECEIVERS_PYROSCOPE_JFR_H
 #define PC_RECEIVERS_PYROSCOPE_JFR_H
