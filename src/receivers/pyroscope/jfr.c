@@ -889,6 +889,7 @@ static int meta_index(dec *d, meta *m, size_t *pos, size_t end, const char **out
     size_t start = *pos;
     uint64_t i;
     int rc;
+    *out = NULL;
     if ((rc = rd_varint(d, pos, end, &i))) return rc;
     if (i >= m->nstr)
         return at(d, PC_EINVAL, start,
@@ -1806,13 +1807,14 @@ static void finish(dec *d)
         const group *gr = &d->groups[g];
         const group_def *gd = &groups[g];
         if (!gr->n) continue;
-        char types[160];
+        char types[512]; /* every kind's name fits */
         size_t tl = 0;
         types[0] = 0;
         for (int k = 0; k < PC_JFR_KIND_COUNT; k++)
-            if (gr->kinds & (1u << k))
+            if ((gr->kinds & (1u << k)) && tl < sizeof types)
                 tl += (size_t)snprintf(types + tl, sizeof types - tl, "%s%s", tl ? "," : "",
                                        pc_jfr_kind_names[k]);
+        if (tl >= sizeof types) tl = sizeof types - 1;
         int32_t pattrs[3];
         size_t np = 0;
         pattrs[np++] =
