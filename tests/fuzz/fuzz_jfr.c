@@ -18,11 +18,10 @@ static int on_pprof(const pc_pprof_out *o, void *ud)
 {
     (void)ud;
     pc_batch *b = NULL;
-    char err[512] = "";
-    bool too_large = false;
+    pc_error e = {0};
     pc_pprof_in_opts big = {0};
-    FUZZ_ASSERT(pc_pprof_to_batch(o->data, o->len, &big, &b, &too_large, err, sizeof err) == 0,
-                "a pprof made from a JFR recording does not import: %s", err);
+    FUZZ_ASSERT(pc_pprof_to_batch(o->data, o->len, &big, &b, &e) == 0,
+                "a pprof made from a JFR recording does not import: %s", e.msg);
     pc_batch_unref(b);
     return 0;
 }

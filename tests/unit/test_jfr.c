@@ -1649,8 +1649,8 @@ static void check_recording(const tchunk *const *cs, int n, const tlabels *l, in
         CHECK_EQ_INT(st.skipped_events, x.skipped);
         CHECK_EQ_INT(st.stacks_not_found, x.not_found);
         int64_t rejected = 0;
-        char err[256] = "";
-        CHECK_EQ_INT(pc_batch_validate(b, &rejected, err, sizeof err), 0);
+        pc_error ve = {0};
+        CHECK_EQ_INT(pc_batch_validate(b, &rejected, &ve), 0);
         CHECK_EQ_INT(rejected, 0);
         /* resource and scope as given */
         const pc_resource_profiles *rp = b->req->resource_profiles[0];
@@ -1797,7 +1797,7 @@ static void test_budget(void)
     pc_budget_init(&bud, 1000);
     CHECK_EQ_INT(decode(&rec, &o, &b, &st, &e), PC_E2BIG);
     CHECK(b == NULL);
-    CHECK_EQ_INT(bud.state, PC_BUDGET_OVER);
+    CHECK_EQ_INT(bud.state, PC_E2BIG);
     CHECK_CONTAINS(e.msg, "decode budget");
     pc_budget_release(&bud);
     wb_free(&rec);
@@ -2085,7 +2085,7 @@ static void test_limits(void)
     pc_budget_init(&bud, 65536 + 2 * rec.len + 4096);
     o.budget = &bud;
     expect_refused(&rec, &o, PC_E2BIG, "decode budget");
-    CHECK_EQ_INT(bud.state, PC_BUDGET_OVER);
+    CHECK_EQ_INT(bud.state, PC_E2BIG);
     CHECK_EQ_INT(bud.used, 0);
     pc_budget_release(&bud);
     wb_free(&p);

@@ -1711,11 +1711,10 @@ static int load_labels(dec *d)
     const ProtobufCMessageDescriptor *desc =
         &io__pyroscope__labels__pb__labels_snapshot__descriptor;
     pc_proto_scan scan;
-    char why[300];
-    if (pc_proto_scan_message(desc, o->labels, o->labels_len, PC_PROTO_MAX_DEPTH, &scan))
-        return pc_error_set(d->e, PC_EINVAL, "labels: invalid LabelsSnapshot: %s",
-                            pc_proto_scan_strerror(&scan, why, sizeof why));
-    if (d->budget && !pc_budget_reserve(d->budget, scan.cost, "decoded labels snapshot"))
+    pc_error pe = {0};
+    if (pc_proto_scan_message(desc, o->labels, o->labels_len, PC_PROTO_MAX_DEPTH, &scan, &pe) < 0)
+        return pc_error_set(d->e, PC_EINVAL, "labels: invalid LabelsSnapshot: %s", pe.msg);
+    if (d->budget && pc_budget_reserve(d->budget, scan.cost, "decoded labels snapshot") < 0)
         return budget_error(d);
     d->labels = (labels_snapshot *)protobuf_c_message_unpack(desc, pc_arena_allocator(d->la),
                                                              o->labels_len, o->labels);
@@ -1896,7 +1895,7 @@ int pc_jfr_to_batch(const uint8_t *data, size_t len, const pc_jfr_opts *o, pc_ba
     d->period = o->sample_rate > 0 ? (uint64_t)(1000000000LL / o->sample_rate) : 0;
     int rc = 0;
     /* what the decode is expected to hold; every table it grows is charged as it goes */
-    if (d->budget && !pc_budget_reserve(d->budget, 65536 + 2 * len, "decoded JFR recording")) {
+    if (d->budget && pc_budget_reserve(d->budget, 65536 + 2 * len, "decoded JFR recording") < 0) {
         rc = budget_error(d);
         goto done;
     }

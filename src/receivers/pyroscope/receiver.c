@@ -199,23 +199,24 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
 }
 
 /* A JFR part or body, gunzipped when it starts with the gzip magic (as the Java agent sends its
- * parts; a raw body too, more lenient than Pyroscope), capped at max_request_body_size. 0 ok;
- * else sets the job's status (413 over the cap, 422 a broken gzip, as Pyroscope answers). */
+ * parts; a raw body too, more lenient than Pyroscope), capped at max_request_body_size. 0, or
+ * PC_E2BIG (413) over the cap, PC_EINVAL (422, as Pyroscope answers) for a broken gzip, with the
+ * job's status and message set. */
 static int jfr_gunzip(job *j, const char *what, const uint8_t **data, size_t *len, pc_buf *out)
 {
     pyro_cfg *cfg = j->r->c->cfg;
     if (!pc_is_gzip(*data, *len)) return 0;
     int rc = pc_gzip_inflate(*data, *len, cfg->http.max_body, out);
-    if (rc == PC_GZ_TOO_LARGE) {
+    if (rc == PC_E2BIG) {
         j->status = 413;
         snprintf(j->err, sizeof j->err, "%s: decompressed size exceeds max_request_body_size",
                  what);
-        return -1;
+        return PC_E2BIG;
     }
-    if (rc != PC_GZ_OK) {
+    if (rc < 0) {
         j->status = 422;
         snprintf(j->err, sizeof j->err, "%s: invalid gzip", what);
-        return -1;
+        return PC_EINVAL;
     }
     *data = out->data;
     *len = out->len;
@@ -243,9 +244,11 @@ static void jfr_work(job *j, const uint8_t *body, size_t len, const char *ct, co
             snprintf(j->err, sizeof j->err, "malformed multipart content type header: no boundary");
             goto out;
         }
-        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, j->err, sizeof j->err);
+        pc_error pe = {0};
+        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, &pe);
         if (np < 0) {
             j->status = 422;
+            snprintf(j->err, sizeof j->err, "%s", pe.msg);
             goto out;
         }
         for (int i = 0; i < np; i++) {
@@ -290,9 +293,9 @@ static void jfr_work(job *j, const uint8_t *body, size_t len, const char *ct, co
                      .budget = &j->budget};
     pc_error e = {0};
     int rc = pc_jfr_to_batch(rec, rec_len, &o, &j->batch, &j->jfr, &e);
-    if (rc) {
-        if (budget_refused(j)) goto out;
-        j->status = rc == PC_E2BIG ? 413 : 422;
+    if (rc < 0) {
+        if (budget_refused(j) < 0) goto out;
+        j->status = rc != PC_E2BIG ? 422 : 413; /* as Pyroscope: 422 for a bad recording */
         snprintf(j->err, sizeof j->err, "jfr: %.500s", e.msg);
     }
 out:
