@@ -25,6 +25,7 @@
 #include "pipeline/telemetry.h"
 #include "pyroscope_push.pb-c.h"
 #include "receivers/pyroscope/ingest.h"
+#include "receivers/pyroscope/legacy.h"
 
 #define RETRY_AFTER_S 1
 #define MAX_PARTS     16
@@ -204,9 +205,6 @@ static void ingest_work(job *j)
     int multipart = ct && strstr(ct, "multipart/form-data") != NULL;
     if (!strcmp(format, "jfr"))
         FAIL(j, 415, "format=jfr: JFR is not supported yet; send pprof (format=pprof)");
-    if (!strcmp(format, "trie") || !strcmp(format, "tree") || !strcmp(format, "speedscope") ||
-        (ct && (strstr(ct, "+trie") || strstr(ct, "+tree"))))
-        FAIL(j, 415, "format=%s is not supported; send pprof or collapsed stacks", format);
 
     /* resource attributes: service.name, the name labels, the spy; scope from otel.scope.* */
     const char *keys[PC_INGEST_MAX_LABELS + 4], *vals[PC_INGEST_MAX_LABELS + 4];
@@ -235,7 +233,30 @@ static void ingest_work(job *j)
     size_t len;
     if (request_body(j, &inflated, &body, &len)) goto out;
 
-    if (multipart) {
+    pc_legacy_format legacy = pc_legacy_format_of(format, ct);
+    if (legacy) { /* trie, tree, speedscope: before every other format (spec §1.4) */
+        pc_folded_opts o = {.app = name.app,
+                            .sample_rate = pc_ingest_sample_rate(qrate),
+                            .units = qunits,
+                            .time_ns = from,
+                            .duration_ns = until - from,
+                            .attr_keys = keys,
+                            .attr_vals = vals,
+                            .n_attrs = na,
+                            .scope_name = scope,
+                            .scope_version = scope_ver,
+                            .service = svc != name.app ? svc : NULL,
+                            .budget = &j->budget};
+        pc_error e = {0};
+        if (pc_legacy_to_batch(legacy, body, len, &o, &j->batch, &e) < 0) {
+            if (budget_refused(j)) goto out;
+            /* as collapsed stacks: an unknown type suffix is a bad name (400), except that
+             * Pyroscope answers 422 for every speedscope error (spec §1.8) */
+            int bad_name =
+                legacy != PC_LEGACY_SPEEDSCOPE && !strncmp(e.msg, "unknown profile type", 20);
+            FAIL(j, e.code == PC_E2BIG ? 413 : bad_name ? 400 : 422, "%s", e.msg);
+        }
+    } else if (multipart) {
         char boundary[80];
         pc_form_part parts[MAX_PARTS];
         if (pc_multipart_boundary(ct, boundary, sizeof boundary))
@@ -278,14 +299,9 @@ static void ingest_work(job *j)
         vals[na++] = svc;
         if (add_pprof(j, body, len, keys, vals, na, scope, scope_ver)) goto out;
     } else { /* folded ("groups", "folded", "collapsed", none) or "lines" */
-        char *rate_end = NULL;
-        errno = 0;
-        long long rate = qrate && *qrate ? strtoll(qrate, &rate_end, 10) : 100;
-        if ((rate_end && *rate_end) || errno == ERANGE)
-            rate = 100; /* as strconv.Atoi fails: Pyroscope logs and uses the default */
         pc_folded_opts o = {.app = name.app,
                             .lines = !strcmp(format, "lines"),
-                            .sample_rate = rate,
+                            .sample_rate = pc_ingest_sample_rate(qrate),
                             .units = qunits,
                             .time_ns = from,
                             .duration_ns = until - from,
