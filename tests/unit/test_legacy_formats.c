@@ -956,6 +956,68 @@ static void test_speedscope_budget(void)
     pc_buf_free(&body);
 }
 
+/* With a budget: what each decode counts covers what it takes (no charge passes the reservation),
+ * and every byte is given back once the batch leaves the budget. */
+static void check_budgeted(pc_legacy_format f, const pc_buf *body, const char *what)
+{
+    pc_budget budget;
+    pc_budget_init(&budget, 0);
+    pc_folded_opts o = opts("app.cpu", 100);
+    o.budget = &budget;
+    pc_batch *b = decode_ok(f, body, &o);
+    fprintf(stderr, "  %-28s %7zu bytes: reserved %8zu  peak %8zu\n", what, body->len,
+            budget.reserved, budget.peak);
+    CHECK_EQ_INT(budget.misses, 0);
+    CHECK(budget.peak > 0 && budget.peak <= budget.reserved);
+    pc_batch_end_budget(b);
+    CHECK_EQ_INT(budget.used, 0);
+    pc_budget_release(&budget);
+    if (b) pc_batch_unref(b);
+}
+
+static void test_estimates_cover(void)
+{
+    static const char *names[] = {"main", "net/http.(*conn).serve", "runtime.mallocgc", "ß", "a"};
+    kv items[400];
+    char keys[400][160];
+    for (size_t i = 0; i < 400; i++) {
+        snprintf(keys[i], sizeof keys[i], "%s;%s;%zu;%s", names[i % 5], names[(i / 5) % 5], i,
+                 names[(i / 25) % 5]);
+        items[i] = (kv){keys[i], 1 + i};
+    }
+    pc_buf t = {0};
+    trie_encode(&t, items, 400);
+    check_budgeted(PC_LEGACY_TRIE, &t, "trie, 400 stacks");
+    pc_buf_free(&t);
+    tree_encode(&t, items, 400);
+    check_budgeted(PC_LEGACY_TREE, &t, "tree, 400 stacks");
+    pc_buf_free(&t);
+    put_node(&t, "", 0, 0, 0);
+    check_budgeted(PC_LEGACY_TREE, &t, "tree, root alone");
+    pc_buf_free(&t);
+    /* speedscope: a sampled and an evented profile */
+    pc_buf_printf(&t,
+                  "{\"$schema\":\"%s\",\"shared\":{\"frames\":[{\"name\":\"a\"},{\"name\":"
+                  "\"b\"},{\"name\":\"c\"}]},\"profiles\":[{\"type\":\"sampled\",\"unit\":"
+                  "\"milliseconds\",\"name\":\"s\",\"samples\":[",
+                  SCHEMA);
+    for (int i = 0; i < 500; i++)
+        pc_buf_printf(&t, "%s[0,%d,%d]", i ? "," : "", i % 3, (i / 3) % 3);
+    pc_buf_printf(&t, "],\"weights\":[");
+    for (int i = 0; i < 500; i++)
+        pc_buf_printf(&t, "%s%d.5", i ? "," : "", i);
+    pc_buf_printf(&t, "]},{\"type\":\"evented\",\"unit\":\"seconds\",\"name\":\"e\","
+                      "\"events\":[");
+    for (int i = 0; i < 300; i++)
+        pc_buf_printf(&t,
+                      "%s{\"type\":\"O\",\"frame\":%d,\"at\":%d},{\"type\":\"C\","
+                      "\"frame\":%d,\"at\":%d}",
+                      i ? "," : "", i % 3, 2 * i, i % 3, 2 * i + 1);
+    pc_buf_printf(&t, "]}]}");
+    check_budgeted(PC_LEGACY_SPEEDSCOPE, &t, "speedscope, two profiles");
+    pc_buf_free(&t);
+}
+
 int main(void)
 {
     RUN(test_format_of);
@@ -969,5 +1031,6 @@ int main(void)
     RUN(test_speedscope_evented);
     RUN(test_speedscope_malformed);
     RUN(test_speedscope_budget);
+    RUN(test_estimates_cover);
     return check_report();
 }

@@ -386,7 +386,7 @@ size_t pc_ingest_estimate(size_t samples, size_t stack_frames, size_t frames, si
                               2 * sizeof(folded_sample) + R16(sizeof(pc_stack)) + DICT_ENTRY + 16;
     const size_t per_frame = R16(sizeof(pc_function)) + R16(sizeof(pc_location)) + 16 +
                              R16(sizeof(pc_line)) + 3 * DICT_ENTRY + sizeof(int32_t) + 16;
-    size_t t[4], sum = 4096;
+    size_t t[4], sum = 16384; /* the batch, its first arena block, the empty dictionary */
     if (__builtin_mul_overflow(frame_bytes, 2, &t[0]) ||
         __builtin_mul_overflow(samples, per_sample, &t[1]) ||
         __builtin_mul_overflow(stack_frames, 2 * sizeof(int32_t), &t[2]) ||

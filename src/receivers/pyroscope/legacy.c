@@ -41,13 +41,11 @@ const char *pc_legacy_format_name(pc_legacy_format f)
 
 /* ---- scratch memory, charged to the request's budget ---- */
 
-/* n more bytes for *p (now old bytes); false when the budget refuses them. */
+/* n more bytes for *p (now old bytes), reserved and charged; false when the budget refuses them. */
 static bool scratch_grow(pc_budget *b, void **p, size_t old, size_t n)
 {
-    if (!pc_budget_charge(b, n - old)) {
-        pc_budget_uncharge(b, n - old);
-        return false;
-    }
+    if (b && !pc_budget_reserve(b, n - old, "decode scratch")) return false;
+    pc_budget_charge(b, n - old);
     *p = pc_xrealloc(*p, n);
     return true;
 }
