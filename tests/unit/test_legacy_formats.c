@@ -492,6 +492,9 @@ static void test_trie_tree_malformed(void)
     put_node(&v, "\xed\xa0\x80", 3, 1, 0); /* a surrogate */
     decode_bad(PC_LEGACY_TREE, v.data, v.len, &o, PC_EINVAL, "frame name is not valid UTF-8");
     pc_buf_free(&v);
+    put_node(&v, "a\0b", 3, 1, 0);
+    decode_bad(PC_LEGACY_TRIE, v.data, v.len, &o, PC_EINVAL, "frame name holds a NUL byte");
+    pc_buf_free(&v);
     /* an unknown type suffix, as for collapsed stacks */
     pc_folded_opts bad = opts("my.app", 100);
     put_node(&v, "a", 1, 1, 0);
@@ -798,6 +801,10 @@ static void test_speedscope_malformed(void)
     decode_bad(PC_LEGACY_SPEEDSCOPE, "null", 4, &o, PC_EINVAL, "unknown $schema");
     static const char other[] = "{\"$schema\":\"https://example.com/x.json\",\"profiles\":[]}";
     decode_bad(PC_LEGACY_SPEEDSCOPE, other, sizeof other - 1, &o, PC_EINVAL, "unknown $schema");
+    /* a NUL in a string: the model's strings are C strings */
+    static const char nul[] = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+                              "\"shared\":{\"frames\":[{\"name\":\"a\\u0000b\"}]}}";
+    decode_bad(PC_LEGACY_SPEEDSCOPE, nul, sizeof nul - 1, &o, PC_EINVAL, "invalid JSON");
     /* trailing garbage after the document */
     static const char trail[] =
         "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"} x";
@@ -958,11 +965,19 @@ static void test_speedscope_budget(void)
 
 /* With a budget: what each decode counts covers what it takes (no charge passes the reservation),
  * and every byte is given back once the batch leaves the budget. */
-static void check_budgeted(pc_legacy_format f, const pc_buf *body, const char *what)
+static void check_budgeted_with(pc_legacy_format f, const pc_buf *body, const char *what,
+                                size_t n_attrs)
 {
+    static const char *ks[64], *vs[64];
+    static char kbuf[64][16];
+    for (size_t i = 0; i < 64; i++) {
+        snprintf(kbuf[i], sizeof kbuf[i], "label%zu", i);
+        ks[i] = kbuf[i], vs[i] = "a value of some length";
+    }
     pc_budget budget;
     pc_budget_init(&budget, 0);
     pc_folded_opts o = opts("app.cpu", 100);
+    if (n_attrs) o.attr_keys = ks, o.attr_vals = vs, o.n_attrs = n_attrs;
     o.budget = &budget;
     pc_batch *b = decode_ok(f, body, &o);
     fprintf(stderr, "  %-28s %7zu bytes: reserved %8zu  peak %8zu\n", what, body->len,
@@ -973,6 +988,11 @@ static void check_budgeted(pc_legacy_format f, const pc_buf *body, const char *w
     CHECK_EQ_INT(budget.used, 0);
     pc_budget_release(&budget);
     if (b) pc_batch_unref(b);
+}
+
+static void check_budgeted(pc_legacy_format f, const pc_buf *body, const char *what)
+{
+    check_budgeted_with(f, body, what, 0);
 }
 
 static void test_estimates_cover(void)
@@ -1015,6 +1035,19 @@ static void test_estimates_cover(void)
                       i ? "," : "", i % 3, 2 * i, i % 3, 2 * i + 1);
     pc_buf_printf(&t, "]}]}");
     check_budgeted(PC_LEGACY_SPEEDSCOPE, &t, "speedscope, two profiles");
+    pc_buf_free(&t);
+    /* many profiles (one resource each) with 64 name labels */
+    pc_buf_printf(&t,
+                  "{\"$schema\":\"%s\",\"shared\":{\"frames\":[{\"name\":\"a\"}]},"
+                  "\"profiles\":[",
+                  SCHEMA);
+    for (int i = 0; i < 300; i++)
+        pc_buf_printf(&t,
+                      "%s{\"type\":\"sampled\",\"unit\":\"bytes\",\"name\":\"p%d\","
+                      "\"samples\":[[0]],\"weights\":[%d]}",
+                      i ? "," : "", i, i + 1);
+    pc_buf_printf(&t, "]}");
+    check_budgeted_with(PC_LEGACY_SPEEDSCOPE, &t, "speedscope, 300 profiles", 64);
     pc_buf_free(&t);
 }
 

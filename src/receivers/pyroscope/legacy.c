@@ -127,6 +127,19 @@ static int uvarint(twalk *w, uint64_t *v, const char *what, size_t node, pc_erro
                         w->fmt, node, what);
 }
 
+/* A frame name the model can hold: UTF-8 (docs/limits.md), and no NUL byte (strings are C strings
+ * in the model: "a\0b" would become a second "a"). */
+static int check_name(const twalk *w, const char *s, size_t n, size_t node, pc_error *e)
+{
+    if (!pc_utf8_valid(s, n))
+        return pc_error_set(e, PC_EINVAL, "%s: node at offset %zu: frame name is not valid UTF-8",
+                            w->fmt, node);
+    if (memchr(s, 0, n))
+        return pc_error_set(e, PC_EINVAL, "%s: node at offset %zu: frame name holds a NUL byte",
+                            w->fmt, node);
+    return 0;
+}
+
 /* A frame key[start, end) is complete. */
 static int frame_done(twalk *w, size_t start, size_t end, size_t node, pc_error *e)
 {
@@ -135,10 +148,8 @@ static int frame_done(twalk *w, size_t start, size_t end, size_t node, pc_error 
         w->frames++;
         w->frame_bytes += end - start;
     } else {
-        if (!pc_utf8_valid(w->key + start, end - start))
-            return pc_error_set(e, PC_EINVAL,
-                                "%s: node at offset %zu: frame name is not valid UTF-8", w->fmt,
-                                node);
+        int rc = check_name(w, w->key + start, end - start, node, e);
+        if (rc < 0) return rc;
         w->locs[w->nframes] = pc_ingest_frame(w->ib, w->key + start, end - start);
     }
     if (++w->nframes > w->max_nframes) w->max_nframes = w->nframes;
@@ -183,10 +194,8 @@ static int emit(twalk *w, uint64_t value, size_t node, pc_error *e)
     }
     size_t n = 0;
     if (tail) {
-        if (!pc_utf8_valid(w->key + w->frame_start, tail))
-            return pc_error_set(e, PC_EINVAL,
-                                "%s: node at offset %zu: frame name is not valid UTF-8", w->fmt,
-                                node);
+        int rc = check_name(w, w->key + w->frame_start, tail, node, e);
+        if (rc < 0) return rc;
         w->stack[n++] = pc_ingest_frame(w->ib, w->key + w->frame_start, tail);
     }
     for (size_t i = w->nframes; i-- > 0;) /* leaf first */
@@ -874,8 +883,7 @@ static int speedscope_to_batch(const uint8_t *p, size_t len, const pc_folded_opt
                                         "speedscope JSON"))
         return over_budget(o, "speedscope", e);
     json_error_t jerr;
-    root = pc_json_load_budgeted((const char *)p, len,
-                                 JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL,
+    root = pc_json_load_budgeted((const char *)p, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL,
                                  o->budget, &jerr);
     if (!root) {
         if (!pc_budget_ok(o->budget)) return over_budget(o, "speedscope", e);
@@ -901,7 +909,7 @@ static int speedscope_to_batch(const uint8_t *p, size_t len, const pc_folded_opt
     if ((rc = read_groups(&s, e)) < 0 || (rc = count(&s, e)) < 0) goto out;
     scratch = (s.nframes ? s.nframes : 1) * sizeof(int32_t) + (s.max_depth + 1) * sizeof(int32_t);
     size_t est = pc_ingest_estimate(s.samples, s.stack_frames, s.frames, s.frame_bytes) + scratch +
-                 s.ngroups * (sizeof(pc_resource_profiles) + sizeof(pc_profile) + 1024);
+                 s.ngroups * (2048 + (o->n_attrs + 3) * 256) /* a resource and profile each */;
     if ((rc = pc_ingest_begin(&ib, o, est, "decoded speedscope", e)) < 0) goto out;
     s.floc = pc_xcalloc(s.nframes ? s.nframes : 1, sizeof(int32_t));
     pc_budget_charge(o->budget, scratch);
