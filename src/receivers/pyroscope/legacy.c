@@ -44,7 +44,7 @@ const char *pc_legacy_format_name(pc_legacy_format f)
 /* n more bytes for *p (now old bytes), reserved and charged; false when the budget refuses them. */
 static bool scratch_grow(pc_budget *b, void **p, size_t old, size_t n)
 {
-    if (b && !pc_budget_reserve(b, n - old, "decode scratch")) return false;
+    if (b && pc_budget_reserve(b, n - old, "decode scratch") < 0) return false;
     pc_budget_charge(b, n - old);
     *p = pc_xrealloc(*p, n);
     return true;
@@ -57,10 +57,14 @@ static void scratch_free(pc_budget *b, void *p, size_t n)
     free(p);
 }
 
+/* The budget refused: its state says why (PC_E2BIG over the request's limit, PC_EAGAIN no room
+ * now among the decodes in flight). */
 static int over_budget(const pc_folded_opts *o, const char *fmt, pc_error *e)
 {
-    return pc_error_set(e, PC_E2BIG, "%s: %s: over the decode budget", fmt,
-                        o->budget && o->budget->what[0] ? o->budget->what : "decoded request");
+    const pc_budget *b = o->budget;
+    return pc_error_set(e, b && b->state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG,
+                        "%s: %s: over the decode budget", fmt,
+                        b && b->what[0] ? b->what : "decoded request");
 }
 
 /* v x m into *out; false when it does not fit an int64 (m 0 or 1: v unchanged). */
@@ -879,8 +883,8 @@ static int speedscope_to_batch(const uint8_t *p, size_t len, const pc_folded_opt
     json_t *root = NULL;
     int rc;
     size_t scratch = 0;
-    if (o->budget && !pc_budget_reserve(o->budget, pc_json_decode_estimate((const char *)p, len),
-                                        "speedscope JSON"))
+    if (o->budget && pc_budget_reserve(o->budget, pc_json_decode_estimate((const char *)p, len),
+                                       "speedscope JSON") < 0)
         return over_budget(o, "speedscope", e);
     json_error_t jerr;
     root = pc_json_load_budgeted((const char *)p, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL,

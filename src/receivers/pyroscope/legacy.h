@@ -34,7 +34,8 @@ const char *pc_legacy_format_name(pc_legacy_format f);
  * o->service, o->budget; o->lines is not used). 0, or:
  *   PC_EINVAL  malformed input, an unknown profile type ("unknown profile type: x", as for
  *              collapsed stacks), or a value that does not fit 64 bits once scaled;
- *   PC_E2BIG   over the decode budget (o->budget->state says whether over the limit or busy).
+ *   PC_E2BIG   over the decode budget's limit, PC_EAGAIN when the decodes in flight leave no
+ *              room now (the budget's refusal, o->budget->state).
  * The message in e names the format, and the offset or JSON path of what was wrong. The batch
  * stays charged to the budget until pc_batch_end_budget(). */
 int pc_legacy_to_batch(pc_legacy_format f, const uint8_t *body, size_t len, const pc_folded_opts *o,

@@ -247,7 +247,6 @@ static void ingest_work(job *j)
                             .scope_version = scope_ver,
                             .service = svc != name.app ? svc : NULL,
                             .budget = &j->budget};
-        pc_error e = {0};
         if (pc_legacy_to_batch(legacy, body, len, &o, &j->batch, &e) < 0) {
             if (budget_refused(j)) goto out;
             /* as collapsed stacks: an unknown type suffix is a bad name (400), except that
