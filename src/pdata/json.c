@@ -1004,3 +1004,26 @@ void pc_batch_encode_json(const pc_batch *b, pc_buf *out)
 {
     pc_json_encode(pc_batch_message(b), out);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * jansson trees for other JSON formats, charged to a budget like pc_json_decode's
+ * ------------------------------------------------------------------------------------------- */
+
+json_t *pc_json_load_budgeted(const char *text, size_t len, size_t flags, pc_budget *budget,
+                              json_error_t *jerr)
+{
+    pthread_once(&hooks_once, install_hooks);
+    pc_budget *prev = tls_budget;
+    tls_budget = budget;
+    json_t *root = json_loadb(text, len, flags, jerr);
+    tls_budget = prev;
+    return root;
+}
+
+void pc_json_free_budgeted(json_t *root, pc_budget *budget)
+{
+    pc_budget *prev = tls_budget;
+    tls_budget = budget;
+    json_decref(root);
+    tls_budget = prev;
+}

@@ -1,6 +1,7 @@
 /* Receiver "pyroscope": what Pyroscope SDKs and agents send.
  *   POST /ingest, /pyroscope/ingest      pprof (raw or multipart), collapsed stacks, JFR (raw or
- *                                        multipart with jfr and labels parts: jfr.h)
+ *                                        multipart with jfr and labels parts: jfr.h), trie, tree
+ *                                        and speedscope (legacy.h)
  *   POST /push.v1.PusherService/Push     Connect push (application/proto or application/json)
  *   POST /v1/pprof                       raw pprof, as the Collector's pprofreceiver (204)
  * Everything is decoded into OTLP (one translator, pdata/pprof.c) so every processor works on
@@ -27,6 +28,7 @@
 #include "pyroscope_push.pb-c.h"
 #include "receivers/pyroscope/ingest.h"
 #include "receivers/pyroscope/jfr.h"
+#include "receivers/pyroscope/legacy.h"
 
 #define RETRY_AFTER_S 1
 #define MAX_PARTS     16
@@ -270,11 +272,8 @@ static void jfr_work(job *j, const uint8_t *body, size_t len, const char *ct, co
     }
     if (jfr_gunzip(j, "jfr", &rec, &rec_len, &jfr_buf)) goto out;
 
-    char *end = NULL;
-    errno = 0;
-    long long sample_rate = rate && *rate ? strtoll(rate, &end, 10) : 100;
-    if ((end && *end) || errno == ERANGE || sample_rate < 0)
-        sample_rate = 100; /* as Pyroscope: an unparsable or negative sampleRate is the default */
+    int64_t sample_rate = pc_ingest_sample_rate(rate);
+    if (sample_rate < 0) sample_rate = 100; /* as Pyroscope's JFR path: a negative one too */
     pc_jfr_opts o = {.sample_rate = sample_rate,
                      .time_ns = from,
                      .duration_ns = until - from,
@@ -341,9 +340,6 @@ static void ingest_work(job *j)
     const char *format = qformat ? qformat : "";
     const char *ct = pc_http_req_header(req, "content-type");
     int multipart = ct && strstr(ct, "multipart/form-data") != NULL;
-    if (!strcmp(format, "trie") || !strcmp(format, "tree") || !strcmp(format, "speedscope") ||
-        (ct && (strstr(ct, "+trie") || strstr(ct, "+tree"))))
-        FAIL(j, 415, "format=%s is not supported; send pprof or collapsed stacks", format);
 
     /* resource attributes: service.name, the name labels, the spy; scope from otel.scope.* */
     const char *keys[PC_INGEST_MAX_LABELS + 4], *vals[PC_INGEST_MAX_LABELS + 4];
@@ -372,7 +368,29 @@ static void ingest_work(job *j)
     size_t len;
     if (request_body(j, &inflated, &body, &len)) goto out;
 
-    if (!strcmp(format, "jfr")) { /* before the Content-Type: format=jfr wins (spec §1.3) */
+    pc_legacy_format legacy = pc_legacy_format_of(format, ct);
+    if (legacy) { /* trie, tree, speedscope: before every other format (spec §1.4) */
+        pc_folded_opts o = {.app = name.app,
+                            .sample_rate = pc_ingest_sample_rate(qrate),
+                            .units = qunits,
+                            .time_ns = from,
+                            .duration_ns = until - from,
+                            .attr_keys = keys,
+                            .attr_vals = vals,
+                            .n_attrs = na,
+                            .scope_name = scope,
+                            .scope_version = scope_ver,
+                            .service = svc != name.app ? svc : NULL,
+                            .budget = &j->budget};
+        if (pc_legacy_to_batch(legacy, body, len, &o, &j->batch, &e) < 0) {
+            if (budget_refused(j)) goto out;
+            /* as collapsed stacks: an unknown type suffix is a bad name (400), except that
+             * Pyroscope answers 422 for every speedscope error (spec §1.8) */
+            int bad_name =
+                legacy != PC_LEGACY_SPEEDSCOPE && !strncmp(e.msg, "unknown profile type", 20);
+            FAIL(j, e.code == PC_E2BIG ? 413 : bad_name ? 400 : 422, "%s", e.msg);
+        }
+    } else if (!strcmp(format, "jfr")) { /* before the Content-Type: format=jfr wins (§1.3) */
         keys[na] = "service.name";
         vals[na++] = svc;
         jfr_work(j, body, len, ct, qrate, from, until, keys, vals, na, scope, scope_ver);
@@ -420,14 +438,9 @@ static void ingest_work(job *j)
         vals[na++] = svc;
         if (add_pprof(j, body, len, keys, vals, na, scope, scope_ver)) goto out;
     } else { /* folded ("groups", "folded", "collapsed", none) or "lines" */
-        char *rate_end = NULL;
-        errno = 0;
-        long long rate = qrate && *qrate ? strtoll(qrate, &rate_end, 10) : 100;
-        if ((rate_end && *rate_end) || errno == ERANGE)
-            rate = 100; /* as strconv.Atoi fails: Pyroscope logs and uses the default */
         pc_folded_opts o = {.app = name.app,
                             .lines = !strcmp(format, "lines"),
-                            .sample_rate = rate,
+                            .sample_rate = pc_ingest_sample_rate(qrate),
                             .units = qunits,
                             .time_ns = from,
                             .duration_ns = until - from,
@@ -799,7 +812,8 @@ const pc_component_type pc_receiver_pyroscope = {
     .name = "pyroscope",
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
-    .doc = "Pyroscope ingest: /ingest (pprof, multipart, collapsed, JFR), Connect Push, /v1/pprof",
+    .doc = "Pyroscope ingest: /ingest (pprof, multipart, collapsed, JFR, trie, tree, speedscope), "
+           "Connect Push, /v1/pprof",
     .cfg_size = sizeof(pyro_cfg),
     .cfg = pyro_keys,
     .validate = pyro_validate,
