@@ -685,7 +685,7 @@ static int evented(ss *s, ss_group *g, pc_error *e)
             snprintf(path, sizeof path, "$.profiles[%zu].events[%zu]", p->index, k);
             if (json_is_null(type)) type = NULL;
             double at = json_is_number(atv) ? json_number_value(atv) : 0;
-            size_t fid;
+            size_t fid = 0; /* set by frame_index; -O3 cannot see that */
             int rc;
             if (at < last)
                 return pc_error_set(e, PC_EINVAL, "speedscope: %s: events out of order, %g < %g",
@@ -750,7 +750,7 @@ static int sampled(ss *s, ss_group *g, pc_error *e)
             int rc;
             for (size_t i = 0; json_is_array(stack) && i < json_array_size(stack); i++) {
                 const json_t *f = json_array_get(stack, i);
-                size_t fid;
+                size_t fid = 0; /* set by frame_index; -O3 cannot see that */
                 char fpath[128];
                 snprintf(fpath, sizeof fpath, "%s[%zu]", path, i);
                 if ((rc = frame_index(s, json_is_number(f) ? f : NULL, &fid, fpath, e)) < 0)
