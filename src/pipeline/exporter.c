@@ -137,7 +137,7 @@ int pc_exporter_start(pc_component *c, pc_error *err)
     int rc = e->def->start ? e->def->start(e, err) : 0;
     if (rc < 0) return rc;
     if (!e->def->sink) {
-        e->sender = pc_sender_new(c, sender_cfg(e), &e->counts, send_once, e, err);
+        e->sender = pc_sender_new(c, sender_cfg(e), &e->counts, send_once, e, NULL, err);
         if (!e->sender) return PC_EIO; /* its storage directory */
     }
     pc_send_counts_register(&e->counts, c, PC_SIGNAL_PROFILES);
