@@ -380,8 +380,8 @@ int pc_exporter_set_routes(pc_exporter *e, const char *const *names, size_t n, p
     for (pc_route *rt = e->routes; rt; rt = rt->next)
         if (!rt->leaving && pc_ring_find(e->ring, rt->bk->name) == PC_RING_NONE) {
             rt->leaving = true;
-            pc_buf_printf(&removed, "%s%s (%llu queued)", removed.len ? ", " : "", rt->bk->name,
-                          (unsigned long long)pc_sender_queue_size(rt->sender));
+            pc_buf_printf(&removed, "%s%s (%zu request(s) to route again)", removed.len ? ", " : "",
+                          rt->bk->name, pc_sender_held(rt->sender));
         }
     if (added.len || removed.len || !old)
         PC_INFO(c->id, "backends: %zu%s%s%s%s", nk, added.len ? ", added " : "",

@@ -741,6 +741,11 @@ uint64_t pc_sender_queue_size(const pc_sender *s)
     return s->queued_units;
 }
 
+size_t pc_sender_held(const pc_sender *s)
+{
+    return (size_t)s->queued + s->active;
+}
+
 pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
                          pc_send_fn send, void *arg, const char *subdir, pc_error *err)
 {

@@ -95,6 +95,8 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_coun
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
 /* Queued, in units of the sizer (the queue size gauge). */
 uint64_t pc_sender_queue_size(const pc_sender *s);
+/* Requests not yet delivered: queued, in flight or waiting to retry. */
+size_t pc_sender_held(const pc_sender *s);
 /* Stop accepting, drain until empty or the service's shutdown deadline, then call done. What is
  * left stays on disk (persistent queue) or is logged and counted as dropped. */
 void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg);
