@@ -226,6 +226,29 @@ MUTANTS = [
       "        until = (int64_t)(p0->time_unix_nano / 1000000000u);",
       ["exp_pyroscope", "test_pyroscope_exporter"],
       "the Pyroscope exporter's `until` ignores the profile's duration"),
+    M("ring-hash-unmixed", "src/pipeline/ring.c",
+      "    return pc_ring_hash_finish(pc_ring_hash_add(PC_RING_HASH_INIT, data, n));",
+      "    return pc_ring_hash_add(PC_RING_HASH_INIT, data, n);",
+      ["loadbalancing", "test_loadbalancing"],
+      "the key hash skips the documented finalizer: another implementation (or version) of the "
+      "ring routes keys elsewhere"),
+    M("ring-no-wrap", "src/pipeline/ring.c",
+      "    return r->points[lo == n ? 0 : lo].member;",
+      "    return r->points[lo == n ? n - 1 : lo].member;",
+      ["loadbalancing"],
+      "a key above the last point goes to the last point's backend instead of wrapping around to "
+      "the first"),
+    M("lb-no-trace-to-first-backend", "src/exporters/loadbalancing.c",
+      "        return by_resource(rc, r, res, KEY_SERVICE); /* no trace: by service */",
+      "        return 0; /* no trace: by service */",
+      ["loadbalancing", "test_loadbalancing"],
+      "profile samples without a trace id all go to the first backend instead of their "
+      "service's"),
+    M("lb-rerouted-not-counted", "src/pipeline/exporter.c",
+      "        bk->rerouted[h->sig] += h->items;",
+      "        (void)bk;",
+      ["loadbalancing", "test_loadbalancing"],
+      "what a backend that left held is routed again without being counted"),
 ]
 del M
 

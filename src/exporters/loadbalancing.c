@@ -584,6 +584,14 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     }
     uv_freeaddrinfo(res);
     free(q);
+    if (!n) { /* nothing to send to: keep what there was */
+        free(names);
+        x->resolutions_failed++;
+        PC_WARN_RATELIMITED(&x->dns_log, x->e->c->id,
+                            "%s has no A or AAAA record; keeping the %zu backend(s) there were",
+                            cfg->dns_hostname, x->n_last);
+        return;
+    }
     x->resolutions_ok++;
     apply_names(x, names, n);
 }

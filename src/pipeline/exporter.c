@@ -1,10 +1,12 @@
 /* The exporter core (see exporter.h). */
 #include "pipeline/exporter.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "pipeline/telemetry.h"
 
@@ -195,7 +197,10 @@ static void route_drained(void *arg)
 {
     pc_route *rt = arg;
     rt->drained = true;
-    rt->e->def->route_close(rt->e, rt->target, route_closed, rt);
+    if (rt->target)
+        rt->e->def->route_close(rt->e, rt->target, route_closed, rt);
+    else /* a queue left on disk by a backend no longer listed: there was no transport */
+        route_closed(rt);
 }
 
 static void route_consume(pc_exporter *e, pc_batch *b, pc_done_fn done, void *arg);
@@ -347,6 +352,68 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Never called: an adopted queue's sender is retired before it could send. */
+static void send_nowhere(void *arg, pc_batch *b, pc_send_result result, void *ctx)
+{
+    (void)arg, (void)b;
+    result(ctx, PC_EAGAIN, -1, "the backend is no longer listed");
+}
+
+/* Queues left on disk by backends that are no longer listed (a restart, a replaced exporter):
+ * each directory under <storage>/<id>/ that no route owns gets a route without a transport whose
+ * sender replays it and at once hands everything back to be routed over the ring. */
+static void adopt_queues(pc_exporter *e)
+{
+    char dir[4096];
+    const pc_sender_cfg *cfg = sender_cfg(e);
+    if (!pc_sender_dir(e->c, cfg, NULL, dir, sizeof dir)) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char **found = NULL;
+    size_t n = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.') continue;
+        bool owned = false;
+        for (pc_route *rt = e->routes; rt && !owned; rt = rt->next) {
+            char mine[4096], *base;
+            if (pc_sender_dir(e->c, cfg, rt->bk->name, mine, sizeof mine) &&
+                (base = strrchr(mine, '/')) && !strcmp(base + 1, de->d_name))
+                owned = true;
+        }
+        char path[8300];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (owned || stat(path, &st) || !S_ISDIR(st.st_mode)) continue;
+        found = pc_xrealloc(found, (n + 1) * sizeof *found);
+        found[n++] = pc_xstrdup(de->d_name);
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        pc_error err = {0};
+        pc_route *rt = pc_xcalloc(1, sizeof *rt);
+        rt->e = e;
+        rt->bk = backend_of(e, found[i]);
+        rt->sender = pc_sender_new(e->c, cfg, &rt->bk->counts, send_nowhere, rt, found[i], &err);
+        if (!rt->sender) {
+            PC_WARN(e->c->id, "cannot read the queue left in %s/%s: %s", dir, found[i], err.msg);
+            free(rt);
+        } else {
+            size_t held = pc_sender_held(rt->sender);
+            if (held)
+                PC_INFO(e->c->id,
+                        "%zu request(s) queued for %s, no longer a backend: routing them "
+                        "over the ring",
+                        held, found[i]);
+            rt->leaving = rt->retired = true;
+            rt->next = e->routes;
+            e->routes = rt;
+            pc_sender_retire(rt->sender, route_handback, rt, route_drained, rt);
+        }
+        free(found[i]);
+    }
+    free(found);
+}
+
 int pc_exporter_set_routes(pc_exporter *e, const char *const *names, size_t n, pc_error *err)
 {
     pc_component *c = e->c;
@@ -394,6 +461,10 @@ int pc_exporter_set_routes(pc_exporter *e, const char *const *names, size_t n, p
             rt->retired = true;
             pc_sender_retire(rt->sender, route_handback, rt, route_drained, rt);
         }
+    }
+    if (!e->adopted) { /* once, with the first membership */
+        e->adopted = true;
+        adopt_queues(e);
     }
     pc_buf_free(&added);
     pc_buf_free(&removed);

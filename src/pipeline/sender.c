@@ -746,6 +746,21 @@ size_t pc_sender_held(const pc_sender *s)
     return (size_t)s->queued + s->active;
 }
 
+bool pc_sender_dir(const pc_component *c, const pc_sender_cfg *cfg, const char *subdir, char *out,
+                   size_t n)
+{
+    if (!cfg->queue_enabled || !cfg->storage || n < 2) return false;
+    size_t k = (size_t)snprintf(out, n, "%s/", cfg->storage);
+    if (k >= n) k = n - 1;
+    for (const char *p = c->id; *p && k < n - 1; p++) /* one directory per exporter */
+        out[k++] = (*p == '/' || *p == ' ') ? '_' : *p;
+    if (subdir && k < n - 1) out[k++] = '/';
+    for (const char *p = subdir; p && *p && k < n - 1; p++) /* and per backend */
+        out[k++] = strchr("/: []", *p) ? '_' : *p;
+    out[k] = 0;
+    return true;
+}
+
 pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
                          pc_send_fn send, void *arg, const char *subdir, pc_error *err)
 {
@@ -761,15 +776,8 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_coun
     s->enqueue_failed = counts->enqueue_failed;
     s->capacity = (uint64_t)cfg->queue_size;
     s->next_seq = 1;
-    if (cfg->queue_enabled && cfg->storage) {
-        char dir[4096];
-        size_t n = (size_t)snprintf(dir, sizeof dir, "%s/", cfg->storage);
-        for (const char *p = c->id; *p && n < sizeof dir - 1; p++) /* one directory per exporter */
-            dir[n++] = (*p == '/' || *p == ' ') ? '_' : *p;
-        if (subdir && n < sizeof dir - 1) dir[n++] = '/';
-        for (const char *p = subdir; p && *p && n < sizeof dir - 1; p++) /* and per backend */
-            dir[n++] = strchr("/: []", *p) ? '_' : *p;
-        dir[n] = 0;
+    char dir[4096];
+    if (pc_sender_dir(c, cfg, subdir, dir, sizeof dir)) {
         if (mkdirs(dir) < 0) {
             pc_error_set(err, PC_EIO, "sending_queue::storage: cannot create %s: %s", dir,
                          strerror(errno));

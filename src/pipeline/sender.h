@@ -91,6 +91,10 @@ typedef struct pc_sender pc_sender;
  * the reason in err (PC_EIO: the storage directory). */
 pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
                          pc_send_fn send, void *arg, const char *subdir, pc_error *err);
+/* The queue directory pc_sender_new uses for c and subdir (above) into out; false without
+ * storage. */
+bool pc_sender_dir(const pc_component *c, const pc_sender_cfg *cfg, const char *subdir, char *out,
+                   size_t n);
 /* The exporter's consume: takes one reference to b. */
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
 /* Queued, in units of the sizer (the queue size gauge). */

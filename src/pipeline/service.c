@@ -13,6 +13,7 @@
 #include "pipeline/component.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "pipeline/exporter.h"
 #include "pipeline/sender.h"
 #include "pipeline/telemetry.h"
 
@@ -346,6 +347,16 @@ static bool same_definition(const pc_service *s, const char *section, const char
     return a && b && pc_node_equal(a, b);
 }
 
+/* An exporter on the core whose sending queue is on disk (wherever its config keeps the
+ * setting: the loadbalancing exporter's is under protocol::otlp). */
+static bool persistent_queue(const pc_component *c)
+{
+    const pc_exporter_def *d = c->type->exporter;
+    if (!d || d->sink || !c->cfg) return false;
+    const pc_sender_cfg *sc = (const pc_sender_cfg *)((const char *)c->cfg + d->sender_cfg);
+    return sc->storage != NULL;
+}
+
 /* The running instance c may take its new definition in place (its type's reconfigurable). */
 static bool reconfigurable(const pc_service *s, const char *section, const pc_component *c)
 {
@@ -505,12 +516,10 @@ static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id
         c = component_new(s, kind, id, def, cpath, NULL, err);
         /* a replaced exporter with a persistent queue takes it over: it starts once its
          * predecessor stopped and left the queue on disk */
-        if (c && kind == PC_KIND_EXPORTER && s->from &&
-            find_in(s->from->exporters, s->from->n_exporters, id)) {
-            const pc_node *odef = pc_node_get(pc_node_get(s->from->root, section), id);
-            const pc_node *st = pc_node_get(pc_node_get(odef, "sending_queue"), "storage");
-            if (st && st->kind == PC_NODE_SCALAR) s->waiting[s->n_waiting++] = c;
-        }
+        pc_component *old = c && kind == PC_KIND_EXPORTER && s->from
+                                ? find_in(s->from->exporters, s->from->n_exporters, id)
+                                : NULL;
+        if (old && persistent_queue(old)) s->waiting[s->n_waiting++] = c;
     }
     if (c) list[(*n)++] = c;
     return c;

@@ -757,6 +757,63 @@ static void test_reroute_from_disk(void)
     CHECK_EQ_INT(system(cmd), 0);
 }
 
+static int has_records(const char *path)
+{
+    DIR *dd = opendir(path);
+    int files = 0;
+    for (struct dirent *de; dd && (de = readdir(dd));)
+        files += strstr(de->d_name, ".pcq") != NULL;
+    if (dd) closedir(dd);
+    return files;
+}
+
+/* A queue left on disk by a backend that is not listed at the next start (b was down when the
+ * exporter stopped; it restarts with a and c only): replayed and routed over the ring, so what
+ * was acknowledged arrives, and b's directory ends empty. */
+static void test_queue_of_a_former_backend_is_adopted(void)
+{
+    char dir[] = "/tmp/profcol-lb-XXXXXX", yaml[256], bdir[300];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(yaml, sizeof yaml,
+             "sending_queue:\n  storage: %s\n"
+             "retry_on_failure:\n  initial_interval: 5ms\n  max_interval: 10ms\n",
+             dir);
+    snprintf(bdir, sizeof bdir, "%s/routed/b_2", dir);
+    driver *d = routed_start(yaml, 3);
+    fr.down[1] = true;
+    pc_ring *ring3 = pc_ring_new(fr.names, 3);
+    long long want[NB] = {0};
+    long long total = send_services(d, ring3, want, 500);
+    wait_until(loop, all_up_answered, d, 10000);
+    pc_shutdown_deadline_ms = uv_now(loop) + 50; /* b's records stay for the next start */
+    driver_free(d);
+    CHECK(has_records(bdir) > 0);
+    long long before = fr.received[0] + fr.received[2];
+    CHECK_EQ_INT(before, total - want[1]);
+
+    memset(fr.received, 0, sizeof fr.received);
+    fr.down[1] = false;
+    driver *d2 = driver_make(&fr_type, yaml);
+    pc_error e = {0};
+    CHECK_EQ_INT(fr_type.start(&d2->c, &e), 0);
+    const char *ac[] = {"a:1", "c:3"};
+    pc_shutdown_deadline_ms = uv_now(loop) + 10000;
+    CHECK_EQ_INT(pc_exporter_set_routes(pc_exporter_of(&d2->c), ac, 2, &e), 0);
+    long long rest = want[1];
+    wait_until(loop, delivered, &rest, 10000);
+    CHECK_EQ_INT(fr.received[0] + fr.received[2], want[1]);
+    CHECK_EQ_INT(fr.received[1], 0);
+    CHECK_EQ_INT(has_records(bdir), 0);
+    CHECK_EQ_INT(metric("profcol_exporter_rerouted_profile_samples", "b_2"),
+                 metric("otelcol_exporter_sent_profile_samples", NULL));
+    CHECK(metric("otelcol_exporter_sent_profile_samples", NULL) > 0);
+    driver_free(d2);
+    pc_ring_unref(ring3);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
 /* No backend at all: refused (retryable), counted on the exporter. */
 static void test_no_backend_refuses(void)
 {
@@ -782,6 +839,7 @@ int main(void)
     RUN(test_routes_deliver_by_key);
     RUN(test_reroute_from_memory);
     RUN(test_reroute_from_disk);
+    RUN(test_queue_of_a_former_backend_is_adopted);
     RUN(test_no_backend_refuses);
     uv_loop_close(loop);
     fprintf(stderr, "%d checks, %d failures\n", check_count, check_failures);
