@@ -662,6 +662,29 @@ static int resolver_start(lb *x, pc_error *err)
 
 /* ---- lifecycle ---- */
 
+/* The loadbalancer's own series (the Collector's names), labelled with the resolver in use. */
+static void register_metrics(lb *x)
+{
+    pc_component *c = x->e->c;
+    const lb_cfg *cfg = c->cfg;
+    const char *res = cfg->dns ? "dns" : "static";
+    char labels[300], l2[400];
+    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
+    pc_metric_fn(x, "otelcol_loadbalancer_num_backends", "Backends in use (on the ring)",
+                 PC_METRIC_GAUGE, labels, n_backends, x);
+    snprintf(l2, sizeof l2, "%s,resolver=\"%s\",success=\"true\"", labels, res);
+    pc_metric_u64(x, "otelcol_loadbalancer_num_resolutions",
+                  "Resolutions of the backends, by outcome", PC_METRIC_COUNTER, l2,
+                  &x->resolutions_ok);
+    snprintf(l2, sizeof l2, "%s,resolver=\"%s\",success=\"false\"", labels, res);
+    pc_metric_u64(x, "otelcol_loadbalancer_num_resolutions",
+                  "Resolutions of the backends, by outcome", PC_METRIC_COUNTER, l2,
+                  &x->resolutions_failed);
+    snprintf(l2, sizeof l2, "%s,resolver=\"%s\"", labels, res);
+    pc_metric_u64(x, "otelcol_loadbalancer_num_backend_updates",
+                  "Resolutions that changed the backends", PC_METRIC_COUNTER, l2, &x->updates);
+}
+
 static int lb_create(pc_exporter *e, pc_error *err)
 {
     (void)err;
@@ -681,23 +704,7 @@ static int lb_start(pc_exporter *e, pc_error *err)
     uv_timer_init(c->loop, &x->timeout);
     x->interval.data = x->timeout.data = x;
     x->timers_open = 1;
-    char labels[300], l2[400];
-    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
-    pc_metric_fn(x, "otelcol_loadbalancer_num_backends", "Backends in use (on the ring)",
-                 PC_METRIC_GAUGE, labels, n_backends, x);
-    snprintf(l2, sizeof l2, "%s,resolver=\"%s\",success=\"true\"", labels,
-             cfg->dns ? "dns" : "static");
-    pc_metric_u64(x, "otelcol_loadbalancer_num_resolutions",
-                  "Resolutions of the backends, by outcome", PC_METRIC_COUNTER, l2,
-                  &x->resolutions_ok);
-    snprintf(l2, sizeof l2, "%s,resolver=\"%s\",success=\"false\"", labels,
-             cfg->dns ? "dns" : "static");
-    pc_metric_u64(x, "otelcol_loadbalancer_num_resolutions",
-                  "Resolutions of the backends, by outcome", PC_METRIC_COUNTER, l2,
-                  &x->resolutions_failed);
-    snprintf(l2, sizeof l2, "%s,resolver=\"%s\"", labels, cfg->dns ? "dns" : "static");
-    pc_metric_u64(x, "otelcol_loadbalancer_num_backend_updates",
-                  "Resolutions that changed the backends", PC_METRIC_COUNTER, l2, &x->updates);
+    register_metrics(x);
     PC_INFO(c->id, "routing %s over OTLP/%s",
             cfg->key == KEY_DEFAULT    ? "spans by traceID and profiles by service"
             : cfg->key == KEY_TRACE    ? "by traceID (profile samples without a trace by service)"
@@ -781,8 +788,13 @@ static void lb_reconfigure(pc_component *c, void *new_cfg)
     SWAP(dns_port);
     SWAP(dns_interval_ms);
     SWAP(dns_timeout_ms);
+    bool resolver_kind_changed = cur->dns != nw->dns;
     SWAP(dns);
 #undef SWAP
+    if (resolver_kind_changed && x->timers_open) { /* the series carry the resolver's name */
+        pc_metric_unregister(x);
+        register_metrics(x);
+    }
     if (x->query) { /* a lookup of the old name: its answer no longer counts */
         x->query->x = NULL;
         x->query = NULL;

@@ -64,8 +64,9 @@ struct pc_sender {
     char *dir;
     uint64_t next_seq;
     int stopping, deadline_passed;
-    int retiring;  /* pc_sender_retire: everything goes back through handback */
-    int in_retire; /* inside pc_sender_retire: it finishes the shutdown itself */
+    int retiring;      /* pc_sender_retire: everything goes back through handback */
+    int in_retire;     /* inside pc_sender_retire: it finishes the shutdown itself */
+    int shutting_down; /* pc_sender_shutdown was called (the exporter stops) */
     pc_sender_handback handback;
     void *handback_arg;
     uv_timer_t deadline;
@@ -569,7 +570,7 @@ static void handback_done(void *ctx, int st, const char *msg)
         complete(it, st, msg, 0);
         return;
     }
-    if (s->deadline_passed) { /* the exporter stops: as a shutdown gives it up */
+    if (s->deadline_passed || s->shutting_down) { /* the exporter stops: nobody will take it */
         if (it->seq) {
             complete(it, st, msg, 1);
         } else {
@@ -870,6 +871,7 @@ static void deadline_fire(uv_timer_t *t)
 void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
 {
     s->stopping = 1;
+    s->shutting_down = 1;
     s->shutdown_done = done;
     s->shutdown_arg = arg;
     uint64_t now = uv_now(s->c->loop);

@@ -115,8 +115,9 @@ typedef void (*pc_sender_handback)(void *arg, pc_batch *b, pc_done_fn done, void
  * usual. A batch fn refuses is offered again a second later (or, when its upstream still waits
  * for the outcome: with the queue disabled, upstream gets the refusal). done runs once nothing
  * is left, unless pc_sender_shutdown is called meanwhile (the exporter stops): then its done
- * replaces this one, and at the shutdown deadline what still waits is given up as a shutdown
- * gives it up (in memory: dropped and counted; on disk: left for the next start). */
+ * replaces this one, and what is refused from then on, or still waits at the shutdown
+ * deadline, is given up as a shutdown gives it up (in memory: dropped and counted; on disk:
+ * left for the next start). */
 void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*done)(void *arg),
                       void *done_arg);
 void pc_sender_free(pc_sender *s);

@@ -437,6 +437,40 @@ class FleetTest(unittest.TestCase):
             self.assertEqual(sc.metric("otelcol_exporter_sent_spans"),
                              sc.metric("otelcol_receiver_accepted_spans"))
 
+    def test_issue_example_runs_as_written(self):
+        """The issue's example config, unchanged but for its ports."""
+        example = ("receivers:\n  otlp:\n    protocols:\n      http:\n"
+                   "        endpoint: 127.0.0.1:4318\n"
+                   "exporters:\n  loadbalancing:\n    routing_key: traceID\n    protocol:\n"
+                   "      otlp:\n        tls:\n          insecure: true\n    resolver:\n"
+                   "      static:\n"
+                   "        hostnames: [127.0.0.1:24317, 127.0.0.1:24417, 127.0.0.1:24517]\n"
+                   "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+                   "      exporters: [loadbalancing]\n    traces:\n      receivers: [otlp]\n"
+                   "      exporters: [loadbalancing]\n")
+        port = h.free_port()
+        cfg = example.replace("4318", str(port))
+        for old, g in zip(("24317", "24417", "24517"), self.gateways):
+            cfg = cfg.replace(old, str(g.port))
+        # the self-metrics' default port (8888) moved too, by a second --config merged over it
+        metrics = "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" \
+            % h.free_port()
+        p = h.started_profcol(self, [cfg, metrics], port, "example")
+        traces = [Trace(self.rnd, 1000 + i) for i in range(12)]
+        self.assertTrue(post_ok(port, spans_request(traces), TRACES.path))
+        self.assertTrue(wait(lambda: span_gateways(self.gateways)[1] >= 3 * len(traces)))
+        req, sent = profiles_request("checkout", [t for t in traces if t.service == "checkout"],
+                                     self.ids, rnd=self.rnd)
+        self.assertTrue(post_ok(port, req, h.PROFILES_PATH))
+        got = self.wait_received(sent)
+        where, _ = span_gateways(self.gateways)
+        for v, (t, name) in sent.items():
+            self.assertEqual(len(got[v]), 1)
+            if t is not None:
+                self.assertEqual({got[v][0][0]}, where[t.id])
+                self.assertEqual(got[v][0][3], name)
+        p.stop()
+
     def test_gateway_killed_then_removed_loses_nothing(self):
         traces = [Trace(self.rnd, i) for i in range(60)]
         self.send_traces(traces)
@@ -453,8 +487,10 @@ class FleetTest(unittest.TestCase):
             before = len(sender.acked)
             alive = [g.endpoint for i, g in enumerate(self.gateways) if i != dead]
             for sc in self.sidecars:
-                sc.reload(static_resolver(alive), "backends: 2, removed %s"
-                          % self.gateways[dead].endpoint)
+                text = sc.reload(static_resolver(alive), "backends: 2, removed %s"
+                                 % self.gateways[dead].endpoint)
+                # the same exporter, its queues and connections: only the membership moved
+                self.assertIn("reload: reconfiguring exporters::loadbalancing in place", text)
             mark = self.ids.next  # values from here on were sent after the change
             wait(lambda: len(sender.acked) > before + 60, timeout=20)
         finally:
