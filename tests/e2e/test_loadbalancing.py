@@ -530,6 +530,46 @@ class FleetTest(unittest.TestCase):
         self.assertEqual(left, [], "the dead backend's persistent queue is empty")
 
 
+class HttpProtocolTest(unittest.TestCase):
+    """protocol: otlphttp (the otlphttp exporter's settings) to two recording OTLP/HTTP sinks,
+    one listed as host:port (plain text: tls::insecure), one as an http:// URL; profiles by
+    service (the default): each service's samples at one sink, both sinks used, sums kept."""
+
+    def test_otlphttp_backends_by_service(self):
+        sinks = [h.started_sink(self) for _ in range(2)]
+        port, metrics = h.free_port(), h.free_port()
+        resolver = static_resolver(["127.0.0.1:%d" % sinks[0].port, sinks[1].url])
+        cfg = ("receivers:\n  otlp:\n    protocols:\n      http:\n"
+               "        endpoint: 127.0.0.1:%d\n"
+               "exporters:\n  loadbalancing:\n    protocol:\n      otlphttp:\n"
+               "        encoding: json\n        tls:\n          insecure: true\n"
+               "    resolver:\n%s"
+               "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+               "      exporters: [loadbalancing]\n" % (port, resolver, metrics))
+        p = h.started_profcol(self, cfg, port, "sidecar-http")
+        services = ["svc-%d" % i for i in range(8)]
+        want = collections.Counter()
+        for i, svc in enumerate(services):
+            req = h.make_request(services=(svc,), seed=i + 1, samples=10, links=False)
+            self.assertEqual(h.post(port, req.SerializeToString()).status, 200)
+            want.update(h.totals(h.summarize(req)))
+
+        def got():
+            return [h.totals(h.summarize(sk.messages())) for sk in sinks]
+
+        self.assertTrue(wait(lambda: sum((collections.Counter(g) for g in got()),
+                                         collections.Counter()) == want),
+                        "sent %s, the sinks got %s" % (want, got()))
+        per_sink = [set(k[0] for k in g) for g in got()]
+        self.assertFalse(per_sink[0] & per_sink[1], "a service at both sinks: %s" % per_sink)
+        self.assertTrue(per_sink[0] and per_sink[1], "both sinks get a share: %s" % per_sink)
+        for sk in sinks:  # OTLP/HTTP JSON on the signal's path
+            self.assertTrue(all(r.content_type == h.CT_JSON and r.path == h.PROFILES_PATH
+                                for r in sk.snapshot()))
+        p.stop()
+
+
 # ---------------------------------------------------------------------------------------------
 # DNS, in private network and mount namespaces
 

@@ -825,10 +825,50 @@ static void test_no_backend_refuses(void)
     driver_free(d);
 }
 
+/* ---- config ---- */
+
+static void check_refused(const char *yaml, const char *want)
+{
+    const char *err = tc_config_error(&pc_exporter_loadbalancing, "exporters", yaml);
+    CHECK(err != NULL);
+    if (err) CHECK_CONTAINS(err, want);
+}
+
+#define STATIC "resolver:\n  static:\n    hostnames: [a:1]\n"
+
+/* What the config refuses, naming the key; what it accepts. */
+static void test_config(void)
+{
+    CHECK(tc_config_error(&pc_exporter_loadbalancing, "exporters", STATIC) == NULL);
+    CHECK(tc_config_error(&pc_exporter_loadbalancing, "exporters",
+                          "protocol:\n  otlphttp:\n    tls:\n      insecure: true\n" STATIC) ==
+          NULL);
+    CHECK(tc_config_error(&pc_exporter_loadbalancing, "exporters",
+                          "resolver:\n  dns:\n    hostname: gw.example\n") == NULL);
+    check_refused("resolver: {}\n", "resolver: required: static (hostnames) or dns (hostname)");
+    check_refused("resolver:\n  static:\n    hostnames: [a:1]\n  dns:\n    hostname: x\n",
+                  "set one of static and dns");
+    check_refused("resolver:\n  static:\n    hostnames: [nohostport]\n",
+                  "resolver::static::hostnames: nohostport");
+    check_refused("protocol:\n  otlp:\n    endpoint: a:1\n" STATIC,
+                  "protocol::otlp::endpoint: is set by the resolver");
+    check_refused("protocol:\n  otlphttp:\n    traces_endpoint: http://a:1/v1/traces\n" STATIC,
+                  "protocol::otlphttp::traces_endpoint: is set by the resolver");
+    check_refused("protocol:\n  otlp: {}\n  otlphttp: {}\n" STATIC, "not both");
+    check_refused("protocol:\n  otlp:\n    sending_queue:\n      num_consumers: 0\n" STATIC,
+                  "protocol::otlp::sending_queue::num_consumers: must be >= 1");
+    check_refused("routing_key: metric\n" STATIC, "routes metrics");
+    check_refused("routing_key: traceid\n" STATIC, "want traceID, service, resource or attributes");
+    check_refused("routing_key: attributes\n" STATIC, "routing_attributes");
+    check_refused("resolver:\n  dns:\n    hostname: x\n    port: 0\n", "must be 1..65535");
+    check_refused("resolver:\n  k8s:\n    service: x\n", "k8s");
+}
+
 int main(void)
 {
     loop = uv_default_loop();
     (void)driver_run;
+    RUN(test_config);
     RUN(test_ring_is_the_documented_formula);
     RUN(test_ring_stability);
     RUN(test_two_rings_agree);
