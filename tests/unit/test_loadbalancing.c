@@ -327,6 +327,48 @@ static void test_split_profiles_by_service(void)
     check_profile_split(NULL, false); /* profiles' default */
 }
 
+/* routing_key resource and attributes: every resource (attributes: every value of the sample
+ * attribute "thread", looked up after the resource and the scope) in exactly one part, the
+ * groups spread over more than one part, every sample once. */
+static void check_grouped_split(const char *yaml_key, bool by_thread)
+{
+    driver *d = lb_exporter(yaml_key);
+    const char *names[] = {"a:1", "b:2", "c:3", "d:4"};
+    pc_ring *ring = pc_ring_new(names, 4);
+    pc_batch *b = profiles_fixture(), *parts[4];
+    pc_exporter_loadbalancing.exporter->route(pc_exporter_of(&d->c), ring, b, parts);
+    int group_part[NSERV] = {-1, -1, -1}, seen = 0, split_groups = 0;
+    bool used[4] = {false};
+    for (int p = 0; p < 4; p++) {
+        if (!parts[p]) continue;
+        const pc_request *q = parts[p]->req;
+        for (size_t r = 0; r < q->n_resource_profiles; r++) {
+            const pc_profile *pr = q->resource_profiles[r]->scope_profiles[0]->profiles[0];
+            for (size_t k = 0; k < pr->n_samples; k++) {
+                int v = (int)pr->samples[k]->values[0];
+                int g = by_thread ? ((v - 1) % 1000) % 3 : (v - 1) / 1000; /* thread w<k%3> */
+                if (group_part[g] < 0) group_part[g] = p;
+                if (group_part[g] != p) split_groups++;
+                used[p] = true;
+                seen++;
+            }
+        }
+        pc_batch_unref(parts[p]);
+    }
+    CHECK_EQ_INT(seen, NSERV * NSAMP);
+    CHECK_EQ_INT(split_groups, 0);
+    CHECK(used[0] + used[1] + used[2] + used[3] >= 2);
+    pc_batch_unref(b);
+    pc_ring_unref(ring);
+    driver_free(d);
+}
+
+static void test_split_by_resource_and_attributes(void)
+{
+    check_grouped_split("resource", false);
+    check_grouped_split("attributes\nrouting_attributes: [thread]", true);
+}
+
 /* Everything to one backend: the batch itself goes, no copy. */
 static void test_split_one_part_is_no_copy(void)
 {
@@ -874,6 +916,7 @@ int main(void)
     RUN(test_two_rings_agree);
     RUN(test_split_profiles_by_trace_id);
     RUN(test_split_profiles_by_service);
+    RUN(test_split_by_resource_and_attributes);
     RUN(test_split_one_part_is_no_copy);
     RUN(test_split_spans);
     RUN(test_routes_deliver_by_key);
