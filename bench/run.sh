@@ -4,9 +4,10 @@
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
 #                         [--build DIR] [--perf FILE]
 #
-# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload, jfr-relay.
+# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload, jfr-relay, fleet.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol), BENCH_PORT_BASE
-# (default 24300: ports base+0..base+4), PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2").
+# (default 24300: ports base+0..base+4; fleet also base+10..base+15), PROFCOL_EXTRA_ENV (e.g.
+# "UV_THREADPOOL_SIZE=2").
 #
 # Steps: measure the zlib floor on the scenario's payloads (before anything else runs), start the
 # sink and profcol (config written here), record profcol's idle RSS and CPU ticks, drive the load
@@ -75,6 +76,7 @@ PPROF_HDRS=(-H "Content-Type: application/octet-stream")
 JFR_HDRS=(-H "Content-Type: application/octet-stream" -H "Content-Encoding: gzip")
 
 SINK_DELAY=0
+FLEET=0
 LIMIT_MIB=0
 MODE_CONNS=8
 MODE_RATE=""
@@ -96,6 +98,15 @@ bridge)
 processors)
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[resource, redaction, tracelink, batch]"; RECV="[otlp]"; EXP="[otlphttp]" ;;
+fleet)
+    # A sidecar in front of 3 gateway profcols (OTLP/gRPC -> otlphttp -> sink), measured twice in
+    # one run: the sidecar's loadbalancing exporter (routing_key traceID over the 3 gateways),
+    # then a plain otlp exporter relaying to one gateway. Both sidecars run tracelink first, so
+    # the payloads' trace_id/span_id labels (1 sample in 8) become links and the loadbalancing
+    # sidecar splits most batches over the three gateways (the rest of a batch goes by service).
+    # What is measured is the sidecar's CPU per GB and samples/s.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[tracelink]"; RECV="[otlp]"; EXP="[otlphttp]"; FLEET=1 ;;
 overload)
     # Offered load far above capacity (open loop, many connections) into a slow backend, with a
     # memory_limiter: profcol must refuse (503) rather than grow past the limit.
@@ -107,7 +118,7 @@ jfr-relay)
     SET=jfr; URL=$JFR_URL; HDRS=("${JFR_HDRS[@]}")
     PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload|jfr-relay [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET
@@ -205,88 +216,95 @@ FLOOR_S=$((SECONDS_RUN / 2))
 timeout 60 "$BIN/zlibfloor" --payload "$SET_DIR" --seconds "$FLOOR_S" >"$TMP/floor.out" || { echo "zlibfloor failed" >&2; exit 1; }
 cat "$TMP/floor.out" | sed '$d' >&2
 
-# 2. sink and profcol.
-"$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN + 120)) \
+# 2. the sink (and, for fleet, the gateways), then profcol: one phase, or two for fleet.
+"$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN * 2 + 240)) \
     >"$TMP/sink.out" 2>"$TMP/sink.err" &
 PIDS+=($!)
-SINK_PID=$!
-env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/profcol.yaml" >"$TMP/profcol.log" 2>&1 &
-PIDS+=($!)
-PC_PID=$!
-up=0
-for _ in $(seq 1 100); do
-    kill -0 "$PC_PID" 2>/dev/null || break
-    if curl -s -o /dev/null "http://127.0.0.1:$P_METRICS/metrics" && curl -s -o /dev/null "http://127.0.0.1:$P_SINK/stats"; then
-        up=1
-        break
-    fi
-    sleep 0.1
-done
-if [ "$up" != 1 ]; then
-    if grep -q "not implemented yet" "$TMP/profcol.log"; then
-        reason=$(grep -m1 "not implemented yet" "$TMP/profcol.log" | tr -d '"\\')
-        echo "scenario $SCENARIO SKIPPED: $reason" >&2
-        printf '{"scenario":"%s","skipped":true,"reason":"%s"}\n' "$SCENARIO" "$reason"
-        exit 0
-    fi
-    echo "profcol did not start:" >&2
-    cat "$TMP/profcol.log" >&2
-    exit 1
-fi
-sleep 0.5
-IDLE_RSS_KB=$(awk '/^VmRSS:/ {print $2}' "/proc/$PC_PID/status")
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-CPU0=$(ticks "$PC_PID")
 
-PERF_PID=""
-if [ -n "$PERF_OUT" ]; then
-    perf record -e cpu-clock -F 499 --call-graph dwarf,16384 -p "$PC_PID" -o "$PERF_OUT" -- sleep "$SECONDS_RUN" \
-        >"$TMP/perf.log" 2>&1 &
-    PERF_PID=$!
-    PIDS+=($PERF_PID)
-fi
-
-# Sample RSS while the load runs (VmHWM has the peak; this adds the time series maximum of VmRSS
-# and lets overload show how close to the limit it ran).
-(
-    for _ in $(seq 1 $((SECONDS_RUN * 10 + 100))); do
-        awk '/^VmRSS:/ {print $2}' "/proc/$PC_PID/status" 2>/dev/null || break
-        sleep 0.1
+wait_http() { # URL...: 0 once every URL answers (10 s at most), 1 otherwise
+    local u
+    for _ in $(seq 1 100); do
+        for u in "$@"; do
+            curl -s -o /dev/null "$u" || { sleep 0.1; continue 2; }
+        done
+        return 0
     done
-) >"$TMP/rss.series" &
-PIDS+=($!)
-RSS_PID=$!
+    return 1
+}
 
-# 3. load.
-LG_ARGS=(--url "$URL" --payload "$SET_DIR" "${HDRS[@]}" --connections "$MODE_CONNS"
-         --seconds "$SECONDS_RUN" --timeout-ms 30000 --label "$SCENARIO")
-[ -n "$MODE_RATE" ] && LG_ARGS+=(--rate "$MODE_RATE" --max-inflight "$MODE_CONNS")
-timeout $((SECONDS_RUN + 60)) "$BIN/loadgen" "${LG_ARGS[@]}" >"$TMP/loadgen.out"
-sed '$d' "$TMP/loadgen.out" >&2
-
-CPU1=$(ticks "$PC_PID")
-HWM_KB=$(awk '/^VmHWM:/ {print $2}' "/proc/$PC_PID/status")
-kill "$RSS_PID" 2>/dev/null
-[ -n "$PERF_PID" ] && wait "$PERF_PID" 2>/dev/null
-curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$TMP/metrics.txt"
-curl -s "http://127.0.0.1:$P_SINK/stats" >"$TMP/sink.json"
-cleanup
-if [ -s "$TMP/profcol.log" ]; then
-    echo "profcol log (warn and above), first lines:" >&2
-    head -n 5 "$TMP/profcol.log" | cut -c1-300 >&2
+if [ "$FLEET" = 1 ]; then
+    G0=$((BASE + 10)); G1=$((BASE + 11)); G2=$((BASE + 12))
+    for g in 0 1 2; do
+        cat >"$TMP/gateway-$g.yaml" <<EOF
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:$((BASE + 10 + g))
+exporters:
+  otlphttp:
+    endpoint: http://127.0.0.1:$P_SINK
+service:
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      address: 127.0.0.1:$((BASE + 13 + g))
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [otlphttp]
+EOF
+        env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/gateway-$g.yaml" >"$TMP/gateway-$g.log" 2>&1 &
+        PIDS+=($!)
+    done
+    wait_http "http://127.0.0.1:$((BASE + 13))/metrics" "http://127.0.0.1:$((BASE + 14))/metrics" \
+        "http://127.0.0.1:$((BASE + 15))/metrics" || {
+        echo "gateways did not start:" >&2
+        cat "$TMP"/gateway-*.log >&2
+        exit 1
+    }
+    # phase 1: the sidecar with the loadbalancing exporter; phase 2: a plain otlp exporter
+    python3 - "$TMP/profcol.yaml" "$G0" "$G1" "$G2" <<'EOF'
+import sys
+path, g0, g1, g2 = sys.argv[1:]
+text = open(path).read()
+lines = text.splitlines(True)
+start = lines.index("exporters:\n")
+end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" "))
+head, tail = "".join(lines[:start]), "".join(lines[end:])
+lb = ("exporters:\n  loadbalancing:\n    routing_key: traceID\n    protocol:\n      otlp:\n"
+      "        tls:\n          insecure: true\n    resolver:\n      static:\n"
+      "        hostnames: [127.0.0.1:%s, 127.0.0.1:%s, 127.0.0.1:%s]\n" % (g0, g1, g2))
+relay = "exporters:\n  otlp:\n    endpoint: 127.0.0.1:%s\n    tls:\n      insecure: true\n" % g0
+open(path.replace("profcol.yaml", "sidecar-lb.yaml"), "w").write(
+    head + lb + tail.replace("exporters: [otlphttp]", "exporters: [loadbalancing]"))
+open(path.replace("profcol.yaml", "sidecar-otlp.yaml"), "w").write(
+    head + relay + tail.replace("exporters: [otlphttp]", "exporters: [otlp]"))
+EOF
+    PHASES="loadbalancing:$TMP/sidecar-lb.yaml otlp-relay:$TMP/sidecar-otlp.yaml"
+else
+    PHASES="$SCENARIO:$TMP/profcol.yaml"
 fi
-LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$SCENARIO" "$TMP" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" "$HWM_KB" "$IDLE_RSS_KB" \
-    "$LIMIT_MIB" "$LOAD" "$LOAD_AFTER" "$(nproc)" <<'EOF'
+ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
+summarize() {
+python3 - "$@" <<'EOF'
 import json, re, sys
-(scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu) = sys.argv[1:]
+(scen, tmp, floor_dir, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu) = sys.argv[1:]
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
-fl = json.loads(open(tmp + "/floor.out").read().strip().splitlines()[-1])
+fl = json.loads(open(floor_dir + "/floor.out").read().strip().splitlines()[-1])
 try:
     sink = json.loads(open(tmp + "/sink.json").read())
 except Exception:
     sink = {"requests": 0, "bytes": 0}
+try:  # what the sink had before this phase (fleet: two phases share one sink)
+    sink0 = json.loads(open(tmp + "/sink0.json").read())
+    sink = {"requests": sink["requests"] - sink0["requests"],
+            "bytes": sink["bytes"] - sink0["bytes"]}
+except Exception:
+    pass
 metrics = {}
 for line in open(tmp + "/metrics.txt"):
     m = re.match(r"^([a-zA-Z_:]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$", line.strip())
@@ -351,3 +369,116 @@ for k, v in rows:
     print("  %-34s %s" % (k, v), file=sys.stderr)
 print(json.dumps(r, separators=(",", ":")))
 EOF
+}
+
+# One measured run of profcol on config $2, results in directory $3 (label $1).
+run_phase() {
+    local label=$1 cfg=$2 dir=$3 pc up reason perf_file
+    mkdir -p "$dir"
+    curl -s "http://127.0.0.1:$P_SINK/stats" >"$dir/sink0.json"
+    env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$cfg" >"$dir/profcol.log" 2>&1 &
+    pc=$!
+    PIDS+=($pc)
+    up=0
+    for _ in $(seq 1 100); do
+        kill -0 "$pc" 2>/dev/null || break
+        if curl -s -o /dev/null "http://127.0.0.1:$P_METRICS/metrics" && curl -s -o /dev/null "http://127.0.0.1:$P_SINK/stats"; then
+            up=1
+            break
+        fi
+        sleep 0.1
+    done
+    if [ "$up" != 1 ]; then
+        if grep -q "not implemented yet" "$dir/profcol.log"; then
+            reason=$(grep -m1 "not implemented yet" "$dir/profcol.log" | tr -d '"\\')
+            echo "scenario $SCENARIO SKIPPED: $reason" >&2
+            printf '{"scenario":"%s","skipped":true,"reason":"%s"}\n' "$SCENARIO" "$reason"
+            exit 0
+        fi
+        echo "profcol did not start:" >&2
+        cat "$dir/profcol.log" >&2
+        exit 1
+    fi
+    sleep 0.5
+    local idle_kb cpu0 cpu1 hwm_kb perf_pid="" rss_pid load0 load1
+    idle_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
+    cpu0=$(ticks "$pc")
+    load0=$(cut -d' ' -f1-3 /proc/loadavg)
+    if [ -n "$PERF_OUT" ]; then
+        perf_file=$PERF_OUT
+        [ "$FLEET" = 1 ] && perf_file=$PERF_OUT.$label
+        perf record -e cpu-clock -F 499 --call-graph dwarf,16384 -p "$pc" -o "$perf_file" -- sleep "$SECONDS_RUN" \
+            >"$dir/perf.log" 2>&1 &
+        perf_pid=$!
+        PIDS+=($perf_pid)
+    fi
+    # Sample RSS while the load runs (VmHWM has the peak; this adds the time series maximum of
+    # VmRSS and lets overload show how close to the limit it ran).
+    (
+        for _ in $(seq 1 $((SECONDS_RUN * 10 + 100))); do
+            awk '/^VmRSS:/ {print $2}' "/proc/$pc/status" 2>/dev/null || break
+            sleep 0.1
+        done
+    ) >"$dir/rss.series" &
+    rss_pid=$!
+    PIDS+=($rss_pid)
+
+    # 3. load.
+    LG_ARGS=(--url "$URL" --payload "$SET_DIR" "${HDRS[@]}" --connections "$MODE_CONNS"
+             --seconds "$SECONDS_RUN" --timeout-ms 30000 --label "$label")
+    [ -n "$MODE_RATE" ] && LG_ARGS+=(--rate "$MODE_RATE" --max-inflight "$MODE_CONNS")
+    timeout $((SECONDS_RUN + 60)) "$BIN/loadgen" "${LG_ARGS[@]}" >"$dir/loadgen.out"
+    sed '$d' "$dir/loadgen.out" >&2
+
+    cpu1=$(ticks "$pc")
+    hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pc/status")
+    kill "$rss_pid" 2>/dev/null
+    [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null
+    curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$dir/metrics.txt"
+    # stop profcol (its final flush reaches the sink), then count what the sink got
+    kill -TERM "$pc" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$pc" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pc" 2>/dev/null
+    wait "$pc" 2>/dev/null
+    [ "$FLEET" = 1 ] && sleep 1 # the gateways' own queues
+    curl -s "http://127.0.0.1:$P_SINK/stats" >"$dir/sink.json"
+    if [ -s "$dir/profcol.log" ]; then
+        echo "profcol log (warn and above), first lines:" >&2
+        head -n 5 "$dir/profcol.log" | cut -c1-300 >&2
+    fi
+    load1=$(cut -d' ' -f1-3 /proc/loadavg)
+    summarize "$label" "$dir" "$TMP" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" "$hwm_kb" "$idle_kb" \
+        "$LIMIT_MIB" "$load0" "$load1" "$(nproc)" >"$dir/result.json"
+}
+
+for ph in $PHASES; do
+    run_phase "${ph%%:*}" "${ph#*:}" "$TMP/phase-${ph%%:*}"
+done
+cleanup
+if [ "$FLEET" = 1 ]; then
+    python3 - "$TMP/phase-loadbalancing/result.json" "$TMP/phase-otlp-relay/result.json" <<'EOF'
+import json, sys
+lb, relay = (json.loads(open(p).read()) for p in sys.argv[1:3])
+keys = ("samples_per_s", "mb_per_s_in", "cpu_s", "cpu_util", "cpu_s_per_gb", "p50_ms", "p99_ms",
+        "errors", "peak_rss_mb", "receiver_accepted_samples", "exporter_sent_samples")
+r = {"scenario": "fleet",
+     "loadbalancing": {k: lb.get(k) for k in keys},
+     "otlp_relay": {k: relay.get(k) for k in keys},
+     "sidecar_cpu_s_per_gb_ratio": round(lb["cpu_s_per_gb"] / relay["cpu_s_per_gb"], 3)
+     if lb.get("cpu_s_per_gb") and relay.get("cpu_s_per_gb") else None,
+     "zlib_floor_mb_per_s": lb.get("zlib_floor_mb_per_s"),
+     "zlib_floor_cpu_s_per_gb": lb.get("zlib_floor_cpu_s_per_gb"),
+     "loadavg_before": lb.get("loadavg_before"), "loadavg_after": relay.get("loadavg_after"),
+     "nproc": lb.get("nproc"), "seconds": lb.get("seconds")}
+print("scenario fleet: sidecar -> 3 gateways (loadbalancing) and -> 1 gateway (otlp), one run",
+      file=sys.stderr)
+print("  %-28s %14s %14s" % ("sidecar", "loadbalancing", "otlp relay"), file=sys.stderr)
+for k in keys:
+    print("  %-28s %14s %14s" % (k, r["loadbalancing"][k], r["otlp_relay"][k]), file=sys.stderr)
+print("  sidecar CPU per GB, loadbalancing / relay: %s" % r["sidecar_cpu_s_per_gb_ratio"],
+      file=sys.stderr)
+print(json.dumps(r, separators=(",", ":")))
+EOF
+else
+    cat "$TMP/phase-$SCENARIO/result.json"
+fi

@@ -1,133 +1,51 @@
 /* Exporter "otlphttp": OTLP/HTTP for every signal, to endpoint + the signal's path
  * (/v1development/profiles, /v1/traces, /v1/metrics, /v1/logs) or to <signal>_endpoint as is.
- * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle); this file
- * encodes and compresses a batch on the thread pool, POSTs it with the shared HTTP client, and
- * reads the answer as the OTLP/HTTP spec says (pipeline/exporter_http.h), partial success too. */
+ * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle) and the shared
+ * OTLP/HTTP client (pipeline/otlp_client.h: settings, encode and compress on the thread pool,
+ * POST with the HTTP client, the answer read as the OTLP/HTTP spec says, partial success too),
+ * which the loadbalancing exporter uses for each of its backends. */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include "pipeline/auth.h"
-#include "base/gzip.h"
-#include "net/http_client.h"
-#include "net/tls.h"
-#include "pipeline/tls_config.h"
 #include "net/url.h"
 #include "pipeline/component.h"
 #include "pipeline/exporter.h"
-#include "pipeline/exporter_http.h"
-#include "pipeline/sender.h"
+#include "pipeline/otlp_client.h"
 
 typedef struct otlphttp_cfg {
-    char *endpoint;
-    char *signal_endpoint[PC_SIGNAL_COUNT]; /* profiles_endpoint, traces_endpoint, ... */
-    pc_strmap headers;
-    int compression; /* 0 gzip, 1 none */
-    int64_t compression_level;
-    int encoding; /* 0 proto, 1 json */
-    uint64_t timeout_ms;
-    int64_t max_connections;
-    pc_tls_client_cfg tls;
-    char *authenticator;
-    pc_sender_cfg sender;
+    pc_otlp_http_cfg http;
 } otlphttp_cfg;
 
-static const char *const compressions[] = {"gzip", "none", NULL};
-static const char *const encodings[] = {"proto", "json", NULL};
-
 static const pc_cfg_key otlphttp_keys[] = {
-    {"endpoint", PC_CFG_STRING, NULL, offsetof(otlphttp_cfg, endpoint),
-     "base URL; the signal's path is appended (/v1development/profiles, /v1/traces, /v1/metrics, "
-     "/v1/logs)",
-     NULL},
-    {"profiles_endpoint", PC_CFG_STRING, NULL,
-     offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_PROFILES]),
-     "full URL for profiles, used as is (overrides endpoint)", NULL},
-    {"traces_endpoint", PC_CFG_STRING, NULL,
-     offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_TRACES]),
-     "full URL for traces, used as is (overrides endpoint)", NULL},
-    {"metrics_endpoint", PC_CFG_STRING, NULL,
-     offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_METRICS]),
-     "full URL for metrics, used as is (overrides endpoint)", NULL},
-    {"logs_endpoint", PC_CFG_STRING, NULL, offsetof(otlphttp_cfg, signal_endpoint[PC_SIGNAL_LOGS]),
-     "full URL for logs, used as is (overrides endpoint)", NULL},
-    {"headers", PC_CFG_MAP, NULL, offsetof(otlphttp_cfg, headers), "extra request headers", NULL},
-    {"compression", PC_CFG_ENUM, "gzip", offsetof(otlphttp_cfg, compression),
-     "request body compression", compressions},
-    {"compression_params.level", PC_CFG_INT, "1", offsetof(otlphttp_cfg, compression_level),
-     "gzip level 1 (fastest) to 9 (smallest); 1 is ~3x cheaper than 6 for ~4% more bytes", NULL},
-    {"encoding", PC_CFG_ENUM, "proto", offsetof(otlphttp_cfg, encoding), "request body encoding",
-     encodings},
-    {"timeout", PC_CFG_DURATION, "30s", offsetof(otlphttp_cfg, timeout_ms),
-     "time allowed for one request (connect, send, response)", NULL},
-    {"max_connections", PC_CFG_INT, "8", offsetof(otlphttp_cfg, max_connections),
-     "keep-alive connections to the endpoint", NULL},
-    PC_TLS_CLIENT_KEYS(otlphttp_cfg, tls, ""),
-    PC_AUTH_CLIENT_KEY(otlphttp_cfg, authenticator, ""),
-    PC_SENDER_KEYS(otlphttp_cfg, sender),
+    PC_OTLP_HTTP_KEYS(otlphttp_cfg, http, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
-/* Where one signal goes. Signals whose URLs share scheme, host and port share one client. */
+/* Where one signal goes: a URL whose origin is one of the clients. Signals whose URLs share
+ * scheme, host and port share one client. */
 typedef struct target {
     bool set; /* endpoint or <signal>_endpoint configured */
     pc_url url;
-    pc_http_client *client; /* owned when owner */
-    pc_tls_ctx *tls;        /* NULL: plain text; owned when owner */
-    bool owner;
+    int origin; /* index in otlphttp.origins once started */
 } target;
 
 typedef struct otlphttp {
     target t[PC_SIGNAL_COUNT];
+    pc_otlp_http origins[PC_SIGNAL_COUNT];
+    int n_origins;
     char *headers; /* preformatted "Name: value\r\n" lines */
-    pc_auth *auth; /* NULL: no authenticator */
     int closing;   /* clients still closing at shutdown */
 } otlphttp;
-
-static int header_ok(const char *s)
-{
-    for (; *s; s++)
-        if (*s == '\r' || *s == '\n') return 0;
-    return 1;
-}
 
 static int otlphttp_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     otlphttp_cfg *cfg = cfgp;
-    pc_url u;
-    pc_error e = {0};
-    bool any = cfg->endpoint && *cfg->endpoint;
-    if (any && pc_url_parse(cfg->endpoint, &u, &e) < 0)
-        return pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
-    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
-        const char *ep = cfg->signal_endpoint[sig];
-        if (!ep || !*ep) continue;
-        any = true;
-        if (pc_url_parse(ep, &u, &e) < 0)
-            return pc_cfg_key_errorf(err, node, path, pc_signal_infos[sig].endpoint_key, "%s",
-                                     e.msg);
-    }
-    if (!any)
-        return pc_cfg_key_errorf(
-            err, node, path, "endpoint",
-            "required (or profiles_endpoint, traces_endpoint, metrics_endpoint, "
-            "logs_endpoint)");
-    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return PC_EINVAL;
-    for (size_t i = 0; i < cfg->headers.n; i++)
-        if (!header_ok(cfg->headers.keys[i]) || !header_ok(cfg->headers.vals[i]))
-            return pc_cfg_key_errorf(err, node, path, "headers", "%s: line breaks are not allowed",
-                                     cfg->headers.keys[i]);
-    if (cfg->compression_level < 1 || cfg->compression_level > 9)
-        return pc_cfg_key_errorf(err, node, path, "compression_params.level", "must be 1..9");
-    if (cfg->timeout_ms == 0) return pc_cfg_key_errorf(err, node, path, "timeout", "must be > 0");
-    if (cfg->max_connections <= 0)
-        return pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
-    return pc_sender_validate(&cfg->sender, node, path, err);
+    return pc_otlp_http_validate(&cfg->http, node, path, "", true, err);
 }
 
 static int otlphttp_create(pc_exporter *ex, pc_error *err)
 {
-    otlphttp_cfg *cfg = ex->c->cfg;
+    const pc_otlp_http_cfg *cfg = &((otlphttp_cfg *)ex->c->cfg)->http;
     otlphttp *x = pc_xcalloc(1, sizeof(*x));
     (void)err;
     ex->priv = x;
@@ -144,14 +62,7 @@ static int otlphttp_create(pc_exporter *ex, pc_error *err)
             t->set = true;
         }
     }
-    pc_buf h = {0};
-    pc_buf_printf(&h, "Content-Type: %s\r\nUser-Agent: profcol/%s\r\n",
-                  cfg->encoding ? "application/json" : "application/x-protobuf", PROFCOL_VERSION);
-    if (cfg->compression == 0) pc_buf_printf(&h, "Content-Encoding: gzip\r\n");
-    for (size_t i = 0; i < cfg->headers.n; i++)
-        pc_buf_printf(&h, "%s: %s\r\n", cfg->headers.keys[i], cfg->headers.vals[i]);
-    x->headers = pc_xstrdup((char *)h.data);
-    pc_buf_free(&h);
+    x->headers = pc_otlp_http_headers(cfg);
     return 0;
 }
 
@@ -172,73 +83,39 @@ static int otlphttp_start(pc_exporter *e, pc_error *err)
 {
     pc_component *c = e->c;
     otlphttp *x = e->priv;
-    otlphttp_cfg *cfg = c->cfg;
+    const pc_otlp_http_cfg *cfg = &((otlphttp_cfg *)c->cfg)->http;
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         target *t = &x->t[sig];
         if (!t->set) continue;
-        for (int o = 0; o < sig && !t->client; o++)
-            if (x->t[o].set && same_origin(&x->t[o].url, &t->url)) {
-                t->client = x->t[o].client;
-                t->tls = x->t[o].tls;
-            }
-        if (t->client) continue;
-        pc_auth *auth = NULL;
-        int rc = pc_exporter_http_open(c, &t->url, cfg->max_connections, &cfg->tls,
-                                       cfg->authenticator, &t->client, &t->tls, &auth, err);
+        t->origin = -1;
+        for (int o = 0; o < x->n_origins && t->origin < 0; o++)
+            if (same_origin(&x->origins[o].url, &t->url)) t->origin = o;
+        if (t->origin >= 0) continue;
+        int rc = pc_otlp_http_open(c, cfg, &t->url, x->headers, &x->origins[x->n_origins], err);
+        x->n_origins++; /* closed at shutdown even when half open */
         if (rc < 0) return rc;
-        t->owner = true;
-        x->auth = auth;
+        t->origin = x->n_origins - 1;
     }
     const target *t = x->t[PC_SIGNAL_PROFILES].set ? &x->t[PC_SIGNAL_PROFILES] : NULL;
     for (int sig = 0; sig < PC_SIGNAL_COUNT && !t; sig++)
         if (x->t[sig].set) t = &x->t[sig];
-    PC_INFO(c->id, "sending to %s://%s:%d%s%s", t->tls ? "https" : "http", t->url.host, t->url.port,
-            t->url.path, cfg->endpoint ? " (other signals: their paths)" : "");
+    PC_INFO(c->id, "sending to %s://%s:%d%s%s", x->origins[t->origin].tls ? "https" : "http",
+            t->url.host, t->url.port, t->url.path,
+            cfg->endpoint ? " (other signals: their paths)" : "");
     return 0;
 }
 
 static void otlphttp_encode(pc_export_req *r)
 {
-    otlphttp_cfg *cfg = r->e->c->cfg;
-    pc_buf raw = {0};
-    if (cfg->encoding)
-        pc_batch_encode_json(r->batch, &raw);
-    else
-        pc_batch_encode_proto(r->batch, &raw);
-    if (cfg->compression == 0) {
-        pc_gzip_deflate(raw.data, raw.len, (int)cfg->compression_level, &r->body);
-        pc_buf_free(&raw);
-    } else {
-        r->body = raw;
-    }
-}
-
-static void on_response(const pc_http_response *resp, void *arg)
-{
-    pc_export_req *r = arg;
-    const otlphttp *x = r->e->priv;
-    pc_export_outcome o;
-    pc_exporter_http_outcome(resp, &x->t[r->sig].url, &o);
-    if (o.st == PC_OK) /* 2xx may carry a partial success */
-        pc_export_outcome_partial(&o, r->sig, resp->body, resp->body_len,
-                                  resp->content_type && strstr(resp->content_type, "json"));
-    pc_export_done(r, &o);
+    pc_otlp_http_encode(&((otlphttp_cfg *)r->e->c->cfg)->http, r);
 }
 
 /* x->t[r->sig] is set: otlphttp_check_signal saw to it. */
 static void otlphttp_send(pc_export_req *r)
 {
     otlphttp *x = r->e->priv;
-    otlphttp_cfg *cfg = r->e->c->cfg;
     const target *t = &x->t[r->sig];
-    pc_buf h = {0};
-    if (x->auth) { /* per request: a token file may have been reloaded */
-        pc_buf_printf(&h, "%s", x->headers);
-        pc_auth_headers(x->auth, &h);
-    }
-    pc_http_client_request(t->client, "POST", t->url.path, x->auth ? (char *)h.data : x->headers,
-                           r->body.data, r->body.len, (unsigned)cfg->timeout_ms, on_response, r);
-    pc_buf_free(&h);
+    pc_otlp_http_send(&x->origins[t->origin], t->url.path, r);
 }
 
 static void client_closed(void *arg)
@@ -251,33 +128,27 @@ static void client_closed(void *arg)
 static void otlphttp_close(pc_exporter *e)
 {
     otlphttp *x = e->priv;
-    pc_http_client *owned[PC_SIGNAL_COUNT];
-    int n = 0;
-    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
-        if (x->t[sig].owner && x->t[sig].client) owned[n++] = x->t[sig].client;
-        x->t[sig].client = NULL;
-    }
+    int n = x->n_origins;
+    x->n_origins = 0;
     if (!n) {
         pc_exporter_closed(e);
         return;
     }
     x->closing = n; /* counted before any close: one may complete synchronously */
     for (int i = 0; i < n; i++)
-        pc_http_client_close(owned[i], client_closed, e);
+        pc_otlp_http_close(&x->origins[i], client_closed, e);
 }
 
 static void otlphttp_destroy(pc_exporter *e)
 {
     otlphttp *x = e->priv;
     if (!x) return;
-    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
-        if (x->t[sig].owner) pc_tls_ctx_free(x->t[sig].tls);
     free(x->headers);
     free(x);
 }
 
 static const pc_exporter_def otlphttp_def = {
-    .sender_cfg = offsetof(otlphttp_cfg, sender),
+    .sender_cfg = offsetof(otlphttp_cfg, http.sender),
     .create = otlphttp_create,
     .start = otlphttp_start,
     .encode = otlphttp_encode,

@@ -206,21 +206,43 @@ static void mark_vt(pc_dict_used *u, const pc_value_type *vt)
     mark_str(u, vt->unit_strindex);
 }
 
-void pc_dict_used_profile(pc_dict_used *u, const pc_profile *p, size_t from, size_t to)
+static void mark_sample(pc_dict_used *u, const pc_sample *s)
 {
-    if (!p) return;
+    if (!s) return;
+    mark_stack(u, s->stack_index);
+    mark_attrs(u, s->attribute_indices, s->n_attribute_indices);
+    mark_link(u, s->link_index);
+}
+
+static void mark_profile_head(pc_dict_used *u, const pc_profile *p)
+{
     mark_vt(u, p->sample_type);
     mark_vt(u, p->period_type);
     mark_attrs(u, p->attribute_indices, p->n_attribute_indices);
+}
+
+void pc_dict_used_profile(pc_dict_used *u, const pc_profile *p, size_t from, size_t to)
+{
+    if (!p) return;
+    mark_profile_head(u, p);
     size_t n = p->samples ? p->n_samples : 0;
     if (to > n) to = n;
-    for (size_t i = from; i < to; i++) {
-        const pc_sample *s = p->samples[i];
-        if (!s) continue;
-        mark_stack(u, s->stack_index);
-        mark_attrs(u, s->attribute_indices, s->n_attribute_indices);
-        mark_link(u, s->link_index);
+    for (size_t i = from; i < to; i++)
+        mark_sample(u, p->samples[i]);
+}
+
+/* What a slice reaches: its range, or its picked samples. */
+static void mark_slice(pc_dict_used *u, const pc_profile *p, const pc_merge_slice *sl)
+{
+    if (!p) return;
+    if (!sl->pick) {
+        pc_dict_used_profile(u, p, sl->from, sl->to);
+        return;
     }
+    mark_profile_head(u, p);
+    size_t n = p->samples ? p->n_samples : 0;
+    for (size_t k = 0; k < sl->n_pick; k++)
+        if (sl->pick[k] < n) mark_sample(u, p->samples[sl->pick[k]]);
 }
 
 void pc_dict_used_keyvalues(pc_dict_used *u, pc_keyvalue *const *kv, size_t n)
@@ -606,8 +628,17 @@ static ProtobufCBinaryData copy_bytes(pc_arena *a, ProtobufCBinaryData b)
     return o;
 }
 
-/* Samples [from, to) of p, copied into a (indices still in p's dictionary space). */
-static pc_profile *copy_profile(pc_arena *a, const pc_profile *p, size_t from, size_t to)
+/* Sample i of p (index i of a slice's range or pick list), or NULL. */
+static const pc_sample *slice_sample(const pc_profile *p, const pc_merge_slice *sl, size_t k)
+{
+    size_t i = sl->pick ? sl->pick[k] : k;
+    return p->samples && i < p->n_samples ? p->samples[i] : NULL;
+}
+
+/* The slice's samples of p (its range [from, to), or its picks), copied into a (indices still
+ * in p's dictionary space). */
+static pc_profile *copy_profile(pc_arena *a, const pc_profile *p, const pc_merge_slice *sl,
+                                size_t from, size_t to)
 {
     pc_profile *o = pc_arena_alloc(a, sizeof *o);
     opentelemetry__proto__profiles__v1development__profile__init(o);
@@ -618,20 +649,21 @@ static pc_profile *copy_profile(pc_arena *a, const pc_profile *p, size_t from, s
     o->period = p->period;
     o->profile_id = copy_bytes(a, p->profile_id);
     o->dropped_attributes_count = p->dropped_attributes_count;
-    if (from == 0) { /* the original payload travels once, with the first part */
+    bool first = sl->pick ? sl->n_pick && sl->pick[0] == 0 : from == 0;
+    if (first) { /* the original payload travels once, with the part holding sample 0 */
         o->original_payload_format = copy_str(a, p->original_payload_format);
         o->original_payload = copy_bytes(a, p->original_payload);
     }
     o->attribute_indices =
         dup_arr(a, p->attribute_indices, p->n_attribute_indices, sizeof(int32_t));
     o->n_attribute_indices = o->attribute_indices ? p->n_attribute_indices : 0;
-    size_t n = to - from;
+    size_t n = sl->pick ? sl->n_pick : to - from;
     if (!n) return o;
     pc_sample *ss = pc_arena_alloc(a, n * sizeof *ss);
     o->samples = pc_arena_alloc(a, n * sizeof *o->samples);
     size_t k = 0;
-    for (size_t i = from; i < to; i++) {
-        const pc_sample *s = p->samples[i];
+    for (size_t i = 0; i < n; i++) {
+        const pc_sample *s = slice_sample(p, sl, sl->pick ? i : from + i);
         if (!s) continue;
         pc_sample *c = &ss[k];
         opentelemetry__proto__profiles__v1development__sample__init(c);
@@ -700,7 +732,7 @@ static void add_slice(pc_merger *m, const pc_request *req, const pc_dict_remap *
     if (!cur->sg) cur->sg = find_scope(m, rg, d, sp, map);
     cur->valid = true;
 
-    pc_profile *o = copy_profile(m->out->arena, p, from, to);
+    pc_profile *o = copy_profile(m->out->arena, p, sl, from, to);
     pc_dict_remap_profile(map, o);
     group_push(cur->sg, o);
     m->samples += o->n_samples;
@@ -721,7 +753,7 @@ void pc_merger_add(pc_merger *m, const pc_batch *src, const pc_merge_slice *slic
                 const pc_scope_profiles *sp = rp->scope_profiles[s];
                 size_t np = sp && sp->profiles ? sp->n_profiles : 0;
                 for (size_t p = 0; p < np; p++) {
-                    pc_merge_slice sl = {r, s, p, 0, n_samples(sp->profiles[p])};
+                    pc_merge_slice sl = {.r = r, .s = s, .p = p, .to = n_samples(sp->profiles[p])};
                     add_slice(m, req, &map, &sl, &cur);
                 }
             }
@@ -743,7 +775,7 @@ void pc_merger_add(pc_merger *m, const pc_batch *src, const pc_merge_slice *slic
         const pc_scope_profiles *sp = rp->scope_profiles[sl->s];
         if (sp->scope) pc_dict_used_keyvalues(u, sp->scope->attributes, sp->scope->n_attributes);
         if (!sp->profiles || sl->p >= sp->n_profiles) continue;
-        pc_dict_used_profile(u, sp->profiles[sl->p], sl->from, sl->to);
+        mark_slice(u, sp->profiles[sl->p], sl);
     }
     pc_dictionary *view = pc_dict_used_view(u);
     pc_dict_import(m->db, view, &map);

@@ -37,10 +37,14 @@ void pc_dict_used_view_free(pc_dictionary *view);
 
 /* ---- merging -------------------------------------------------------------------------------- */
 
-/* Samples [from, to) of profile resource_profiles[r]->scope_profiles[s]->profiles[p]. */
+/* Samples [from, to) of profile resource_profiles[r]->scope_profiles[s]->profiles[p]; or, when
+ * pick is set, the n_pick samples of that profile whose indices it lists (ascending; from and
+ * to are then ignored). */
 typedef struct pc_merge_slice {
     size_t r, s, p;
     size_t from, to;
+    const uint32_t *pick;
+    size_t n_pick;
 } pc_merge_slice;
 
 /* Builds one new batch from parts of others: one de-duplicated dictionary, and one
@@ -53,7 +57,7 @@ typedef struct pc_merger pc_merger;
 pc_merger *pc_merger_new(void);
 /* Add all of src (slices == NULL: its whole dictionary is imported), or only the given slices
  * (only the entries they reach are imported). A profile split over several slices keeps its
- * profile_id in every part; original_payload goes only with the part that starts at sample 0. */
+ * profile_id in every part; original_payload goes only with the part that holds sample 0. */
 void pc_merger_add(pc_merger *m, const pc_batch *src, const pc_merge_slice *slices, size_t n);
 /* Samples added so far. */
 size_t pc_merger_samples(const pc_merger *m);

@@ -51,6 +51,14 @@ typedef struct pc_component_type {
     /* Optional: whether this instance's config can serve a pipeline of sig (e.g. an exporter
      * with only traces_endpoint cannot take profiles); PC_ENOTSUP with a reason otherwise. */
     int (*check_signal)(const pc_component *c, pc_signal sig, pc_error *e);
+    /* Optional (receivers, exporters): settings a reload (SIGHUP) applies to the running
+     * instance instead of replacing it. reconfigurable: whether the two definitions (the
+     * component's YAML, old and new) differ only in such settings. reconfigure: on the loop
+     * thread, when the service switches to the new config, take those settings from new_cfg (the
+     * new definition, parsed and validated; the service frees it afterwards with the config
+     * table, so take what you keep by swapping it into c->cfg). */
+    bool (*reconfigurable)(const pc_node *old_def, const pc_node *new_def);
+    void (*reconfigure)(pc_component *c, void *new_cfg);
     /* Exporters on the exporter core (pipeline/exporter.h, PC_EXPORTER_CORE): what the core's
      * callbacks above plug in. */
     const struct pc_exporter_def *exporter;

@@ -14,6 +14,7 @@ extern const pc_component_type pc_processor_filter;
 extern const pc_component_type pc_processor_memory_limiter;
 extern const pc_component_type pc_exporter_otlphttp;
 extern const pc_component_type pc_exporter_otlp;
+extern const pc_component_type pc_exporter_loadbalancing;
 extern const pc_component_type pc_exporter_pyroscope;
 extern const pc_component_type pc_exporter_debug;
 extern const pc_component_type pc_extension_health_check;
@@ -32,6 +33,7 @@ const pc_component_type *const pc_component_types[] = {
     &pc_processor_memory_limiter,
     &pc_exporter_otlphttp,
     &pc_exporter_otlp,
+    &pc_exporter_loadbalancing,
     &pc_exporter_pyroscope,
     &pc_exporter_debug,
     &pc_extension_health_check,

@@ -23,23 +23,27 @@
  * optional check_signal). Its own state hangs at e->priv; its config is e->c->cfg (read-only,
  * also from encode on the pool).
  *
- * How the coming exporters plug in:
+ * Routes (the loadbalancing exporter): an exporter whose def has route, route_open and
+ * route_close sends each batch to several backends, one route {sender, target} per backend,
+ * named by a string ("host:port"). The exporter names its backends with pc_exporter_set_routes
+ * (from start, from its resolver, from a reload); the core opens a route per new name (the
+ * sender with its queue, retries and persistent queue under <storage>/<id>/<name>, and the
+ * exporter's transport to that backend, route_open), puts the names on a consistent-hash ring
+ * (pipeline/ring.h) and retires the routes of names that left: their sender hands back what it
+ * still holds (pc_sender_retire), which is routed again over the new ring, then drains what is
+ * in flight, and route_close closes the transport. consume runs def->route on the thread pool
+ * with a reference to the current ring: it splits the batch by routing key into one part per
+ * ring member (pc_batch_split); each part goes to its route's sender (a part whose route left
+ * meanwhile is routed again), and upstream is answered once every part was queued, with the
+ * worst status of the parts. The one request cycle below serves every route: the core sets
+ * r->target to the route's transport before encode, so one send function reaches each backend.
+ * Counting: every backend has its own pc_send_counts (otelcol_exporter_* with a backend label,
+ * kept after the backend leaves, so the series add up) and a count of what was routed again
+ * from it (profcol_exporter_rerouted_*); what is refused for want of any backend counts in the
+ * exporter's own counts. Shutdown drains every route before def->close.
  *
- * - loadbalancing (one sender per backend, created and torn down as membership changes). What
- *   is in place for it: the counters live in the core (pc_send_counts), not in a sender, so any
- *   number of senders count into one set of otelcol_exporter_* series and a removed backend does
- *   not take its counts with it; a sender calls its send function with an opaque argument, not
- *   the component, so one send function can serve many senders. What the core grows with it
- *   (no other exporter changes): e->sender becomes a list of routes {sender, target};
- *   pc_exporter_route_add(e, target) creates a route's sender with the route as its send
- *   argument, so the one request cycle here sets r->target before encode and the exporter's
- *   send function reaches that backend; a def hook route(e, b) lets the core's consume split a
- *   batch by routing key (trace id, service name) and hand each part to its route's sender;
- *   pc_exporter_route_remove() asks the removed route's sender to hand back what is still
- *   queued (pc_sender_take, beside pc_sender_shutdown in sender.c: the queued batches instead of
- *   a drain), consumes those batches again so they are routed to the remaining backends, then
- *   shuts that sender down (its sends in flight finish) and frees it. Shutdown drains every
- *   route before def->close; the queue gauges sum over the routes.
+ * How another exporter would plug in:
+ *
  * - Kafka (sends through librdkafka, acknowledged via a callback): encode produces the message
  *   bytes (and key) on the pool as otlphttp does; send calls rd_kafka_produce() with the
  *   request as the message's opaque and returns. librdkafka reports delivery on its own thread:
@@ -58,6 +62,7 @@
 #include <stdint.h>
 
 #include "pipeline/component.h"
+#include "pipeline/ring.h"
 #include "pipeline/sender.h"
 
 typedef struct pc_exporter pc_exporter;
@@ -91,7 +96,8 @@ struct pc_export_req {
     pc_exporter *e;
     const pc_batch *batch; /* borrowed until pc_export_done (read it, never change it) */
     pc_signal sig;
-    pc_buf body; /* what encode produced, for exporters that send one body; freed by the core */
+    pc_buf body;  /* what encode produced, for exporters that send one body; freed by the core */
+    void *target; /* an exporter with routes: the route's transport (route_open's); else NULL */
     /* the core's */
     uv_work_t work;
     pc_send_result result; /* sender: its answer */
@@ -133,19 +139,45 @@ typedef struct pc_exporter_def {
     void (*close)(pc_exporter *e);
     /* Optional: free e->priv (the transport is closed). */
     void (*destroy)(pc_exporter *e);
+
+    /* Routes (see above); all three or none. Thread pool: split b among the ring's members,
+     * parts[k] (NULL: nothing) for member k, as pc_batch_split does. */
+    void (*route)(pc_exporter *e, const struct pc_ring *ring, const pc_batch *b, pc_batch **parts);
+    /* Loop: the transport to backend name (r->target of its requests); NULL with err. */
+    void *(*route_open)(pc_exporter *e, const char *name, pc_error *err);
+    /* Loop: the route's sends are over: close target, then call done(arg) once. */
+    void (*route_close)(pc_exporter *e, void *target, void (*done)(void *arg), void *arg);
 } pc_exporter_def;
+
+typedef struct pc_route pc_route;
+typedef struct pc_backend pc_backend;
 
 struct pc_exporter {
     pc_component *c;
     const pc_exporter_def *def;
     void *priv; /* the exporter type's state */
     /* the core's */
-    pc_send_counts counts;
-    pc_sender *sender; /* NULL for a sink, or before start */
-    uint64_t capacity; /* the queue capacity gauge */
-    size_t in_flight;  /* sink: batches not yet written */
+    pc_send_counts counts; /* with routes: what was refused for want of a backend */
+    pc_sender *sender;     /* NULL for a sink, with routes, or before start */
+    uint64_t capacity;     /* the queue capacity gauge */
+    size_t in_flight;      /* sink: batches not yet written */
     pc_shutdown_done shutdown_done;
+    /* routes */
+    pc_route *routes;     /* open, and retiring ones (leaving) until their sends are over */
+    struct pc_ring *ring; /* the names of the routes not leaving */
+    pc_backend *backends; /* per backend name: counts, kept for the exporter's life */
+    size_t jobs;          /* consumes splitting on the thread pool */
+    bool stopping;
+    bool adopted; /* queues left on disk by former backends were looked for */
 };
+
+/* Exporters with routes: the backends are now names[0..n-1] (any order; duplicates count once).
+ * Routes of new names open, routes of names no longer listed retire (what they hold is routed
+ * again over the new ring); only the ring's share of keys moves. Logs the change. 0, or the
+ * error of the first route that could not open (it is left out; the others are set). */
+int pc_exporter_set_routes(pc_exporter *e, const char *const *names, size_t n, pc_error *err);
+/* Routes open and not leaving (the ring's members). */
+size_t pc_exporter_n_routes(const pc_exporter *e);
 
 /* The exporter of a component built with PC_EXPORTER_CORE (its type's state is ->priv). */
 static inline pc_exporter *pc_exporter_of(const pc_component *c)

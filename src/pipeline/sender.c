@@ -43,6 +43,8 @@ struct item {
     uint64_t first_attempt_ms;
     int attempt;
     int in_flight_send; /* a send call is outstanding */
+    int handing;        /* retiring: handed back, the taker has not answered yet */
+    item *handing_next; /* pc_sender_retire's list of what it hands back */
     uv_timer_t timer;   /* retry backoff */
     int timer_open;
     uv_work_t work;
@@ -62,6 +64,11 @@ struct pc_sender {
     char *dir;
     uint64_t next_seq;
     int stopping, deadline_passed;
+    int retiring;      /* pc_sender_retire: everything goes back through handback */
+    int in_retire;     /* inside pc_sender_retire: it finishes the shutdown itself */
+    int shutting_down; /* pc_sender_shutdown was called (the exporter stops) */
+    pc_sender_handback handback;
+    void *handback_arg;
     uv_timer_t deadline;
     int deadline_open;
     void (*shutdown_done)(void *);
@@ -75,38 +82,38 @@ struct pc_sender {
 static void dispatch(pc_sender *s);
 static void start_item(item *it);
 static void maybe_finish_shutdown(pc_sender *s);
+static void hand_back(item *it);
+
+int pc_sender_validate_at(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
+                          const char *prefix, pc_error *err)
+{
+    char key[160];
+#define KEY(k) (snprintf(key, sizeof key, "%s%s", prefix, k), key)
+    if (cfg->num_consumers < 1)
+        return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.num_consumers"),
+                                 "must be >= 1");
+    if (cfg->queue_size < 1)
+        return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.queue_size"), "must be >= 1");
+    if (cfg->storage && !cfg->queue_enabled)
+        return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.storage"),
+                                 "needs sending_queue::enabled: true");
+    if (cfg->initial_interval_ms == 0 || cfg->max_interval_ms < cfg->initial_interval_ms)
+        return pc_cfg_key_errorf(err, node, path, KEY("retry_on_failure.initial_interval"),
+                                 "need 0 < initial_interval <= max_interval");
+    if (cfg->multiplier < 1.0)
+        return pc_cfg_key_errorf(err, node, path, KEY("retry_on_failure.multiplier"),
+                                 "must be >= 1");
+    if (cfg->randomization < 0 || cfg->randomization >= 1)
+        return pc_cfg_key_errorf(err, node, path, KEY("retry_on_failure.randomization_factor"),
+                                 "must be in [0, 1)");
+#undef KEY
+    return 0;
+}
 
 int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
                        pc_error *err)
 {
-    if (cfg->num_consumers < 1) {
-        pc_cfg_key_errorf(err, node, path, "sending_queue.num_consumers", "must be >= 1");
-        return PC_EINVAL;
-    }
-    if (cfg->queue_size < 1) {
-        pc_cfg_key_errorf(err, node, path, "sending_queue.queue_size", "must be >= 1");
-        return PC_EINVAL;
-    }
-    if (cfg->storage && !cfg->queue_enabled) {
-        pc_cfg_key_errorf(err, node, path, "sending_queue.storage",
-                          "needs sending_queue::enabled: true");
-        return PC_EINVAL;
-    }
-    if (cfg->initial_interval_ms == 0 || cfg->max_interval_ms < cfg->initial_interval_ms) {
-        pc_cfg_key_errorf(err, node, path, "retry_on_failure.initial_interval",
-                          "need 0 < initial_interval <= max_interval");
-        return PC_EINVAL;
-    }
-    if (cfg->multiplier < 1.0) {
-        pc_cfg_key_errorf(err, node, path, "retry_on_failure.multiplier", "must be >= 1");
-        return PC_EINVAL;
-    }
-    if (cfg->randomization < 0 || cfg->randomization >= 1) {
-        pc_cfg_key_errorf(err, node, path, "retry_on_failure.randomization_factor",
-                          "must be in [0, 1)");
-        return PC_EINVAL;
-    }
-    return 0;
+    return pc_sender_validate_at(cfg, node, path, "", err);
 }
 
 static size_t units_of(const pc_sender *s, size_t samples, size_t bytes)
@@ -339,7 +346,20 @@ static uint64_t backoff_ms(const pc_sender *s, int attempt)
 static void retry_fire(uv_timer_t *t)
 {
     item *it = t->data;
-    start_item(it);
+    if (it->s->retiring)
+        hand_back(it);
+    else
+        start_item(it);
+}
+
+static void start_timer(item *it, uint64_t delay)
+{
+    if (!it->timer_open) {
+        uv_timer_init(it->s->c->loop, &it->timer);
+        it->timer.data = it;
+        it->timer_open = 1;
+    }
+    uv_timer_start(&it->timer, retry_fire, delay, 0);
 }
 
 static void on_result(void *ctx, int st, int retry_after_s, const char *msg)
@@ -360,6 +380,10 @@ static void on_result(void *ctx, int st, int retry_after_s, const char *msg)
         return;
     }
     /* retryable */
+    if (s->retiring) { /* the backend left: another one takes it */
+        hand_back(it);
+        return;
+    }
     uint64_t now = uv_now(s->c->loop);
     uint64_t delay =
         retry_after_s >= 0 ? (uint64_t)retry_after_s * 1000 : backoff_ms(s, it->attempt);
@@ -383,12 +407,7 @@ static void on_result(void *ctx, int st, int retry_after_s, const char *msg)
     }
     PC_WARN(s->c->id, "%s; retrying in %llums (attempt %d)", msg ? msg : "send failed",
             (unsigned long long)delay, it->attempt + 1);
-    if (!it->timer_open) {
-        uv_timer_init(s->c->loop, &it->timer);
-        it->timer.data = it;
-        it->timer_open = 1;
-    }
-    uv_timer_start(&it->timer, retry_fire, delay, 0);
+    start_timer(it, delay);
 }
 
 static void attempt(item *it)
@@ -416,7 +435,10 @@ static void load_done(uv_work_t *w, int status)
         complete(it, PC_EINVAL, it->err.msg, 1);
         return;
     }
-    attempt(it);
+    if (s->retiring)
+        hand_back(it);
+    else
+        attempt(it);
 }
 
 static void start_item(item *it)
@@ -433,7 +455,8 @@ static void start_item(item *it)
 
 static void dispatch(pc_sender *s)
 {
-    while (s->head && s->active < (size_t)s->cfg.num_consumers && !s->deadline_passed) {
+    while (s->head && s->active < (size_t)s->cfg.num_consumers && !s->deadline_passed &&
+           !s->retiring) {
         item *it = s->head;
         s->head = it->next;
         if (!s->head) s->tail = NULL;
@@ -464,6 +487,15 @@ static void persist_done(uv_work_t *w, int status)
         done(arg, PC_EAGAIN, "persistent queue unavailable");
         item_free(it);
         maybe_finish_shutdown(s);
+        return;
+    }
+    if (s->retiring) { /* durable, so acknowledged; then it goes where the ring says */
+        s->queued_units -= it->units;
+        done(arg, PC_OK, NULL);
+        it->next = s->waiting;
+        s->waiting = it;
+        s->active++;
+        hand_back(it);
         return;
     }
     /* acknowledged only now that the record is durable; memory is released until it is sent */
@@ -520,6 +552,92 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     push_queue(s, it);
     done(arg, PC_OK, NULL);
     dispatch(s);
+}
+
+/* ---- retiring: what a backend that left still had ---- */
+
+static void handback_done(void *ctx, int st, const char *msg)
+{
+    item *it = ctx;
+    pc_sender *s = it->s;
+    it->handing = 0;
+    if (st == PC_OK) { /* in another sender's care now (a record: durable there) */
+        complete(it, PC_OK, NULL, 0);
+        return;
+    }
+    if (it->done) { /* its upstream still waits: it gets the refusal and may resend */
+        s->failed[it->sig] += it->samples;
+        complete(it, st, msg, 0);
+        return;
+    }
+    if (s->deadline_passed || s->shutting_down) { /* the exporter stops: nobody will take it */
+        if (it->seq) {
+            complete(it, st, msg, 1);
+        } else {
+            drop(it, "shutdown deadline reached while handing it to another backend");
+            complete(it, st, msg, 0);
+        }
+        return;
+    }
+    PC_WARN(s->c->id, "cannot hand %zu %s to another backend (%s); trying again in 1s", it->samples,
+            pc_signal_infos[it->sig].items, msg ? msg : "refused");
+    start_timer(it, 1000);
+}
+
+/* it is in s->waiting and counted active. */
+static void hand_back(item *it)
+{
+    pc_sender *s = it->s;
+    if (!it->batch && it->seq) { /* read the record first; load_done comes back here */
+        s->io_busy++;
+        it->work.data = it;
+        uv_queue_work(s->c->loop, &it->work, load_work, load_done);
+        return;
+    }
+    it->handing = 1;
+    s->handback(s->handback_arg, pc_batch_ref(it->batch), handback_done, it);
+}
+
+void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*done)(void *arg),
+                      void *done_arg)
+{
+    s->stopping = 1;
+    s->retiring = 1;
+    s->handback = fn;
+    s->handback_arg = arg;
+    s->shutdown_done = done;
+    s->shutdown_arg = done_arg;
+    item *batch = NULL, **tail = &batch; /* collected first: a handback may re-enter s */
+    while (s->head) {
+        item *it = s->head;
+        s->head = it->next;
+        s->queued--;
+        s->queued_units -= it->units;
+        it->next = s->waiting;
+        s->waiting = it;
+        s->active++;
+        *tail = it;
+        it->handing = -1; /* collected */
+        tail = &it->handing_next;
+    }
+    s->tail = NULL;
+    for (item *it = s->waiting; it; it = it->next)
+        if (!it->handing && !it->in_flight_send && it->timer_open &&
+            uv_is_active((uv_handle_t *)&it->timer)) {
+            uv_timer_stop(&it->timer);
+            *tail = it;
+            it->handing = -1;
+            tail = &it->handing_next;
+        }
+    *tail = NULL;
+    s->in_retire = 1; /* a handback answered at once must not finish (and free) s under us */
+    for (item *it = batch, *next; it; it = next) {
+        next = it->handing_next;
+        it->handing = 0;
+        hand_back(it);
+    }
+    s->in_retire = 0;
+    maybe_finish_shutdown(s);
 }
 
 /* ---- persistent queue directory ---- */
@@ -597,10 +715,10 @@ void pc_send_counts_register(pc_send_counts *k, pc_component *c, pc_signal sig)
 {
     if (k->registered & PC_SIGNAL_BIT(sig)) return;
     k->registered |= PC_SIGNAL_BIT(sig);
-    pc_exporter_register_metrics(c, sig, &k->sent[sig], &k->failed[sig]);
+    char labels[400], name[128], help[160];
+    pc_exporter_labels(c, k->backend, labels, sizeof labels);
+    pc_exporter_register_metrics(c, labels, sig, &k->sent[sig], &k->failed[sig]);
     if (!k->queue) return;
-    char labels[300], name[128], help[160];
-    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
     snprintf(name, sizeof name, "otelcol_exporter_enqueue_failed_%s", pc_signal_infos[sig].metric);
     snprintf(help, sizeof help, "%s refused because the sending queue was full or unavailable",
              sig == PC_SIGNAL_PROFILES ? "Profile samples" : pc_signal_infos[sig].items);
@@ -624,8 +742,28 @@ uint64_t pc_sender_queue_size(const pc_sender *s)
     return s->queued_units;
 }
 
+size_t pc_sender_held(const pc_sender *s)
+{
+    return (size_t)s->queued + s->active;
+}
+
+bool pc_sender_dir(const pc_component *c, const pc_sender_cfg *cfg, const char *subdir, char *out,
+                   size_t n)
+{
+    if (!cfg->queue_enabled || !cfg->storage || n < 2) return false;
+    size_t k = (size_t)snprintf(out, n, "%s/", cfg->storage);
+    if (k >= n) k = n - 1;
+    for (const char *p = c->id; *p && k < n - 1; p++) /* one directory per exporter */
+        out[k++] = (*p == '/' || *p == ' ') ? '_' : *p;
+    if (subdir && k < n - 1) out[k++] = '/';
+    for (const char *p = subdir; p && *p && k < n - 1; p++) /* and per backend */
+        out[k++] = strchr("/: []", *p) ? '_' : *p;
+    out[k] = 0;
+    return true;
+}
+
 pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
-                         pc_send_fn send, void *arg, pc_error *err)
+                         pc_send_fn send, void *arg, const char *subdir, pc_error *err)
 {
     pc_sender *s = pc_xcalloc(1, sizeof(*s));
     s->c = c;
@@ -639,12 +777,8 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_coun
     s->enqueue_failed = counts->enqueue_failed;
     s->capacity = (uint64_t)cfg->queue_size;
     s->next_seq = 1;
-    if (cfg->queue_enabled && cfg->storage) {
-        char dir[4096];
-        size_t n = (size_t)snprintf(dir, sizeof dir, "%s/", cfg->storage);
-        for (const char *p = c->id; *p && n < sizeof dir - 1; p++) /* one directory per exporter */
-            dir[n++] = (*p == '/' || *p == ' ') ? '_' : *p;
-        dir[n] = 0;
+    char dir[4096];
+    if (pc_sender_dir(c, cfg, subdir, dir, sizeof dir)) {
         if (mkdirs(dir) < 0) {
             pc_error_set(err, PC_EIO, "sending_queue::storage: cannot create %s: %s", dir,
                          strerror(errno));
@@ -680,7 +814,7 @@ static void deadline_closed(uv_handle_t *h)
 
 static void maybe_finish_shutdown(pc_sender *s)
 {
-    if (!s->stopping || !s->shutdown_done || s->active || s->io_busy) return;
+    if (!s->stopping || !s->shutdown_done || s->active || s->io_busy || s->in_retire) return;
     if (s->head && !s->deadline_passed) return;
     /* whatever is still queued now: on disk it waits for the next start, in memory it is lost */
     size_t left = 0, left_samples = 0;
@@ -737,6 +871,7 @@ static void deadline_fire(uv_timer_t *t)
 void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
 {
     s->stopping = 1;
+    s->shutting_down = 1;
     s->shutdown_done = done;
     s->shutdown_arg = arg;
     uint64_t now = uv_now(s->c->loop);

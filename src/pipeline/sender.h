@@ -23,58 +23,44 @@ typedef struct pc_sender_cfg {
     double multiplier, randomization;
 } pc_sender_cfg;
 
-/* Config-table entries for an exporter whose config struct T has a pc_sender_cfg member f. */
-#define PC_SENDER_KEYS(T, f)                                                                       \
-    {"sending_queue.enabled",                                                                      \
-     PC_CFG_BOOL,                                                                                  \
-     "true",                                                                                       \
-     offsetof(T, f.queue_enabled),                                                                 \
-     "queue requests and acknowledge them once queued",                                            \
-     NULL},                                                                                        \
-        {"sending_queue.num_consumers", PC_CFG_INT, "10", offsetof(T, f.num_consumers),            \
-         "requests sent concurrently",  NULL},                                                     \
-        {"sending_queue.queue_size",                                                               \
-         PC_CFG_INT,                                                                               \
-         "1000",                                                                                   \
-         offsetof(T, f.queue_size),                                                                \
-         "queue capacity, in units of the sizer; a full queue refuses with 503",                   \
-         NULL},                                                                                    \
-        {"sending_queue.sizer",    PC_CFG_ENUM,     "requests", offsetof(T, f.sizer),              \
-         "what queue_size counts", pc_sender_sizers},                                              \
-        {"sending_queue.storage",                                                                  \
-         PC_CFG_STRING,                                                                            \
-         NULL,                                                                                     \
-         offsetof(T, f.storage),                                                                   \
-         "directory for a persistent queue (acknowledged only once written and fsynced)",          \
-         NULL},                                                                                    \
-        {"retry_on_failure.enabled",                                                               \
-         PC_CFG_BOOL,                                                                              \
-         "true",                                                                                   \
-         offsetof(T, f.retry_enabled),                                                             \
-         "retry 429, 502, 503, 504, timeouts and connection errors",                               \
-         NULL},                                                                                    \
-        {"retry_on_failure.initial_interval", PC_CFG_DURATION, "5s",                               \
-         offsetof(T, f.initial_interval_ms),  "first backoff", NULL},                              \
-        {"retry_on_failure.max_interval", PC_CFG_DURATION, "30s",                                  \
-         offsetof(T, f.max_interval_ms),  "backoff cap",   NULL},                                  \
-        {"retry_on_failure.multiplier", PC_CFG_FLOAT, "1.5", offsetof(T, f.multiplier),            \
-         "backoff growth per attempt",  NULL},                                                     \
-        {"retry_on_failure.randomization_factor",                                                  \
-         PC_CFG_FLOAT,                                                                             \
-         "0.5",                                                                                    \
-         offsetof(T, f.randomization),                                                             \
-         "jitter: +/- this fraction of the interval",                                              \
-         NULL},                                                                                    \
-    {                                                                                              \
-        "retry_on_failure.max_elapsed_time", PC_CFG_DURATION, "300s",                              \
-            offsetof(T, f.max_elapsed_ms), "give up after this long (0 = never)", NULL             \
-    }
+/* clang-format off */
+/* Config-table entries for an exporter whose config struct T has a pc_sender_cfg member f, at
+ * "<prefix>sending_queue." and "<prefix>retry_on_failure." (prefix "" or e.g. "protocol.otlp."). */
+#define PC_SENDER_KEYS_AT(T, f, prefix)                                                            \
+    {prefix "sending_queue.enabled", PC_CFG_BOOL, "true", offsetof(T, f.queue_enabled),          \
+     "queue requests and acknowledge them once queued", NULL},                                     \
+    {prefix "sending_queue.num_consumers", PC_CFG_INT, "10", offsetof(T, f.num_consumers),       \
+     "requests sent concurrently", NULL},                                                          \
+    {prefix "sending_queue.queue_size", PC_CFG_INT, "1000", offsetof(T, f.queue_size),           \
+     "queue capacity, in units of the sizer; a full queue refuses with 503", NULL},                \
+    {prefix "sending_queue.sizer", PC_CFG_ENUM, "requests", offsetof(T, f.sizer),                \
+     "what queue_size counts", pc_sender_sizers},                                                  \
+    {prefix "sending_queue.storage", PC_CFG_STRING, NULL, offsetof(T, f.storage),                \
+     "directory for a persistent queue (acknowledged only once written and fsynced)", NULL},       \
+    {prefix "retry_on_failure.enabled", PC_CFG_BOOL, "true", offsetof(T, f.retry_enabled),       \
+     "retry 429, 502, 503, 504, timeouts and connection errors", NULL},                            \
+    {prefix "retry_on_failure.initial_interval", PC_CFG_DURATION, "5s",                          \
+     offsetof(T, f.initial_interval_ms), "first backoff", NULL},                                   \
+    {prefix "retry_on_failure.max_interval", PC_CFG_DURATION, "30s",                             \
+     offsetof(T, f.max_interval_ms), "backoff cap", NULL},                                         \
+    {prefix "retry_on_failure.multiplier", PC_CFG_FLOAT, "1.5", offsetof(T, f.multiplier),       \
+     "backoff growth per attempt", NULL},                                                          \
+    {prefix "retry_on_failure.randomization_factor", PC_CFG_FLOAT, "0.5",                        \
+     offsetof(T, f.randomization), "jitter: +/- this fraction of the interval", NULL},             \
+    {prefix "retry_on_failure.max_elapsed_time", PC_CFG_DURATION, "300s",                        \
+     offsetof(T, f.max_elapsed_ms), "give up after this long (0 = never)", NULL}
+/* The same at the top of the exporter's config. */
+#define PC_SENDER_KEYS(T, f) PC_SENDER_KEYS_AT(T, f, "")
+/* clang-format on */
 
 extern const char *const pc_sender_sizers[];
 
 /* Check the sender part of an exporter's config; PC_EINVAL with err. */
 int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
                        pc_error *err);
+/* The same for keys at "<prefix>sending_queue." and "<prefix>retry_on_failure.". */
+int pc_sender_validate_at(const pc_sender_cfg *cfg, const pc_node *node, const char *path,
+                          const char *prefix, pc_error *err);
 
 /* What an exporter counts per signal, in the signal's unit (profile samples, spans, ...): the
  * otelcol_exporter_* series. One per exporter (the exporter core's), shared by its senders, so
@@ -83,6 +69,7 @@ typedef struct pc_send_counts {
     uint64_t sent[PC_SIGNAL_COUNT], failed[PC_SIGNAL_COUNT], enqueue_failed[PC_SIGNAL_COUNT];
     unsigned registered; /* PC_SIGNAL_BIT()s whose series exist */
     bool queue;          /* also otelcol_exporter_enqueue_failed_* (an exporter with a queue) */
+    const char *backend; /* NULL, or the series' backend="..." label (one backend of several) */
 } pc_send_counts;
 
 /* Register sig's series of k (owned by c) unless they exist. */
@@ -99,16 +86,40 @@ typedef void (*pc_send_fn)(void *arg, pc_batch *b, pc_send_result result, void *
 typedef struct pc_sender pc_sender;
 
 /* In start(): opens (and replays) the persistent queue, counting into counts (which must
- * outlive the sender). NULL with the reason in err (PC_EIO: the storage directory). */
+ * outlive the sender). The queue's directory is <storage>/<c->id>, or <storage>/<c->id>/<subdir>
+ * when subdir is set (one sender of several; '/', ':', '[', ']' and ' ' become '_'). NULL with
+ * the reason in err (PC_EIO: the storage directory). */
 pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_counts *counts,
-                         pc_send_fn send, void *arg, pc_error *err);
+                         pc_send_fn send, void *arg, const char *subdir, pc_error *err);
+/* The queue directory pc_sender_new uses for c and subdir (above) into out; false without
+ * storage. */
+bool pc_sender_dir(const pc_component *c, const pc_sender_cfg *cfg, const char *subdir, char *out,
+                   size_t n);
 /* The exporter's consume: takes one reference to b. */
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
 /* Queued, in units of the sizer (the queue size gauge). */
 uint64_t pc_sender_queue_size(const pc_sender *s);
+/* Requests not yet delivered: queued, in flight or waiting to retry. */
+size_t pc_sender_held(const pc_sender *s);
 /* Stop accepting, drain until empty or the service's shutdown deadline, then call done. What is
  * left stays on disk (persistent queue) or is logged and counted as dropped. */
 void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg);
+
+/* Where a retiring sender hands its batches: fn takes one reference to b and calls
+ * done(done_arg, st, msg) exactly once, PC_OK once the batch is in someone else's care. */
+typedef void (*pc_sender_handback)(void *arg, pc_batch *b, pc_done_fn done, void *done_arg);
+/* The backend of s is gone (a loadbalancing exporter's backend left the ring): stop accepting
+ * and hand every batch not yet delivered to fn: the queued ones at once (a persisted record once
+ * read back, and removed once fn's done says OK), those waiting to retry at once, those in
+ * flight when their send fails retryably; a send that succeeds or fails for good counts as
+ * usual. A batch fn refuses is offered again a second later (or, when its upstream still waits
+ * for the outcome: with the queue disabled, upstream gets the refusal). done runs once nothing
+ * is left, unless pc_sender_shutdown is called meanwhile (the exporter stops): then its done
+ * replaces this one, and what is refused from then on, or still waits at the shutdown
+ * deadline, is given up as a shutdown gives it up (in memory: dropped and counted; on disk:
+ * left for the next start). */
+void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*done)(void *arg),
+                      void *done_arg);
 void pc_sender_free(pc_sender *s);
 
 /* Drain deadline for every sender, set by the service when shutdown starts (uv_now ms). */

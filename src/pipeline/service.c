@@ -13,6 +13,7 @@
 #include "pipeline/component.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "pipeline/exporter.h"
 #include "pipeline/sender.h"
 #include "pipeline/telemetry.h"
 
@@ -66,6 +67,10 @@ struct pc_service {
     size_t in_flight;                    /* requests inside this service's pipelines */
     pc_component **kept;                 /* taken over at the switch: running already */
     size_t n_kept;
+    /* kept instances whose new definition they apply in place at the switch (reconfigure) */
+    pc_component *reconf[MAX_COMPONENTS];
+    void *reconf_cfg[MAX_COMPONENTS];
+    size_t n_reconf;
     /* shutdown state */
     size_t pending;
     int phase;
@@ -342,6 +347,25 @@ static bool same_definition(const pc_service *s, const char *section, const char
     return a && b && pc_node_equal(a, b);
 }
 
+/* An exporter on the core whose sending queue is on disk (wherever its config keeps the
+ * setting: the loadbalancing exporter's is under protocol::otlp). */
+static bool persistent_queue(const pc_component *c)
+{
+    const pc_exporter_def *d = c->type->exporter;
+    if (!d || d->sink || !c->cfg) return false;
+    const pc_sender_cfg *sc = (const pc_sender_cfg *)((const char *)c->cfg + d->sender_cfg);
+    return sc->storage != NULL;
+}
+
+/* The running instance c may take its new definition in place (its type's reconfigurable). */
+static bool reconfigurable(const pc_service *s, const char *section, const pc_component *c)
+{
+    const pc_node *a = pc_node_get(pc_node_get(s->from->root, section), c->id);
+    const pc_node *b = pc_node_get(pc_node_get(s->root, section), c->id);
+    return a && b && c->type->reconfigurable && c->type->reconfigure &&
+           c->type->reconfigurable(a, b);
+}
+
 static pc_component *kept_extension(pc_service *s, const char *id)
 {
     if (!s->from || !enabled_extension(s->from->root, id) || !enabled_extension(s->root, id) ||
@@ -365,16 +389,39 @@ static bool auth_refs_kept(pc_service *s, const pc_node *n)
     return true;
 }
 
-/* The running instance of a receiver or exporter a reload keeps, or NULL. */
+/* The running instance of a receiver or exporter a reload keeps, or NULL: its definition is
+ * unchanged, or changed only in what it can apply in place (see reconfigure in shared_instance). */
 static pc_component *kept_instance(pc_service *s, pc_kind kind, const char *id)
 {
     const char *section = kind == PC_KIND_RECEIVER ? "receivers" : "exporters";
-    if (!s->from || !same_definition(s, section, id) ||
-        !same_membership(s->from->root, s->root, section, id) ||
+    if (!s->from || !same_membership(s->from->root, s->root, section, id) ||
         !auth_refs_kept(s, pc_node_get(pc_node_get(s->root, section), id)))
         return NULL;
-    return kind == PC_KIND_RECEIVER ? find_in(s->from->receivers, s->from->n_receivers, id)
-                                    : find_in(s->from->exporters, s->from->n_exporters, id);
+    pc_component *c = kind == PC_KIND_RECEIVER
+                          ? find_in(s->from->receivers, s->from->n_receivers, id)
+                          : find_in(s->from->exporters, s->from->n_exporters, id);
+    if (!c || same_definition(s, section, id) || reconfigurable(s, section, c)) return c;
+    return NULL;
+}
+
+/* c (kept) changed in what it applies in place: parse its new definition now (the whole config
+ * was validated: this cannot fail), apply it at the switch. */
+static void plan_reconfigure(pc_service *s, pc_component *c, const char *section,
+                             const pc_node *def, const char *path)
+{
+    if (same_definition(s, section, c->id) || s->n_reconf == MAX_COMPONENTS) return;
+    const pc_component_type *t = c->type;
+    void *cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
+    pc_error e = {0};
+    if (pc_cfgtable_apply(t->cfg, cfg, def, path, &e) ||
+        (t->validate && t->validate(cfg, def, path, &e))) {
+        PC_ERROR(NULL, "reload: %s: %s", path, e.msg); /* validated before: not reached */
+        pc_cfgtable_free(t->cfg, cfg);
+        free(cfg);
+        return;
+    }
+    s->reconf[s->n_reconf] = c;
+    s->reconf_cfg[s->n_reconf++] = cfg;
 }
 
 static bool seq_equal(const pc_node *a, const pc_node *b)
@@ -462,18 +509,17 @@ static pc_component *shared_instance(pc_service *s, pc_kind kind, const char *id
         return NULL;
     }
     pc_component *c = kept_instance(s, kind, id);
+    char cpath[256];
+    path_join(cpath, sizeof cpath, section, id);
+    if (c) plan_reconfigure(s, c, section, def, cpath);
     if (!c) {
-        char cpath[256];
-        path_join(cpath, sizeof cpath, section, id);
         c = component_new(s, kind, id, def, cpath, NULL, err);
         /* a replaced exporter with a persistent queue takes it over: it starts once its
          * predecessor stopped and left the queue on disk */
-        if (c && kind == PC_KIND_EXPORTER && s->from &&
-            find_in(s->from->exporters, s->from->n_exporters, id)) {
-            const pc_node *odef = pc_node_get(pc_node_get(s->from->root, section), id);
-            const pc_node *st = pc_node_get(pc_node_get(odef, "sending_queue"), "storage");
-            if (st && st->kind == PC_NODE_SCALAR) s->waiting[s->n_waiting++] = c;
-        }
+        pc_component *old = c && kind == PC_KIND_EXPORTER && s->from
+                                ? find_in(s->from->exporters, s->from->n_exporters, id)
+                                : NULL;
+        if (old && persistent_queue(old)) s->waiting[s->n_waiting++] = c;
     }
     if (c) list[(*n)++] = c;
     return c;
@@ -1353,6 +1399,10 @@ void pc_service_free(pc_service *s)
         if (owned(s, s->extensions[i])) component_free(s->extensions[i]);
     for (size_t i = 0; i < s->n_retired; i++)
         component_free(s->retired[i]);
+    for (size_t i = 0; i < s->n_reconf; i++) { /* a reload that never switched */
+        pc_cfgtable_free(s->reconf[i]->type->cfg, s->reconf_cfg[i]);
+        free(s->reconf_cfg[i]);
+    }
     pc_node_free(s->root);
     free(s->metrics_address);
     free(s->kept);
@@ -1413,10 +1463,16 @@ static void log_plan(pc_service *old, pc_service *next)
         if (!next->pipelines[p].borrowed && next->pipelines[p].n_processors)
             append_name(old_pipeline(old, next->pipelines[p].name) ? restart : add, sizeof restart,
                         "%s%s", "the processors of pipeline ", next->pipelines[p].name);
+    char reconf[1024] = "";
+    for (size_t i = 0; i < next->n_reconf; i++)
+        append_name(reconf, sizeof reconf, "%s::%s",
+                    next->reconf[i]->type->kind == PC_KIND_RECEIVER ? "receivers" : "exporters",
+                    next->reconf[i]->id);
+    if (*reconf) PC_INFO(NULL, "reload: reconfiguring %s in place", reconf);
     if (*restart) PC_INFO(NULL, "reload: restarting %s", restart);
     if (*add) PC_INFO(NULL, "reload: starting %s", add);
     if (*stop) PC_INFO(NULL, "reload: stopping %s", stop);
-    if (!*restart && !*add && !*stop) PC_INFO(NULL, "reload: no component changed");
+    if (!*restart && !*add && !*stop && !*reconf) PC_INFO(NULL, "reload: no component changed");
 }
 
 static void keep(pc_service *next, pc_component *c)
@@ -1460,6 +1516,13 @@ static void take_over(pc_service *old, pc_service *next)
         next->metrics = old->metrics;
         old->metrics = NULL;
     }
+    for (size_t i = 0; i < next->n_reconf; i++) { /* kept, with settings applied in place */
+        pc_component *c = next->reconf[i];
+        c->type->reconfigure(c, next->reconf_cfg[i]);
+        pc_cfgtable_free(c->type->cfg, next->reconf_cfg[i]);
+        free(next->reconf_cfg[i]);
+    }
+    next->n_reconf = 0;
     next->from = NULL;
 }
 

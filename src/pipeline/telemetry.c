@@ -150,11 +150,29 @@ void pc_receiver_register_conn_metrics(pc_component *c, const char *server, cons
     }
 }
 
-void pc_exporter_register_metrics(pc_component *c, pc_signal sig, const uint64_t *sent,
-                                  const uint64_t *failed)
+void pc_exporter_labels(const pc_component *c, const char *backend, char *out, size_t n)
 {
-    char labels[300];
-    snprintf(labels, sizeof labels, "exporter=\"%s\"", c->id);
+    size_t k = (size_t)snprintf(out, n, "exporter=\"%s\"", c->id);
+    if (!backend || k >= n) return;
+    k += (size_t)snprintf(out + k, n - k, ",backend=\"");
+    for (const char *p = backend; *p && k + 3 < n; p++) { /* Prometheus label value escaping */
+        if (*p == '"' || *p == '\\') out[k++] = '\\';
+        out[k++] = *p == '\n' ? ' ' : *p;
+    }
+    if (k + 2 <= n) {
+        out[k++] = '"';
+        out[k] = 0;
+    }
+}
+
+void pc_exporter_register_metrics(pc_component *c, const char *labels, pc_signal sig,
+                                  const uint64_t *sent, const uint64_t *failed)
+{
+    char own[300];
+    if (!labels) {
+        pc_exporter_labels(c, NULL, own, sizeof own);
+        labels = own;
+    }
     signal_counter(c, "exporter", "sent", sig, "successfully sent to the destination", labels,
                    sent);
     signal_counter(c, "exporter", "send_failed", sig, "that failed to be sent to the destination",

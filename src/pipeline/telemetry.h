@@ -53,9 +53,12 @@ void pc_receiver_register_in_flight(struct pc_component *c, const uint64_t *in_f
 struct pc_conn_stats;
 void pc_receiver_register_conn_metrics(struct pc_component *c, const char *server,
                                        const struct pc_conn_stats *st);
-/* otelcol_exporter_{sent,send_failed}_<profile_samples|spans|metric_points|log_records> */
-void pc_exporter_register_metrics(struct pc_component *c, pc_signal sig, const uint64_t *sent,
-                                  const uint64_t *failed);
+/* otelcol_exporter_{sent,send_failed}_<profile_samples|spans|metric_points|log_records>;
+ * labels: NULL for exporter="<id>", else the whole label set. */
+void pc_exporter_register_metrics(struct pc_component *c, const char *labels, pc_signal sig,
+                                  const uint64_t *sent, const uint64_t *failed);
+/* exporter="<id>" or, with backend set, exporter="<id>",backend="<backend>" (escaped). */
+void pc_exporter_labels(const struct pc_component *c, const char *backend, char *out, size_t n);
 
 /* Current resident set size of this process, in bytes (from /proc/self/statm). */
 uint64_t pc_process_rss(void);

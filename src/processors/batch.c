@@ -180,7 +180,8 @@ static void plan_push(plan *pl, size_t input, size_t r, size_t s, size_t p, size
         pl->cap = pl->cap ? pl->cap * 2 : 64;
         pl->v = pc_xrealloc(pl->v, pl->cap * sizeof *pl->v);
     }
-    pl->v[pl->n++] = (plan_slice){{r, s, p, from, to}, input, pl->chunks - 1};
+    pl->v[pl->n++] =
+        (plan_slice){{.r = r, .s = s, .p = p, .from = from, .to = to}, input, pl->chunks - 1};
 }
 
 /* Cut the profiles of every input into chunks of at most max samples (max 0: one chunk). */

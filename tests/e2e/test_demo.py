@@ -106,7 +106,8 @@ class ConfigsTest(unittest.TestCase):
         manifests = sorted(glob.glob(os.path.join(SRC, "deploy", "kubernetes", "*.yaml")))
         self.assertTrue(manifests, "no manifests in deploy/kubernetes")
         shipped = {n: read(os.path.join(SRC, "config", n))
-                   for n in ("sidecar.yaml", "gateway.yaml")}
+                   for n in ("sidecar.yaml", "gateway.yaml", "fleet-sidecar.yaml",
+                             "fleet-gateway.yaml")}
         checked = 0
         for path in manifests:
             text = read(path)
@@ -120,7 +121,9 @@ class ConfigsTest(unittest.TestCase):
                 files.update(m)
             # the embedded configs are the shipped ones, unchanged
             self.assertIn("config.yaml", files, path)
-            base = "sidecar.yaml" if "sidecar" in os.path.basename(path) else "gateway.yaml"
+            base = os.path.basename(path)  # fleet-*.yaml: the config of the same name
+            if base not in shipped:
+                base = "sidecar.yaml" if "sidecar" in base else "gateway.yaml"
             self.assertEqual(files["config.yaml"], shipped[base],
                              "%s: config.yaml differs from config/%s" % (path, base))
             if yaml:  # the text extraction agrees with a YAML parser

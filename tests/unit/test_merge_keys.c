@@ -175,8 +175,7 @@ static pc_batch *merge(pc_batch **in, size_t n, bool slices)
             continue;
         }
         pc_merge_slice sl = {
-            0, 0, 0, 0,
-            in[i]->req->resource_profiles[0]->scope_profiles[0]->profiles[0]->n_samples};
+            .to = in[i]->req->resource_profiles[0]->scope_profiles[0]->profiles[0]->n_samples};
         pc_merger_add(m, in[i], &sl, 1);
     }
     pc_batch *out = pc_merger_finish(m);

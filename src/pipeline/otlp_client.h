@@ -1,0 +1,168 @@
+/* The OTLP clients of the exporters on the exporter core (exporter.h): OTLP/gRPC (the `otlp`
+ * exporter) and OTLP/HTTP (the `otlphttp` exporter), each written once and shared with the
+ * `loadbalancing` exporter, whose `protocol: otlp:` and `protocol: otlphttp:` blocks are exactly
+ * those exporters' settings (the same config-table entries at another prefix) and which opens one
+ * client per backend.
+ *
+ * For each protocol: the settings struct and its config-table entries, their validation, the
+ * encode step (thread pool) and one endpoint's client: open (in start), send (on the loop; calls
+ * pc_export_done with the outcome the OTLP spec gives the answer), close. */
+#ifndef PC_OTLP_CLIENT_H
+#define PC_OTLP_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "net/http_client.h"
+#include "net/tls.h"
+#include "net/url.h"
+#include "pipeline/auth.h"
+#include "pipeline/exporter.h"
+#include "pipeline/sender.h"
+#include "pipeline/tls_config.h"
+
+extern const char *const pc_otlp_compressions[]; /* "gzip", "none" */
+extern const char *const pc_otlp_encodings[];    /* "proto", "json" */
+
+/* ---- OTLP/gRPC ---- */
+
+typedef struct pc_otlp_grpc_cfg {
+    char *endpoint;
+    pc_strmap headers;
+    int compression; /* 0 gzip, 1 none */
+    uint64_t timeout_ms;
+    pc_tls_client_cfg tls;
+    char *authenticator;
+    pc_sender_cfg sender;
+} pc_otlp_grpc_cfg;
+
+/* clang-format off */
+/* The otlp exporter's config-table entries at "<prefix>" into the pc_otlp_grpc_cfg member f of
+ * T. */
+#define PC_OTLP_GRPC_KEYS(T, f, prefix)                                                            \
+    {prefix "endpoint", PC_CFG_STRING, NULL, offsetof(T, f.endpoint),                             \
+     "host:port or https://host:port (TLS, unless tls::insecure is true) or http://host:port "     \
+     "(plain text, h2c) of the OTLP/gRPC server; a URL path is dropped with a warning", NULL},     \
+    {prefix "headers", PC_CFG_MAP, NULL, offsetof(T, f.headers),                                  \
+     "gRPC metadata sent with every call", NULL},                                                  \
+    {prefix "compression", PC_CFG_ENUM, "gzip", offsetof(T, f.compression),                      \
+     "grpc-encoding of request messages", pc_otlp_compressions},                                   \
+    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms),                         \
+     "time allowed for one call (also sent as grpc-timeout)", NULL},                               \
+    PC_TLS_CLIENT_KEYS(T, f.tls, prefix),                                                          \
+    PC_AUTH_CLIENT_KEY(T, f.authenticator, prefix),                                                \
+    PC_SENDER_KEYS_AT(T, f.sender, prefix)
+/* clang-format on */
+
+/* Check the settings at prefix. with_endpoint: endpoint is required; otherwise it must not be
+ * set (the loadbalancing exporter's resolver names the endpoints). PC_EINVAL with err. */
+int pc_otlp_grpc_validate(const pc_otlp_grpc_cfg *cfg, const pc_node *node, const char *path,
+                          const char *prefix, bool with_endpoint, pc_error *err);
+/* An endpoint the client can call: host:port, http://host:port or https://host:port.
+ * 0, or PC_EINVAL with e. */
+int pc_otlp_grpc_endpoint_check(const char *endpoint, pc_error *e);
+
+/* Thread pool: r->batch as one framed (and compressed, unless compression is none) gRPC message
+ * in r->body. */
+void pc_otlp_grpc_encode(const pc_otlp_grpc_cfg *cfg, pc_export_req *r);
+
+/* The calls to one endpoint. */
+typedef struct pc_otlp_grpc pc_otlp_grpc;
+/* In start: a client of endpoint (checked) with cfg's settings (which must outlive it): TLS
+ * unless tls::insecure or an http:// endpoint, as the Collector's configgrpc; the authenticator's
+ * metadata with every call. Logs where it sends. NULL with err (TLS files, authenticator). */
+pc_otlp_grpc *pc_otlp_grpc_open(pc_component *c, const pc_otlp_grpc_cfg *cfg, const char *endpoint,
+                                pc_error *err);
+/* Loop: call Export with r->body; pc_export_done(r, outcome) once answered. */
+void pc_otlp_grpc_send(pc_otlp_grpc *g, pc_export_req *r);
+/* Fail queued calls, wait for those in flight, free g, then call done (NULL g: done at once). */
+void pc_otlp_grpc_close(pc_otlp_grpc *g, void (*done)(void *arg), void *arg);
+
+/* ---- OTLP/HTTP ---- */
+
+typedef struct pc_otlp_http_cfg {
+    char *endpoint;
+    char *signal_endpoint[PC_SIGNAL_COUNT]; /* profiles_endpoint, traces_endpoint, ... */
+    pc_strmap headers;
+    int compression; /* 0 gzip, 1 none */
+    int64_t compression_level;
+    int encoding; /* 0 proto, 1 json */
+    uint64_t timeout_ms;
+    int64_t max_connections;
+    pc_tls_client_cfg tls;
+    char *authenticator;
+    pc_sender_cfg sender;
+} pc_otlp_http_cfg;
+
+/* clang-format off */
+#define PC_OTLP_HTTP_ENDPOINT_KEYS(T, f, prefix)                                                   \
+    {prefix "endpoint", PC_CFG_STRING, NULL, offsetof(T, f.endpoint),                             \
+     "base URL; the signal's path is appended (/v1development/profiles, /v1/traces, "              \
+     "/v1/metrics, /v1/logs)", NULL},                                                              \
+    {prefix "profiles_endpoint", PC_CFG_STRING, NULL,                                             \
+     offsetof(T, f.signal_endpoint[PC_SIGNAL_PROFILES]),                                           \
+     "full URL for profiles, used as is (overrides endpoint)", NULL},                              \
+    {prefix "traces_endpoint", PC_CFG_STRING, NULL,                                               \
+     offsetof(T, f.signal_endpoint[PC_SIGNAL_TRACES]),                                             \
+     "full URL for traces, used as is (overrides endpoint)", NULL},                                \
+    {prefix "metrics_endpoint", PC_CFG_STRING, NULL,                                              \
+     offsetof(T, f.signal_endpoint[PC_SIGNAL_METRICS]),                                            \
+     "full URL for metrics, used as is (overrides endpoint)", NULL},                               \
+    {prefix "logs_endpoint", PC_CFG_STRING, NULL,                                                 \
+     offsetof(T, f.signal_endpoint[PC_SIGNAL_LOGS]),                                               \
+     "full URL for logs, used as is (overrides endpoint)", NULL}
+/* The otlphttp exporter's config-table entries at "<prefix>" into the pc_otlp_http_cfg member f
+ * of T. */
+#define PC_OTLP_HTTP_KEYS(T, f, prefix)                                                            \
+    PC_OTLP_HTTP_ENDPOINT_KEYS(T, f, prefix),                                                      \
+    {prefix "headers", PC_CFG_MAP, NULL, offsetof(T, f.headers), "extra request headers", NULL},  \
+    {prefix "compression", PC_CFG_ENUM, "gzip", offsetof(T, f.compression),                      \
+     "request body compression", pc_otlp_compressions},                                           \
+    {prefix "compression_params.level", PC_CFG_INT, "1", offsetof(T, f.compression_level),        \
+     "gzip level 1 (fastest) to 9 (smallest); 1 is ~3x cheaper than 6 for ~4% more bytes", NULL},  \
+    {prefix "encoding", PC_CFG_ENUM, "proto", offsetof(T, f.encoding), "request body encoding",   \
+     pc_otlp_encodings},                                                                           \
+    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms),                         \
+     "time allowed for one request (connect, send, response)", NULL},                              \
+    {prefix "max_connections", PC_CFG_INT, "8", offsetof(T, f.max_connections),                   \
+     "keep-alive connections to the endpoint", NULL},                                              \
+    PC_TLS_CLIENT_KEYS(T, f.tls, prefix),                                                          \
+    PC_AUTH_CLIENT_KEY(T, f.authenticator, prefix),                                                \
+    PC_SENDER_KEYS_AT(T, f.sender, prefix)
+/* clang-format on */
+
+/* Check the settings at prefix. with_endpoint: endpoint or a <signal>_endpoint is required;
+ * otherwise none may be set (the loadbalancing exporter's resolver names the endpoints).
+ * PC_EINVAL with err. */
+int pc_otlp_http_validate(const pc_otlp_http_cfg *cfg, const pc_node *node, const char *path,
+                          const char *prefix, bool with_endpoint, pc_error *err);
+/* The "Name: value\r\n" lines every request carries (content type and encoding, user agent,
+ * the configured headers); malloc'd. */
+char *pc_otlp_http_headers(const pc_otlp_http_cfg *cfg);
+/* Thread pool: r->batch encoded (protobuf or JSON) and compressed into r->body. */
+void pc_otlp_http_encode(const pc_otlp_http_cfg *cfg, pc_export_req *r);
+
+/* One origin (scheme, host, port) and its keep-alive client. */
+typedef struct pc_otlp_http {
+    pc_url url; /* the origin; path unused */
+    pc_http_client *client;
+    pc_tls_ctx *tls;  /* NULL: plain text */
+    pc_auth *auth;    /* NULL: no authenticator */
+    const char *hdrs; /* pc_otlp_http_headers, borrowed */
+    const pc_otlp_http_cfg *cfg;
+    void (*closed)(void *arg); /* pc_otlp_http_close's */
+    void *closed_arg;
+} pc_otlp_http;
+
+/* In start: a client of u's origin with cfg's settings (TLS for https:// unless tls::insecure).
+ * hdrs (borrowed) are pc_otlp_http_headers(cfg). 0, or PC_EINVAL with err. */
+int pc_otlp_http_open(pc_component *c, const pc_otlp_http_cfg *cfg, const pc_url *u,
+                      const char *hdrs, pc_otlp_http *h, pc_error *err);
+/* Loop: POST r->body to path; pc_export_done(r, outcome) once answered (a partial success in a
+ * 2xx answer is read). */
+void pc_otlp_http_send(pc_otlp_http *h, const char *path, pc_export_req *r);
+/* Fail queued requests, wait for those in flight, close, then call done (no client: at once);
+ * frees the TLS context. h itself is the caller's. */
+void pc_otlp_http_close(pc_otlp_http *h, void (*done)(void *arg), void *arg);
+
+#endif
