@@ -19,25 +19,15 @@ extern const pc_component_type pc_exporter_debug;
 extern const pc_component_type pc_extension_health_check;
 extern const pc_component_type pc_extension_bearertokenauth;
 extern const pc_component_type pc_extension_basicauth;
+extern const pc_component_type pc_extension_profilez;
 
 const pc_component_type *const pc_component_types[] = {
-    &pc_receiver_otlp,
-    &pc_receiver_pyroscope,
-    &pc_processor_batch,
-    &pc_processor_resource,
-    &pc_processor_redaction,
-    &pc_processor_tracelink,
-    &pc_processor_limits,
-    &pc_processor_filter,
-    &pc_processor_memory_limiter,
-    &pc_exporter_otlphttp,
-    &pc_exporter_otlp,
-    &pc_exporter_pyroscope,
-    &pc_exporter_debug,
-    &pc_extension_health_check,
-    &pc_extension_bearertokenauth,
-    &pc_extension_basicauth,
-    NULL,
+    &pc_receiver_otlp,       &pc_receiver_pyroscope,     &pc_processor_batch,
+    &pc_processor_resource,  &pc_processor_redaction,    &pc_processor_tracelink,
+    &pc_processor_limits,    &pc_processor_filter,       &pc_processor_memory_limiter,
+    &pc_exporter_otlphttp,   &pc_exporter_otlp,          &pc_exporter_pyroscope,
+    &pc_exporter_debug,      &pc_extension_health_check, &pc_extension_bearertokenauth,
+    &pc_extension_basicauth, &pc_extension_profilez,     NULL,
 };
 
 const pc_component_type *pc_component_type_find(pc_kind kind, const char *name)
