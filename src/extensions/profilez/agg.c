@@ -763,7 +763,7 @@ int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uin
     g_sort = (kid_sort){&a->nm, t.v};
     for (size_t i = 0; i < t.n; i++)
         if (t.v[i].count > 1) qsort(kids + t.v[i].first, t.v[i].count, sizeof *kids, cmp_kid);
-    /* emit depth first with an explicit stack; names numbered as first used, 0 = "total" */
+    /* emit in pre-order with an explicit stack; names numbered as first used, 0 = "total" */
     int64_t root_total = t.v[0].total;
     double min_total = root_total > 0 ? (double)root_total / PZ_PRUNE_DIV : 0;
     uint32_t *remap = pc_xcalloc(a->nm.n ? a->nm.n : 1, sizeof *remap);
@@ -777,12 +777,11 @@ int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uin
     frame *stack = pc_xmalloc((PZ_MAX_DEPTH + 2) * sizeof *stack);
     size_t depth = 0;
     stack[depth++] = (frame){0, 0};
-    pc_buf_printf(&tree, "[0,%" PRId64 ",%" PRId64 ",[", t.v[0].total, t.v[0].self);
+    pc_buf_printf(&tree, "[0,%" PRId64 ",%" PRId64 ",0]", t.v[0].total, t.v[0].self);
     while (depth) {
         frame *fr = &stack[depth - 1];
         const fnode *n = &t.v[fr->node];
         if (fr->next == n->count) {
-            pc_buf_printf(&tree, "]]");
             depth--;
             continue;
         }
@@ -797,17 +796,16 @@ int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uin
             pc_buf_printf(&nms, ",");
             pz_json_str(&nms, a->nm.v[cn->name].s);
         }
-        bool first = tree.len && tree.data[tree.len - 1] == '[';
-        pc_buf_printf(&tree, "%s[%u,%" PRId64 ",%" PRId64 ",[", first ? "" : ",", remap[cn->name],
-                      cn->total, cn->self);
+        pc_buf_printf(&tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu]", remap[cn->name], cn->total,
+                      cn->self, depth);
         stack[depth++] = (frame){c, 0};
     }
     series_head_json(se, root_total, out);
-    pc_buf_printf(out, ",\"pruned\":%" PRIu64 ",\"nodes\":%zu,\"names\":[", pruned, t.n);
+    pc_buf_printf(out, ",\"pruned\":%" PRIu64 ",\"names\":[", pruned);
     pc_buf_append(out, nms.data, nms.len);
-    pc_buf_printf(out, "],\"root\":");
+    pc_buf_printf(out, "],\"nodes\":[");
     pc_buf_append(out, tree.data, tree.len);
-    pc_buf_printf(out, "}");
+    pc_buf_printf(out, "]}");
     pc_buf_free(&tree);
     pc_buf_free(&nms);
     free(stack);

@@ -71,9 +71,10 @@ void pz_agg_advance(pz_agg *a, uint64_t now_ms);
  * series: {"window_ms","slice_ms","slices","max_stacks","max_series","stats":{...},
  *          "series":[{"service","type","unit","total","samples","stacks","age_ms",
  *                     "evicted_stacks","over_budget_samples"}]} (by service, then type);
- * flamegraph: {"service","type","unit","total","names":[...],"pruned":N,
- *              "root":[name,total,self,[children...]]} (children by name; name indexes names,
- *              names[0] is the root's "total"); PC_ENOENT when there is no such series;
+ * flamegraph: {"service","type","unit","total","pruned":N,"names":[...],
+ *              "nodes":[[name,total,self,depth]...]} the tree in pre-order (a node's children
+ *              follow it, by name, one deeper), the root first at depth 0; name indexes names,
+ *              names[0] is the root's "total"; PC_ENOENT when there is no such series;
  * top: {"service","type","unit","total","functions":N,"rows":[{"name","flat","cum"}...]} the
  *      first `limit` rows by flat (pc_top_rows). type is "type:unit", e.g. "cpu:nanoseconds". */
 void pz_agg_series_json(pz_agg *a, uint64_t now_ms, pc_buf *out);
