@@ -226,6 +226,16 @@ MUTANTS = [
       "        until = (int64_t)(p0->time_unix_nano / 1000000000u);",
       ["exp_pyroscope", "test_pyroscope_exporter"],
       "the Pyroscope exporter's `until` ignores the profile's duration"),
+    M("profilez-budget-off-by-one", "src/extensions/profilez/agg.c",
+      "        while (se->n_stacks >= a->l.max_stacks && evict_oldest(a, se, now))",
+      "        while (se->n_stacks > a->l.max_stacks && evict_oldest(a, se, now))",
+      ["profilez"],
+      "a series full at exactly max_stacks makes no room: new stacks go over budget"),
+    M("profilez-evicts-newest", "src/extensions/profilez/agg.c",
+      "        if (sl->used && sl->slot != now && (!old || sl->slot < old->slot)) old = sl;",
+      "        if (sl->used && sl->slot != now && (!old || sl->slot > old->slot)) old = sl;",
+      ["profilez"],
+      "the budget drops the newest older slice instead of the oldest"),
 ]
 del M
 

@@ -26,7 +26,7 @@
 #include "pdata/pdata.h"
 
 #define PZ_MAX_NAME  1024
-#define PZ_MAX_DEPTH 1024
+#define PZ_MAX_DEPTH 512
 /* Flame-graph nodes whose total is under 1 / PZ_PRUNE_DIV of the series' total are left out of
  * /api/flamegraph (less than a pixel on any screen); their value stays in their parent's total. */
 #define PZ_PRUNE_DIV 8192

@@ -46,9 +46,9 @@ static const pc_cfg_key pz_keys[] = {
      "time slices the window is cut into: memory is given back a slice at a time, the oldest "
      "first",
      NULL},
-    {"max_stacks", PC_CFG_INT, "10000", offsetof(pz_cfg, max_stacks),
+    {"max_stacks", PC_CFG_INT, "5000", offsetof(pz_cfg, max_stacks),
      "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
-    {"max_series", PC_CFG_INT, "64", offsetof(pz_cfg, max_series),
+    {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series),
      "services x profile types kept; profiles of more are dropped (counted)", NULL},
     {"queue_size", PC_CFG_INT, "64", offsetof(pz_cfg, queue_size),
      "batches waiting to be aggregated at most; more are released unread (counted)", NULL},
