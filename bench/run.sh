@@ -2,11 +2,13 @@
 # Run one benchmark scenario end to end on 127.0.0.1 and print a table and ONE JSON line.
 #
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
-#                         [--build DIR] [--perf FILE]
+#                         [--build DIR] [--perf FILE] [--profilez]
 #
 # Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol), BENCH_PORT_BASE
 # (default 24300: ports base+0..base+4), PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2").
+# --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
+# and a viewer polling its JSON as the page does (series, flame graph and top every 3 s).
 #
 # Steps: measure the zlib floor on the scenario's payloads (before anything else runs), start the
 # sink and profcol (config written here), record profcol's idle RSS and CPU ticks, drive the load
@@ -24,6 +26,7 @@ RATE=""
 PAYLOADS=""
 BUILD=${BENCH_BUILD:-build-bench}
 PERF_OUT=""
+PROFILEZ=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --seconds) SECONDS_RUN=$2; shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --payloads) PAYLOADS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --perf) PERF_OUT=$2; shift 2 ;;
+    --profilez) PROFILEZ=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -52,6 +56,7 @@ P_OTLP=$BASE
 P_PYRO=$((BASE + 1))
 P_SINK=$((BASE + 2))
 P_METRICS=$((BASE + 3))
+P_PROFILEZ=$((BASE + 4))
 
 OTLP_URL="http://127.0.0.1:$P_OTLP/v1development/profiles"
 INGEST_URL="http://127.0.0.1:$P_PYRO/ingest?name=bench-go%7Benv%3Dbench%7D&format=pprof&spyName=gospy"
@@ -175,6 +180,18 @@ if not used:
 open(path, "w").write(text)
 EOF
 
+if [ "$PROFILEZ" = 1 ]; then
+    # the extension, listed in service.extensions: one more target of the pipeline's fan-out
+    python3 - "$TMP/profcol.yaml" "$P_PROFILEZ" <<'EOF2'
+import sys
+path, port = sys.argv[1], sys.argv[2]
+text = open(path).read()
+text = text.replace("service:\n", "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%s\n"
+                    "service:\n  extensions: [profilez]\n" % port, 1)
+open(path, "w").write(text)
+EOF2
+fi
+
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== scenario $SCENARIO: payloads $SET_DIR, ${SECONDS_RUN}s, load average before: $LOAD" >&2
 
@@ -237,6 +254,24 @@ fi
 PIDS+=($!)
 RSS_PID=$!
 
+# A viewer: the page's requests every 3 s while the load runs.
+if [ "$PROFILEZ" = 1 ]; then
+    (
+        Z="http://127.0.0.1:$P_PROFILEZ"
+        for _ in $(seq 1 $((SECONDS_RUN / 3 + 1))); do
+            q=$(curl -s "$Z/api/series" | python3 -c 'import json, sys, urllib.parse
+s = json.load(sys.stdin)["series"]
+print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]}) if s else "")' 2>/dev/null)
+            if [ -n "$q" ]; then
+                curl -s -o /dev/null "$Z/api/flamegraph?$q"
+                curl -s -o /dev/null "$Z/api/top?$q&limit=30"
+            fi
+            sleep 3
+        done
+    ) >/dev/null 2>&1 &
+    PIDS+=($!)
+fi
+
 # 3. load.
 LG_ARGS=(--url "$URL" --payload "$SET_DIR" "${HDRS[@]}" --connections "$MODE_CONNS"
          --seconds "$SECONDS_RUN" --timeout-ms 30000 --label "$SCENARIO")
@@ -258,9 +293,9 @@ fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$SCENARIO" "$TMP" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" "$HWM_KB" "$IDLE_RSS_KB" \
-    "$LIMIT_MIB" "$LOAD" "$LOAD_AFTER" "$(nproc)" <<'EOF'
+    "$LIMIT_MIB" "$LOAD" "$LOAD_AFTER" "$(nproc)" "$PROFILEZ" <<'EOF'
 import json, re, sys
-(scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu) = sys.argv[1:]
+(scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu, profilez) = sys.argv[1:]
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
 fl = json.loads(open(tmp + "/floor.out").read().strip().splitlines()[-1])
 try:
@@ -305,7 +340,13 @@ r = {
     "receiver_refused_samples": metrics.get("otelcol_receiver_refused_profile_samples"),
     "exporter_sent_samples": metrics.get("otelcol_exporter_sent_profile_samples"),
     "loadavg_before": load0, "loadavg_after": load1, "nproc": int(ncpu),
+    "profilez": profilez == "1",
 }
+if profilez == "1":
+    for k in ("profiles_total", "samples_total", "evicted_stacks_total",
+              "over_budget_samples_total", "dropped_profiles_total", "dropped_batches_total",
+              "stacks"):
+        r["profilez_" + k] = metrics.get("profcol_profilez_" + k)
 if int(limit) > 0:
     r["memory_limit_mib"] = int(limit)
     r["peak_rss_within_limit"] = int(hwm) / 1024 <= int(limit)
@@ -326,7 +367,10 @@ rows = [
 if int(limit) > 0:
     rows.append(("memory limit MiB", limit))
     rows.append(("refused (503/429)", lg["statuses"].get("503", 0) + lg["statuses"].get("429", 0)))
-print("scenario %s" % scen, file=sys.stderr)
+if profilez == "1":
+    rows.append(("profilez: profiles aggregated", r["profilez_profiles_total"]))
+    rows.append(("profilez: batches dropped (behind)", r["profilez_dropped_batches_total"]))
+print("scenario %s%s" % (scen, " (with profilez)" if profilez == "1" else ""), file=sys.stderr)
 for k, v in rows:
     print("  %-34s %s" % (k, v), file=sys.stderr)
 print(json.dumps(r, separators=(",", ":")))

@@ -19,14 +19,21 @@ with `npm ci` from its lockfile; never a downloaded browser) loads the page and,
   * while the page stays open, a second Go upload shows up (the page polls the JSON).
 A screenshot is saved as build/test-artifacts/profilez.png (next to PROFCOL_BIN).
 
+Without a browser (ReloadTest): the tap on SIGHUP reloads (profilez's config changed, removed,
+added back) while a client posts throughout: every post answered 200, everything acknowledged
+reaches the exporter unchanged, each new profilez instance counts what it saw since it started,
+profcol exits 0.
+
 Without chromium or npm's playwright-core the test prints "skipped: <reason>"."""
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
@@ -278,6 +285,92 @@ class ProfilezPageTest(unittest.TestCase):
         self.assertGreater(len(png), 10000)
         print("screenshot: %s (%s)" % (SCREENSHOT, res.get("browser")), file=sys.stderr)
         self.pc.stop()
+
+
+class ReloadTest(unittest.TestCase):
+    def test_reloads(self):
+        sink = h.started_sink(self)
+        port, zport = h.free_port(), h.free_port()
+        base = (ps.pyroscope_receiver_yaml(port) +
+                "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink.url)
+        pipe = "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n      exporters: [otlphttp]\n"
+
+        def cfg(window=None):
+            if window is None:
+                return base + "service:\n" + pipe
+            return (base + "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n"
+                    "    window: %s\nservice:\n  extensions: [profilez]\n" % (zport, window) + pipe)
+
+        pc = h.started_profcol(self, cfg("5m"), [port, zport], "profilez-reload")
+        with open(GO_CPU, "rb") as f:
+            body = f.read()
+        go = ps.go_pprof_raw(GO_CPU, tempfile.mkdtemp(dir=h.TMP))["totals"]
+        url = "http://127.0.0.1:%d/ingest?name=reload&format=pprof" % port
+        statuses, stop = [], [False]
+
+        def post():
+            req = urllib.request.Request(url, data=body, method="POST")
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status
+
+        def client():
+            while not stop[0]:
+                try:
+                    statuses.append(post())
+                except Exception as e:  # noqa: BLE001 -- recorded, asserted below
+                    statuses.append(repr(e))
+                time.sleep(0.02)
+        t = threading.Thread(target=client)
+        t.start()
+        self.addCleanup(lambda: (stop.__setitem__(0, True), t.join()))
+
+        def api():
+            with urllib.request.urlopen("http://127.0.0.1:%d/api/series" % zport,
+                                        timeout=10) as r:
+                return json.load(r)
+
+        def reload(text, n):
+            with open(pc.config_paths[0], "w") as f:
+                f.write(text)
+            pc.proc.send_signal(signal.SIGHUP)
+            pc.wait_stderr(lambda e: e.count("reload: complete") >= n, 20)
+            self.assertEqual(pc.stderr().count("reload: complete"), n, pc.stderr()[-3000:])
+
+        def wait_some():
+            end = time.time() + 20
+            while time.time() < end:
+                try:
+                    j = api()
+                    if j["stats"]["profiles"] >= 4:
+                        return j
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            self.fail("profilez saw nothing")
+
+        j = wait_some()
+        self.assertEqual(j["window_ms"], 300000)
+        reload(cfg("2m"), 1)  # changed: a new instance with its own window, empty at first
+        j = wait_some()
+        self.assertEqual(j["window_ms"], 120000)
+        reload(cfg(None), 2)  # removed: the page is gone, data flows on
+        with self.assertRaises(OSError):
+            api()
+        reload(cfg("1m"), 3)  # back
+        j = wait_some()
+        self.assertEqual(j["window_ms"], 60000)
+        # what one instance shows is whole uploads (2 profiles each) since it started
+        got = {x["type"]: x["total"] for x in j["series"] if x["service"] == "reload"}
+        uploads = j["stats"]["profiles"] // 2
+        self.assertEqual(got, {"%s:%s" % t: uploads * v for t, v in go.items()})
+        stop[0] = True
+        t.join()
+        self.assertTrue(statuses)
+        self.assertEqual([x for x in statuses if x != 200], [], "a post was not answered 200")
+        pc.stop()
+        # what was acknowledged reached the exporter, unchanged in amount
+        got = {t: e["total"] for t, e in ps.by_type(ps.otlp_views(sink.messages())).items()}
+        self.assertEqual(got, {t: len(statuses) * v for t, v in go.items()})
 
 
 if __name__ == "__main__":
