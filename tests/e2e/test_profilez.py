@@ -338,15 +338,17 @@ class ReloadTest(unittest.TestCase):
 
         def wait_some():
             end = time.time() + 20
+            last = None
             while time.time() < end:
                 try:
-                    j = api()
+                    j = last = api()
                     if j["stats"]["profiles"] >= 4:
                         return j
-                except OSError:
-                    pass
+                except OSError as e:
+                    last = e
                 time.sleep(0.1)
-            self.fail("profilez saw nothing")
+            self.fail("profilez saw nothing: %r, posts %r\n%s" % (
+                last, statuses[-5:], pc.stderr()[-2000:]))
 
         j = wait_some()
         self.assertEqual(j["window_ms"], 300000)

@@ -432,6 +432,17 @@ static void test_truncation(void)
     pz_agg_free(a);
 }
 
+static void test_empty(void)
+{
+    pz_agg *a = agg(4, 10, 4);
+    CHECK_EQ_INT(stat(a, "series", 0), 0);
+    json_t *j = series_all(a, 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(j, "series")), 0);
+    json_decref(j);
+    CHECK(flame(a, "x", "cpu:nanoseconds", 0) == NULL);
+    pz_agg_free(a);
+}
+
 static void test_json_escaping(void)
 {
     pc_buf b = {0};
@@ -454,6 +465,7 @@ int main(void)
     RUN(test_series_cap);
     RUN(test_batch);
     RUN(test_truncation);
+    RUN(test_empty);
     RUN(test_json_escaping);
     return check_report();
 }

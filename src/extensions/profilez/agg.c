@@ -600,7 +600,7 @@ static void series_totals(const pz_agg *a, const series *se, int64_t *total, uin
 void pz_agg_series_json(pz_agg *a, uint64_t now_ms, pc_buf *out)
 {
     pz_agg_advance(a, now_ms);
-    qsort(a->ser, a->n_ser, sizeof *a->ser, cmp_series);
+    if (a->n_ser > 1) qsort(a->ser, a->n_ser, sizeof *a->ser, cmp_series);
     const pz_stats *st = &a->st;
     pc_buf_printf(
         out,
