@@ -438,35 +438,40 @@ static const char *function_name(const pc_dictionary *d, int32_t fidx)
     return "<unknown>";
 }
 
+bool pc_location_frames(const pc_dictionary *d, int32_t li, size_t *budget, pc_frame_visit visit,
+                        void *arg)
+{
+    const pc_location *loc = li > 0 && d && d->location_table && (size_t)li < d->n_location_table
+                                 ? d->location_table[li]
+                                 : NULL;
+    size_t nl = loc ? ARR_N(loc->lines, loc->n_lines) : 0;
+    if (nl == 0) {
+        if (*budget == 0) return false;
+        (*budget)--;
+        if (loc && loc->address) {
+            char hex[24];
+            snprintf(hex, sizeof hex, "0x%" PRIx64, loc->address);
+            visit(arg, hex, false);
+        } else {
+            visit(arg, "<unknown>", true);
+        }
+        return true;
+    }
+    for (size_t k = 0; k < nl; k++) {
+        if (*budget == 0) return false;
+        (*budget)--;
+        const pc_line *ln = loc->lines[k];
+        visit(arg, function_name(d, ln ? ln->function_index : 0), true);
+    }
+    return true;
+}
+
 bool pc_stack_frames(const pc_dictionary *d, const pc_stack *st, size_t *budget,
                      pc_frame_visit visit, void *arg)
 {
     size_t n = ARR_N(st->location_indices, st->n_location_indices);
-    for (size_t i = 0; i < n; i++) {
-        if (*budget == 0) return false;
-        int32_t li = st->location_indices[i];
-        const pc_location *loc = li > 0 && d->location_table && (size_t)li < d->n_location_table
-                                     ? d->location_table[li]
-                                     : NULL;
-        size_t nl = loc ? ARR_N(loc->lines, loc->n_lines) : 0;
-        if (nl == 0) {
-            (*budget)--;
-            if (loc && loc->address) {
-                char hex[24];
-                snprintf(hex, sizeof hex, "0x%" PRIx64, loc->address);
-                visit(arg, hex, false);
-            } else {
-                visit(arg, "<unknown>", true);
-            }
-            continue;
-        }
-        for (size_t k = 0; k < nl; k++) {
-            if (*budget == 0) return false;
-            (*budget)--;
-            const pc_line *ln = loc->lines[k];
-            visit(arg, function_name(d, ln ? ln->function_index : 0), true);
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        if (!pc_location_frames(d, st->location_indices[i], budget, visit, arg)) return false;
     return true;
 }
 

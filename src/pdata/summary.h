@@ -44,6 +44,10 @@ const char *pc_service_name(const pc_dictionary *d, const pc_resource *r);
 typedef void (*pc_frame_visit)(void *arg, const char *name, bool stable);
 bool pc_stack_frames(const pc_dictionary *d, const pc_stack *st, size_t *budget,
                      pc_frame_visit visit, void *arg);
+/* The same for one location (index li of d's location table): what pc_stack_frames visits for
+ * it, so a caller can name each location of a batch once. */
+bool pc_location_frames(const pc_dictionary *d, int32_t li, size_t *budget, pc_frame_visit visit,
+                        void *arg);
 
 /* The top-functions table (`pprof -top`): per function name, flat (self: the value of stacks it
  * is the leaf of) and cum (the value of stacks it is in, once per stack even when it recurses). */

@@ -432,6 +432,63 @@ static void test_truncation(void)
     pz_agg_free(a);
 }
 
+/* A batch's deep stack: the same cut as pz_agg_add_stack (leaf-most frames under
+ * "[truncated]"), each location named once however often stacks use it. */
+static void test_batch_deep(void)
+{
+    const int n = PZ_MAX_DEPTH + 40;
+    pc_buf j = {0};
+    pc_buf_printf(&j, "{\"resourceProfiles\":[{\"resource\":{\"attributes\":[{\"key\":"
+                      "\"service.name\",\"value\":{\"stringValue\":\"deep\"}}]},"
+                      "\"scopeProfiles\":[{\"profiles\":[{\"sampleType\":{\"typeStrindex\":1,"
+                      "\"unitStrindex\":2},\"samples\":[{\"stackIndex\":1,\"values\":[\"3\"]},"
+                      "{\"stackIndex\":2,\"values\":[\"4\"]}]}]}]}],\"dictionary\":{"
+                      "\"locationTable\":[{}");
+    for (int i = 1; i <= n; i++)
+        pc_buf_printf(&j, ",{\"lines\":[{\"functionIndex\":%d}]}", i);
+    pc_buf_printf(&j, "],\"functionTable\":[{}");
+    for (int i = 1; i <= n; i++)
+        pc_buf_printf(&j, ",{\"nameStrindex\":%d}", i + 2);
+    /* stack 1: locations 1 (leaf) .. n (root); stack 2: locations 1, 2 */
+    pc_buf_printf(&j, "],\"stackTable\":[{},{\"locationIndices\":[");
+    for (int i = 1; i <= n; i++)
+        pc_buf_printf(&j, "%s%d", i > 1 ? "," : "", i);
+    pc_buf_printf(&j, "]},{\"locationIndices\":[1,2]}],\"stringTable\":[\"\",\"cpu\",\"ns\"");
+    for (int i = 1; i <= n; i++)
+        pc_buf_printf(&j, ",\"f%d\"", i);
+    pc_buf_printf(&j, "]}}");
+    pc_buf_append(&j, "", 1);
+    pc_batch *b = batch_from_json((const char *)j.data);
+    pc_buf_free(&j);
+    pz_agg *a = agg(2, 10, 4);
+    pz_agg_add_batch(a, b, 0);
+    pc_batch_unref(b);
+    json_t *f = flame(a, "deep", "cpu:ns", 0);
+    CHECK(f != NULL);
+    CHECK_EQ_INT(node(f, "", NULL), 7);
+    CHECK_EQ_INT(node(f, "[truncated]", NULL), 3);
+    CHECK_EQ_INT(node(f, "f2;f1", NULL), 4);
+    json_t *names = json_object_get(f, "names"), *nodes = json_object_get(f, "nodes");
+    size_t last = 0; /* the deepest node */
+    for (size_t k = 0; k < json_array_size(nodes); k++)
+        if (json_integer_value(json_array_get(json_array_get(nodes, k), 3)) >
+            json_integer_value(json_array_get(json_array_get(nodes, last), 3)))
+            last = k;
+    json_t *deepest = json_array_get(nodes, last);
+    CHECK_EQ_INT(json_integer_value(json_array_get(deepest, 3)), PZ_MAX_DEPTH);
+    CHECK_STR(
+        json_string_value(json_array_get(names, json_integer_value(json_array_get(deepest, 0)))),
+        "f1");
+    CHECK_EQ_INT(json_integer_value(json_array_get(deepest, 2)), 3);
+    char want[16];
+    snprintf(want, sizeof want, "f%d", PZ_MAX_DEPTH - 1); /* the root-most frame kept */
+    CHECK(child(f, child(f, 0, "[truncated]"), want) > 0);
+    snprintf(want, sizeof want, "f%d", PZ_MAX_DEPTH);
+    CHECK_EQ_INT(node(f, want, NULL), -1);
+    json_decref(f);
+    pz_agg_free(a);
+}
+
 static void test_empty(void)
 {
     pz_agg *a = agg(4, 10, 4);
@@ -465,6 +522,7 @@ int main(void)
     RUN(test_series_cap);
     RUN(test_batch);
     RUN(test_truncation);
+    RUN(test_batch_deep);
     RUN(test_empty);
     RUN(test_json_escaping);
     return check_report();

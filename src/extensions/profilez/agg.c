@@ -192,7 +192,10 @@ struct pz_agg {
 
 static uint64_t stack_hash(const uint32_t *f, size_t n, bool over)
 {
-    uint64_t h = hash_bytes(HASH_SEED, f, n * sizeof *f);
+    uint64_t h = HASH_SEED ^ n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ f[i]) * 0x100000001b3ull;
+    h ^= h >> 29;
     return over ? h ^ 0x9e3779b97f4a7c15ull : h;
 }
 
@@ -356,18 +359,24 @@ static series *series_get(pz_agg *a, const char *service, const char *type, cons
     return se;
 }
 
-/* One stack of interned frames (the caller holds its own references) into se at now_ms. */
-static void add_ids(pz_agg *a, series *se, const uint32_t *f, size_t n, int64_t value,
-                    uint64_t samples, uint64_t now_ms)
+/* The slice of se that takes data at now_ms, after expiring what left the window. */
+static slice *slice_now(pz_agg *a, series *se, uint64_t now_ms)
 {
     uint64_t now = now_ms / a->slice_ms;
     series_expire(a, se, now);
-    slice *sl = current_slice(a, se, now);
+    return current_slice(a, se, now);
+}
+
+/* One stack of interned frames (the caller holds its own references) into sl, se's current
+ * slice at now_ms. */
+static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t n, int64_t value,
+                    uint64_t samples, uint64_t now_ms)
+{
     uint64_t h = stack_hash(f, n, false);
     stk *e = slice_find(sl, f, n, false, h);
     if (!e) {
         /* the budget: room for a new stack is made by dropping the oldest slices first */
-        while (se->n_stacks >= a->l.max_stacks && evict_oldest(a, se, now))
+        while (se->n_stacks >= a->l.max_stacks && evict_oldest(a, se, sl->slot))
             ;
         if (se->n_stacks < a->l.max_stacks) {
             e = slice_insert(a, sl, f, n, false, h);
@@ -398,7 +407,7 @@ int pz_agg_add_stack(pz_agg *a, const char *service, const char *type, const cha
     uint32_t *ids = pc_xmalloc((m ? m : 1) * sizeof *ids);
     for (size_t i = 0; i < m; i++)
         ids[i] = name_ref(&a->nm, i == PZ_MAX_DEPTH - 1 && n > m ? "[truncated]" : frames[i]);
-    add_ids(a, se, ids, m, value, samples, now_ms);
+    add_ids(a, se, slice_now(a, se, now_ms), ids, m, value, samples, now_ms);
     for (size_t i = 0; i < m; i++)
         name_unref(&a->nm, ids[i]);
     free(ids);
@@ -407,17 +416,67 @@ int pz_agg_add_stack(pz_agg *a, const char *service, const char *type, const cha
 
 /* ---- a batch ---- */
 
-typedef struct walk {
-    names *nm;
-    uint32_t ids[PZ_MAX_DEPTH];
-    size_t n;
-} walk;
+/* Each location of the batch's dictionary is named once (pc_location_frames, the debug
+ * exporter's naming), its frames interned and held until the batch is done. */
+typedef struct batch_ctx {
+    pz_agg *a;
+    const pc_dictionary *d;
+    size_t nloc;         /* locations: slot nloc is for an index out of range */
+    uint32_t *off, *cnt; /* a location's frames: ids[off .. off + cnt) */
+    bool *named;
+    uint32_t *ids; /* one reference each */
+    size_t nids, capids;
+    uint32_t stack[PZ_MAX_DEPTH];
+    size_t budget; /* frames this batch may still add */
+} batch_ctx;
 
-static void visit(void *arg, const char *name, bool stable)
+static void cache_visit(void *arg, const char *name, bool stable)
 {
     (void)stable; /* interned: copied */
-    walk *w = arg;
-    w->ids[w->n++] = name_ref(w->nm, name);
+    batch_ctx *c = arg;
+    if (c->nids == c->capids) {
+        c->capids = c->capids ? c->capids * 2 : 1024;
+        c->ids = pc_xrealloc(c->ids, c->capids * sizeof *c->ids);
+    }
+    c->ids[c->nids++] = name_ref(&c->a->nm, name);
+}
+
+static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
+{
+    size_t slot = li > 0 && (size_t)li < c->nloc ? (size_t)li : c->nloc;
+    if (!c->named[slot]) {
+        size_t unlimited = SIZE_MAX;
+        c->off[slot] = (uint32_t)c->nids;
+        pc_location_frames(c->d, li, &unlimited, cache_visit, c);
+        c->cnt[slot] = (uint32_t)(c->nids - c->off[slot]);
+        c->named[slot] = true;
+    }
+    *off = c->off[slot];
+    *cnt = c->cnt[slot];
+}
+
+/* The frames of stack si, leaf first, into c->stack: its PZ_MAX_DEPTH - 1 leaf-most frames
+ * under "[truncated]" when deeper. -1 when the batch's frame budget ran out. */
+static long stack_of(batch_ctx *c, int32_t si)
+{
+    const pc_stack *st = c->d->stack_table[si];
+    size_t n = 0;
+    bool cut = false;
+    for (size_t i = 0; i < ARR_N(st->location_indices, st->n_location_indices) && !cut; i++) {
+        uint32_t off, cnt;
+        location(c, st->location_indices[i], &off, &cnt);
+        for (uint32_t k = 0; k < cnt; k++) {
+            if (n == PZ_MAX_DEPTH - 1) {
+                cut = true;
+                break;
+            }
+            c->stack[n++] = c->ids[off + k];
+        }
+    }
+    if (cut) c->stack[n++] = c->a->id_trunc;
+    if (n > c->budget) return -1;
+    c->budget -= n;
+    return (long)n;
 }
 
 typedef struct stack_val {
@@ -433,9 +492,10 @@ static int cmp_stack_val(const void *x, const void *y)
 }
 
 /* One profile; false when the batch's frame budget ran out. */
-static bool add_profile(pz_agg *a, const pc_dictionary *d, series *se, const pc_profile *p, walk *w,
-                        size_t *budget, uint64_t now_ms)
+static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t now_ms)
 {
+    pz_agg *a = c->a;
+    const pc_dictionary *d = c->d;
     size_t ns = ARR_N(p->samples, p->n_samples);
     size_t nstk = d ? ARR_N(d->stack_table, d->n_stack_table) : 0;
     stack_val *sv = pc_xmalloc((ns ? ns : 1) * sizeof *sv);
@@ -449,7 +509,8 @@ static bool add_profile(pz_agg *a, const pc_dictionary *d, series *se, const pc_
                 : 0; /* no stack: the root's own value */
         sv[m++] = (stack_val){si, pc_sample_value(s), 1};
     }
-    qsort(sv, m, sizeof *sv, cmp_stack_val);
+    if (m > 1) qsort(sv, m, sizeof *sv, cmp_stack_val);
+    slice *sl = slice_now(a, se, now_ms);
     bool ok = true;
     for (size_t i = 0; i < m && ok;) {
         size_t j = i;
@@ -459,22 +520,11 @@ static bool add_profile(pz_agg *a, const pc_dictionary *d, series *se, const pc_
             v = sat_add(v, sv[j].val);
             cnt += sv[j++].samples;
         }
-        w->n = 0;
-        if (sv[i].stack) {
-            size_t lb = PZ_MAX_DEPTH - 1 < *budget ? PZ_MAX_DEPTH - 1 : *budget;
-            size_t before = lb;
-            bool whole = pc_stack_frames(d, d->stack_table[sv[i].stack], &lb, visit, w);
-            *budget -= before - lb;
-            if (!whole) {
-                if (*budget == 0)
-                    ok = false;
-                else
-                    w->ids[w->n++] = name_ref(w->nm, "[truncated]");
-            }
-        }
-        if (ok) add_ids(a, se, w->ids, w->n, v, cnt, now_ms);
-        for (size_t k = 0; k < w->n; k++)
-            name_unref(w->nm, w->ids[k]);
+        long n = sv[i].stack ? stack_of(c, sv[i].stack) : 0;
+        if (n < 0)
+            ok = false;
+        else
+            add_ids(a, se, sl, c->stack, (size_t)n, v, cnt, now_ms);
         i = j;
     }
     free(sv);
@@ -485,21 +535,26 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
 {
     const pc_request *req = b ? b->req : NULL;
     if (!req || b->signal != PC_SIGNAL_PROFILES) return;
-    const pc_dictionary *d = req->dictionary;
-    walk *w = pc_xmalloc(sizeof *w);
-    w->nm = &a->nm;
-    size_t budget = PZ_MAX_FRAMES_PER_BATCH;
+    batch_ctx *c = pc_xcalloc(1, sizeof *c);
+    c->a = a;
+    c->d = req->dictionary;
+    c->nloc = c->d ? ARR_N(c->d->location_table, c->d->n_location_table) : 0;
+    c->off = pc_xmalloc((c->nloc + 1) * sizeof *c->off);
+    c->cnt = pc_xmalloc((c->nloc + 1) * sizeof *c->cnt);
+    c->named = pc_xcalloc(c->nloc + 1, sizeof *c->named);
+    c->budget = PZ_MAX_FRAMES_PER_BATCH;
     bool ok = true;
     for (size_t ri = 0; ri < ARR_N(req->resource_profiles, req->n_resource_profiles); ri++) {
         const pc_resource_profiles *rp = req->resource_profiles[ri];
         if (!rp) continue;
-        const char *service = pc_service_name(d, rp->resource);
+        const char *service = pc_service_name(c->d, rp->resource);
         for (size_t si = 0; si < ARR_N(rp->scope_profiles, rp->n_scope_profiles); si++) {
             const pc_scope_profiles *sp = rp->scope_profiles[si];
             if (!sp) continue;
             for (size_t pi = 0; pi < ARR_N(sp->profiles, sp->n_profiles); pi++) {
                 const pc_profile *p = sp->profiles[pi];
                 if (!p) continue;
+                const pc_dictionary *d = c->d;
                 const char *type =
                     p->sample_type ? pc_dict_str(d, p->sample_type->type_strindex) : "";
                 const char *unit =
@@ -511,7 +566,7 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
                     a->st.dropped_profiles++;
                     continue;
                 }
-                ok = add_profile(a, d, se, p, w, &budget, now_ms);
+                ok = add_profile(c, se, p, now_ms);
                 if (ok)
                     a->st.profiles++;
                 else
@@ -519,7 +574,13 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
             }
         }
     }
-    free(w);
+    for (size_t i = 0; i < c->nids; i++)
+        name_unref(&a->nm, c->ids[i]);
+    free(c->ids);
+    free(c->off);
+    free(c->cnt);
+    free(c->named);
+    free(c);
 }
 
 /* ---- life ---- */

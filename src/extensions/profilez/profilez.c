@@ -6,8 +6,9 @@
  * keeps a reference to the batch, answers done(PC_OK) at once and queues the batch; one work item
  * at a time on the thread pool aggregates what is queued (agg.h: bounded by a stack budget per
  * series and a window of time slices) and builds the JSON the page asks for, so the aggregate is
- * only ever touched by one thread at a time and never on the loop. When more than queue_size
- * batches wait, newer ones are released unread and counted: the tap never holds data back.
+ * only ever touched by one thread at a time and never on the loop. When the batches waiting or
+ * being aggregated hold max_pending_size, newer ones are released unread and counted: the tap
+ * never holds data back, and what it keeps alive is bounded.
  *
  * GET /                 the page (profilez_page.html, embedded at build time)
  * GET /api/series       services and profile types seen in the window, limits and drops
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "extensions/profilez/agg.h"
 #include "net/http_server.h"
 #include "net/tls.h"
@@ -33,7 +35,7 @@ typedef struct pz_cfg {
     int64_t slices;
     int64_t max_stacks;
     int64_t max_series;
-    int64_t queue_size;
+    uint64_t max_pending_size;
     pc_tls_server_cfg tls;
 } pz_cfg;
 
@@ -50,8 +52,10 @@ static const pc_cfg_key pz_keys[] = {
      "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
     {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series),
      "services x profile types kept; profiles of more are dropped (counted)", NULL},
-    {"queue_size", PC_CFG_INT, "64", offsetof(pz_cfg, queue_size),
-     "batches waiting to be aggregated at most; more are released unread (counted)", NULL},
+    {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size),
+     "decoded size of the batches waiting for or in aggregation at most (at least one batch); "
+     "more are released unread (counted)",
+     NULL},
     PC_TLS_SERVER_KEYS(pz_cfg, tls, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -65,6 +69,7 @@ typedef struct task {
     pc_http_req *req;
     char *service, *type;
     size_t limit;
+    size_t bytes; /* the batch's decoded size, counted in pending_bytes until done */
     int status;
     pc_buf body;
 } task;
@@ -80,8 +85,8 @@ typedef struct pz {
     pz_agg *agg; /* only touched by the work item in flight */
     pc_http_server *srv;
     pc_tls_ctx *tls;
-    task *head, **tail; /* queued, not yet handed to a work item */
-    size_t queued_batches;
+    task *head, **tail;   /* queued, not yet handed to a work item */
+    size_t pending_bytes; /* batches queued or being aggregated */
     bool busy, started, stopping, srv_open;
     counters m; /* self-metrics: loop thread */
     pc_shutdown_done done;
@@ -114,8 +119,8 @@ static int pz_validate(void *cfgp, const pc_node *node, const char *path, pc_err
         return pc_cfg_key_errorf(err, node, path, "max_stacks", "must be between 1 and 10000000");
     if (cfg->max_series < 1 || cfg->max_series > 100000)
         return pc_cfg_key_errorf(err, node, path, "max_series", "must be between 1 and 100000");
-    if (cfg->queue_size < 1 || cfg->queue_size > 100000)
-        return pc_cfg_key_errorf(err, node, path, "queue_size", "must be between 1 and 100000");
+    if (cfg->max_pending_size < 1024 * 1024)
+        return pc_cfg_key_errorf(err, node, path, "max_pending_size", "must be at least 1MiB");
     return pc_tls_server_validate(&cfg->tls, node, path, "", err);
 }
 
@@ -195,7 +200,6 @@ static void kick(pz *z)
     j->dropped_batches = z->m.dropped_batches;
     z->head = NULL;
     z->tail = &z->head;
-    z->queued_batches = 0;
     z->busy = true;
     uv_queue_work(z->c->loop, &j->w, run_tasks, tasks_done);
 }
@@ -215,6 +219,7 @@ static void tasks_done(uv_work_t *w, int status)
     z->m.stacks = j->st.stacks;
     for (task *t = j->tasks, *next; t; t = next) {
         next = t->next;
+        z->pending_bytes -= t->bytes;
         answer(t);
         task_free(t);
     }
@@ -239,16 +244,18 @@ static void tap_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *a
 {
     pz *z = (pz *)((char *)self - offsetof(pz, tap));
     pz_cfg *cfg = z->c->cfg;
+    size_t bytes = pc_arena_size(b->arena);
     if (!z->started || z->stopping || b->signal != PC_SIGNAL_PROFILES) {
         pc_batch_unref(b);
-    } else if (z->queued_batches >= (size_t)cfg->queue_size) {
-        z->m.dropped_batches++;
+    } else if (z->pending_bytes && z->pending_bytes + bytes > cfg->max_pending_size) {
+        z->m.dropped_batches++; /* aggregation is behind: never hold the pipeline's data */
         pc_batch_unref(b);
     } else {
         task *t = pc_xcalloc(1, sizeof *t);
         t->kind = T_BATCH;
         t->batch = b;
-        z->queued_batches++;
+        t->bytes = bytes;
+        z->pending_bytes += bytes;
         enqueue(z, t);
     }
     done(arg, PC_OK, NULL);
@@ -395,7 +402,7 @@ static int pz_start(pc_component *c, pc_error *err)
         "Profiles not aggregated: a new series over max_series, or a batch over its frame budget",
         PC_METRIC_COUNTER, &z->m.dropped_profiles);
     metric(z, "profcol_profilez_dropped_batches_total",
-           "Batches released unread: queue_size batches were already waiting for aggregation",
+           "Batches released unread: max_pending_size was held by batches waiting for aggregation",
            PC_METRIC_COUNTER, &z->m.dropped_batches);
     metric(z, "profcol_profilez_series", "Series (service, profile type) in the window",
            PC_METRIC_GAUGE, &z->m.series);
@@ -420,7 +427,7 @@ static void maybe_done(pz *z)
     }
     z->head = NULL;
     z->tail = &z->head;
-    z->queued_batches = 0;
+    z->pending_bytes = 0;
     pc_shutdown_done done = z->done;
     z->done = NULL;
     done(z->c);
