@@ -4,7 +4,7 @@
  * The service adds this extension's tap (a consumer that never refuses) to every profiles
  * pipeline as one more target of its exporters' fan-out (ARCHITECTURE.md §2, the tap). The tap
  * keeps a reference to the batch, answers done(PC_OK) at once and queues the batch; one work item
- * at a time on the thread pool aggregates what is queued (agg.h: bounded by a stack budget per
+ * at a time on the thread pool aggregates the next queued batch (or answers the next request) (agg.h: bounded by a stack budget per
  * series and a window of time slices) and builds the JSON the page asks for, so the aggregate is
  * only ever touched by one thread at a time and never on the loop. When the batches waiting or
  * being aggregated hold max_pending_size, newer ones are released unread and counted: the tap
@@ -193,13 +193,16 @@ static void tasks_done(uv_work_t *w, int status);
 static void kick(pz *z)
 {
     if (z->busy || !z->head || z->stopping) return;
+    /* one task per work item: the pool's other work (the relay's decode and encode) gets its
+     * turn between two batches */
     job *j = pc_xcalloc(1, sizeof *j);
     j->w.data = j;
     j->z = z;
     j->tasks = z->head;
     j->dropped_batches = z->m.dropped_batches;
-    z->head = NULL;
-    z->tail = &z->head;
+    z->head = z->head->next;
+    if (!z->head) z->tail = &z->head;
+    j->tasks->next = NULL;
     z->busy = true;
     uv_queue_work(z->c->loop, &j->w, run_tasks, tasks_done);
 }
