@@ -345,8 +345,12 @@ r = {
 if profilez == "1":
     for k in ("profiles_total", "samples_total", "evicted_stacks_total",
               "over_budget_samples_total", "dropped_profiles_total", "dropped_batches_total",
-              "stacks"):
+              "stacks", "cpu_seconds_total"):
         r["profilez_" + k] = metrics.get("profcol_profilez_" + k)
+    # its share of profcol's CPU over the whole run (metrics are scraped after the load)
+    r["profilez_cpu_share"] = (round(r["profilez_cpu_seconds_total"] / cpu_s, 3)
+                               if cpu_s > 0 and r["profilez_cpu_seconds_total"] is not None
+                               else None)
 if int(limit) > 0:
     r["memory_limit_mib"] = int(limit)
     r["peak_rss_within_limit"] = int(hwm) / 1024 <= int(limit)
@@ -370,6 +374,8 @@ if int(limit) > 0:
 if profilez == "1":
     rows.append(("profilez: profiles aggregated", r["profilez_profiles_total"]))
     rows.append(("profilez: batches dropped (behind)", r["profilez_dropped_batches_total"]))
+    rows.append(("profilez: CPU s (share of profcol)", "%s (%s)" % (
+        r["profilez_cpu_seconds_total"], r["profilez_cpu_share"])))
 print("scenario %s%s" % (scen, " (with profilez)" if profilez == "1" else ""), file=sys.stderr)
 for k, v in rows:
     print("  %-34s %s" % (k, v), file=sys.stderr)

@@ -4,9 +4,10 @@
  * The service adds this extension's tap (a consumer that never refuses) to every profiles
  * pipeline as one more target of its exporters' fan-out (ARCHITECTURE.md §2, the tap). The tap
  * keeps a reference to the batch, answers done(PC_OK) at once and queues the batch; one work item
- * at a time on the thread pool aggregates the next queued batch (or answers the next request) (agg.h: bounded by a stack budget per
- * series and a window of time slices) and builds the JSON the page asks for, so the aggregate is
- * only ever touched by one thread at a time and never on the loop. When the batches waiting or
+ * at a time on the thread pool takes the next queued batches (about 1 MiB of them) and
+ * requests, aggregates the batches (agg.h: bounded by a stack budget per series and a window of
+ * time slices) and builds the JSON the requests ask for, so the aggregate is only ever touched
+ * by one thread at a time and never on the loop. When the batches waiting or
  * being aggregated hold max_pending_size, newer ones are released unread and counted: the tap
  * never holds data back, and what it keeps alive is bounded.
  *
@@ -17,6 +18,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/arena.h"
 #include "extensions/profilez/agg.h"
@@ -28,6 +30,9 @@
 #include "pipeline/tls_config.h"
 
 extern const char pc_profilez_page[];
+
+/* Decoded batch bytes one work item aggregates at most (but at least one batch). */
+#define JOB_BYTES ((size_t)1 << 20)
 
 typedef struct pz_cfg {
     char *endpoint;
@@ -77,6 +82,7 @@ typedef struct task {
 typedef struct counters {
     uint64_t profiles, samples, evicted_stacks, over_budget_samples, dropped_profiles, series,
         stacks, dropped_batches;
+    uint64_t cpu_ns; /* thread CPU time of the work items */
 } counters;
 
 typedef struct pz {
@@ -97,6 +103,7 @@ typedef struct job {
     pz *z;
     task *tasks;
     uint64_t dropped_batches;
+    uint64_t cpu_ns;
     pz_stats st;
 } job;
 
@@ -131,9 +138,17 @@ static uint64_t now_ms(void)
 
 /* ---- the work queue ---- */
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void run_tasks(uv_work_t *w)
 {
     job *j = w->data;
+    uint64_t cpu0 = thread_cpu_ns();
     pz_agg *a = j->z->agg;
     pz_agg_set_dropped_batches(a, j->dropped_batches);
     for (task *t = j->tasks; t; t = t->next) {
@@ -163,6 +178,7 @@ static void run_tasks(uv_work_t *w)
         }
     }
     j->st = *pz_agg_stats(a);
+    j->cpu_ns = thread_cpu_ns() - cpu0;
 }
 
 static void task_free(task *t)
@@ -193,16 +209,24 @@ static void tasks_done(uv_work_t *w, int status);
 static void kick(pz *z)
 {
     if (z->busy || !z->head || z->stopping) return;
-    /* one task per work item: the pool's other work (the relay's decode and encode) gets its
-     * turn between two batches */
+    /* about JOB_BYTES of batches per work item (at least one task): the pool's other work (the
+     * relay's decode and encode) gets its turn between two items, and many small batches do not
+     * each wait for a turn of their own */
     job *j = pc_xcalloc(1, sizeof *j);
     j->w.data = j;
     j->z = z;
-    j->tasks = z->head;
     j->dropped_batches = z->m.dropped_batches;
-    z->head = z->head->next;
+    task **jt = &j->tasks;
+    size_t bytes = 0;
+    while (z->head && (jt == &j->tasks || bytes + z->head->bytes <= JOB_BYTES)) {
+        task *t = z->head;
+        z->head = t->next;
+        bytes += t->bytes;
+        t->next = NULL;
+        *jt = t;
+        jt = &t->next;
+    }
     if (!z->head) z->tail = &z->head;
-    j->tasks->next = NULL;
     z->busy = true;
     uv_queue_work(z->c->loop, &j->w, run_tasks, tasks_done);
 }
@@ -220,6 +244,7 @@ static void tasks_done(uv_work_t *w, int status)
     z->m.dropped_profiles = j->st.dropped_profiles;
     z->m.series = j->st.series;
     z->m.stacks = j->st.stacks;
+    z->m.cpu_ns += j->cpu_ns;
     for (task *t = j->tasks, *next; t; t = next) {
         next = t->next;
         z->pending_bytes -= t->bytes;
@@ -280,8 +305,8 @@ static void respond_text(pc_http_req *req, int status, const char *ctype, const 
 static void on_request(pc_http_req *req, void *arg)
 {
     pz *z = arg;
-    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
-        pc_http_respond(req, 405, "text/plain", "method not allowed\n", 19, "Allow: GET, HEAD\r\n");
+    if (strcmp(req->method, "GET") != 0) {
+        pc_http_respond(req, 405, "text/plain", "method not allowed\n", 19, "Allow: GET\r\n");
         return;
     }
     if (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html")) {
@@ -366,6 +391,11 @@ static void metric(pz *z, const char *name, const char *help, pc_metric_kind kin
     pc_metric_u64(z->c, name, help, kind, labels, v);
 }
 
+static double cpu_seconds(const void *arg)
+{
+    return (double)((const pz *)arg)->m.cpu_ns / 1e9;
+}
+
 static int pz_start(pc_component *c, pc_error *err)
 {
     pz_cfg *cfg = c->cfg;
@@ -410,6 +440,11 @@ static int pz_start(pc_component *c, pc_error *err)
     metric(z, "profcol_profilez_series", "Series (service, profile type) in the window",
            PC_METRIC_GAUGE, &z->m.series);
     metric(z, "profcol_profilez_stacks", "Aggregated stacks held", PC_METRIC_GAUGE, &z->m.stacks);
+    char labels[300];
+    snprintf(labels, sizeof labels, "extension=\"%s\"", c->id);
+    pc_metric_fn(c, "profcol_profilez_cpu_seconds_total",
+                 "CPU time of profilez's work items on the thread pool (aggregating, answering)",
+                 PC_METRIC_COUNTER, labels, cpu_seconds, z);
     z->started = true;
     PC_INFO(c->id,
             "live flame graphs on %s://%s:%d/ (window %" PRIu64 "s, %" PRId64 " stacks per series)",
