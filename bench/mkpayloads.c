@@ -11,7 +11,14 @@
  *                    stacks of depth 10-40 over a few hundred functions, as gzip OTLP
  *   OUT/pprof-large/ the same synthetic profiles as gzip pprof
  * Each directory gets a "manifest": FILE PROFILES SAMPLES, counted on the OTLP translation (what
- * profcol's receivers count as accepted samples). */
+ * profcol's receivers count as accepted samples).
+ *
+ *   mkpayloads --jfr OUT_DIR FILE.jfr...
+ *
+ * JFR recordings (bench/run.sh jfr-relay records them with tests/data/gen/jfr/record.sh) gzipped
+ * at level 1 as the Java agent does (BEST_SPEED), into OUT_DIR/NAME.gz: bodies for POST
+ * /ingest?format=jfr with Content-Encoding: gzip; the manifest counts them through the receiver's
+ * decoder (pc_jfr_to_batch, sampleRate 100). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +29,7 @@
 #include "pdata/pdata.h"
 #include "pdata/pprof.h"
 #include "pprof.pb-c.h"
+#include "receivers/pyroscope/jfr.h"
 
 enum { N_SAMPLES = 2000, N_FUNCS = 400, SITES_PER_FUNC = 4, MIN_DEPTH = 10, MAX_DEPTH = 40 };
 
@@ -251,10 +259,59 @@ static FILE *open_manifest(const char *out, const char *sub, char *dir, size_t n
     return f;
 }
 
+/* --jfr OUT FILE...: gzip each recording, count it through the JFR decoder. */
+static int jfr_payloads(const char *out, char **files, int n)
+{
+    char dir[4096];
+    FILE *man = open_manifest(out, ".", dir, sizeof dir);
+    if (!man) return 1;
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        size_t len = 0;
+        uint8_t *jfr = bench_read_file(files[i], &len);
+        if (!jfr) {
+            fprintf(stderr, "cannot read %s\n", files[i]);
+            rc = 1;
+            break;
+        }
+        static const char *const keys[] = {"service.name"}, *const vals[] = {"bench-java"};
+        pc_jfr_opts o = {.sample_rate = 100,
+                         .time_ns = 1700000000000000000,
+                         .duration_ns = 10000000000,
+                         .attr_keys = keys,
+                         .attr_vals = vals,
+                         .n_attrs = 1,
+                         .scope_name = "bench",
+                         .scope_version = "1"};
+        pc_batch *b = NULL;
+        pc_error e = {0};
+        if (pc_jfr_to_batch(jfr, len, &o, &b, NULL, &e)) {
+            fprintf(stderr, "%s: pc_jfr_to_batch: %s\n", files[i], e.msg);
+            free(jfr);
+            rc = 1;
+            break;
+        }
+        pc_counts c = pc_batch_counts(b);
+        pc_batch_unref(b);
+        pc_buf gz = {0};
+        pc_gzip_deflate(jfr, len, 1, &gz);
+        const char *base = strrchr(files[i], '/') ? strrchr(files[i], '/') + 1 : files[i];
+        char name[256];
+        snprintf(name, sizeof name, "%s.gz", base);
+        rc = emit(dir, man, name, gz.data, gz.len, &c);
+        pc_buf_free(&gz);
+        free(jfr);
+    }
+    fclose(man);
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && !strcmp(argv[1], "--jfr")) return jfr_payloads(argv[2], argv + 3, argc - 3);
     if (argc < 3) {
-        fprintf(stderr, "usage: mkpayloads DATA_DIR OUT_DIR [--large-count N]\n");
+        fprintf(stderr, "usage: mkpayloads DATA_DIR OUT_DIR [--large-count N]\n"
+                        "       mkpayloads --jfr OUT_DIR FILE.jfr...\n");
         return 2;
     }
     const char *data = argv[1], *out = argv[2];

@@ -4,7 +4,7 @@
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
 #                         [--build DIR] [--perf FILE] [--profilez]
 #
-# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload.
+# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload, jfr-relay.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol), BENCH_PORT_BASE
 # (default 24300: ports base+0..base+4), PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2").
 # --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
@@ -50,6 +50,20 @@ if [ ! -x "$BIN/loadgen" ] || [ ! -x "$BIN/sink" ] || [ ! -x "$BIN/mkpayloads" ]
 fi
 PL=$BIN/payloads
 [ -f "$PL/otlp-large/manifest" ] || "$BIN/mkpayloads" tests/data "$PL" >&2 || exit 1
+# jfr-relay's payloads: two real JDK 17 recordings of tests/data/gen/jfr/JfrLoad.java (5 s, one
+# chunk; 5 s, several chunks), made once (the JDK is needed only here)
+if [ "$SCENARIO" = jfr-relay ] && [ ! -f "$PL/jfr/manifest" ]; then
+    JT=$(mktemp -d /tmp/profcol-bench-jfr.XXXXXX)
+    if ! tests/data/gen/jfr/record.sh --seconds 5 "$JT/jdk17-5s.jfr" >&2 ||
+        ! tests/data/gen/jfr/record.sh --seconds 5 --rotate "$JT/jdk17-5s-chunks.jfr" >&2; then
+        rm -rf "$JT"
+        echo "scenario jfr-relay SKIPPED: no JDK to record with (openjdk-17-jdk-headless)" >&2
+        printf '{"scenario":"jfr-relay","skipped":true,"reason":"no JDK to record with"}\n'
+        exit 0
+    fi
+    "$BIN/mkpayloads" --jfr "$PL/jfr" "$JT"/*.jfr >&2 || { rm -rf "$JT"; exit 1; }
+    rm -rf "$JT"
+fi
 
 BASE=${BENCH_PORT_BASE:-24300}
 P_OTLP=$BASE
@@ -60,8 +74,10 @@ P_PROFILEZ=$((BASE + 4))
 
 OTLP_URL="http://127.0.0.1:$P_OTLP/v1development/profiles"
 INGEST_URL="http://127.0.0.1:$P_PYRO/ingest?name=bench-go%7Benv%3Dbench%7D&format=pprof&spyName=gospy"
+JFR_URL="http://127.0.0.1:$P_PYRO/ingest?name=bench-java%7Benv%3Dbench%7D&units=samples&aggregationType=sum&spyName=javaspy&sampleRate=100&format=jfr"
 OTLP_HDRS=(-H "Content-Type: application/x-protobuf" -H "Content-Encoding: gzip")
 PPROF_HDRS=(-H "Content-Type: application/octet-stream")
+JFR_HDRS=(-H "Content-Type: application/octet-stream" -H "Content-Encoding: gzip")
 
 SINK_DELAY=0
 LIMIT_MIB=0
@@ -91,8 +107,12 @@ overload)
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[memory_limiter, batch]"; RECV="[otlp]"; EXP="[otlphttp]"
     SINK_DELAY=200; LIMIT_MIB=${BENCH_LIMIT_MIB:-128}; MODE_CONNS=256; MODE_RATE=400 ;;
+jfr-relay)
+    # The Java agent's uploads: JFR in (gzip, as the agent compresses its jfr part), OTLP out.
+    SET=jfr; URL=$JFR_URL; HDRS=("${JFR_HDRS[@]}")
+    PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload|jfr-relay [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET

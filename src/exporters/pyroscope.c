@@ -6,7 +6,9 @@
  * service.name -> service_name, every other attribute with its name sanitized as Pyroscope's
  * distributor does (§1.7: characters outside [A-Za-z0-9_] -> '_'; "__" names dropped), then
  * external_labels on top, then the limits on count and length (what is cut is counted and
- * logged, rate-limited). __name__ follows the server's /ingest heuristic (§1.6).
+ * logged, rate-limited). __name__ is the profile attribute pyroscope.profile.name when a receiver
+ * set it (the JFR decoder does, with pyroscope.jfr_event for the label jfr_event), else the
+ * server's /ingest heuristic (§1.6).
  *
  * push: one request per batch, one RawProfileSeries per pprof.
  * ingest: one request per pprof: name=service{k=v,...} (§1.3, no escaping, so ',' and '}' in
@@ -408,10 +410,29 @@ static bool has_sub(const char *s, const char *sub)
     return strstr(s, sub) != NULL;
 }
 
-/* The server's /ingest heuristic (spec §1.6) over the pprof's sample types, with its default
- * display names (samples -> cpu, goroutine -> goroutines, contentions/delay -> mutex_*). */
+/* The string value of profile attribute key of the pprof's first profile, or NULL. */
+static const char *profile_attr(const pc_dictionary *d, const pc_pprof_out *o, const char *key)
+{
+    const pc_profile *p = o->n_profiles ? o->profiles[0] : NULL;
+    size_t n = p && p->attribute_indices ? p->n_attribute_indices : 0;
+    size_t na = d && d->attribute_table ? d->n_attribute_table : 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t ai = p->attribute_indices[i];
+        if (ai <= 0 || (size_t)ai >= na || !d->attribute_table[ai]) continue;
+        const pc_kvu *a = d->attribute_table[ai];
+        if (!strcmp(pc_dict_str(d, a->key_strindex), key)) return pc_anyvalue_str(d, a->value);
+    }
+    return NULL;
+}
+
+/* The profile's own name when a receiver gave it (pyroscope.profile.name: the JFR decoder gives
+ * Pyroscope's), else the server's /ingest heuristic (spec §1.6) over the pprof's sample types,
+ * with its default display names (samples -> cpu, goroutine -> goroutines, contentions/delay ->
+ * mutex_*). */
 static char *profile_name(const pc_dictionary *d, const pc_pprof_out *o)
 {
+    const char *given = profile_attr(d, o, "pyroscope.profile.name");
+    if (given && *given) return sanitize_name(given);
     const char *last = "";
     for (size_t i = 0; i < o->n_profiles; i++) {
         const pc_value_type *vt = o->profiles[i]->sample_type;
@@ -454,6 +475,11 @@ static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_p
     ls_put(ls, pc_xstrdup("__name__"), profile_name(d, o), true, true);
     ls_put(ls, pc_xstrdup("service_name"), pc_xstrdup(svc && *svc ? svc : "unknown_service"), true,
            true);
+    /* the profiling mode of a JFR recording, as Pyroscope labels its JFR series (spec/jfr.md §3.4)
+     */
+    const char *jfr_event = profile_attr(d, o, "pyroscope.jfr_event");
+    if (jfr_event && *jfr_event)
+        ls_put(ls, pc_xstrdup("jfr_event"), pc_xstrdup(jfr_event), true, true);
     for (size_t i = 0; i < cfg->external_labels.n; i++)
         ls_put(ls, pc_xstrdup(cfg->external_labels.keys[i]),
                pc_xstrdup(cfg->external_labels.vals[i]), true, true);

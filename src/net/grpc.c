@@ -10,6 +10,7 @@
 #include "base/gzip.h"
 #include "base/alloc.h"
 #include "rpc_status.pb-c.h"
+#include "base/hex.h"
 
 static const char *const code_names[] = {
     "OK",
@@ -150,22 +151,14 @@ char *pc_grpc_message_encode(const char *msg)
     return out;
 }
 
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
 char *pc_grpc_message_decode(const char *s)
 {
     size_t n = strlen(s);
     char *out = pc_xmalloc(n + 1), *o = out;
     for (size_t i = 0; i < n; i++) {
         int hi, lo;
-        if (s[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
-            (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+        if (s[i] == '%' && i + 2 < n && (hi = pc_hexval((unsigned char)s[i + 1])) >= 0 &&
+            (lo = pc_hexval((unsigned char)s[i + 2])) >= 0) {
             *o++ = (char)(hi * 16 + lo);
             i += 2;
         } else {

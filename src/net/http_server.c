@@ -22,6 +22,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "net/conn_server.h"
+#include "base/hex.h"
 
 enum {
     LINGER_MS = 2000, /* how long we drain input after a final response */
@@ -539,14 +540,6 @@ const char *pc_http_req_header(const pc_http_req *req, const char *name)
     return find_header(req->headers, req->n_headers, name);
 }
 
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
 /* application/x-www-form-urlencoded decoding; a malformed escape is kept literally */
 static char *url_decode(const char *s, size_t n)
 {
@@ -555,8 +548,8 @@ static char *url_decode(const char *s, size_t n)
         int hi, lo;
         if (s[i] == '+') {
             *o++ = ' ';
-        } else if (s[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
-                   (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+        } else if (s[i] == '%' && i + 2 < n && (hi = pc_hexval((unsigned char)s[i + 1])) >= 0 &&
+                   (lo = pc_hexval((unsigned char)s[i + 2])) >= 0) {
             *o++ = (char)(hi * 16 + lo);
             i += 2;
         } else {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/hex.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers
@@ -283,14 +284,6 @@ static int get_double(dctx *c, const json_t *v, double *out)
     return fail(c, "not a number (got %s)", json_type_name(v));
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
 static int b64val(unsigned char ch)
 {
     if (ch >= 'A' && ch <= 'Z') return ch - 'A';
@@ -316,11 +309,7 @@ static int get_bytes(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *v
         if (len / 2 != (size_t)want)
             return fail(c, "invalid length: %zu hex digits, want %d", len, want * 2);
         uint8_t *d = pc_arena_alloc(c->arena, len / 2);
-        for (size_t i = 0; i < len / 2; i++) {
-            int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-            if (hi < 0 || lo < 0) return fail(c, "invalid hex character");
-            d[i] = (uint8_t)(hi << 4 | lo);
-        }
+        if (!pc_hex_decode(s, len, d, len / 2)) return fail(c, "invalid hex character");
         out->data = d;
         out->len = len / 2;
         return 0;
@@ -1014,4 +1003,27 @@ void pc_json_encode(const ProtobufCMessage *msg, pc_buf *out)
 void pc_batch_encode_json(const pc_batch *b, pc_buf *out)
 {
     pc_json_encode(pc_batch_message(b), out);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * jansson trees for other JSON formats, charged to a budget like pc_json_decode's
+ * ------------------------------------------------------------------------------------------- */
+
+json_t *pc_json_load_budgeted(const char *text, size_t len, size_t flags, pc_budget *budget,
+                              json_error_t *jerr)
+{
+    pthread_once(&hooks_once, install_hooks);
+    pc_budget *prev = tls_budget;
+    tls_budget = budget;
+    json_t *root = json_loadb(text, len, flags, jerr);
+    tls_budget = prev;
+    return root;
+}
+
+void pc_json_free_budgeted(json_t *root, pc_budget *budget)
+{
+    pc_budget *prev = tls_budget;
+    tls_budget = budget;
+    json_decref(root);
+    tls_budget = prev;
 }

@@ -27,4 +27,14 @@ size_t pc_json_decode_estimate(const char *json, size_t len);
 /* Encode a message as OTLP JSON, appending to out (NUL-terminated afterwards). */
 void pc_json_encode(const ProtobufCMessage *msg, pc_buf *out);
 
+struct json_t;
+struct json_error_t;
+/* jansson's json_loadb for other JSON formats, with every allocation of the tree charged to budget
+ * (may be NULL) as pc_json_decode charges its own; the caller reserves an estimate first
+ * (pc_json_decode_estimate) and releases the tree with pc_json_free_budgeted and the same budget.
+ * NULL when the text does not parse or the budget refused (budget->state says which). */
+struct json_t *pc_json_load_budgeted(const char *text, size_t len, size_t flags, pc_budget *budget,
+                                     struct json_error_t *jerr);
+void pc_json_free_budgeted(struct json_t *root, pc_budget *budget);
+
 #endif

@@ -446,19 +446,22 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n)
 
 /* ---- merger --------------------------------------------------------------------------------- */
 
-typedef struct sgroup {
+/* What resource and scope groups are found by: the hash and bytes of their merge key. */
+typedef struct gkey {
     uint64_t h;
     uint8_t *key;
     size_t keylen;
+} gkey;
+
+typedef struct sgroup {
+    gkey k; /* first: find_group treats a group array as gkey-led elements */
     pc_scope_profiles *sp;
     pc_profile **pv;
     size_t n, cap;
 } sgroup;
 
 typedef struct rgroup {
-    uint64_t h;
-    uint8_t *key;
-    size_t keylen;
+    gkey k; /* first, as in sgroup */
     pc_resource_profiles *rp;
     sgroup *sg;
     size_t n, cap;
@@ -511,26 +514,42 @@ static void remap_kvs(const pc_dict_remap *map, pc_keyvalue **kv, size_t n)
         pc_dict_remap_keyvalue(map, kv[i]);
 }
 
+/* The group of *v (n used, cap allocated, elements of size bytes, each led by a gkey) whose key
+ * is `key`; a new zeroed one with a copy of the key when there is none (*added set). */
+static void *find_group(void **v, size_t *n, size_t *cap, size_t size, const pc_buf *key,
+                        bool *added)
+{
+    uint64_t h = hash_bytes(key->data, key->len);
+    for (size_t i = 0; i < *n; i++) {
+        gkey *k = (gkey *)((char *)*v + i * size);
+        if (k->h == h && k->keylen == key->len && !memcmp(k->key, key->data, k->keylen)) {
+            *added = false;
+            return k;
+        }
+    }
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *v = pc_xrealloc(*v, *cap * size);
+    }
+    gkey *k = (gkey *)((char *)*v + (*n)++ * size);
+    memset(k, 0, size);
+    k->h = h;
+    k->keylen = key->len;
+    k->key = pc_xmalloc(k->keylen + 1);
+    memcpy(k->key, key->data, k->keylen);
+    *added = true;
+    return k;
+}
+
 static rgroup *find_resource(pc_merger *m, const pc_dictionary *d, const pc_resource_profiles *rp,
                              const pc_dict_remap *map)
 {
     key_resource(&m->kbuf, d, rp);
-    uint64_t h = hash_bytes(m->kbuf.data, m->kbuf.len);
-    for (size_t i = 0; i < m->n; i++) {
-        rgroup *g = &m->rg[i];
-        if (g->h == h && g->keylen == m->kbuf.len && !memcmp(g->key, m->kbuf.data, g->keylen))
-            return g;
-    }
-    if (m->n == m->cap) {
-        m->cap = m->cap ? m->cap * 2 : 8;
-        m->rg = pc_xrealloc(m->rg, m->cap * sizeof *m->rg);
-    }
-    rgroup *g = &m->rg[m->n++];
-    memset(g, 0, sizeof *g);
-    g->h = h;
-    g->keylen = m->kbuf.len;
-    g->key = pc_xmalloc(g->keylen + 1);
-    memcpy(g->key, m->kbuf.data, g->keylen);
+    bool added;
+    void *v = m->rg;
+    rgroup *g = find_group(&v, &m->n, &m->cap, sizeof *g, &m->kbuf, &added);
+    m->rg = v;
+    if (!added) return g;
     pc_arena *a = m->out->arena;
     g->rp = pc_arena_alloc(a, sizeof *g->rp);
     opentelemetry__proto__profiles__v1development__resource_profiles__init(g->rp);
@@ -546,22 +565,11 @@ static sgroup *find_scope(pc_merger *m, rgroup *rg, const pc_dictionary *d,
                           const pc_scope_profiles *sp, const pc_dict_remap *map)
 {
     key_scope(&m->kbuf, d, sp);
-    uint64_t h = hash_bytes(m->kbuf.data, m->kbuf.len);
-    for (size_t i = 0; i < rg->n; i++) {
-        sgroup *g = &rg->sg[i];
-        if (g->h == h && g->keylen == m->kbuf.len && !memcmp(g->key, m->kbuf.data, g->keylen))
-            return g;
-    }
-    if (rg->n == rg->cap) {
-        rg->cap = rg->cap ? rg->cap * 2 : 4;
-        rg->sg = pc_xrealloc(rg->sg, rg->cap * sizeof *rg->sg);
-    }
-    sgroup *g = &rg->sg[rg->n++];
-    memset(g, 0, sizeof *g);
-    g->h = h;
-    g->keylen = m->kbuf.len;
-    g->key = pc_xmalloc(g->keylen + 1);
-    memcpy(g->key, m->kbuf.data, g->keylen);
+    bool added;
+    void *v = rg->sg;
+    sgroup *g = find_group(&v, &rg->n, &rg->cap, sizeof *g, &m->kbuf, &added);
+    rg->sg = v;
+    if (!added) return g;
     pc_arena *a = m->out->arena;
     g->sp = pc_arena_alloc(a, sizeof *g->sp);
     opentelemetry__proto__profiles__v1development__scope_profiles__init(g->sp);
@@ -763,11 +771,11 @@ pc_batch *pc_merger_finish(pc_merger *m)
             sg->sp->profiles = dup_arr(a, sg->pv, sg->n, sizeof(pc_profile *));
             rg->rp->scope_profiles[j] = sg->sp;
             free(sg->pv);
-            free(sg->key);
+            free(sg->k.key);
         }
         req->resource_profiles[i] = rg->rp;
         free(rg->sg);
-        free(rg->key);
+        free(rg->k.key);
     }
     req->dictionary = pc_dict_builder_finish(m->db);
     pc_dict_builder_free(m->db);

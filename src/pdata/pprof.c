@@ -11,6 +11,7 @@
 #include "pdata/proto_scan.h"
 #include "base/alloc.h"
 #include "pprof.pb-c.h"
+#include "base/hex.h"
 
 typedef Perftools__Profiles__Profile pp_profile;
 typedef Perftools__Profiles__ValueType pp_value_type;
@@ -818,16 +819,6 @@ static pp_label *new_label(out_ctx *o, int64_t key)
     return l;
 }
 
-static void hex(char *out, const uint8_t *p, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
 static int all_zero(const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -879,14 +870,14 @@ static void out_labels(out_ctx *o, const pc_sample *s, pp_sample *ps)
         const pc_link *ln = o->d->link_table[s->link_index];
         char buf[33];
         if (ln && ln->trace_id.len == 16 && !all_zero(ln->trace_id.data, 16)) {
-            hex(buf, ln->trace_id.data, 16);
+            pc_hex_encode(buf, ln->trace_id.data, 16);
             pp_label *l = new_label(o, ostr_c(o, "trace_id"));
             l->str = ostr_c(o, buf);
             ptr_push(&labels, l);
             have_trace = true;
         }
         if (ln && ln->span_id.len == 8 && !all_zero(ln->span_id.data, 8)) {
-            hex(buf, ln->span_id.data, 8);
+            pc_hex_encode(buf, ln->span_id.data, 8);
             pp_label *l = new_label(o, ostr_c(o, "span_id"));
             l->str = ostr_c(o, buf);
             ptr_push(&labels, l);

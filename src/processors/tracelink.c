@@ -27,6 +27,7 @@
 #include "pdata/dict.h"
 #include "pipeline/component.h"
 #include "processors/proc_util.h"
+#include "base/hex.h"
 
 #define SPAN_NAME_KEY "span.name"
 /* Keeps slot numbers in uint32_t and the eagerly reserved (lazily touched) tables sane. */
@@ -351,25 +352,6 @@ static void tracelink_destroy(pc_component *c)
 
 /* ---- ids -------------------------------------------------------------------------------- */
 
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
-static bool parse_hex(const char *s, size_t len, uint8_t *out, size_t n)
-{
-    if (len != 2 * n) return false;
-    for (size_t i = 0; i < n; i++) {
-        int hi = hexval((unsigned char)s[2 * i]), lo = hexval((unsigned char)s[2 * i + 1]);
-        if (hi < 0 || lo < 0) return false;
-        out[i] = (uint8_t)(hi << 4 | lo);
-    }
-    return true;
-}
-
 static bool all_zero(const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -384,13 +366,13 @@ static bool parse_id(const pc_dictionary *d, const pc_anyvalue *v, uint8_t *out,
     bool ok = false;
     const char *s = pc_anyvalue_str(d, v);
     if (s)
-        ok = parse_hex(s, strlen(s), out, n);
+        ok = pc_hex_decode(s, strlen(s), out, n);
     else if (v && v->value_case == PC_AV_BYTES) {
         if (v->bytes_value.len == n) {
             memcpy(out, v->bytes_value.data, n);
             ok = true;
         } else {
-            ok = parse_hex((const char *)v->bytes_value.data, v->bytes_value.len, out, n);
+            ok = pc_hex_decode((const char *)v->bytes_value.data, v->bytes_value.len, out, n);
         }
     }
     return ok && !all_zero(out, n);

@@ -47,7 +47,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1) return 0;
     const uint8_t *p = data + 1;
     size_t n = size - 1;
-    char err[256];
     pc_error e = {0};
     switch (data[0] % 7) {
     case 0: {

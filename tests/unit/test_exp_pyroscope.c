@@ -395,6 +395,52 @@ static void test_push_go(void)
     th_stop(&ts);
 }
 
+/* A receiver's own name for a profile (the JFR decoder's pyroscope.profile.name, with
+ * pyroscope.jfr_event) wins over the heuristic: ThreadPark's contentions are `block`, where the
+ * sample type alone says mutex. A profile without them keeps the heuristic. */
+static void test_given_name(void)
+{
+    static const char *const json =
+        "{\"resourceProfiles\":[{\"resource\":{\"attributes\":["
+        "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"javaapp\"}}]},"
+        "\"scopeProfiles\":[{\"profiles\":["
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+        "\"periodType\":{\"typeStrindex\":3,\"unitStrindex\":2},\"attributeIndices\":[1,2],"
+        "\"samples\":[{\"stackIndex\":1,\"values\":[\"3\"]}]},"
+        "{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+        "\"periodType\":{\"typeStrindex\":3,\"unitStrindex\":2},"
+        "\"samples\":[{\"stackIndex\":1,\"values\":[\"5\"]}]}]}]}],"
+        "\"dictionary\":{\"mappingTable\":[{}],"
+        "\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
+        "\"functionTable\":[{},{\"nameStrindex\":4}],\"linkTable\":[{}],"
+        "\"stringTable\":[\"\",\"contentions\",\"count\",\"block\",\"park\","
+        "\"pyroscope.profile.name\",\"pyroscope.jfr_event\"],"
+        "\"attributeTable\":[{},{\"keyStrindex\":5,\"value\":{\"stringValue\":\"block\"}},"
+        "{\"keyStrindex\":6,\"value\":{\"stringValue\":\"itimer\"}}],"
+        "\"stackTable\":[{},{\"locationIndices\":[1]}]}}";
+    th_server ts;
+    backend_start(&ts);
+    char yaml[256];
+    snprintf(yaml, sizeof yaml, "endpoint: http://127.0.0.1:%d\n", ts.port);
+    pc_component *c = exporter_for(&ts, yaml);
+    if (!c) return;
+    outcome o;
+    CHECK_EQ_INT(send_batch(c, decode_json_or_die(json), &o), PC_OK);
+    CHECK_EQ_INT(ts.n, 1);
+    Push__V1__PushRequest *pr =
+        ts.n ? push__v1__push_request__unpack(NULL, ts.recs[0].body_len, ts.recs[0].body) : NULL;
+    CHECK(pr && pr->n_series == 2);
+    if (pr && pr->n_series == 2) {
+        CHECK_STR(series_label(pr->series[0], "__name__"), "block");
+        CHECK_STR(series_label(pr->series[0], "jfr_event"), "itimer");
+        CHECK_STR(series_label(pr->series[1], "__name__"), "mutex");
+        CHECK(series_label(pr->series[1], "jfr_event") == NULL);
+    }
+    if (pr) push__v1__push_request__free_unpacked(pr, NULL);
+    exporter_free(c);
+    th_stop(&ts);
+}
+
 static void test_limits(void)
 {
     th_server ts;
@@ -495,6 +541,7 @@ int main(void)
     RUN(test_config_errors);
     RUN(test_ingest);
     RUN(test_push_go);
+    RUN(test_given_name);
     RUN(test_limits);
     RUN(test_status_mapping);
     uv_run(loop, UV_RUN_NOWAIT);

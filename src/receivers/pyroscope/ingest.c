@@ -202,6 +202,16 @@ int64_t pc_ingest_parse_time(const char *s, int64_t now_ns)
     return PC_EINVAL;
 }
 
+int64_t pc_ingest_sample_rate(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    long long rate = s && *s ? strtoll(s, &end, 10) : 100;
+    if ((end && *end) || errno == ERANGE)
+        rate = 100; /* as strconv.Atoi fails: Pyroscope logs and uses the default */
+    return rate;
+}
+
 /* ---- multipart/form-data (§1.5) ---- */
 
 int pc_multipart_boundary(const char *ct, char *out, size_t outlen)
@@ -312,7 +322,7 @@ int pc_multipart_parse(const uint8_t *body, size_t len, const char *boundary, pc
 
 /* ---- collapsed stacks (§1.4, §1.6) ---- */
 
-typedef struct type_info {
+typedef struct pc_ingest_type {
     const char *suffix, *type, *unit;
     int scaled; /* cpu/wall counts scale to nanoseconds with sampleRate */
 } type_info;
@@ -346,13 +356,194 @@ static const type_info known_types[] = {
     {NULL, NULL, NULL, 0},
 };
 
-typedef struct folded_sample {
+/* The type an app name's last '.' component names (none: cpu); NULL when unknown. *app_len gets
+ * the length of the name without the suffix. */
+static const type_info *type_of(const char *app, size_t *app_len)
+{
+    const char *dot = strrchr(app, '.');
+    *app_len = strlen(app);
+    if (!dot) return &known_types[0];
+    *app_len = (size_t)(dot - app);
+    for (const type_info *t = known_types; t->suffix; t++)
+        if (strcmp(dot + 1, t->suffix) == 0) return t;
+    return NULL;
+}
+
+typedef struct pc_ingest_sample {
     int32_t stack;
     int64_t value;
 } folded_sample;
 
-static int add_stack_line(pc_dict_builder *db, pc_arena *a, const char *line, size_t len,
-                          int64_t value, folded_sample **samples, size_t *n, size_t *cap)
+#define R16(n)     (((size_t)(n) + 15) & ~(size_t)15)
+#define DICT_ENTRY (16 * 2 + sizeof(void *) * 2) /* hash slots at 3/4 load, table pointers */
+
+size_t pc_ingest_estimate(size_t samples, size_t stack_frames, size_t frames, size_t frame_bytes)
+{
+    /* per sample: the sample, its value, its pointer, the builder's entry and a stack; per frame
+     * of a stack its index (twice: the caller's array and the stack's); per new frame a string,
+     * a function and a location with one line, each with its dictionary slots. Saturates. */
+    const size_t per_sample = R16(sizeof(pc_sample)) + 16 + sizeof(void *) +
+                              2 * sizeof(folded_sample) + R16(sizeof(pc_stack)) + DICT_ENTRY + 16;
+    const size_t per_frame = R16(sizeof(pc_function)) + R16(sizeof(pc_location)) + 16 +
+                             R16(sizeof(pc_line)) + 3 * DICT_ENTRY + sizeof(int32_t) + 16;
+    size_t t[4], sum = 16384; /* the batch, its first arena block, the empty dictionary */
+    if (__builtin_mul_overflow(frame_bytes, 2, &t[0]) ||
+        __builtin_mul_overflow(samples, per_sample, &t[1]) ||
+        __builtin_mul_overflow(stack_frames, 2 * sizeof(int32_t), &t[2]) ||
+        __builtin_mul_overflow(frames, per_frame, &t[3]))
+        return SIZE_MAX;
+    for (int i = 0; i < 4; i++)
+        if (__builtin_add_overflow(sum, t[i], &sum)) return SIZE_MAX;
+    return sum;
+}
+
+/* The decode budget refused: PC_EAGAIN when the decodes in flight leave no room now, else
+ * PC_E2BIG. */
+static int over_budget(const pc_budget *b, pc_error *e)
+{
+    return pc_error_set(e, b->state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG,
+                        "%s: over the decode budget", b->what);
+}
+
+int pc_ingest_begin(pc_ingest_builder *ib, const pc_folded_opts *o, size_t estimate,
+                    const char *what, pc_error *e)
+{
+    ib->o = o;
+    if (o->budget && pc_budget_reserve(o->budget, estimate, what) < 0)
+        return over_budget(o->budget, e);
+    ib->b = pc_batch_new();
+    pc_arena_set_budget(ib->b->arena, o->budget); /* until the receiver's pc_batch_end_budget */
+    ib->db = pc_dict_builder_from(ib->b->arena, ib->b->req->dictionary);
+    return 0;
+}
+
+int pc_ingest_profile_begin(pc_ingest_builder *ib, const char *app, int64_t sample_rate,
+                            const char *units, pc_error *e)
+{
+    const type_info *ti = type_of(app, &ib->app_len);
+    if (!ti) return pc_error_set(e, PC_EINVAL, "unknown profile type: %s", strrchr(app, '.') + 1);
+    ib->type = ti;
+    ib->app = app;
+    ib->units = units;
+    ib->period = ti->scaled && sample_rate > 0 ? 1000000000LL / sample_rate : 0;
+    ib->n = 0;
+    return 0;
+}
+
+int32_t pc_ingest_frame(pc_ingest_builder *ib, const char *name, size_t len)
+{
+    int32_t fn = pc_dict_function(ib->db, pc_dict_string(ib->db, name, len), 0, 0, 0);
+    pc_line ln = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINE__INIT;
+    pc_line *lines[1] = {&ln};
+    ln.function_index = fn;
+    pc_location loc = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LOCATION__INIT;
+    loc.n_lines = 1;
+    loc.lines = lines;
+    return pc_dict_location(ib->db, &loc);
+}
+
+void pc_ingest_sample(pc_ingest_builder *ib, int32_t stack, int64_t value)
+{
+    if (ib->n == ib->cap) {
+        size_t old = ib->cap;
+        ib->cap = ib->cap ? ib->cap * 2 : 64;
+        ib->samples = pc_xrealloc(ib->samples, ib->cap * sizeof(folded_sample));
+        pc_arena_charge(ib->b->arena, (ib->cap - old) * sizeof(folded_sample));
+    }
+    ib->samples[ib->n++] = (folded_sample){stack, value};
+}
+
+void pc_ingest_profile_end(pc_ingest_builder *ib, const char *const *xkeys,
+                           const char *const *xvals, size_t nx)
+{
+    const pc_folded_opts *o = ib->o;
+    pc_batch *b = ib->b;
+    const type_info *ti = ib->type;
+    const char *type = ti->type, *unit = ti->unit, *units = ib->units;
+    if (ti->scaled && ib->period == 0) {
+        type = "samples"; /* no sampleRate: plain sample counts */
+        unit = "count";
+    } else if (!ti->scaled && units && *units && strcmp(unit, "count") == 0 &&
+               strcmp(units, "objects") != 0 && strcmp(units, "samples") != 0 &&
+               strcmp(units, "goroutines") != 0 && strcmp(units, "lock_samples") != 0) {
+        unit = strcmp(units, "lock_nanoseconds") == 0 ? "nanoseconds" : units;
+    }
+    enum { MAX_ATTRS = PC_INGEST_MAX_LABELS + 8 };
+    const char *keys[MAX_ATTRS], *vals[MAX_ATTRS];
+    size_t na = 0;
+    keys[na] = "service.name";
+    vals[na++] =
+        o->service && *o->service ? o->service : pc_arena_strndup(b->arena, ib->app, ib->app_len);
+    for (size_t i = 0; i < o->n_attrs && na < MAX_ATTRS; i++) {
+        size_t x = 0;
+        while (x < nx && strcmp(xkeys[x], o->attr_keys[i]) != 0)
+            x++;
+        if (x == nx) { /* an extra attribute of the same key replaces it */
+            keys[na] = o->attr_keys[i];
+            vals[na++] = o->attr_vals[i];
+        }
+    }
+    for (size_t x = 0; x < nx && na < MAX_ATTRS; x++) {
+        if (!xvals[x]) continue; /* only removes the opts' attribute */
+        keys[na] = xkeys[x];
+        vals[na++] = xvals[x];
+    }
+    pc_scope_profiles *sp =
+        pc_batch_add_resource(b, keys, vals, na, o->scope_name, o->scope_version);
+    pc_profile *prof = pc_scope_add_profile(b, sp);
+    prof->sample_type = pc_arena_calloc(b->arena, 1, sizeof(pc_value_type));
+    opentelemetry__proto__profiles__v1development__value_type__init(prof->sample_type);
+    prof->sample_type->type_strindex = pc_dict_cstring(ib->db, type);
+    prof->sample_type->unit_strindex = pc_dict_cstring(ib->db, unit);
+    if (ib->period) {
+        prof->period_type = pc_arena_calloc(b->arena, 1, sizeof(pc_value_type));
+        opentelemetry__proto__profiles__v1development__value_type__init(prof->period_type);
+        prof->period_type->type_strindex = prof->sample_type->type_strindex;
+        prof->period_type->unit_strindex = prof->sample_type->unit_strindex;
+        prof->period = ib->period;
+    }
+    prof->time_unix_nano = (uint64_t)o->time_ns;
+    prof->duration_nano = o->duration_ns > 0 ? (uint64_t)o->duration_ns : 0;
+    prof->samples = pc_arena_alloc(b->arena, (ib->n ? ib->n : 1) * sizeof(pc_sample *));
+    for (size_t i = 0; i < ib->n; i++) {
+        pc_sample *s = pc_arena_calloc(b->arena, 1, sizeof(*s));
+        opentelemetry__proto__profiles__v1development__sample__init(s);
+        s->stack_index = ib->samples[i].stack;
+        s->n_values = 1;
+        s->values = pc_arena_alloc(b->arena, sizeof(int64_t));
+        s->values[0] = ib->samples[i].value; /* already scaled by the period */
+        prof->samples[prof->n_samples++] = s;
+    }
+    ib->n = 0;
+}
+
+static void builder_release(pc_ingest_builder *ib)
+{
+    if (ib->b) pc_arena_uncharge(ib->b->arena, ib->cap * sizeof(folded_sample));
+    free(ib->samples);
+    ib->samples = NULL;
+    ib->cap = ib->n = 0;
+    pc_dict_builder_free(ib->db);
+    ib->db = NULL;
+}
+
+pc_batch *pc_ingest_finish(pc_ingest_builder *ib)
+{
+    pc_batch *b = ib->b;
+    b->req->dictionary = pc_dict_builder_finish(ib->db);
+    builder_release(ib);
+    ib->b = NULL;
+    return b;
+}
+
+void pc_ingest_abort(pc_ingest_builder *ib)
+{
+    builder_release(ib);
+    if (ib->b) pc_batch_unref(ib->b);
+    ib->b = NULL;
+}
+
+static void add_stack_line(pc_ingest_builder *ib, const char *line, size_t len, int64_t value)
 {
     /* frames are root first; OTLP stacks are leaf first */
     int32_t locs_local[256] = {0}, *locs = locs_local;
@@ -362,14 +553,6 @@ static int add_stack_line(pc_dict_builder *db, pc_arena *a, const char *line, si
         const char *semi = memchr(f, ';', (size_t)(end - f));
         const char *fe = semi ? semi : end;
         if (fe > f) {
-            int32_t name = pc_dict_string(db, f, (size_t)(fe - f));
-            int32_t fn = pc_dict_function(db, name, 0, 0, 0);
-            pc_line ln = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINE__INIT;
-            pc_line *lines[1] = {&ln};
-            ln.function_index = fn;
-            pc_location loc = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LOCATION__INIT;
-            loc.n_lines = 1;
-            loc.lines = lines;
             if (nl == capl) {
                 capl *= 2;
                 int32_t *g = pc_xmalloc(capl * sizeof(int32_t));
@@ -377,7 +560,7 @@ static int add_stack_line(pc_dict_builder *db, pc_arena *a, const char *line, si
                 if (locs != locs_local) free(locs);
                 locs = g;
             }
-            locs[nl++] = pc_dict_location(db, &loc);
+            locs[nl++] = pc_ingest_frame(ib, f, (size_t)(fe - f));
         }
         if (!semi) break;
         f = semi + 1;
@@ -387,20 +570,9 @@ static int add_stack_line(pc_dict_builder *db, pc_arena *a, const char *line, si
         locs[i] = locs[nl - 1 - i];
         locs[nl - 1 - i] = t;
     }
-    int32_t stack = pc_dict_stack(db, locs, nl);
+    pc_ingest_sample(ib, pc_dict_stack(ib->db, locs, nl), value);
     if (locs != locs_local) free(locs);
-    if (*n == *cap) {
-        size_t old = *cap;
-        *cap = *cap ? *cap * 2 : 64;
-        *samples = pc_xrealloc(*samples, *cap * sizeof(folded_sample));
-        pc_arena_charge(a, (*cap - old) * sizeof(folded_sample));
-    }
-    (*samples)[(*n)++] = (folded_sample){stack, value};
-    return 0;
 }
-
-#define R16(n)     (((size_t)(n) + 15) & ~(size_t)15)
-#define DICT_ENTRY (16 * 2 + sizeof(void *) * 2) /* hash slots at 3/4 load, table pointers */
 
 /* What a collapsed-stacks body becomes, counted before parsing: per line a sample, its value and
  * a stack; per frame (every ';' and line) a string, a function and a location with one line, all
@@ -420,37 +592,20 @@ static size_t folded_estimate(const char *text, size_t len)
                      R16(sizeof(pc_line)) + 3 * DICT_ENTRY + sizeof(int32_t) + 16);
 }
 
-/* The decode budget refused: PC_EAGAIN when the decodes in flight leave no room now, else
- * PC_E2BIG. */
-static int over_budget(const pc_budget *b, pc_error *e)
-{
-    return pc_error_set(e, b->state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG,
-                        "%s: over the decode budget", b->what);
-}
-
 int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc_batch **out,
                        char **service, pc_error *err)
 {
-    const type_info *ti = &known_types[0];
-    const char *dot = strrchr(o->app, '.');
-    size_t app_len = strlen(o->app);
-    if (dot) {
-        ti = NULL;
-        for (const type_info *t = known_types; t->suffix; t++)
-            if (strcmp(dot + 1, t->suffix) == 0) ti = t;
-        if (!ti) return pc_error_set(err, PC_EINVAL, "unknown profile type: %s", dot + 1);
-        app_len = (size_t)(dot - o->app);
+    size_t app_len;
+    if (!type_of(o->app, &app_len))
+        return pc_error_set(err, PC_EINVAL, "unknown profile type: %s", strrchr(o->app, '.') + 1);
+    pc_ingest_builder ib = {0};
+    int brc = pc_ingest_begin(&ib, o, folded_estimate(text, len), "collapsed stacks", err);
+    if (brc == 0) brc = pc_ingest_profile_begin(&ib, o->app, o->sample_rate, o->units, err);
+    if (brc < 0) {
+        pc_ingest_abort(&ib);
+        return brc;
     }
-    if (o->budget &&
-        pc_budget_reserve(o->budget, folded_estimate(text, len), "collapsed stacks") < 0)
-        return over_budget(o->budget, err);
-    pc_batch *b = pc_batch_new();
-    pc_arena_set_budget(b->arena, o->budget); /* until the receiver's pc_batch_end_budget */
-    pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
-    folded_sample *samples = NULL;
-    size_t n = 0, cap = 0;
-    int64_t period = 0;
-    if (ti->scaled && o->sample_rate > 0) period = 1000000000LL / o->sample_rate;
+    int64_t period = ib.period;
     const char *p = text, *end = text + len;
     size_t lineno = 0;
     int rc = 0;
@@ -466,7 +621,7 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
         if (ll && p[ll - 1] == '\r') ll--;
         if (ll) {
             if (o->lines) {
-                add_stack_line(db, b->arena, p, ll, period ? period : 1, &samples, &n, &cap);
+                add_stack_line(&ib, p, ll, period ? period : 1);
             } else {
                 const char *sp = NULL;
                 for (size_t i = ll; i-- > 0;)
@@ -498,70 +653,21 @@ int pc_folded_to_batch(const char *text, size_t len, const pc_folded_opts *o, pc
                                           lineno, v, (long long)period);
                         goto fail;
                     }
-                    add_stack_line(db, b->arena, p, (size_t)(sp - p), value, &samples, &n, &cap);
+                    add_stack_line(&ib, p, (size_t)(sp - p), value);
                 }
             }
         }
         p = nl ? nl + 1 : end;
     }
-    const char *type = ti->type, *unit = ti->unit;
-    if (ti->scaled && period == 0) {
-        type = "samples"; /* no sampleRate: plain sample counts */
-        unit = "count";
-    } else if (!ti->scaled && o->units && *o->units && strcmp(unit, "count") == 0 &&
-               strcmp(o->units, "objects") != 0 && strcmp(o->units, "samples") != 0 &&
-               strcmp(o->units, "goroutines") != 0 && strcmp(o->units, "lock_samples") != 0) {
-        unit = strcmp(o->units, "lock_nanoseconds") == 0 ? "nanoseconds" : o->units;
-    }
-    const char *keys[PC_INGEST_MAX_LABELS + 2], *vals[PC_INGEST_MAX_LABELS + 2];
-    size_t na = 0;
+    pc_ingest_profile_end(&ib, NULL, NULL, 0);
     char *svc = pc_xmalloc(app_len + 1);
     memcpy(svc, o->app, app_len);
     svc[app_len] = 0;
-    keys[na] = "service.name";
-    vals[na++] = svc;
-    for (size_t i = 0; i < o->n_attrs && na < PC_INGEST_MAX_LABELS + 2; i++) {
-        keys[na] = o->attr_keys[i];
-        vals[na++] = o->attr_vals[i];
-    }
-    pc_scope_profiles *sp =
-        pc_batch_add_resource(b, keys, vals, na, o->scope_name, o->scope_version);
-    pc_profile *prof = pc_scope_add_profile(b, sp);
-    prof->sample_type = pc_arena_calloc(b->arena, 1, sizeof(pc_value_type));
-    opentelemetry__proto__profiles__v1development__value_type__init(prof->sample_type);
-    prof->sample_type->type_strindex = pc_dict_cstring(db, type);
-    prof->sample_type->unit_strindex = pc_dict_cstring(db, unit);
-    if (period) {
-        prof->period_type = pc_arena_calloc(b->arena, 1, sizeof(pc_value_type));
-        opentelemetry__proto__profiles__v1development__value_type__init(prof->period_type);
-        prof->period_type->type_strindex = prof->sample_type->type_strindex;
-        prof->period_type->unit_strindex = prof->sample_type->unit_strindex;
-        prof->period = period;
-    }
-    prof->time_unix_nano = (uint64_t)o->time_ns;
-    prof->duration_nano = o->duration_ns > 0 ? (uint64_t)o->duration_ns : 0;
-    prof->samples = pc_arena_alloc(b->arena, (n ? n : 1) * sizeof(pc_sample *));
-    for (size_t i = 0; i < n; i++) {
-        pc_sample *s = pc_arena_calloc(b->arena, 1, sizeof(*s));
-        opentelemetry__proto__profiles__v1development__sample__init(s);
-        s->stack_index = samples[i].stack;
-        s->n_values = 1;
-        s->values = pc_arena_alloc(b->arena, sizeof(int64_t));
-        s->values[0] = samples[i].value; /* already scaled by the period */
-        prof->samples[prof->n_samples++] = s;
-    }
-    pc_arena_uncharge(b->arena, cap * sizeof(folded_sample));
-    free(samples);
-    b->req->dictionary = pc_dict_builder_finish(db);
-    pc_dict_builder_free(db);
-    *out = b;
+    *out = pc_ingest_finish(&ib);
     *service = svc;
     return 0;
 fail:
-    pc_arena_uncharge(b->arena, cap * sizeof(folded_sample));
-    free(samples);
-    pc_dict_builder_free(db);
-    pc_batch_unref(b);
+    pc_ingest_abort(&ib);
     return rc;
 }
 

@@ -1,5 +1,7 @@
 /* Receiver "pyroscope": what Pyroscope SDKs and agents send.
- *   POST /ingest, /pyroscope/ingest      pprof (raw or multipart), collapsed stacks
+ *   POST /ingest, /pyroscope/ingest      pprof (raw or multipart), collapsed stacks, JFR (raw or
+ *                                        multipart with jfr and labels parts: jfr.h), trie, tree
+ *                                        and speedscope (legacy.h)
  *   POST /push.v1.PusherService/Push     Connect push (application/proto or application/json)
  *   POST /v1/pprof                       raw pprof, as the Collector's pprofreceiver (204)
  * Everything is decoded into OTLP (one translator, pdata/pprof.c) so every processor works on
@@ -25,16 +27,33 @@
 #include "pipeline/telemetry.h"
 #include "pyroscope_push.pb-c.h"
 #include "receivers/pyroscope/ingest.h"
+#include "receivers/pyroscope/jfr.h"
+#include "receivers/pyroscope/legacy.h"
 
 #define RETRY_AFTER_S 1
 #define MAX_PARTS     16
 
 typedef struct pyro_cfg {
     pc_http_server_cfg http;
+    int64_t jfr_max_chunks, jfr_max_stack_depth, jfr_max_metadata_strings,
+        jfr_max_metadata_elements, jfr_max_pool_entries;
 } pyro_cfg;
 
+#define STR_(x) #x
+#define STR(x)  STR_(x)
 static const pc_cfg_key pyro_keys[] = {
     PC_HTTP_SERVER_KEYS(pyro_cfg, http, "", "localhost:4040"),
+    {"jfr.max_chunks", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_CHUNKS),
+     offsetof(pyro_cfg, jfr_max_chunks), "JFR: chunks in one recording (docs/limits.md)", NULL},
+    {"jfr.max_stack_depth", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_STACK_DEPTH),
+     offsetof(pyro_cfg, jfr_max_stack_depth), "JFR: frames of one stack trace", NULL},
+    {"jfr.max_metadata_strings", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_STRINGS),
+     offsetof(pyro_cfg, jfr_max_metadata_strings), "JFR: strings of a chunk's metadata", NULL},
+    {"jfr.max_metadata_elements", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_ELEMENTS),
+     offsetof(pyro_cfg, jfr_max_metadata_elements),
+     "JFR: elements (classes, fields, annotations) of a chunk's metadata", NULL},
+    {"jfr.max_pool_entries", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_POOL_ENTRIES),
+     offsetof(pyro_cfg, jfr_max_pool_entries), "JFR: constant-pool entries of one chunk", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 
@@ -45,6 +64,7 @@ typedef struct pyro_recv {
     pc_receiver_http http;
     uint64_t accepted_samples, refused_samples;
     pc_refused_requests refused_requests;
+    uint64_t jfr_events[PC_JFR_KIND_COUNT], jfr_skipped, jfr_stacks_not_found;
     /* a client can trigger these at will: rate-limited (base/log.h) */
     pc_log_limiter refused_log, pipeline_log;
     uint64_t in_flight; /* jobs alive (gauge) */
@@ -62,13 +82,29 @@ typedef struct job {
     size_t samples;
     size_t invalid_samples; /* decoded but refused by validation */
     pc_budget budget;       /* what the request may take decoded (docs/limits.md) */
+    pc_jfr_stats jfr;       /* a JFR upload's counts, added to the receiver's on the loop */
     char err[512];
 } job;
 
 static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     pyro_cfg *cfg = cfgp;
-    return pc_http_server_cfg_validate(&cfg->http, node, path, "", err);
+    const struct {
+        const char *key;
+        int64_t v;
+    } jfr[] = {{"jfr.max_chunks", cfg->jfr_max_chunks},
+               {"jfr.max_stack_depth", cfg->jfr_max_stack_depth},
+               {"jfr.max_metadata_strings", cfg->jfr_max_metadata_strings},
+               {"jfr.max_metadata_elements", cfg->jfr_max_metadata_elements},
+               {"jfr.max_pool_entries", cfg->jfr_max_pool_entries}};
+    int rc = pc_http_server_cfg_validate(&cfg->http, node, path, "", err);
+    for (size_t i = 0; i < sizeof jfr / sizeof jfr[0]; i++)
+        if (jfr[i].v < 1) {
+            pc_cfg_errorf(err, node, path, "%s must be at least 1 (got %lld)", jfr[i].key,
+                          (long long)jfr[i].v);
+            rc = -1;
+        }
+    return rc;
 }
 
 static int pyro_create(pc_component *c, pc_error *err)
@@ -164,6 +200,108 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
     return 0;
 }
 
+/* A JFR part or body, gunzipped when it starts with the gzip magic (as the Java agent sends its
+ * parts; a raw body too, more lenient than Pyroscope), capped at max_request_body_size. 0, or
+ * PC_E2BIG (413) over the cap, PC_EINVAL (422, as Pyroscope answers) for a broken gzip, with the
+ * job's status and message set. */
+static int jfr_gunzip(job *j, const char *what, const uint8_t **data, size_t *len, pc_buf *out)
+{
+    pyro_cfg *cfg = j->r->c->cfg;
+    if (!pc_is_gzip(*data, *len)) return 0;
+    int rc = pc_gzip_inflate(*data, *len, cfg->http.max_body, out);
+    if (rc == PC_E2BIG) {
+        j->status = 413;
+        snprintf(j->err, sizeof j->err, "%s: decompressed size exceeds max_request_body_size",
+                 what);
+        return PC_E2BIG;
+    }
+    if (rc < 0) {
+        j->status = 422;
+        snprintf(j->err, sizeof j->err, "%s: invalid gzip", what);
+        return PC_EINVAL;
+    }
+    *data = out->data;
+    *len = out->len;
+    return 0;
+}
+
+/* format=jfr (spec/jfr.md §1): the recording raw or as the multipart part `jfr`, with an optional
+ * `labels` part (LabelsSnapshot protobuf); parts are found with or without filename=. Decoded on
+ * this (pool) thread into j->batch. Statuses as spec §1.4: 422 for anything undecodable (a
+ * broken multipart body, a missing jfr part, a bad recording or labels part), 413 over a limit. */
+static void jfr_work(job *j, const uint8_t *body, size_t len, const char *ct, const char *rate,
+                     int64_t from, int64_t until, const char *const *keys, const char *const *vals,
+                     size_t na, const char *scope, const char *scope_ver)
+{
+    pyro_cfg *cfg = j->r->c->cfg;
+    pc_buf jfr_buf = {0}, labels_buf = {0};
+    const uint8_t *rec = body, *labels = NULL;
+    size_t rec_len = len, labels_len = 0;
+    if (ct && strstr(ct, "multipart/form-data")) {
+        char boundary[80];
+        pc_form_part parts[MAX_PARTS];
+        const pc_form_part *jp = NULL, *lp = NULL;
+        if (pc_multipart_boundary(ct, boundary, sizeof boundary)) {
+            j->status = 422;
+            snprintf(j->err, sizeof j->err, "malformed multipart content type header: no boundary");
+            goto out;
+        }
+        pc_error pe = {0};
+        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, &pe);
+        if (np < 0) {
+            j->status = 422;
+            snprintf(j->err, sizeof j->err, "%s", pe.msg);
+            goto out;
+        }
+        for (int i = 0; i < np; i++) {
+            if (!strcmp(parts[i].name, "jfr") && parts[i].len) jp = &parts[i];
+            if (!strcmp(parts[i].name, "labels") && parts[i].len) lp = &parts[i];
+        }
+        if (!jp) {
+            j->status = 422;
+            snprintf(j->err, sizeof j->err, "jfr field is required");
+            goto out;
+        }
+        rec = jp->data;
+        rec_len = jp->len;
+        if (lp) {
+            labels = lp->data;
+            labels_len = lp->len;
+            if (jfr_gunzip(j, "labels", &labels, &labels_len, &labels_buf)) goto out;
+        }
+    }
+    if (jfr_gunzip(j, "jfr", &rec, &rec_len, &jfr_buf)) goto out;
+
+    int64_t sample_rate = pc_ingest_sample_rate(rate);
+    if (sample_rate < 0) sample_rate = 100; /* as Pyroscope's JFR path: a negative one too */
+    pc_jfr_opts o = {.sample_rate = sample_rate,
+                     .time_ns = from,
+                     .duration_ns = until - from,
+                     .attr_keys = keys,
+                     .attr_vals = vals,
+                     .n_attrs = na,
+                     .scope_name = scope,
+                     .scope_version = scope_ver,
+                     .labels = labels,
+                     .labels_len = labels_len,
+                     .max_chunks = (size_t)cfg->jfr_max_chunks,
+                     .max_stack_depth = (size_t)cfg->jfr_max_stack_depth,
+                     .max_metadata_strings = (size_t)cfg->jfr_max_metadata_strings,
+                     .max_metadata_elements = (size_t)cfg->jfr_max_metadata_elements,
+                     .max_pool_entries = (size_t)cfg->jfr_max_pool_entries,
+                     .budget = &j->budget};
+    pc_error e = {0};
+    int rc = pc_jfr_to_batch(rec, rec_len, &o, &j->batch, &j->jfr, &e);
+    if (rc < 0) {
+        if (budget_refused(j) < 0) goto out;
+        j->status = rc != PC_E2BIG ? 422 : 413; /* as Pyroscope: 422 for a bad recording */
+        snprintf(j->err, sizeof j->err, "jfr: %.500s", e.msg);
+    }
+out:
+    pc_buf_free(&jfr_buf);
+    pc_buf_free(&labels_buf);
+}
+
 /* pprof time_nanos 0 (or in 1970) takes from; a missing duration takes until - from. */
 static void fix_times(pc_batch *b, size_t first_rp, int64_t from, int64_t until)
 {
@@ -202,11 +340,6 @@ static void ingest_work(job *j)
     const char *format = qformat ? qformat : "";
     const char *ct = pc_http_req_header(req, "content-type");
     int multipart = ct && strstr(ct, "multipart/form-data") != NULL;
-    if (!strcmp(format, "jfr"))
-        FAIL(j, 415, "format=jfr: JFR is not supported yet; send pprof (format=pprof)");
-    if (!strcmp(format, "trie") || !strcmp(format, "tree") || !strcmp(format, "speedscope") ||
-        (ct && (strstr(ct, "+trie") || strstr(ct, "+tree"))))
-        FAIL(j, 415, "format=%s is not supported; send pprof or collapsed stacks", format);
 
     /* resource attributes: service.name, the name labels, the spy; scope from otel.scope.* */
     const char *keys[PC_INGEST_MAX_LABELS + 4], *vals[PC_INGEST_MAX_LABELS + 4];
@@ -235,7 +368,34 @@ static void ingest_work(job *j)
     size_t len;
     if (request_body(j, &inflated, &body, &len)) goto out;
 
-    if (multipart) {
+    pc_legacy_format legacy = pc_legacy_format_of(format, ct);
+    if (legacy) { /* trie, tree, speedscope: before every other format (spec §1.4) */
+        pc_folded_opts o = {.app = name.app,
+                            .sample_rate = pc_ingest_sample_rate(qrate),
+                            .units = qunits,
+                            .time_ns = from,
+                            .duration_ns = until - from,
+                            .attr_keys = keys,
+                            .attr_vals = vals,
+                            .n_attrs = na,
+                            .scope_name = scope,
+                            .scope_version = scope_ver,
+                            .service = svc != name.app ? svc : NULL,
+                            .budget = &j->budget};
+        if (pc_legacy_to_batch(legacy, body, len, &o, &j->batch, &e) < 0) {
+            if (budget_refused(j)) goto out;
+            /* as collapsed stacks: an unknown type suffix is a bad name (400), except that
+             * Pyroscope answers 422 for every speedscope error (spec §1.8) */
+            int bad_name =
+                legacy != PC_LEGACY_SPEEDSCOPE && !strncmp(e.msg, "unknown profile type", 20);
+            FAIL(j, e.code == PC_E2BIG ? 413 : bad_name ? 400 : 422, "%s", e.msg);
+        }
+    } else if (!strcmp(format, "jfr")) { /* before the Content-Type: format=jfr wins (§1.3) */
+        keys[na] = "service.name";
+        vals[na++] = svc;
+        jfr_work(j, body, len, ct, qrate, from, until, keys, vals, na, scope, scope_ver);
+        goto out;
+    } else if (multipart) {
         char boundary[80];
         pc_form_part parts[MAX_PARTS];
         if (pc_multipart_boundary(ct, boundary, sizeof boundary))
@@ -278,14 +438,9 @@ static void ingest_work(job *j)
         vals[na++] = svc;
         if (add_pprof(j, body, len, keys, vals, na, scope, scope_ver)) goto out;
     } else { /* folded ("groups", "folded", "collapsed", none) or "lines" */
-        char *rate_end = NULL;
-        errno = 0;
-        long long rate = qrate && *qrate ? strtoll(qrate, &rate_end, 10) : 100;
-        if ((rate_end && *rate_end) || errno == ERANGE)
-            rate = 100; /* as strconv.Atoi fails: Pyroscope logs and uses the default */
         pc_folded_opts o = {.app = name.app,
                             .lines = !strcmp(format, "lines"),
-                            .sample_rate = rate,
+                            .sample_rate = pc_ingest_sample_rate(qrate),
                             .units = qunits,
                             .time_ns = from,
                             .duration_ns = until - from,
@@ -505,6 +660,10 @@ static void decode_done(uv_work_t *w, int status)
     job *j = w->data;
     (void)status;
     j->r->refused_samples += j->invalid_samples;
+    for (int k = 0; k < PC_JFR_KIND_COUNT; k++)
+        j->r->jfr_events[k] += j->jfr.events[k];
+    j->r->jfr_skipped += j->jfr.skipped_events;
+    j->r->jfr_stacks_not_found += j->jfr.stacks_not_found;
     if (j->status) {
         j->r->refused_requests.n[j->status == 413   ? PC_REFUSED_TOO_LARGE
                                  : j->status == 415 ? PC_REFUSED_UNSUPPORTED
@@ -597,6 +756,20 @@ static int pyro_start(pc_component *c, pc_error *e)
     pc_receiver_register_metrics(c, PC_SIGNAL_PROFILES, "http", &r->accepted_samples,
                                  &r->refused_samples);
     pc_receiver_register_refused_requests(c, "http", &r->refused_requests);
+    char labels[400];
+    for (int k = 0; k < PC_JFR_KIND_COUNT; k++) {
+        snprintf(labels, sizeof labels, "receiver=\"%s\",event=\"%s\"", c->id,
+                 pc_jfr_kind_names[k]);
+        pc_metric_u64(c, "profcol_receiver_jfr_events", "JFR events decoded, per event type",
+                      PC_METRIC_COUNTER, labels, &r->jfr_events[k]);
+    }
+    snprintf(labels, sizeof labels, "receiver=\"%s\"", c->id);
+    pc_metric_u64(c, "profcol_receiver_jfr_skipped_events",
+                  "JFR events of types that make no profile, skipped", PC_METRIC_COUNTER, labels,
+                  &r->jfr_skipped);
+    pc_metric_u64(c, "profcol_receiver_jfr_stacks_not_found",
+                  "JFR events dropped: their stack trace is in no constant pool", PC_METRIC_COUNTER,
+                  labels, &r->jfr_stacks_not_found);
     PC_INFO(c->id,
             "Pyroscope ingest on %s://%s:%d (/ingest, /push.v1.PusherService/Push, /v1/pprof)%s",
             r->http.tls ? "https" : "http", r->http.host, r->http.port,
@@ -639,7 +812,8 @@ const pc_component_type pc_receiver_pyroscope = {
     .name = "pyroscope",
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
-    .doc = "Pyroscope ingest: /ingest (pprof, multipart, collapsed), Connect Push, /v1/pprof",
+    .doc = "Pyroscope ingest: /ingest (pprof, multipart, collapsed, JFR, trie, tree, speedscope), "
+           "Connect Push, /v1/pprof",
     .cfg_size = sizeof(pyro_cfg),
     .cfg = pyro_keys,
     .validate = pyro_validate,
