@@ -2,12 +2,14 @@
 # Run one benchmark scenario end to end on 127.0.0.1 and print a table and ONE JSON line.
 #
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
-#                         [--build DIR] [--perf FILE]
+#                         [--build DIR] [--perf FILE] [--profilez]
 #
 # Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload, jfr-relay, fleet.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol), BENCH_PORT_BASE
 # (default 24300: ports base+0..base+4; fleet also base+10..base+15), PROFCOL_EXTRA_ENV (e.g.
 # "UV_THREADPOOL_SIZE=2").
+# --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
+# and a viewer polling its JSON as the page does (series, flame graph and top every 3 s).
 #
 # Steps: measure the zlib floor on the scenario's payloads (before anything else runs), start the
 # sink and profcol (config written here), record profcol's idle RSS and CPU ticks, drive the load
@@ -25,6 +27,7 @@ RATE=""
 PAYLOADS=""
 BUILD=${BENCH_BUILD:-build-bench}
 PERF_OUT=""
+PROFILEZ=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --seconds) SECONDS_RUN=$2; shift 2 ;;
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
     --payloads) PAYLOADS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --perf) PERF_OUT=$2; shift 2 ;;
+    --profilez) PROFILEZ=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -67,6 +71,7 @@ P_OTLP=$BASE
 P_PYRO=$((BASE + 1))
 P_SINK=$((BASE + 2))
 P_METRICS=$((BASE + 3))
+P_PROFILEZ=$((BASE + 4))
 
 OTLP_URL="http://127.0.0.1:$P_OTLP/v1development/profiles"
 INGEST_URL="http://127.0.0.1:$P_PYRO/ingest?name=bench-go%7Benv%3Dbench%7D&format=pprof&spyName=gospy"
@@ -206,6 +211,18 @@ if not used:
 open(path, "w").write(text)
 EOF
 
+if [ "$PROFILEZ" = 1 ]; then
+    # the extension, listed in service.extensions: one more target of the pipeline's fan-out
+    python3 - "$TMP/profcol.yaml" "$P_PROFILEZ" <<'EOF2'
+import sys
+path, port = sys.argv[1], sys.argv[2]
+text = open(path).read()
+text = text.replace("service:\n", "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%s\n"
+                    "service:\n  extensions: [profilez]\n" % port, 1)
+open(path, "w").write(text)
+EOF2
+fi
+
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== scenario $SCENARIO: payloads $SET_DIR, ${SECONDS_RUN}s, load average before: $LOAD" >&2
 
@@ -292,7 +309,8 @@ ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 summarize() {
 python3 - "$@" <<'EOF'
 import json, re, sys
-(scen, tmp, floor_dir, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu) = sys.argv[1:]
+(scen, tmp, floor_dir, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu,
+ profilez) = sys.argv[1:]
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
 fl = json.loads(open(floor_dir + "/floor.out").read().strip().splitlines()[-1])
 try:
@@ -343,7 +361,17 @@ r = {
     "receiver_refused_samples": metrics.get("otelcol_receiver_refused_profile_samples"),
     "exporter_sent_samples": metrics.get("otelcol_exporter_sent_profile_samples"),
     "loadavg_before": load0, "loadavg_after": load1, "nproc": int(ncpu),
+    "profilez": profilez == "1",
 }
+if profilez == "1":
+    for k in ("profiles_total", "samples_total", "evicted_stacks_total",
+              "over_budget_samples_total", "dropped_profiles_total", "dropped_batches_total",
+              "stacks", "cpu_seconds_total"):
+        r["profilez_" + k] = metrics.get("profcol_profilez_" + k)
+    # its share of profcol's CPU over the whole run (metrics are scraped after the load)
+    r["profilez_cpu_share"] = (round(r["profilez_cpu_seconds_total"] / cpu_s, 3)
+                               if cpu_s > 0 and r["profilez_cpu_seconds_total"] is not None
+                               else None)
 if int(limit) > 0:
     r["memory_limit_mib"] = int(limit)
     r["peak_rss_within_limit"] = int(hwm) / 1024 <= int(limit)
@@ -364,7 +392,12 @@ rows = [
 if int(limit) > 0:
     rows.append(("memory limit MiB", limit))
     rows.append(("refused (503/429)", lg["statuses"].get("503", 0) + lg["statuses"].get("429", 0)))
-print("scenario %s" % scen, file=sys.stderr)
+if profilez == "1":
+    rows.append(("profilez: profiles aggregated", r["profilez_profiles_total"]))
+    rows.append(("profilez: batches dropped (behind)", r["profilez_dropped_batches_total"]))
+    rows.append(("profilez: CPU s (share of profcol)", "%s (%s)" % (
+        r["profilez_cpu_seconds_total"], r["profilez_cpu_share"])))
+print("scenario %s%s" % (scen, " (with profilez)" if profilez == "1" else ""), file=sys.stderr)
 for k, v in rows:
     print("  %-34s %s" % (k, v), file=sys.stderr)
 print(json.dumps(r, separators=(",", ":")))
@@ -423,6 +456,24 @@ run_phase() {
     rss_pid=$!
     PIDS+=($rss_pid)
 
+    # A viewer: the page's requests every 3 s while the load runs.
+    if [ "$PROFILEZ" = 1 ]; then
+        (
+            Z="http://127.0.0.1:$P_PROFILEZ"
+            for _ in $(seq 1 $((SECONDS_RUN / 3 + 1))); do
+                q=$(curl -s "$Z/api/series" | python3 -c 'import json, sys, urllib.parse
+s = json.load(sys.stdin)["series"]
+print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]}) if s else "")' 2>/dev/null)
+                if [ -n "$q" ]; then
+                    curl -s -o /dev/null "$Z/api/flamegraph?$q"
+                    curl -s -o /dev/null "$Z/api/top?$q&limit=30"
+                fi
+                sleep 3
+            done
+        ) >/dev/null 2>&1 &
+        PIDS+=($!)
+    fi
+
     # 3. load.
     LG_ARGS=(--url "$URL" --payload "$SET_DIR" "${HDRS[@]}" --connections "$MODE_CONNS"
              --seconds "$SECONDS_RUN" --timeout-ms 30000 --label "$label")
@@ -448,7 +499,7 @@ run_phase() {
     fi
     load1=$(cut -d' ' -f1-3 /proc/loadavg)
     summarize "$label" "$dir" "$TMP" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" "$hwm_kb" "$idle_kb" \
-        "$LIMIT_MIB" "$load0" "$load1" "$(nproc)" >"$dir/result.json"
+        "$LIMIT_MIB" "$load0" "$load1" "$(nproc)" "$PROFILEZ" >"$dir/result.json"
 }
 
 for ph in $PHASES; do

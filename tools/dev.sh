@@ -17,7 +17,7 @@ BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-de
   protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp libnghttp2-dev libssl-dev)
 TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio
   python3-grpc-tools openssl python3-yaml clang-format curl openjdk-17-jdk-headless
-  dnsmasq iproute2)
+  dnsmasq iproute2 chromium)
 # The container image without Docker Hub and without a daemon (deploy/README.md):
 #   podman        builds and runs the image (daemonless, Debian's docker-compatible engine)
 #   buildah       podman build's back end (a Recommends of podman, so named here)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Embed a text file as a NUL-terminated C string (used for the default config)."""
+"""Embed a text file as a NUL-terminated C string (the default config, the profilez page)."""
 import sys
 
 src, dst, name = sys.argv[1], sys.argv[2], sys.argv[3]

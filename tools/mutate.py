@@ -279,6 +279,16 @@ MUTANTS = [
       "        (void)bk;",
       ["loadbalancing", "test_loadbalancing"],
       "what a backend that left held is routed again without being counted"),
+    M("profilez-budget-off-by-one", "src/extensions/profilez/agg.c",
+      "        while (se->n_stacks >= a->l.max_stacks && evict_oldest(a, se, sl->slot))",
+      "        while (se->n_stacks > a->l.max_stacks && evict_oldest(a, se, sl->slot))",
+      ["profilez"],
+      "a series full at exactly max_stacks makes no room: new stacks go over budget"),
+    M("profilez-evicts-newest", "src/extensions/profilez/agg.c",
+      "        if (sl->used && sl->slot != now && (!old || sl->slot < old->slot)) old = sl;",
+      "        if (sl->used && sl->slot != now && (!old || sl->slot > old->slot)) old = sl;",
+      ["profilez"],
+      "the budget drops the newest older slice instead of the oldest"),
 ]
 del M
 

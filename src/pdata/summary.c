@@ -49,8 +49,7 @@ static int64_t sat_add(int64_t a, int64_t b)
     return a + b;
 }
 
-/* The value of one sample: sum of values, or one per timestamp when there are no values. */
-static int64_t sample_value(const pc_sample *s)
+int64_t pc_sample_value(const pc_sample *s)
 {
     size_t nv = ARR_N(s->values, s->n_values);
     if (nv) {
@@ -277,7 +276,7 @@ static prof_stats profile_stats(const pc_profile *p)
         const pc_sample *s = p->samples[i];
         if (!s) continue;
         st.samples++;
-        st.total = sat_add(st.total, sample_value(s));
+        st.total = sat_add(st.total, pc_sample_value(s));
         if (s->link_index != 0) st.linked++;
     }
     return st;
@@ -315,14 +314,17 @@ typedef struct {
     const char *name; /* NULL = empty slot */
     uint64_t hash;
     int64_t flat, cum;
-    size_t stamp; /* the last stack group that added to cum */
+    size_t stamp; /* the last stack that added to cum */
     char *own;    /* malloc'd copy that name points to, or NULL */
 } fn_ent;
 
-typedef struct {
+struct pc_top {
     fn_ent *slots;
     size_t cap, n; /* cap is 0 or a power of two */
-} fn_table;
+    size_t stamp;  /* current stack, from 1 */
+    int64_t val;   /* its value */
+    bool leaf;     /* the next frame added is the leaf */
+};
 
 static uint64_t fnv1a(const char *s)
 {
@@ -334,7 +336,7 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-static void fn_grow(fn_table *t)
+static void fn_grow(pc_top *t)
 {
     size_t ncap = t->cap ? t->cap * 2 : 256;
     fn_ent *ns = pc_xcalloc(ncap, sizeof *ns);
@@ -351,7 +353,7 @@ static void fn_grow(fn_table *t)
 }
 
 /* The entry for name, inserted if new; copy = name is not stable and must be duplicated. */
-static fn_ent *fn_get(fn_table *t, const char *name, bool copy)
+static fn_ent *fn_get(pc_top *t, const char *name, bool copy)
 {
     if ((t->n + 1) * 10 > t->cap * 7) fn_grow(t);
     uint64_t h = fnv1a(name);
@@ -368,34 +370,57 @@ static fn_ent *fn_get(fn_table *t, const char *name, bool copy)
     return e;
 }
 
-static void fn_free(fn_table *t)
+pc_top *pc_top_new(void)
 {
+    return pc_xcalloc(1, sizeof(pc_top));
+}
+
+void pc_top_free(pc_top *t)
+{
+    if (!t) return;
     for (size_t i = 0; i < t->cap; i++)
         free(t->slots[i].own);
     free(t->slots);
-    t->slots = NULL;
-    t->cap = t->n = 0;
+    free(t);
 }
 
-typedef struct {
-    fn_table tab;
-    size_t stamp;  /* current stack group, from 1 */
-    int64_t val;   /* its value */
-    bool leaf;     /* the next frame visited is the leaf */
-    size_t budget; /* frame visits left */
-} walker;
-
-static void visit(walker *w, const char *name, bool copy)
+void pc_top_stack(pc_top *t, int64_t value)
 {
-    fn_ent *e = fn_get(&w->tab, name, copy);
-    if (w->leaf) {
-        e->flat = sat_add(e->flat, w->val);
-        w->leaf = false;
+    t->stamp++;
+    t->val = value;
+    t->leaf = true;
+}
+
+void pc_top_frame(pc_top *t, const char *name, bool stable)
+{
+    fn_ent *e = fn_get(t, name, !stable);
+    if (t->leaf) {
+        e->flat = sat_add(e->flat, t->val);
+        t->leaf = false;
     }
-    if (e->stamp != w->stamp) { /* once per stack, even when the function recurses */
-        e->stamp = w->stamp;
-        e->cum = sat_add(e->cum, w->val);
+    if (e->stamp != t->stamp) { /* once per stack, even when the function recurses */
+        e->stamp = t->stamp;
+        e->cum = sat_add(e->cum, t->val);
     }
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    const pc_top_row *x = a, *y = b;
+    if (x->flat != y->flat) return x->flat > y->flat ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+pc_top_row *pc_top_rows(const pc_top *t, size_t *n)
+{
+    pc_top_row *rows = pc_xmalloc((t->n ? t->n : 1) * sizeof *rows);
+    size_t k = 0;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].name)
+            rows[k++] = (pc_top_row){t->slots[i].name, t->slots[i].flat, t->slots[i].cum};
+    qsort(rows, k, sizeof *rows, cmp_row);
+    *n = k;
+    return rows;
 }
 
 /* name, falling back to system_name, then "<unknown>". */
@@ -413,37 +438,46 @@ static const char *function_name(const pc_dictionary *d, int32_t fidx)
     return "<unknown>";
 }
 
-/* Visit the frames of st leaf first; within a location lines[0] is the innermost (inlined)
- * function and the last line its caller. false when the frame budget ran out. */
-static bool walk_stack(walker *w, const pc_dictionary *d, const pc_stack *st)
+bool pc_location_frames(const pc_dictionary *d, int32_t li, size_t *budget, pc_frame_visit visit,
+                        void *arg)
 {
-    size_t n = ARR_N(st->location_indices, st->n_location_indices);
-    for (size_t i = 0; i < n; i++) {
-        if (w->budget == 0) return false;
-        int32_t li = st->location_indices[i];
-        const pc_location *loc = li > 0 && d->location_table && (size_t)li < d->n_location_table
-                                     ? d->location_table[li]
-                                     : NULL;
-        size_t nl = loc ? ARR_N(loc->lines, loc->n_lines) : 0;
-        if (nl == 0) {
-            w->budget--;
-            if (loc && loc->address) {
-                char hex[24];
-                snprintf(hex, sizeof hex, "0x%" PRIx64, loc->address);
-                visit(w, hex, true);
-            } else {
-                visit(w, "<unknown>", false);
-            }
-            continue;
+    const pc_location *loc = li > 0 && d && d->location_table && (size_t)li < d->n_location_table
+                                 ? d->location_table[li]
+                                 : NULL;
+    size_t nl = loc ? ARR_N(loc->lines, loc->n_lines) : 0;
+    if (nl == 0) {
+        if (*budget == 0) return false;
+        (*budget)--;
+        if (loc && loc->address) {
+            char hex[24];
+            snprintf(hex, sizeof hex, "0x%" PRIx64, loc->address);
+            visit(arg, hex, false);
+        } else {
+            visit(arg, "<unknown>", true);
         }
-        for (size_t k = 0; k < nl; k++) {
-            if (w->budget == 0) return false;
-            w->budget--;
-            const pc_line *ln = loc->lines[k];
-            visit(w, function_name(d, ln ? ln->function_index : 0), false);
-        }
+        return true;
+    }
+    for (size_t k = 0; k < nl; k++) {
+        if (*budget == 0) return false;
+        (*budget)--;
+        const pc_line *ln = loc->lines[k];
+        visit(arg, function_name(d, ln ? ln->function_index : 0), true);
     }
     return true;
+}
+
+bool pc_stack_frames(const pc_dictionary *d, const pc_stack *st, size_t *budget,
+                     pc_frame_visit visit, void *arg)
+{
+    size_t n = ARR_N(st->location_indices, st->n_location_indices);
+    for (size_t i = 0; i < n; i++)
+        if (!pc_location_frames(d, st->location_indices[i], budget, visit, arg)) return false;
+    return true;
+}
+
+static void top_visit(void *arg, const char *name, bool stable)
+{
+    pc_top_frame(arg, name, stable);
 }
 
 typedef struct {
@@ -455,13 +489,6 @@ static int cmp_stack_val(const void *a, const void *b)
 {
     int32_t x = ((const stack_val *)a)->stack, y = ((const stack_val *)b)->stack;
     return (x > y) - (x < y);
-}
-
-static int cmp_ent(const void *a, const void *b)
-{
-    const fn_ent *x = *(const fn_ent *const *)a, *y = *(const fn_ent *const *)b;
-    if (x->flat != y->flat) return x->flat > y->flat ? -1 : 1;
-    return strcmp(x->name, y->name);
 }
 
 static void put_top(pc_buf *o, const char *who, const pc_dictionary *d, const pc_profile *p,
@@ -479,31 +506,27 @@ static void put_top(pc_buf *o, const char *who, const pc_dictionary *d, const pc
         if (!s || s->stack_index <= 0 || (size_t)s->stack_index >= nstk) continue;
         if (!d->stack_table[s->stack_index]) continue;
         sv[m].stack = s->stack_index;
-        sv[m].val = sample_value(s);
+        sv[m].val = pc_sample_value(s);
         m++;
     }
     qsort(sv, m, sizeof *sv, cmp_stack_val);
 
-    walker w = {.budget = PC_SUMMARY_MAX_FRAMES};
+    pc_top *t = pc_top_new();
+    size_t budget = PC_SUMMARY_MAX_FRAMES;
     bool partial = false;
     for (size_t i = 0; i < m && !partial;) {
         size_t j = i;
         int64_t v = 0;
         while (j < m && sv[j].stack == sv[i].stack)
             v = sat_add(v, sv[j++].val);
-        w.stamp++;
-        w.val = v;
-        w.leaf = true;
-        if (!walk_stack(&w, d, d->stack_table[sv[i].stack])) partial = true;
+        pc_top_stack(t, v);
+        if (!pc_stack_frames(d, d->stack_table[sv[i].stack], &budget, top_visit, t)) partial = true;
         i = j;
     }
     free(sv);
 
-    fn_ent **ents = pc_xmalloc((w.tab.n ? w.tab.n : 1) * sizeof *ents);
-    size_t k = 0;
-    for (size_t i = 0; i < w.tab.cap; i++)
-        if (w.tab.slots[i].name) ents[k++] = &w.tab.slots[i];
-    qsort(ents, k, sizeof *ents, cmp_ent);
+    size_t k;
+    pc_top_row *ents = pc_top_rows(t, &k);
 
     unit_kind uk =
         unit_kind_of(p->sample_type ? pc_dict_str(d, p->sample_type->unit_strindex) : "");
@@ -518,7 +541,7 @@ static void put_top(pc_buf *o, const char *who, const pc_dictionary *d, const pc
         pc_buf_printf(o, "%s:           flat  flat%%   sum%%        cum   cum%%  function\n", who);
     int64_t sum = 0;
     for (size_t i = 0; i < shown; i++) {
-        const fn_ent *e = ents[i];
+        const pc_top_row *e = &ents[i];
         char flat[48], cum[48], fp[16], sp[16], cp[16];
         sum = sat_add(sum, e->flat);
         fmt_value(flat, sizeof flat, e->flat, uk);
@@ -531,7 +554,7 @@ static void put_top(pc_buf *o, const char *who, const pc_dictionary *d, const pc
         pc_buf_append(o, "\n", 1);
     }
     free(ents);
-    fn_free(&w.tab);
+    pc_top_free(t);
 }
 
 /* ---- entry point ---- */
@@ -572,8 +595,7 @@ void pc_summary_format(const pc_batch *b, pc_verbosity v, int top, const char *w
     for (size_t ri = 0; ri < nres; ri++) {
         const pc_resource_profiles *rp = req->resource_profiles[ri];
         if (!rp) continue;
-        const char *service = pc_resource_attr_str(d, rp->resource, "service.name");
-        if (!service || !*service) service = "unknown_service";
+        const char *service = pc_service_name(d, rp->resource);
         if (detailed) put_resource(out, who, d, rp->resource, ri);
         size_t nsc = ARR_N(rp->scope_profiles, rp->n_scope_profiles);
         for (size_t si = 0; si < nsc; si++) {
@@ -590,4 +612,10 @@ void pc_summary_format(const pc_batch *b, pc_verbosity v, int top, const char *w
             }
         }
     }
+}
+
+const char *pc_service_name(const pc_dictionary *d, const pc_resource *r)
+{
+    const char *service = pc_resource_attr_str(d, r, "service.name");
+    return service && *service ? service : "unknown_service";
 }

@@ -45,6 +45,13 @@ typedef struct pc_component_type {
     void (*destroy)(pc_component *c);
     bool mutates;       /* processors: modifies batches (copy-on-write is then applied) */
     bool authenticator; /* extensions: priv starts with a pc_auth (pipeline/auth.h) */
+    /* Extensions that watch the profiles passing through (profilez): the tap, a consumer the
+     * service adds to every profiles pipeline as one more target of its exporters' fan-out
+     * (ARCHITECTURE.md §2, "The tap"). It is asked for once the instance is created; it must
+     * never slow, refuse or change data: it keeps its reference to the shared batch (read only,
+     * released when done with it), calls done(PC_OK) at once, and before start or after shutdown
+     * just releases the batch. */
+    pc_consumer *(*tap)(pc_component *c);
     /* PC_SIGNAL_BIT()s of the pipelines it may be in; 0 means profiles only. A pipeline of
      * another signal listing it is a config error. */
     unsigned signals;

@@ -20,6 +20,7 @@ extern const pc_component_type pc_exporter_debug;
 extern const pc_component_type pc_extension_health_check;
 extern const pc_component_type pc_extension_bearertokenauth;
 extern const pc_component_type pc_extension_basicauth;
+extern const pc_component_type pc_extension_profilez;
 
 const pc_component_type *const pc_component_types[] = {
     &pc_receiver_otlp,
@@ -39,6 +40,7 @@ const pc_component_type *const pc_component_types[] = {
     &pc_extension_health_check,
     &pc_extension_bearertokenauth,
     &pc_extension_basicauth,
+    &pc_extension_profilez,
     NULL,
 };
 

@@ -451,12 +451,29 @@ static bool scalar_items(const pc_node *l)
     return true;
 }
 
+/* The running service's taps are this one's: every tap extension enabled in either config is
+ * enabled in both and kept (a kept profiles pipeline keeps its fan-out, taps included). */
+static bool same_taps(pc_service *s)
+{
+    for (size_t i = 0; i < s->n_extensions; i++)
+        if (s->extensions[i]->type->tap && s->extensions[i]->host != s->from) return false;
+    for (size_t i = 0; i < s->from->n_extensions; i++) {
+        pc_component *c = s->from->extensions[i];
+        if (c && c->type->tap && find_in(s->extensions, s->n_extensions, c->id) != c) return false;
+    }
+    return true;
+}
+
 static void plan_pipelines(pc_service *s, const pc_node *pls, bool *keep)
 {
     const pc_node *opls = pipelines_of(s->from->root);
+    bool taps = same_taps(s);
     for (size_t i = 0; i < pls->n; i++) {
         const pc_node *p = pls->vals[i], *op = pc_node_get(opls, pls->keys[i]);
-        keep[i] = op && old_pipeline(s->from, pls->keys[i]) &&
+        pc_signal sig;
+        bool profiles = !pc_signal_parse(pls->keys[i], strcspn(pls->keys[i], "/"), &sig) &&
+                        sig == PC_SIGNAL_PROFILES;
+        keep[i] = op && old_pipeline(s->from, pls->keys[i]) && (taps || !profiles) &&
                   scalar_items(pc_node_get(p, "processors")) &&
                   scalar_items(pc_node_get(p, "exporters")) &&
                   scalar_items(pc_node_get(p, "receivers")) &&
@@ -593,6 +610,20 @@ static int id_list(const pc_node *p, const char *key, const char *path, const pc
     return rc;
 }
 
+/* The tap (ARCHITECTURE.md §2): every enabled extension that watches profiles (type->tap) is one
+ * more target of each profiles pipeline's exporter fan-out. Its consumer never refuses, never
+ * changes the batch and answers at once, so the pipeline's outcome is its exporters' alone.
+ * Appends the taps to out; returns how many. */
+static size_t add_taps(pc_service *s, pc_signal sig, pc_consumer **out)
+{
+    size_t n = 0;
+    if (sig != PC_SIGNAL_PROFILES) return 0;
+    for (size_t i = 0; i < s->n_extensions; i++)
+        if (s->extensions[i] && s->extensions[i]->type->tap)
+            out[n++] = s->extensions[i]->type->tap(s->extensions[i]);
+    return n;
+}
+
 static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const char *path, bool dry,
                           bool keep, pc_error *err)
 {
@@ -630,7 +661,7 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
         return rc;
     }
     if (rc) return rc;
-    pc_consumer *targets[MAX_COMPONENTS];
+    pc_consumer *targets[2 * MAX_COMPONENTS];
     for (size_t i = 0; i < exps->n; i++) {
         pc_component *c = shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar, exps->vals[i],
                                           path, false, err);
@@ -657,8 +688,9 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
     /* the exporters' checks failed: still check the processors, build no chain */
     pc_consumer *next = NULL;
     if (!rc) {
+        size_t n = exps->n + add_taps(s, pl->signal, targets + exps->n);
         next = targets[0];
-        if (exps->n > 1) next = pl->exporters_fanout = pc_fanout_new(targets, exps->n);
+        if (n > 1) next = pl->exporters_fanout = pc_fanout_new(targets, n);
     }
     pl->processors = pc_xcalloc(np ? np : 1, sizeof(pc_component *));
     pl->n_processors = np; /* slots fill back to front; a failed build leaves NULLs */
@@ -1194,10 +1226,11 @@ static pc_service *service_build(uv_loop_t *loop, pc_node *root, pc_service *fro
     validate_section(s, "processors", PC_KIND_PROCESSOR, err);
     validate_section(s, "exporters", PC_KIND_EXPORTER, err);
     validate_section(s, "extensions", PC_KIND_EXTENSION, err);
+    /* extensions first: a profiles pipeline's fan-out takes the taps of the enabled ones */
     bool dry = pc_error_count(err) != before;
-    build_pipelines(s, dry, err);
-    dry = pc_error_count(err) != before;
     build_extensions(s, dry, err);
+    dry = pc_error_count(err) != before;
+    build_pipelines(s, dry, err);
     if (pc_error_count(err) == before) check_authenticators(s, err);
     if (pc_error_count(err) != before) {
         pc_service_free(s);

@@ -1,0 +1,89 @@
+/* The profilez extension's aggregate: what passed through in the last window, per series (service,
+ * profile type), as stacks of function names with their summed values, in bounded memory.
+ *
+ * - The window (window_ms) is cut into `slices` time slices aligned to multiples of
+ *   window_ms / slices; a slice older than the window is cleared (it expired).
+ * - A series keeps at most max_stacks aggregated stacks over all its slices (a stack seen in two
+ *   slices counts twice: that is what it stores). A new stack that does not fit makes room by
+ *   dropping the series' oldest slice, then the next oldest, never the current one
+ *   (evicted_stacks counts the stacks dropped). When the current slice alone holds max_stacks,
+ *   the value of a new stack goes to one "[over budget]" frame of that slice (over_budget_samples
+ *   counts its samples): totals stay right, the detail is lost.
+ * - At most max_series series; the profiles of a new one beyond that are dropped
+ *   (dropped_profiles). A series with nothing left in the window is removed.
+ * - Frame names are cut at PZ_MAX_NAME bytes (on a UTF-8 boundary) and interned once with a
+ *   reference count; a stack keeps its PZ_MAX_DEPTH - 1 leaf-most frames under "[truncated]".
+ *
+ * Not thread-safe: the extension touches one aggregate from one work item at a time. Times are
+ * milliseconds of a clock that does not go backwards (the extension uses uv_hrtime). */
+#ifndef PC_PZ_AGG_H
+#define PC_PZ_AGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "pdata/pdata.h"
+
+#define PZ_MAX_NAME  1024
+#define PZ_MAX_DEPTH 512
+/* Flame-graph nodes whose total is under 1 / PZ_PRUNE_DIV of the series' total are left out of
+ * /api/flamegraph (less than a pixel on any screen); their value stays in their parent's total. */
+#define PZ_PRUNE_DIV 8192
+
+typedef struct pz_limits {
+    uint64_t window_ms;
+    unsigned slices;
+    size_t max_stacks; /* per series */
+    size_t max_series;
+} pz_limits;
+
+typedef struct pz_stats {
+    uint64_t profiles, samples;   /* aggregated */
+    uint64_t evicted_stacks;      /* dropped from older slices to make room (the budget) */
+    uint64_t over_budget_samples; /* folded into "[over budget]": no room even after that */
+    uint64_t dropped_profiles;    /* of new series beyond max_series */
+    uint64_t series, stacks;      /* now (gauges) */
+    uint64_t dropped_batches;     /* told by the caller: batches it released unread */
+} pz_stats;
+
+typedef struct pz_agg pz_agg;
+
+pz_agg *pz_agg_new(const pz_limits *l);
+void pz_agg_free(pz_agg *a);
+const pz_stats *pz_agg_stats(const pz_agg *a);
+/* The caller's count of batches it released without handing them over (shown with the rest). */
+void pz_agg_set_dropped_batches(pz_agg *a, uint64_t n);
+
+/* Every profile of b (a profiles batch, only read) at time now_ms: series from the resource's
+ * service.name (pc_service_name) and the profile's sample type and unit; frames named as the debug
+ * exporter names them (pc_stack_frames); a sample's value as pc_sample_value. */
+void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms);
+/* One stack (frames leaf first, n may be 0) of value with `samples` samples. 0, or PC_E2BIG when
+ * the series could not be created (max_series). */
+int pz_agg_add_stack(pz_agg *a, const char *service, const char *type, const char *unit,
+                     const char *const *frames, size_t n, int64_t value, uint64_t samples,
+                     uint64_t now_ms);
+/* Expire what left the window (each query does it first). */
+void pz_agg_advance(pz_agg *a, uint64_t now_ms);
+
+/* The JSON behind the page (README, "profilez"):
+ * series: {"window_ms","slice_ms","slices","max_stacks","max_series","stats":{...},
+ *          "series":[{"service","type","unit","total","samples","stacks","age_ms",
+ *                     "evicted_stacks","over_budget_samples"}]} (by service, then type);
+ * flamegraph: {"service","type","unit","total","pruned":N,"names":[...],
+ *              "nodes":[[name,total,self,depth]...]} the tree in pre-order (a node's children
+ *              follow it, by name, one deeper), the root first at depth 0; name indexes names,
+ *              names[0] is the root's "total"; PC_ENOENT when there is no such series;
+ * top: {"service","type","unit","total","functions":N,"rows":[{"name","flat","cum"}...]} the
+ *      first `limit` rows by flat (pc_top_rows). type is "type:unit", e.g. "cpu:nanoseconds". */
+void pz_agg_series_json(pz_agg *a, uint64_t now_ms, pc_buf *out);
+int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uint64_t now_ms,
+                           pc_buf *out);
+int pz_agg_top_json(pz_agg *a, const char *service, const char *type, size_t limit, uint64_t now_ms,
+                    pc_buf *out);
+
+/* A JSON string (quoted, escaped) of s. */
+void pz_json_str(pc_buf *out, const char *s);
+
+#endif

@@ -1,0 +1,538 @@
+/* Extension "profilez": a live flame graph of the profiles passing through, on its own HTTP
+ * endpoint (like the Collector's zpages, for profiles).
+ *
+ * The service adds this extension's tap (a consumer that never refuses) to every profiles
+ * pipeline as one more target of its exporters' fan-out (ARCHITECTURE.md §2, the tap). The tap
+ * keeps a reference to the batch, answers done(PC_OK) at once and queues the batch; one work item
+ * at a time on the thread pool takes the next queued batches (about 1 MiB of them) and
+ * requests, aggregates the batches (agg.h: bounded by a stack budget per series and a window of
+ * time slices) and builds the JSON the requests ask for, so the aggregate is only ever touched
+ * by one thread at a time and never on the loop. When the batches waiting or
+ * being aggregated hold max_pending_size, newer ones are released unread and counted: the tap
+ * never holds data back, and what it keeps alive is bounded.
+ *
+ * GET /                 the page (profilez_page.html, embedded at build time)
+ * GET /api/series       services and profile types seen in the window, limits and drops
+ * GET /api/flamegraph?service=S&type=T     the merged stacks of one series as a tree
+ * GET /api/top?service=S&type=T&limit=N    its top functions (the debug exporter's table) */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/arena.h"
+#include "extensions/profilez/agg.h"
+#include "net/http_server.h"
+#include "net/tls.h"
+#include "net/url.h"
+#include "pipeline/component.h"
+#include "pipeline/telemetry.h"
+#include "pipeline/tls_config.h"
+
+extern const char pc_profilez_page[];
+
+/* Decoded batch bytes one work item aggregates at most (but at least one batch). */
+#define JOB_BYTES ((size_t)1 << 20)
+
+typedef struct pz_cfg {
+    char *endpoint;
+    uint64_t window_ms;
+    int64_t slices;
+    int64_t max_stacks;
+    int64_t max_series;
+    uint64_t max_pending_size;
+    pc_tls_server_cfg tls;
+} pz_cfg;
+
+static const pc_cfg_key pz_keys[] = {
+    {"endpoint", PC_CFG_STRING, "localhost:1778", offsetof(pz_cfg, endpoint),
+     "host:port of the page and its JSON", NULL},
+    {"window", PC_CFG_DURATION, "5m", offsetof(pz_cfg, window_ms),
+     "how far back the page looks (what is older is dropped)", NULL},
+    {"slices", PC_CFG_INT, "10", offsetof(pz_cfg, slices),
+     "time slices the window is cut into: memory is given back a slice at a time, the oldest "
+     "first",
+     NULL},
+    {"max_stacks", PC_CFG_INT, "5000", offsetof(pz_cfg, max_stacks),
+     "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
+    {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series),
+     "services x profile types kept; profiles of more are dropped (counted)", NULL},
+    {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size),
+     "decoded size of the batches waiting for or in aggregation at most (at least one batch); "
+     "more are released unread (counted)",
+     NULL},
+    PC_TLS_SERVER_KEYS(pz_cfg, tls, ""),
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
+/* A unit of the work queue: a batch to aggregate or a request to answer. */
+typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP } task_kind;
+typedef struct task {
+    struct task *next;
+    task_kind kind;
+    pc_batch *batch;
+    pc_http_req *req;
+    char *service, *type;
+    size_t limit;
+    size_t bytes; /* the batch's decoded size, counted in pending_bytes until done */
+    int status;
+    pc_buf body;
+} task;
+
+typedef struct counters {
+    uint64_t profiles, samples, evicted_stacks, over_budget_samples, dropped_profiles, series,
+        stacks, dropped_batches;
+    uint64_t cpu_ns; /* thread CPU time of the work items */
+} counters;
+
+typedef struct pz {
+    pc_component *c;
+    pc_consumer tap;
+    pz_agg *agg; /* only touched by the work item in flight */
+    pc_http_server *srv;
+    pc_tls_ctx *tls;
+    task *head, **tail;   /* queued, not yet handed to a work item */
+    size_t pending_bytes; /* batches queued or being aggregated */
+    bool busy, started, stopping, srv_open;
+    counters m; /* self-metrics: loop thread */
+    pc_shutdown_done done;
+} pz;
+
+typedef struct job {
+    uv_work_t w;
+    pz *z;
+    task *tasks;
+    uint64_t dropped_batches;
+    uint64_t cpu_ns;
+    pz_stats st;
+} job;
+
+static int pz_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
+{
+    pz_cfg *cfg = cfgp;
+    char host[256];
+    pc_error e = {0};
+    int port;
+    if (pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, &e) < 0)
+        return pc_cfg_key_errorf(err, node, path, "endpoint", "%s", e.msg);
+    if (cfg->slices < 1 || cfg->slices > 1000)
+        return pc_cfg_key_errorf(err, node, path, "slices", "must be between 1 and 1000");
+    if (cfg->window_ms < 1000 || cfg->window_ms > 24 * 3600 * 1000ull)
+        return pc_cfg_key_errorf(err, node, path, "window", "must be between 1s and 24h");
+    if (cfg->window_ms / (uint64_t)cfg->slices < 100)
+        return pc_cfg_key_errorf(err, node, path, "slices",
+                                 "a slice must be at least 100ms (window / slices)");
+    if (cfg->max_stacks < 1 || cfg->max_stacks > 10000000)
+        return pc_cfg_key_errorf(err, node, path, "max_stacks", "must be between 1 and 10000000");
+    if (cfg->max_series < 1 || cfg->max_series > 100000)
+        return pc_cfg_key_errorf(err, node, path, "max_series", "must be between 1 and 100000");
+    if (cfg->max_pending_size < 1024 * 1024)
+        return pc_cfg_key_errorf(err, node, path, "max_pending_size", "must be at least 1MiB");
+    return pc_tls_server_validate(&cfg->tls, node, path, "", err);
+}
+
+static uint64_t now_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
+
+/* ---- the work queue ---- */
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void run_tasks(uv_work_t *w)
+{
+    job *j = w->data;
+    uint64_t cpu0 = thread_cpu_ns();
+    pz_agg *a = j->z->agg;
+    pz_agg_set_dropped_batches(a, j->dropped_batches);
+    for (task *t = j->tasks; t; t = t->next) {
+        uint64_t now = now_ms();
+        switch (t->kind) {
+        case T_BATCH:
+            pz_agg_add_batch(a, t->batch, now);
+            pc_batch_unref(t->batch); /* the last reference frees the arena here, off the loop */
+            t->batch = NULL;
+            break;
+        case T_SERIES:
+            pz_agg_series_json(a, now, &t->body);
+            t->status = 200;
+            break;
+        case T_FLAME:
+        case T_TOP: {
+            int rc = t->kind == T_FLAME
+                         ? pz_agg_flamegraph_json(a, t->service, t->type, now, &t->body)
+                         : pz_agg_top_json(a, t->service, t->type, t->limit, now, &t->body);
+            t->status = rc ? 404 : 200;
+            if (rc) {
+                t->body.len = 0;
+                pc_buf_printf(&t->body, "{\"error\":\"no such series in the window\"}");
+            }
+            break;
+        }
+        }
+    }
+    j->st = *pz_agg_stats(a);
+    j->cpu_ns = thread_cpu_ns() - cpu0;
+}
+
+static void task_free(task *t)
+{
+    if (t->batch) pc_batch_unref(t->batch);
+    pc_buf_free(&t->body);
+    free(t->service);
+    free(t->type);
+    free(t);
+}
+
+static void answer(task *t)
+{
+    if (!t->req) return;
+    if (!t->status) {
+        static const char m[] = "{\"error\":\"profilez is stopping\"}";
+        pc_http_respond(t->req, 503, "application/json", m, sizeof m - 1, NULL);
+    } else {
+        pc_http_respond(t->req, t->status, "application/json", t->body.data, t->body.len,
+                        "Cache-Control: no-store\r\n");
+    }
+    t->req = NULL;
+}
+
+static void maybe_done(pz *z);
+static void tasks_done(uv_work_t *w, int status);
+
+static void kick(pz *z)
+{
+    if (z->busy || !z->head || z->stopping) return;
+    /* about JOB_BYTES of batches per work item (at least one task): the pool's other work (the
+     * relay's decode and encode) gets its turn between two items, and many small batches do not
+     * each wait for a turn of their own */
+    job *j = pc_xcalloc(1, sizeof *j);
+    j->w.data = j;
+    j->z = z;
+    j->dropped_batches = z->m.dropped_batches;
+    task **jt = &j->tasks;
+    size_t bytes = 0;
+    while (z->head && (jt == &j->tasks || bytes + z->head->bytes <= JOB_BYTES)) {
+        task *t = z->head;
+        z->head = t->next;
+        bytes += t->bytes;
+        t->next = NULL;
+        *jt = t;
+        jt = &t->next;
+    }
+    if (!z->head) z->tail = &z->head;
+    z->busy = true;
+    uv_queue_work(z->c->loop, &j->w, run_tasks, tasks_done);
+}
+
+static void tasks_done(uv_work_t *w, int status)
+{
+    (void)status;
+    job *j = w->data;
+    pz *z = j->z;
+    z->busy = false;
+    z->m.profiles = j->st.profiles;
+    z->m.samples = j->st.samples;
+    z->m.evicted_stacks = j->st.evicted_stacks;
+    z->m.over_budget_samples = j->st.over_budget_samples;
+    z->m.dropped_profiles = j->st.dropped_profiles;
+    z->m.series = j->st.series;
+    z->m.stacks = j->st.stacks;
+    z->m.cpu_ns += j->cpu_ns;
+    for (task *t = j->tasks, *next; t; t = next) {
+        next = t->next;
+        z->pending_bytes -= t->bytes;
+        answer(t);
+        task_free(t);
+    }
+    free(j);
+    if (z->stopping)
+        maybe_done(z);
+    else
+        kick(z);
+}
+
+static void enqueue(pz *z, task *t)
+{
+    t->next = NULL;
+    *z->tail = t;
+    z->tail = &t->next;
+    kick(z);
+}
+
+/* ---- the tap ---- */
+
+static void tap_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
+{
+    pz *z = (pz *)((char *)self - offsetof(pz, tap));
+    pz_cfg *cfg = z->c->cfg;
+    size_t bytes = pc_arena_size(b->arena);
+    if (!z->started || z->stopping || b->signal != PC_SIGNAL_PROFILES) {
+        pc_batch_unref(b);
+    } else if (z->pending_bytes && z->pending_bytes + bytes > cfg->max_pending_size) {
+        z->m.dropped_batches++; /* aggregation is behind: never hold the pipeline's data */
+        pc_batch_unref(b);
+    } else {
+        task *t = pc_xcalloc(1, sizeof *t);
+        t->kind = T_BATCH;
+        t->batch = b;
+        t->bytes = bytes;
+        z->pending_bytes += bytes;
+        enqueue(z, t);
+    }
+    done(arg, PC_OK, NULL);
+}
+
+static pc_consumer *pz_tap(pc_component *c)
+{
+    pz *z = c->priv;
+    return &z->tap;
+}
+
+/* ---- HTTP ---- */
+
+static void respond_text(pc_http_req *req, int status, const char *ctype, const char *msg)
+{
+    pc_http_respond(req, status, ctype, msg, strlen(msg), NULL);
+}
+
+static void on_request(pc_http_req *req, void *arg)
+{
+    pz *z = arg;
+    if (strcmp(req->method, "GET") != 0) {
+        pc_http_respond(req, 405, "text/plain", "method not allowed\n", 19, "Allow: GET\r\n");
+        return;
+    }
+    if (!strcmp(req->path, "/") || !strcmp(req->path, "/index.html")) {
+        pc_http_respond(req, 200, "text/html; charset=utf-8", pc_profilez_page,
+                        strlen(pc_profilez_page),
+                        "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+                        "Content-Security-Policy: default-src 'self'; script-src 'unsafe-inline'; "
+                        "style-src 'unsafe-inline'; img-src 'self' data:\r\n");
+        return;
+    }
+    task_kind kind;
+    if (!strcmp(req->path, "/api/series"))
+        kind = T_SERIES;
+    else if (!strcmp(req->path, "/api/flamegraph"))
+        kind = T_FLAME;
+    else if (!strcmp(req->path, "/api/top"))
+        kind = T_TOP;
+    else {
+        respond_text(req, 404, "text/plain", "404 page not found\n");
+        return;
+    }
+    if (z->stopping) {
+        respond_text(req, 503, "application/json", "{\"error\":\"profilez is stopping\"}");
+        return;
+    }
+    task *t = pc_xcalloc(1, sizeof *t);
+    t->kind = kind;
+    t->req = req;
+    if (kind != T_SERIES) {
+        t->service = pc_http_req_query(req, "service");
+        t->type = pc_http_req_query(req, "type");
+        if (!t->service || !t->type) {
+            task_free(t);
+            respond_text(req, 400, "application/json",
+                         "{\"error\":\"want ?service=...&type=... (as /api/series lists them)\"}");
+            return;
+        }
+        t->limit = 50;
+        char *lim = pc_http_req_query(req, "limit");
+        if (lim) {
+            char *end;
+            long v = strtol(lim, &end, 10);
+            bool bad = !*lim || *end || v < 1 || v > 10000;
+            free(lim);
+            if (bad) {
+                task_free(t);
+                respond_text(req, 400, "application/json",
+                             "{\"error\":\"limit: a number from 1 to 10000\"}");
+                return;
+            }
+            t->limit = (size_t)v;
+        }
+    }
+    enqueue(z, t);
+}
+
+/* ---- lifecycle ---- */
+
+static int pz_create(pc_component *c, pc_error *err)
+{
+    (void)err;
+    pz_cfg *cfg = c->cfg;
+    pz *z = pc_xcalloc(1, sizeof *z);
+    z->c = c;
+    z->tap.consume = tap_consume;
+    z->tap.mutates = false;
+    z->tail = &z->head;
+    pz_limits l = {.window_ms = cfg->window_ms,
+                   .slices = (unsigned)cfg->slices,
+                   .max_stacks = (size_t)cfg->max_stacks,
+                   .max_series = (size_t)cfg->max_series};
+    z->agg = pz_agg_new(&l);
+    c->priv = z;
+    return 0;
+}
+
+static void metric(pz *z, const char *name, const char *help, pc_metric_kind kind,
+                   const uint64_t *v)
+{
+    char labels[300];
+    snprintf(labels, sizeof labels, "extension=\"%s\"", z->c->id);
+    pc_metric_u64(z->c, name, help, kind, labels, v);
+}
+
+static double cpu_seconds(const void *arg)
+{
+    return (double)((const pz *)arg)->m.cpu_ns / 1e9;
+}
+
+static int pz_start(pc_component *c, pc_error *err)
+{
+    pz_cfg *cfg = c->cfg;
+    pz *z = c->priv;
+    char host[256];
+    int port;
+    pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, NULL);
+    pc_http_server_opts o = {.host = host,
+                             .port = port,
+                             .max_body_bytes = 4096,
+                             .max_header_bytes = 16384,
+                             .read_timeout_ms = 10000,
+                             .idle_timeout_ms = 60000,
+                             .max_connections = 64,
+                             .log_id = c->id};
+    if (pc_tls_server_enabled(&cfg->tls)) {
+        z->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err);
+        if (!z->tls) return err ? err->code : PC_EINVAL;
+        o.tls = z->tls;
+    }
+    z->srv = pc_http_server_new(c->loop, &o, on_request, z);
+    z->srv_open = true;
+    int rc = pc_http_server_start(z->srv, err);
+    if (rc < 0) return rc;
+    metric(z, "profcol_profilez_profiles_total", "Profiles aggregated for the profilez page",
+           PC_METRIC_COUNTER, &z->m.profiles);
+    metric(z, "profcol_profilez_samples_total", "Samples aggregated for the profilez page",
+           PC_METRIC_COUNTER, &z->m.samples);
+    metric(z, "profcol_profilez_evicted_stacks_total",
+           "Aggregated stacks dropped from the oldest time slices to make room (max_stacks)",
+           PC_METRIC_COUNTER, &z->m.evicted_stacks);
+    metric(z, "profcol_profilez_over_budget_samples_total",
+           "Samples whose stack found no room in the current slice, shown as [over budget]",
+           PC_METRIC_COUNTER, &z->m.over_budget_samples);
+    metric(
+        z, "profcol_profilez_dropped_profiles_total",
+        "Profiles not aggregated: a new series over max_series, or a batch over its frame budget",
+        PC_METRIC_COUNTER, &z->m.dropped_profiles);
+    metric(z, "profcol_profilez_dropped_batches_total",
+           "Batches released unread: max_pending_size was held by batches waiting for aggregation",
+           PC_METRIC_COUNTER, &z->m.dropped_batches);
+    metric(z, "profcol_profilez_series", "Series (service, profile type) in the window",
+           PC_METRIC_GAUGE, &z->m.series);
+    metric(z, "profcol_profilez_stacks", "Aggregated stacks held", PC_METRIC_GAUGE, &z->m.stacks);
+    char labels[300];
+    snprintf(labels, sizeof labels, "extension=\"%s\"", c->id);
+    pc_metric_fn(c, "profcol_profilez_cpu_seconds_total",
+                 "CPU time of profilez's work items on the thread pool (aggregating, answering)",
+                 PC_METRIC_COUNTER, labels, cpu_seconds, z);
+    z->started = true;
+    PC_INFO(c->id,
+            "live flame graphs on %s://%s:%d/ (window %" PRIu64 "s, %" PRId64 " stacks per series)",
+            z->tls ? "https" : "http", host, pc_http_server_port(z->srv), cfg->window_ms / 1000,
+            cfg->max_stacks);
+    return 0;
+}
+
+/* Done once the server closed (its requests answered) and no work item runs. */
+static void maybe_done(pz *z)
+{
+    if (z->busy || z->srv_open || !z->done) return;
+    /* what was queued and never handed over: released, requests answered 503 */
+    for (task *t = z->head, *next; t; t = next) {
+        next = t->next;
+        answer(t);
+        task_free(t);
+    }
+    z->head = NULL;
+    z->tail = &z->head;
+    z->pending_bytes = 0;
+    pc_shutdown_done done = z->done;
+    z->done = NULL;
+    done(z->c);
+}
+
+static void srv_closed(void *arg)
+{
+    pz *z = arg;
+    z->srv = NULL;
+    z->srv_open = false;
+    maybe_done(z);
+}
+
+static void pz_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    pz *z = c->priv;
+    if (!z) {
+        done(c);
+        return;
+    }
+    z->stopping = true;
+    z->done = done;
+    /* queries still queued are answered 503 now, so the server's shutdown need not wait */
+    task **pp = &z->head;
+    while (*pp) {
+        task *t = *pp;
+        if (t->req) {
+            *pp = t->next;
+            answer(t);
+            task_free(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+    z->tail = pp;
+    if (z->srv)
+        pc_http_server_shutdown(z->srv, srv_closed, z);
+    else
+        maybe_done(z);
+}
+
+static void pz_destroy(pc_component *c)
+{
+    pz *z = c->priv;
+    pc_metric_unregister(c);
+    if (!z) return;
+    for (task *t = z->head, *next; t; t = next) {
+        next = t->next;
+        task_free(t);
+    }
+    pz_agg_free(z->agg);
+    pc_tls_ctx_free(z->tls);
+    free(z);
+}
+
+const pc_component_type pc_extension_profilez = {
+    .name = "profilez",
+    .kind = PC_KIND_EXTENSION,
+    .stability = "development",
+    .doc = "live flame graphs of the profiles passing through (every profiles pipeline), with "
+           "top functions and JSON, over the last window, in bounded memory",
+    .cfg_size = sizeof(pz_cfg),
+    .cfg = pz_keys,
+    .validate = pz_validate,
+    .create = pz_create,
+    .start = pz_start,
+    .shutdown = pz_shutdown,
+    .destroy = pz_destroy,
+    .tap = pz_tap,
+};

@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""The profilez page in a real browser, after real profiles went through.
+
+Real Go profiles (tests/data/go-cpu.pb.gz, posted to the pyroscope receiver's /ingest) and real
+Node profiles (the @pyroscope/nodejs client running tests/e2e/node/app.js, through a recording
+proxy so the test has what it sent) pass profcol (pyroscope receiver -> otlphttp -> a recording
+sink) with the profilez extension listening. What each series must show is computed here from
+the profiles themselves with independent decoders (`go tool pprof -raw` for the Go file, Python
+protobuf for what the Node client sent): totals, and the flame tree (stacks merged root first).
+
+Then Debian's chromium (headless, started by playwright-core from tests/e2e/browser, installed
+with `npm ci` from its lockfile; never a downloaded browser) loads the page and, per series:
+  * the frames drawn include every node of the independent tree worth at least 1% of the total;
+  * a click on a frame zooms: it becomes the view's root (data-zoom, at the depth of its
+    ancestors, full width), its children stay drawn; back returns to the whole graph;
+  * hovering shows the frame's name and its share of the view;
+  * a search highlights exactly the drawn frames whose names match and reports the matched share
+    (the independent tree's matching frames below no matching frame, over the total);
+  * while the page stays open, a second Go upload shows up (the page polls the JSON).
+A screenshot is saved as build/test-artifacts/profilez.png (next to PROFCOL_BIN).
+
+Without a browser (ReloadTest): the tap on SIGHUP reloads (profilez's config changed, removed,
+added back) while a client posts throughout: every post answered 200, everything acknowledged
+reaches the exporter unchanged, each new profilez instance counts what it saw since it started,
+profcol exits 0.
+
+Without chromium or npm's playwright-core the test prints "skipped: <reason>"."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import pyro_support as ps  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "browser")
+GO_CPU = os.path.join(h.SRC, "tests", "data", "go-cpu.pb.gz")
+ARTIFACTS = os.path.join(os.path.dirname(os.path.abspath(h.BIN)), "test-artifacts")
+SCREENSHOT = os.path.join(ARTIFACTS, "profilez.png")
+
+
+def ensure_browser_modules():
+    """npm ci (from package-lock.json) unless node_modules holds the locked playwright-core.
+    None, or why the browser cannot be driven."""
+    if not os.access(CHROMIUM, os.X_OK):
+        return "Debian's chromium is not installed (%s; apt-get install chromium)" % CHROMIUM
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        return "node and npm are needed to run playwright-core"
+    with open(os.path.join(BROWSER_DIR, "package-lock.json")) as f:
+        want = json.load(f)["packages"]["node_modules/playwright-core"]["version"]
+    marker = os.path.join(BROWSER_DIR, "node_modules", "playwright-core", "package.json")
+    try:
+        with open(marker) as f:
+            if json.load(f)["version"] == want:
+                return None
+    except (OSError, ValueError, KeyError):
+        pass
+    env = dict(os.environ, PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1")
+    r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=BROWSER_DIR,
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                       env=env)
+    if r.returncode != 0 or not os.path.exists(marker):
+        return "npm ci in tests/e2e/browser failed (exit %d): %s" % (r.returncode,
+                                                                     r.stderr.strip()[-500:])
+    return None
+
+
+class Tree:
+    """Stacks merged root first (the flame graph, computed here): node = [total, self, kids]."""
+
+    def __init__(self, counter):
+        self.root = [0, 0, {}]
+        for (names, _labels), v in counter.items():
+            node = self.root
+            node[0] += v
+            for name in reversed(names):  # names are leaf first
+                node = node[2].setdefault(name, [0, 0, {}])
+                node[0] += v
+            node[1] += v
+
+    def nodes(self):
+        """(path root first, total, self, kids) of every node below the root."""
+        out, todo = [], [((), self.root)]
+        while todo:
+            path, n = todo.pop()
+            for name, k in n[2].items():
+                out.append((path + (name,), k[0], k[1], k[2]))
+                todo.append((path + (name,), k))
+        return out
+
+    def matched(self, term):
+        """Total of the frames whose names contain term (case-insensitive) below none that do."""
+        term = term.lower()
+
+        def walk(n):
+            return sum(k[0] if term in name.lower() else walk(k) for name, k in n[2].items())
+        return walk(self.root)
+
+
+class ProfilezPageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        why = ensure_browser_modules()
+        if why:
+            print("skipped: %s" % why, file=sys.stderr)
+            raise unittest.SkipTest(why)
+        ps.ensure_node_modules()
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="profilez-", dir=h.TMP)
+        self.sink = h.started_sink(self)
+        self.port, self.zport = h.free_port(), h.free_port()
+        cfg = (ps.pyroscope_receiver_yaml(self.port) +
+               "exporters:\n  otlphttp:\n    endpoint: %s\n"
+               "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n"
+               "service:\n  extensions: [profilez]\n"
+               "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
+               "      exporters: [otlphttp]\n" % (self.sink.url, self.zport))
+        self.pc = h.started_profcol(self, cfg, [self.port, self.zport], "profilez")
+
+    def api(self, path, **query):
+        url = "http://127.0.0.1:%d%s" % (self.zport, path)
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return json.load(r)
+
+    def series(self):
+        return {(s["service"], s["type"]): s for s in self.api("/api/series")["series"]}
+
+    def ingest_url(self, app):
+        return "http://127.0.0.1:%d/ingest?%s" % (self.port, urllib.parse.urlencode(
+            {"name": app, "format": "pprof", "spyName": "gospy"}))
+
+    def post_go(self, app):
+        with open(GO_CPU, "rb") as f:
+            body = f.read()
+        req = urllib.request.Request(self.ingest_url(app), data=body, method="POST",
+                                     headers={"Content-Type": "application/octet-stream"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            self.assertEqual(r.status, 200)
+
+    def wait_totals(self, want):
+        """Until /api/series has every (service, type) of want with that total."""
+        last = {}
+
+        def ok():
+            nonlocal last
+            last = {k: s["total"] for k, s in self.series().items()}
+            return all(last.get(k) == v for k, v in want.items())
+        end = time.time() + 30
+        while time.time() < end and not ok():
+            time.sleep(0.2)
+        self.assertEqual({k: last.get(k) for k in want}, want,
+                         "profilez /api/series totals against the profiles' own")
+
+    def drive(self, plan):
+        plan_path = os.path.join(self.tmp, "plan.json")
+        plan["userDataDir"] = os.path.join(self.tmp, "chromium-profile")
+        with open(plan_path, "w") as f:
+            json.dump(plan, f)
+        r = subprocess.run([shutil.which("node"), "drive.js", plan_path], cwd=BROWSER_DIR,
+                           capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+        out = json.loads(lines[-1]) if lines else {}
+        if "fatal" in out and ("Failed to launch" in out["fatal"] or
+                               "Executable doesn't exist" in out["fatal"]):
+            self.skipTest("chromium cannot be started here: %s" % out["fatal"][:500])
+        self.assertEqual(r.returncode, 0, "drive.js failed:\n%s\n%s" % (r.stdout[-3000:],
+                                                                     r.stderr[-3000:]))
+        return out
+
+    def test_page(self):
+        # ---- data through, and what it must look like, from the profiles themselves ----
+        self.post_go("goapp")
+        go = ps.go_pprof_raw(GO_CPU, self.tmp)
+        rec = ps.Recorder(self.port).start()
+        self.addCleanup(rec.stop)
+        out = ps.run_node_app(rec.url, "nodeapp", run_ms=2500, flush_ms=1000)
+        self.assertTrue(out["done"], out)
+        records = [r for r in rec.snapshot() if r.status == 200 and r.path.startswith("/ingest")]
+        self.assertTrue(records, "the Node client sent nothing")
+        node = ps.merge_views([ps.pprof_view(r.body) for r in records])
+        want = {}
+        trees = {}
+        for t, c in go["samples"].items():
+            want[("goapp", "%s:%s" % t)] = sum(c.values())
+            trees[("goapp", "%s:%s" % t)] = Tree(c)
+        for t, c in node["samples"].items():
+            want[("nodeapp", "%s:%s" % t)] = sum(c.values())
+            trees[("nodeapp", "%s:%s" % t)] = Tree(c)
+        self.wait_totals(want)
+
+        # ---- the page ----
+        plan_series = []
+        for key in (("goapp", "cpu:nanoseconds"), ("nodeapp", "wall:nanoseconds")):
+            tree = trees[key]
+            total = tree.root[0]
+            # click: the widest frame with children at depth >= 2 (not the root's own child)
+            cands = [n for n in tree.nodes() if len(n[0]) >= 2 and n[3]]
+            click = max(cands, key=lambda n: (n[1], n[0]))
+            # search: the leaf function of the largest self value
+            leaf = max(tree.nodes(), key=lambda n: (n[2], n[0]))
+            plan_series.append({"service": key[0], "type": key[1], "click": click[0][-1],
+                                "hover": click[0][-1], "search": leaf[0][-1],
+                                "_click": click, "_total": total})
+        go_key = ("goapp", "cpu:nanoseconds")
+        plan = {"url": "http://127.0.0.1:%d/" % self.zport, "screenshot": SCREENSHOT,
+                "series": [{k: v for k, v in s.items() if not k.startswith("_")}
+                           for s in plan_series],
+                "update": {"service": go_key[0], "type": go_key[1], "url": self.ingest_url("goapp"),
+                           "file": GO_CPU, "total": 2 * want[go_key]}}
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        if os.path.exists(SCREENSHOT):
+            os.unlink(SCREENSHOT)
+        res = self.drive(plan)
+        self.assertEqual(res.get("errors"), [], "errors in the page")
+        self.assertEqual(len(res["series"]), len(plan_series))
+
+        for s, got in zip(plan_series, res["series"]):
+            key = (s["service"], s["type"])
+            tree, total = trees[key], s["_total"]
+            with self.subTest(series=key):
+                drawn = {f["name"] for f in got["frames"]}
+                wide = {n[0][-1] for n in tree.nodes() if n[1] * 100 >= total}
+                self.assertTrue(wide, "nothing of 1%% or more in %s?" % (key,))
+                self.assertEqual(wide - drawn, set(),
+                                 "frames of 1%% or more of %s missing from the flame graph" % (key,))
+                roots = [f for f in got["frames"] if f["depth"] == 0]
+                self.assertEqual([(f["name"], f["total"]) for f in roots], [("total", total)])
+                self.assertEqual(got["initial"]["zoom"], "total")
+                # the top table: the function with the largest self value first
+                self.assertEqual(got["top"][0], s["search"])
+
+                # click: the clicked frame is the view's root, at full width, below its ancestors
+                path, ctotal = s["_click"][0], s["_click"][1]
+                z = got["zoomed"]
+                self.assertEqual(z["zoom"], path[-1])
+                self.assertEqual(int(z["zoomDepth"]), len(path))
+                self.assertEqual(int(z["zoomTotal"]), ctotal)
+                at = [f for f in got["zoomedFrames"] if f["depth"] == len(path)]
+                self.assertEqual([(f["name"], f["anc"]) for f in at], [(path[-1], False)])
+                self.assertGreaterEqual(at[0]["width"], z["width"] - 2)
+                ancestors = [f["name"] for f in got["zoomedFrames"] if f["anc"]]
+                self.assertEqual(ancestors, ["total"] + list(path[:-1]))
+                kids = {name for name, k in s["_click"][3].items() if k[0] * 100 >= ctotal}
+                zdrawn = {f["name"] for f in got["zoomedFrames"] if f["depth"] == len(path) + 1}
+                self.assertEqual(kids - zdrawn, set(), "children of the zoomed frame")
+                self.assertEqual(got["back"]["zoom"], "total")
+
+                # hover: name and share of the view
+                self.assertIn(path[-1], got["tip"])
+                self.assertIn("%.2f%% of the view" % (100.0 * ctotal / total), got["tip"])
+
+                # search: highlighted frames and the matched share
+                term = s["search"]
+                self.assertTrue(got["searchedFrames"])
+                self.assertTrue(all(term.lower() in n.lower() for n in got["searchedFrames"]))
+                hits_drawn = {f["name"] for f in got["frames"] if term.lower() in f["name"].lower()}
+                self.assertEqual(set(got["searchedFrames"]), hits_drawn)
+                share = 100.0 * tree.matched(term) / total
+                self.assertAlmostEqual(float(got["searched"]["matchShare"]), share, places=3)
+                self.assertIn("matched %.2f%%" % share, got["matchText"])
+
+        # live: a second upload shows up while the page stays open
+        self.assertEqual(res["update"]["status"], 200)
+        self.assertEqual(res["update"]["before"], want[go_key])
+        self.assertEqual(res["update"]["after"], 2 * want[go_key])
+        # the screenshot, a test artifact
+        with open(SCREENSHOT, "rb") as f:
+            png = f.read()
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertGreater(len(png), 10000)
+        print("screenshot: %s (%s)" % (SCREENSHOT, res.get("browser")), file=sys.stderr)
+        self.pc.stop()
+
+
+class ReloadTest(unittest.TestCase):
+    def test_reloads(self):
+        sink = h.started_sink(self)
+        port, zport = h.free_port(), h.free_port()
+        base = (ps.pyroscope_receiver_yaml(port) +
+                "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink.url)
+        pipe = "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n      exporters: [otlphttp]\n"
+
+        def cfg(window=None):
+            if window is None:
+                return base + "service:\n" + pipe
+            return (base + "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n"
+                    "    window: %s\nservice:\n  extensions: [profilez]\n" % (zport, window) + pipe)
+
+        pc = h.started_profcol(self, cfg("5m"), [port, zport], "profilez-reload")
+        with open(GO_CPU, "rb") as f:
+            body = f.read()
+        go = ps.go_pprof_raw(GO_CPU, tempfile.mkdtemp(dir=h.TMP))["totals"]
+        url = "http://127.0.0.1:%d/ingest?name=reload&format=pprof" % port
+        statuses, stop = [], [False]
+
+        def post():
+            req = urllib.request.Request(url, data=body, method="POST")
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status
+
+        def client():
+            while not stop[0]:
+                try:
+                    statuses.append(post())
+                except Exception as e:  # noqa: BLE001 -- recorded, asserted below
+                    statuses.append(repr(e))
+                time.sleep(0.02)
+        t = threading.Thread(target=client)
+        t.start()
+        self.addCleanup(lambda: (stop.__setitem__(0, True), t.join()))
+
+        def api():
+            with urllib.request.urlopen("http://127.0.0.1:%d/api/series" % zport,
+                                        timeout=10) as r:
+                return json.load(r)
+
+        def reload(text, n):
+            with open(pc.config_paths[0], "w") as f:
+                f.write(text)
+            pc.proc.send_signal(signal.SIGHUP)
+            pc.wait_stderr(lambda e: e.count("reload: complete") >= n, 20)
+            self.assertEqual(pc.stderr().count("reload: complete"), n, pc.stderr()[-3000:])
+
+        def wait_some():
+            end = time.time() + 20
+            last = None
+            while time.time() < end:
+                try:
+                    j = last = api()
+                    if j["stats"]["profiles"] >= 4:
+                        return j
+                except OSError as e:
+                    last = e
+                time.sleep(0.1)
+            self.fail("profilez saw nothing: %r, posts %r\n%s" % (
+                last, statuses[-5:], pc.stderr()[-2000:]))
+
+        j = wait_some()
+        self.assertEqual(j["window_ms"], 300000)
+        reload(cfg("2m"), 1)  # changed: a new instance with its own window, empty at first
+        j = wait_some()
+        self.assertEqual(j["window_ms"], 120000)
+        reload(cfg(None), 2)  # removed: the page is gone, data flows on
+        with self.assertRaises(OSError):
+            api()
+        reload(cfg("1m"), 3)  # back
+        j = wait_some()
+        self.assertEqual(j["window_ms"], 60000)
+        # what one instance shows is whole uploads (2 profiles each) since it started
+        got = {x["type"]: x["total"] for x in j["series"] if x["service"] == "reload"}
+        uploads = j["stats"]["profiles"] // 2
+        self.assertEqual(got, {"%s:%s" % t: uploads * v for t, v in go.items()})
+        stop[0] = True
+        t.join()
+        self.assertTrue(statuses)
+        self.assertEqual([x for x in statuses if x != 200], [], "a post was not answered 200")
+        pc.stop()
+        # what was acknowledged reached the exporter, unchanged in amount
+        got = {t: e["total"] for t, e in ps.by_type(ps.otlp_views(sink.messages())).items()}
+        self.assertEqual(got, {t: len(statuses) * v for t, v in go.items()})
+
+
+if __name__ == "__main__":
+    unittest.main()
