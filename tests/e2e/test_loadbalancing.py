@@ -492,7 +492,16 @@ class FleetTest(unittest.TestCase):
                 # the same exporter, its queues and connections: only the membership moved
                 self.assertIn("reload: reconfiguring exporters::loadbalancing in place", text)
             mark = self.ids.next  # values from here on were sent after the change
-            wait(lambda: len(sender.acked) > before + 60, timeout=20)
+            # wait until most of the dead gateway's traces were sent again after the change,
+            # so that where they went says how the ring spreads them (a handful of samples
+            # from two or three traces can all land on one gateway by chance)
+            orphans = {t.id for t in traces if home[t.id] == dead}
+
+            def resent():
+                return {t.id for v, (t, _) in list(sender.acked.items())
+                        if t is not None and v >= mark and t.id in orphans}
+            wait(lambda: len(sender.acked) > before + 60
+                 and len(resent()) >= min(len(orphans), 16), timeout=40)
         finally:
             acked = sender.finish()
         self.assertGreater(len(acked), 200)
@@ -501,7 +510,7 @@ class FleetTest(unittest.TestCase):
         # at most what was in flight to the gateway when it died (it may have delivered a
         # request and died before its answer left)
         self.assertLessEqual(dups, 50, "%d samples arrived twice" % dups)
-        moved = collections.Counter()
+        moved = collections.defaultdict(set)  # gateway -> the dead gateway's traces it got
         for v, (t, _) in acked.items():
             if t is None or v < mark:
                 continue
@@ -510,9 +519,10 @@ class FleetTest(unittest.TestCase):
             if home[t.id] != dead:
                 self.assertEqual(gi, home[t.id], "trace %d moved from a live gateway" % t.i)
             else:
-                moved[gi] += 1
+                moved[gi].add(t.id)
+        self.assertGreaterEqual(sum(len(s) for s in moved.values()), min(len(orphans), 16))
         self.assertEqual(len(moved), 2, "the dead gateway's traces spread over both others: %s"
-                         % moved)
+                         % {g: len(s) for g, s in moved.items()})
         # counted: routed again from the dead backend; every acknowledged sample sent once
         rerouted = sum(sc.metric("profcol_exporter_rerouted_profile_samples",
                                  backend=self.gateways[dead].endpoint) for sc in self.sidecars)
