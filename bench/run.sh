@@ -2,13 +2,16 @@
 # Run one benchmark scenario end to end on 127.0.0.1 and print a table and ONE JSON line.
 #
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
-#                         [--build DIR] [--perf FILE]
+#                         [--build DIR] [--profcol BINARY] [--threads T] [--perf FILE] [--no-floor]
 #
-# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload.
-# Environment: BENCH_BUILD (default build-bench: a release build of profcol), BENCH_PORT_BASE
-# (default 24300: ports base+0..base+4), PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2").
+# Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, small-flood, pyroscope-relay,
+# bridge, processors, overload.
+# Environment: BENCH_BUILD (default build-bench: a release build of profcol, whose bench/ tools
+# are used), BENCH_PROFCOL (the profcol binary, default BUILD/profcol: compare.sh runs an older
+# one with the same tools), BENCH_PORT_BASE (default 24300: ports base+0..base+4),
+# PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it).
 #
-# Steps: measure the zlib floor on the scenario's payloads (before anything else runs), start the
+# Steps: measure the zlib and ISA-L floors on the scenario's payloads (before anything else runs), start the
 # sink and profcol (config written here), record profcol's idle RSS and CPU ticks, drive the load
 # with loadgen, record CPU ticks and VmHWM, scrape profcol's /metrics and the sink's /stats, stop
 # everything (SIGTERM, then SIGKILL after 10 s). Every process started here is killed on exit.
@@ -23,7 +26,9 @@ CONNS=""
 RATE=""
 PAYLOADS=""
 BUILD=${BENCH_BUILD:-build-bench}
+PROFCOL=${BENCH_PROFCOL:-}
 PERF_OUT=""
+FLOOR=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --seconds) SECONDS_RUN=$2; shift 2 ;;
@@ -32,6 +37,9 @@ while [ $# -gt 0 ]; do
     --payloads) PAYLOADS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --perf) PERF_OUT=$2; shift 2 ;;
+    --profcol) PROFCOL=$2; shift 2 ;;
+    --threads) PROFCOL_EXTRA_ENV="${PROFCOL_EXTRA_ENV:-} UV_THREADPOOL_SIZE=$2"; shift 2 ;;
+    --no-floor) FLOOR=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -39,10 +47,10 @@ case "$SECONDS_RUN" in '' | *[!0-9]*) echo "--seconds takes whole seconds" >&2; 
 [ "$SECONDS_RUN" -ge 1 ] && [ "$SECONDS_RUN" -le 600 ] || { echo "--seconds: 1..600" >&2; exit 2; }
 
 BIN=$BUILD/bench
-PROFCOL=$BUILD/profcol
-[ -x "$PROFCOL" ] || { echo "no $PROFCOL: meson setup $BUILD -Dbuildtype=release && ninja -C $BUILD profcol" >&2; exit 1; }
-if [ ! -x "$BIN/loadgen" ] || [ ! -x "$BIN/sink" ] || [ ! -x "$BIN/mkpayloads" ] || [ ! -x "$BIN/zlibfloor" ]; then
-    bench/build.sh "$BUILD" >&2 || exit 1
+[ -n "$PROFCOL" ] || PROFCOL=$BUILD/profcol
+[ -x "$PROFCOL" ] || { echo "no $PROFCOL: meson setup $BUILD -Dbuildtype=release && ninja -C $BUILD" >&2; exit 1; }
+if [ ! -x "$BIN/loadgen" ] || [ ! -x "$BIN/sink" ] || [ ! -x "$BIN/mkpayloads" ] || [ ! -x "$BIN/codecs" ]; then
+    ninja -C "$BUILD" bench/loadgen bench/sink bench/mkpayloads bench/codecs >&2 || exit 1
 fi
 PL=$BIN/payloads
 [ -f "$PL/otlp-large/manifest" ] || "$BIN/mkpayloads" tests/data "$PL" >&2 || exit 1
@@ -60,6 +68,9 @@ PPROF_HDRS=(-H "Content-Type: application/octet-stream")
 
 SINK_DELAY=0
 LIMIT_MIB=0
+OTLP_EXP_EXTRA=""
+RECV_EXTRA=""
+
 MODE_CONNS=8
 MODE_RATE=""
 case "$SCENARIO" in
@@ -77,6 +88,16 @@ pyroscope-relay)
 bridge)
     SET=pprof; URL=$INGEST_URL; HDRS=("${PPROF_HDRS[@]}")
     PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
+otlp-passthrough-large)
+    # otlp-relay-large without batch: nothing changes the data, so the validated request bytes
+    # go to the sink as received (pass-through); compare with otlp-relay-large.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]" ;;
+small-flood)
+    # 64 connections of small OTLP requests (1.3-3.5 KB) flat out into a fast sink, one export per
+    # request: profcol should accept up to CPU saturation and refuse nothing (refused share).
+    SET=otlp; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]"; MODE_CONNS=64 ;;
 processors)
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[resource, redaction, tracelink, batch]"; RECV="[otlp]"; EXP="[otlphttp]" ;;
@@ -87,7 +108,7 @@ overload)
     PROCS="[memory_limiter, batch]"; RECV="[otlp]"; EXP="[otlphttp]"
     SINK_DELAY=200; LIMIT_MIB=${BENCH_LIMIT_MIB:-128}; MODE_CONNS=256; MODE_RATE=400 ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|small-flood|pyroscope-relay|bridge|processors|overload [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET
@@ -178,12 +199,24 @@ EOF
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== scenario $SCENARIO: payloads $SET_DIR, ${SECONDS_RUN}s, load average before: $LOAD" >&2
 
-# 1. zlib floor, alone on the machine (as far as this script is concerned).
+# 1. the floors, alone on the machine (as far as this script is concerned): inflate + re-deflate
+# of the same payloads with zlib (level 1) and with ISA-L's igzip (the level profcol maps 1 to).
 FLOOR_S=$((SECONDS_RUN / 2))
 [ "$FLOOR_S" -lt 2 ] && FLOOR_S=2
 [ "$FLOOR_S" -gt 5 ] && FLOOR_S=5
-timeout 60 "$BIN/zlibfloor" --payload "$SET_DIR" --seconds "$FLOOR_S" >"$TMP/floor.out" || { echo "zlibfloor failed" >&2; exit 1; }
-cat "$TMP/floor.out" | sed '$d' >&2
+FLOOR_THREADS=()
+case "${PROFCOL_EXTRA_ENV:-}" in *UV_THREADPOOL_SIZE=*)
+    FLOOR_THREADS=(--threads "$(echo "$PROFCOL_EXTRA_ENV" | sed 's/.*UV_THREADPOOL_SIZE=\([0-9]*\).*/\1/')") ;;
+esac
+if [ "$FLOOR" = 1 ]; then
+    for codec in zlib isal; do
+        timeout 60 "$BIN/codecs" --codec $codec --payload "$SET_DIR" --seconds "$FLOOR_S" "${FLOOR_THREADS[@]}" \
+            >"$TMP/floor-$codec.out" || { echo "codecs --codec $codec failed" >&2; exit 1; }
+        sed '$d' "$TMP/floor-$codec.out" >&2
+    done
+else
+    for codec in zlib isal; do echo '{"mb_per_s_in":0,"cpu_s_per_gb":null,"threads":0}' >"$TMP/floor-$codec.out"; done
+fi
 
 # 2. sink and profcol.
 "$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN + 120)) \
@@ -262,7 +295,8 @@ python3 - "$SCENARIO" "$TMP" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" "$HWM_KB" "$ID
 import json, re, sys
 (scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu) = sys.argv[1:]
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
-fl = json.loads(open(tmp + "/floor.out").read().strip().splitlines()[-1])
+fl = json.loads(open(tmp + "/floor-zlib.out").read().strip().splitlines()[-1])
+fi = json.loads(open(tmp + "/floor-isal.out").read().strip().splitlines()[-1])
 try:
     sink = json.loads(open(tmp + "/sink.json").read())
 except Exception:
@@ -278,6 +312,8 @@ cpu_s = (int(cpu1) - int(cpu0)) / int(hz)
 gb_in = lg["bytes_ok"] / 1e9
 mb_in = lg["mb_per_s_ok"]
 floor = fl["mb_per_s_in"]
+ifloor = fi["mb_per_s_in"]
+answered = lg["ok"] + lg["non_2xx"] if "ok" in lg else None
 errors = lg["non_2xx"] + lg["transport_errors"]
 r = {
     "scenario": scen,
@@ -298,6 +334,11 @@ r = {
     "zlib_floor_mb_per_s": round(floor, 4),
     "zlib_floor_cpu_s_per_gb": fl.get("cpu_s_per_gb"),
     "ratio": round(mb_in / floor, 3) if floor > 0 else None,
+    "isal_floor_mb_per_s": round(ifloor, 4),
+    "isal_floor_cpu_s_per_gb": fi.get("cpu_s_per_gb"),
+    "isal_ratio": round(mb_in / ifloor, 3) if ifloor > 0 else None,
+    "isal_cpu_ratio": round(fi["cpu_s_per_gb"] / (cpu_s / gb_in), 3) if gb_in > 0 and cpu_s > 0 and fi.get("cpu_s_per_gb") else None,
+    "refused_share": round(lg["non_2xx"] / (lg["non_2xx"] + lg["ok"]), 4) if lg.get("ok", 0) + lg["non_2xx"] > 0 else None,
     "cpu_ratio": round(fl["cpu_s_per_gb"] / (cpu_s / gb_in), 3) if gb_in > 0 and cpu_s > 0 and fl.get("cpu_s_per_gb") else None,
     "connections": lg["connections"], "offered_rate": lg["rate"], "seconds": secs,
     "sink_requests": sink.get("requests", 0),
@@ -321,6 +362,10 @@ rows = [
     ("zlib floor MB/s (%d thr)" % fl["threads"], r["zlib_floor_mb_per_s"]),
     ("zlib floor CPU s per GB", r["zlib_floor_cpu_s_per_gb"]),
     ("ratio (MB/s in / floor)", r["ratio"]), ("cpu_ratio (floor/profcol CPU/GB)", r["cpu_ratio"]),
+    ("ISA-L floor MB/s", r["isal_floor_mb_per_s"]),
+    ("ISA-L floor CPU s per GB", r["isal_floor_cpu_s_per_gb"]),
+    ("isal_ratio / isal_cpu_ratio", "%s / %s" % (r["isal_ratio"], r["isal_cpu_ratio"])),
+    ("refused share (non-2xx / answered)", r["refused_share"]),
     ("load average before / after", "%s / %s" % (load0, load1)),
 ]
 if int(limit) > 0:

@@ -15,7 +15,7 @@
 
 #include "pipeline/auth.h"
 #include "net/grpc.h"
-#include "base/gzip.h"
+#include "base/compress.h"
 #include "net/h2_client.h"
 #include "net/tls.h"
 #include "pipeline/tls_config.h"
@@ -30,7 +30,8 @@
 typedef struct otlp_exp_cfg {
     char *endpoint;
     pc_strmap headers;
-    int compression; /* 0 gzip, 1 none */
+    int compression; /* 0 gzip, 1 none, 2 zstd */
+    bool passthrough;
     uint64_t timeout_ms;
     pc_tls_client_cfg tls;
     bool use_tls; /* set by validate */
@@ -38,7 +39,8 @@ typedef struct otlp_exp_cfg {
     pc_sender_cfg sender;
 } otlp_exp_cfg;
 
-static const char *const compressions[] = {"gzip", "none", NULL};
+static const char *const compressions[] = {"gzip", "none", "zstd", NULL};
+static const pc_enc compression_enc[] = {PC_ENC_GZIP, PC_ENC_NONE, PC_ENC_ZSTD};
 
 static const pc_cfg_key otlp_exp_keys[] = {
     {"endpoint", PC_CFG_STRING, NULL, offsetof(otlp_exp_cfg, endpoint),
@@ -49,6 +51,10 @@ static const pc_cfg_key otlp_exp_keys[] = {
      "gRPC metadata sent with every call", NULL},
     {"compression", PC_CFG_ENUM, "gzip", offsetof(otlp_exp_cfg, compression),
      "grpc-encoding of request messages", compressions},
+    {"passthrough", PC_CFG_BOOL, "true", offsetof(otlp_exp_cfg, passthrough),
+     "send a request's protobuf bytes as received (compressed, if the compression matches) when "
+     "nothing in the pipeline changed its data",
+     NULL},
     {"timeout", PC_CFG_DURATION, "30s", offsetof(otlp_exp_cfg, timeout_ms),
      "time allowed for one call (also sent as grpc-timeout)", NULL},
     PC_TLS_CLIENT_KEYS(otlp_exp_cfg, tls, ""),
@@ -161,9 +167,10 @@ static int otlp_exp_create(pc_exporter *ex, pc_error *err)
     add_hdr(x, "content-type", "application/grpc");
     add_hdr(x, "te", "trailers");
     add_hdr(x, "user-agent", ua);
-    add_hdr(x, "grpc-accept-encoding", "identity,gzip");
+    add_hdr(x, "grpc-accept-encoding", "identity,gzip,zstd");
     add_hdr(x, "grpc-timeout", timeout);
-    if (cfg->compression == 0) add_hdr(x, "grpc-encoding", "gzip");
+    if (compression_enc[cfg->compression] != PC_ENC_NONE)
+        add_hdr(x, "grpc-encoding", pc_enc_name(compression_enc[cfg->compression]));
     for (size_t i = 0; i < cfg->headers.n; i++)
         add_hdr(x, cfg->headers.keys[i], cfg->headers.vals[i]);
     return 0;
@@ -203,7 +210,9 @@ static int otlp_exp_start(pc_exporter *e, pc_error *err)
             x->tls_ctx          ? "TLS"
             : cfg->tls.insecure ? "h2c: tls::insecure"
                                 : "h2c: http:// endpoint",
-            cfg->compression == 0 ? ", gzip" : "");
+            compression_enc[cfg->compression] == PC_ENC_GZIP   ? ", gzip"
+            : compression_enc[cfg->compression] == PC_ENC_ZSTD ? ", zstd"
+                                                               : "");
     return 0;
 }
 
@@ -211,10 +220,19 @@ static int otlp_exp_start(pc_exporter *e, pc_error *err)
 static void otlp_exp_encode(pc_export_req *r)
 {
     otlp_exp_cfg *cfg = r->e->c->cfg;
+    const pc_batch *b = r->batch;
+    pc_enc enc = compression_enc[cfg->compression];
     pc_buf raw = {0}, z = {0};
-    pc_batch_encode_proto(r->batch, &raw);
-    if (cfg->compression == 0) {
-        pc_gzip_deflate(raw.data, raw.len, PC_GZIP_DEFAULT_LEVEL, &z);
+    if (cfg->passthrough && b->raw && !b->raw_json && b->raw_enc == (int)enc) {
+        pc_grpc_frame(b->raw, b->raw_len, enc != PC_ENC_NONE, &r->body); /* as received */
+        return;
+    }
+    if (cfg->passthrough && b->raw && !b->raw_json && b->raw_enc == PC_ENC_NONE)
+        pc_buf_append(&raw, b->raw, b->raw_len); /* received uncompressed: never re-encoded */
+    else
+        pc_batch_encode_proto(b, &raw);
+    if (enc != PC_ENC_NONE) {
+        pc_compress(enc, raw.data, raw.len, 0, &z);
         pc_grpc_frame(z.data, z.len, true, &r->body);
     } else {
         pc_grpc_frame(raw.data, raw.len, false, &r->body);
@@ -409,7 +427,7 @@ const pc_component_type pc_exporter_otlp = {
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
     .doc = "OTLP/gRPC exporter for every signal (ProfilesService/Export, TraceService/Export, ... "
-           "over h2c or TLS, gzip)",
+           "over h2c or TLS, gzip or zstd)",
     .cfg_size = sizeof(otlp_exp_cfg),
     .cfg = otlp_exp_keys,
     .validate = otlp_exp_validate,

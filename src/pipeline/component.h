@@ -51,6 +51,8 @@ typedef struct pc_component_type {
     /* Optional: whether this instance's config can serve a pipeline of sig (e.g. an exporter
      * with only traces_endpoint cannot take profiles); PC_ENOTSUP with a reason otherwise. */
     int (*check_signal)(const pc_component *c, pc_signal sig, pc_error *e);
+    /* Optional, exporters: true while consume would refuse for lack of room (pc_consumer.full). */
+    bool (*full)(pc_component *c);
     /* Exporters on the exporter core (pipeline/exporter.h, PC_EXPORTER_CORE): what the core's
      * callbacks above plug in. */
     const struct pc_exporter_def *exporter;

@@ -167,6 +167,12 @@ void pc_exporter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *ar
     run(r);
 }
 
+bool pc_exporter_full(pc_component *c)
+{
+    const pc_exporter *e = pc_exporter_of(c);
+    return e && e->sender && pc_sender_full(e->sender);
+}
+
 void pc_exporter_closed(void *arg)
 {
     pc_exporter *e = arg;

@@ -70,6 +70,8 @@ struct pc_sender {
      * when a signal first arrives */
     pc_send_counts *k;
     uint64_t *sent, *failed, *enqueue_failed; /* k's arrays */
+    /* "queue is full" happens per request under overload: one line per interval with a count */
+    pc_log_limiter full_log;
 };
 
 static void dispatch(pc_sender *s);
@@ -500,9 +502,11 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     }
     if (s->queued_units + it->units > s->capacity) {
         s->enqueue_failed[it->sig] += it->samples;
-        PC_WARN(s->c->id, "sending queue is full (%llu of %llu %s): refusing %zu %s (retryable)",
-                (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
-                pc_sender_sizers[s->cfg.sizer], it->samples, pc_signal_infos[it->sig].items);
+        PC_WARN_RATELIMITED(&s->full_log, s->c->id,
+                            "sending queue is full (%llu of %llu %s): refusing %zu %s (retryable)",
+                            (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
+                            pc_sender_sizers[s->cfg.sizer], it->samples,
+                            pc_signal_infos[it->sig].items);
         done(arg, PC_EAGAIN, "sending queue is full");
         item_free(it);
         return;
@@ -617,6 +621,11 @@ void pc_send_counts_format(const pc_send_counts *k, char *out, size_t n)
                      (unsigned long long)k->sent[sig], pc_signal_infos[sig].items,
                      (unsigned long long)k->failed[sig],
                      (unsigned long long)k->enqueue_failed[sig]);
+}
+
+bool pc_sender_full(const pc_sender *s)
+{
+    return s->cfg.queue_enabled && s->queued_units >= s->capacity;
 }
 
 uint64_t pc_sender_queue_size(const pc_sender *s)
@@ -736,6 +745,7 @@ static void deadline_fire(uv_timer_t *t)
 
 void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
 {
+    pc_log_limiter_flush(&s->full_log, PC_LOG_WARN, s->c->id, "refusals (sending queue full)");
     s->stopping = 1;
     s->shutdown_done = done;
     s->shutdown_arg = arg;

@@ -104,6 +104,9 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_coun
                          pc_send_fn send, void *arg, pc_error *err);
 /* The exporter's consume: takes one reference to b. */
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
+/* The queue has no room for one more request (with the requests sizer: queue_size reached; with
+ * the others: less than one unit left). */
+bool pc_sender_full(const pc_sender *s);
 /* Queued, in units of the sizer (the queue size gauge). */
 uint64_t pc_sender_queue_size(const pc_sender *s);
 /* Stop accepting, drain until empty or the service's shutdown deadline, then call done. What is
