@@ -4,7 +4,7 @@
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
 #                         [--build DIR] [--profcol BINARY] [--threads T] [--perf FILE] [--no-floor]
 #
-# Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, small-flood, pyroscope-relay,
+# Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, otlp-decoded-large, small-flood, pyroscope-relay,
 # bridge, processors, overload.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol, whose bench/ tools
 # are used), BENCH_PROFCOL (the profcol binary, default BUILD/profcol: compare.sh runs an older
@@ -69,7 +69,6 @@ PPROF_HDRS=(-H "Content-Type: application/octet-stream")
 SINK_DELAY=0
 LIMIT_MIB=0
 OTLP_EXP_EXTRA=""
-RECV_EXTRA=""
 
 MODE_CONNS=8
 MODE_RATE=""
@@ -93,6 +92,11 @@ otlp-passthrough-large)
     # go to the sink as received (pass-through); compare with otlp-relay-large.
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]" ;;
+otlp-decoded-large)
+    # otlp-passthrough-large with the exporter's passthrough: false: the decoded path (decode,
+    # validate, encode, deflate) on the same pipeline, the "without" of pass-through.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]"; OTLP_EXP_EXTRA="    passthrough: false" ;;
 small-flood)
     # 64 connections of small OTLP requests (1.3-3.5 KB) flat out into a fast sink, one export per
     # request: profcol should accept up to CPU saturation and refuse nothing (refused share).
@@ -108,7 +112,7 @@ overload)
     PROCS="[memory_limiter, batch]"; RECV="[otlp]"; EXP="[otlphttp]"
     SINK_DELAY=200; LIMIT_MIB=${BENCH_LIMIT_MIB:-128}; MODE_CONNS=256; MODE_RATE=400 ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|small-flood|pyroscope-relay|bridge|processors|overload [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET
@@ -157,6 +161,7 @@ processors:
 exporters:
   otlphttp:
     endpoint: http://127.0.0.1:$P_SINK
+$OTLP_EXP_EXTRA
   pyroscope:
     endpoint: http://127.0.0.1:$P_SINK
 service:
@@ -248,6 +253,7 @@ if [ "$up" != 1 ]; then
 fi
 sleep 0.5
 IDLE_RSS_KB=$(awk '/^VmRSS:/ {print $2}' "/proc/$PC_PID/status")
+MINFLT0=$(sed 's/^.*) //' "/proc/$PC_PID/stat" | awk '{print $8}')
 ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 CPU0=$(ticks "$PC_PID")
 
@@ -279,6 +285,10 @@ sed '$d' "$TMP/loadgen.out" >&2
 
 CPU1=$(ticks "$PC_PID")
 HWM_KB=$(awk '/^VmHWM:/ {print $2}' "/proc/$PC_PID/status")
+MINFLT=$(sed 's/^.*) //' "/proc/$PC_PID/stat" | awk '{print $8}')
+# idle again: profcol gives free memory back after a second without work (base/alloc.h)
+for _ in 1 2 3 4 5 6; do sleep 1; awk '/^VmRSS:/ {print "rss after load: " $2 " kB"}' "/proc/$PC_PID/status" >&2; done
+IDLE_AFTER_KB=$(awk '/^VmRSS:/ {print $2}' "/proc/$PC_PID/status")
 kill "$RSS_PID" 2>/dev/null
 [ -n "$PERF_PID" ] && wait "$PERF_PID" 2>/dev/null
 curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$TMP/metrics.txt"
@@ -291,9 +301,9 @@ fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$SCENARIO" "$TMP" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" "$HWM_KB" "$IDLE_RSS_KB" \
-    "$LIMIT_MIB" "$LOAD" "$LOAD_AFTER" "$(nproc)" <<'EOF'
+    "$LIMIT_MIB" "$LOAD" "$LOAD_AFTER" "$(nproc)" "$IDLE_AFTER_KB" "$MINFLT0" "$MINFLT" <<'EOF'
 import json, re, sys
-(scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu) = sys.argv[1:]
+(scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu, idle_after, flt0, flt1) = sys.argv[1:]
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
 fl = json.loads(open(tmp + "/floor-zlib.out").read().strip().splitlines()[-1])
 fi = json.loads(open(tmp + "/floor-isal.out").read().strip().splitlines()[-1])
@@ -327,6 +337,8 @@ r = {
     "statuses": lg["statuses"],
     "peak_rss_mb": round(int(hwm) / 1024, 1),
     "idle_rss_mb": round(int(idle) / 1024, 1),
+    "idle_rss_after_mb": round(int(idle_after) / 1024, 1),
+    "minor_faults_per_request": round((int(flt1) - int(flt0)) / lg["requests"], 1) if lg.get("requests") else None,
     "max_sampled_rss_mb": round(max(rss) / 1024, 1) if rss else None,
     "cpu_s": round(cpu_s, 2),
     "cpu_util": round(cpu_s / secs, 3),
@@ -356,7 +368,9 @@ rows = [
     ("MB/s out (to sink)", r["mb_per_s_out"]),
     ("latency p50 / p99 ms", "%s / %s" % (r["p50_ms"], r["p99_ms"])),
     ("errors (non-2xx, transport)", "%d (%d, %d)" % (errors, lg["non_2xx"], lg["transport_errors"])),
-    ("peak RSS MB (VmHWM)", r["peak_rss_mb"]), ("idle RSS MB", r["idle_rss_mb"]),
+    ("peak RSS MB (VmHWM)", r["peak_rss_mb"]),
+    ("idle RSS MB before / 3 s after the load", "%s / %s" % (r["idle_rss_mb"], r["idle_rss_after_mb"])),
+    ("page faults per request", r["minor_faults_per_request"]),
     ("profcol CPU s (util)", "%s (%s)" % (r["cpu_s"], r["cpu_util"])),
     ("CPU s per GB in", r["cpu_s_per_gb"]),
     ("zlib floor MB/s (%d thr)" % fl["threads"], r["zlib_floor_mb_per_s"]),

@@ -435,8 +435,10 @@ static void decode_work(uv_work_t *w)
         j->invalid_items = j->fail ? items : items - j->samples;
         pc_batch_end_budget(j->batch);
         /* nothing taken out: the bytes received are the data, forwarded as they are where the
-         * pipeline changes nothing and the exporter speaks their encoding (pass-through) */
-        if (!j->fail && !j->rejected) {
+         * pipeline changes nothing and the exporter speaks their encoding (pass-through).
+         * Protobuf only: JSON is read leniently (64-bit numbers unquoted, both field name forms)
+         * and re-encoded as the spec writes it, for strict backends. */
+        if (!j->fail && !j->rejected && !j->json) {
             if (wire && pc_enc_forwardable(wire_enc, wire, wire_len, len))
                 pc_batch_set_raw(j->batch, wire, wire_len, wire_enc, j->json);
             else
