@@ -53,6 +53,8 @@ typedef struct pc_component_type {
     int (*check_signal)(const pc_component *c, pc_signal sig, pc_error *e);
     /* Optional, exporters: true while consume would refuse for lack of room (pc_consumer.full). */
     bool (*full)(pc_component *c);
+    /* Optional, exporters: whether consume acknowledges only data on disk (pc_consumer.durable). */
+    bool (*durable)(pc_component *c, size_t batch_size);
     /* Exporters on the exporter core (pipeline/exporter.h, PC_EXPORTER_CORE): what the core's
      * callbacks above plug in. */
     const struct pc_exporter_def *exporter;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "pdata/merge.h"
 #include "pipeline/telemetry.h"
 
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
@@ -47,6 +48,8 @@ struct item {
     int timer_open;
     uv_work_t work;
     pc_error err; /* worker result for disk work: PC_EIO, PC_EINVAL (a corrupt record) */
+    char *meta;   /* the batch's metadata as "key\tvalue\n" lines: only equal ones merge */
+    item *follow; /* requests merged into this one's send (sending_queue.batch.max_size) */
 };
 
 struct pc_sender {
@@ -83,6 +86,10 @@ int pc_sender_validate(const pc_sender_cfg *cfg, const pc_node *node, const char
 {
     if (cfg->num_consumers < 1) {
         pc_cfg_key_errorf(err, node, path, "sending_queue.num_consumers", "must be >= 1");
+        return PC_EINVAL;
+    }
+    if (cfg->batch_max < 0) {
+        pc_cfg_key_errorf(err, node, path, "sending_queue.batch.max_size", "must be >= 0");
         return PC_EINVAL;
     }
     if (cfg->queue_size < 1) {
@@ -167,8 +174,7 @@ static void persist_work(uv_work_t *w)
     pc_sender *s = it->s;
     pc_buf payload = {0}, meta = {0};
     pc_batch_encode_proto(it->batch, &payload);
-    for (size_t i = 0; i < it->batch->meta.n; i++)
-        pc_buf_printf(&meta, "%s\t%s\n", it->batch->meta.keys[i], it->batch->meta.vals[i]);
+    if (it->meta) pc_buf_append(&meta, it->meta, strlen(it->meta));
     uint8_t h[REC_HEADER];
     memcpy(h, rec_magic[it->sig], 4);
     put_u64(h + 4, it->samples);
@@ -205,9 +211,8 @@ static void persist_work(uv_work_t *w)
 }
 
 /* Worker: read a record back; a torn or corrupt one sets err. */
-static void load_work(uv_work_t *w)
+static void load_record(item *it)
 {
-    item *it = w->data;
     char path[4200];
     record_path(it->s, it->seq, "pcq", path, sizeof path);
     FILE *f = fopen(path, "rb");
@@ -257,6 +262,11 @@ out:
     pc_buf_free(&b);
 }
 
+static void load_work(uv_work_t *w)
+{
+    load_record(w->data);
+}
+
 static void remove_record(const pc_sender *s, uint64_t seq)
 {
     char path[4200];
@@ -271,6 +281,7 @@ static void item_closed(uv_handle_t *h)
 {
     item *it = h->data;
     pc_batch_unref(it->batch);
+    free(it->meta);
     free(it);
 }
 
@@ -282,6 +293,7 @@ static void item_free(item *it)
         return;
     }
     pc_batch_unref(it->batch);
+    free(it->meta);
     free(it);
 }
 
@@ -312,6 +324,12 @@ static void complete(item *it, int st, const char *msg, int keep_record)
     pc_sender *s = it->s;
     unlink_waiting(s, it);
     if (it->seq && !keep_record) remove_record(s, it->seq);
+    for (item *f = it->follow, *next; f; f = next) { /* merged into this send: same fate */
+        next = f->follow;
+        if (f->seq && !keep_record) remove_record(s, f->seq);
+        item_free(f);
+    }
+    it->follow = NULL;
     if (it->done) it->done(it->arg, st, msg);
     s->active--;
     item_free(it);
@@ -421,9 +439,72 @@ static void load_done(uv_work_t *w, int status)
     attempt(it);
 }
 
+/* Worker: load what is on disk and merge the group into one batch (the leader's). A record
+ * that cannot be read sets its err and is left out. */
+static void merge_work(uv_work_t *w)
+{
+    item *it = w->data;
+    size_t n = 0, k = 0;
+    for (item *x = it; x; x = x->follow) {
+        if (!x->batch && x->seq) load_record(x);
+        n++;
+    }
+    pc_batch **bs = pc_xmalloc(n * sizeof *bs);
+    for (item *x = it; x; x = x->follow)
+        if (x->batch && x->err.code == 0) bs[k++] = x->batch;
+    pc_batch *merged = NULL;
+    if (k && it->sig == PC_SIGNAL_PROFILES) {
+        pc_merger *m = pc_merger_new();
+        for (size_t i = 0; i < k; i++)
+            pc_merger_add(m, bs[i], NULL, 0);
+        merged = pc_merger_finish(m);
+    } else if (k) {
+        merged = pc_batch_concat(it->sig, bs, k);
+    }
+    if (merged)
+        for (size_t i = 0; i < bs[0]->meta.n; i++)
+            pc_batch_set_meta(merged, bs[0]->meta.keys[i], bs[0]->meta.vals[i]);
+    for (item *x = it; x; x = x->follow) {
+        pc_batch_unref(x->batch);
+        x->batch = NULL;
+    }
+    it->batch = merged;
+    free(bs);
+}
+
+static void merge_done(uv_work_t *w, int status)
+{
+    item *it = w->data;
+    pc_sender *s = it->s;
+    (void)status;
+    s->io_busy--;
+    for (item *x = it; x; x = x->follow) {
+        if (x->err.code < 0) { /* skipped with a log line, never fatal; kept as .corrupt */
+            PC_ERROR(s->c->id, "skipping queue record: %s", x->err.msg);
+            char from[4200], to[4200];
+            record_path(s, x->seq, "pcq", from, sizeof from);
+            record_path(s, x->seq, "corrupt", to, sizeof to);
+            rename(from, to);
+            x->seq = 0;
+        }
+    }
+    if (!it->batch) {
+        complete(it, PC_EINVAL, "no readable record", 1);
+        return;
+    }
+    it->samples = pc_batch_items(it->batch); /* every request's items, counted once */
+    attempt(it);
+}
+
 static void start_item(item *it)
 {
     pc_sender *s = it->s;
+    if (it->follow && !it->attempt) { /* merge once; a retry sends the merged batch again */
+        s->io_busy++;
+        it->work.data = it;
+        uv_queue_work(s->c->loop, &it->work, merge_work, merge_done);
+        return;
+    }
     if (!it->batch && it->seq) {
         s->io_busy++;
         it->work.data = it;
@@ -431,6 +512,15 @@ static void start_item(item *it)
         return;
     }
     attempt(it);
+}
+
+enum { MERGE_MAX_REQUESTS = 256 };
+
+static bool mergeable(const pc_sender *s, const item *a, const item *b, size_t samples)
+{
+    return s->cfg.batch_max > 0 && a->sig == b->sig && !a->done && !b->done &&
+           samples + b->samples <= (size_t)s->cfg.batch_max &&
+           !strcmp(a->meta ? a->meta : "", b->meta ? b->meta : "");
 }
 
 static void dispatch(pc_sender *s)
@@ -441,6 +531,21 @@ static void dispatch(pc_sender *s)
         if (!s->head) s->tail = NULL;
         s->queued--;
         s->queued_units -= it->units;
+        /* requests waiting behind it, of the same signal and metadata, go in the same send */
+        size_t samples = it->samples, n = 1;
+        item **tail = &it->follow;
+        while (s->head && n < MERGE_MAX_REQUESTS && mergeable(s, it, s->head, samples)) {
+            item *f = s->head;
+            s->head = f->next;
+            if (!s->head) s->tail = NULL;
+            s->queued--;
+            s->queued_units -= f->units;
+            f->next = NULL;
+            *tail = f;
+            tail = &f->follow;
+            samples += f->samples;
+            n++;
+        }
         it->next = s->waiting;
         s->waiting = it;
         s->active++;
@@ -485,6 +590,12 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     pc_send_counts_register(s->k, s->c, it->sig);
     it->samples = pc_batch_items(b);
     it->units = units_of(s, it->samples, pc_arena_size(b->arena));
+    if (b->meta.n) {
+        pc_buf m = {0};
+        for (size_t i = 0; i < b->meta.n; i++)
+            pc_buf_printf(&m, "%s\t%s\n", b->meta.keys[i], b->meta.vals[i]);
+        it->meta = (char *)m.data;
+    }
     if (s->stopping) {
         s->enqueue_failed[it->sig] += it->samples;
         done(arg, PC_EAGAIN, "exporter is shutting down");
@@ -586,6 +697,16 @@ static int replay(pc_sender *s, pc_error *err)
         it->s = s;
         it->seq = seqs[i];
         it->samples = got == sizeof h && rec_signal(h, &it->sig) == 0 ? (size_t)get_u64(h + 4) : 0;
+        uint32_t ml = got == sizeof h ? get_u32(h + 12) : 0;
+        if (f && ml && ml < (1u << 20)) { /* the metadata lines follow the header */
+            FILE *mf = fopen(path, "rb");
+            char *m = pc_xcalloc(1, ml + 1);
+            if (mf && fseek(mf, REC_HEADER, SEEK_SET) == 0 && fread(m, 1, ml, mf) == ml)
+                it->meta = m;
+            else
+                free(m);
+            if (mf) fclose(mf);
+        }
         pc_send_counts_register(s->k, s->c, it->sig);
         it->units = units_of(s, it->samples, bytes);
         s->queued_units += it->units;
@@ -621,6 +742,16 @@ void pc_send_counts_format(const pc_send_counts *k, char *out, size_t n)
                      (unsigned long long)k->sent[sig], pc_signal_infos[sig].items,
                      (unsigned long long)k->failed[sig],
                      (unsigned long long)k->enqueue_failed[sig]);
+}
+
+bool pc_sender_durable(const pc_sender *s)
+{
+    return s->dir != NULL;
+}
+
+void pc_sender_merge_at_least(pc_sender *s, size_t max)
+{
+    if ((size_t)s->cfg.batch_max < max) s->cfg.batch_max = (int64_t)max;
 }
 
 bool pc_sender_full(const pc_sender *s)
@@ -770,6 +901,7 @@ void pc_sender_free(pc_sender *s)
         item *it = s->head;
         s->head = it->next;
         pc_batch_unref(it->batch);
+        free(it->meta);
         free(it);
     }
     free(s->dir);

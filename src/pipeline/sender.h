@@ -18,6 +18,7 @@ typedef struct pc_sender_cfg {
     int64_t queue_size;
     int sizer; /* 0 requests, 1 samples, 2 bytes */
     char *storage;
+    int64_t batch_max; /* merge queued requests up to this many samples per send; 0: never */
     bool retry_enabled;
     uint64_t initial_interval_ms, max_interval_ms, max_elapsed_ms;
     double multiplier, randomization;
@@ -41,6 +42,14 @@ typedef struct pc_sender_cfg {
          NULL},                                                                                    \
         {"sending_queue.sizer",    PC_CFG_ENUM,     "requests", offsetof(T, f.sizer),              \
          "what queue_size counts", pc_sender_sizers},                                              \
+        {"sending_queue.batch.max_size",                                                           \
+         PC_CFG_INT,                                                                               \
+         "0",                                                                                      \
+         offsetof(T, f.batch_max),                                                                 \
+         "a consumer sends the requests waiting in the queue (same signal and metadata) merged, "  \
+         "up to this many samples (spans, ...) at once; 0: one request per send (a batch "         \
+         "processor before a persistent queue raises it to its send_batch_size)",                  \
+         NULL},                                                                                    \
         {"sending_queue.storage",                                                                  \
          PC_CFG_STRING,                                                                            \
          NULL,                                                                                     \
@@ -104,6 +113,10 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_coun
                          pc_send_fn send, void *arg, pc_error *err);
 /* The exporter's consume: takes one reference to b. */
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
+/* The queue is on disk: a batch is acknowledged only once written and fsynced. */
+bool pc_sender_durable(const pc_sender *s);
+/* Merge waiting requests up to at least max samples per send (sending_queue.batch.max_size). */
+void pc_sender_merge_at_least(pc_sender *s, size_t max);
 /* The queue has no room for one more request (with the requests sizer: queue_size reached; with
  * the others: less than one unit left). */
 bool pc_sender_full(const pc_sender *s);
