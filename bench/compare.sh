@@ -33,7 +33,7 @@ for i in $(seq 1 "$RUNS"); do
         line=$(bench/run.sh "$SCEN" --build "$NEW" --profcol "$bin" --no-floor "${ARGS[@]}" 2>/dev/null | tail -n 1)
         [ -n "$line" ] || { echo "run $i ($side) failed" >&2; exit 1; }
         echo "$side $line" >>"$OUT"
-        echo "run $i $side: $(echo "$line" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("samples/s %s, CPU s/GB %s, p50 %s ms, errors %s, load %s" % (r.get("samples_per_s"), r.get("cpu_s_per_gb"), r.get("p50_ms"), r.get("errors"), r.get("loadavg_before")))')" >&2
+        echo "run $i $side: $(echo "$line" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("samples/s %s, CPU s/GB %s, p50 %s ms, errors %s, refused share %s, load %s" % (r.get("samples_per_s"), r.get("cpu_s_per_gb"), r.get("p50_ms"), r.get("errors"), r.get("refused_share"), r.get("loadavg_before")))')" >&2
     done
 done
 python3 - "$OUT" "$SCEN" "$OLD" "$NEW" <<'PY'
@@ -47,13 +47,14 @@ def med(side, key):
     v = [r[key] for r in runs[side] if r.get(key) is not None]
     return statistics.median(v) if v else None
 out = {"scenario": scen, "old": old, "new": new, "runs": len(runs["new"])}
-for key in ("samples_per_s", "cpu_s_per_gb", "p50_ms", "p99_ms", "peak_rss_mb", "idle_rss_mb"):
+for key in ("samples_per_s", "cpu_s_per_gb", "p50_ms", "p99_ms", "peak_rss_mb", "idle_rss_mb",
+            "refused_share", "cpu_util"):
     o, n = med("old", key), med("new", key)
     out["old_" + key], out["new_" + key] = o, n
     out["ratio_" + key] = round(n / o, 3) if o and n is not None else None
-print("%s: new/old samples/s %s, CPU s/GB %s (medians of %d runs each: samples/s %s -> %s, CPU s/GB %s -> %s)"
+print("%s: new/old samples/s %s, CPU s/GB %s (medians of %d runs each: samples/s %s -> %s, CPU s/GB %s -> %s, refused share %s -> %s)"
       % (scen, out["ratio_samples_per_s"], out["ratio_cpu_s_per_gb"], out["runs"],
          out["old_samples_per_s"], out["new_samples_per_s"], out["old_cpu_s_per_gb"],
-         out["new_cpu_s_per_gb"]), file=sys.stderr)
+         out["new_cpu_s_per_gb"], out["old_refused_share"], out["new_refused_share"]), file=sys.stderr)
 print(json.dumps(out, separators=(",", ":")))
 PY
