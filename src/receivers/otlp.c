@@ -514,6 +514,9 @@ static void job_start(job *j)
 {
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
         j->r->refused_requests[j->transport].n[PC_REFUSED_MEMORY]++;
+        PC_WARN_RATELIMITED(&j->r->pipeline_log, j->r->c->id,
+                            "%s: refused before decoding (retryable): memory limit reached",
+                            peer(j));
         respond_error(j, PC_EAGAIN, "memory limit reached, retry later");
         job_free(j);
         return;

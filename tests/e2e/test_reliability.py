@@ -113,6 +113,16 @@ class QueueTest(unittest.TestCase):
             self.assertIn(503, statuses)
             self.assertLessEqual(len(acked), 4, "queue_size 3 plus one request in flight")
             self.assertGreaterEqual(len(acked), 3)
+            # while it is full a request is refused before it is decoded: garbage gets the
+            # retryable 503, not the 400 decoding it would give
+            r = h.post(port, b"\xff\xff\xff")
+            self.assertEqual(r.status, 503, r)
+            self.assertIn("retry-after", r.headers)
+            # and the refusals are logged once per interval with a count, not once each
+            time.sleep(0.5)
+            with open(p.stderr_path) as f:
+                log = f.read()
+            self.assertEqual(log.count("refused before decoding"), 1, log)
             sink = h.Sink(dead).start()
             try:
                 assert_delivered(self, sink, acked)

@@ -579,6 +579,8 @@ static void on_request(pc_http_req *req, void *arg)
     j->json = json;
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
         r->refused_requests.n[PC_REFUSED_MEMORY]++;
+        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
+                            "refused before decoding (retryable): memory limit reached");
         respond_error(j, 503, "memory limit reached, retry later");
         job_free(j);
         return;
