@@ -1,13 +1,11 @@
 /* gzip through Intel ISA-L's igzip, with zlib where igzip cannot do the job (gzip.h says which).
  * Inflate streams into the output in bounded steps so a bomb is stopped after at most max_out +
- * one step of output, never after inflating it whole. Each thread keeps its igzip state and level
- * buffer (a few hundred KiB) for its life: no fresh pages per request. */
+ * one step of output, never after inflating it whole. */
 #include "base/gzip.h"
 
 #include <isa-l/igzip_lib.h>
 #include <limits.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -17,41 +15,9 @@
 
 enum { GZ_STEP = 256 * 1024 };
 
-/* ---- per-thread igzip state ---- */
-
-typedef struct isal_tls {
-    struct inflate_state inf;
-    struct isal_zstream def;
-    uint8_t *lvl_buf;
-    uint32_t lvl_size;
-} isal_tls;
-
-static pthread_key_t tls_key;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-
-static void tls_free(void *p)
-{
-    isal_tls *t = p;
-    free(t->lvl_buf);
-    free(t);
-}
-
-static void tls_make_key(void)
-{
-    if (pthread_key_create(&tls_key, tls_free)) abort();
-}
-
-static isal_tls *tls_get(void)
-{
-    pthread_once(&tls_once, tls_make_key);
-    isal_tls *t = pthread_getspecific(tls_key);
-    if (!t) {
-        t = pc_xcalloc(1, sizeof *t);
-        if (pthread_setspecific(tls_key, t)) abort();
-    }
-    return t;
-}
-
+/* igzip's state: ~170 KiB, and the level buffer ~280 KiB, per call. From malloc, which keeps
+ * freed blocks for the next request and gives them back when profcol is idle (base/alloc.h), so
+ * they cost neither fresh pages while busy nor resident memory while idle. */
 /* ---- levels ---- */
 
 /* zlib level -> igzip level (0..3), or -1: zlib deflates at that level. Measured on the
@@ -135,9 +101,9 @@ static int inflate_zlib(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
 
 /* igzip, appending to out, for input that starts with the gzip magic. A member that follows and
  * is not gzip (a zlib stream, garbage) goes to zlib, so both paths accept the same streams. */
-static int inflate_isal(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
+static int inflate_isal_with(struct inflate_state *st, const uint8_t *in, size_t len,
+                             size_t max_out, pc_buf *out)
 {
-    struct inflate_state *st = &tls_get()->inf;
     isal_inflate_init(st);
     st->crc_flag = ISAL_GZIP;
     const uint8_t *next = in;
@@ -173,6 +139,14 @@ static int inflate_isal(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
         }
         if (st->avail_in == 0 && left == 0 && st->avail_out > 0) return PC_EINVAL; /* truncated */
     }
+}
+
+static int inflate_isal(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
+{
+    struct inflate_state *st = pc_xcalloc(1, sizeof *st);
+    int rc = inflate_isal_with(st, in, len, max_out, out);
+    free(st);
+    return rc;
 }
 
 static int inflate_into(const uint8_t *in, size_t len, size_t max_out, pc_buf *out, bool zlib)
@@ -235,18 +209,13 @@ static uint32_t isal_level_buf_size(int level)
 
 static void deflate_isal(const uint8_t *in, size_t len, int level, pc_buf *out)
 {
-    isal_tls *t = tls_get();
     uint32_t need = isal_level_buf_size(level);
-    if (need > t->lvl_size) {
-        free(t->lvl_buf);
-        t->lvl_buf = pc_xmalloc(need);
-        t->lvl_size = need;
-    }
-    struct isal_zstream *zs = &t->def;
+    uint8_t *lvl_buf = need ? pc_xmalloc(need) : NULL;
+    struct isal_zstream *zs = pc_xcalloc(1, sizeof *zs); /* init leaves some of it */
     isal_deflate_init(zs);
     zs->gzip_flag = IGZIP_GZIP;
     zs->level = (uint32_t)level;
-    zs->level_buf = need ? t->lvl_buf : NULL;
+    zs->level_buf = lvl_buf;
     zs->level_buf_size = need;
     zs->flush = NO_FLUSH;
     /* stored blocks bound the output: the input plus 5 bytes per 64 KiB, header and trailer */
@@ -273,6 +242,8 @@ static void deflate_isal(const uint8_t *in, size_t len, int level, pc_buf *out)
         }
         out->len += room - zs->avail_out;
     } while (zs->internal_state.state != ZSTATE_END);
+    free(zs);
+    free(lvl_buf);
 }
 
 void pc_gzip_deflate(const uint8_t *in, size_t len, int level, pc_buf *out)

@@ -1,8 +1,7 @@
-/* zstd through libzstd's streaming API, one context of each kind per thread (reused: no fresh
- * pages per request). */
+/* zstd through libzstd's streaming API. A context per call: from malloc, which keeps freed blocks
+ * for the next request and gives them back when idle (base/alloc.h). */
 #include "base/zstd.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -12,47 +11,13 @@
 
 enum { ZS_STEP = 256 * 1024 };
 
-typedef struct zs_tls {
-    ZSTD_DCtx *d;
-    ZSTD_CCtx *c;
-} zs_tls;
-
-static pthread_key_t tls_key;
-static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-
-static void tls_free(void *p)
-{
-    zs_tls *t = p;
-    ZSTD_freeDCtx(t->d);
-    ZSTD_freeCCtx(t->c);
-    free(t);
-}
-
-static void tls_make_key(void)
-{
-    if (pthread_key_create(&tls_key, tls_free)) abort();
-}
-
-static zs_tls *tls_get(void)
-{
-    pthread_once(&tls_once, tls_make_key);
-    zs_tls *t = pthread_getspecific(tls_key);
-    if (!t) {
-        t = pc_xcalloc(1, sizeof *t);
-        t->d = ZSTD_createDCtx();
-        t->c = ZSTD_createCCtx();
-        if (!t->d || !t->c || pthread_setspecific(tls_key, t)) abort();
-    }
-    return t;
-}
-
 int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
 {
     out->len = 0;
     pc_buf_reserve(out, 1);
     out->data[0] = 0;
-    ZSTD_DCtx *d = tls_get()->d;
-    ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    if (!d) abort();
     ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, PC_ZSTD_WINDOW_LOG_MAX);
     ZSTD_inBuffer ib = {in, len, 0};
     int rc = PC_EINVAL;
@@ -77,6 +42,7 @@ int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *ou
         if (ib.pos == ib.size && ob.pos < room) break; /* nothing more to come: truncated */
     }
 out:
+    ZSTD_freeDCtx(d);
     out->data[out->len] = 0;
     return rc;
 }
@@ -84,8 +50,8 @@ out:
 void pc_zstd_compress(const uint8_t *in, size_t len, int level, pc_buf *out)
 {
     out->len = 0;
-    ZSTD_CCtx *c = tls_get()->c;
-    ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    if (!c) abort();
     if (level < 1 || level > 19) level = PC_ZSTD_DEFAULT_LEVEL;
     ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
@@ -98,6 +64,7 @@ void pc_zstd_compress(const uint8_t *in, size_t len, int level, pc_buf *out)
         PC_ERROR("zstd", "ZSTD_compress2 failed: %s", ZSTD_getErrorName(r));
         abort();
     }
+    ZSTD_freeCCtx(c);
     out->len = r;
     out->data[out->len] = 0;
 }
