@@ -6,7 +6,8 @@
 #   bench/instructions.sh OLD_BUILD NEW_BUILD SCENARIO [--requests N]
 #
 # SCENARIO is one of run.sh's pipelines whose load is OTLP/HTTP: otlp-relay, otlp-relay-large,
-# otlp-passthrough-large, small-flood, processors. The workload: N requests (default 20) from the
+# otlp-passthrough-large, otlp-decoded-large (only builds that know passthrough: false),
+# small-flood, processors. The workload: N requests (default 20) from the
 # scenario's payloads, one connection, one at a time (closed loop: every request is its own batch,
 # so the work does not depend on timing), after start-up. Counting starts once profcol is up
 # (callgrind --instr-atstart=no, switched on with callgrind_control) and stops before shutdown.
@@ -30,7 +31,7 @@ case "$N" in '' | *[!0-9]*) echo "--requests takes a count" >&2; exit 2 ;; esac
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 case "$SCEN" in
 otlp-relay | small-flood) SET=otlp ;;
-otlp-relay-large | otlp-passthrough-large | processors) SET=otlp-large ;;
+otlp-relay-large | otlp-passthrough-large | otlp-decoded-large | processors) SET=otlp-large ;;
 *) echo "instructions.sh: $SCEN is not an OTLP/HTTP scenario" >&2; exit 2 ;;
 esac
 case "$SCEN" in
@@ -38,6 +39,9 @@ otlp-relay | otlp-relay-large) PROCS="[batch]" ;;
 processors) PROCS="[resource, redaction, tracelink, batch]" ;;
 *) PROCS="[]" ;;
 esac
+EXP_EXTRA=""
+[ "$SCEN" = otlp-decoded-large ] && EXP_EXTRA="    passthrough: false"
+
 BIN=$NEW/bench
 [ -x "$BIN/loadgen" ] && [ -x "$BIN/sink" ] && [ -x "$BIN/mkpayloads" ] ||
     ninja -C "$NEW" bench/loadgen bench/sink bench/mkpayloads >&2 || exit 1
@@ -82,6 +86,7 @@ processors:
 exporters:
   otlphttp:
     endpoint: http://127.0.0.1:$P_SINK
+$EXP_EXTRA
 service:
   telemetry:
     logs:
