@@ -4,8 +4,8 @@
  *   mkpayloads DATA_DIR OUT_DIR [--large-count N]
  *
  * DATA_DIR holds go-cpu.pb.gz and go-heap.pb.gz (tests/data). Written:
- *   OUT/otlp/        each real pprof through pc_pprof_to_batch, encoded (proto) and gzipped (6):
- *                    bodies for POST /v1development/profiles with Content-Encoding: gzip
+ *   OUT/otlp/        each real pprof through pc_pprof_to_batch, encoded (proto) and gzipped (zlib
+ * 6, as clients send): bodies for POST /v1development/profiles with Content-Encoding: gzip
  *   OUT/pprof/       the real gzip pprof files as they are: bodies for POST /ingest
  *   OUT/otlp-large/  N (default 4) synthetic CPU profiles of 2,000 samples each, many distinct
  *                    stacks of depth 10-40 over a few hundred functions, as gzip OTLP
@@ -80,7 +80,7 @@ static int to_otlp(const uint8_t *pprof, size_t len, const char *service, pc_buf
     *counts = pc_batch_counts(b);
     pc_buf raw = {0};
     pc_batch_encode_proto(b, &raw);
-    pc_gzip_deflate(raw.data, raw.len, 6, out);
+    pc_gzip_deflate_zlib(raw.data, raw.len, 6, out);
     pc_buf_free(&raw);
     pc_batch_unref(b);
     return 0;
@@ -229,7 +229,7 @@ static void synth_pprof(uint64_t seed, pc_buf *out_gz)
     pc_buf raw = {0};
     pc_buf_reserve(&raw, protobuf_c_message_get_packed_size(&p.base) + 1);
     raw.len = protobuf_c_message_pack(&p.base, raw.data);
-    pc_gzip_deflate(raw.data, raw.len, 6, out_gz);
+    pc_gzip_deflate_zlib(raw.data, raw.len, 6, out_gz);
     pc_buf_free(&raw);
     for (size_t i = 0; i < n_str; i++)
         free(str[i]);

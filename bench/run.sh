@@ -2,16 +2,19 @@
 # Run one benchmark scenario end to end on 127.0.0.1 and print a table and ONE JSON line.
 #
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
-#                         [--build DIR] [--perf FILE] [--profilez]
+#                         [--build DIR] [--profcol BINARY] [--threads T] [--perf FILE] [--no-floor]
+#                         [--profilez]
 #
-# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload, jfr-relay, fleet.
-# Environment: BENCH_BUILD (default build-bench: a release build of profcol), BENCH_PORT_BASE
-# (default 24300: ports base+0..base+4; fleet also base+10..base+15), PROFCOL_EXTRA_ENV (e.g.
-# "UV_THREADPOOL_SIZE=2").
+# Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, otlp-decoded-large, small-flood,
+# pyroscope-relay, bridge, processors, overload, jfr-relay, fleet.
+# Environment: BENCH_BUILD (default build-bench: a release build of profcol, whose bench/ tools
+# are used), BENCH_PROFCOL (the profcol binary, default BUILD/profcol: compare.sh runs an older
+# one with the same tools), BENCH_PORT_BASE (default 24300: ports base+0..base+4; fleet also
+# base+10..base+15), PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it).
 # --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
 # and a viewer polling its JSON as the page does (series, flame graph and top every 3 s).
 #
-# Steps: measure the zlib floor on the scenario's payloads (before anything else runs), start the
+# Steps: measure the zlib and ISA-L floors on the scenario's payloads (before anything else runs), start the
 # sink and profcol (config written here), record profcol's idle RSS and CPU ticks, drive the load
 # with loadgen, record CPU ticks and VmHWM, scrape profcol's /metrics and the sink's /stats, stop
 # everything (SIGTERM, then SIGKILL after 10 s). Every process started here is killed on exit.
@@ -26,8 +29,10 @@ CONNS=""
 RATE=""
 PAYLOADS=""
 BUILD=${BENCH_BUILD:-build-bench}
+PROFCOL=${BENCH_PROFCOL:-}
 PERF_OUT=""
 PROFILEZ=0
+FLOOR=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --seconds) SECONDS_RUN=$2; shift 2 ;;
@@ -37,6 +42,9 @@ while [ $# -gt 0 ]; do
     --build) BUILD=$2; shift 2 ;;
     --perf) PERF_OUT=$2; shift 2 ;;
     --profilez) PROFILEZ=1; shift ;;
+    --profcol) PROFCOL=$2; shift 2 ;;
+    --threads) PROFCOL_EXTRA_ENV="${PROFCOL_EXTRA_ENV:-} UV_THREADPOOL_SIZE=$2"; shift 2 ;;
+    --no-floor) FLOOR=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -44,10 +52,10 @@ case "$SECONDS_RUN" in '' | *[!0-9]*) echo "--seconds takes whole seconds" >&2; 
 [ "$SECONDS_RUN" -ge 1 ] && [ "$SECONDS_RUN" -le 600 ] || { echo "--seconds: 1..600" >&2; exit 2; }
 
 BIN=$BUILD/bench
-PROFCOL=$BUILD/profcol
-[ -x "$PROFCOL" ] || { echo "no $PROFCOL: meson setup $BUILD -Dbuildtype=release && ninja -C $BUILD profcol" >&2; exit 1; }
-if [ ! -x "$BIN/loadgen" ] || [ ! -x "$BIN/sink" ] || [ ! -x "$BIN/mkpayloads" ] || [ ! -x "$BIN/zlibfloor" ]; then
-    bench/build.sh "$BUILD" >&2 || exit 1
+[ -n "$PROFCOL" ] || PROFCOL=$BUILD/profcol
+[ -x "$PROFCOL" ] || { echo "no $PROFCOL: meson setup $BUILD -Dbuildtype=release && ninja -C $BUILD" >&2; exit 1; }
+if [ ! -x "$BIN/loadgen" ] || [ ! -x "$BIN/sink" ] || [ ! -x "$BIN/mkpayloads" ] || [ ! -x "$BIN/codecs" ]; then
+    ninja -C "$BUILD" bench/loadgen bench/sink bench/mkpayloads bench/codecs >&2 || exit 1
 fi
 PL=$BIN/payloads
 [ -f "$PL/otlp-large/manifest" ] || "$BIN/mkpayloads" tests/data "$PL" >&2 || exit 1
@@ -83,6 +91,7 @@ JFR_HDRS=(-H "Content-Type: application/octet-stream" -H "Content-Encoding: gzip
 SINK_DELAY=0
 FLEET=0
 LIMIT_MIB=0
+OTLP_EXP_EXTRA=""
 MODE_CONNS=8
 MODE_RATE=""
 case "$SCENARIO" in
@@ -100,6 +109,21 @@ pyroscope-relay)
 bridge)
     SET=pprof; URL=$INGEST_URL; HDRS=("${PPROF_HDRS[@]}")
     PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
+otlp-passthrough-large)
+    # otlp-relay-large without batch: nothing changes the data, so the validated request bytes
+    # go to the sink as received (pass-through); compare with otlp-relay-large.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]" ;;
+otlp-decoded-large)
+    # otlp-passthrough-large with the exporter's passthrough: false: the decoded path (decode,
+    # validate, encode, deflate) on the same pipeline, the "without" of pass-through.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]"; OTLP_EXP_EXTRA="    passthrough: false" ;;
+small-flood)
+    # 64 connections of small OTLP requests (1.3-3.5 KB) flat out into a fast sink, one export per
+    # request: profcol should accept up to CPU saturation and refuse nothing (refused share).
+    SET=otlp; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]"; MODE_CONNS=64 ;;
 processors)
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[resource, redaction, tracelink, batch]"; RECV="[otlp]"; EXP="[otlphttp]" ;;
@@ -123,7 +147,7 @@ jfr-relay)
     SET=jfr; URL=$JFR_URL; HDRS=("${JFR_HDRS[@]}")
     PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET
@@ -172,6 +196,7 @@ processors:
 exporters:
   otlphttp:
     endpoint: http://127.0.0.1:$P_SINK
+$OTLP_EXP_EXTRA
   pyroscope:
     endpoint: http://127.0.0.1:$P_SINK
 service:
@@ -226,12 +251,24 @@ fi
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== scenario $SCENARIO: payloads $SET_DIR, ${SECONDS_RUN}s, load average before: $LOAD" >&2
 
-# 1. zlib floor, alone on the machine (as far as this script is concerned).
+# 1. the floors, alone on the machine (as far as this script is concerned): inflate + re-deflate
+# of the same payloads with zlib (level 1) and with ISA-L's igzip (the level profcol maps 1 to).
 FLOOR_S=$((SECONDS_RUN / 2))
 [ "$FLOOR_S" -lt 2 ] && FLOOR_S=2
 [ "$FLOOR_S" -gt 5 ] && FLOOR_S=5
-timeout 60 "$BIN/zlibfloor" --payload "$SET_DIR" --seconds "$FLOOR_S" >"$TMP/floor.out" || { echo "zlibfloor failed" >&2; exit 1; }
-cat "$TMP/floor.out" | sed '$d' >&2
+FLOOR_THREADS=()
+case "${PROFCOL_EXTRA_ENV:-}" in *UV_THREADPOOL_SIZE=*)
+    FLOOR_THREADS=(--threads "$(echo "$PROFCOL_EXTRA_ENV" | sed 's/.*UV_THREADPOOL_SIZE=\([0-9]*\).*/\1/')") ;;
+esac
+if [ "$FLOOR" = 1 ]; then
+    for codec in zlib isal; do
+        timeout 60 "$BIN/codecs" --codec $codec --payload "$SET_DIR" --seconds "$FLOOR_S" "${FLOOR_THREADS[@]}" \
+            >"$TMP/floor-$codec.out" || { echo "codecs --codec $codec failed" >&2; exit 1; }
+        sed '$d' "$TMP/floor-$codec.out" >&2
+    done
+else
+    for codec in zlib isal; do echo '{"mb_per_s_in":0,"cpu_s_per_gb":null,"threads":0}' >"$TMP/floor-$codec.out"; done
+fi
 
 # 2. the sink (and, for fleet, the gateways), then profcol: one phase, or two for fleet.
 "$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN * 2 + 240)) \
@@ -310,9 +347,10 @@ summarize() {
 python3 - "$@" <<'EOF'
 import json, re, sys
 (scen, tmp, floor_dir, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu,
- profilez) = sys.argv[1:]
+ profilez, idle_after, flt0, flt1) = sys.argv[1:]
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
-fl = json.loads(open(floor_dir + "/floor.out").read().strip().splitlines()[-1])
+fl = json.loads(open(floor_dir + "/floor-zlib.out").read().strip().splitlines()[-1])
+fi = json.loads(open(floor_dir + "/floor-isal.out").read().strip().splitlines()[-1])
 try:
     sink = json.loads(open(tmp + "/sink.json").read())
 except Exception:
@@ -334,6 +372,7 @@ cpu_s = (int(cpu1) - int(cpu0)) / int(hz)
 gb_in = lg["bytes_ok"] / 1e9
 mb_in = lg["mb_per_s_ok"]
 floor = fl["mb_per_s_in"]
+ifloor = fi["mb_per_s_in"]
 errors = lg["non_2xx"] + lg["transport_errors"]
 r = {
     "scenario": scen,
@@ -347,6 +386,8 @@ r = {
     "statuses": lg["statuses"],
     "peak_rss_mb": round(int(hwm) / 1024, 1),
     "idle_rss_mb": round(int(idle) / 1024, 1),
+    "idle_rss_after_mb": round(int(idle_after) / 1024, 1),
+    "minor_faults_per_request": round((int(flt1) - int(flt0)) / lg["requests"], 1) if lg.get("requests") else None,
     "max_sampled_rss_mb": round(max(rss) / 1024, 1) if rss else None,
     "cpu_s": round(cpu_s, 2),
     "cpu_util": round(cpu_s / secs, 3),
@@ -354,6 +395,11 @@ r = {
     "zlib_floor_mb_per_s": round(floor, 4),
     "zlib_floor_cpu_s_per_gb": fl.get("cpu_s_per_gb"),
     "ratio": round(mb_in / floor, 3) if floor > 0 else None,
+    "isal_floor_mb_per_s": round(ifloor, 4),
+    "isal_floor_cpu_s_per_gb": fi.get("cpu_s_per_gb"),
+    "isal_ratio": round(mb_in / ifloor, 3) if ifloor > 0 else None,
+    "isal_cpu_ratio": round(fi["cpu_s_per_gb"] / (cpu_s / gb_in), 3) if gb_in > 0 and cpu_s > 0 and fi.get("cpu_s_per_gb") else None,
+    "refused_share": round(lg["non_2xx"] / (lg["non_2xx"] + lg["ok"]), 4) if lg.get("ok", 0) + lg["non_2xx"] > 0 else None,
     "cpu_ratio": round(fl["cpu_s_per_gb"] / (cpu_s / gb_in), 3) if gb_in > 0 and cpu_s > 0 and fl.get("cpu_s_per_gb") else None,
     "connections": lg["connections"], "offered_rate": lg["rate"], "seconds": secs,
     "sink_requests": sink.get("requests", 0),
@@ -381,12 +427,18 @@ rows = [
     ("MB/s out (to sink)", r["mb_per_s_out"]),
     ("latency p50 / p99 ms", "%s / %s" % (r["p50_ms"], r["p99_ms"])),
     ("errors (non-2xx, transport)", "%d (%d, %d)" % (errors, lg["non_2xx"], lg["transport_errors"])),
-    ("peak RSS MB (VmHWM)", r["peak_rss_mb"]), ("idle RSS MB", r["idle_rss_mb"]),
+    ("peak RSS MB (VmHWM)", r["peak_rss_mb"]),
+    ("idle RSS MB before / 3 s after the load", "%s / %s" % (r["idle_rss_mb"], r["idle_rss_after_mb"])),
+    ("page faults per request", r["minor_faults_per_request"]),
     ("profcol CPU s (util)", "%s (%s)" % (r["cpu_s"], r["cpu_util"])),
     ("CPU s per GB in", r["cpu_s_per_gb"]),
     ("zlib floor MB/s (%d thr)" % fl["threads"], r["zlib_floor_mb_per_s"]),
     ("zlib floor CPU s per GB", r["zlib_floor_cpu_s_per_gb"]),
     ("ratio (MB/s in / floor)", r["ratio"]), ("cpu_ratio (floor/profcol CPU/GB)", r["cpu_ratio"]),
+    ("ISA-L floor MB/s", r["isal_floor_mb_per_s"]),
+    ("ISA-L floor CPU s per GB", r["isal_floor_cpu_s_per_gb"]),
+    ("isal_ratio / isal_cpu_ratio", "%s / %s" % (r["isal_ratio"], r["isal_cpu_ratio"])),
+    ("refused share (non-2xx / answered)", r["refused_share"]),
     ("load average before / after", "%s / %s" % (load0, load1)),
 ]
 if int(limit) > 0:
@@ -433,8 +485,9 @@ run_phase() {
         exit 1
     fi
     sleep 0.5
-    local idle_kb cpu0 cpu1 hwm_kb perf_pid="" rss_pid load0 load1
+    local idle_kb cpu0 cpu1 hwm_kb perf_pid="" rss_pid load0 load1 flt0 flt1 idle_after_kb
     idle_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
+    flt0=$(sed 's/^.*) //' "/proc/$pc/stat" | awk '{print $8}')
     cpu0=$(ticks "$pc")
     load0=$(cut -d' ' -f1-3 /proc/loadavg)
     if [ -n "$PERF_OUT" ]; then
@@ -483,6 +536,10 @@ print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]})
 
     cpu1=$(ticks "$pc")
     hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pc/status")
+    flt1=$(sed 's/^.*) //' "/proc/$pc/stat" | awk '{print $8}')
+    # idle again: profcol gives free memory back after a second without work (base/alloc.h)
+    for _ in 1 2 3 4 5 6; do sleep 1; awk '/^VmRSS:/ {print "rss after load: " $2 " kB"}' "/proc/$pc/status" >&2; done
+    idle_after_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
     kill "$rss_pid" 2>/dev/null
     [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null
     curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$dir/metrics.txt"
@@ -499,7 +556,8 @@ print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]})
     fi
     load1=$(cut -d' ' -f1-3 /proc/loadavg)
     summarize "$label" "$dir" "$TMP" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" "$hwm_kb" "$idle_kb" \
-        "$LIMIT_MIB" "$load0" "$load1" "$(nproc)" "$PROFILEZ" >"$dir/result.json"
+        "$LIMIT_MIB" "$load0" "$load1" "$(nproc)" "$PROFILEZ" "$idle_after_kb" "$flt0" "$flt1" \
+        >"$dir/result.json"
 }
 
 for ph in $PHASES; do

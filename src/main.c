@@ -248,6 +248,12 @@ static pc_service *build(uv_loop_t *loop, pc_node *root)
     return svc;
 }
 
+static void mem_tick(uv_timer_t *t)
+{
+    (void)t;
+    if (pc_mem_idle()) PC_DEBUG(NULL, "idle: free memory given back to the system");
+}
+
 static int run(const pc_config_sources *src, int validate_only)
 {
     pc_node *root = load(src);
@@ -267,6 +273,11 @@ static int run(const pc_config_sources *src, int validate_only)
         return 0;
     }
     signal(SIGPIPE, SIG_IGN);
+    pc_mem_tune();
+    uv_timer_t mem_timer; /* does not keep the loop alive */
+    uv_timer_init(loop, &mem_timer);
+    uv_timer_start(&mem_timer, mem_tick, 1000, 1000);
+    uv_unref((uv_handle_t *)&mem_timer);
     run_state st = {.loop = loop, .svc = svc, .src = *src};
     uv_signal_init(loop, &st.sigint);
     uv_signal_init(loop, &st.sigterm);
@@ -283,6 +294,8 @@ static int run(const pc_config_sources *src, int validate_only)
         pc_service_shutdown(svc, service_stopped, &st);
     }
     uv_run(loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&mem_timer, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
     pc_service_free(st.svc);
     uv_loop_close(loop);
     if (!st.rc) PC_INFO(NULL, "stopped");

@@ -45,6 +45,7 @@ static void pb_free(void *data, void *p)
 
 pc_arena *pc_arena_new(size_t first_block)
 {
+    pc_mem_note_activity();
     pc_arena *a = pc_xcalloc(1, sizeof(*a));
     a->head = block_new(first_block < 256 ? 256 : first_block);
     a->total = sizeof(block) + a->head->size;

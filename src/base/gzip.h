@@ -1,4 +1,12 @@
-/* gzip in and out, with a hard cap on inflated size (gzip bombs become 413, not OOM). */
+/* gzip in and out, with a hard cap on inflated size (gzip bombs become 413, not OOM).
+ *
+ * Through Intel ISA-L's igzip (several times faster than zlib, bench/README.md "Codecs"), with
+ * zlib doing what igzip cannot:
+ * - deflate at levels 0 (stored) and 4-9: levels 1-3 are igzip's levels 1-3 (6-11x faster than
+ *   zlib 1, 7-12 % larger), 4-9 stay zlib's, since no igzip level is as small as any zlib level:
+ *   compression_params.level still goes from fastest (1) to smallest (9);
+ * - inflate of zlib-wrapped streams (Content-Encoding: deflate), and of anything after a first
+ *   gzip member that is not gzip, so both libraries accept exactly the same streams. */
 #ifndef PC_GZIP_H
 #define PC_GZIP_H
 
@@ -8,8 +16,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 
-/* Level 1 costs ~4% more bytes than 6 on profiles for ~3x less CPU (bench/README.md): deflate
- * dominates a relay's CPU, so exporters default to it. */
+/* Level 1 (igzip's level 1) deflates ~10x faster than zlib 1 for ~11% more bytes (bench/README.md,
+ * "Codecs"): deflate dominated a relay's CPU, so exporters default to it. */
 #define PC_GZIP_DEFAULT_LEVEL 1
 
 static inline int pc_is_gzip(const uint8_t *p, size_t n)
@@ -20,7 +28,12 @@ static inline int pc_is_gzip(const uint8_t *p, size_t n)
  * truncated stream, or PC_E2BIG as soon as the output would exceed max_out. Concatenated gzip
  * members are accepted. */
 int pc_gzip_inflate(const uint8_t *in, size_t len, size_t max_out, pc_buf *out);
-/* gzip-compress in into out (reset first) at the given level (1..9, -1 default). */
+/* gzip-compress in into out (reset first) at the given zlib level (0..9, -1 default). */
 void pc_gzip_deflate(const uint8_t *in, size_t len, int level, pc_buf *out);
+/* The igzip level (0..3) a zlib level is deflated at, or -1 where zlib itself deflates. */
+int pc_gzip_isal_level(int level);
+/* The same through zlib only: the reference the fuzz target and the tests compare against. */
+int pc_gzip_inflate_zlib(const uint8_t *in, size_t len, size_t max_out, pc_buf *out);
+void pc_gzip_deflate_zlib(const uint8_t *in, size_t len, int level, pc_buf *out);
 
 #endif

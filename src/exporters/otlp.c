@@ -65,7 +65,7 @@ const pc_component_type pc_exporter_otlp = {
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
     .doc = "OTLP/gRPC exporter for every signal (ProfilesService/Export, TraceService/Export, ... "
-           "over h2c or TLS, gzip)",
+           "over h2c or TLS, gzip or zstd)",
     .cfg_size = sizeof(otlp_exp_cfg),
     .cfg = otlp_exp_keys,
     .validate = otlp_exp_validate,

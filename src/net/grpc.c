@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "base/gzip.h"
+#include "base/compress.h"
 #include "base/alloc.h"
 #include "rpc_status.pb-c.h"
 #include "base/hex.h"
@@ -115,12 +115,13 @@ int pc_grpc_decompress(const uint8_t *msg, size_t len, bool compressed, const ch
         pc_buf_append(out, msg, len);
         return PC_OK;
     }
-    if (!encoding || !*encoding || strcasecmp(encoding, "identity") == 0)
+    int enc = pc_enc_parse(encoding);
+    if (enc == PC_ENC_NONE)
         return pc_error_set(e, PC_EINVAL, "compressed message without grpc-encoding");
-    if (strcasecmp(encoding, "gzip") != 0 && strcasecmp(encoding, "deflate") != 0)
-        return pc_error_set(e, PC_ENOTSUP, "unsupported grpc-encoding \"%.40s\" (supported: gzip)",
-                            encoding);
-    int rc = pc_gzip_inflate(msg, len, max_len, out);
+    if (enc < 0)
+        return pc_error_set(
+            e, PC_ENOTSUP, "unsupported grpc-encoding \"%.40s\" (supported: gzip, zstd)", encoding);
+    int rc = pc_decompress((pc_enc)enc, msg, len, max_len, out);
     if (rc == PC_E2BIG) {
         return pc_error_set(e, PC_E2BIG, "decompressed message exceeds the limit of %zu bytes",
                             max_len);
@@ -328,7 +329,7 @@ void pc_grpc_respond(pc_h2_call *call, int code, const char *msg, const void *re
                      const char *details_b64)
 {
     pc_h2_header hdrs[] = {{"content-type", "application/grpc"},
-                           {"grpc-accept-encoding", "identity,gzip"}};
+                           {"grpc-accept-encoding", "identity,gzip,zstd"}};
     char status[16];
     snprintf(status, sizeof status, "%d", code);
     if (code == PC_GRPC_OK) {

@@ -97,6 +97,14 @@ typedef struct pc_batch {
     ProtobufCMessage *msg;
     atomic_int refs;
     pc_meta meta;
+    /* Pass-through (ARCHITECTURE.md §2): the validated request's bytes as received, arena-owned
+     * (protobuf, or JSON with raw_json; compressed with raw_enc, a pc_enc of base/compress.h),
+     * kept while nothing has changed the data. NULL once anything may have:
+     * pc_batch_make_writable clears it, and merged or translated batches never have it. */
+    const uint8_t *raw;
+    size_t raw_len;
+    int raw_enc;
+    bool raw_json;
 } pc_batch;
 
 /* An empty request with a dictionary whose tables hold only their zero elements. */
@@ -110,8 +118,12 @@ static inline const ProtobufCMessage *pc_batch_message(const pc_batch *b)
 pc_batch *pc_batch_new_signal(pc_signal sig);
 pc_batch *pc_batch_ref(pc_batch *b);
 void pc_batch_unref(pc_batch *b);
-/* Copy-on-write: when *b is shared, replace it by a private deep copy (dropping one ref). */
+/* Copy-on-write: when *b is shared, replace it by a private deep copy (dropping one ref). Either
+ * way the batch that comes back has no pass-through bytes (raw): its caller is about to change
+ * the data. */
 void pc_batch_make_writable(pc_batch **b);
+/* Keep len bytes of the request as received (copied into the arena) for pass-through. */
+void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, bool json);
 void pc_batch_set_meta(pc_batch *b, const char *key, const char *val);
 const char *pc_batch_get_meta(const pc_batch *b, const char *key);
 

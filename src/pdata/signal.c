@@ -113,12 +113,23 @@ int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, pc_error 
     return pc_batch_decode(PC_SIGNAL_PROFILES, (const uint8_t *)data, len, true, NULL, out, e);
 }
 
+void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, bool json)
+{
+    b->raw = pc_arena_memdup(b->arena, data, len);
+    b->raw_len = len;
+    b->raw_enc = enc;
+    b->raw_json = json;
+}
+
 /* Copy-on-write (pdata.h): the copy goes through the wire format, so it lives here beside the
  * decoder of every signal. */
 void pc_batch_make_writable(pc_batch **bp)
 {
     pc_batch *b = *bp;
-    if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1) return;
+    if (atomic_load_explicit(&b->refs, memory_order_acquire) == 1) {
+        b->raw = NULL; /* the caller changes the data: the bytes received no longer match it */
+        return;
+    }
     /* Deep copy through the wire format: simple, exact, and only paid when data is shared. */
     pc_buf buf = {0};
     pc_batch_encode_proto(b, &buf);

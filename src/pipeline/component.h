@@ -66,6 +66,10 @@ typedef struct pc_component_type {
      * table, so take what you keep by swapping it into c->cfg). */
     bool (*reconfigurable)(const pc_node *old_def, const pc_node *new_def);
     void (*reconfigure)(pc_component *c, void *new_cfg);
+    /* Optional, exporters: true while consume would refuse for lack of room (pc_consumer.full). */
+    bool (*full)(pc_component *c);
+    /* Optional, exporters: whether consume acknowledges only data on disk (pc_consumer.durable). */
+    bool (*durable)(pc_component *c, size_t batch_size);
     /* Exporters on the exporter core (pipeline/exporter.h, PC_EXPORTER_CORE): what the core's
      * callbacks above plug in. */
     const struct pc_exporter_def *exporter;

@@ -17,11 +17,28 @@ struct pc_consumer {
     void (*consume)(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg);
     /* True if consume may modify the batch (it then calls pc_batch_make_writable). */
     bool mutates;
+    /* Optional: true while consume would refuse any batch for lack of room (a full sending
+     * queue down the chain), so a receiver can refuse a request before decoding it. */
+    bool (*full)(pc_consumer *self);
+    /* Optional: true when every exporter this leads to keeps a persistent queue (a batch is
+     * acknowledged only once written to disk); each such queue is asked to merge the requests
+     * waiting in it up to batch_size samples per send. */
+    bool (*durable)(pc_consumer *self, size_t batch_size);
 };
 
 static inline void pc_consume(pc_consumer *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     c->consume(c, b, done, arg);
+}
+
+static inline bool pc_consumer_full(pc_consumer *c)
+{
+    return c && c->full && c->full(c);
+}
+
+static inline bool pc_consumer_durable(pc_consumer *c, size_t batch_size)
+{
+    return c && c->durable && c->durable(c, batch_size);
 }
 
 /* A fan-out to several consumers; completes when all have. Shares the batch by reference. */

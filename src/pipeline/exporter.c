@@ -561,6 +561,20 @@ void pc_exporter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *ar
     run(r);
 }
 
+bool pc_exporter_full(pc_component *c)
+{
+    const pc_exporter *e = pc_exporter_of(c);
+    return e && e->sender && pc_sender_full(e->sender);
+}
+
+bool pc_exporter_durable(pc_component *c, size_t batch_size)
+{
+    pc_exporter *e = pc_exporter_of(c);
+    if (!e || !e->sender || !pc_sender_durable(e->sender)) return false;
+    pc_sender_merge_at_least(e->sender, batch_size);
+    return true;
+}
+
 void pc_exporter_closed(void *arg)
 {
     pc_exporter *e = arg;

@@ -45,10 +45,31 @@ static void fanout_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void
     join_done(j, PC_OK, NULL);
 }
 
+/* Full when any target is: the request would be refused as a whole. */
+static bool fanout_full(pc_consumer *self)
+{
+    fanout *f = (fanout *)self;
+    for (size_t i = 0; i < f->n; i++)
+        if (pc_consumer_full(f->targets[i])) return true;
+    return false;
+}
+
+/* Durable when every target is (each is asked, so each queue learns the batch size). */
+static bool fanout_durable(pc_consumer *self, size_t batch_size)
+{
+    fanout *f = (fanout *)self;
+    bool all = f->n > 0;
+    for (size_t i = 0; i < f->n; i++)
+        all &= pc_consumer_durable(f->targets[i], batch_size);
+    return all;
+}
+
 pc_consumer *pc_fanout_new(pc_consumer **targets, size_t n)
 {
     fanout *f = pc_xcalloc(1, sizeof(*f));
     f->base.consume = fanout_consume;
+    f->base.full = fanout_full;
+    f->base.durable = fanout_durable;
     f->n = n;
     f->targets = pc_xcalloc(n, sizeof(pc_consumer *));
     memcpy(f->targets, targets, n * sizeof(pc_consumer *));

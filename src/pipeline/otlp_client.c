@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "base/gzip.h"
+#include "base/compress.h"
 #include "net/grpc.h"
 #include "net/h2_client.h"
 #include "pipeline/exporter_http.h"
@@ -15,7 +15,8 @@
 
 #define MAX_RESPONSE (4u << 20)
 
-const char *const pc_otlp_compressions[] = {"gzip", "none", NULL};
+const char *const pc_otlp_compressions[] = {"gzip", "none", "zstd", NULL};
+static const pc_enc compression_enc[] = {PC_ENC_GZIP, PC_ENC_NONE, PC_ENC_ZSTD};
 const char *const pc_otlp_encodings[] = {"proto", "json", NULL};
 
 /* "<prefix><key>" in buf. */
@@ -158,9 +159,10 @@ pc_otlp_grpc *pc_otlp_grpc_open(pc_component *c, const pc_otlp_grpc_cfg *cfg, co
     add_hdr(g, "content-type", "application/grpc");
     add_hdr(g, "te", "trailers");
     add_hdr(g, "user-agent", ua);
-    add_hdr(g, "grpc-accept-encoding", "identity,gzip");
+    add_hdr(g, "grpc-accept-encoding", "identity,gzip,zstd");
     add_hdr(g, "grpc-timeout", timeout);
-    if (cfg->compression == 0) add_hdr(g, "grpc-encoding", "gzip");
+    if (compression_enc[cfg->compression] != PC_ENC_NONE)
+        add_hdr(g, "grpc-encoding", pc_enc_name(compression_enc[cfg->compression]));
     for (size_t i = 0; i < cfg->headers.n; i++)
         add_hdr(g, cfg->headers.keys[i], cfg->headers.vals[i]);
 
@@ -197,16 +199,27 @@ pc_otlp_grpc *pc_otlp_grpc_open(pc_component *c, const pc_otlp_grpc_cfg *cfg, co
             g->tls_ctx          ? "TLS"
             : cfg->tls.insecure ? "h2c: tls::insecure"
                                 : "h2c: http:// endpoint",
-            cfg->compression == 0 ? ", gzip" : "");
+            compression_enc[cfg->compression] == PC_ENC_NONE
+                ? ""
+                : (compression_enc[cfg->compression] == PC_ENC_GZIP ? ", gzip" : ", zstd"));
     return g;
 }
 
 void pc_otlp_grpc_encode(const pc_otlp_grpc_cfg *cfg, pc_export_req *r)
 {
+    const pc_batch *b = r->batch;
+    pc_enc enc = compression_enc[cfg->compression];
     pc_buf raw = {0}, z = {0};
-    pc_batch_encode_proto(r->batch, &raw);
-    if (cfg->compression == 0) {
-        pc_gzip_deflate(raw.data, raw.len, PC_GZIP_DEFAULT_LEVEL, &z);
+    if (cfg->passthrough && b->raw && !b->raw_json && b->raw_enc == (int)enc) {
+        pc_grpc_frame(b->raw, b->raw_len, enc != PC_ENC_NONE, &r->body); /* as received */
+        return;
+    }
+    if (cfg->passthrough && b->raw && !b->raw_json && b->raw_enc == PC_ENC_NONE)
+        pc_buf_append(&raw, b->raw, b->raw_len); /* received uncompressed: never re-encoded */
+    else
+        pc_batch_encode_proto(b, &raw);
+    if (enc != PC_ENC_NONE) {
+        pc_compress(enc, raw.data, raw.len, 0, &z);
         pc_grpc_frame(z.data, z.len, true, &r->body);
     } else {
         pc_grpc_frame(raw.data, raw.len, false, &r->body);
@@ -434,9 +447,11 @@ int pc_otlp_http_validate(const pc_otlp_http_cfg *cfg, const pc_node *node, cons
         if (!header_ok(cfg->headers.keys[i]) || !header_ok(cfg->headers.vals[i]))
             return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "headers"),
                                      "%s: line breaks are not allowed", cfg->headers.keys[i]);
-    if (cfg->compression_level < 1 || cfg->compression_level > 9)
-        return pc_cfg_key_errorf(
-            err, node, path, pkey(k, sizeof k, prefix, "compression_params.level"), "must be 1..9");
+    int max_level = compression_enc[cfg->compression] == PC_ENC_ZSTD ? 19 : 9;
+    if (cfg->compression_level < 1 || cfg->compression_level > max_level)
+        return pc_cfg_key_errorf(err, node, path,
+                                 pkey(k, sizeof k, prefix, "compression_params.level"),
+                                 "must be 1..%d", max_level);
     if (cfg->timeout_ms == 0)
         return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "timeout"),
                                  "must be > 0");
@@ -451,7 +466,9 @@ char *pc_otlp_http_headers(const pc_otlp_http_cfg *cfg)
     pc_buf h = {0};
     pc_buf_printf(&h, "Content-Type: %s\r\nUser-Agent: profcol/%s\r\n",
                   cfg->encoding ? "application/json" : "application/x-protobuf", PROFCOL_VERSION);
-    if (cfg->compression == 0) pc_buf_printf(&h, "Content-Encoding: gzip\r\n");
+    if (compression_enc[cfg->compression] != PC_ENC_NONE)
+        pc_buf_printf(&h, "Content-Encoding: %s\r\n",
+                      pc_enc_name(compression_enc[cfg->compression]));
     for (size_t i = 0; i < cfg->headers.n; i++)
         pc_buf_printf(&h, "%s: %s\r\n", cfg->headers.keys[i], cfg->headers.vals[i]);
     char *out = pc_xstrdup((char *)h.data);
@@ -461,13 +478,26 @@ char *pc_otlp_http_headers(const pc_otlp_http_cfg *cfg)
 
 void pc_otlp_http_encode(const pc_otlp_http_cfg *cfg, pc_export_req *r)
 {
+    const pc_batch *b = r->batch;
+    pc_enc enc = compression_enc[cfg->compression];
+    int level = (int)cfg->compression_level;
+    if (cfg->passthrough && b->raw && b->raw_json == (cfg->encoding == 1)) {
+        if (b->raw_enc == (int)enc) { /* as received */
+            pc_buf_append(&r->body, b->raw, b->raw_len);
+            return;
+        }
+        if (b->raw_enc == PC_ENC_NONE) { /* received uncompressed: compress, never re-encode */
+            pc_compress(enc, b->raw, b->raw_len, level, &r->body);
+            return;
+        }
+    }
     pc_buf raw = {0};
     if (cfg->encoding)
-        pc_batch_encode_json(r->batch, &raw);
+        pc_batch_encode_json(b, &raw);
     else
-        pc_batch_encode_proto(r->batch, &raw);
-    if (cfg->compression == 0) {
-        pc_gzip_deflate(raw.data, raw.len, (int)cfg->compression_level, &r->body);
+        pc_batch_encode_proto(b, &raw);
+    if (enc != PC_ENC_NONE) {
+        pc_compress(enc, raw.data, raw.len, level, &r->body);
         pc_buf_free(&raw);
     } else {
         r->body = raw;

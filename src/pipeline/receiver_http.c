@@ -2,6 +2,7 @@
 #include "pipeline/receiver_http.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "net/url.h"
 #include "pipeline/service.h"
@@ -77,4 +78,86 @@ void pc_receiver_http_free(pc_receiver_http *rh)
 {
     pc_tls_ctx_free(rh->tls);
     rh->tls = NULL;
+}
+
+/* ---- the decode gate ---- */
+
+typedef struct gate_item {
+    uv_work_t *req;
+    uv_work_cb work;
+    uv_after_work_cb after;
+    void *data; /* the caller's req->data; req->data points at the item while it runs */
+} gate_item;
+
+static struct { /* loop thread only */
+    size_t running, limit;
+    gate_item *q; /* a ring of waiting work */
+    size_t head, n, cap;
+} gate;
+
+static void gate_next(uv_loop_t *loop);
+
+static void gate_work(uv_work_t *req)
+{
+    gate_item *it = req->data;
+    req->data = it->data;
+    it->work(req);
+    req->data = it;
+}
+
+static void gate_after(uv_work_t *req, int status)
+{
+    gate_item *it = req->data;
+    uv_after_work_cb after = it->after;
+    uv_loop_t *loop = req->loop;
+    req->data = it->data;
+    free(it);
+    gate.running--;
+    after(req, status); /* may free req */
+    gate_next(loop);
+}
+
+static void gate_start(uv_loop_t *loop, gate_item g)
+{
+    gate_item *it = pc_xmalloc(sizeof *it);
+    *it = g;
+    it->data = g.req->data;
+    g.req->data = it;
+    gate.running++;
+    uv_queue_work(loop, g.req, gate_work, gate_after);
+}
+
+static void gate_next(uv_loop_t *loop)
+{
+    while (gate.n && gate.running < gate.limit) {
+        gate_item g = gate.q[gate.head];
+        gate.head = (gate.head + 1) % gate.cap;
+        gate.n--;
+        gate_start(loop, g);
+    }
+}
+
+void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after)
+{
+    if (!gate.limit) { /* main.c sizes the pool through UV_THREADPOOL_SIZE before the loop runs */
+        const char *env = getenv("UV_THREADPOOL_SIZE");
+        long n = env ? strtol(env, NULL, 10) : 0;
+        gate.limit = n > 0 && n < 1024 ? (size_t)n : 4; /* libuv's default */
+    }
+    gate_item g = {req, work, after, NULL};
+    if (gate.running < gate.limit && !gate.n) {
+        gate_start(loop, g);
+        return;
+    }
+    if (gate.n == gate.cap) { /* grow the ring, keeping the order */
+        size_t cap = gate.cap ? gate.cap * 2 : 64;
+        gate_item *q = pc_xmalloc(cap * sizeof *q);
+        for (size_t i = 0; i < gate.n; i++)
+            q[i] = gate.q[(gate.head + i) % gate.cap];
+        free(gate.q);
+        gate.q = q;
+        gate.head = 0;
+        gate.cap = cap;
+    }
+    gate.q[(gate.head + gate.n++) % gate.cap] = g;
 }

@@ -120,4 +120,12 @@ int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req);
 /* In destroy(), after the server closed. */
 void pc_receiver_http_free(pc_receiver_http *rh);
 
+/* Decode work goes through one gate for every receiver: at most as many decode jobs are in the
+ * thread pool at once as it has threads, the others wait here in arrival order. Work queued
+ * directly with uv_queue_work (exporters' encode, the batch processor's merge) therefore waits
+ * behind at most one round of decodes, never behind every request read from the sockets: what
+ * was accepted is sent before more is taken in. Same contract as uv_queue_work (loop thread;
+ * after_work gets status 0). */
+void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after);
+
 #endif

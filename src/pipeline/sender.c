@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "pdata/merge.h"
 #include "pipeline/telemetry.h"
 
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
@@ -49,6 +50,8 @@ struct item {
     int timer_open;
     uv_work_t work;
     pc_error err; /* worker result for disk work: PC_EIO, PC_EINVAL (a corrupt record) */
+    char *meta;   /* the batch's metadata as "key\tvalue\n" lines: only equal ones merge */
+    item *follow; /* requests merged into this one's send (sending_queue.batch.max_size) */
 };
 
 struct pc_sender {
@@ -77,6 +80,8 @@ struct pc_sender {
      * when a signal first arrives */
     pc_send_counts *k;
     uint64_t *sent, *failed, *enqueue_failed; /* k's arrays */
+    /* "queue is full" happens per request under overload: one line per interval with a count */
+    pc_log_limiter full_log;
 };
 
 static void dispatch(pc_sender *s);
@@ -92,6 +97,9 @@ int pc_sender_validate_at(const pc_sender_cfg *cfg, const pc_node *node, const c
     if (cfg->num_consumers < 1)
         return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.num_consumers"),
                                  "must be >= 1");
+    if (cfg->batch_max < 0)
+        return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.batch.max_size"),
+                                 "must be >= 0");
     if (cfg->queue_size < 1)
         return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.queue_size"), "must be >= 1");
     if (cfg->storage && !cfg->queue_enabled)
@@ -172,8 +180,7 @@ static void persist_work(uv_work_t *w)
     pc_sender *s = it->s;
     pc_buf payload = {0}, meta = {0};
     pc_batch_encode_proto(it->batch, &payload);
-    for (size_t i = 0; i < it->batch->meta.n; i++)
-        pc_buf_printf(&meta, "%s\t%s\n", it->batch->meta.keys[i], it->batch->meta.vals[i]);
+    if (it->meta) pc_buf_append(&meta, it->meta, strlen(it->meta));
     uint8_t h[REC_HEADER];
     memcpy(h, rec_magic[it->sig], 4);
     put_u64(h + 4, it->samples);
@@ -210,9 +217,8 @@ static void persist_work(uv_work_t *w)
 }
 
 /* Worker: read a record back; a torn or corrupt one sets err. */
-static void load_work(uv_work_t *w)
+static void load_record(item *it)
 {
-    item *it = w->data;
     char path[4200];
     record_path(it->s, it->seq, "pcq", path, sizeof path);
     FILE *f = fopen(path, "rb");
@@ -262,6 +268,11 @@ out:
     pc_buf_free(&b);
 }
 
+static void load_work(uv_work_t *w)
+{
+    load_record(w->data);
+}
+
 static void remove_record(const pc_sender *s, uint64_t seq)
 {
     char path[4200];
@@ -276,6 +287,7 @@ static void item_closed(uv_handle_t *h)
 {
     item *it = h->data;
     pc_batch_unref(it->batch);
+    free(it->meta);
     free(it);
 }
 
@@ -287,6 +299,7 @@ static void item_free(item *it)
         return;
     }
     pc_batch_unref(it->batch);
+    free(it->meta);
     free(it);
 }
 
@@ -317,6 +330,12 @@ static void complete(item *it, int st, const char *msg, int keep_record)
     pc_sender *s = it->s;
     unlink_waiting(s, it);
     if (it->seq && !keep_record) remove_record(s, it->seq);
+    for (item *f = it->follow, *next; f; f = next) { /* merged into this send: same fate */
+        next = f->follow;
+        if (f->seq && !keep_record) remove_record(s, f->seq);
+        item_free(f);
+    }
+    it->follow = NULL;
     if (it->done) it->done(it->arg, st, msg);
     s->active--;
     item_free(it);
@@ -441,9 +460,72 @@ static void load_done(uv_work_t *w, int status)
         attempt(it);
 }
 
+/* Worker: load what is on disk and merge the group into one batch (the leader's). A record
+ * that cannot be read sets its err and is left out. */
+static void merge_work(uv_work_t *w)
+{
+    item *it = w->data;
+    size_t n = 0, k = 0;
+    for (item *x = it; x; x = x->follow) {
+        if (!x->batch && x->seq) load_record(x);
+        n++;
+    }
+    pc_batch **bs = pc_xmalloc(n * sizeof *bs);
+    for (item *x = it; x; x = x->follow)
+        if (x->batch && x->err.code == 0) bs[k++] = x->batch;
+    pc_batch *merged = NULL;
+    if (k && it->sig == PC_SIGNAL_PROFILES) {
+        pc_merger *m = pc_merger_new();
+        for (size_t i = 0; i < k; i++)
+            pc_merger_add(m, bs[i], NULL, 0);
+        merged = pc_merger_finish(m);
+    } else if (k) {
+        merged = pc_batch_concat(it->sig, bs, k);
+    }
+    if (merged)
+        for (size_t i = 0; i < bs[0]->meta.n; i++)
+            pc_batch_set_meta(merged, bs[0]->meta.keys[i], bs[0]->meta.vals[i]);
+    for (item *x = it; x; x = x->follow) {
+        pc_batch_unref(x->batch);
+        x->batch = NULL;
+    }
+    it->batch = merged;
+    free(bs);
+}
+
+static void merge_done(uv_work_t *w, int status)
+{
+    item *it = w->data;
+    pc_sender *s = it->s;
+    (void)status;
+    s->io_busy--;
+    for (item *x = it; x; x = x->follow) {
+        if (x->err.code < 0) { /* skipped with a log line, never fatal; kept as .corrupt */
+            PC_ERROR(s->c->id, "skipping queue record: %s", x->err.msg);
+            char from[4200], to[4200];
+            record_path(s, x->seq, "pcq", from, sizeof from);
+            record_path(s, x->seq, "corrupt", to, sizeof to);
+            rename(from, to);
+            x->seq = 0;
+        }
+    }
+    if (!it->batch) {
+        complete(it, PC_EINVAL, "no readable record", 1);
+        return;
+    }
+    it->samples = pc_batch_items(it->batch); /* every request's items, counted once */
+    attempt(it);
+}
+
 static void start_item(item *it)
 {
     pc_sender *s = it->s;
+    if (it->follow && !it->attempt) { /* merge once; a retry sends the merged batch again */
+        s->io_busy++;
+        it->work.data = it;
+        uv_queue_work(s->c->loop, &it->work, merge_work, merge_done);
+        return;
+    }
     if (!it->batch && it->seq) {
         s->io_busy++;
         it->work.data = it;
@@ -451,6 +533,15 @@ static void start_item(item *it)
         return;
     }
     attempt(it);
+}
+
+enum { MERGE_MAX_REQUESTS = 256 };
+
+static bool mergeable(const pc_sender *s, const item *a, const item *b, size_t samples)
+{
+    return s->cfg.batch_max > 0 && a->sig == b->sig && !a->done && !b->done &&
+           samples + b->samples <= (size_t)s->cfg.batch_max &&
+           !strcmp(a->meta ? a->meta : "", b->meta ? b->meta : "");
 }
 
 static void dispatch(pc_sender *s)
@@ -462,6 +553,21 @@ static void dispatch(pc_sender *s)
         if (!s->head) s->tail = NULL;
         s->queued--;
         s->queued_units -= it->units;
+        /* requests waiting behind it, of the same signal and metadata, go in the same send */
+        size_t samples = it->samples, n = 1;
+        item **tail = &it->follow;
+        while (s->head && n < MERGE_MAX_REQUESTS && mergeable(s, it, s->head, samples)) {
+            item *f = s->head;
+            s->head = f->next;
+            if (!s->head) s->tail = NULL;
+            s->queued--;
+            s->queued_units -= f->units;
+            f->next = NULL;
+            *tail = f;
+            tail = &f->follow;
+            samples += f->samples;
+            n++;
+        }
         it->next = s->waiting;
         s->waiting = it;
         s->active++;
@@ -515,6 +621,12 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     pc_send_counts_register(s->k, s->c, it->sig);
     it->samples = pc_batch_items(b);
     it->units = units_of(s, it->samples, pc_arena_size(b->arena));
+    if (b->meta.n) {
+        pc_buf m = {0};
+        for (size_t i = 0; i < b->meta.n; i++)
+            pc_buf_printf(&m, "%s\t%s\n", b->meta.keys[i], b->meta.vals[i]);
+        it->meta = (char *)m.data;
+    }
     if (s->stopping) {
         s->enqueue_failed[it->sig] += it->samples;
         done(arg, PC_EAGAIN, "exporter is shutting down");
@@ -532,9 +644,11 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
     }
     if (s->queued_units + it->units > s->capacity) {
         s->enqueue_failed[it->sig] += it->samples;
-        PC_WARN(s->c->id, "sending queue is full (%llu of %llu %s): refusing %zu %s (retryable)",
-                (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
-                pc_sender_sizers[s->cfg.sizer], it->samples, pc_signal_infos[it->sig].items);
+        PC_WARN_RATELIMITED(&s->full_log, s->c->id,
+                            "sending queue is full (%llu of %llu %s): refusing %zu %s (retryable)",
+                            (unsigned long long)s->queued_units, (unsigned long long)s->capacity,
+                            pc_sender_sizers[s->cfg.sizer], it->samples,
+                            pc_signal_infos[it->sig].items);
         done(arg, PC_EAGAIN, "sending queue is full");
         item_free(it);
         return;
@@ -700,6 +814,16 @@ static int replay(pc_sender *s, pc_error *err)
         it->s = s;
         it->seq = seqs[i];
         it->samples = got == sizeof h && rec_signal(h, &it->sig) == 0 ? (size_t)get_u64(h + 4) : 0;
+        uint32_t ml = got == sizeof h ? get_u32(h + 12) : 0;
+        if (f && ml && ml < (1u << 20)) { /* the metadata lines follow the header */
+            FILE *mf = fopen(path, "rb");
+            char *m = pc_xcalloc(1, ml + 1);
+            if (mf && fseek(mf, REC_HEADER, SEEK_SET) == 0 && fread(m, 1, ml, mf) == ml)
+                it->meta = m;
+            else
+                free(m);
+            if (mf) fclose(mf);
+        }
         pc_send_counts_register(s->k, s->c, it->sig);
         it->units = units_of(s, it->samples, bytes);
         s->queued_units += it->units;
@@ -735,6 +859,21 @@ void pc_send_counts_format(const pc_send_counts *k, char *out, size_t n)
                      (unsigned long long)k->sent[sig], pc_signal_infos[sig].items,
                      (unsigned long long)k->failed[sig],
                      (unsigned long long)k->enqueue_failed[sig]);
+}
+
+bool pc_sender_durable(const pc_sender *s)
+{
+    return s->dir != NULL;
+}
+
+void pc_sender_merge_at_least(pc_sender *s, size_t max)
+{
+    if ((size_t)s->cfg.batch_max < max) s->cfg.batch_max = (int64_t)max;
+}
+
+bool pc_sender_full(const pc_sender *s)
+{
+    return s->cfg.queue_enabled && s->queued_units >= s->capacity;
 }
 
 uint64_t pc_sender_queue_size(const pc_sender *s)
@@ -870,6 +1009,7 @@ static void deadline_fire(uv_timer_t *t)
 
 void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
 {
+    pc_log_limiter_flush(&s->full_log, PC_LOG_WARN, s->c->id, "refusals (sending queue full)");
     s->stopping = 1;
     s->shutting_down = 1;
     s->shutdown_done = done;
@@ -895,6 +1035,7 @@ void pc_sender_free(pc_sender *s)
         item *it = s->head;
         s->head = it->next;
         pc_batch_unref(it->batch);
+        free(it->meta);
         free(it);
     }
     free(s->dir);

@@ -18,6 +18,7 @@ typedef struct pc_sender_cfg {
     int64_t queue_size;
     int sizer; /* 0 requests, 1 samples, 2 bytes */
     char *storage;
+    int64_t batch_max; /* merge queued requests up to this many samples per send; 0: never */
     bool retry_enabled;
     uint64_t initial_interval_ms, max_interval_ms, max_elapsed_ms;
     double multiplier, randomization;
@@ -35,6 +36,10 @@ typedef struct pc_sender_cfg {
      "queue capacity, in units of the sizer; a full queue refuses with 503", NULL},                \
     {prefix "sending_queue.sizer", PC_CFG_ENUM, "requests", offsetof(T, f.sizer),                \
      "what queue_size counts", pc_sender_sizers},                                                  \
+    {prefix "sending_queue.batch.max_size", PC_CFG_INT, "0", offsetof(T, f.batch_max),           \
+     "a consumer sends the requests waiting in the queue (same signal and metadata) merged, "      \
+     "up to this many samples (spans, ...) at once; 0: one request per send (a batch "             \
+     "processor before a persistent queue raises it to its send_batch_size)", NULL},               \
     {prefix "sending_queue.storage", PC_CFG_STRING, NULL, offsetof(T, f.storage),                \
      "directory for a persistent queue (acknowledged only once written and fsynced)", NULL},       \
     {prefix "retry_on_failure.enabled", PC_CFG_BOOL, "true", offsetof(T, f.retry_enabled),       \
@@ -97,6 +102,13 @@ bool pc_sender_dir(const pc_component *c, const pc_sender_cfg *cfg, const char *
                    size_t n);
 /* The exporter's consume: takes one reference to b. */
 void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg);
+/* The queue is on disk: a batch is acknowledged only once written and fsynced. */
+bool pc_sender_durable(const pc_sender *s);
+/* Merge waiting requests up to at least max samples per send (sending_queue.batch.max_size). */
+void pc_sender_merge_at_least(pc_sender *s, size_t max);
+/* The queue has no room for one more request (with the requests sizer: queue_size reached; with
+ * the others: less than one unit left). */
+bool pc_sender_full(const pc_sender *s);
 /* Queued, in units of the sizer (the queue size gauge). */
 uint64_t pc_sender_queue_size(const pc_sender *s);
 /* Requests not yet delivered: queued, in flight or waiting to retry. */

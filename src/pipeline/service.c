@@ -104,6 +104,21 @@ static void component_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, v
     c->type->consume(c, b, done, arg);
 }
 
+/* Durable and full: an exporter when its type says so; a processor when what follows it is. */
+static bool component_durable(pc_consumer *self, size_t batch_size)
+{
+    pc_component *c = as_component(self);
+    if (c->type->durable) return c->type->durable(c, batch_size);
+    return c->type->kind == PC_KIND_PROCESSOR && pc_consumer_durable(c->next, batch_size);
+}
+
+static bool component_full(pc_consumer *self)
+{
+    pc_component *c = as_component(self);
+    if (c->type->full) return c->type->full(c);
+    return c->type->kind == PC_KIND_PROCESSOR && pc_consumer_full(c->next);
+}
+
 typedef struct entry_call {
     pc_service *svc;
     pc_done_fn done;
@@ -129,10 +144,22 @@ static void entry_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void 
     pc_consume(e->next, b, entry_done, call);
 }
 
+static bool entry_full(pc_consumer *self)
+{
+    return pc_consumer_full(((pipe_entry *)self)->next);
+}
+
+static bool entry_durable(pc_consumer *self, size_t batch_size)
+{
+    return pc_consumer_durable(((pipe_entry *)self)->next, batch_size);
+}
+
 static pipe_entry *entry_new(pc_service *s, pc_consumer *next)
 {
     pipe_entry *e = pc_xcalloc(1, sizeof *e);
     e->base.consume = entry_consume;
+    e->base.full = entry_full;
+    e->base.durable = entry_durable;
     e->base.mutates = next->mutates;
     e->next = next;
     e->svc = s;
@@ -191,6 +218,8 @@ static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, 
     c->host = s;
     c->cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
     c->self.consume = component_consume;
+    c->self.full = component_full;
+    c->self.durable = component_durable;
     c->self.mutates = t->mutates;
     if (pc_cfgtable_apply(t->cfg, c->cfg, node, path, err) ||
         (t->validate && t->validate(c->cfg, node, path, err)) || (t->create && t->create(c, err))) {

@@ -5,7 +5,11 @@
  *
  * Buffered data is not acknowledged: every upstream (done, arg) stays pending until the flush
  * that carried its data has its downstream result, so backpressure and errors reach the sender
- * and nothing is lost silently. Batches are kept apart per distinct values of metadata_keys
+ * and nothing is lost silently. Where every exporter behind it keeps a persistent queue, the
+ * processor buffers nothing: each request goes straight on and is answered as soon as it is on
+ * disk, and those queues merge what waits in them up to send_batch_size samples per send
+ * (sending_queue.batch.max_size): the same batching, without holding a client for a timeout.
+ * Batches are kept apart per distinct values of metadata_keys
  * ("shards"). Merging and splitting run on the thread pool in a flush job that owns the buffered
  * batches; the loop thread only touches shards, the timer and counters. */
 #include <stdarg.h>
@@ -68,6 +72,7 @@ typedef struct batch_proc {
     size_t n_shards;
     uv_timer_t timer;
     bool timer_inited, closing, shutting;
+    bool durable;    /* every exporter behind keeps a persistent queue: pass each request on */
     size_t inflight; /* flush jobs not yet completed */
     pc_shutdown_done shutdown_done;
     /* counters (self-metrics) */
@@ -144,6 +149,14 @@ static int batch_start(pc_component *c, pc_error *e)
     if (rc) return pc_error_set(e, PC_EIO, "timer: %s", uv_strerror(rc));
     bp->timer.data = bp;
     bp->timer_inited = true;
+    const batch_cfg *cfg = c->cfg;
+    size_t merge = cfg->send_batch_size > 0 ? (size_t)cfg->send_batch_size : 8192;
+    bp->durable = pc_consumer_durable(c->next, merge);
+    if (bp->durable)
+        PC_INFO(c->id,
+                "every exporter behind keeps a persistent queue: requests are answered once on "
+                "disk, and the queues merge them (up to %zu samples per send)",
+                merge);
     pc_proc_metric(c, "otelcol_processor_batch_batch_send_size_samples",
                    "Samples (spans, data points, log records) sent in merged requests",
                    &bp->samples_out);
@@ -470,6 +483,12 @@ static void batch_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *a
     if (empty) { /* nothing to send, nothing to wait for */
         pc_batch_unref(b);
         done(arg, PC_OK, NULL);
+        return;
+    }
+    if (bp->durable) { /* acknowledged by the persistent queue, batched there */
+        bp->requests_out++;
+        bp->samples_out += items;
+        pc_consume(c->next, b, done, arg);
         return;
     }
     long idx = find_shard(bp, b);

@@ -1,17 +1,17 @@
 /* Receiver "otlp": OTLP over HTTP (POST /v1development/profiles, /v1/traces, /v1/metrics,
- * /v1/logs; protobuf or JSON, gzip) and over gRPC (ProfilesService/Export, TraceService/Export,
- * ...; h2c or TLS, grpc-encoding gzip), each started only when its protocols:: entry is present,
- * as in the Collector. A signal is served when a pipeline of that signal lists this receiver
- * (404 / UNIMPLEMENTED otherwise). Both transports share one path: unframe,
- * inflate, decode and validate on the thread pool, consume, and answer the client only once the
- * pipeline has accepted or refused the data (ARCHITECTURE.md §2); only the mapping of outcomes to
- * HTTP statuses or gRPC codes differs. */
+ * /v1/logs; protobuf or JSON, gzip or zstd) and over gRPC (ProfilesService/Export,
+ * TraceService/Export, ...; h2c or TLS, grpc-encoding gzip or zstd), each started only when its
+ * protocols:: entry is present, as in the Collector. A signal is served when a pipeline of that
+ * signal lists this receiver (404 / UNIMPLEMENTED otherwise). Both transports share one path:
+ * unframe, inflate, decode and validate on the thread pool, consume, and answer the client only
+ * once the pipeline has accepted or refused the data (ARCHITECTURE.md §2); only the mapping of
+ * outcomes to HTTP statuses or gRPC codes differs. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "net/grpc.h"
-#include "base/gzip.h"
+#include "base/compress.h"
 #include "net/h2_server.h"
 #include "net/http_pause.h"
 #include "net/http_server.h"
@@ -131,7 +131,8 @@ typedef struct job {
     size_t max_size;    /* after decompression */
     size_t max_decoded; /* the request's decode budget */
     const char *decoded_key;
-    int json, gzip; /* T_HTTP */
+    int json;       /* T_HTTP */
+    int enc;        /* T_HTTP: Content-Encoding, a pc_enc */
     char *encoding; /* T_GRPC: grpc-encoding */
     pc_batch *batch;
     /* why the request was refused before reaching the pipeline: PC_EINVAL, PC_E2BIG,
@@ -367,6 +368,9 @@ static void decode_work(uv_work_t *w)
     const uint8_t *data = j->body;
     size_t len = j->body_len;
     pc_buf inflated = {0};
+    const uint8_t *wire = NULL; /* the compressed bytes as received, for pass-through */
+    size_t wire_len = 0;
+    int wire_enc = PC_ENC_NONE;
     if (j->transport == T_GRPC) {
         const uint8_t *msg;
         size_t mlen;
@@ -387,18 +391,24 @@ static void decode_work(uv_work_t *w)
                 j->fail = rc == PC_E2BIG || rc == PC_ENOTSUP ? rc : PC_EINVAL;
                 goto out;
             }
+            wire = msg;
+            wire_len = mlen;
+            wire_enc = pc_enc_parse(j->encoding);
             data = inflated.data;
             len = inflated.len;
         }
-    } else if (j->gzip) {
-        int rc = pc_gzip_inflate(data, len, j->max_size, &inflated);
+    } else if (j->enc != PC_ENC_NONE) {
+        int rc = pc_decompress(j->enc, data, len, j->max_size, &inflated);
+        wire = data;
+        wire_len = len;
+        wire_enc = j->enc;
         if (rc == PC_E2BIG) {
             j->fail = PC_E2BIG;
             snprintf(j->err, sizeof j->err,
                      "decompressed body exceeds max_request_body_size (%zu bytes)", j->max_size);
         } else if (rc < 0) {
             j->fail = PC_EINVAL;
-            snprintf(j->err, sizeof j->err, "invalid gzip body");
+            snprintf(j->err, sizeof j->err, "invalid %s body", pc_enc_name(j->enc));
         }
         if (j->fail) goto out;
         data = inflated.data;
@@ -424,6 +434,16 @@ static void decode_work(uv_work_t *w)
         /* what validation took out (or the whole request) is refused data, counted as such */
         j->invalid_items = j->fail ? items : items - j->samples;
         pc_batch_end_budget(j->batch);
+        /* nothing taken out: the bytes received are the data, forwarded as they are where the
+         * pipeline changes nothing and the exporter speaks their encoding (pass-through).
+         * Protobuf only: JSON is read leniently (64-bit numbers unquoted, both field name forms)
+         * and re-encoded as the spec writes it, for strict backends. */
+        if (!j->fail && !j->rejected && !j->json) {
+            if (wire && pc_enc_forwardable(wire_enc, wire, wire_len, len))
+                pc_batch_set_raw(j->batch, wire, wire_len, wire_enc, j->json);
+            else
+                pc_batch_set_raw(j->batch, data, len, PC_ENC_NONE, j->json);
+        }
     }
     pc_budget_release(&budget);
 out:
@@ -494,12 +514,26 @@ static void job_start(job *j)
 {
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
         j->r->refused_requests[j->transport].n[PC_REFUSED_MEMORY]++;
+        PC_WARN_RATELIMITED(&j->r->pipeline_log, j->r->c->id,
+                            "%s: refused before decoding (retryable): memory limit reached",
+                            peer(j));
         respond_error(j, PC_EAGAIN, "memory limit reached, retry later");
         job_free(j);
         return;
     }
+    if (pc_consumer_full(j->r->c->route[j->sig])) {
+        /* a sending queue down the pipeline is full (the backend is slower than the clients):
+         * refused before inflating and decoding, one log line per interval */
+        j->r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
+        PC_WARN_RATELIMITED(&j->r->pipeline_log, j->r->c->id,
+                            "%s: refused before decoding (retryable): sending queue is full",
+                            peer(j));
+        respond_error(j, PC_EAGAIN, "sending queue is full, retry later");
+        job_free(j);
+        return;
+    }
     j->work.data = j;
-    uv_queue_work(j->r->c->loop, &j->work, decode_work, decode_done);
+    pc_decode_queue_work(j->r->c->loop, &j->work, decode_work, decode_done);
 }
 
 /* ---- OTLP/HTTP ---- */
@@ -538,16 +572,11 @@ static void on_request(pc_http_req *req, void *arg)
         pc_http_respond(req, 415, "text/plain", m, sizeof m - 1, NULL);
         return;
     }
-    const char *ce = pc_http_req_header(req, "content-encoding");
-    int gz = 0;
-    if (ce && *ce && strcasecmp(ce, "identity") != 0) {
-        if (strcasecmp(ce, "gzip") != 0 && strcasecmp(ce, "deflate") != 0 &&
-            strcasecmp(ce, "x-gzip") != 0) {
-            http_respond_status(req, json, 415,
-                                "unsupported Content-Encoding (supported: gzip, deflate)");
-            return;
-        }
-        gz = 1;
+    int enc = pc_enc_parse(pc_http_req_header(req, "content-encoding"));
+    if (enc < 0) {
+        http_respond_status(req, json, 415,
+                            "unsupported Content-Encoding (supported: gzip, deflate, zstd)");
+        return;
     }
     job *j = pc_xcalloc(1, sizeof(*j));
     r->in_flight++;
@@ -561,7 +590,7 @@ static void on_request(pc_http_req *req, void *arg)
     j->max_decoded = pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body);
     j->decoded_key = "max_request_decoded_size";
     j->json = json;
-    j->gzip = gz;
+    j->enc = enc;
     job_start(j);
 }
 
@@ -761,8 +790,8 @@ const pc_component_type pc_receiver_otlp = {
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
     .doc = "OTLP over HTTP (POST /v1development/profiles, /v1/traces, /v1/metrics, /v1/logs; "
-           "protobuf or JSON, gzip) and gRPC (ProfilesService/Export, TraceService/Export, ...; "
-           "h2c or TLS, gzip)",
+           "protobuf or JSON, gzip or zstd) and gRPC (ProfilesService/Export, TraceService/Export, "
+           "...; h2c or TLS, gzip or zstd)",
     .cfg_size = sizeof(otlp_cfg),
     .cfg = otlp_keys,
     .validate = otlp_validate,

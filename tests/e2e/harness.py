@@ -657,6 +657,8 @@ class Sink(LocalServer):
             enc = headers.get("content-encoding", "").strip().lower()
             if enc == "gzip":
                 body = gzip.decompress(raw)
+            elif enc == "zstd":  # Debian 12's python3 has no zstd: the zstd command (package zstd)
+                body = zstd_decompress(raw)
             elif enc not in ("", "identity"):
                 raise ValueError("unsupported content-encoding %r" % enc)
             if ctype == CT_PROTO:
@@ -1134,6 +1136,17 @@ class GoodClient(threading.Thread):
 
 # ---------------------------------------------------------------------------------------------
 # misc
+
+def zstd_compress(data, *args):
+    """data through the `zstd` command (Debian package zstd), with extra arguments."""
+    return subprocess.run(["zstd", "-q", "-c", *args], input=data, stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
+def zstd_decompress(data):
+    return subprocess.run(["zstd", "-q", "-d", "-c"], input=data, stdout=subprocess.PIPE,
+                          check=True).stdout
+
 
 def gzip_bomb(uncompressed_bytes, chunk=1 << 20):
     """gzip of `uncompressed_bytes` zeros, built in chunks (~1000:1)."""

@@ -17,9 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include "check.h"
+#include "base/compress.h"
 #include "base/gzip.h"
+#include "base/zstd.h"
 #include "net/h2_client.h"
 #include "net/h2_server.h"
 #include "net/http_client.h"
@@ -226,6 +230,149 @@ static void test_gzip(void)
     CHECK(out.cap <= (2u << 20));
     CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 64u << 20, &out), PC_OK);
     CHECK_EQ_INT(out.len, big);
+    pc_buf_free(&z);
+    pc_buf_free(&out);
+    pc_buf_free(&two);
+}
+
+static int same(const pc_buf *a, const void *p, size_t n)
+{
+    return a->len == n && (n == 0 || memcmp(a->data, p, n) == 0);
+}
+
+/* Both paths of base/gzip.c: igzip for levels 1-3 and gzip input, zlib for levels 4-9, zlib-
+ * wrapped input and whatever follows a gzip member that is not gzip; each library reads the
+ * other's output, and both accept the same streams. */
+static void test_gzip_paths(void)
+{
+    CHECK_EQ_INT(pc_gzip_isal_level(1), 1);
+    CHECK_EQ_INT(pc_gzip_isal_level(3), 3);
+    CHECK_EQ_INT(pc_gzip_isal_level(4), -1);
+    CHECK_EQ_INT(pc_gzip_isal_level(9), -1);
+    CHECK_EQ_INT(pc_gzip_isal_level(0), -1);
+    size_t n = 300000;
+    uint8_t *text = malloc(n);
+    uint64_t x = 42;
+    for (size_t i = 0; i < n; i++) { /* compressible, not trivial */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        text[i] = (uint8_t)("abcdefgh"[(x >> 60) & 7]);
+    }
+    pc_buf z = {0}, zl = {0}, out = {0}, ref = {0};
+    size_t sizes[10] = {0};
+    for (int level = 1; level <= 9; level++) {
+        pc_gzip_deflate(text, n, level, &z);
+        sizes[level] = z.len;
+        CHECK(pc_is_gzip(z.data, z.len));
+        CHECK_EQ_INT(pc_gzip_inflate_zlib(z.data, z.len, n, &ref), PC_OK); /* zlib reads igzip */
+        CHECK(same(&ref, text, n));
+        CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, n, &out), PC_OK); /* igzip reads zlib */
+        CHECK(same(&out, text, n));
+        CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, n - 1, &out), PC_E2BIG);
+    }
+    /* levels 4-9 are zlib's own: the same bytes as zlib at that level */
+    pc_gzip_deflate_zlib(text, n, 6, &zl);
+    pc_gzip_deflate(text, n, 6, &z);
+    CHECK(same(&z, zl.data, zl.len));
+    /* the knob still runs from fastest to smallest: igzip 1-3 larger than any zlib level */
+    CHECK(sizes[1] >= sizes[3] && sizes[3] >= sizes[4] && sizes[4] >= sizes[9]);
+
+    /* a gzip member (igzip) then a zlib-wrapped one and then trailing zero padding: both paths
+     * take the first member, hand the rest to zlib, tolerate the zeros */
+    pc_buf cat = {0};
+    pc_gzip_deflate(text, 1000, 1, &z);
+    pc_buf_append(&cat, z.data, z.len);
+    uLongf zn = compressBound(1000);
+    uint8_t *zw = malloc(zn);
+    CHECK_EQ_INT(compress2(zw, &zn, text, 1000, 6), Z_OK);
+    pc_buf_append(&cat, zw, zn);
+    CHECK_EQ_INT(pc_gzip_inflate(cat.data, cat.len, n, &out), PC_OK);
+    CHECK_EQ_INT(pc_gzip_inflate_zlib(cat.data, cat.len, n, &ref), PC_OK);
+    CHECK_EQ_INT(out.len, 2000);
+    CHECK(same(&out, ref.data, ref.len));
+    pc_buf_append(&cat, "\0\0\0\0", 4);
+    CHECK_EQ_INT(pc_gzip_inflate(cat.data, cat.len, n, &out), PC_OK);
+    CHECK_EQ_INT(out.len, 2000);
+    /* a zlib-wrapped body alone (Content-Encoding: deflate) */
+    CHECK_EQ_INT(pc_gzip_inflate(zw, zn, n, &out), PC_OK);
+    CHECK(same(&out, text, 1000));
+    /* a bad CRC is refused by both */
+    pc_gzip_deflate(text, 1000, 1, &z);
+    z.data[z.len - 6] ^= 1;
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, n, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_gzip_inflate_zlib(z.data, z.len, n, &ref), PC_EINVAL);
+    free(zw);
+    free(text);
+    pc_buf_free(&cat);
+    pc_buf_free(&z);
+    pc_buf_free(&zl);
+    pc_buf_free(&out);
+    pc_buf_free(&ref);
+}
+
+/* zstd: round trip, the cap (exact fit, one byte less, a bomb), corrupt and truncated input, a
+ * frame asking for a window beyond PC_ZSTD_WINDOW_LOG_MAX; the encoding names and what may be
+ * forwarded as received. */
+static void test_zstd(void)
+{
+    const char *text = "hello hello hello profiles profiles profiles";
+    size_t tl = strlen(text);
+    pc_buf z = {0}, out = {0};
+    pc_zstd_compress((const uint8_t *)text, tl, 3, &z);
+    CHECK(pc_is_zstd(z.data, z.len));
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, tl, &out), PC_OK);
+    CHECK(same(&out, text, tl));
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, tl - 1, &out), PC_E2BIG);
+    /* two frames */
+    pc_buf two = {0};
+    pc_buf_append(&two, z.data, z.len);
+    pc_buf_append(&two, z.data, z.len);
+    CHECK_EQ_INT(pc_zstd_decompress(two.data, two.len, 1 << 20, &out), PC_OK);
+    CHECK_EQ_INT(out.len, 2 * tl);
+    /* truncated, corrupted (the checksum catches it), garbage after, empty, not zstd */
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len - 3, 1 << 20, &out), PC_EINVAL);
+    two.data[z.len] = 'X';
+    CHECK_EQ_INT(pc_zstd_decompress(two.data, two.len, 1 << 20, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, 0, 1 << 20, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_zstd_decompress((const uint8_t *)"plain text", 10, 1 << 20, &out), PC_EINVAL);
+    z.data[z.len - 2] ^= 0x55;
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, 1 << 20, &out), PC_EINVAL);
+
+    /* a bomb: 50 MB of zeros stops at the 1 MB cap without a big buffer */
+    size_t big = 50u << 20;
+    uint8_t *zeros = calloc(1, big);
+    pc_zstd_compress(zeros, big, 19, &z);
+    CHECK(z.len < (64u << 10));
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, 1u << 20, &out), PC_E2BIG);
+    CHECK(out.cap <= (2u << 20));
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, 64u << 20, &out), PC_OK);
+    CHECK_EQ_INT(out.len, big);
+
+    /* a window of 2^27 bytes is more than a decoder must hold: refused before allocating it */
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, 27);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_enableLongDistanceMatching, 1);
+    pc_buf_reserve(&z, ZSTD_compressBound(big));
+    size_t zn = ZSTD_compress2(c, z.data, z.cap, zeros, big);
+    CHECK(!ZSTD_isError(zn));
+    ZSTD_freeCCtx(c);
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, zn, 64u << 20, &out), PC_EINVAL);
+    free(zeros);
+
+    CHECK_EQ_INT(pc_enc_parse(NULL), PC_ENC_NONE);
+    CHECK_EQ_INT(pc_enc_parse("identity"), PC_ENC_NONE);
+    CHECK_EQ_INT(pc_enc_parse("GZIP"), PC_ENC_GZIP);
+    CHECK_EQ_INT(pc_enc_parse("deflate"), PC_ENC_GZIP);
+    CHECK_EQ_INT(pc_enc_parse("zstd"), PC_ENC_ZSTD);
+    CHECK_EQ_INT(pc_enc_parse("br"), -1);
+    /* forwardable: one clean gzip member; not with padding, not zlib-wrapped */
+    pc_gzip_deflate((const uint8_t *)text, tl, 1, &z);
+    CHECK(pc_enc_forwardable(PC_ENC_GZIP, z.data, z.len, tl));
+    pc_buf_append(&z, "\0\0\0\0", 4);
+    CHECK(!pc_enc_forwardable(PC_ENC_GZIP, z.data, z.len, tl));
+    uint8_t zw[256];
+    uLongf wn = sizeof zw;
+    CHECK_EQ_INT(compress2(zw, &wn, (const uint8_t *)text, tl, 6), Z_OK);
+    CHECK(!pc_enc_forwardable(PC_ENC_GZIP, zw, wn, tl));
     pc_buf_free(&z);
     pc_buf_free(&out);
     pc_buf_free(&two);
@@ -1020,6 +1167,8 @@ int main(void)
     loop = test_loop_open(&l);
     RUN(test_url);
     RUN(test_gzip);
+    RUN(test_gzip_paths);
+    RUN(test_zstd);
     RUN(test_retry_after);
     RUN(test_roundtrip_and_reuse);
     RUN(test_client_queue_fifo);

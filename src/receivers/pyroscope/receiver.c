@@ -738,12 +738,22 @@ static void on_request(pc_http_req *req, void *arg)
     j->json = json;
     if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
         r->refused_requests.n[PC_REFUSED_MEMORY]++;
+        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
+                            "refused before decoding (retryable): memory limit reached");
         respond_error(j, 503, "memory limit reached, retry later");
         job_free(j);
         return;
     }
+    if (pc_consumer_full(r->c->next)) { /* a full sending queue: refused before decoding */
+        r->refused_requests.n[PC_REFUSED_PIPELINE]++;
+        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
+                            "refused before decoding (retryable): sending queue is full");
+        respond_error(j, 503, "sending queue is full, retry later");
+        job_free(j);
+        return;
+    }
     j->work.data = j;
-    uv_queue_work(r->c->loop, &j->work, decode_work, decode_done);
+    pc_decode_queue_work(r->c->loop, &j->work, decode_work, decode_done);
 }
 
 static int pyro_start(pc_component *c, pc_error *e)

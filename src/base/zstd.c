@@ -1,0 +1,70 @@
+/* zstd through libzstd's streaming API. A context per call: from malloc, which keeps freed blocks
+ * for the next request and gives them back when idle (base/alloc.h). */
+#include "base/zstd.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+
+enum { ZS_STEP = 256 * 1024 };
+
+int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
+{
+    out->len = 0;
+    pc_buf_reserve(out, 1);
+    out->data[0] = 0;
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    if (!d) abort();
+    ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, PC_ZSTD_WINDOW_LOG_MAX);
+    ZSTD_inBuffer ib = {in, len, 0};
+    int rc = PC_EINVAL;
+    if (len == 0) goto out; /* not a zstd stream */
+    for (;;) {
+        /* one byte beyond the cap: producing it proves the output is too large */
+        size_t room = max_out - out->len + 1;
+        if (room > ZS_STEP || room == 0) room = ZS_STEP;
+        pc_buf_reserve(out, room + 1);
+        ZSTD_outBuffer ob = {out->data + out->len, room, 0};
+        size_t r = ZSTD_decompressStream(d, &ob, &ib);
+        out->len += ob.pos;
+        if (out->len > max_out) {
+            rc = PC_E2BIG;
+            break;
+        }
+        if (ZSTD_isError(r)) break;        /* corrupt, checksum, window too large */
+        if (ib.pos == ib.size && r == 0) { /* the last frame is complete and flushed */
+            rc = PC_OK;
+            break;
+        }
+        if (ib.pos == ib.size && ob.pos < room) break; /* nothing more to come: truncated */
+    }
+out:
+    ZSTD_freeDCtx(d);
+    out->data[out->len] = 0;
+    return rc;
+}
+
+void pc_zstd_compress(const uint8_t *in, size_t len, int level, pc_buf *out)
+{
+    out->len = 0;
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    if (!c) abort();
+    if (level < 1 || level > 19) level = PC_ZSTD_DEFAULT_LEVEL;
+    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    /* the window a decoder must hold: never more than PC_ZSTD_WINDOW_LOG_MAX */
+    ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, level > 3 ? PC_ZSTD_WINDOW_LOG_MAX : 0);
+    ZSTD_CCtx_setPledgedSrcSize(c, len);
+    pc_buf_reserve(out, ZSTD_compressBound(len) + 1);
+    size_t r = ZSTD_compress2(c, out->data, out->cap - 1, in, len);
+    if (ZSTD_isError(r)) {
+        PC_ERROR("zstd", "ZSTD_compress2 failed: %s", ZSTD_getErrorName(r));
+        abort();
+    }
+    ZSTD_freeCCtx(c);
+    out->len = r;
+    out->data[out->len] = 0;
+}
