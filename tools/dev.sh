@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-dev
-  protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp libnghttp2-dev libssl-dev)
+  protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp libnghttp2-dev libssl-dev
+  librdkafka-dev)
 TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio
   python3-grpc-tools openssl python3-yaml clang-format curl)
 
