@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int set_state(rd_kafka_mock_cluster_t *mc, int nbrokers, int id, int up)
+static int set_state(rd_kafka_mock_cluster_t *mc, int nbrokers, int id, int up, int quiet)
 {
     for (int b = 1; b <= nbrokers; b++) {
         if (id >= 0 && b != id) continue;
@@ -32,7 +32,7 @@ static int set_state(rd_kafka_mock_cluster_t *mc, int nbrokers, int id, int up)
             return -1;
         }
     }
-    printf("ok %s %d\n", up ? "up" : "down", id);
+    if (!quiet) printf("ok %s %d\n", up ? "up" : "down", id);
     return 0;
 }
 
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    if (down) set_state(mc, nbrokers, -1, 0);
+    if (down && set_state(mc, nbrokers, -1, 0, 1)) return 1;
     printf("bootstraps %s\n", rd_kafka_mock_cluster_bootstraps(mc));
     fflush(stdout);
 
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         if (arg[0]) id = atoi(arg);
         if (!strcmp(cmd, "quit")) break;
         if (!strcmp(cmd, "down") || !strcmp(cmd, "up")) {
-            set_state(mc, nbrokers, id, !strcmp(cmd, "up"));
+            set_state(mc, nbrokers, id, !strcmp(cmd, "up"), 0);
         } else if (!strcmp(cmd, "topic") && arg[0] && n > 0) {
             rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(mc, arg, n, 1);
             if (err)
