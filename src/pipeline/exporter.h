@@ -40,16 +40,20 @@
  *   a drain), consumes those batches again so they are routed to the remaining backends, then
  *   shuts that sender down (its sends in flight finish) and frees it. Shutdown drains every
  *   route before def->close; the queue gauges sum over the routes.
- * - Kafka (sends through librdkafka, acknowledged via a callback): encode produces the message
- *   bytes (and key) on the pool as otlphttp does; send calls rd_kafka_produce() with the
- *   request as the message's opaque and returns. librdkafka reports delivery on its own thread:
- *   the delivery-report callback puts (request, outcome) on a mutex-guarded list and wakes the
- *   loop with a uv_async_t opened in start; the async callback calls pc_export_done() on the
- *   loop thread. Broker errors map to retryable (queue full, timeouts, transport) or permanent
- *   (message too large, authorization). A request split into several messages merges their
- *   outcomes with pc_export_outcome_merge(), as the Pyroscope exporter does for /ingest. The
- *   close hook flushes the producer (rd_kafka_flush on the pool, not the loop), then closes the
- *   async handle and calls back. */
+ * - Kafka (exporters/kafka.c; sends through librdkafka, acknowledged via a callback): encode
+ *   produces the messages (values and keys) on the pool as otlphttp encodes its body: one per
+ *   partition key when one is asked for, each split through pdata/split.h until it fits
+ *   producer::max_message_bytes. send calls rd_kafka_producev() for each with its part of the
+ *   request as the message's opaque and returns. librdkafka keeps the delivery reports on its
+ *   queue; the hand-off of pipeline/kafka.h (its queue-event callback on librdkafka's thread
+ *   only does uv_async_send on a uv_async_t opened in start) lets the loop serve them with
+ *   rd_kafka_poll(rk, 0), so the delivery-report callback itself runs on the loop thread: no
+ *   list crosses threads. Broker errors map to retryable (queue full, timeouts, transport) or
+ *   permanent (message too large, authorization) by pc_kafka_err. A request split into several
+ *   messages merges their outcomes with pc_export_outcome_merge(), as the Pyroscope exporter
+ *   does for /ingest, and calls pc_export_done() when the last one is reported. The close hook
+ *   flushes and destroys the producer on the pool (pc_kafka_close), then closes the async
+ *   handle and calls back. */
 #ifndef PC_EXPORTER_H
 #define PC_EXPORTER_H
 
