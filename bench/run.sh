@@ -4,7 +4,8 @@
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
 #                         [--build DIR] [--perf FILE]
 #
-# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload.
+# Scenarios: otlp-relay, otlp-relay-large, pyroscope-relay, bridge, processors, overload,
+# kafka-relay.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol), BENCH_PORT_BASE
 # (default 24300: ports base+0..base+4), PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2").
 #
@@ -52,6 +53,7 @@ P_OTLP=$BASE
 P_PYRO=$((BASE + 1))
 P_SINK=$((BASE + 2))
 P_METRICS=$((BASE + 3))
+P_METRICS2=$((BASE + 4))
 
 OTLP_URL="http://127.0.0.1:$P_OTLP/v1development/profiles"
 INGEST_URL="http://127.0.0.1:$P_PYRO/ingest?name=bench-go%7Benv%3Dbench%7D&format=pprof&spyName=gospy"
@@ -59,6 +61,7 @@ OTLP_HDRS=(-H "Content-Type: application/x-protobuf" -H "Content-Encoding: gzip"
 PPROF_HDRS=(-H "Content-Type: application/octet-stream")
 
 SINK_DELAY=0
+KAFKA=0
 LIMIT_MIB=0
 MODE_CONNS=8
 MODE_RATE=""
@@ -86,8 +89,16 @@ overload)
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[memory_limiter, batch]"; RECV="[otlp]"; EXP="[otlphttp]"
     SINK_DELAY=200; LIMIT_MIB=${BENCH_LIMIT_MIB:-128}; MODE_CONNS=256; MODE_RATE=400 ;;
+kafka-relay)
+    # A sidecar producing to Kafka and a gateway consuming it: profcol (otlp -> batch -> kafka,
+    # acks from every in-sync replica, lz4) -> librdkafka's mock broker (tests/e2e/kafka_mock,
+    # 16 partitions) -> a second profcol (kafka -> otlphttp without a sending queue, so an offset is
+    # committed only once the sink has the data) -> sink. The figures are the sidecar's; the
+    # gateway's CPU, memory and how long it took to catch up are reported beside them.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[batch]"; RECV="[otlp]"; EXP="[kafka]"; KAFKA=1 ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|pyroscope-relay|bridge|processors|overload|kafka-relay [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET
@@ -108,9 +119,13 @@ cleanup() {
     done
     PIDS=()
 }
-trap 'cleanup; rm -rf "$TMP"' EXIT
+trap 'cleanup; if [ -n "${BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi' EXIT
 trap 'exit 130' INT TERM
 
+KAFKA_EXPORTER=""
+[ "$KAFKA" = 1 ] && KAFKA_EXPORTER='  kafka:
+    brokers: ["${env:KAFKA_BROKERS}"]
+    producer: {required_acks: -1, compression: lz4}'
 cat >"$TMP/profcol.yaml" <<EOF
 receivers:
   otlp:
@@ -138,6 +153,7 @@ exporters:
     endpoint: http://127.0.0.1:$P_SINK
   pyroscope:
     endpoint: http://127.0.0.1:$P_SINK
+$KAFKA_EXPORTER
 service:
   telemetry:
     logs:
@@ -185,14 +201,54 @@ FLOOR_S=$((SECONDS_RUN / 2))
 timeout 60 "$BIN/zlibfloor" --payload "$SET_DIR" --seconds "$FLOOR_S" >"$TMP/floor.out" || { echo "zlibfloor failed" >&2; exit 1; }
 cat "$TMP/floor.out" | sed '$d' >&2
 
-# 2. sink and profcol.
+# 2. sink and profcol (kafka-relay: the broker first, the gateway after the sidecar).
 "$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN + 120)) \
     >"$TMP/sink.out" 2>"$TMP/sink.err" &
 PIDS+=($!)
 SINK_PID=$!
-env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/profcol.yaml" >"$TMP/profcol.log" 2>&1 &
+KAFKA_BROKERS=""
+if [ "$KAFKA" = 1 ]; then
+    MOCK=$BUILD/tests/e2e/kafka_mock
+    [ -x "$MOCK" ] || ninja -C "$BUILD" tests/e2e/kafka_mock >&2 || exit 1
+    "$MOCK" --serve otlp_profiles:16 >"$TMP/kafka.out" 2>"$TMP/kafka.err" &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do
+        KAFKA_BROKERS=$(awk '/^bootstraps/ {print $2}' "$TMP/kafka.out")
+        [ -n "$KAFKA_BROKERS" ] && break
+        sleep 0.1
+    done
+    [ -n "$KAFKA_BROKERS" ] || { echo "kafka_mock did not start" >&2; exit 1; }
+    cat >"$TMP/gateway.yaml" <<GWEOF
+receivers:
+  kafka:
+    brokers: [$KAFKA_BROKERS]
+    initial_offset: earliest
+exporters:
+  otlphttp:
+    endpoint: http://127.0.0.1:$P_SINK
+    sending_queue: {enabled: false}
+service:
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      address: 127.0.0.1:$P_METRICS2
+  pipelines:
+    profiles:
+      receivers: [kafka]
+      exporters: [otlphttp]
+GWEOF
+fi
+env KAFKA_BROKERS="$KAFKA_BROKERS" ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/profcol.yaml" \
+    >"$TMP/profcol.log" 2>&1 &
 PIDS+=($!)
 PC_PID=$!
+GW_PID=""
+if [ "$KAFKA" = 1 ]; then
+    env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/gateway.yaml" >"$TMP/gateway.log" 2>&1 &
+    PIDS+=($!)
+    GW_PID=$!
+fi
 up=0
 for _ in $(seq 1 100); do
     kill -0 "$PC_PID" 2>/dev/null || break
@@ -217,6 +273,7 @@ sleep 0.5
 IDLE_RSS_KB=$(awk '/^VmRSS:/ {print $2}' "/proc/$PC_PID/status")
 ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 CPU0=$(ticks "$PC_PID")
+[ -n "$GW_PID" ] && GW_CPU0=$(ticks "$GW_PID")
 
 PERF_PID=""
 if [ -n "$PERF_OUT" ]; then
@@ -249,18 +306,43 @@ HWM_KB=$(awk '/^VmHWM:/ {print $2}' "/proc/$PC_PID/status")
 kill "$RSS_PID" 2>/dev/null
 [ -n "$PERF_PID" ] && wait "$PERF_PID" 2>/dev/null
 curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$TMP/metrics.txt"
+GW_JSON="{}"
+if [ -n "$GW_PID" ]; then
+    # the gateway catches up: everything the broker acknowledged to the sidecar arrives
+    metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 {s += $NF} END {printf "%d", s}'; }
+    SENT=0; GOT=0; T0=$(date +%s%N)
+    for i in $(seq 1 600); do
+        SENT=$(metric "$P_METRICS" otelcol_exporter_sent_profile_samples)
+        GOT=$(metric "$P_METRICS2" otelcol_receiver_accepted_profile_samples)
+        QUEUED=$(metric "$P_METRICS" otelcol_exporter_queue_size)
+        [ "$GOT" -ge "$SENT" ] && [ "$QUEUED" = 0 ] && break
+        [ $((i % 50)) = 0 ] && echo "gateway catching up: sidecar sent $SENT samples ($QUEUED requests queued), gateway accepted $GOT" >&2
+        sleep 0.1
+    done
+    curl -s "http://127.0.0.1:$P_METRICS2/metrics" >"$TMP/gateway-metrics.txt"
+    CATCH_UP_MS=$((($(date +%s%N) - T0) / 1000000))
+    GW_CPU1=$(ticks "$GW_PID")
+    GW_HWM_KB=$(awk '/^VmHWM:/ {print $2}' "/proc/$GW_PID/status")
+    GW_JSON=$(printf '{"cpu_ticks":%d,"hwm_kb":%d,"catch_up_ms":%d,"sent":%d,"accepted":%d}' \
+        $((GW_CPU1 - GW_CPU0)) "$GW_HWM_KB" "$CATCH_UP_MS" "$SENT" "$GOT")
+fi
 curl -s "http://127.0.0.1:$P_SINK/stats" >"$TMP/sink.json"
 cleanup
 if [ -s "$TMP/profcol.log" ]; then
     echo "profcol log (warn and above), first lines:" >&2
     head -n 5 "$TMP/profcol.log" | cut -c1-300 >&2
 fi
+if [ -s "$TMP/gateway.log" ]; then
+    echo "gateway log (warn and above), first lines:" >&2
+    head -n 5 "$TMP/gateway.log" | cut -c1-300 >&2
+fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$SCENARIO" "$TMP" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" "$HWM_KB" "$IDLE_RSS_KB" \
-    "$LIMIT_MIB" "$LOAD" "$LOAD_AFTER" "$(nproc)" <<'EOF'
+    "$LIMIT_MIB" "$LOAD" "$LOAD_AFTER" "$(nproc)" "$GW_JSON" <<'EOF'
 import json, re, sys
-(scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu) = sys.argv[1:]
+(scen, tmp, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu, gw) = sys.argv[1:]
+gw = json.loads(gw)
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
 fl = json.loads(open(tmp + "/floor.out").read().strip().splitlines()[-1])
 try:
@@ -309,6 +391,22 @@ r = {
 if int(limit) > 0:
     r["memory_limit_mib"] = int(limit)
     r["peak_rss_within_limit"] = int(hwm) / 1024 <= int(limit)
+if gw:
+    kafka = {}
+    for line in open(tmp + "/metrics.txt"):
+        m = re.match(r'^otelcol_kafka_exporter_records\{.*outcome="(\w+)".*\}\s+([0-9.eE+-]+)$', line)
+        if m:
+            kafka[m.group(1)] = kafka.get(m.group(1), 0) + float(m.group(2))
+    r.update({
+        "kafka_messages": int(kafka.get("success", 0)),
+        "kafka_messages_failed": int(kafka.get("failure", 0)),
+        "gateway_cpu_s": round(gw["cpu_ticks"] / int(hz), 2),
+        "gateway_cpu_s_per_gb": round(gw["cpu_ticks"] / int(hz) / gb_in, 1) if gb_in > 0 else None,
+        "gateway_peak_rss_mb": round(gw["hwm_kb"] / 1024, 1),
+        "gateway_catch_up_s": round(gw["catch_up_ms"] / 1000, 2),
+        "gateway_accepted_samples": gw["accepted"],
+        "delivered_all": gw["accepted"] >= gw["sent"] > 0,
+    })
 rows = [
     ("profiles/s", r["profiles_per_s"]), ("samples/s", r["samples_per_s"]),
     ("requests/s (2xx)", r["requests_per_s"]), ("MB/s in (compressed)", r["mb_per_s_in"]),
@@ -323,6 +421,12 @@ rows = [
     ("ratio (MB/s in / floor)", r["ratio"]), ("cpu_ratio (floor/profcol CPU/GB)", r["cpu_ratio"]),
     ("load average before / after", "%s / %s" % (load0, load1)),
 ]
+if gw:
+    rows += [("kafka messages (failed)", "%d (%d)" % (r["kafka_messages"], r["kafka_messages_failed"])),
+             ("gateway CPU s (s per GB in)", "%s (%s)" % (r["gateway_cpu_s"], r["gateway_cpu_s_per_gb"])),
+             ("gateway peak RSS MB", r["gateway_peak_rss_mb"]),
+             ("gateway caught up after s", r["gateway_catch_up_s"]),
+             ("delivered all (gateway accepted >= sent)", r["delivered_all"])]
 if int(limit) > 0:
     rows.append(("memory limit MiB", limit))
     rows.append(("refused (503/429)", lg["statuses"].get("503", 0) + lg["statuses"].get("429", 0)))

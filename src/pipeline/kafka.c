@@ -168,6 +168,12 @@ static void on_async(uv_async_t *h)
     k->serve(k);
 }
 
+static void on_tick(uv_timer_t *t)
+{
+    pc_kafka *k = t->data;
+    if (!k->closing) k->serve(k);
+}
+
 void pc_kafka_serve_now(pc_kafka *k)
 {
     if (k->rk && !k->closing) k->serve(k);
@@ -185,6 +191,9 @@ int pc_kafka_open(pc_kafka *k, uv_loop_t *loop, rd_kafka_type_t type, rd_kafka_c
     }
     k->async.data = k;
     k->async_open = true;
+    uv_timer_init(loop, &k->tick);
+    k->tick.data = k;
+    k->tick_open = true;
     k->rk = rd_kafka_new(type, conf, why, sizeof why);
     if (!k->rk) {
         rd_kafka_conf_destroy(conf);
@@ -200,6 +209,7 @@ int pc_kafka_open(pc_kafka *k, uv_loop_t *loop, rd_kafka_type_t type, rd_kafka_c
     rd_kafka_set_log_queue(k->rk, NULL); /* the main queue (forwarded as above for a consumer) */
     rd_kafka_queue_cb_event_enable(k->q, wake, k);
     uv_async_send(&k->async); /* whatever queued before the callback was set */
+    uv_timer_start(&k->tick, on_tick, 1000, 1000);
     return 0;
 }
 
@@ -213,22 +223,27 @@ static void close_work(uv_work_t *w)
     k->rk = NULL;
 }
 
-static void async_closed(uv_handle_t *h)
+static void handle_closed(uv_handle_t *h)
 {
     pc_kafka *k = h->data;
-    k->async_open = false;
-    k->closed(k->closed_arg);
+    if (h == (uv_handle_t *)&k->async)
+        k->async_open = false;
+    else
+        k->tick_open = false;
+    if (!k->async_open && !k->tick_open) k->closed(k->closed_arg);
 }
 
 static void close_done(uv_work_t *w, int status)
 {
     pc_kafka *k = w->data;
     (void)status;
-    if (k->async_open) {
-        uv_close((uv_handle_t *)&k->async, async_closed);
+    if (!k->async_open && !k->tick_open) {
+        k->closed(k->closed_arg);
         return;
     }
-    k->closed(k->closed_arg);
+    /* both started before either may finish */
+    if (k->async_open) uv_close((uv_handle_t *)&k->async, handle_closed);
+    if (k->tick_open) uv_close((uv_handle_t *)&k->tick, handle_closed);
 }
 
 void pc_kafka_close(pc_kafka *k, void (*closed)(void *arg), void *arg)
@@ -237,6 +252,7 @@ void pc_kafka_close(pc_kafka *k, void (*closed)(void *arg), void *arg)
     k->closed = closed;
     k->closed_arg = arg;
     k->work.data = k;
+    if (k->tick_open) uv_timer_stop(&k->tick);
     if (k->rk) {
         /* from here on librdkafka wakes nobody; the queue is served only by close_work */
         rd_kafka_queue_cb_event_enable(k->q, NULL, NULL);

@@ -12,8 +12,11 @@
  * queue with rd_kafka_poll(rk, 0) or rd_kafka_consumer_poll(rk, 0): those never block, and they
  * run librdkafka's callbacks (dr_msg_cb, rebalance_cb, log_cb, error_cb) right there, on the loop
  * thread, where component state may be touched. The one thing that crosses threads is the
- * uv_async_send. Calls that block (rd_kafka_flush, rd_kafka_consumer_close, rd_kafka_destroy) run
- * on the thread pool at close, once serve() is no longer called on the loop.
+ * uv_async_send. A timer also calls serve() every second: a consumer whose partitions are all
+ * paused gets nothing that would wake the loop, yet must poll within max.poll.interval.ms or it
+ * is put out of its group. Calls that block (rd_kafka_flush, rd_kafka_consumer_close,
+ * rd_kafka_destroy) run on the thread pool at close, once serve() is no longer called on the
+ * loop.
  *
  * Loop thread only, but for wake() and the close work as said. */
 #ifndef PC_KAFKA_H
@@ -82,7 +85,8 @@ typedef struct pc_kafka {
     rd_kafka_t *rk;
     rd_kafka_queue_t *q; /* the queue whose first element wakes the loop */
     uv_async_t async;
-    bool async_open;
+    uv_timer_t tick; /* serve() every second, whatever wakes the loop */
+    bool async_open, tick_open;
     bool closing; /* set on the loop before the close work is queued: serve() no longer runs */
     /* loop: drain the queue (the component's; rd_kafka_poll or rd_kafka_consumer_poll) */
     void (*serve)(struct pc_kafka *k);

@@ -37,11 +37,12 @@
 #include "pipeline/receiver_http.h"
 #include "pipeline/telemetry.h"
 
-#define WINDOW         8   /* messages of one partition in decode or in the pipeline at once */
-#define MAX_JOBS       64  /* ... of every partition */
-#define HIGH_WATER     64  /* a partition with this many waiting is paused */
-#define LOW_WATER      16  /* ... and resumed below this */
-#define BACKOFF_MIN_MS 100 /* after a refusal */
+#define WINDOW         8  /* messages of one partition in decode or in the pipeline at once */
+#define MAX_JOBS       64 /* ... of every partition */
+#define HIGH_WATER     64 /* a partition with this many waiting is paused */
+#define LOW_WATER      16 /* ... and resumed below this */
+#define WAITING_BYTES  (32u << 20) /* every partition is paused while this much waits */
+#define BACKOFF_MIN_MS 100         /* after a refusal */
 #define BACKOFF_MAX_MS 5000
 #define DECODE_BASE    (4u << 20) /* a message's decode budget: 16 x max(its size, this) */
 
@@ -169,7 +170,8 @@ typedef struct kafka_recv {
     pc_kafka k; /* first: librdkafka's opaque */
     pc_component *c;
     tp *tps;
-    size_t jobs; /* decodes and pipeline calls in flight */
+    size_t jobs;          /* decodes and pipeline calls in flight */
+    size_t waiting_bytes; /* of the messages taken and not yet offered */
     bool stopping;
     int timers_closing;
     regex_t *re[PC_SIGNAL_COUNT]; /* the ^regular expression topics of each signal */
@@ -209,9 +211,9 @@ static int kafka_recv_validate(void *cfgp, const pc_node *node, const char *path
             if (pc_node_get(sn, "topics"))
                 return pc_cfg_key_errorf(err, node, path, key,
                                          "set %s::topic or %s::topics, not both", name, name);
-            pc_cfgtable_free((const pc_cfg_key[]){{"t", PC_CFG_LIST, NULL, 0, NULL, NULL},
-                                                  {NULL, 0, NULL, 0, NULL, NULL}},
-                             &cfg->topics[sig]);
+            for (size_t i = 0; i < cfg->topics[sig].n; i++) /* the default's */
+                free(cfg->topics[sig].v[i]);
+            free(cfg->topics[sig].v);
             cfg->topics[sig].v = pc_xmalloc(sizeof(char *));
             cfg->topics[sig].v[0] = pc_xstrdup(cfg->topic[sig]);
             cfg->topics[sig].n = 1;
@@ -391,10 +393,12 @@ static void tp_drop(tp *t)
 {
     for (msg *mm = t->head, *next; mm; mm = next) {
         next = mm->next;
-        if (mm->state == M_FLIGHT)
+        if (mm->state == M_FLIGHT) {
             mm->t = NULL;
-        else
-            msg_free(mm);
+            continue;
+        }
+        if (mm->state == M_WAITING) t->x->waiting_bytes -= mm->m->len;
+        msg_free(mm);
     }
     t->head = t->tail = NULL;
     t->n_waiting = t->n_flight = 0;
@@ -497,6 +501,7 @@ static void msg_retry(msg *mm)
     mm->state = M_WAITING;
     t->n_flight--;
     t->n_waiting++;
+    x->waiting_bytes += mm->m->len;
     if (x->stopping) return; /* not committed: offered again at the next start */
     tp_pause(t, true);
     if (!t->backing_off) {
@@ -603,6 +608,7 @@ static void dispatch(tp *t)
             mm->state = M_FLIGHT;
             t->n_flight++;
             t->n_waiting--;
+            x->waiting_bytes -= mm->m->len;
             msg_retry(mm);
             break;
         }
@@ -615,20 +621,21 @@ static void dispatch(tp *t)
         mm->state = M_FLIGHT;
         t->n_waiting--;
         t->n_flight++;
+        x->waiting_bytes -= mm->m->len;
         x->jobs++;
         x->in_flight++;
         uv_queue_work(x->c->loop, &j->work, decode_work, decode_done);
     }
-    if (t->n_waiting >= HIGH_WATER)
+    if (t->n_waiting >= HIGH_WATER || x->waiting_bytes > WAITING_BYTES)
         tp_pause(t, true);
-    else if (t->n_waiting < LOW_WATER && !t->backing_off)
+    else if (t->n_waiting < LOW_WATER && !t->backing_off && x->waiting_bytes < WAITING_BYTES / 2)
         tp_pause(t, false);
 }
 
 static void dispatch_all(kafka_recv *x)
 {
-    for (tp *t = x->tps; t; t = t->next)
-        if (t->n_waiting) dispatch(t);
+    for (tp *t = x->tps; t; t = t->next) /* also those paused while too much waited */
+        dispatch(t);
 }
 
 /* A message taken from Kafka. */
@@ -652,6 +659,7 @@ static void take(kafka_recv *x, rd_kafka_message_t *m)
         t->head = mm;
     t->tail = mm;
     t->n_waiting++;
+    x->waiting_bytes += m->len;
     t->current_offset = (uint64_t)m->offset;
     t->next_offset = m->offset + 1;
     if (!cfg->mark_after) { /* marked when taken (at most once) */
@@ -784,7 +792,9 @@ static int consumer_conf_set(rd_kafka_conf_t *conf, const kafka_recv_cfg *cfg, p
            pc_kafka_conf_set(conf, "message.max.bytes", max_msg, e) ||
            pc_kafka_conf_set(conf, "fetch.max.bytes", v[4], e) ||
            pc_kafka_conf_set(conf, "max.partition.fetch.bytes", v[5], e) ||
-           pc_kafka_conf_set(conf, "fetch.wait.max.ms", v[6], e);
+           pc_kafka_conf_set(conf, "fetch.wait.max.ms", v[6], e) ||
+           /* what librdkafka prefetches beside what waits here (WAITING_BYTES) */
+           pc_kafka_conf_set(conf, "queued.max.messages.kbytes", "16384", e);
 }
 
 static int kafka_recv_start(pc_component *c, pc_error *e)

@@ -2,7 +2,7 @@
  * librdkafka-dev), which speaks the real Kafka protocol on 127.0.0.1 to any client (profcol's
  * librdkafka, kafkajs). Not part of profcol.
  *
- *   kafka_mock [--brokers N] [--down] [TOPIC:PARTITIONS ...]
+ *   kafka_mock [--brokers N] [--down] [--serve] [TOPIC:PARTITIONS ...]
  *
  * prints "bootstraps 127.0.0.1:port,..." on stdout once the brokers listen, then reads commands
  * from stdin, one a line, answering each with a line "ok ..." (or "error ..."):
@@ -13,13 +13,24 @@
  *   topic NAME PARTITIONS   create a topic
  *   quit                    (or end of input) destroy the cluster and exit 0
  *
- * With --down every broker starts down. Topics a client names are also created on first use,
- * with the mock cluster's default partition count. */
+ * With --down every broker starts down. With --serve stdin is not read: it serves until SIGTERM
+ * or SIGINT (bench/run.sh). Topics a client names are also created on first use, with the mock
+ * cluster's default partition count. */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
 
 static int set_state(rd_kafka_mock_cluster_t *mc, int nbrokers, int id, int up, int quiet)
 {
@@ -38,7 +49,7 @@ static int set_state(rd_kafka_mock_cluster_t *mc, int nbrokers, int id, int up, 
 
 int main(int argc, char **argv)
 {
-    int nbrokers = 1, down = 0;
+    int nbrokers = 1, down = 0, serve = 0;
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "client.id", "kafka_mock", errstr, sizeof errstr);
@@ -54,8 +65,11 @@ int main(int argc, char **argv)
             nbrokers = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--down"))
             down = 1;
+        else if (!strcmp(argv[i], "--serve"))
+            serve = 1;
         else {
-            fprintf(stderr, "usage: kafka_mock [--brokers N] [--down] [TOPIC:PARTITIONS ...]\n");
+            fprintf(stderr,
+                    "usage: kafka_mock [--brokers N] [--down] [--serve] [TOPIC:PARTITIONS ...]\n");
             return 2;
         }
     }
@@ -77,8 +91,14 @@ int main(int argc, char **argv)
     printf("bootstraps %s\n", rd_kafka_mock_cluster_bootstraps(mc));
     fflush(stdout);
 
+    if (serve) {
+        signal(SIGTERM, on_signal);
+        signal(SIGINT, on_signal);
+        while (!stop)
+            sleep(1); /* a signal ends it early */
+    }
     char line[512];
-    while (fgets(line, sizeof line, stdin)) {
+    while (!serve && fgets(line, sizeof line, stdin)) {
         char cmd[32] = "", arg[256] = "";
         int n = 0, id = -1;
         sscanf(line, "%31s %255s %d", cmd, arg, &n);
