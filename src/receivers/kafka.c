@@ -37,8 +37,8 @@
 #include "pipeline/receiver_http.h"
 #include "pipeline/telemetry.h"
 
-#define WINDOW         8  /* messages of one partition in decode or in the pipeline at once */
-#define MAX_JOBS       64 /* ... of every partition */
+#define WINDOW         4  /* messages of one partition in decode or in the pipeline at once */
+#define MAX_JOBS       16 /* ... of every partition (each holds a decoded batch) */
 #define HIGH_WATER     64 /* a partition with this many waiting is paused */
 #define LOW_WATER      16 /* ... and resumed below this */
 #define WAITING_BYTES  (32u << 20) /* every partition is paused while this much waits */
