@@ -23,7 +23,7 @@
  * optional check_signal). Its own state hangs at e->priv; its config is e->c->cfg (read-only,
  * also from encode on the pool).
  *
- * How the coming exporters plug in:
+ * How two exporters plug in (loadbalancing is still to come; kafka is built):
  *
  * - loadbalancing (one sender per backend, created and torn down as membership changes). What
  *   is in place for it: the counters live in the core (pc_send_counts), not in a sender, so any
