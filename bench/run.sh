@@ -6,11 +6,12 @@
 #                         [--profilez]
 #
 # Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, otlp-decoded-large, small-flood,
-# pyroscope-relay, bridge, processors, overload, jfr-relay, fleet.
+# pyroscope-relay, bridge, processors, overload, jfr-relay, fleet, kafka-relay.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol, whose bench/ tools
 # are used), BENCH_PROFCOL (the profcol binary, default BUILD/profcol: compare.sh runs an older
 # one with the same tools), BENCH_PORT_BASE (default 24300: ports base+0..base+4; fleet also
-# base+10..base+15), PROFCOL_EXTRA_ENV (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it).
+# base+10..base+15, kafka-relay base+5), BENCH_KEEP (keep the temp dir), PROFCOL_EXTRA_ENV
+# (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it).
 # --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
 # and a viewer polling its JSON as the page does (series, flame graph and top every 3 s).
 #
@@ -80,6 +81,7 @@ P_PYRO=$((BASE + 1))
 P_SINK=$((BASE + 2))
 P_METRICS=$((BASE + 3))
 P_PROFILEZ=$((BASE + 4))
+P_METRICS2=$((BASE + 5)) # kafka-relay's gateway
 
 OTLP_URL="http://127.0.0.1:$P_OTLP/v1development/profiles"
 INGEST_URL="http://127.0.0.1:$P_PYRO/ingest?name=bench-go%7Benv%3Dbench%7D&format=pprof&spyName=gospy"
@@ -90,6 +92,7 @@ JFR_HDRS=(-H "Content-Type: application/octet-stream" -H "Content-Encoding: gzip
 
 SINK_DELAY=0
 FLEET=0
+KAFKA=0
 LIMIT_MIB=0
 OTLP_EXP_EXTRA=""
 MODE_CONNS=8
@@ -142,12 +145,20 @@ overload)
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[memory_limiter, batch]"; RECV="[otlp]"; EXP="[otlphttp]"
     SINK_DELAY=200; LIMIT_MIB=${BENCH_LIMIT_MIB:-128}; MODE_CONNS=256; MODE_RATE=400 ;;
+kafka-relay)
+    # A sidecar producing to Kafka and a gateway consuming it: profcol (otlp -> batch -> kafka,
+    # acks from every in-sync replica, lz4) -> librdkafka's mock broker (tests/e2e/kafka_mock,
+    # 16 partitions) -> a second profcol (kafka -> otlphttp without a sending queue, so an offset is
+    # committed only once the sink has the data) -> sink. The figures are the sidecar's; the
+    # gateway's CPU, memory and how long it took to catch up are reported beside them.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[batch]"; RECV="[otlp]"; EXP="[kafka]"; KAFKA=1 ;;
 jfr-relay)
     # The Java agent's uploads: JFR in (gzip, as the agent compresses its jfr part), OTLP out.
     SET=jfr; URL=$JFR_URL; HDRS=("${JFR_HDRS[@]}")
     PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet|kafka-relay [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET
@@ -168,9 +179,13 @@ cleanup() {
     done
     PIDS=()
 }
-trap 'cleanup; rm -rf "$TMP"' EXIT
+trap 'cleanup; if [ -n "${BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi' EXIT
 trap 'exit 130' INT TERM
 
+KAFKA_EXPORTER=""
+[ "$KAFKA" = 1 ] && KAFKA_EXPORTER='  kafka:
+    brokers: ["${env:KAFKA_BROKERS}"]
+    producer: {required_acks: -1, compression: lz4}'
 cat >"$TMP/profcol.yaml" <<EOF
 receivers:
   otlp:
@@ -199,6 +214,7 @@ exporters:
 $OTLP_EXP_EXTRA
   pyroscope:
     endpoint: http://127.0.0.1:$P_SINK
+$KAFKA_EXPORTER
 service:
   telemetry:
     logs:
@@ -286,6 +302,49 @@ wait_http() { # URL...: 0 once every URL answers (10 s at most), 1 otherwise
     return 1
 }
 
+KAFKA_BROKERS=""
+if [ "$KAFKA" = 1 ]; then # the broker, then the gateway; the sidecar is the measured phase
+    MOCK=$BUILD/tests/e2e/kafka_mock
+    [ -x "$MOCK" ] || ninja -C "$BUILD" tests/e2e/kafka_mock >&2 || exit 1
+    "$MOCK" --serve otlp_profiles:16 >"$TMP/kafka.out" 2>"$TMP/kafka.err" &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do
+        KAFKA_BROKERS=$(awk '/^bootstraps/ {print $2}' "$TMP/kafka.out")
+        [ -n "$KAFKA_BROKERS" ] && break
+        sleep 0.1
+    done
+    [ -n "$KAFKA_BROKERS" ] || { echo "kafka_mock did not start" >&2; exit 1; }
+    cat >"$TMP/gateway.yaml" <<GWEOF
+receivers:
+  kafka:
+    brokers: [$KAFKA_BROKERS]
+    initial_offset: earliest
+exporters:
+  otlphttp:
+    endpoint: http://127.0.0.1:$P_SINK
+    sending_queue: {enabled: false}
+service:
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      address: 127.0.0.1:$P_METRICS2
+  pipelines:
+    profiles:
+      receivers: [kafka]
+      exporters: [otlphttp]
+GWEOF
+    env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/gateway.yaml" >"$TMP/gateway.log" 2>&1 &
+    PIDS+=($!)
+    GW_PID=$!
+    wait_http "http://127.0.0.1:$P_METRICS2/metrics" || {
+        echo "the gateway did not start:" >&2
+        cat "$TMP/gateway.log" >&2
+        exit 1
+    }
+fi
+export KAFKA_BROKERS
+
 if [ "$FLEET" = 1 ]; then
     G0=$((BASE + 10)); G1=$((BASE + 11)); G2=$((BASE + 12))
     for g in 0 1 2; do
@@ -348,6 +407,7 @@ python3 - "$@" <<'EOF'
 import json, re, sys
 (scen, tmp, floor_dir, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu,
  profilez, idle_after, flt0, flt1) = sys.argv[1:]
+gw = json.loads(open(tmp + "/gateway.json").read())
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
 fl = json.loads(open(floor_dir + "/floor-zlib.out").read().strip().splitlines()[-1])
 fi = json.loads(open(floor_dir + "/floor-isal.out").read().strip().splitlines()[-1])
@@ -421,6 +481,38 @@ if profilez == "1":
 if int(limit) > 0:
     r["memory_limit_mib"] = int(limit)
     r["peak_rss_within_limit"] = int(hwm) / 1024 <= int(limit)
+if gw:
+    kafka = {}
+    for line in open(tmp + "/metrics.txt"):
+        m = re.match(r'^otelcol_kafka_exporter_records\{.*outcome="(\w+)".*\}\s+([0-9.eE+-]+)$', line)
+        if m:
+            kafka[m.group(1)] = kafka.get(m.group(1), 0) + float(m.group(2))
+    r.update({
+        "kafka_messages": int(kafka.get("success", 0)),
+        "kafka_messages_failed": int(kafka.get("failure", 0)),
+        "gateway_cpu_s": round(gw["cpu_ticks"] / int(hz), 2),
+        "gateway_cpu_s_per_gb": round(gw["cpu_ticks"] / int(hz) / gb_in, 1) if gb_in > 0 else None,
+        "gateway_peak_rss_mb": round(gw["hwm_kb"] / 1024, 1),
+        "gateway_catch_up_s": round(gw["catch_up_ms"] / 1000, 2),
+        "gateway_accepted_samples": gw["accepted"],
+        "delivered_all": gw["accepted"] >= gw["sent"] > 0,
+    })
+if gw:
+    kafka = {}
+    for line in open(tmp + "/metrics.txt"):
+        m = re.match(r'^otelcol_kafka_exporter_records\{.*outcome="(\w+)".*\}\s+([0-9.eE+-]+)$', line)
+        if m:
+            kafka[m.group(1)] = kafka.get(m.group(1), 0) + float(m.group(2))
+    r.update({
+        "kafka_messages": int(kafka.get("success", 0)),
+        "kafka_messages_failed": int(kafka.get("failure", 0)),
+        "gateway_cpu_s": round(gw["cpu_ticks"] / int(hz), 2),
+        "gateway_cpu_s_per_gb": round(gw["cpu_ticks"] / int(hz) / gb_in, 1) if gb_in > 0 else None,
+        "gateway_peak_rss_mb": round(gw["hwm_kb"] / 1024, 1),
+        "gateway_catch_up_s": round(gw["catch_up_ms"] / 1000, 2),
+        "gateway_accepted_samples": gw["accepted"],
+        "delivered_all": gw["accepted"] >= gw["sent"] > 0,
+    })
 rows = [
     ("profiles/s", r["profiles_per_s"]), ("samples/s", r["samples_per_s"]),
     ("requests/s (2xx)", r["requests_per_s"]), ("MB/s in (compressed)", r["mb_per_s_in"]),
@@ -441,6 +533,18 @@ rows = [
     ("refused share (non-2xx / answered)", r["refused_share"]),
     ("load average before / after", "%s / %s" % (load0, load1)),
 ]
+if gw:
+    rows += [("kafka messages (failed)", "%d (%d)" % (r["kafka_messages"], r["kafka_messages_failed"])),
+             ("gateway CPU s (s per GB in)", "%s (%s)" % (r["gateway_cpu_s"], r["gateway_cpu_s_per_gb"])),
+             ("gateway peak RSS MB", r["gateway_peak_rss_mb"]),
+             ("gateway caught up after s", r["gateway_catch_up_s"]),
+             ("delivered all (gateway accepted >= sent)", r["delivered_all"])]
+if gw:
+    rows += [("kafka messages (failed)", "%d (%d)" % (r["kafka_messages"], r["kafka_messages_failed"])),
+             ("gateway CPU s (s per GB in)", "%s (%s)" % (r["gateway_cpu_s"], r["gateway_cpu_s_per_gb"])),
+             ("gateway peak RSS MB", r["gateway_peak_rss_mb"]),
+             ("gateway caught up after s", r["gateway_catch_up_s"]),
+             ("delivered all (gateway accepted >= sent)", r["delivered_all"])]
 if int(limit) > 0:
     rows.append(("memory limit MiB", limit))
     rows.append(("refused (503/429)", lg["statuses"].get("503", 0) + lg["statuses"].get("429", 0)))
@@ -489,6 +593,8 @@ run_phase() {
     idle_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
     flt0=$(sed 's/^.*) //' "/proc/$pc/stat" | awk '{print $8}')
     cpu0=$(ticks "$pc")
+    local gw_cpu0=""
+    [ "$KAFKA" = 1 ] && gw_cpu0=$(ticks "$GW_PID")
     load0=$(cut -d' ' -f1-3 /proc/loadavg)
     if [ -n "$PERF_OUT" ]; then
         perf_file=$PERF_OUT
@@ -543,6 +649,26 @@ print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]})
     kill "$rss_pid" 2>/dev/null
     [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null
     curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$dir/metrics.txt"
+    echo "{}" >"$dir/gateway.json"
+    if [ "$KAFKA" = 1 ]; then
+        # the gateway catches up: everything the broker acknowledged to the sidecar arrives
+        local sent=0 got=0 queued t0 i
+        metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 {s += $NF} END {printf "%d", s}'; }
+        t0=$(date +%s%N)
+        for i in $(seq 1 600); do
+            sent=$(metric "$P_METRICS" otelcol_exporter_sent_profile_samples)
+            got=$(metric "$P_METRICS2" otelcol_receiver_accepted_profile_samples)
+            queued=$(metric "$P_METRICS" otelcol_exporter_queue_size)
+            [ "$got" -ge "$sent" ] && [ "$queued" = 0 ] && break
+            [ $((i % 50)) = 0 ] && echo "gateway catching up: sidecar sent $sent samples ($queued requests queued), gateway accepted $got" >&2
+            sleep 0.1
+        done
+        curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$dir/metrics.txt"
+        curl -s "http://127.0.0.1:$P_METRICS2/metrics" >"$dir/gateway-metrics.txt"
+        printf '{"cpu_ticks":%d,"hwm_kb":%d,"catch_up_ms":%d,"sent":%d,"accepted":%d}\n' \
+            $(($(ticks "$GW_PID") - gw_cpu0)) "$(awk '/^VmHWM:/ {print $2}' "/proc/$GW_PID/status")" \
+            $((($(date +%s%N) - t0) / 1000000)) "$sent" "$got" >"$dir/gateway.json"
+    fi
     # stop profcol (its final flush reaches the sink), then count what the sink got
     kill -TERM "$pc" 2>/dev/null
     for _ in $(seq 1 100); do kill -0 "$pc" 2>/dev/null || break; sleep 0.1; done
@@ -553,6 +679,10 @@ print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]})
     if [ -s "$dir/profcol.log" ]; then
         echo "profcol log (warn and above), first lines:" >&2
         head -n 5 "$dir/profcol.log" | cut -c1-300 >&2
+    fi
+    if [ "$KAFKA" = 1 ] && [ -s "$TMP/gateway.log" ]; then
+        echo "gateway log (warn and above), first lines:" >&2
+        head -n 5 "$TMP/gateway.log" | cut -c1-300 >&2
     fi
     load1=$(cut -d' ' -f1-3 /proc/loadavg)
     summarize "$label" "$dir" "$TMP" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" "$hwm_kb" "$idle_kb" \

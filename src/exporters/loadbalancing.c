@@ -416,7 +416,7 @@ static void lb_route(pc_exporter *e, const pc_ring *ring, const pc_batch *b, pc_
             memset(rc.link_part, 0xff, rc.n_links * sizeof *rc.link_part);
         }
     }
-    pc_batch_split(b, (uint32_t)pc_ring_size(ring),
+    pc_batch_route(b, (uint32_t)pc_ring_size(ring),
                    b->signal == PC_SIGNAL_PROFILES ? profile_part : span_part, &rc, parts);
     free(rc.link_part);
     pc_buf_free(&rc.kb);

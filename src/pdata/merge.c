@@ -466,6 +466,15 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n)
     return h;
 }
 
+uint64_t pc_attrs_hash(const pc_dictionary *d, pc_keyvalue *const *kv, size_t n)
+{
+    pc_buf k = {0};
+    key_attrs(&k, d, kv, n);
+    uint64_t h = hash_bytes(k.data, k.len);
+    pc_buf_free(&k);
+    return h;
+}
+
 /* ---- merger --------------------------------------------------------------------------------- */
 
 /* What resource and scope groups are found by: the hash and bytes of their merge key. */

@@ -64,6 +64,14 @@ size_t pc_merger_samples(const pc_merger *m);
 /* The merged batch (no metadata); frees the merger. */
 pc_batch *pc_merger_finish(pc_merger *m);
 
+/* ---- content hash --------------------------------------------------------------------------- */
+
+/* A hash of a set of attributes by content, as the merge key compares them: order does not
+ * matter, and strings are compared by content whether inline or through d's string table (d may
+ * be NULL for traces, metrics and logs). Equal sets hash equal in every process and run (the
+ * kafka exporter's partition key). */
+uint64_t pc_attrs_hash(const pc_dictionary *d, pc_keyvalue *const *kv, size_t n);
+
 /* ---- pruning -------------------------------------------------------------------------------- */
 
 /* Remove NULL profiles, then ScopeProfiles without profiles and ResourceProfiles without scopes

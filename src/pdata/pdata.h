@@ -184,6 +184,9 @@ int pc_partial_success_parse(pc_signal sig, const uint8_t *body, size_t len, boo
 pc_scope_profiles *pc_batch_add_resource(pc_batch *b, const char *const *keys,
                                          const char *const *vals, size_t n, const char *scope_name,
                                          const char *scope_version);
+/* Set the string attribute key = val (len bytes) on every resource of a writable batch of any
+ * signal, replacing any attribute with that key (whatever its form); a missing Resource is made. */
+void pc_batch_set_resource_attr(pc_batch *b, const char *key, const char *val, size_t len);
 /* Append a profile (zero-initialised, in the batch arena) to a ScopeProfiles. */
 pc_profile *pc_scope_add_profile(pc_batch *b, pc_scope_profiles *sp);
 

@@ -5,6 +5,7 @@
 
 extern const pc_component_type pc_receiver_otlp;
 extern const pc_component_type pc_receiver_pyroscope;
+extern const pc_component_type pc_receiver_kafka;
 extern const pc_component_type pc_processor_batch;
 extern const pc_component_type pc_processor_resource;
 extern const pc_component_type pc_processor_redaction;
@@ -17,6 +18,7 @@ extern const pc_component_type pc_exporter_otlp;
 extern const pc_component_type pc_exporter_loadbalancing;
 extern const pc_component_type pc_exporter_pyroscope;
 extern const pc_component_type pc_exporter_debug;
+extern const pc_component_type pc_exporter_kafka;
 extern const pc_component_type pc_extension_health_check;
 extern const pc_component_type pc_extension_bearertokenauth;
 extern const pc_component_type pc_extension_basicauth;
@@ -25,6 +27,7 @@ extern const pc_component_type pc_extension_profilez;
 const pc_component_type *const pc_component_types[] = {
     &pc_receiver_otlp,
     &pc_receiver_pyroscope,
+    &pc_receiver_kafka,
     &pc_processor_batch,
     &pc_processor_resource,
     &pc_processor_redaction,
@@ -37,6 +40,7 @@ const pc_component_type *const pc_component_types[] = {
     &pc_exporter_loadbalancing,
     &pc_exporter_pyroscope,
     &pc_exporter_debug,
+    &pc_exporter_kafka,
     &pc_extension_health_check,
     &pc_extension_bearertokenauth,
     &pc_extension_basicauth,

@@ -33,7 +33,7 @@
  * still holds (pc_sender_retire), which is routed again over the new ring, then drains what is
  * in flight, and route_close closes the transport. consume runs def->route on the thread pool
  * with a reference to the current ring: it splits the batch by routing key into one part per
- * ring member (pc_batch_split); each part goes to its route's sender (a part whose route left
+ * ring member (pc_batch_route); each part goes to its route's sender (a part whose route left
  * meanwhile is routed again), and upstream is answered once every part was queued, with the
  * worst status of the parts. The one request cycle below serves every route: the core sets
  * r->target to the route's transport before encode, so one send function reaches each backend.
@@ -42,18 +42,20 @@
  * from it (profcol_exporter_rerouted_*); what is refused for want of any backend counts in the
  * exporter's own counts. Shutdown drains every route before def->close.
  *
- * How another exporter would plug in:
- *
- * - Kafka (sends through librdkafka, acknowledged via a callback): encode produces the message
- *   bytes (and key) on the pool as otlphttp does; send calls rd_kafka_produce() with the
- *   request as the message's opaque and returns. librdkafka reports delivery on its own thread:
- *   the delivery-report callback puts (request, outcome) on a mutex-guarded list and wakes the
- *   loop with a uv_async_t opened in start; the async callback calls pc_export_done() on the
- *   loop thread. Broker errors map to retryable (queue full, timeouts, transport) or permanent
- *   (message too large, authorization). A request split into several messages merges their
- *   outcomes with pc_export_outcome_merge(), as the Pyroscope exporter does for /ingest. The
- *   close hook flushes the producer (rd_kafka_flush on the pool, not the loop), then closes the
- *   async handle and calls back. */
+ * Kafka (exporters/kafka.c), the exporter that sends through librdkafka and is acknowledged
+ * via a callback: encode produces the messages (values and keys) on the pool as otlphttp encodes
+ * its body: one per partition key when one is asked for, each split through pdata/split.h until it
+ * fits producer::max_message_bytes. send calls rd_kafka_producev() for each with its part of the
+ * request as the message's opaque and returns. librdkafka keeps the delivery reports on its
+ * queue; the hand-off of pipeline/kafka.h (its queue-event callback on librdkafka's thread
+ * only does uv_async_send on a uv_async_t opened in start) lets the loop serve them with
+ * rd_kafka_poll(rk, 0), so the delivery-report callback itself runs on the loop thread: no
+ * list crosses threads. Broker errors map to retryable (queue full, timeouts, transport) or
+ * permanent (message too large, authorization) by pc_kafka_err. A request split into several
+ * messages merges their outcomes with pc_export_outcome_merge(), as the Pyroscope exporter
+ * does for /ingest, and calls pc_export_done() when the last one is reported. The close hook
+ * flushes and destroys the producer on the pool (pc_kafka_close), then closes the async
+ * handle and calls back. */
 #ifndef PC_EXPORTER_H
 #define PC_EXPORTER_H
 
@@ -141,7 +143,7 @@ typedef struct pc_exporter_def {
     void (*destroy)(pc_exporter *e);
 
     /* Routes (see above); all three or none. Thread pool: split b among the ring's members,
-     * parts[k] (NULL: nothing) for member k, as pc_batch_split does. */
+     * parts[k] (NULL: nothing) for member k, as pc_batch_route does. */
     void (*route)(pc_exporter *e, const struct pc_ring *ring, const pc_batch *b, pc_batch **parts);
     /* Loop: the transport to backend name (r->target of its requests); NULL with err. */
     void *(*route_open)(pc_exporter *e, const char *name, pc_error *err);

@@ -24,7 +24,7 @@
 /* Config-table entries for a client `tls:` block at "<prefix>tls.". */
 #define PC_TLS_CLIENT_KEYS(T, f, prefix)                                                           \
     {prefix "tls.insecure", PC_CFG_BOOL, "false", offsetof(T, f.insecure),                        \
-     "plain text, no TLS, even for an https:// endpoint", NULL},                                   \
+     "plain text, no TLS (even for an https:// endpoint, or a kafka tls block)", NULL},           \
     {prefix "tls.insecure_skip_verify", PC_CFG_BOOL, "false", offsetof(T, f.insecure_skip_verify), \
      "encrypt but do not verify the server's certificate or name (testing only)", NULL},          \
     {prefix "tls.ca_file", PC_CFG_STRING, NULL, offsetof(T, f.ca_file),                           \

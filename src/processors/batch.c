@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "pdata/merge.h"
+#include "pdata/split.h"
 #include "pipeline/component.h"
 #include "pipeline/telemetry.h"
 #include "processors/proc_util.h"
@@ -171,63 +172,6 @@ static int batch_start(pc_component *c, pc_error *e)
 
 /* ---- flushing (thread pool) ----------------------------------------------------------------- */
 
-static size_t profile_samples(const pc_profile *p)
-{
-    return p && p->samples ? p->n_samples : 0;
-}
-
-typedef struct plan_slice {
-    pc_merge_slice sl;
-    size_t input;
-    size_t chunk;
-} plan_slice;
-
-typedef struct plan {
-    plan_slice *v;
-    size_t n, cap, chunks;
-} plan;
-
-static void plan_push(plan *pl, size_t input, size_t r, size_t s, size_t p, size_t from, size_t to)
-{
-    if (pl->n == pl->cap) {
-        pl->cap = pl->cap ? pl->cap * 2 : 64;
-        pl->v = pc_xrealloc(pl->v, pl->cap * sizeof *pl->v);
-    }
-    pl->v[pl->n++] =
-        (plan_slice){{.r = r, .s = s, .p = p, .from = from, .to = to}, input, pl->chunks - 1};
-}
-
-/* Cut the profiles of every input into chunks of at most max samples (max 0: one chunk). */
-static void make_plan(const flush_job *j, size_t max, plan *pl)
-{
-    size_t fill = 0;
-    pl->chunks = 1;
-    for (size_t i = 0; i < j->n_in; i++) {
-        const pc_request *req = j->in[i].b->req;
-        for (size_t r = 0; r < req->n_resource_profiles; r++) {
-            const pc_resource_profiles *rp = req->resource_profiles[r];
-            size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0;
-            for (size_t s = 0; s < ns; s++) {
-                const pc_scope_profiles *sp = rp->scope_profiles[s];
-                size_t np = sp && sp->profiles ? sp->n_profiles : 0;
-                for (size_t p = 0; p < np; p++) {
-                    size_t n = profile_samples(sp->profiles[p]), from = 0;
-                    do {
-                        if (max && fill == max) { /* samples are independent: split anywhere */
-                            pl->chunks++;
-                            fill = 0;
-                        }
-                        size_t take = max && n - from > max - fill ? max - fill : n - from;
-                        plan_push(pl, i, r, s, p, from, from + take);
-                        from += take;
-                        fill += take;
-                    } while (from < n);
-                }
-            }
-        }
-    }
-}
-
 static void add_input(output *o, size_t input)
 {
     if (o->n_inputs && o->inputs[o->n_inputs - 1] == input) return;
@@ -253,12 +197,16 @@ static void flush_work(uv_work_t *w)
 {
     flush_job *j = w->data;
     const batch_cfg *cfg = j->bp->c->cfg;
-    plan pl = {0};
+    pc_split_plan pl = {0};
     if (j->n_in && j->in[0].b->signal != PC_SIGNAL_PROFILES) {
         concat_inputs(j);
         goto meta;
     }
-    make_plan(j, (size_t)cfg->send_batch_max_size, &pl);
+    pc_batch **ins = pc_xmalloc((j->n_in ? j->n_in : 1) * sizeof *ins);
+    for (size_t i = 0; i < j->n_in; i++)
+        ins[i] = j->in[i].b;
+    pc_split_plan_make(ins, j->n_in, (size_t)cfg->send_batch_max_size, &pl);
+    free(ins);
     if (pl.n == 0) goto out; /* nothing but empty scopes */
     j->n_out = pl.chunks;
     j->out = pc_xcalloc(j->n_out, sizeof *j->out);
@@ -294,7 +242,7 @@ meta:
             if (j->meta_vals[i]) pc_batch_set_meta(j->out[o].b, j->meta_keys[i], j->meta_vals[i]);
     }
 out:
-    free(pl.v);
+    pc_split_plan_free(&pl);
     /* the inputs' data now lives in the outputs */
     for (size_t i = 0; i < j->n_in; i++) {
         pc_batch_unref(j->in[i].b);

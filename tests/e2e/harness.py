@@ -15,7 +15,9 @@ What it gives the tests:
   * pb_fields()/decode_status() -- protobuf read by hand;
   * summarize() -- the canonical summary two batches are compared by;
   * assert_400(), stop_all(), started_sink(), started_profcol(), Started -- what a TestCase
-                starts, checks and stops.
+                starts, checks and stops;
+  * node_version(), npm_stale(), ensure_npm_lockfile() -- Node.js clients pinned by a
+                package-lock.json (npm ci when node_modules is missing or stale).
 
 Environment: PROFCOL_BIN (default <repo>/build/profcol), PROFCOL_SRC (default: two levels up
 from this file), E2E_KEEP=1 keeps the temp dir (configs, logs, generated modules).
@@ -30,6 +32,7 @@ import http.server
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -570,6 +573,15 @@ class QuietHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A peer gone in the middle of a request (a client killed with -9) is no test
+        failure: not a traceback on stderr."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class LocalServer:
     """A threaded http.server on 127.0.0.1 (a free port unless given) serving `handler` (a
     QuietHandler subclass) from a daemon thread: the base of every recording test server."""
@@ -577,7 +589,7 @@ class LocalServer:
 
     def __init__(self, handler, port=None):
         self.port = port or free_port()
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self.server = _Server(("127.0.0.1", self.port), handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        kwargs={"poll_interval": 0.1}, daemon=True)
@@ -1235,3 +1247,62 @@ class Started:
         self.sinks.append((sink or Sink()).start())
         return self.sinks[-1]
 
+
+# ---------------------------------------------------------------------------------------------
+# Node.js clients pinned by a lockfile (tests/e2e/otel, tests/e2e/kafka)
+
+NPM_TIMEOUT = 300
+
+
+def node_version():
+    """(major, minor) of the `node` on PATH; RuntimeError when there is none."""
+    node = shutil.which("node")
+    if not node:
+        raise RuntimeError("node not found (Debian: apt-get install nodejs npm; tools/dev.sh test "
+                           "installs it)")
+    r = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20,
+                       stdin=subprocess.DEVNULL)
+    m = re.match(r"v(\d+)\.(\d+)", r.stdout.strip())
+    if not m:
+        raise RuntimeError("node --version said %r" % r.stdout)
+    return int(m.group(1)), int(m.group(2))
+
+
+def npm_stale(folder):
+    """Packages of folder/package-lock.json missing from folder/node_modules or installed at
+    another version, as "path (want x, have y)"."""
+    with open(os.path.join(folder, "package-lock.json")) as f:
+        lock = json.load(f)
+    out = []
+    for path, v in sorted(lock["packages"].items()):
+        if not path:
+            continue
+        try:
+            with open(os.path.join(folder, path, "package.json")) as f:
+                have = json.load(f).get("version")
+        except (OSError, ValueError):
+            have = None
+        if have != v.get("version"):
+            out.append("%s (want %s, have %s)" % (path, v.get("version"), have))
+    return out
+
+
+def ensure_npm_lockfile(folder):
+    """`npm ci` (exactly package-lock.json) into folder unless its node_modules already holds
+    every locked package at its locked version. npm's registry is the only network use, and only
+    when installing."""
+    stale = npm_stale(folder)
+    if not stale:
+        return
+    npm = shutil.which("npm")
+    if not npm:
+        raise RuntimeError("npm not found, and %s/node_modules is missing or stale (%s ...). "
+                           "Debian: apt-get install npm" % (folder, ", ".join(stale[:3])))
+    r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
+                       capture_output=True, text=True, timeout=NPM_TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    stale = npm_stale(folder)
+    if r.returncode != 0 or stale:
+        raise RuntimeError("npm ci in %s failed (exit %d; still missing: %s):\n%s\n%s"
+                           % (folder, r.returncode, ", ".join(stale[:5]) or "none",
+                              r.stdout[-2000:], r.stderr[-4000:]))

@@ -47,7 +47,6 @@ from signal_support import (  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OTEL_DIR = os.path.join(HERE, "otel")
-NPM_TIMEOUT = 300
 APP_TIMEOUT = 30           # one app.js run (it bounds each flush/shutdown step itself)
 TIME_BUDGET = 70.0         # every run together, after the install: later runs fail fast
 # the pinned packages need node ^18.19.0 || >=20.6.0 (their "engines")
@@ -57,62 +56,19 @@ NODE_MIN = ((18, 19), (20, 6))
 # ---------------------------------------------------------------------------------------------
 # the node app
 
-def _lock_packages():
-    with open(os.path.join(OTEL_DIR, "package-lock.json")) as f:
-        lock = json.load(f)
-    return {p: v.get("version") for p, v in lock["packages"].items() if p}
-
-
-def _stale_packages():
-    """Packages of the lockfile missing from node_modules or installed at another version."""
-    out = []
-    for path, version in sorted(_lock_packages().items()):
-        try:
-            with open(os.path.join(OTEL_DIR, path, "package.json")) as f:
-                have = json.load(f).get("version")
-        except (OSError, ValueError):
-            have = None
-        if have != version:
-            out.append("%s (want %s, have %s)" % (path, version, have))
-    return out
-
-
 def check_node():
-    node = shutil.which("node")
-    if not node:
-        raise RuntimeError("node not found: the OpenTelemetry JS SDK test needs Node.js "
-                           "(Debian: apt-get install nodejs npm; tools/dev.sh test installs it)")
-    r = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20,
-                       stdin=subprocess.DEVNULL)
-    m = re.match(r"v(\d+)\.(\d+)", r.stdout.strip())
-    if not m:
-        raise RuntimeError("node --version said %r" % r.stdout)
-    v = (int(m.group(1)), int(m.group(2)))
+    v = h.node_version()
     if not (NODE_MIN[0] <= v < (19, 0) or v >= NODE_MIN[1]):
-        raise RuntimeError("node %s is too old for the pinned OpenTelemetry packages "
-                           "(^18.19.0 || >=20.6.0)" % r.stdout.strip())
-    return node
+        raise RuntimeError("node %d.%d is too old for the pinned OpenTelemetry packages "
+                           "(^18.19.0 || >=20.6.0)" % v)
+    return shutil.which("node")
 
 
 def ensure_otel_modules():
     """`npm ci` (exactly package-lock.json) into tests/e2e/otel unless node_modules already holds
     every locked package at its locked version."""
     check_node()
-    stale = _stale_packages()
-    if not stale:
-        return
-    npm = shutil.which("npm")
-    if not npm:
-        raise RuntimeError("npm not found, and tests/e2e/otel/node_modules is missing or stale "
-                           "(%s ...). Debian: apt-get install npm" % ", ".join(stale[:3]))
-    r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=OTEL_DIR,
-                       capture_output=True, text=True, timeout=NPM_TIMEOUT,
-                       stdin=subprocess.DEVNULL)
-    stale = _stale_packages()
-    if r.returncode != 0 or stale:
-        raise RuntimeError("npm ci in %s failed (exit %d; still missing: %s):\n%s\n%s"
-                           % (OTEL_DIR, r.returncode, ", ".join(stale[:5]) or "none",
-                              r.stdout[-2000:], r.stderr[-4000:]))
+    h.ensure_npm_lockfile(OTEL_DIR)
 
 
 def node_env():

@@ -512,7 +512,7 @@ static uint32_t fr_part(void *arg, const pc_batch *b, size_t r, size_t s, size_t
 static void fr_route(pc_exporter *e, const pc_ring *ring, const pc_batch *b, pc_batch **parts)
 {
     (void)e;
-    pc_batch_split(b, (uint32_t)pc_ring_size(ring), fr_part, (void *)ring, parts);
+    pc_batch_route(b, (uint32_t)pc_ring_size(ring), fr_part, (void *)ring, parts);
 }
 
 static void *fr_open(pc_exporter *e, const char *name, pc_error *err)
