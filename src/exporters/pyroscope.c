@@ -564,7 +564,7 @@ static size_t pprof_samples(const pc_pprof_out *o)
 {
     size_t n = 0;
     for (size_t i = 0; i < o->n_profiles; i++)
-        n += o->profiles[i]->samples ? o->profiles[i]->n_samples : 0;
+        n += pc_profile_n_samples(o->profiles[i]);
     return n;
 }
 

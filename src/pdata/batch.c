@@ -212,3 +212,31 @@ void pc_batch_set_resource_attr(pc_batch *b, const char *key, const char *val, s
         r->n_attributes = k;
     }
 }
+
+bool pc_profile_next(const pc_request *req, pc_profile_iter *it)
+{
+    if (it->started) {
+        it->p++;
+    } else {
+        it->started = true;
+        it->r = it->s = it->p = 0;
+    }
+    for (; it->r < req->n_resource_profiles; it->r++, it->s = 0, it->p = 0) {
+        const pc_resource_profiles *rp = req->resource_profiles[it->r];
+        size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0;
+        for (; it->s < ns; it->s++, it->p = 0) {
+            const pc_scope_profiles *sp = rp->scope_profiles[it->s];
+            if (sp && sp->profiles && it->p < sp->n_profiles) {
+                it->prof = sp->profiles[it->p];
+                return true;
+            }
+        }
+    }
+    it->prof = NULL;
+    return false;
+}
+
+size_t pc_profile_n_samples(const pc_profile *p)
+{
+    return p && p->samples ? p->n_samples : 0;
+}

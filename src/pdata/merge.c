@@ -225,7 +225,7 @@ void pc_dict_used_profile(pc_dict_used *u, const pc_profile *p, size_t from, siz
 {
     if (!p) return;
     mark_profile_head(u, p);
-    size_t n = p->samples ? p->n_samples : 0;
+    size_t n = pc_profile_n_samples(p);
     if (to > n) to = n;
     for (size_t i = from; i < to; i++)
         mark_sample(u, p->samples[i]);
@@ -240,7 +240,7 @@ static void mark_slice(pc_dict_used *u, const pc_profile *p, const pc_merge_slic
         return;
     }
     mark_profile_head(u, p);
-    size_t n = p->samples ? p->n_samples : 0;
+    size_t n = pc_profile_n_samples(p);
     for (size_t k = 0; k < sl->n_pick; k++)
         if (sl->pick[k] < n) mark_sample(u, p->samples[sl->pick[k]]);
 }
@@ -701,11 +701,6 @@ static void group_push(sgroup *g, pc_profile *p)
     g->pv[g->n++] = p;
 }
 
-static size_t n_samples(const pc_profile *p)
-{
-    return p && p->samples ? p->n_samples : 0;
-}
-
 /* Where the previous slice went: consecutive slices of one scope skip the key lookups. */
 typedef struct cursor {
     size_t r, s;
@@ -724,7 +719,7 @@ static void add_slice(pc_merger *m, const pc_request *req, const pc_dict_remap *
     const pc_scope_profiles *sp = rp->scope_profiles[sl->s];
     if (!sp->profiles || sl->p >= sp->n_profiles || !sp->profiles[sl->p]) return;
     const pc_profile *p = sp->profiles[sl->p];
-    size_t to = sl->to < n_samples(p) ? sl->to : n_samples(p);
+    size_t to = sl->to < pc_profile_n_samples(p) ? sl->to : pc_profile_n_samples(p);
     size_t from = sl->from < to ? sl->from : to;
 
     if (!cur->valid || cur->r != sl->r) {
@@ -755,17 +750,11 @@ void pc_merger_add(pc_merger *m, const pc_batch *src, const pc_merge_slice *slic
     cursor cur = {0};
     if (!slices) {
         pc_dict_import(m->db, d, &map);
-        for (size_t r = 0; r < req->n_resource_profiles; r++) {
-            const pc_resource_profiles *rp = req->resource_profiles[r];
-            size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0;
-            for (size_t s = 0; s < ns; s++) {
-                const pc_scope_profiles *sp = rp->scope_profiles[s];
-                size_t np = sp && sp->profiles ? sp->n_profiles : 0;
-                for (size_t p = 0; p < np; p++) {
-                    pc_merge_slice sl = {.r = r, .s = s, .p = p, .to = n_samples(sp->profiles[p])};
-                    add_slice(m, req, &map, &sl, &cur);
-                }
-            }
+        pc_profile_iter it = {0};
+        while (pc_profile_next(req, &it)) {
+            pc_merge_slice sl = {
+                .r = it.r, .s = it.s, .p = it.p, .to = pc_profile_n_samples(it.prof)};
+            add_slice(m, req, &map, &sl, &cur);
         }
         pc_dict_remap_free(&map);
         return;

@@ -157,6 +157,20 @@ void pc_batch_encode_json(const pc_batch *b, pc_buf *out);
  * PC_EINVAL. */
 int pc_batch_validate(pc_batch *b, int64_t *rejected, pc_error *e);
 
+/* The profiles of a request in order (skipping absent resources and scopes; a profile may be
+ * NULL only in a request that was never decoded):
+ *     pc_profile_iter it = {0};
+ *     while (pc_profile_next(req, &it)) ... it.r, it.s, it.p, it.prof ...
+ * The one walk over resource_profiles[r]->scope_profiles[s]->profiles[p]. */
+typedef struct pc_profile_iter {
+    size_t r, s, p;
+    const pc_profile *prof;
+    bool started;
+} pc_profile_iter;
+bool pc_profile_next(const pc_request *req, pc_profile_iter *it);
+/* A profile's number of samples (0 for NULL). */
+size_t pc_profile_n_samples(const pc_profile *p);
+
 typedef struct pc_counts {
     size_t resources, scopes, profiles, samples;
 } pc_counts;

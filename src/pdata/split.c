@@ -10,11 +10,6 @@
 
 /* ---- a plan over profiles ------------------------------------------------------------------- */
 
-static size_t profile_samples(const pc_profile *p)
-{
-    return p && p->samples ? p->n_samples : 0;
-}
-
 static void plan_push(pc_split_plan *pl, size_t input, size_t r, size_t s, size_t p, size_t from,
                       size_t to)
 {
@@ -31,27 +26,19 @@ void pc_split_plan_make(pc_batch *const *in, size_t n_in, size_t max, pc_split_p
     size_t fill = 0;
     pl->chunks = 1;
     for (size_t i = 0; i < n_in; i++) {
-        const pc_request *req = in[i]->req;
-        for (size_t r = 0; r < req->n_resource_profiles; r++) {
-            const pc_resource_profiles *rp = req->resource_profiles[r];
-            size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0;
-            for (size_t s = 0; s < ns; s++) {
-                const pc_scope_profiles *sp = rp->scope_profiles[s];
-                size_t np = sp && sp->profiles ? sp->n_profiles : 0;
-                for (size_t p = 0; p < np; p++) {
-                    size_t n = profile_samples(sp->profiles[p]), from = 0;
-                    do {
-                        if (max && fill == max) { /* samples are independent: split anywhere */
-                            pl->chunks++;
-                            fill = 0;
-                        }
-                        size_t take = max && n - from > max - fill ? max - fill : n - from;
-                        plan_push(pl, i, r, s, p, from, from + take);
-                        from += take;
-                        fill += take;
-                    } while (from < n);
+        pc_profile_iter it = {0};
+        while (pc_profile_next(in[i]->req, &it)) {
+            size_t n = pc_profile_n_samples(it.prof), from = 0;
+            do {
+                if (max && fill == max) { /* samples are independent: split anywhere */
+                    pl->chunks++;
+                    fill = 0;
                 }
-            }
+                size_t take = max && n - from > max - fill ? max - fill : n - from;
+                plan_push(pl, i, it.r, it.s, it.p, from, from + take);
+                from += take;
+                fill += take;
+            } while (from < n);
         }
     }
 }
@@ -335,37 +322,22 @@ size_t pc_batch_split(const pc_batch *b, size_t max_items, pc_batch ***out)
 
 /* ---- by resource ------------------------------------------------------------------------- */
 
+static uint32_t by_resource(void *arg, const pc_batch *b, size_t r, size_t s, size_t p, size_t i)
+{
+    (void)arg, (void)b, (void)s, (void)p, (void)i;
+    return (uint32_t)r;
+}
+
 size_t pc_batch_split_resources(const pc_batch *b, pc_batch ***out)
 {
     size_t n = 0;
     if (b->signal == PC_SIGNAL_PROFILES) {
-        const pc_request *req = b->req;
-        pc_batch **parts = pc_xcalloc(req->n_resource_profiles + 1, sizeof *parts);
-        pc_merge_slice *tmp = NULL;
-        size_t cap = 0;
-        for (size_t r = 0; r < req->n_resource_profiles; r++) {
-            const pc_resource_profiles *rp = req->resource_profiles[r];
-            size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0, k = 0;
-            for (size_t s = 0; s < ns; s++) {
-                const pc_scope_profiles *sp = rp->scope_profiles[s];
-                size_t np = sp && sp->profiles ? sp->n_profiles : 0;
-                for (size_t p = 0; p < np; p++) {
-                    if (!sp->profiles[p]) continue;
-                    if (k == cap) {
-                        cap = cap ? 2 * cap : 16;
-                        tmp = pc_xrealloc(tmp, cap * sizeof *tmp);
-                    }
-                    tmp[k++] = (pc_merge_slice){
-                        .r = r, .s = s, .p = p, .from = 0, .to = profile_samples(sp->profiles[p])};
-                }
-            }
-            if (!k) continue;
-            pc_merger *m = pc_merger_new();
-            pc_merger_add(m, b, tmp, k);
-            parts[n] = pc_merger_finish(m);
-            copy_meta(b, parts[n++]);
-        }
-        free(tmp);
+        /* routed by resource index; resources without profiles make no part */
+        size_t nr = b->req->n_resource_profiles;
+        pc_batch **parts = pc_xcalloc(nr + 1, sizeof *parts);
+        if (nr) pc_batch_route(b, (uint32_t)nr, by_resource, NULL, parts);
+        for (size_t r = 0; r < nr; r++)
+            if (parts[r]) parts[n++] = parts[r];
         *out = parts;
         return n;
     }
@@ -509,27 +481,19 @@ static void push_pick(route_part *pt, uint32_t i)
 static size_t route_assign_profiles(const pc_batch *b, uint32_t nparts, pc_split_fn part_of,
                                     void *arg, uint32_t **dst_out)
 {
-    const pc_request *req = b->req;
     size_t n = 0, cap = 0;
     uint32_t *dst = NULL;
-    for (size_t r = 0; r < req->n_resource_profiles; r++) {
-        const pc_resource_profiles *rp = req->resource_profiles[r];
-        size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0;
-        for (size_t s = 0; s < ns; s++) {
-            const pc_scope_profiles *sp = rp->scope_profiles[s];
-            size_t np = sp && sp->profiles ? sp->n_profiles : 0;
-            for (size_t p = 0; p < np; p++) {
-                size_t k = profile_samples(sp->profiles[p]);
-                size_t slots = k ? k : 1;
-                if (n + slots > cap) {
-                    cap = (n + slots) * 2;
-                    dst = pc_xrealloc(dst, cap * sizeof *dst);
-                }
-                for (size_t i = 0; i < slots; i++) {
-                    uint32_t d = part_of(arg, b, r, s, p, k ? i : PC_SPLIT_WHOLE);
-                    dst[n++] = d < nparts ? d : 0;
-                }
-            }
+    pc_profile_iter it = {0};
+    while (pc_profile_next(b->req, &it)) {
+        size_t k = pc_profile_n_samples(it.prof);
+        size_t slots = k ? k : 1;
+        if (n + slots > cap) {
+            cap = (n + slots) * 2;
+            dst = pc_xrealloc(dst, cap * sizeof *dst);
+        }
+        for (size_t i = 0; i < slots; i++) {
+            uint32_t d = part_of(arg, b, it.r, it.s, it.p, k ? i : PC_SPLIT_WHOLE);
+            dst[n++] = d < nparts ? d : 0;
         }
     }
     *dst_out = dst;
@@ -538,46 +502,38 @@ static size_t route_assign_profiles(const pc_batch *b, uint32_t nparts, pc_split
 
 static void route_profiles(const pc_batch *b, uint32_t nparts, const uint32_t *dst, pc_batch **out)
 {
-    const pc_request *req = b->req;
     route_part *pt = pc_xcalloc(nparts, sizeof *pt);
     uint32_t *touched = pc_xmalloc(nparts * sizeof *touched);
     size_t at = 0;
-    for (size_t r = 0; r < req->n_resource_profiles; r++) {
-        const pc_resource_profiles *rp = req->resource_profiles[r];
-        size_t ns = rp && rp->scope_profiles ? rp->n_scope_profiles : 0;
-        for (size_t s = 0; s < ns; s++) {
-            const pc_scope_profiles *sp = rp->scope_profiles[s];
-            size_t np = sp && sp->profiles ? sp->n_profiles : 0;
-            for (size_t p = 0; p < np; p++) {
-                size_t k = profile_samples(sp->profiles[p]);
-                if (!k) { /* a profile without samples goes whole */
-                    push_slice(&pt[dst[at++]], (pc_merge_slice){.r = r, .s = s, .p = p},
-                               (size_t)-1);
-                    continue;
-                }
-                size_t nt = 0;
-                for (size_t i = 0; i < k; i++) {
-                    route_part *q = &pt[dst[at + i]];
-                    if (!q->in_profile++) {
-                        touched[nt++] = dst[at + i];
-                        q->start = q->npick;
-                    }
-                    push_pick(q, (uint32_t)i);
-                }
-                at += k;
-                for (size_t t = 0; t < nt; t++) {
-                    route_part *q = &pt[touched[t]];
-                    pc_merge_slice sl = {.r = r, .s = s, .p = p, .from = 0, .to = k};
-                    if (q->in_profile == k) { /* all of it: a range, no picks */
-                        q->npick = q->start;
-                        push_slice(q, sl, (size_t)-1);
-                    } else {
-                        sl.n_pick = q->in_profile;
-                        push_slice(q, sl, q->start);
-                    }
-                    q->in_profile = 0;
-                }
+    pc_profile_iter it = {0};
+    while (pc_profile_next(b->req, &it)) {
+        size_t k = pc_profile_n_samples(it.prof);
+        pc_merge_slice sl = {.r = it.r, .s = it.s, .p = it.p, .from = 0, .to = k};
+        if (!k) { /* a profile without samples goes whole */
+            push_slice(&pt[dst[at++]], sl, (size_t)-1);
+            continue;
+        }
+        size_t nt = 0;
+        for (size_t i = 0; i < k; i++) {
+            route_part *q = &pt[dst[at + i]];
+            if (!q->in_profile++) {
+                touched[nt++] = dst[at + i];
+                q->start = q->npick;
             }
+            push_pick(q, (uint32_t)i);
+        }
+        at += k;
+        for (size_t t = 0; t < nt; t++) {
+            route_part *q = &pt[touched[t]];
+            pc_merge_slice qs = sl;
+            if (q->in_profile == k) { /* all of it: a range, no picks */
+                q->npick = q->start;
+                push_slice(q, qs, (size_t)-1);
+            } else {
+                qs.n_pick = q->in_profile;
+                push_slice(q, qs, q->start);
+            }
+            q->in_profile = 0;
         }
     }
     for (uint32_t d = 0; d < nparts; d++) {

@@ -339,7 +339,7 @@ static void evaluate(const filter_proc *fp, pc_request *r, bool apply, size_t *p
                     continue;
                 }
                 (*profiles)++;
-                *samples += p->samples ? p->n_samples : 0;
+                *samples += pc_profile_n_samples(p);
                 if (apply) sp->profiles[k] = NULL;
             }
         }

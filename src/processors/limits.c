@@ -146,17 +146,12 @@ static int32_t truncated_stack(pass *ps, int32_t idx, size_t max)
     return ps->trunc[idx] = pc_dict_stack(db, ps->locs, max);
 }
 
-static size_t n_samples(const pc_profile *p)
-{
-    return p->samples ? p->n_samples : 0;
-}
-
 static void limit_depth(pass *ps, pc_profile *p, size_t max, limits_stats *st)
 {
     const pc_dictionary *d = ps->d;
     size_t nst = d->stack_table ? d->n_stack_table : 0;
     uint64_t hit = 0;
-    for (size_t i = 0; i < n_samples(p); i++) {
+    for (size_t i = 0; i < pc_profile_n_samples(p); i++) {
         pc_sample *s = p->samples[i];
         if (!s || s->stack_index <= 0 || (size_t)s->stack_index >= nst) continue;
         const pc_stack *stk = d->stack_table[s->stack_index];
@@ -242,7 +237,7 @@ static pc_sample *fold(pass *ps, pc_sample **folded, size_t n)
 
 static void limit_samples(pass *ps, pc_profile *p, size_t max, limits_stats *st)
 {
-    size_t n = n_samples(p), live = 0;
+    size_t n = pc_profile_n_samples(p), live = 0;
     for (size_t i = 0; i < n; i++)
         live += p->samples[i] != NULL;
     if (live <= max) return;
@@ -286,11 +281,11 @@ static void limit_bytes(pc_request *r, uint64_t max, limits_stats *st)
                 pc_profile *p = sp->profiles[k];
                 if (!p) continue;
                 pc_dict_used_reset(u);
-                pc_dict_used_profile(u, p, 0, n_samples(p));
+                pc_dict_used_profile(u, p, 0, pc_profile_n_samples(p));
                 size_t size = protobuf_c_message_get_packed_size(&p->base) + pc_dict_used_bytes(u);
                 if (size <= max) continue;
                 st->profiles_dropped++;
-                st->samples_dropped += n_samples(p);
+                st->samples_dropped += pc_profile_n_samples(p);
                 st->bytes_dropped += size;
                 sp->profiles[k] = NULL;
             }
