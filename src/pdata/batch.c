@@ -182,37 +182,6 @@ pc_profile *pc_scope_add_profile(pc_batch *b, pc_scope_profiles *sp)
     return p;
 }
 
-void pc_batch_set_resource_attr(pc_batch *b, const char *key, const char *val, size_t len)
-{
-    const pc_dictionary *d = b->req ? b->req->dictionary : NULL;
-    size_t n = pc_batch_n_resources(b);
-    for (size_t i = 0; i < n; i++) {
-        pc_resource **slot = pc_batch_resource_slot(b, i);
-        if (!slot) continue;
-        if (!*slot) {
-            *slot = pc_arena_alloc(b->arena, sizeof **slot);
-            opentelemetry__proto__resource__v1__resource__init(*slot);
-        }
-        pc_resource *r = *slot;
-        pc_keyvalue **kv = pc_arena_alloc(b->arena, (r->n_attributes + 1) * sizeof *kv);
-        size_t k = 0;
-        for (size_t j = 0; j < r->n_attributes; j++)
-            if (r->attributes[j] && strcmp(pc_keyvalue_key(d, r->attributes[j]), key) != 0)
-                kv[k++] = r->attributes[j];
-        pc_keyvalue *nkv = pc_arena_alloc(b->arena, sizeof *nkv);
-        opentelemetry__proto__common__v1__key_value__init(nkv);
-        nkv->key = pc_arena_strndup(b->arena, key, strlen(key));
-        pc_anyvalue *v = pc_arena_alloc(b->arena, sizeof *v);
-        opentelemetry__proto__common__v1__any_value__init(v);
-        v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-        v->string_value = pc_arena_strndup(b->arena, val, len);
-        nkv->value = v;
-        kv[k++] = nkv;
-        r->attributes = kv;
-        r->n_attributes = k;
-    }
-}
-
 bool pc_profile_next(const pc_request *req, pc_profile_iter *it)
 {
     if (it->started) {
