@@ -167,6 +167,7 @@ static pc_route *route_open(pc_exporter *e, const char *name, pc_error *err)
     }
     char labels[400];
     pc_exporter_labels(c, name, labels, sizeof labels);
+    if (e->merge_at_least) pc_sender_merge_at_least(rt->sender, e->merge_at_least);
     rt->capacity = (uint64_t)sender_cfg(e)->queue_size;
     pc_metric_fn(rt, "otelcol_exporter_queue_size", "Current size of the sending queue",
                  PC_METRIC_GAUGE, labels, route_queue_size, rt);
@@ -561,16 +562,37 @@ void pc_exporter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *ar
     run(r);
 }
 
+/* With routes: full only when every backend's queue is (a batch may go to any of them); with no
+ * backend at all, consume itself refuses and counts. */
 bool pc_exporter_full(pc_component *c)
 {
     const pc_exporter *e = pc_exporter_of(c);
-    return e && e->sender && pc_sender_full(e->sender);
+    if (!e) return false;
+    if (e->sender) return pc_sender_full(e->sender);
+    bool any = false;
+    for (const pc_route *rt = e->routes; rt; rt = rt->next) {
+        if (rt->leaving) continue;
+        if (!pc_sender_full(rt->sender)) return false;
+        any = true;
+    }
+    return any;
 }
 
+/* With routes: every backend's sender has the same settings, so a persistent queue is the
+ * config's (sending_queue::storage); routes opened later merge as much as those open now. */
 bool pc_exporter_durable(pc_component *c, size_t batch_size)
 {
     pc_exporter *e = pc_exporter_of(c);
-    if (!e || !e->sender || !pc_sender_durable(e->sender)) return false;
+    if (!e) return false;
+    if (e->def && e->def->route) {
+        const pc_sender_cfg *sc = sender_cfg(e);
+        if (!sc->queue_enabled || !sc->storage) return false;
+        e->merge_at_least = batch_size;
+        for (pc_route *rt = e->routes; rt; rt = rt->next)
+            pc_sender_merge_at_least(rt->sender, batch_size);
+        return true;
+    }
+    if (!e->sender || !pc_sender_durable(e->sender)) return false;
     pc_sender_merge_at_least(e->sender, batch_size);
     return true;
 }

@@ -170,7 +170,8 @@ struct pc_exporter {
     pc_backend *backends; /* per backend name: counts, kept for the exporter's life */
     size_t jobs;          /* consumes splitting on the thread pool */
     bool stopping;
-    bool adopted; /* queues left on disk by former backends were looked for */
+    bool adopted;          /* queues left on disk by former backends were looked for */
+    size_t merge_at_least; /* a durable batch before: every route's sender merges this much */
 };
 
 /* Exporters with routes: the backends are now names[0..n-1] (any order; duplicates count once).

@@ -637,6 +637,8 @@ typedef struct sent_batch {
 
 #define NSVC 24
 
+static driver *routed_d; /* the one up_calls_reach waits on */
+
 static driver *routed_start(const char *yaml, size_t n_backends)
 {
     memset(fr.down, 0, sizeof fr.down);
@@ -856,6 +858,65 @@ static void test_queue_of_a_former_backend_is_adopted(void)
     CHECK_EQ_INT(system(cmd), 0);
 }
 
+static int up_calls_reach(void *arg)
+{
+    const int *want = arg;
+    return routed_d->up.calls >= *want;
+}
+
+/* Send n one-sample services that the ring gives to backend number owner; waits for every
+ * answer. */
+static void send_owned(driver *d, const pc_ring *ring, int owner, int n, int *sent)
+{
+    for (int s = 0, k = 0; k < n; s++) {
+        char svc[24];
+        snprintf(svc, sizeof svc, "full-%d", s);
+        if (fr_index(pc_ring_member(ring, owner_of_bytes(ring, svc, strlen(svc)))) != owner)
+            continue;
+        d->c.type->consume(&d->c, service_batch(svc, s, 1), tc_up_done, &d->up);
+        k++;
+        (*sent)++;
+    }
+    wait_until(loop, up_calls_reach, sent, 10000);
+}
+
+/* What a receiver and batch ask of the exporters behind them, with routes: full only once every
+ * backend's queue is full (a request may go to any of them), durable exactly with a persistent
+ * queue (sending_queue::storage, the same for every backend). */
+static void test_routes_full_and_durable(void)
+{
+    driver *d = routed_start("sending_queue:\n  queue_size: 2\n  num_consumers: 1\n"
+                             "retry_on_failure:\n  initial_interval: 10s\n  max_interval: 10s\n",
+                             3);
+    routed_d = d;
+    pc_ring *ring = pc_ring_new(fr.names, 3);
+    CHECK(!pc_exporter_full(&d->c));
+    CHECK(!pc_exporter_durable(&d->c, 100));
+    fr.down[0] = fr.down[1] = fr.down[2] = true; /* what is sent stays, retrying */
+    int sent = 0;
+    send_owned(d, ring, 0, 6, &sent);
+    send_owned(d, ring, 1, 6, &sent);
+    CHECK(!pc_exporter_full(&d->c)); /* c still has room */
+    send_owned(d, ring, 2, 6, &sent);
+    CHECK(pc_exporter_full(&d->c));
+    CHECK_EQ_INT(d->up.st, PC_EAGAIN); /* and the exporter did refuse, on every backend */
+    pc_shutdown_deadline_ms = uv_now(loop) + 50;
+    driver_free(d);
+    pc_ring_unref(ring);
+
+    char dir[] = "/tmp/profcol-lb-XXXXXX", yaml[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(yaml, sizeof yaml, "sending_queue:\n  storage: %s\n", dir);
+    fr.down[0] = fr.down[1] = fr.down[2] = false;
+    d = routed_start(yaml, 3);
+    CHECK(pc_exporter_durable(&d->c, 100));
+    CHECK(!pc_exporter_full(&d->c));
+    driver_free(d);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
 /* No backend at all: refused (retryable), counted on the exporter. */
 static void test_no_backend_refuses(void)
 {
@@ -923,6 +984,7 @@ int main(void)
     RUN(test_reroute_from_memory);
     RUN(test_reroute_from_disk);
     RUN(test_queue_of_a_former_backend_is_adopted);
+    RUN(test_routes_full_and_durable);
     RUN(test_no_backend_refuses);
     uv_loop_close(loop);
     fprintf(stderr, "%d checks, %d failures\n", check_count, check_failures);
