@@ -588,3 +588,15 @@ void pc_http_respond(pc_http_req *req, int status, const char *content_type, con
     free_req(req);
     pc_conn_unref(&c->base);
 }
+
+pc_http_server_opts pc_http_server_small_opts(const char *host, int port, const char *log_id)
+{
+    return (pc_http_server_opts){.host = host,
+                                 .port = port,
+                                 .max_body_bytes = 4096,
+                                 .max_header_bytes = 16384,
+                                 .read_timeout_ms = 10000,
+                                 .idle_timeout_ms = 60000,
+                                 .max_connections = 64,
+                                 .log_id = log_id};
+}

@@ -59,6 +59,10 @@ typedef struct pc_http_server_opts {
     struct pc_conn_stats *stats; /* NULL, or counters to keep (net/listener.h; outlive server) */
 } pc_http_server_opts;
 
+/* The options of a small endpoint that answers GETs (self-metrics, health, the profilez page):
+ * 4 KiB bodies, 16 KiB heads, 10 s to read a request, 64 connections. */
+pc_http_server_opts pc_http_server_small_opts(const char *host, int port, const char *log_id);
+
 pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *opts,
                                    pc_http_handler handler, void *arg);
 /* Bind and listen. 0, or PC_EIO with a reason in e (e.g. "listen 127.0.0.1:4318: address

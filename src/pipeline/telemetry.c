@@ -298,14 +298,7 @@ pc_metrics_server *pc_metrics_server_start(uv_loop_t *loop, const char *endpoint
     pc_metric_fn(&g_owner, "otelcol_process_uptime", "Seconds since start", PC_METRIC_COUNTER, "",
                  process_uptime, NULL);
     pc_metrics_server *s = pc_xcalloc(1, sizeof(*s));
-    pc_http_server_opts o = {.host = host,
-                             .port = port,
-                             .max_body_bytes = 4096,
-                             .max_header_bytes = 16384,
-                             .read_timeout_ms = 10000,
-                             .idle_timeout_ms = 60000,
-                             .max_connections = 64,
-                             .log_id = "telemetry"};
+    pc_http_server_opts o = pc_http_server_small_opts(host, port, "telemetry");
     s->srv = pc_http_server_new(loop, &o, on_metrics, s);
     if (pc_http_server_start(s->srv, e) < 0) {
         pc_http_server_shutdown(s->srv, NULL, NULL);

@@ -403,14 +403,7 @@ static int pz_start(pc_component *c, pc_error *err)
     char host[256];
     int port;
     pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, NULL);
-    pc_http_server_opts o = {.host = host,
-                             .port = port,
-                             .max_body_bytes = 4096,
-                             .max_header_bytes = 16384,
-                             .read_timeout_ms = 10000,
-                             .idle_timeout_ms = 60000,
-                             .max_connections = 64,
-                             .log_id = c->id};
+    pc_http_server_opts o = pc_http_server_small_opts(host, port, c->id);
     if (pc_tls_server_enabled(&cfg->tls)) {
         z->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err);
         if (!z->tls) return err ? err->code : PC_EINVAL;

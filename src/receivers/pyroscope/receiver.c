@@ -368,21 +368,22 @@ static void ingest_work(job *j)
     size_t len;
     if (request_body(j, &inflated, &body, &len)) goto out;
 
+    /* what the text formats and the legacy binary ones are read with */
+    pc_folded_opts text = {.app = name.app,
+                           .sample_rate = pc_ingest_sample_rate(qrate),
+                           .units = qunits,
+                           .time_ns = from,
+                           .duration_ns = until - from,
+                           .attr_keys = keys,
+                           .attr_vals = vals,
+                           .n_attrs = na,
+                           .scope_name = scope,
+                           .scope_version = scope_ver,
+                           .budget = &j->budget};
     pc_legacy_format legacy = pc_legacy_format_of(format, ct);
     if (legacy) { /* trie, tree, speedscope: before every other format (spec §1.4) */
-        pc_folded_opts o = {.app = name.app,
-                            .sample_rate = pc_ingest_sample_rate(qrate),
-                            .units = qunits,
-                            .time_ns = from,
-                            .duration_ns = until - from,
-                            .attr_keys = keys,
-                            .attr_vals = vals,
-                            .n_attrs = na,
-                            .scope_name = scope,
-                            .scope_version = scope_ver,
-                            .service = svc != name.app ? svc : NULL,
-                            .budget = &j->budget};
-        if (pc_legacy_to_batch(legacy, body, len, &o, &j->batch, &e) < 0) {
+        text.service = svc != name.app ? svc : NULL;
+        if (pc_legacy_to_batch(legacy, body, len, &text, &j->batch, &e) < 0) {
             if (budget_refused(j)) goto out;
             /* as collapsed stacks: an unknown type suffix is a bad name (400), except that
              * Pyroscope answers 422 for every speedscope error (spec §1.8) */
@@ -438,21 +439,10 @@ static void ingest_work(job *j)
         vals[na++] = svc;
         if (add_pprof(j, body, len, keys, vals, na, scope, scope_ver)) goto out;
     } else { /* folded ("groups", "folded", "collapsed", none) or "lines" */
-        pc_folded_opts o = {.app = name.app,
-                            .lines = !strcmp(format, "lines"),
-                            .sample_rate = pc_ingest_sample_rate(qrate),
-                            .units = qunits,
-                            .time_ns = from,
-                            .duration_ns = until - from,
-                            .attr_keys = keys,
-                            .attr_vals = vals,
-                            .n_attrs = na,
-                            .scope_name = scope,
-                            .scope_version = scope_ver,
-                            .budget = &j->budget};
+        text.lines = !strcmp(format, "lines");
         /* As Pyroscope answers (spec §1.6, §1.8): an unknown type suffix in the name is a bad
          * name (400); a text parse error such as a bad count is an undecodable profile (422). */
-        if (pc_folded_to_batch((const char *)body, len, &o, &j->batch, &service, &e) < 0) {
+        if (pc_folded_to_batch((const char *)body, len, &text, &j->batch, &service, &e) < 0) {
             if (budget_refused(j)) goto out;
             FAIL(j, strncmp(e.msg, "unknown profile type", 20) == 0 ? 400 : 422, "%s", e.msg);
         }
