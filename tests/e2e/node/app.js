@@ -54,9 +54,21 @@ function allocateObjects(n) {
 let iterations = 0;
 let labelled = 0;
 const start = Date.now();
+let stopping = false;
+
+// @pyroscope/nodejs 0.6.4 may run one more profiling round after stop() has turned its heap
+// profiler off (the round was already scheduled); that round throws "Heap profiler is not
+// enabled." and has nothing left to upload. Only that error, and only while stopping, is let
+// pass: anything else still fails the app (and the test).
+process.on('uncaughtException', (err) => {
+  if (stopping && /Heap profiler is not enabled/.test(String(err && err.message))) return;
+  console.error(err && err.stack ? err.stack : String(err));
+  process.exit(1);
+});
 
 function step() {
   if (Date.now() - start >= runMs) {
+    stopping = true;
     Pyroscope.stop().then(() => {
       console.log(JSON.stringify({ done: true, iterations, labelled, sink: sink !== 0 }));
       process.exit(0);
