@@ -102,6 +102,12 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key)
     return NULL;
 }
 
+void pc_batch_copy_meta(const pc_batch *from, pc_batch *to)
+{
+    for (size_t i = 0; i < from->meta.n; i++)
+        pc_batch_set_meta(to, from->meta.keys[i], from->meta.vals[i]);
+}
+
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out)
 {
     const ProtobufCMessage *m = pc_batch_message(b);

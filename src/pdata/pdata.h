@@ -126,6 +126,8 @@ void pc_batch_make_writable(pc_batch **b);
 void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, bool json);
 void pc_batch_set_meta(pc_batch *b, const char *key, const char *val);
 const char *pc_batch_get_meta(const pc_batch *b, const char *key);
+/* Every metadata entry of from set on to (a batch made from from: a split part, a copy). */
+void pc_batch_copy_meta(const pc_batch *from, pc_batch *to);
 
 /* Decode a request of any signal, protobuf or JSON: 0, or PC_EINVAL with a message in e for
  * undecodable input (nesting deeper than PC_PROTO_MAX_DEPTH, invalid UTF-8 in a string field,

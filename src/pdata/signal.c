@@ -142,8 +142,7 @@ void pc_batch_make_writable(pc_batch **bp)
         copy = pc_batch_new_signal(b->signal);
     }
     pc_buf_free(&buf);
-    for (size_t i = 0; i < b->meta.n; i++)
-        pc_batch_set_meta(copy, b->meta.keys[i], b->meta.vals[i]);
+    pc_batch_copy_meta(b, copy);
     pc_batch_unref(b);
     *bp = copy;
 }

@@ -56,12 +56,6 @@ static pc_batch **one_part(const pc_batch *b)
     return v;
 }
 
-static void copy_meta(const pc_batch *from, pc_batch *to)
-{
-    for (size_t i = 0; i < from->meta.n; i++)
-        pc_batch_set_meta(to, from->meta.keys[i], from->meta.vals[i]);
-}
-
 /* Profiles: each chunk of the plan through a merger, with only what its slices reach. */
 static size_t split_profiles(const pc_batch *b, size_t max, pc_batch ***out)
 {
@@ -83,7 +77,7 @@ static size_t split_profiles(const pc_batch *b, size_t max, pc_batch ***out)
         pc_merger *m = pc_merger_new();
         pc_merger_add(m, b, tmp, n);
         parts[ch] = pc_merger_finish(m);
-        copy_meta(b, parts[ch]);
+        pc_batch_copy_meta(b, parts[ch]);
     }
     free(tmp);
     size_t n = pl.chunks;
@@ -261,7 +255,7 @@ static pc_batch *build(const pc_batch *b, const piece *v, size_t n)
         out = pc_batch_new_signal(b->signal);
     }
     pc_buf_free(&buf);
-    copy_meta(b, out);
+    pc_batch_copy_meta(b, out);
     return out;
 }
 
@@ -544,7 +538,7 @@ static void route_profiles(const pc_batch *b, uint32_t nparts, const uint32_t *d
             pc_merger *m = pc_merger_new();
             pc_merger_add(m, b, q->sl, q->n);
             out[d] = pc_merger_finish(m);
-            copy_meta(b, out[d]);
+            pc_batch_copy_meta(b, out[d]);
         }
         free(q->sl);
         free(q->off);

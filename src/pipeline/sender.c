@@ -482,9 +482,7 @@ static void merge_work(uv_work_t *w)
     } else if (k) {
         merged = pc_batch_concat(it->sig, bs, k);
     }
-    if (merged)
-        for (size_t i = 0; i < bs[0]->meta.n; i++)
-            pc_batch_set_meta(merged, bs[0]->meta.keys[i], bs[0]->meta.vals[i]);
+    if (merged) pc_batch_copy_meta(bs[0], merged);
     for (item *x = it; x; x = x->follow) {
         pc_batch_unref(x->batch);
         x->batch = NULL;

@@ -5,8 +5,9 @@
  *   loop   the hand-off of pipeline/kafka.h wakes the loop; serve() takes every message waiting
  *          (rd_kafka_consumer_poll(rk, 0)) into its partition's list, in offset order;
  *   pool   a partition offers its messages in order, a few at a time: each is decoded (OTLP
- *          protobuf or JSON, under a decode budget as the OTLP receiver's), validated, and given
- *          the header_extraction attributes;
+ *          protobuf or JSON, under a decode budget as the OTLP receiver's, through the one decode
+ *          gate of pipeline/receiver_http.h), validated, and given the header_extraction
+ *          attributes;
  *   loop   the batch goes to the signal's route; once the pipeline answers:
  *          - accepted: the message is done. Its offset is stored (rd_kafka_offsets_store; the
  *            auto-commit or an explicit commit sends it) only when every message before it in
@@ -624,7 +625,7 @@ static void dispatch(tp *t)
         x->waiting_bytes -= mm->m->len;
         x->jobs++;
         x->in_flight++;
-        uv_queue_work(x->c->loop, &j->work, decode_work, decode_done);
+        pc_decode_queue_work(x->c->loop, &j->work, decode_work, decode_done);
     }
     if (t->n_waiting >= HIGH_WATER || x->waiting_bytes > WAITING_BYTES)
         tp_pause(t, true);
