@@ -637,8 +637,6 @@ typedef struct sent_batch {
 
 #define NSVC 24
 
-static driver *routed_d; /* the one up_calls_reach waits on */
-
 static driver *routed_start(const char *yaml, size_t n_backends)
 {
     memset(fr.down, 0, sizeof fr.down);
@@ -858,10 +856,15 @@ static void test_queue_of_a_former_backend_is_adopted(void)
     CHECK_EQ_INT(system(cmd), 0);
 }
 
+typedef struct answers_wanted {
+    const driver *d;
+    int n;
+} answers_wanted;
+
 static int up_calls_reach(void *arg)
 {
-    const int *want = arg;
-    return routed_d->up.calls >= *want;
+    const answers_wanted *w = arg;
+    return w->d->up.calls >= w->n;
 }
 
 /* Send n one-sample services that the ring gives to backend number owner; waits for every
@@ -877,7 +880,8 @@ static void send_owned(driver *d, const pc_ring *ring, int owner, int n, int *se
         k++;
         (*sent)++;
     }
-    wait_until(loop, up_calls_reach, sent, 10000);
+    answers_wanted w = {d, *sent};
+    wait_until(loop, up_calls_reach, &w, 10000);
 }
 
 /* What a receiver and batch ask of the exporters behind them, with routes: full only once every
@@ -888,7 +892,6 @@ static void test_routes_full_and_durable(void)
     driver *d = routed_start("sending_queue:\n  queue_size: 2\n  num_consumers: 1\n"
                              "retry_on_failure:\n  initial_interval: 10s\n  max_interval: 10s\n",
                              3);
-    routed_d = d;
     pc_ring *ring = pc_ring_new(fr.names, 3);
     CHECK(!pc_exporter_full(&d->c));
     CHECK(!pc_exporter_durable(&d->c, 100));
