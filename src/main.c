@@ -10,11 +10,11 @@
 #include <uv.h>
 
 #include "net/tls.h"
-#include "pipeline/component.h"
-#include "pipeline/config.h"
+#include "sdk/component.h"
+#include "sdk/config.h"
 #include "base/alloc.h"
 #include "base/log.h"
-#include "pipeline/service.h"
+#include "service/service.h"
 
 extern const char pc_default_config[];
 

@@ -4,9 +4,13 @@ a floor below, and the two rooms of floor 1 know nothing of each other.
 
     floor 0  base/                                   allocation, log, buffers, codecs, budgets
     floor 1  pdata/   net/                           the model; the network (neither sees the other)
-    floor 2  pipeline/                               config, components' contract, service, sender
-    floor 3  receivers/ processors/ exporters/ extensions/   the components (each its own room)
+    floor 2  formats/ sdk/                           input translators; the component SDK
+    floor 3  receivers/ processors/ exporters/ extensions/ connectors/   the components
+             service/                                the graph that runs them (includes none)
     floor 4  main.c                                  the command line
+
+The SDK's private headers (`sdk/internal/`) are for the SDK itself and the service only: a
+component includes the SDK's public headers.
 
 Checks every `#include "..."` of src/ (generated *.pb-c.h headers are the protocol's, usable
 from floor 1 up). Before checking the tree, it checks itself on a small made-up tree with one
@@ -16,8 +20,10 @@ import os
 import re
 import sys
 
-FLOORS = {"base": 0, "pdata": 1, "net": 1, "pipeline": 2, "receivers": 3, "processors": 3,
-          "exporters": 3, "extensions": 3, "main.c": 4}
+FLOORS = {"base": 0, "pdata": 1, "net": 1, "formats": 2, "sdk": 2, "receivers": 3,
+          "processors": 3, "exporters": 3, "extensions": 3, "connectors": 3, "service": 3,
+          "main.c": 4}
+PRIVATE = "sdk/internal/"  # included only from sdk/ and service/
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -41,6 +47,10 @@ def violations(files):
                 continue
             if "/" not in inc:
                 continue  # a header beside it (same folder)
+            if inc.startswith(PRIVATE) and r not in ("sdk", "service"):
+                out.append("%s: includes %s: the SDK's private headers are for sdk/ and service/"
+                           % (path, inc))
+                continue
             target = room(inc)
             if target not in FLOORS:
                 out.append("%s: includes %s from outside the floors" % (path, inc))
@@ -57,16 +67,19 @@ def violations(files):
 
 def self_check():
     made_up = {
-        "base/a.c": '#include "base/a.h"\n#include "pipeline/log.h"\n',
+        "base/a.c": '#include "base/a.h"\n#include "sdk/log.h"\n',
+        "exporters/i.c": '#include "sdk/internal/queue.h"\n#include "sdk/exporter.h"\n',
+        "service/j.c": '#include "sdk/internal/queue.h"\n',
         "net/b.c": '#include "pdata/pdata.h"\n#include "base/buf.h"\n',
         "pdata/c.c": '#include "otlp.pb-c.h"\n#include "pdata/c.h"\n',
-        "receivers/d.c": '#include "exporters/e.h"\n#include "pipeline/component.h"\n',
-        "pipeline/f.c": '#include "extensions/g.h"\n',
+        "receivers/d.c": '#include "exporters/e.h"\n#include "sdk/component.h"\n',
+        "sdk/f.c": '#include "extensions/g.h"\n',
         "tools/h.c": "",
     }
     got = violations(made_up)
-    want = ["base/a.c: includes pipeline/log.h", "net/b.c: includes pdata/pdata.h",
-            "pipeline/f.c: includes extensions/g.h", "receivers/d.c: includes exporters/e.h",
+    want = ["base/a.c: includes sdk/log.h", "exporters/i.c: includes sdk/internal/queue.h",
+            "net/b.c: includes pdata/pdata.h", "receivers/d.c: includes exporters/e.h",
+            "sdk/f.c: includes extensions/g.h",
             "tools/h.c: not in any floor"]
     if len(got) != len(want) or not all(g.startswith(w) for g, w in zip(got, want)):
         sys.exit("check_floors.py does not find what it must on its made-up tree:\n  " +

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 
 #include "pdata/summary.h"
-#include "pipeline/component.h"
-#include "pipeline/exporter.h"
+#include "sdk/component.h"
+#include "sdk/exporter.h"
 
 typedef struct debug_cfg {
     int verbosity;

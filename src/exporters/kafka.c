@@ -1,7 +1,7 @@
 /* Exporter "kafka": every signal to Kafka topics, as the Collector's kafkaexporter (its keys and
  * defaults), through librdkafka.
  *
- * On the exporter core (pipeline/exporter.h: sending queue, retries, counting, lifecycle). One
+ * On the exporter core (sdk/exporter.h: sending queue, retries, counting, lifecycle). One
  * send attempt of one batch:
  *   pool   encode: the batch is cut into messages. First by partition key when one is asked for
  *          (one message per resource, keyed by the hash of its attributes; or one per trace id,
@@ -12,7 +12,7 @@
  *          Nothing is dropped; only a single item that alone is over the limit fails, for good.
  *   loop   send: each message goes to rd_kafka_producev with its part as the opaque; the value is
  *          not copied (it lives in the request until its delivery report).
- *   loop   delivery reports arrive through the hand-off of pipeline/kafka.h (rd_kafka_poll on
+ *   loop   delivery reports arrive through the hand-off of sdk/kafka.h (rd_kafka_poll on
  *          the loop, woken by a uv_async_t): each part's outcome is merged
  *          (pc_export_outcome_merge); when the last part is reported the core gets one outcome
  *          (pc_export_done). A part is delivered once the broker acknowledged it as
@@ -25,11 +25,11 @@
 
 #include "pdata/merge.h"
 #include "pdata/split.h"
-#include "pipeline/component.h"
-#include "pipeline/exporter.h"
-#include "pipeline/kafka.h"
-#include "pipeline/sender.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/exporter.h"
+#include "sdk/kafka.h"
+#include "sdk/sender.h"
+#include "sdk/telemetry.h"
 
 /* What librdkafka adds to a message beyond value and key (a record's framing); parts are cut so
  * value + key + this fits producer::max_message_bytes, as librdkafka checks it. */

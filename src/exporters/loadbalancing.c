@@ -7,11 +7,11 @@
  *   `interval`, a lookup given up after `timeout`, the addresses sorted; a failed lookup keeps
  *   the backends there were). A SIGHUP that changes only the resolver is applied in place
  *   (reconfigure): the exporter, its queues and its connections stay, only the membership moves.
- * - Each backend is a route of the exporter core (pipeline/exporter.h): its own sender (queue,
+ * - Each backend is a route of the exporter core (sdk/exporter.h): its own sender (queue,
  *   retry, persistent queue under <storage>/loadbalancing/<host_port>) and its own client, the
  *   `otlp` exporter's OTLP/gRPC client or the `otlphttp` exporter's OTLP/HTTP one
- *   (pipeline/otlp_client.h), configured by `protocol: otlp:` / `protocol: otlphttp:`, whose keys
- *   are those exporters' own. Backends are names on a consistent-hash ring (pipeline/ring.h:
+ *   (sdk/otlp_client.h), configured by `protocol: otlp:` / `protocol: otlphttp:`, whose keys
+ *   are those exporters' own. Backends are names on a consistent-hash ring (sdk/ring.h:
  *   the hash is documented there), so two sidecars with the same backends route alike and a
  *   change of membership moves only the keys the ring must move; what a backend that left still
  *   had queued is routed again over the new ring.
@@ -34,11 +34,11 @@
 #include <sys/socket.h>
 
 #include "pdata/split.h"
-#include "pipeline/component.h"
-#include "pipeline/exporter.h"
-#include "pipeline/otlp_client.h"
-#include "pipeline/ring.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/exporter.h"
+#include "sdk/otlp_client.h"
+#include "sdk/ring.h"
+#include "sdk/telemetry.h"
 
 enum { KEY_DEFAULT, KEY_TRACE, KEY_SERVICE, KEY_RESOURCE, KEY_ATTRIBUTES };
 enum { PROTO_OTLP, PROTO_OTLPHTTP };

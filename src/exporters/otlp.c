@@ -2,13 +2,13 @@
  * signal's pipelines, on HTTP/2, cleartext or TLS).
  * TLS by default, as the Collector's: host:port and https://host:port are TLS unless
  * `tls: {insecure: true}`; only http://host:port (or insecure) is plain text (h2c).
- * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle) and the shared
- * OTLP/gRPC client (pipeline/otlp_client.h: settings, encode and compress on the thread pool,
+ * On the exporter core (sdk/exporter.h: queue, retries, counting, lifecycle) and the shared
+ * OTLP/gRPC client (sdk/otlp_client.h: settings, encode and compress on the thread pool,
  * calls with the HTTP/2 client, the gRPC status classified as the OTLP spec says), which the
  * loadbalancing exporter uses for each of its backends. */
-#include "pipeline/component.h"
-#include "pipeline/exporter.h"
-#include "pipeline/otlp_client.h"
+#include "sdk/component.h"
+#include "sdk/exporter.h"
+#include "sdk/otlp_client.h"
 
 typedef struct otlp_exp_cfg {
     pc_otlp_grpc_cfg grpc;

@@ -1,16 +1,16 @@
 /* Exporter "otlphttp": OTLP/HTTP for every signal, to endpoint + the signal's path
  * (/v1development/profiles, /v1/traces, /v1/metrics, /v1/logs) or to <signal>_endpoint as is.
- * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle) and the shared
- * OTLP/HTTP client (pipeline/otlp_client.h: settings, encode and compress on the thread pool,
+ * On the exporter core (sdk/exporter.h: queue, retries, counting, lifecycle) and the shared
+ * OTLP/HTTP client (sdk/otlp_client.h: settings, encode and compress on the thread pool,
  * POST with the HTTP client, the answer read as the OTLP/HTTP spec says, partial success too),
  * which the loadbalancing exporter uses for each of its backends. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "net/url.h"
-#include "pipeline/component.h"
-#include "pipeline/exporter.h"
-#include "pipeline/otlp_client.h"
+#include "sdk/component.h"
+#include "sdk/exporter.h"
+#include "sdk/otlp_client.h"
 
 typedef struct otlphttp_cfg {
     pc_otlp_http_cfg http;

@@ -14,7 +14,7 @@
  * ingest: one request per pprof: name=service{k=v,...} (§1.3, no escaping, so ',' and '}' in
  * values become '_'), from/until in unix seconds, format=pprof, the gzip pprof as the body.
  *
- * On the exporter core (pipeline/exporter.h: queue, retries, counting, lifecycle). Translation
+ * On the exporter core (sdk/exporter.h: queue, retries, counting, lifecycle). Translation
  * and encoding run on the thread pool; HTTP on the loop thread. One attempt is answered once
  * every request of it has been (for ingest, the worst answer counts). */
 #include <inttypes.h>
@@ -24,16 +24,16 @@
 #include <strings.h>
 #include <time.h>
 
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 #include "net/http_client.h"
 #include "net/tls.h"
-#include "pipeline/tls_config.h"
+#include "sdk/tls_config.h"
 #include "net/url.h"
 #include "pdata/pprof.h"
-#include "pipeline/component.h"
-#include "pipeline/exporter.h"
-#include "pipeline/exporter_http.h"
-#include "pipeline/sender.h"
+#include "sdk/component.h"
+#include "sdk/exporter.h"
+#include "sdk/exporter_http.h"
+#include "sdk/sender.h"
 #include "pyroscope_push.pb-c.h"
 
 #define TENANT_META_KEY     "x-scope-orgid"

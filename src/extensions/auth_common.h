@@ -1,13 +1,13 @@
 /* What the authenticator extensions (bearertokenauth, basicauth) share: a constant-time
  * comparison, base64, reading a secret from a file, header-safety. The contract they implement
- * is pipeline/auth.h. */
+ * is sdk/auth.h. */
 #ifndef PC_AUTH_COMMON_H
 #define PC_AUTH_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 
 /* ---- helpers for the authenticators ---- */
 

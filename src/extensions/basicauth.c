@@ -16,7 +16,7 @@
 
 #include "extensions/auth_common.h"
 #include "net/tls.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 #define MAX_HTPASSWD (4u << 20)
 

@@ -7,7 +7,7 @@
 
 #include "extensions/auth_common.h"
 #include "net/tls.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 #define MAX_TOKEN_FILE 16384
 

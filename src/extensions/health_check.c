@@ -5,10 +5,9 @@
 
 #include "net/http_server.h"
 #include "net/tls.h"
-#include "pipeline/tls_config.h"
+#include "sdk/tls_config.h"
 #include "net/url.h"
-#include "pipeline/component.h"
-#include "pipeline/service.h"
+#include "sdk/component.h"
 
 typedef struct health_cfg {
     char *endpoint;
@@ -53,7 +52,7 @@ static void on_request(pc_http_req *req, void *arg)
         return;
     }
     pc_buf b = {0};
-    int ok = pc_service_status_json(h->c->host, &b);
+    int ok = pc_host_status_json(h->c, &b);
     pc_http_respond(req, ok ? 200 : 503, "application/json", b.data, b.len, NULL);
     pc_buf_free(&b);
 }

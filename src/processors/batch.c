@@ -20,8 +20,8 @@
 
 #include "pdata/merge.h"
 #include "pdata/split.h"
-#include "pipeline/component.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/telemetry.h"
 #include "processors/proc_util.h"
 
 typedef struct batch_cfg {

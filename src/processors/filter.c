@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "pdata/merge.h"
-#include "pipeline/component.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/telemetry.h"
 #include "processors/proc_util.h"
 
 typedef struct match_cfg {

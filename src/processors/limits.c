@@ -18,8 +18,8 @@
 
 #include "pdata/dict.h"
 #include "pdata/merge.h"
-#include "pipeline/component.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/telemetry.h"
 #include "processors/proc_util.h"
 
 typedef struct limits_cfg {

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "net/http_pause.h"
-#include "pipeline/component.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/telemetry.h"
 
 #define MIN_RECHECK_MS 20
 

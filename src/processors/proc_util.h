@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/component.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/telemetry.h"
 
 /* ---- thread-pool jobs ------------------------------------------------------------------- */
 

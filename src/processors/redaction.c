@@ -20,7 +20,7 @@
 #include <strings.h>
 
 #include "pdata/dict.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 #include "processors/proc_util.h"
 
 typedef struct redaction_cfg {

@@ -31,7 +31,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
-#include "pipeline/component.h"
+#include "sdk/component.h"
 #include "processors/proc_util.h"
 
 typedef struct resource_cfg {

@@ -25,7 +25,7 @@
 #include <sys/types.h>
 
 #include "pdata/dict.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 #include "processors/proc_util.h"
 #include "base/hex.h"
 

@@ -2,11 +2,11 @@
  * defaults), through librdkafka's balanced consumer (a consumer group).
  *
  * One message's way (ARCHITECTURE.md §2, with Kafka instead of a socket):
- *   loop   the hand-off of pipeline/kafka.h wakes the loop; serve() takes every message waiting
+ *   loop   the hand-off of sdk/kafka.h wakes the loop; serve() takes every message waiting
  *          (rd_kafka_consumer_poll(rk, 0)) into its partition's list, in offset order;
  *   pool   a partition offers its messages in order, a few at a time: each is decoded (OTLP
  *          protobuf or JSON, under a decode budget as the OTLP receiver's, through the one decode
- *          gate of pipeline/receiver_http.h), validated, and given the header_extraction
+ *          gate of sdk/receiver_http.h), validated, and given the header_extraction
  *          attributes;
  *   loop   the batch goes to the signal's route; once the pipeline answers:
  *          - accepted: the message is done. Its offset is stored (rd_kafka_offsets_store; the
@@ -33,10 +33,10 @@
 #include "base/budget.h"
 #include "base/utf8.h"
 #include "net/http_pause.h"
-#include "pipeline/component.h"
-#include "pipeline/kafka.h"
-#include "pipeline/receiver_http.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/kafka.h"
+#include "sdk/receiver_http.h"
+#include "sdk/telemetry.h"
 
 #define WINDOW         4  /* messages of one partition in decode or in the pipeline at once */
 #define MAX_JOBS       16 /* ... of every partition (each holds a decoded batch) */

@@ -17,13 +17,12 @@
 #include "net/http_server.h"
 #include "net/url.h"
 #include "pdata/json.h"
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 #include "net/tls.h"
-#include "pipeline/tls_config.h"
-#include "pipeline/component.h"
-#include "pipeline/service.h"
-#include "pipeline/receiver_http.h"
-#include "pipeline/telemetry.h"
+#include "sdk/tls_config.h"
+#include "sdk/component.h"
+#include "sdk/receiver_http.h"
+#include "sdk/telemetry.h"
 #include "rpc_status.pb-c.h"
 
 #define RETRY_AFTER_S 1
@@ -704,8 +703,7 @@ static int start_grpc(pc_component *c, pc_error *e)
         .log_id = c->id,
         .stats = &r->grpc_conns,
     };
-    if (cfg->grpc_auth &&
-        !(r->grpc_auth = pc_service_authenticator(c->host, cfg->grpc_auth, true, e)))
+    if (cfg->grpc_auth && !(r->grpc_auth = pc_host_authenticator(c, cfg->grpc_auth, true, e)))
         return PC_EINVAL;
     if (pc_tls_server_enabled(&cfg->grpc_tls)) {
         r->grpc_tls = pc_tls_server_ctx_new(&cfg->grpc_tls, "h2", c->id, e);

@@ -6,8 +6,8 @@
 #include <uv.h>
 
 #include "fuzz_common.h"
-#include "pipeline/config.h"
-#include "pipeline/service.h"
+#include "sdk/config.h"
+#include "service/service.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -10,7 +10,7 @@
 #include "check.h"
 #include "payload.h"
 #include "pdata/pdata.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 #include "testcomp.h"
 
 typedef struct driver {

@@ -6,9 +6,9 @@
 #include "check.h"
 #include "testio.h"
 #include "pdata/pdata.h"
-#include "pipeline/cfgtable.h"
-#include "pipeline/config.h"
-#include "pipeline/service.h"
+#include "sdk/cfgtable.h"
+#include "sdk/config.h"
+#include "service/service.h"
 
 static pc_node *parse(const char *y, pc_error *err)
 {

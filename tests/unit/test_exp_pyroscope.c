@@ -19,7 +19,7 @@
 #include "net/http_server.h"
 #include "pdata/pdata.h"
 #include "pdata/pprof.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 #include "pprof.pb-c.h"
 #include "pyroscope_push.pb-c.h"
 
@@ -66,7 +66,7 @@ static char *query_param(const char *q, const char *name)
 
 static pc_component *exporter_new(const char *yaml_in, char *errout, size_t errlen)
 {
-    /* status mapping is observed directly: no queue, no retries (pipeline/sender.c has those) */
+    /* status mapping is observed directly: no queue, no retries (sdk/sender.c has those) */
     char yaml[2048];
     snprintf(yaml, sizeof yaml, "%s%s", yaml_in,
              strstr(yaml_in, "sending_queue") ? ""

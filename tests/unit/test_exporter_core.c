@@ -1,4 +1,4 @@
-/* The exporter core (pipeline/exporter.h) driven by a made-up exporter type, as a new exporter
+/* The exporter core (sdk/exporter.h) driven by a made-up exporter type, as a new exporter
  * would plug in: encode runs on the thread pool, the outcomes a send reports reach upstream and
  * the counters as the sender's rules say (retry, permanent, queue, sink), the shutdown drains
  * before it closes the transport; and the reading of HTTP answers and the merging of the
@@ -9,9 +9,9 @@
 #include "check.h"
 #include "net/http_client.h"
 #include "net/url.h"
-#include "pipeline/config.h"
-#include "pipeline/exporter.h"
-#include "pipeline/exporter_http.h"
+#include "sdk/config.h"
+#include "sdk/exporter.h"
+#include "sdk/exporter_http.h"
 #include "proc_driver.h"
 
 static uv_loop_t *loop;

@@ -21,9 +21,9 @@
 #include "testcomp.h"
 #include "testloop.h"
 #include "pdata/json.h"
-#include "pipeline/exporter.h"
-#include "pipeline/kafka.h"
-#include "pipeline/telemetry.h"
+#include "sdk/exporter.h"
+#include "sdk/kafka.h"
+#include "sdk/telemetry.h"
 
 extern const pc_component_type pc_exporter_kafka;
 extern const pc_component_type pc_receiver_kafka;

@@ -1,4 +1,4 @@
-/* The loadbalancing exporter's parts: the consistent-hash ring (pipeline/ring.h) against its
+/* The loadbalancing exporter's parts: the consistent-hash ring (sdk/ring.h) against its
  * documented formula written again here, its stability when one of N backends comes or goes,
  * two rings agreeing; the routing of profile samples and spans (the exporter's route hook, by
  * trace id and by service) with every part checked against where its items must go, computed
@@ -15,9 +15,9 @@
 
 #include "check.h"
 #include "pdata/split.h"
-#include "pipeline/exporter.h"
-#include "pipeline/ring.h"
-#include "pipeline/telemetry.h"
+#include "sdk/exporter.h"
+#include "sdk/ring.h"
+#include "sdk/telemetry.h"
 #include "proc_driver.h"
 #include "testloop.h"
 

@@ -8,7 +8,7 @@
 #include "testcomp.h"
 #include "pdata/json.h"
 #include "pdata/pdata.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 extern const pc_component_type pc_processor_batch;
 

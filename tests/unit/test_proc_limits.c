@@ -7,7 +7,7 @@
 #include "payload.h"
 #include "testcomp.h"
 #include "pdata/pdata.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 extern const pc_component_type pc_processor_limits;
 

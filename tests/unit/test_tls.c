@@ -18,7 +18,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/tls.h"
-#include "pipeline/tls_config.h"
+#include "sdk/tls_config.h"
 #include "base/log.h"
 #include "testhttp.h"
 #include "testloop.h"

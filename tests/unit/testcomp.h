@@ -13,7 +13,7 @@
 
 #include "check.h"
 #include "pdata/pdata.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 /* ---- a component configured from YAML ---- */
 

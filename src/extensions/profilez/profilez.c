@@ -25,9 +25,9 @@
 #include "net/http_server.h"
 #include "net/tls.h"
 #include "net/url.h"
-#include "pipeline/component.h"
-#include "pipeline/telemetry.h"
-#include "pipeline/tls_config.h"
+#include "sdk/component.h"
+#include "sdk/telemetry.h"
+#include "sdk/tls_config.h"
 
 extern const char pc_profilez_page[];
 

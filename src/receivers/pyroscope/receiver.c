@@ -13,7 +13,7 @@
 #include <time.h>
 #include <jansson.h>
 
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 #include "base/gzip.h"
 #include "net/http_pause.h"
 #include "net/http_server.h"
@@ -22,9 +22,9 @@
 #include "pdata/json.h"
 #include "pdata/pprof.h"
 #include "pdata/proto_scan.h"
-#include "pipeline/component.h"
-#include "pipeline/receiver_http.h"
-#include "pipeline/telemetry.h"
+#include "sdk/component.h"
+#include "sdk/receiver_http.h"
+#include "sdk/telemetry.h"
 #include "pyroscope_push.pb-c.h"
 #include "receivers/pyroscope/ingest.h"
 #include "receivers/pyroscope/jfr.h"

@@ -4,12 +4,12 @@
 #ifndef PC_EXPORTER_HTTP_H
 #define PC_EXPORTER_HTTP_H
 
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 #include "net/http_client.h"
 #include "net/tls.h"
 #include "net/url.h"
-#include "pipeline/component.h"
-#include "pipeline/exporter.h"
+#include "sdk/component.h"
+#include "sdk/exporter.h"
 
 /* In start(): fills *client, *tls (NULL for plain text; the caller frees it with
  * pc_tls_ctx_free in destroy) and *auth (NULL without an authenticator). PC_EINVAL with e when

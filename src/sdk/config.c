@@ -2,7 +2,7 @@
  * providers: ${env:NAME} (${NAME}, ${env:NAME:-default}) and ${file:PATH} in every scalar, and
  * --config URIs (path, file:, env:, yaml:) and --set merged in order. Keys written "a::b" are
  * nested maps, as confmap's "::" delimiter makes them. */
-#include "pipeline/config.h"
+#include "sdk/config.h"
 
 #include <errno.h>
 #include <fcntl.h>

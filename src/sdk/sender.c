@@ -1,5 +1,5 @@
 /* Sending queue, retries and the persistent queue, shared by every exporter. */
-#include "pipeline/sender.h"
+#include "sdk/sender.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <zlib.h>
 
 #include "pdata/merge.h"
-#include "pipeline/telemetry.h"
+#include "sdk/telemetry.h"
 
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
 uint64_t pc_shutdown_deadline_ms;

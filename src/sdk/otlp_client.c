@@ -1,5 +1,5 @@
 /* The OTLP/gRPC and OTLP/HTTP clients of the exporters (see otlp_client.h). */
-#include "pipeline/otlp_client.h"
+#include "sdk/otlp_client.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -10,8 +10,7 @@
 #include "base/compress.h"
 #include "net/grpc.h"
 #include "net/h2_client.h"
-#include "pipeline/exporter_http.h"
-#include "pipeline/service.h"
+#include "sdk/exporter_http.h"
 
 #define MAX_RESPONSE (4u << 20)
 
@@ -190,7 +189,7 @@ pc_otlp_grpc *pc_otlp_grpc_open(pc_component *c, const pc_otlp_grpc_cfg *cfg, co
                 "grpc-go would look up \"%s%s\" as a host name)",
                 endpoint, dropped, g->host, g->port, g->host, dropped);
     if (cfg->authenticator &&
-        !(g->auth = pc_service_authenticator(c->host, cfg->authenticator, false, err))) {
+        !(g->auth = pc_host_authenticator(c, cfg->authenticator, false, err))) {
         grpc_free(g);
         return NULL;
     }

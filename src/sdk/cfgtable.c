@@ -1,5 +1,5 @@
 /* The config-table engine: one table per component gives defaults, parsing, validation and docs. */
-#include "pipeline/cfgtable.h"
+#include "sdk/cfgtable.h"
 
 #include <ctype.h>
 #include <errno.h>

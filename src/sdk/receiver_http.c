@@ -1,13 +1,12 @@
 /* Configuring and starting a receiver's HTTP server (see receiver_http.h). */
-#include "pipeline/receiver_http.h"
+#include "sdk/receiver_http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "net/url.h"
-#include "pipeline/service.h"
-#include "pipeline/telemetry.h"
-#include "pipeline/tls_config.h"
+#include "sdk/telemetry.h"
+#include "sdk/tls_config.h"
 
 int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *node,
                                 const char *path, const char *prefix, pc_error *err)
@@ -50,8 +49,7 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
         .log_id = c->id,
         .stats = &rh->conns,
     };
-    if (cfg->authenticator &&
-        !(rh->auth = pc_service_authenticator(c->host, cfg->authenticator, true, e)))
+    if (cfg->authenticator && !(rh->auth = pc_host_authenticator(c, cfg->authenticator, true, e)))
         return PC_EINVAL;
     if (pc_tls_server_enabled(&cfg->tls)) {
         rh->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, e);

@@ -1,5 +1,5 @@
 /* The consistent-hash ring (see ring.h). */
-#include "pipeline/ring.h"
+#include "sdk/ring.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -28,8 +28,8 @@
 #include <uv.h>
 
 #include "base/log.h"
-#include "pipeline/cfgtable.h"
-#include "pipeline/tls_config.h"
+#include "sdk/cfgtable.h"
+#include "sdk/tls_config.h"
 
 /* The client part of a kafka component's config. */
 typedef struct pc_kafka_client_cfg {

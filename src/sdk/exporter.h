@@ -3,7 +3,7 @@
  * thread pool) and how a request reaches its backend (send, on the loop).
  *
  * The core does the rest: the component callbacks (create, start, consume, shutdown, destroy),
- * the sender (pipeline/sender.h: the sending queue, persistent queue, retries with backoff and
+ * the sender (sdk/sender.h: the sending queue, persistent queue, retries with backoff and
  * Retry-After), the counting and the otelcol_exporter_* series per signal, the log lines
  * (partial success, what was dropped, the totals at stop), and the shutdown order (drain the
  * sender, then close the transport, then report done).
@@ -29,7 +29,7 @@
  * (from start, from its resolver, from a reload); the core opens a route per new name (the
  * sender with its queue, retries and persistent queue under <storage>/<id>/<name>, and the
  * exporter's transport to that backend, route_open), puts the names on a consistent-hash ring
- * (pipeline/ring.h) and retires the routes of names that left: their sender hands back what it
+ * (sdk/ring.h) and retires the routes of names that left: their sender hands back what it
  * still holds (pc_sender_retire), which is routed again over the new ring, then drains what is
  * in flight, and route_close closes the transport. consume runs def->route on the thread pool
  * with a reference to the current ring: it splits the batch by routing key into one part per
@@ -47,7 +47,7 @@
  * its body: one per partition key when one is asked for, each split through pdata/split.h until it
  * fits producer::max_message_bytes. send calls rd_kafka_producev() for each with its part of the
  * request as the message's opaque and returns. librdkafka keeps the delivery reports on its
- * queue; the hand-off of pipeline/kafka.h (its queue-event callback on librdkafka's thread
+ * queue; the hand-off of sdk/kafka.h (its queue-event callback on librdkafka's thread
  * only does uv_async_send on a uv_async_t opened in start) lets the loop serve them with
  * rd_kafka_poll(rk, 0), so the delivery-report callback itself runs on the loop thread: no
  * list crosses threads. Broker errors map to retryable (queue full, timeouts, transport) or
@@ -63,9 +63,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/component.h"
-#include "pipeline/ring.h"
-#include "pipeline/sender.h"
+#include "sdk/component.h"
+#include "sdk/ring.h"
+#include "sdk/sender.h"
 
 typedef struct pc_exporter pc_exporter;
 typedef struct pc_export_req pc_export_req;

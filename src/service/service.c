@@ -2,20 +2,20 @@
  * every pipeline that lists them; processors are instantiated per pipeline. Validation looks at the
  * whole config and reports every error it finds. A reload builds a second service that borrows
  * the running one's unchanged components, then switches over (pc_service_reload). */
-#include "pipeline/service.h"
+#include "service/service.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 #include "net/url.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 #include "base/alloc.h"
 #include "base/log.h"
-#include "pipeline/exporter.h"
-#include "pipeline/sender.h"
-#include "pipeline/telemetry.h"
+#include "sdk/exporter.h"
+#include "sdk/sender.h"
+#include "sdk/telemetry.h"
 
 #define MAX_COMPONENTS 256
 
@@ -41,6 +41,7 @@ typedef struct pipeline {
 } pipeline;
 
 struct pc_service {
+    pc_host host; /* first: what components see of the service (sdk/component.h) */
     uv_loop_t *loop;
     pc_node *root;
     pc_component *receivers[MAX_COMPONENTS], *exporters[MAX_COMPONENTS];
@@ -94,7 +95,7 @@ static bool is_waiting(const pc_service *s, const pc_component *c)
 static void component_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
 {
     pc_component *c = as_component(self);
-    pc_service *s = c->host;
+    pc_service *s = (pc_service *)c->host;
     if (s && s->n_waiting && is_waiting(s, c)) {
         /* its predecessor is still leaving the persistent queue to it: the client retries */
         pc_batch_unref(b);
@@ -168,7 +169,7 @@ static pipe_entry *entry_new(pc_service *s, pc_consumer *next)
 
 static bool owned(const pc_service *s, const pc_component *c)
 {
-    return c && c->host == s;
+    return c && c->host == (const pc_host *)s;
 }
 
 static void component_free(pc_component *c)
@@ -215,7 +216,7 @@ static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, 
     c->type = t;
     c->id = pc_xstrdup(log_id ? log_id : id);
     c->loop = s->loop;
-    c->host = s;
+    c->host = &s->host;
     c->cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
     c->self.consume = component_consume;
     c->self.full = component_full;
@@ -485,7 +486,8 @@ static bool scalar_items(const pc_node *l)
 static bool same_taps(pc_service *s)
 {
     for (size_t i = 0; i < s->n_extensions; i++)
-        if (s->extensions[i]->type->tap && s->extensions[i]->host != s->from) return false;
+        if (s->extensions[i]->type->tap && s->extensions[i]->host != (pc_host *)s->from)
+            return false;
     for (size_t i = 0; i < s->from->n_extensions; i++) {
         pc_component *c = s->from->extensions[i];
         if (c && c->type->tap && find_in(s->extensions, s->n_extensions, c->id) != c) return false;
@@ -1238,9 +1240,27 @@ static int check_sections(pc_service *s, pc_error *err)
     return rc;
 }
 
+static pc_component *host_extension(pc_host *h, const char *id)
+{
+    return pc_service_extension((pc_service *)h, id);
+}
+
+static pc_auth *host_authenticator(pc_host *h, const char *id, bool server, pc_error *e)
+{
+    return pc_service_authenticator((pc_service *)h, id, server, e);
+}
+
+static int host_status_json(const pc_host *h, pc_buf *out)
+{
+    return pc_service_status_json((const pc_service *)h, out);
+}
+
+static const pc_host_ops host_ops = {host_extension, host_authenticator, host_status_json};
+
 static pc_service *service_build(uv_loop_t *loop, pc_node *root, pc_service *from, pc_error *err)
 {
     pc_service *s = pc_xcalloc(1, sizeof(*s));
+    s->host.ops = &host_ops;
     s->loop = loop;
     s->root = root;
     s->from = from;
@@ -1351,7 +1371,8 @@ static void shutdown_phase(pc_service *s);
 
 static void component_down(pc_component *c)
 {
-    pc_service *s = c->host; /* the service stopping it: components report back by pointer */
+    pc_service *s =
+        (pc_service *)c->host; /* the service stopping it: components report back by pointer */
     if (--s->pending == 0) s->cont(s);
 }
 
@@ -1541,7 +1562,7 @@ static void keep(pc_service *next, pc_component *c)
 {
     next->kept = pc_xrealloc(next->kept, (next->n_kept + 1) * sizeof(pc_component *));
     next->kept[next->n_kept++] = c;
-    c->host = next;
+    c->host = &next->host;
 }
 
 /* The running service's pieces next borrowed become next's: next's from now on. */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/config.h"
+#include "sdk/config.h"
 
 typedef enum {
     PC_CFG_STRING,   /* char * */

@@ -8,13 +8,31 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
-#include "pipeline/cfgtable.h"
-#include "pipeline/consumer.h"
+#include "sdk/cfgtable.h"
+#include "sdk/consumer.h"
 
 typedef enum { PC_KIND_RECEIVER, PC_KIND_PROCESSOR, PC_KIND_EXPORTER, PC_KIND_EXTENSION } pc_kind;
 
 typedef struct pc_component pc_component;
 typedef void (*pc_shutdown_done)(pc_component *c);
+struct pc_auth;
+
+/* What a component may ask of whatever runs it (the service, or a test's driver), as the
+ * Collector's component.Host: the extensions it names. Components never see the service. */
+typedef struct pc_host pc_host;
+typedef struct pc_host_ops {
+    /* The extension instance `id` listed in service.extensions, or NULL. */
+    pc_component *(*extension)(pc_host *h, const char *id);
+    /* The enabled authenticator extension `id`, usable on that side (server: receivers; client:
+     * exporters); NULL with a reason naming auth::authenticator in e (PC_EINVAL). */
+    struct pc_auth *(*authenticator)(pc_host *h, const char *id, bool server, pc_error *e);
+    /* Status of the host and every component as JSON (like the Collector's health_check);
+     * 1 when everything is running, 0 otherwise. */
+    int (*status_json)(const pc_host *h, struct pc_buf *out);
+} pc_host_ops;
+struct pc_host {
+    const pc_host_ops *ops;
+};
 
 typedef struct pc_component_type {
     const char *name;
@@ -44,7 +62,7 @@ typedef struct pc_component_type {
     /* Free c->priv; handles are already closed. */
     void (*destroy)(pc_component *c);
     bool mutates;       /* processors: modifies batches (copy-on-write is then applied) */
-    bool authenticator; /* extensions: priv starts with a pc_auth (pipeline/auth.h) */
+    bool authenticator; /* extensions: priv starts with a pc_auth (sdk/auth.h) */
     /* Extensions that watch the profiles passing through (profilez): the tap, a consumer the
      * service adds to every profiles pipeline as one more target of its exporters' fan-out
      * (ARCHITECTURE.md §2, "The tap"). It is asked for once the instance is created; it must
@@ -70,7 +88,7 @@ typedef struct pc_component_type {
     bool (*full)(pc_component *c);
     /* Optional, exporters: whether consume acknowledges only data on disk (pc_consumer.durable). */
     bool (*durable)(pc_component *c, size_t batch_size);
-    /* Exporters on the exporter core (pipeline/exporter.h, PC_EXPORTER_CORE): what the core's
+    /* Exporters on the exporter core (sdk/exporter.h, PC_EXPORTER_CORE): what the core's
      * callbacks above plug in. */
     const struct pc_exporter_def *exporter;
 } pc_component_type;
@@ -91,9 +109,27 @@ struct pc_component {
     /* receivers: per signal, the fan-out over the pipelines of that signal listing this
      * receiver; NULL when none does (the receiver then refuses that signal) */
     pc_consumer *route[PC_SIGNAL_COUNT];
-    struct pc_service *host; /* the service running this component (status for extensions) */
+    pc_host *host; /* what runs this component (pc_host_*; NULL in some unit tests) */
     void *priv;
 };
+
+static inline struct pc_auth *pc_host_authenticator(pc_component *c, const char *id, bool server,
+                                                    pc_error *e)
+{
+    if (!c->host) {
+        pc_error_set(e, PC_EINVAL,
+                     "auth::authenticator: extension \"%s\" is not enabled (list it in "
+                     "service::extensions)",
+                     id);
+        return NULL;
+    }
+    return c->host->ops->authenticator(c->host, id, server, e);
+}
+
+static inline int pc_host_status_json(const pc_component *c, struct pc_buf *out)
+{
+    return c->host ? c->host->ops->status_json(c->host, out) : 0;
+}
 
 /* The table of every component type, NULL-terminated. */
 extern const pc_component_type *const pc_component_types[];

@@ -3,12 +3,12 @@
 #ifndef PC_RECEIVER_HTTP_H
 #define PC_RECEIVER_HTTP_H
 
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 #include "net/http_server.h"
 #include "net/listener.h"
 #include "net/tls.h"
-#include "pipeline/tls_config.h"
-#include "pipeline/component.h"
+#include "sdk/tls_config.h"
+#include "sdk/component.h"
 
 typedef struct pc_http_server_cfg {
     char *endpoint;

@@ -7,7 +7,7 @@
 #include <uv.h>
 
 #include "pdata/pdata.h"
-#include "pipeline/config.h"
+#include "sdk/config.h"
 
 typedef struct pc_service pc_service;
 

@@ -1,5 +1,5 @@
 /* What the kafka receiver and exporter share (see kafka.h). */
-#include "pipeline/kafka.h"
+#include "sdk/kafka.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 #define PC_TLS_CONFIG_H
 
 #include "net/tls.h"
-#include "pipeline/cfgtable.h"
+#include "sdk/cfgtable.h"
 
 /* clang-format off */
 /* Config-table entries for a server `tls:` block at "<prefix>tls." (prefix "" or e.g.

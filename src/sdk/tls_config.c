@@ -1,5 +1,5 @@
 /* Validation of `tls:` blocks (tls_config.h): net/tls.c checks the files, this names the key. */
-#include "pipeline/tls_config.h"
+#include "sdk/tls_config.h"
 
 #include <stdio.h>
 

@@ -16,10 +16,10 @@
 #include "net/http_client.h"
 #include "net/tls.h"
 #include "net/url.h"
-#include "pipeline/auth.h"
-#include "pipeline/exporter.h"
-#include "pipeline/sender.h"
-#include "pipeline/tls_config.h"
+#include "sdk/auth.h"
+#include "sdk/exporter.h"
+#include "sdk/sender.h"
+#include "sdk/tls_config.h"
 
 extern const char *const pc_otlp_compressions[]; /* "gzip", "none", "zstd" */
 extern const char *const pc_otlp_encodings[];    /* "proto", "json" */

@@ -2,8 +2,8 @@
  * <extension id>` (like the Collector's configauth); the extensions bearertokenauth and basicauth
  * implement them (src/extensions/).
  *
- * A receiver gets its authenticator at start (pc_service_authenticator) and checks each request
- * with pc_auth_check; a request without valid credentials is answered 401 with the
+ * A receiver gets its authenticator at start (pc_host_authenticator, sdk/component.h) and checks
+ * each request with pc_auth_check; a request without valid credentials is answered 401 with the
  * authenticator's WWW-Authenticate challenge. An exporter adds pc_auth_headers to every request.
  * The service checks every `auth::authenticator` reference when it builds the graph
  * (pc_auth_usable), so a missing or wrong-kind authenticator is a config error with its key path.
@@ -17,7 +17,7 @@
 #include "base/buf.h"
 #include "net/h2_server.h"
 #include "net/http_server.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 /* A request's header by (case-insensitive) name, NULL if absent: one check serves HTTP/1.1
  * requests and HTTP/2 (gRPC) calls alike. */
@@ -47,8 +47,8 @@ typedef struct pc_auth {
 
 /* Whether the extension ext can authenticate a receiver's requests (server) or an exporter's
  * (client): an authenticator (its type says so) with that side configured; PC_EINVAL with a
- * reason otherwise. The service finds an enabled one by id: pc_service_authenticator
- * (service.h). */
+ * reason otherwise. The service finds an enabled one by id: pc_host_authenticator
+ * (sdk/component.h). */
 int pc_auth_usable(const pc_component *ext, bool server, pc_error *e);
 
 /* 0, or PC_EAUTH for missing or invalid credentials. */

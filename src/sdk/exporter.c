@@ -1,5 +1,5 @@
 /* The exporter core (see exporter.h). */
-#include "pipeline/exporter.h"
+#include "sdk/exporter.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pipeline/telemetry.h"
+#include "sdk/telemetry.h"
 
 void pc_export_outcome_set(pc_export_outcome *o, int st, const char *fmt, ...)
 {

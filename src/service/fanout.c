@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/consumer.h"
+#include "sdk/consumer.h"
 #include "base/alloc.h"
 
 typedef struct fanout {

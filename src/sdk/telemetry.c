@@ -1,5 +1,5 @@
 /* Self-metrics registry and its Prometheus endpoint. */
-#include "pipeline/telemetry.h"
+#include "sdk/telemetry.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "net/http_server.h"
 #include "net/listener.h"
 #include "net/url.h"
-#include "pipeline/component.h"
+#include "sdk/component.h"
 #include "base/alloc.h"
 #include "base/log.h"
 

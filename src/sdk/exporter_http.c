@@ -1,7 +1,5 @@
 /* Opening an HTTP exporter's client and reading its answers (see exporter_http.h). */
-#include "pipeline/exporter_http.h"
-
-#include "pipeline/service.h"
+#include "sdk/exporter_http.h"
 
 #include <string.h>
 
@@ -13,7 +11,7 @@ int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connecti
                              .port = u->port,
                              .max_connections = (unsigned)max_connections,
                              .log_id = c->id};
-    if (authenticator && !(*auth = pc_service_authenticator(c->host, authenticator, false, e)))
+    if (authenticator && !(*auth = pc_host_authenticator(c, authenticator, false, e)))
         return PC_EINVAL;
     bool https = !strcmp(u->scheme, "https");
     if (https && tls_cfg->insecure)

@@ -1,5 +1,5 @@
 /* The authenticator contract (auth.h). */
-#include "pipeline/auth.h"
+#include "sdk/auth.h"
 
 int pc_auth_usable(const pc_component *ext, bool server, pc_error *e)
 {

@@ -1,7 +1,7 @@
 /* The sender (ARCHITECTURE.md §2, like the Collector's exporterhelper queue and retry): a bounded
  * sending queue, optionally persisted on disk, consumers that send with capped, jittered
  * exponential backoff honouring Retry-After, and the counting of what was sent, failed or refused.
- * The exporter core (pipeline/exporter.h) runs one per exporter and gives it "send this batch
+ * The exporter core (sdk/exporter.h) runs one per exporter and gives it "send this batch
  * once". Loop thread only. */
 #ifndef PC_SENDER_H
 #define PC_SENDER_H
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 typedef struct pc_sender_cfg {
     bool queue_enabled;

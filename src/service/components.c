@@ -1,7 +1,7 @@
 /* The one table of component types (like the Collector's factories). */
 #include <string.h>
 
-#include "pipeline/component.h"
+#include "sdk/component.h"
 
 extern const pc_component_type pc_receiver_otlp;
 extern const pc_component_type pc_receiver_pyroscope;
