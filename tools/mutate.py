@@ -188,8 +188,8 @@ MUTANTS = [
       ["jfr"],
       "monitor-enter delays in ticks, not nanoseconds (wrong with a TSC tick rate)"),
     M("kafka-receiver-skips-refused", "src/receivers/kafka.c",
-      "        bool mark = retryable ? cfg->mark_on_error : cfg->mark_on_permanent_error;",
-      "        bool mark = retryable || cfg->mark_on_permanent_error;",
+      "    bool mark = pc_err_retryable(st) ? cfg->mark_on_error : cfg->mark_on_permanent_error;",
+      "    bool mark = pc_err_retryable(st) || cfg->mark_on_permanent_error;",
       ["kafka", "test_kafka"],
       "a message the pipeline refused is marked and its offset committed: at most once, not at "
       "least once"),

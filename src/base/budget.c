@@ -11,12 +11,12 @@
 #define GROW_CHUNK ((size_t)1 << 20)
 
 static atomic_size_t g_in_flight;
-static atomic_size_t g_cap = SIZE_MAX;
 
 void pc_budget_init(pc_budget *b, size_t limit)
 {
     memset(b, 0, sizeof *b);
     b->limit = limit;
+    b->room = SIZE_MAX;
 }
 
 static int refuse(pc_budget *b, int code, size_t need, const char *what)
@@ -27,13 +27,13 @@ static int refuse(pc_budget *b, int code, size_t need, const char *what)
     return code;
 }
 
-/* Move the reservation up to want bytes, within the process-wide cap. */
+/* Move the reservation up to want bytes, while the process-wide total stays within the room. */
 static bool reserve_to(pc_budget *b, size_t want)
 {
     if (want <= b->reserved) return true;
     size_t delta = want - b->reserved;
     size_t cur = atomic_load_explicit(&g_in_flight, memory_order_relaxed);
-    size_t cap = atomic_load_explicit(&g_cap, memory_order_relaxed);
+    size_t cap = b->room;
     do {
         if (cur > cap || delta > cap - cur) return false;
     } while (!atomic_compare_exchange_weak_explicit(&g_in_flight, &cur, cur + delta,
@@ -93,14 +93,4 @@ void pc_budget_message(const pc_budget *b, const char *key, char *out, size_t ou
 size_t pc_budget_in_flight(void)
 {
     return atomic_load_explicit(&g_in_flight, memory_order_relaxed);
-}
-
-void pc_budget_set_process_cap(size_t cap)
-{
-    atomic_store_explicit(&g_cap, cap, memory_order_relaxed);
-}
-
-size_t pc_budget_process_cap(void)
-{
-    return atomic_load_explicit(&g_cap, memory_order_relaxed);
 }

@@ -21,6 +21,9 @@ typedef struct pc_budget {
     size_t used;     /* bytes charged and not yet released */
     size_t peak;     /* the most used at any time */
     size_t reserved; /* held in the process-wide total (>= used while decoding) */
+    /* the most the decodes in flight may hold in all while this one reserves (SIZE_MAX: no cap;
+     * a receiver sets what the memory limiters of its pipelines leave, pc_consumer_admit) */
+    size_t room;
     unsigned misses; /* times the charges passed the estimates (a decoder's count was low) */
     /* PC_OK; PC_E2BIG once the request needed more than its limit (refuse it: 413); PC_EAGAIN
      * once the decodes in flight held what memory may be used now (retry: 503) */
@@ -30,7 +33,7 @@ typedef struct pc_budget {
 
 void pc_budget_init(pc_budget *b, size_t limit);
 /* Before the work: reserve an estimate of what the decode will hold. PC_OK, or the refusal
- * (state set): PC_E2BIG when est is over the limit, PC_EAGAIN over the process-wide cap; what
+ * (state set): PC_E2BIG when est is over the limit, PC_EAGAIN over the room; what
  * names the data ("pprof", "OTLP request"). */
 int pc_budget_reserve(pc_budget *b, size_t est, const char *what);
 /* Charge n bytes allocated for the request (also grows the reservation when the estimate was
@@ -49,10 +52,7 @@ void pc_budget_release(pc_budget *b);
  * key names the config key of the limit. */
 void pc_budget_message(const pc_budget *b, const char *key, char *out, size_t outlen);
 
-/* Process-wide: bytes reserved by decodes in flight, and the cap on them (SIZE_MAX: none; the
- * memory limiter sets it to what its soft limit leaves above the resident set). */
+/* Process-wide: bytes reserved by decodes in flight (memory is the process's). */
 size_t pc_budget_in_flight(void);
-void pc_budget_set_process_cap(size_t cap);
-size_t pc_budget_process_cap(void);
 
 #endif

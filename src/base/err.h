@@ -26,7 +26,8 @@
     X(EAUTH, -9, "missing or invalid credentials")                                                 \
     X(ETIMEDOUT, -10, "timed out")                                                                 \
     X(ECANCELED, -11, "canceled")                                                                  \
-    X(ECLOSED, -12, "closed by the peer")
+    X(ECLOSED, -12, "closed by the peer")                                                          \
+    X(EBADMSG, -13, "undecodable data")
 
 typedef enum pc_errno {
     PC_OK = 0,

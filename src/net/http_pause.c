@@ -9,17 +9,7 @@ static struct {
     void (*cb)(void *, int);
     void *arg;
 } g_listeners[MAX_LISTENERS];
-static int g_paused, g_refusing;
-
-void pc_http_servers_set_refusing(int refusing)
-{
-    g_refusing = !!refusing;
-}
-
-int pc_http_servers_refusing(void)
-{
-    return g_refusing;
-}
+static int g_paused;
 
 void pc_http_servers_pause(int paused)
 {

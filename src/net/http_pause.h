@@ -1,13 +1,9 @@
 /* Global back-pressure for every HTTP server: the memory limiter pauses socket reads (and
- * accepts) while memory is above its soft limit, and resumes them when it falls. */
+ * accepts) while the process is above a limiter's hard limit, and resumes them when it falls. */
 #ifndef PC_HTTP_PAUSE_H
 #define PC_HTTP_PAUSE_H
 
 void pc_http_servers_pause(int paused);
-/* Softer: receivers answer 503 before reading bodies into decoders (memory above the soft
- * limit); the memory limiter sets it, receivers check it per request. */
-void pc_http_servers_set_refusing(int refusing);
-int pc_http_servers_refusing(void);
 int pc_http_servers_paused(void);
 /* Servers register to hear about changes (loop thread). */
 void pc_http_pause_register(void (*cb)(void *arg, int paused), void *arg);

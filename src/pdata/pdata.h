@@ -126,6 +126,18 @@ void pc_batch_make_writable(pc_batch **b);
 void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, bool json);
 void pc_batch_set_meta(pc_batch *b, const char *key, const char *val);
 const char *pc_batch_get_meta(const pc_batch *b, const char *key);
+/* The tenant (Grafana's X-Scope-OrgID): every receiver that sees one records it, every exporter
+ * that sends a tenant reads it. It is the metadata entry PC_META_TENANT, so that batch's
+ * metadata_keys can keep tenants apart by that name. */
+#define PC_META_TENANT "x-scope-orgid"
+static inline void pc_batch_set_tenant(pc_batch *b, const char *tenant)
+{
+    if (tenant && *tenant) pc_batch_set_meta(b, PC_META_TENANT, tenant);
+}
+static inline const char *pc_batch_tenant(const pc_batch *b)
+{
+    return pc_batch_get_meta(b, PC_META_TENANT);
+}
 /* Every metadata entry of from set on to (a batch made from from: a split part, a copy). */
 void pc_batch_copy_meta(const pc_batch *from, pc_batch *to);
 
@@ -216,5 +228,19 @@ const char *pc_anyvalue_str(const pc_dictionary *d, const pc_anyvalue *v);
 /* The string value of a resource attribute (plain key/string or key_strindex/string_value_strindex
  * forms); NULL if absent or not a string. */
 const char *pc_resource_attr_str(const pc_dictionary *d, const pc_resource *r, const char *key);
+
+/* AnyValue kinds, and a dictionary attribute by index (NULL for 0 or out of range): what
+ * processors read attributes with, in both the plain and the profiles-only strindex forms. */
+#define PC_AV_STRING   OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE
+#define PC_AV_BOOL     OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE
+#define PC_AV_INT      OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
+#define PC_AV_DOUBLE   OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE
+#define PC_AV_BYTES    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE
+#define PC_AV_STRINDEX OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX
+static inline const pc_kvu *pc_dict_attr_at(const pc_dictionary *d, int32_t idx)
+{
+    if (!d || idx <= 0 || (size_t)idx >= d->n_attribute_table) return NULL;
+    return d->attribute_table[idx];
+}
 
 #endif

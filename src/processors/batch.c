@@ -22,7 +22,7 @@
 #include "pdata/split.h"
 #include "sdk/component.h"
 #include "sdk/telemetry.h"
-#include "processors/proc_util.h"
+#include "sdk/processor.h"
 
 typedef struct batch_cfg {
     uint64_t timeout_ms;
@@ -73,8 +73,9 @@ typedef struct batch_proc {
     size_t n_shards;
     uv_timer_t timer;
     bool timer_inited, closing, shutting;
-    bool durable;    /* every exporter behind keeps a persistent queue: pass each request on */
-    size_t inflight; /* flush jobs not yet completed */
+    bool durable;      /* every exporter behind keeps a persistent queue: pass each request on */
+    size_t inflight;   /* flush jobs whose outputs are not all answered yet */
+    pc_proc_core core; /* their merges on the thread pool */
     pc_shutdown_done shutdown_done;
     /* counters (self-metrics) */
     uint64_t flushes_size, flushes_timeout, flushes_shutdown, requests_out, samples_out,
@@ -359,7 +360,7 @@ static void flush_shard(batch_proc *bp, size_t idx)
 
     bp->inflight++;
     j->work.data = j;
-    uv_queue_work(bp->c->loop, &j->work, flush_work, flush_after);
+    pc_proc_queue_work(&bp->core, bp->c, &j->work, flush_work, flush_after);
 }
 
 /* ---- timer and shards (loop thread) --------------------------------------------------------- */

@@ -25,7 +25,7 @@
 #include "pdata/merge.h"
 #include "sdk/component.h"
 #include "sdk/telemetry.h"
-#include "processors/proc_util.h"
+#include "sdk/processor.h"
 
 typedef struct match_cfg {
     pc_strlist profile_types;
@@ -81,16 +81,12 @@ typedef struct matcher {
 typedef struct filter_proc {
     matcher include, exclude;
     uint64_t profiles_dropped, samples_dropped, batches_dropped; /* self-metrics */
+    pc_proc_core core;
 } filter_proc;
 
 typedef struct filter_job {
-    uv_work_t work;
-    pc_component *c;
-    pc_batch *b;
-    pc_done_fn done;
-    void *arg;
+    pc_proc_job j; /* first: the processor core's */
     size_t profiles, samples;
-    bool whole; /* nothing is left: acknowledge, pass nothing on */
 } filter_job;
 
 static void matcher_free(matcher *m)
@@ -361,35 +357,23 @@ static void count_drops(pc_component *c, size_t profiles, size_t samples, bool w
 
 /* Sample criteria walk every sample, so deciding runs here too, and a batch is copied only
  * when something is actually dropped. */
-static void filter_work(uv_work_t *w)
+static void filter_work(pc_proc_job *pj)
 {
-    filter_job *j = w->data;
+    filter_job *j = (filter_job *)pj;
     size_t sample_drops;
-    evaluate(j->c->priv, j->b->req, false, &j->profiles, &j->samples, &sample_drops);
+    evaluate(pj->c->priv, pj->b->req, false, &j->profiles, &j->samples, &sample_drops);
     if (!j->profiles && !sample_drops) return;
-    j->whole = j->profiles == pc_batch_counts(j->b).profiles;
-    if (j->whole) return;
-    pc_batch_make_writable(&j->b);
-    evaluate(j->c->priv, j->b->req, true, &j->profiles, &j->samples, &sample_drops);
+    /* nothing is left: acknowledged, nothing passed on */
+    pj->drop = j->profiles == pc_batch_counts(pj->b).profiles;
+    if (pj->drop) return;
+    pc_batch_make_writable(&pj->b);
+    evaluate(pj->c->priv, pj->b->req, true, &j->profiles, &j->samples, &sample_drops);
 }
 
-static void filter_after(uv_work_t *w, int status)
+static void filter_after(pc_proc_job *pj)
 {
-    filter_job *j = w->data;
-    (void)status;
-    pc_component *c = j->c;
-    pc_batch *b = j->b;
-    pc_done_fn done = j->done;
-    void *arg = j->arg;
-    bool whole = j->whole;
-    if (j->profiles || j->samples) count_drops(c, j->profiles, j->samples, whole);
-    free(j);
-    if (whole) {
-        pc_batch_unref(b);
-        done(arg, PC_OK, NULL);
-        return;
-    }
-    pc_consume(c->next, b, done, arg);
+    filter_job *j = (filter_job *)pj;
+    if (j->profiles || j->samples) count_drops(pj->c, j->profiles, j->samples, pj->drop);
 }
 
 static void filter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
@@ -410,12 +394,19 @@ static void filter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *
         return;
     }
     filter_job *j = pc_xcalloc(1, sizeof *j);
-    j->c = c;
-    j->b = b;
-    j->done = done;
-    j->arg = arg;
-    j->work.data = j;
-    uv_queue_work(c->loop, &j->work, filter_work, filter_after);
+    j->j = (pc_proc_job){.c = c,
+                         .core = &fp->core,
+                         .b = b,
+                         .done = done,
+                         .arg = arg,
+                         .run = filter_work,
+                         .after = filter_after};
+    pc_proc_job_submit(&j->j);
+}
+
+static void filter_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    pc_proc_core_shutdown(&((filter_proc *)c->priv)->core, c, done);
 }
 
 const pc_component_type pc_processor_filter = {
@@ -429,6 +420,7 @@ const pc_component_type pc_processor_filter = {
     .validate = filter_validate,
     .create = filter_create,
     .consume = filter_consume,
+    .shutdown = filter_shutdown,
     .destroy = filter_destroy,
     .mutates = true,
 };

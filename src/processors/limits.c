@@ -20,7 +20,7 @@
 #include "pdata/merge.h"
 #include "sdk/component.h"
 #include "sdk/telemetry.h"
-#include "processors/proc_util.h"
+#include "sdk/processor.h"
 
 typedef struct limits_cfg {
     int64_t max_stack_depth;
@@ -48,16 +48,12 @@ typedef struct limits_stats {
 
 typedef struct limits_proc {
     limits_stats total; /* self-metrics */
+    pc_proc_core core;
 } limits_proc;
 
 typedef struct limits_job {
-    uv_work_t work;
-    pc_component *c;
-    pc_batch *b;
-    pc_done_fn done;
-    void *arg;
+    pc_proc_job j; /* first: the processor core's */
     limits_stats st;
-    bool empty;
 } limits_job;
 
 static int limits_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
@@ -295,13 +291,13 @@ static void limit_bytes(pc_request *r, uint64_t max, limits_stats *st)
     if (st->profiles_dropped) pc_request_prune(r);
 }
 
-static void limits_work(uv_work_t *w)
+static void limits_work(pc_proc_job *pj)
 {
-    limits_job *j = w->data;
-    const limits_cfg *cfg = j->c->cfg;
-    pc_batch_make_writable(&j->b);
-    pc_request *r = j->b->req;
-    pass ps = {.b = j->b, .d = r->dictionary};
+    limits_job *j = (limits_job *)pj;
+    const limits_cfg *cfg = pj->c->cfg;
+    pc_batch_make_writable(&pj->b);
+    pc_request *r = pj->b->req;
+    pass ps = {.b = pj->b, .d = r->dictionary};
     if (ps.d && (cfg->max_stack_depth || cfg->max_samples_per_profile)) {
         for (size_t i = 0; i < r->n_resource_profiles; i++) {
             pc_resource_profiles *rp = r->resource_profiles[i];
@@ -323,16 +319,16 @@ static void limits_work(uv_work_t *w)
     free(ps.trunc);
     free(ps.locs);
     if (cfg->max_profile_bytes) limit_bytes(r, cfg->max_profile_bytes, &j->st);
-    j->empty = r->n_resource_profiles == 0;
+    /* everything was dropped on purpose (and counted): nothing to pass on */
+    pj->drop = r->n_resource_profiles == 0;
 }
 
-static void limits_after(uv_work_t *w, int status)
+static void limits_after(pc_proc_job *pj)
 {
-    limits_job *j = w->data;
-    pc_component *c = j->c;
+    limits_job *j = (limits_job *)pj;
+    pc_component *c = pj->c;
     limits_proc *lp = c->priv;
     const limits_stats *st = &j->st;
-    (void)status;
     lp->total.samples_truncated += st->samples_truncated;
     lp->total.profiles_truncated += st->profiles_truncated;
     lp->total.samples_folded += st->samples_folded;
@@ -355,17 +351,6 @@ static void limits_after(uv_work_t *w, int status)
                 (unsigned long long)st->profiles_dropped, (unsigned long long)st->samples_dropped,
                 (unsigned long long)st->bytes_dropped,
                 (unsigned long long)((limits_cfg *)c->cfg)->max_profile_bytes);
-    pc_batch *b = j->b;
-    pc_done_fn done = j->done;
-    void *arg = j->arg;
-    bool empty = j->empty;
-    free(j);
-    if (empty) { /* everything was dropped on purpose (and counted): nothing to pass on */
-        pc_batch_unref(b);
-        done(arg, PC_OK, NULL);
-        return;
-    }
-    pc_consume(c->next, b, done, arg);
 }
 
 static void limits_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
@@ -376,12 +361,19 @@ static void limits_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *
         return;
     }
     limits_job *j = pc_xcalloc(1, sizeof *j);
-    j->c = c;
-    j->b = b;
-    j->done = done;
-    j->arg = arg;
-    j->work.data = j;
-    uv_queue_work(c->loop, &j->work, limits_work, limits_after);
+    j->j = (pc_proc_job){.c = c,
+                         .core = &((limits_proc *)c->priv)->core,
+                         .b = b,
+                         .done = done,
+                         .arg = arg,
+                         .run = limits_work,
+                         .after = limits_after};
+    pc_proc_job_submit(&j->j);
+}
+
+static void limits_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    pc_proc_core_shutdown(&((limits_proc *)c->priv)->core, c, done);
 }
 
 const pc_component_type pc_processor_limits = {
@@ -395,6 +387,7 @@ const pc_component_type pc_processor_limits = {
     .validate = limits_validate,
     .create = limits_create,
     .consume = limits_consume,
+    .shutdown = limits_shutdown,
     .destroy = limits_destroy,
     .mutates = true,
 };

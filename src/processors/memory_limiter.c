@@ -4,7 +4,12 @@
  * the hard limit it also asks every HTTP server to stop reading sockets (TCP back-pressure: not
  * even a 503 is worth the memory) until memory falls back under the hard limit. The memory that
  * decodes in flight have reserved counts as used, and those decodes may reserve only what the
- * soft limit leaves above the resident set (docs/limits.md). */
+ * soft limit leaves above the resident set (docs/limits.md).
+ *
+ * Its refusal is its own pipeline's: receivers ask the pipelines they feed before decoding
+ * (pc_consumer_admit), so two limiters with different limits each refuse for their pipelines.
+ * The room it leaves for decodes travels the same way (pc_budget.room). Socket reads are the
+ * process's: paused while any limiter is above its hard limit. */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,16 +55,18 @@ typedef struct limiter {
     struct limiter *next_live;
 } limiter;
 
-/* Every started limiter (one per pipeline that lists one): decodes in flight may reserve what the
- * strictest of them leaves (docs/limits.md). Loop thread only. */
+/* Every started limiter (one per pipeline that lists one), for the one thing they share: the
+ * process's socket reads. Loop thread only. */
 static limiter *g_live;
 
-static void set_decode_cap(void)
+/* Socket reads are the process's: paused while any live limiter (not the last one measured) is
+ * above its hard limit. */
+static void sync_process_state(void)
 {
-    size_t cap = SIZE_MAX;
+    int paused = 0;
     for (limiter *l = g_live; l; l = l->next_live)
-        if (l->decode_cap < cap) cap = (size_t)l->decode_cap;
-    pc_budget_set_process_cap(cap);
+        paused |= l->paused;
+    if (paused != pc_http_servers_paused()) pc_http_servers_pause(paused);
 }
 
 static uint64_t read_u64_file(const char *path)
@@ -136,7 +143,6 @@ static void measure(limiter *l)
     uint64_t rss = pc_process_rss();
     if (rss > l->hard) malloc_trim(0); /* hand freed arenas back before refusing for long */
     l->decode_cap = rss < l->soft ? l->soft - rss : 0;
-    set_decode_cap();
     /* what the decodes in flight have reserved is about to be used: it counts as used now */
     rss += pc_budget_in_flight();
     int over = rss > l->soft, hard = rss > l->hard;
@@ -146,15 +152,13 @@ static void measure(limiter *l)
     else if (!over && l->refusing)
         PC_INFO(l->c->id, "memory usage %llu MiB back under the soft limit: accepting data",
                 (unsigned long long)(rss >> 20));
-    if (hard != l->paused) {
+    if (hard != l->paused)
         PC_WARN(l->c->id, "memory usage %llu MiB %s the hard limit %llu MiB: %s socket reads",
                 (unsigned long long)(rss >> 20), hard ? "above" : "back under",
                 (unsigned long long)(l->hard >> 20), hard ? "pausing" : "resuming");
-        pc_http_servers_pause(hard);
-    }
     l->refusing = over;
     l->paused = hard;
-    pc_http_servers_set_refusing(over);
+    sync_process_state();
 }
 
 static void check(uv_timer_t *t)
@@ -184,12 +188,28 @@ static int ml_start(pc_component *c, pc_error *e)
     return 0;
 }
 
+/* Under load a whole check_interval of accepted data can overshoot the limit: measure again
+ * when the last reading is older than MIN_RECHECK_MS (reading RSS costs microseconds). */
+static void measure_if_stale(limiter *l)
+{
+    if (l->timer_open && uv_now(l->c->loop) - l->last_check_ms >= MIN_RECHECK_MS) measure(l);
+}
+
+/* Receivers ask before decoding: refused for this pipeline while above the soft limit, and
+ * otherwise the decodes in flight may hold what the soft limit leaves above the resident set. */
+static pc_admit ml_admit(pc_component *c, size_t *room)
+{
+    limiter *l = c->priv;
+    if (!l || !l->timer_open) return PC_ADMIT_OK;
+    measure_if_stale(l);
+    if (l->decode_cap < *room) *room = (size_t)l->decode_cap;
+    return l->refusing ? PC_ADMIT_MEMORY : PC_ADMIT_OK;
+}
+
 static void ml_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     limiter *l = c->priv;
-    /* under load a whole check_interval of accepted data can overshoot the limit: measure
-     * again when the last reading is older than MIN_RECHECK_MS (reading RSS costs microseconds) */
-    if (uv_now(c->loop) - l->last_check_ms >= MIN_RECHECK_MS) measure(l);
+    measure_if_stale(l);
     if (l->refusing) {
         l->refused_samples += pc_batch_counts(b).samples;
         pc_batch_unref(b);
@@ -213,10 +233,8 @@ static void ml_shutdown(pc_component *c, pc_shutdown_done done)
             *p = l->next_live;
             break;
         }
-    set_decode_cap();
-    if (l->paused) pc_http_servers_pause(0);
-    if (l->refusing) pc_http_servers_set_refusing(0);
     l->refusing = l->paused = 0;
+    sync_process_state();
     if (!l->timer_open) {
         done(c);
         return;
@@ -243,6 +261,7 @@ const pc_component_type pc_processor_memory_limiter = {
     .create = ml_create,
     .start = ml_start,
     .consume = ml_consume,
+    .admit = ml_admit,
     .shutdown = ml_shutdown,
     .destroy = ml_destroy,
     .signals = PC_SIGNALS_ALL,

@@ -21,7 +21,8 @@
 
 #include "pdata/dict.h"
 #include "sdk/component.h"
-#include "processors/proc_util.h"
+#include "base/regex.h"
+#include "sdk/processor.h"
 
 typedef struct redaction_cfg {
     pc_strlist blocked_symbols, allowed_symbols, blocked_values, blocked_keys, strip_path_prefixes;
@@ -58,7 +59,7 @@ typedef struct redaction_counts {
 } redaction_counts;
 
 typedef struct redaction_state {
-    pc_proc_async as;
+    pc_proc_core core;
     relist blocked_symbols, allowed_symbols, blocked_values, blocked_keys;
     const redaction_cfg *cfg;
     redaction_counts total; /* self-metrics (loop thread) */
@@ -470,7 +471,7 @@ static void redaction_consume(pc_component *c, pc_batch *b, pc_done_fn done, voi
     }
     redaction_job *job = pc_xcalloc(1, sizeof *job);
     job->j = (pc_proc_job){.c = c,
-                           .as = &st->as,
+                           .core = &st->core,
                            .b = b,
                            .done = done,
                            .arg = arg,
@@ -490,7 +491,7 @@ static void redaction_shutdown(pc_component *c, pc_shutdown_done done)
              "%" PRIu64 " batches: %" PRIu64 " symbols redacted, %" PRIu64
              " paths stripped, %" PRIu64 " attributes removed, %" PRIu64 " values masked",
              st->batches, st->total.symbols, st->total.paths, st->total.keys, st->total.values);
-    pc_proc_async_shutdown(&st->as, c, done);
+    pc_proc_core_shutdown(&st->core, c, done);
 }
 
 size_t pc_redaction_counters(const pc_component *c, pc_proc_counter *out, size_t max)

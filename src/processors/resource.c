@@ -32,7 +32,8 @@
 #include <sys/types.h>
 
 #include "sdk/component.h"
-#include "processors/proc_util.h"
+#include "base/regex.h"
+#include "sdk/processor.h"
 
 typedef struct resource_cfg {
     const pc_node *attributes;
@@ -72,7 +73,7 @@ typedef struct rule {
 } rule;
 
 typedef struct resource_state {
-    pc_proc_async as;
+    pc_proc_core core;
     rule *rules;
     size_t n_rules;
     uint64_t batches, resources_changed; /* self-metrics (loop thread) */
@@ -684,7 +685,7 @@ static void resource_consume(pc_component *c, pc_batch *b, pc_done_fn done, void
     }
     resource_job *job = pc_xcalloc(1, sizeof *job);
     job->j = (pc_proc_job){.c = c,
-                           .as = &st->as,
+                           .core = &st->core,
                            .b = b,
                            .done = done,
                            .arg = arg,
@@ -702,7 +703,7 @@ static void resource_shutdown(pc_component *c, pc_shutdown_done done)
     }
     PC_DEBUG(c->id, "%" PRIu64 " batches, %" PRIu64 " resources changed", st->batches,
              st->resources_changed);
-    pc_proc_async_shutdown(&st->as, c, done);
+    pc_proc_core_shutdown(&st->core, c, done);
 }
 
 size_t pc_resource_counters(const pc_component *c, pc_proc_counter *out, size_t max)

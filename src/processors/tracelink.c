@@ -26,7 +26,8 @@
 
 #include "pdata/dict.h"
 #include "sdk/component.h"
-#include "processors/proc_util.h"
+#include "sdk/shared.h"
+#include "sdk/processor.h"
 #include "base/hex.h"
 
 #define SPAN_NAME_KEY "span.name"
@@ -84,13 +85,7 @@ typedef struct span_entry {
  * head) and a chained hash table over it. Shared by thread-pool jobs of several pipelines: mu
  * guards head, n, slots and buckets; the other fields below it are fixed at creation. */
 typedef struct span_index {
-    /* registry (guarded by reg_mu) */
-    struct span_index *next_ix;
-    const void *host;
-    char *id;
-    int refs;
-
-    uv_mutex_t mu;
+    uv_mutex_t mu; /* a traces pipeline's work records while a profiles pipeline's looks up */
     uint64_t ttl_ms;
     size_t cap, head, n;
     span_entry *slots;
@@ -199,75 +194,34 @@ static bool ix_lookup(span_index *ix, const uint8_t span_id[8], uint8_t trace[16
     return e != NULL;
 }
 
-/* Registry: one index per (service, component id), whatever pipeline an instance is in. */
-static uv_once_t reg_once = UV_ONCE_INIT;
-static uv_mutex_t reg_mu;
-static span_index *reg_head;
-
-static void reg_init(void)
+/* The index of c's id (sdk/shared.h: one per component id, whatever pipeline an instance is
+ * in), made with the config of the first instance. */
+static void *ix_make(const pc_component *c)
 {
-    if (uv_mutex_init(&reg_mu)) abort();
-}
-
-/* Processor ids read "type[/name] in pipeline"; the index belongs to "type[/name]". */
-static size_t bare_id_len(const char *id)
-{
-    const char *in = strstr(id, " in ");
-    return in ? (size_t)(in - id) : strlen(id);
-}
-
-/* The index of c's id, created by the first instance with its config. */
-static span_index *ix_acquire(const pc_component *c, const tracelink_cfg *cfg)
-{
-    size_t len = bare_id_len(c->id);
-    uv_once(&reg_once, reg_init);
-    uv_mutex_lock(&reg_mu);
-    span_index *ix = reg_head;
-    while (ix && !(ix->host == c->host && strlen(ix->id) == len && !memcmp(ix->id, c->id, len)))
-        ix = ix->next_ix;
-    if (!ix) {
-        ix = pc_xcalloc(1, sizeof *ix);
-        ix->host = c->host;
-        ix->id = pc_xcalloc(1, len + 1);
-        memcpy(ix->id, c->id, len);
-        if (uv_mutex_init(&ix->mu)) abort();
-        ix->ttl_ms = cfg->index_ttl_ms;
-        ix->cap = (size_t)cfg->index_max_spans;
-        size_t nb = 16;
-        while (nb < ix->cap)
-            nb *= 2;
-        ix->mask = nb - 1;
-        /* large callocs are mapped lazily: memory grows with what the index holds */
-        ix->slots = pc_xcalloc(ix->cap, sizeof *ix->slots);
-        ix->buckets = pc_xcalloc(nb, sizeof *ix->buckets);
-        ix->seed = mix64(uv_hrtime() ^ (uint64_t)(uintptr_t)ix);
-        ix->next_ix = reg_head;
-        reg_head = ix;
-    }
-    ix->refs++;
-    uv_mutex_unlock(&reg_mu);
+    const tracelink_cfg *cfg = c->cfg;
+    span_index *ix = pc_xcalloc(1, sizeof *ix);
+    if (uv_mutex_init(&ix->mu)) abort();
+    ix->ttl_ms = cfg->index_ttl_ms;
+    ix->cap = (size_t)cfg->index_max_spans;
+    size_t nb = 16;
+    while (nb < ix->cap)
+        nb *= 2;
+    ix->mask = nb - 1;
+    /* large callocs are mapped lazily: memory grows with what the index holds */
+    ix->slots = pc_xcalloc(ix->cap, sizeof *ix->slots);
+    ix->buckets = pc_xcalloc(nb, sizeof *ix->buckets);
+    ix->seed = mix64(uv_hrtime() ^ (uint64_t)(uintptr_t)ix);
     return ix;
 }
 
-static void ix_release(span_index *ix)
+static void ix_free(void *obj)
 {
-    if (!ix) return;
-    uv_mutex_lock(&reg_mu);
-    bool last = --ix->refs == 0;
-    if (last) {
-        span_index **p = &reg_head;
-        while (*p != ix)
-            p = &(*p)->next_ix;
-        *p = ix->next_ix;
-    }
-    uv_mutex_unlock(&reg_mu);
-    if (!last) return;
+    span_index *ix = obj;
     while (ix->n)
         ix_pop_oldest(ix);
     uv_mutex_destroy(&ix->mu);
     free(ix->slots);
     free(ix->buckets);
-    free(ix->id);
     free(ix);
 }
 
@@ -284,7 +238,7 @@ typedef struct tracelink_counts {
 } tracelink_counts;
 
 typedef struct tracelink_state {
-    pc_proc_async as;
+    pc_proc_core core;
     tracelink_counts total; /* self-metrics (loop thread) */
     uint64_t batches;
     span_index *ix; /* shared with the instances of the same id; NULL when disabled */
@@ -325,7 +279,7 @@ static int tracelink_create(pc_component *c, pc_error *err)
     pc_proc_metric(c, "otelcol_processor_tracelink_invalid_ids",
                    "Trace context attributes that are not valid ids (kept)", &st->total.invalid);
     if (!cfg->index_enabled) return 0;
-    st->ix = ix_acquire(c, cfg);
+    st->ix = pc_shared_acquire(c, ix_make, ix_free);
     pc_proc_metric(c, "otelcol_processor_tracelink_indexed_spans",
                    "Spans recorded in the span index", &st->total.indexed);
     pc_proc_metric(c, "otelcol_processor_tracelink_filled_samples",
@@ -344,7 +298,7 @@ static void tracelink_destroy(pc_component *c)
     tracelink_state *st = c->priv;
     if (st) {
         pc_metric_unregister(c);
-        ix_release(st->ix);
+        pc_shared_release(st->ix);
     }
     free(st);
     c->priv = NULL;
@@ -680,7 +634,7 @@ static void tracelink_consume(pc_component *c, pc_batch *b, pc_done_fn done, voi
     }
     tracelink_job *job = pc_xcalloc(1, sizeof *job);
     job->j = (pc_proc_job){.c = c,
-                           .as = &st->as,
+                           .core = &st->core,
                            .b = b,
                            .done = done,
                            .arg = arg,
@@ -706,7 +660,7 @@ static void tracelink_shutdown(pc_component *c, pc_shutdown_done done)
                  "span index: %" PRIu64 " spans indexed, %" PRIu64 " evicted early, %" PRIu64
                  " samples filled (%" PRIu64 " from another service)",
                  st->total.indexed, st->total.evicted, st->total.filled, st->total.mismatch);
-    pc_proc_async_shutdown(&st->as, c, done);
+    pc_proc_core_shutdown(&st->core, c, done);
 }
 
 size_t pc_tracelink_counters(const pc_component *c, pc_proc_counter *out, size_t max)

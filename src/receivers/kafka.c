@@ -32,10 +32,9 @@
 
 #include "base/budget.h"
 #include "base/utf8.h"
-#include "net/http_pause.h"
 #include "sdk/component.h"
 #include "sdk/kafka.h"
-#include "sdk/receiver_http.h"
+#include "sdk/receiver.h"
 #include "sdk/telemetry.h"
 
 #define WINDOW         4  /* messages of one partition in decode or in the pipeline at once */
@@ -177,24 +176,19 @@ typedef struct kafka_recv {
     int timers_closing;
     regex_t *re[PC_SIGNAL_COUNT]; /* the ^regular expression topics of each signal */
     size_t n_re[PC_SIGNAL_COUNT];
-    uint64_t accepted[PC_SIGNAL_COUNT], refused[PC_SIGNAL_COUNT];
-    pc_refused_requests refused_requests;
-    uint64_t in_flight, partitions_started, partitions_closed, skipped;
-    pc_log_limiter refused_log, undecodable_log, consume_log;
+    pc_receiver_core core;
+    pc_receiver_stats stats;
+    uint64_t partitions_started, partitions_closed, skipped;
+    pc_log_limiter skipped_log, consume_log;
     pc_shutdown_done shutdown_done;
 } kafka_recv;
 
 typedef struct job {
-    uv_work_t work;
+    pc_receive rq; /* first: the recipe's part */
     kafka_recv *x;
     msg *mm;
-    pc_signal sig;
     bool json;
-    pc_batch *batch;
-    int fail; /* PC_EINVAL undecodable or invalid, PC_EAGAIN no memory now */
-    char err[512];
-    size_t items;
-    int64_t rejected;
+    char who[320]; /* "topic t, partition 0, offset 7 (120 bytes)" */
 } job;
 
 /* ---- config ------------------------------------------------------------------------------- */
@@ -410,38 +404,21 @@ static void tp_drop(tp *t)
 
 /* ---- decode (thread pool) ------------------------------------------------------------------- */
 
-static void decode_work(uv_work_t *w)
+static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
 {
-    job *j = w->data;
-    const kafka_recv_cfg *cfg = j->x->c->cfg;
+    job *j = (job *)rq;
     const rd_kafka_message_t *m = j->mm->m;
     const uint8_t *data = m->payload ? m->payload : (const uint8_t *)"";
-    pc_budget budget;
-    pc_budget_init(&budget, PC_DECODED_PER_BODY * (m->len > DECODE_BASE ? m->len : DECODE_BASE));
-    pc_error e = {0};
-    int rc = pc_batch_decode(j->sig, data, m->len, j->json, &budget, &j->batch, &e);
-    if (rc < 0) {
-        /* no room among the decodes in flight now: offered again later, as a refusal */
-        j->fail = rc == PC_EAGAIN ? PC_EAGAIN : PC_EINVAL;
-        snprintf(j->err, sizeof j->err, "%s", e.msg);
-        if (budget.state) pc_budget_message(&budget, "decode budget", j->err, sizeof j->err);
-        pc_budget_release(&budget);
-        return;
-    }
-    size_t items = pc_batch_items(j->batch);
-    if (j->sig == PC_SIGNAL_PROFILES ? pc_batch_validate(j->batch, &j->rejected, &e)
-                                     : pc_signal_validate(j->batch, &e)) {
-        j->fail = PC_EINVAL;
-        snprintf(j->err, sizeof j->err, "%s", e.msg);
-    } else if (j->rejected) {
-        snprintf(j->err, sizeof j->err, "%s", e.msg);
-    }
-    j->items = pc_batch_items(j->batch);
-    if (j->fail) j->items = items;
-    pc_batch_end_budget(j->batch);
-    pc_budget_release(&budget);
+    return pc_batch_decode(rq->sig, data, m->len, j->json, budget, &rq->batch, e);
+}
+
+/* header_extraction: the headers named, as resource attributes kafka.header.<name>. */
+static void decoded(pc_receive *rq)
+{
+    job *j = (job *)rq;
+    const kafka_recv_cfg *cfg = j->x->c->cfg;
     rd_kafka_headers_t *hdrs;
-    if (j->fail || !cfg->extract_headers || rd_kafka_message_headers(m, &hdrs)) return;
+    if (!cfg->extract_headers || rd_kafka_message_headers(j->mm->m, &hdrs)) return;
     for (size_t i = 0; i < cfg->headers.n; i++) {
         const void *v;
         size_t len;
@@ -450,7 +427,7 @@ static void decode_work(uv_work_t *w)
             !pc_utf8_valid(v, len))
             continue;
         snprintf(key, sizeof key, "kafka.header.%s", cfg->headers.v[i]);
-        pc_batch_set_resource_attr(j->batch, key, v, len);
+        pc_batch_set_resource_attr(rq->batch, key, v, len);
     }
 }
 
@@ -461,10 +438,7 @@ static void maybe_close(kafka_recv *x);
 
 static void job_end(job *j)
 {
-    kafka_recv *x = j->x;
-    x->jobs--;
-    x->in_flight--;
-    pc_batch_unref(j->batch);
+    j->x->jobs--;
     free(j);
 }
 
@@ -512,120 +486,98 @@ static void msg_retry(msg *mm)
     }
 }
 
-static void pipeline_done(void *arg, int st, const char *msg_text)
+/* The pipelines' refusal: the message offered again after a backoff, or marked and skipped
+ * (counted and logged) as message_marking says. */
+static void refused(job *j, int st, const char *msg_text)
 {
-    job *j = arg;
+    kafka_recv *x = j->x;
+    msg *mm = j->mm;
+    const kafka_recv_cfg *cfg = x->c->cfg;
+    bool mark = pc_err_retryable(st) ? cfg->mark_on_error : cfg->mark_on_permanent_error;
+    if (!mark) {
+        msg_retry(mm);
+        return;
+    }
+    x->skipped++;
+    PC_WARN_RATELIMITED(&x->skipped_log, x->c->id,
+                        "skipped %zu %s refused by the pipeline (message_marking): %s: %s",
+                        j->rq.items, pc_signal_infos[j->rq.sig].items, j->who,
+                        msg_text ? msg_text : pc_strerror(st));
+    msg_done(mm, false, mm->m->len);
+}
+
+/* The recipe's outcome for one message (sdk/receiver.h). */
+static void answer(pc_receive *rq, int st, const char *msg_text)
+{
+    job *j = (job *)rq;
     kafka_recv *x = j->x;
     msg *mm = j->mm;
     tp *t = mm->t;
-    const kafka_recv_cfg *cfg = x->c->cfg;
-    if (st == PC_OK)
-        x->accepted[j->sig] += j->items;
-    else
-        x->refused[j->sig] += j->items;
-    if (!t) { /* revoked meanwhile: its next owner takes it from the committed offset */
+    if (!t || st == PC_ECANCELED) { /* revoked meanwhile: its next owner takes it from the
+                                       committed offset */
         msg_free(mm);
     } else if (st == PC_OK) {
         msg_done(mm, true, mm->m->len);
+    } else if (st == PC_EAGAIN && rq->stage != PC_RECEIVE_PIPELINE) {
+        msg_retry(mm); /* no memory now, or a full queue: offered again later */
+    } else if (rq->stage == PC_RECEIVE_DECODE) {
+        t->unmarshal_failed++; /* it will never decode: counted and logged by the recipe */
+        msg_done(mm, false, mm->m->len);
     } else {
-        bool retryable = pc_err_retryable(st);
-        bool mark = retryable ? cfg->mark_on_error : cfg->mark_on_permanent_error;
-        x->refused_requests.n[PC_REFUSED_PIPELINE]++;
-        PC_WARN_RATELIMITED(
-            &x->refused_log, x->c->id, "pipeline refused %zu %s from %s [%d] offset %lld (%s): %s",
-            j->items, pc_signal_infos[j->sig].items, t->topic, (int)t->partition,
-            (long long)mm->offset, mark ? "marked and skipped" : "partition paused, offered again",
-            msg_text ? msg_text : pc_strerror(st));
-        if (mark) {
-            x->skipped++;
-            msg_done(mm, false, mm->m->len);
-        } else {
-            msg_retry(mm);
-        }
+        refused(j, st, msg_text);
     }
+    bool admission = rq->stage == PC_RECEIVE_ADMISSION;
     job_end(j);
+    if (admission) return; /* inside dispatch(), which goes on by itself */
     if (t) dispatch(t);
     maybe_close(x);
 }
 
-static void decode_done(uv_work_t *w, int status)
+/* A message whose partition was revoked while it decoded is let go, not consumed. */
+static bool wanted(pc_receive *rq)
 {
-    job *j = w->data;
-    kafka_recv *x = j->x;
-    msg *mm = j->mm;
-    tp *t = mm->t;
-    (void)status;
-    if (!t) { /* revoked while decoding */
-        msg_free(mm);
-        job_end(j);
-        maybe_close(x);
-        return;
-    }
-    if (j->fail == PC_EAGAIN) { /* no memory now: as the memory limiter's refusal */
-        x->refused_requests.n[PC_REFUSED_MEMORY]++;
-        msg_retry(mm);
-        job_end(j);
-        maybe_close(x);
-        return;
-    }
-    if (j->fail) { /* it will never decode: counted, logged, skipped */
-        x->refused[j->sig] += j->items;
-        x->refused_requests.n[PC_REFUSED_INVALID]++;
-        t->unmarshal_failed++;
-        PC_WARN_RATELIMITED(&x->undecodable_log, x->c->id,
-                            "skipped an undecodable message: topic %s, partition %d, offset %lld "
-                            "(%zu bytes): %s",
-                            t->topic, (int)t->partition, (long long)mm->offset, mm->m->len, j->err);
-        msg_done(mm, false, mm->m->len);
-        job_end(j);
-        dispatch(t);
-        maybe_close(x);
-        return;
-    }
-    if (j->rejected) {
-        x->refused[j->sig] += (size_t)j->rejected; /* profiles, not samples: as the OTLP receiver */
-        PC_WARN_RATELIMITED(&x->undecodable_log, x->c->id,
-                            "topic %s, partition %d, offset %lld: rejected %lld invalid "
-                            "profile(s): %s",
-                            t->topic, (int)t->partition, (long long)mm->offset,
-                            (long long)j->rejected, j->err);
-    }
-    pc_batch *b = j->batch;
-    j->batch = NULL;
-    pc_consume(x->c->route[j->sig], b, pipeline_done, j);
+    return ((job *)rq)->mm->t != NULL;
+}
+
+static const pc_receive_ops kafka_ops = {
+    .decode = decode, .decoded = decoded, .wanted = wanted, .answer = answer};
+
+static job *job_new(kafka_recv *x, tp *t, msg *mm)
+{
+    const kafka_recv_cfg *cfg = x->c->cfg;
+    size_t len = mm->m->len;
+    job *j = pc_xcalloc(1, sizeof *j);
+    j->x = x;
+    j->mm = mm;
+    j->json = cfg->encoding[t->sig] == 1;
+    snprintf(j->who, sizeof j->who, "topic %s, partition %d, offset %lld (%zu bytes)", t->topic,
+             (int)t->partition, (long long)mm->offset, len);
+    j->rq.ops = &kafka_ops;
+    j->rq.core = &x->core;
+    j->rq.stats = &x->stats;
+    j->rq.next = x->c->route[t->sig];
+    j->rq.sig = t->sig;
+    j->rq.who = j->who;
+    j->rq.max_decoded = PC_DECODED_PER_BODY * (len > DECODE_BASE ? len : DECODE_BASE);
+    j->rq.decoded_key = "decode budget";
+    j->rq.invalid_code = PC_EINVAL;
+    return j;
 }
 
 /* Offer t's waiting messages, oldest first, up to the window. */
 static void dispatch(tp *t)
 {
     kafka_recv *x = t->x;
-    const kafka_recv_cfg *cfg = x->c->cfg;
     if (x->stopping || !t->assigned) return;
     for (msg *mm = t->head; mm && !t->backing_off; mm = mm->next) {
         if (t->n_flight >= WINDOW || x->jobs >= MAX_JOBS) break;
         if (mm->state != M_WAITING) continue;
-        if (pc_http_servers_refusing()) { /* the memory limiter: refuse before decoding */
-            x->refused_requests.n[PC_REFUSED_MEMORY]++;
-            mm->state = M_FLIGHT;
-            t->n_flight++;
-            t->n_waiting--;
-            x->waiting_bytes -= mm->m->len;
-            msg_retry(mm);
-            break;
-        }
-        job *j = pc_xcalloc(1, sizeof *j);
-        j->x = x;
-        j->mm = mm;
-        j->sig = t->sig;
-        j->json = cfg->encoding[t->sig] == 1;
-        j->work.data = j;
         mm->state = M_FLIGHT;
         t->n_waiting--;
         t->n_flight++;
         x->waiting_bytes -= mm->m->len;
         x->jobs++;
-        x->in_flight++;
-        pc_decode_queue_work(x->c->loop, &j->work, decode_work, decode_done);
+        pc_receive_start(&job_new(x, t, mm)->rq);
     }
     if (t->n_waiting >= HIGH_WATER || x->waiting_bytes > WAITING_BYTES)
         tp_pause(t, true);
@@ -763,6 +715,7 @@ static int kafka_recv_create(pc_component *c, pc_error *err)
     (void)err;
     kafka_recv *x = pc_xcalloc(1, sizeof *x);
     x->c = c;
+    pc_receiver_core_init(&x->core, c);
     x->k.id = c->id;
     x->k.serve = serve;
     x->k.close_work = close_work;
@@ -806,8 +759,6 @@ static int kafka_recv_start(pc_component *c, pc_error *e)
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(4);
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) {
         if (!c->route[sig]) continue;
-        pc_receiver_register_metrics(c, (pc_signal)sig, "kafka", &x->accepted[sig],
-                                     &x->refused[sig]);
         snprintf(desc + strlen(desc), sizeof desc - strlen(desc), "%s%s from", desc[0] ? "; " : "",
                  pc_signal_infos[sig].name);
         for (size_t i = 0; i < cfg->topics[sig].n; i++) {
@@ -830,8 +781,8 @@ static int kafka_recv_start(pc_component *c, pc_error *e)
         snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " (%s)",
                  encodings[cfg->encoding[sig]]);
     }
-    pc_receiver_register_refused_requests(c, "kafka", &x->refused_requests);
-    pc_receiver_register_in_flight(c, &x->in_flight);
+    pc_receiver_stats_register(c, &x->stats, "kafka");
+    pc_receiver_register_in_flight(c, &x->core.in_flight);
     char labels[300];
     snprintf(labels, sizeof labels, "receiver=\"%s\"", c->id);
     pc_metric_u64(c, "otelcol_kafka_receiver_partition_start", "Partitions assigned",
@@ -864,15 +815,15 @@ static int kafka_recv_start(pc_component *c, pc_error *e)
 
 static void finish(kafka_recv *x)
 {
-    pc_log_limiter_flush(&x->refused_log, PC_LOG_WARN, x->c->id, "pipeline refusals");
-    pc_log_limiter_flush(&x->undecodable_log, PC_LOG_WARN, x->c->id, "undecodable messages");
+    pc_receiver_core_flush(&x->core);
+    pc_log_limiter_flush(&x->skipped_log, PC_LOG_WARN, x->c->id, "skipped messages");
     char totals[400] = "";
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
         if (x->c->route[sig])
             snprintf(totals + strlen(totals), sizeof totals - strlen(totals),
                      "%s%llu %s (%llu refused)", totals[0] ? ", " : "",
-                     (unsigned long long)x->accepted[sig], pc_signal_infos[sig].items,
-                     (unsigned long long)x->refused[sig]);
+                     (unsigned long long)x->stats.accepted[sig], pc_signal_infos[sig].items,
+                     (unsigned long long)x->stats.refused[sig]);
     PC_INFO(x->c->id, "stopped (accepted %s)", totals[0] ? totals : "nothing");
     x->shutdown_done(x->c);
 }

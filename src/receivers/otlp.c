@@ -13,7 +13,6 @@
 #include "net/grpc.h"
 #include "base/compress.h"
 #include "net/h2_server.h"
-#include "net/http_pause.h"
 #include "net/http_server.h"
 #include "net/url.h"
 #include "pdata/json.h"
@@ -108,39 +107,32 @@ typedef struct otlp_recv {
     pc_conn_stats grpc_conns;
     char grpc_host[256];
     int grpc_port;
-    uint64_t accepted[2][PC_SIGNAL_COUNT], refused[2][PC_SIGNAL_COUNT]; /* per transport */
-    pc_refused_requests refused_requests[2];
-    /* a client can trigger these at will: rate-limited (base/log.h) */
-    pc_log_limiter refused_log, pipeline_log;
-    uint64_t in_flight; /* jobs alive (gauge) */
-    int closing;        /* servers still shutting down */
+    pc_receiver_core core;
+    pc_receiver_stats stats[2]; /* per transport */
+    int closing;                /* servers still shutting down */
     pc_shutdown_done shutdown_done;
 } otlp_recv;
 
 /* One request on its way through decode and the pipeline, whichever the transport. */
 typedef struct job {
-    uv_work_t work;
+    pc_receive rq; /* first: the recipe's part */
     otlp_recv *r;
     int transport;
-    pc_signal sig;
     pc_http_req *req; /* T_HTTP */
     pc_h2_call *call; /* T_GRPC */
     const uint8_t *body;
     size_t body_len;
-    size_t max_size;    /* after decompression */
-    size_t max_decoded; /* the request's decode budget */
-    const char *decoded_key;
-    int json;       /* T_HTTP */
-    int enc;        /* T_HTTP: Content-Encoding, a pc_enc */
-    char *encoding; /* T_GRPC: grpc-encoding */
-    pc_batch *batch;
-    /* why the request was refused before reaching the pipeline: PC_EINVAL, PC_E2BIG,
-     * PC_ENOTSUP, PC_EAGAIN (no memory now); 0 when it was not */
-    int fail;
-    int64_t rejected;
-    size_t samples;       /* items of the signal: samples, spans, data points, log records */
-    size_t invalid_items; /* decoded but refused by validation */
-    char err[512];
+    size_t max_size; /* after decompression */
+    int json;        /* T_HTTP */
+    int enc;         /* T_HTTP: Content-Encoding, a pc_enc */
+    char *encoding;  /* T_GRPC: grpc-encoding */
+    pc_buf inflated;
+    /* the compressed bytes as received and their pc_enc, for pass-through */
+    const uint8_t *wire;
+    size_t wire_len;
+    int wire_enc;
+    size_t decoded_len; /* the protobuf's length, uncompressed */
+    const uint8_t *decoded_data;
 } job;
 
 /* As the Collector cleans them: a leading '/', no trailing one; two signals on one path are
@@ -242,6 +234,7 @@ static int otlp_create(pc_component *c, pc_error *err)
     (void)err;
     pc_hostport_parse(cfg->grpc_endpoint, r->grpc_host, sizeof r->grpc_host, &r->grpc_port, NULL);
     r->c = c;
+    pc_receiver_core_init(&r->core, c);
     c->priv = r;
     return 0;
 }
@@ -291,8 +284,7 @@ static void http_respond_status(pc_http_req *req, int json, int http, const char
 
 static void job_free(job *j)
 {
-    j->r->in_flight--;
-    pc_batch_unref(j->batch);
+    pc_buf_free(&j->inflated);
     free(j->encoding);
     free(j);
 }
@@ -332,9 +324,9 @@ static void respond_message(job *j, const ProtobufCMessage *m)
 
 static void respond_ok(job *j, int64_t rejected, const char *msg)
 {
-    if (j->sig != PC_SIGNAL_PROFILES) {
+    if (j->rq.sig != PC_SIGNAL_PROFILES) {
         /* traces, metrics and logs are never partially rejected: an empty response */
-        const ProtobufCMessageDescriptor *d = pc_signal_infos[j->sig].response;
+        const ProtobufCMessageDescriptor *d = pc_signal_infos[j->rq.sig].response;
         ProtobufCMessage *m = pc_xcalloc(1, d->sizeof_message);
         protobuf_c_message_init(d, m);
         respond_message(j, m);
@@ -353,186 +345,107 @@ static void respond_ok(job *j, int64_t rejected, const char *msg)
     respond_message(j, &resp.base);
 }
 
-static const char *peer(const job *j)
+static void answer(pc_receive *rq, int st, const char *msg)
 {
-    return j->transport == T_HTTP ? j->req->peer : j->call->peer;
-}
-
-/* ---- the shared path ---- */
-
-/* Thread pool: the transport's framing and compression, then decode and validate. */
-static void decode_work(uv_work_t *w)
-{
-    job *j = w->data;
-    const uint8_t *data = j->body;
-    size_t len = j->body_len;
-    pc_buf inflated = {0};
-    const uint8_t *wire = NULL; /* the compressed bytes as received, for pass-through */
-    size_t wire_len = 0;
-    int wire_enc = PC_ENC_NONE;
-    if (j->transport == T_GRPC) {
-        const uint8_t *msg;
-        size_t mlen;
-        bool compressed;
-        pc_error e = {0};
-        int rc = pc_grpc_unframe(data, len, j->max_size, &msg, &mlen, &compressed, &e);
-        if (rc < 0) {
-            snprintf(j->err, sizeof j->err, "%s", e.msg);
-            j->fail = rc == PC_E2BIG ? PC_E2BIG : PC_EINVAL;
-            goto out;
-        }
-        data = msg;
-        len = mlen;
-        if (compressed) {
-            rc = pc_grpc_decompress(msg, mlen, true, j->encoding, j->max_size, &inflated, &e);
-            if (rc < 0) {
-                snprintf(j->err, sizeof j->err, "%s", e.msg);
-                j->fail = rc == PC_E2BIG || rc == PC_ENOTSUP ? rc : PC_EINVAL;
-                goto out;
-            }
-            wire = msg;
-            wire_len = mlen;
-            wire_enc = pc_enc_parse(j->encoding);
-            data = inflated.data;
-            len = inflated.len;
-        }
-    } else if (j->enc != PC_ENC_NONE) {
-        int rc = pc_decompress(j->enc, data, len, j->max_size, &inflated);
-        wire = data;
-        wire_len = len;
-        wire_enc = j->enc;
-        if (rc == PC_E2BIG) {
-            j->fail = PC_E2BIG;
-            snprintf(j->err, sizeof j->err,
-                     "decompressed body exceeds max_request_body_size (%zu bytes)", j->max_size);
-        } else if (rc < 0) {
-            j->fail = PC_EINVAL;
-            snprintf(j->err, sizeof j->err, "invalid %s body", pc_enc_name(j->enc));
-        }
-        if (j->fail) goto out;
-        data = inflated.data;
-        len = inflated.len;
-    }
-    pc_budget budget;
-    pc_budget_init(&budget, j->max_decoded);
-    pc_error e = {0};
-    int rc = pc_batch_decode(j->sig, data, len, j->json, &budget, &j->batch, &e);
-    if (rc < 0) {
-        /* PC_EAGAIN: no room among the decodes in flight now, retryable as the memory limiter's
-         * refusals; PC_E2BIG: over this request's budget */
-        j->fail = rc == PC_EAGAIN || rc == PC_E2BIG ? rc : PC_EINVAL;
-        snprintf(j->err, sizeof j->err, "%s", e.msg);
-        if (budget.state) pc_budget_message(&budget, j->decoded_key, j->err, sizeof j->err);
-    } else {
-        size_t items = pc_batch_items(j->batch);
-        if (j->sig == PC_SIGNAL_PROFILES ? pc_batch_validate(j->batch, &j->rejected, &e)
-                                         : pc_signal_validate(j->batch, &e))
-            j->fail = PC_EINVAL;
-        snprintf(j->err, sizeof j->err, "%s", e.msg);
-        j->samples = pc_batch_items(j->batch);
-        /* what validation took out (or the whole request) is refused data, counted as such */
-        j->invalid_items = j->fail ? items : items - j->samples;
-        pc_batch_end_budget(j->batch);
-        /* nothing taken out: the bytes received are the data, forwarded as they are where the
-         * pipeline changes nothing and the exporter speaks their encoding (pass-through).
-         * Protobuf only: JSON is read leniently (64-bit numbers unquoted, both field name forms)
-         * and re-encoded as the spec writes it, for strict backends. */
-        if (!j->fail && !j->rejected && !j->json) {
-            if (wire && pc_enc_forwardable(wire_enc, wire, wire_len, len))
-                pc_batch_set_raw(j->batch, wire, wire_len, wire_enc, j->json);
-            else
-                pc_batch_set_raw(j->batch, data, len, PC_ENC_NONE, j->json);
-        }
-    }
-    pc_budget_release(&budget);
-out:
-    pc_buf_free(&inflated);
-}
-
-static void pipeline_done(void *arg, int st, const char *msg)
-{
-    job *j = arg;
-    otlp_recv *r = j->r;
-    const char *items = pc_signal_infos[j->sig].items;
-    switch (st) {
-    case PC_OK:
-        r->accepted[j->transport][j->sig] += j->samples;
-        respond_ok(j, j->rejected, j->err);
-        break;
-    default:
-        r->refused[j->transport][j->sig] += j->samples;
-        r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
-        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id, "pipeline refused %zu %s permanently: %s",
-                            j->samples, items, msg ? msg : "");
-        respond_error(j, st, msg ? msg : "refused by the pipeline");
-        break;
-    case PC_EBUSY:
-    case PC_EAGAIN:
-        r->refused[j->transport][j->sig] += j->samples;
-        r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
-        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
-                            "pipeline refused %zu %s (retryable, client told to retry): %s",
-                            j->samples, items, msg ? msg : "");
-        respond_error(j, st, msg ? msg : "pipeline unavailable, retry later");
-        break;
-    }
+    job *j = (job *)rq;
+    if (st == PC_OK)
+        respond_ok(j, rq->rejected, msg);
+    else
+        respond_error(j, st, msg);
     job_free(j);
 }
 
-static void decode_done(uv_work_t *w, int status)
+/* ---- the decode step (thread pool) ---- */
+
+/* gRPC: the message out of its length-prefixed frame, inflated when its flag says so. */
+static int grpc_body(job *j, const uint8_t **data, size_t *len, pc_error *e)
 {
-    job *j = w->data;
-    (void)status;
-    j->r->refused[j->transport][j->sig] += j->invalid_items;
-    if (j->fail) {
-        pc_refused_reason reason = j->fail == PC_E2BIG     ? PC_REFUSED_TOO_LARGE
-                                   : j->fail == PC_ENOTSUP ? PC_REFUSED_UNSUPPORTED
-                                   : j->fail == PC_EAGAIN  ? PC_REFUSED_MEMORY
-                                                           : PC_REFUSED_INVALID;
-        j->r->refused_requests[j->transport].n[reason]++;
-        PC_INFO_RATELIMITED(&j->r->refused_log, j->r->c->id, "%s: refused (%s): %s", peer(j),
-                            j->fail == PC_E2BIG     ? "too large"
-                            : j->fail == PC_ENOTSUP ? "unsupported"
-                            : j->fail == PC_EAGAIN  ? "no memory now, client told to retry"
-                                                    : "invalid",
-                            j->err);
-        respond_error(j, j->fail, j->err);
-        job_free(j);
-        return;
-    }
-    if (j->rejected)
-        PC_WARN_RATELIMITED(&j->r->refused_log, j->r->c->id,
-                            "%s: rejected %lld invalid profile(s): %s", peer(j),
-                            (long long)j->rejected, j->err);
-    pc_batch *b = j->batch;
-    j->batch = NULL;
-    pc_consume(j->r->c->route[j->sig], b, pipeline_done, j);
+    const uint8_t *msg;
+    size_t mlen;
+    bool compressed;
+    int rc = pc_grpc_unframe(j->body, j->body_len, j->max_size, &msg, &mlen, &compressed, e);
+    if (rc < 0) return rc == PC_E2BIG ? PC_E2BIG : PC_EINVAL;
+    *data = msg;
+    *len = mlen;
+    if (!compressed) return 0;
+    rc = pc_grpc_decompress(msg, mlen, true, j->encoding, j->max_size, &j->inflated, e);
+    if (rc < 0) return rc == PC_E2BIG || rc == PC_ENOTSUP ? rc : PC_EINVAL;
+    j->wire = msg;
+    j->wire_len = mlen;
+    j->wire_enc = pc_enc_parse(j->encoding);
+    *data = j->inflated.data;
+    *len = j->inflated.len;
+    return 0;
 }
 
-static void job_start(job *j)
+/* HTTP: the body, inflated as Content-Encoding says. */
+static int http_body(job *j, const uint8_t **data, size_t *len, pc_error *e)
 {
-    if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
-        j->r->refused_requests[j->transport].n[PC_REFUSED_MEMORY]++;
-        PC_WARN_RATELIMITED(&j->r->pipeline_log, j->r->c->id,
-                            "%s: refused before decoding (retryable): memory limit reached",
-                            peer(j));
-        respond_error(j, PC_EAGAIN, "memory limit reached, retry later");
-        job_free(j);
-        return;
+    *data = j->body;
+    *len = j->body_len;
+    if (j->enc == PC_ENC_NONE) return 0;
+    int rc = pc_decompress(j->enc, j->body, j->body_len, j->max_size, &j->inflated);
+    if (rc == PC_E2BIG)
+        return pc_error_set(e, PC_E2BIG,
+                            "decompressed body exceeds max_request_body_size (%zu bytes)",
+                            j->max_size);
+    if (rc < 0) return pc_error_set(e, PC_EINVAL, "invalid %s body", pc_enc_name(j->enc));
+    j->wire = j->body;
+    j->wire_len = j->body_len;
+    j->wire_enc = j->enc;
+    *data = j->inflated.data;
+    *len = j->inflated.len;
+    return 0;
+}
+
+static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
+{
+    job *j = (job *)rq;
+    const uint8_t *data;
+    size_t len;
+    int rc = j->transport == T_GRPC ? grpc_body(j, &data, &len, e) : http_body(j, &data, &len, e);
+    if (rc < 0) return rc;
+    j->decoded_data = data;
+    j->decoded_len = len;
+    return pc_batch_decode(rq->sig, data, len, j->json, budget, &rq->batch, e);
+}
+
+/* Nothing taken out: the bytes received are the data, forwarded as they are where the pipeline
+ * changes nothing and the exporter speaks their encoding (pass-through). Protobuf only: JSON is
+ * read leniently (64-bit numbers unquoted, both field name forms) and re-encoded as the spec
+ * writes it, for strict backends. */
+static void decoded(pc_receive *rq)
+{
+    job *j = (job *)rq;
+    if (!rq->rejected && !j->json) {
+        if (j->wire && pc_enc_forwardable(j->wire_enc, j->wire, j->wire_len, j->decoded_len))
+            pc_batch_set_raw(rq->batch, j->wire, j->wire_len, j->wire_enc, false);
+        else
+            pc_batch_set_raw(rq->batch, j->decoded_data, j->decoded_len, PC_ENC_NONE, false);
     }
-    if (pc_consumer_full(j->r->c->route[j->sig])) {
-        /* a sending queue down the pipeline is full (the backend is slower than the clients):
-         * refused before inflating and decoding, one log line per interval */
-        j->r->refused_requests[j->transport].n[PC_REFUSED_PIPELINE]++;
-        PC_WARN_RATELIMITED(&j->r->pipeline_log, j->r->c->id,
-                            "%s: refused before decoding (retryable): sending queue is full",
-                            peer(j));
-        respond_error(j, PC_EAGAIN, "sending queue is full, retry later");
-        job_free(j);
-        return;
-    }
-    j->work.data = j;
-    pc_decode_queue_work(j->r->c->loop, &j->work, decode_work, decode_done);
+    pc_buf_free(&j->inflated); /* set_raw copied what it keeps */
+}
+
+static const pc_receive_ops otlp_ops = {.decode = decode, .decoded = decoded, .answer = answer};
+
+/* A new request of sig: the recipe's part filled in. */
+static job *job_new(otlp_recv *r, int transport, pc_signal sig, const char *who,
+                    uint64_t max_decoded, const char *decoded_key, const char *tenant)
+{
+    job *j = pc_xcalloc(1, sizeof(*j));
+    j->r = r;
+    j->transport = transport;
+    j->rq.ops = &otlp_ops;
+    j->rq.core = &r->core;
+    j->rq.stats = &r->stats[transport];
+    j->rq.next = r->c->route[sig];
+    j->rq.sig = sig;
+    j->rq.who = who;
+    j->rq.max_decoded = max_decoded;
+    j->rq.decoded_key = decoded_key;
+    j->rq.invalid_code = PC_EINVAL;
+    pc_receive_set_tenant(&j->rq, tenant);
+    return j;
 }
 
 /* ---- OTLP/HTTP ---- */
@@ -577,20 +490,16 @@ static void on_request(pc_http_req *req, void *arg)
                             "unsupported Content-Encoding (supported: gzip, deflate, zstd)");
         return;
     }
-    job *j = pc_xcalloc(1, sizeof(*j));
-    r->in_flight++;
-    j->r = r;
-    j->transport = T_HTTP;
-    j->sig = (pc_signal)sig;
+    job *j = job_new(r, T_HTTP, (pc_signal)sig, req->peer,
+                     pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body),
+                     "max_request_decoded_size", pc_http_req_header(req, PC_META_TENANT));
     j->req = req;
     j->body = req->body;
     j->body_len = req->body_len;
     j->max_size = cfg->http.max_body;
-    j->max_decoded = pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body);
-    j->decoded_key = "max_request_decoded_size";
     j->json = json;
     j->enc = enc;
-    job_start(j);
+    pc_receive_start(&j->rq);
 }
 
 /* ---- OTLP/gRPC ---- */
@@ -627,25 +536,21 @@ static void on_call(pc_h2_call *call, void *arg)
     if (call->too_large) {
         char m[160];
         snprintf(m, sizeof m, "request message larger than max_recv_msg_size_mib (%zu bytes)", max);
-        PC_INFO_RATELIMITED(&r->refused_log, r->c->id, "%s: refused (too large): %s", call->peer,
-                            m);
+        PC_INFO_RATELIMITED(&r->core.refused_log, r->c->id, "%s: refused (too large): %s",
+                            call->peer, m);
         pc_grpc_respond(call, PC_GRPC_RESOURCE_EXHAUSTED, m, NULL, 0, NULL);
         return;
     }
     const char *enc = pc_h2_call_header(call, "grpc-encoding");
-    job *j = pc_xcalloc(1, sizeof(*j));
-    r->in_flight++;
-    j->r = r;
-    j->transport = T_GRPC;
-    j->sig = (pc_signal)sig;
+    job *j = job_new(r, T_GRPC, (pc_signal)sig, call->peer,
+                     pc_decoded_limit((uint64_t)cfg->grpc_max_decoded_mib << 20, max),
+                     "max_recv_msg_decoded_size_mib", pc_h2_call_header(call, PC_META_TENANT));
     j->call = call;
     j->body = call->body;
     j->body_len = call->body_len;
     j->max_size = max;
-    j->max_decoded = pc_decoded_limit((uint64_t)cfg->grpc_max_decoded_mib << 20, max);
-    j->decoded_key = "max_recv_msg_decoded_size_mib";
     j->encoding = enc ? pc_xstrdup(enc) : NULL;
-    job_start(j);
+    pc_receive_start(&j->rq);
 }
 
 /* ---- lifecycle ---- */
@@ -654,12 +559,7 @@ static void on_call(pc_h2_call *call, void *arg)
 static void register_metrics(pc_component *c, int t)
 {
     otlp_recv *r = c->priv;
-    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
-        if (c->route[sig])
-            pc_receiver_register_metrics(c, (pc_signal)sig, t == T_HTTP ? "http" : "grpc",
-                                         &r->accepted[t][sig], &r->refused[t][sig]);
-    pc_receiver_register_refused_requests(c, t == T_HTTP ? "http" : "grpc",
-                                          &r->refused_requests[t]);
+    pc_receiver_stats_register(c, &r->stats[t], t == T_HTTP ? "http" : "grpc");
 }
 
 /* The paths (HTTP) or services (gRPC, "TraceService/Export") served, for the start-up log. */
@@ -725,7 +625,7 @@ static int otlp_start(pc_component *c, pc_error *e)
 {
     otlp_recv *r = c->priv;
     otlp_cfg *cfg = c->cfg;
-    pc_receiver_register_in_flight(c, &r->in_flight);
+    pc_receiver_register_in_flight(c, &r->core.in_flight);
     int rc = cfg->grpc_on ? start_grpc(c, e) : 0;
     if (rc < 0) return rc;
     if (!cfg->http_on) return 0;
@@ -749,11 +649,12 @@ static void server_closed(void *arg)
         if (c->route[sig])
             snprintf(totals + strlen(totals), sizeof totals - strlen(totals),
                      "%s%llu %s (%llu refused)", totals[0] ? ", " : "",
-                     (unsigned long long)(r->accepted[T_HTTP][sig] + r->accepted[T_GRPC][sig]),
+                     (unsigned long long)(r->stats[T_HTTP].accepted[sig] +
+                                          r->stats[T_GRPC].accepted[sig]),
                      pc_signal_infos[sig].items,
-                     (unsigned long long)(r->refused[T_HTTP][sig] + r->refused[T_GRPC][sig]));
-    pc_log_limiter_flush(&r->refused_log, PC_LOG_INFO, c->id, "refused requests");
-    pc_log_limiter_flush(&r->pipeline_log, PC_LOG_WARN, c->id, "pipeline refusals");
+                     (unsigned long long)(r->stats[T_HTTP].refused[sig] +
+                                          r->stats[T_GRPC].refused[sig]));
+    pc_receiver_core_flush(&r->core);
     PC_INFO(c->id, "stopped (accepted %s)", totals);
     r->shutdown_done(c);
 }

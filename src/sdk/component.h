@@ -84,7 +84,11 @@ typedef struct pc_component_type {
      * table, so take what you keep by swapping it into c->cfg). */
     bool (*reconfigurable)(const pc_node *old_def, const pc_node *new_def);
     void (*reconfigure)(pc_component *c, void *new_cfg);
-    /* Optional, exporters: true while consume would refuse for lack of room (pc_consumer.full). */
+    /* Optional, processors: PC_ADMIT_OK, or why consume would refuse any batch now, lowering
+     * *room to what decodes in flight may hold (the memory_limiter); receivers ask the chain
+     * before decoding (pc_consumer_admit). */
+    pc_admit (*admit)(pc_component *c, size_t *room);
+    /* Optional, exporters: true while consume would refuse for lack of room (a full queue). */
     bool (*full)(pc_component *c);
     /* Optional, exporters: whether consume acknowledges only data on disk (pc_consumer.durable). */
     bool (*durable)(pc_component *c, size_t batch_size);
@@ -101,8 +105,9 @@ static inline bool pc_component_type_supports(const pc_component_type *t, pc_sig
 
 struct pc_component {
     const pc_component_type *type;
-    char *id;  /* "otlphttp/backend"; processors: "batch in pipeline profiles/x" for logs */
-    void *cfg; /* parsed config struct of type->cfg_size bytes */
+    char *id;   /* "otlphttp/backend"; processors: "batch in pipeline profiles/x" for logs */
+    char *name; /* the id in the config: "batch", "otlphttp/backend" (NULL: id) */
+    void *cfg;  /* parsed config struct of type->cfg_size bytes */
     uv_loop_t *loop;
     pc_consumer self;  /* processors and exporters: how upstream reaches this component */
     pc_consumer *next; /* receivers: profiles fan-out (= route[0]); processors: next */

@@ -11,15 +11,20 @@
  * with Retry-After), PC_EBUSY memory or rate limit (429 with Retry-After). msg may be NULL. */
 typedef void (*pc_done_fn)(void *arg, int rc, const char *msg);
 
+/* Whether a consumer would refuse any batch now, and why, so a receiver refuses a request before
+ * decoding it (retryable): a memory limiter down the chain is refusing, or a sending queue is
+ * full. The worse wins where several pipelines take the data. */
+typedef enum { PC_ADMIT_OK, PC_ADMIT_QUEUE_FULL, PC_ADMIT_MEMORY } pc_admit;
+
 typedef struct pc_consumer pc_consumer;
 struct pc_consumer {
     /* Takes ownership of one reference to b. Must be called on the loop thread. */
     void (*consume)(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg);
     /* True if consume may modify the batch (it then calls pc_batch_make_writable). */
     bool mutates;
-    /* Optional: true while consume would refuse any batch for lack of room (a full sending
-     * queue down the chain), so a receiver can refuse a request before decoding it. */
-    bool (*full)(pc_consumer *self);
+    /* Optional: PC_ADMIT_OK, or why consume would refuse any batch now; lowers *room to what
+     * the decodes in flight may hold for it (a memory limiter's room under its soft limit). */
+    pc_admit (*admit)(pc_consumer *self, size_t *room);
     /* Optional: true when every exporter this leads to keeps a persistent queue (a batch is
      * acknowledged only once written to disk); each such queue is asked to merge the requests
      * waiting in it up to batch_size samples per send. */
@@ -31,9 +36,10 @@ static inline void pc_consume(pc_consumer *c, pc_batch *b, pc_done_fn done, void
     c->consume(c, b, done, arg);
 }
 
-static inline bool pc_consumer_full(pc_consumer *c)
+/* room: in, SIZE_MAX or a cap already known; out, the smallest room along the way. */
+static inline pc_admit pc_consumer_admit(pc_consumer *c, size_t *room)
 {
-    return c && c->full && c->full(c);
+    return c && c->admit ? c->admit(c, room) : PC_ADMIT_OK;
 }
 
 static inline bool pc_consumer_durable(pc_consumer *c, size_t batch_size)

@@ -9,6 +9,7 @@
 #include "net/tls.h"
 #include "sdk/tls_config.h"
 #include "sdk/component.h"
+#include "sdk/receiver.h"
 
 typedef struct pc_http_server_cfg {
     char *endpoint;
@@ -71,14 +72,6 @@ typedef struct pc_http_server_cfg {
          NULL},                                                                                    \
         PC_TLS_SERVER_KEYS(T, f.tls, prefix), PC_AUTH_SERVER_KEY(T, f.authenticator, prefix)
 
-/* The default decode budget of a request, as a multiple of the body limit: decoded OTLP takes
- * 6-11x its wire size for real profiles and spans (docs/limits.md), hostile shapes 70x and more. */
-#define PC_DECODED_PER_BODY 16
-static inline uint64_t pc_decoded_limit(uint64_t max_decoded, uint64_t max_body)
-{
-    return max_decoded ? max_decoded : PC_DECODED_PER_BODY * max_body;
-}
-
 /* The HTTP status a receiver answers for a pipeline outcome (ARCHITECTURE.md §7): 200 for
  * PC_OK, 413 PC_E2BIG, 429 PC_EBUSY, 503 PC_EAGAIN (the last two with Retry-After), 415
  * PC_ENOTSUP, 401 PC_EAUTH, 400 for the other, permanent, codes. */
@@ -119,13 +112,5 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
 int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req);
 /* In destroy(), after the server closed. */
 void pc_receiver_http_free(pc_receiver_http *rh);
-
-/* Decode work goes through one gate for every receiver: at most as many decode jobs are in the
- * thread pool at once as it has threads, the others wait here in arrival order. Work queued
- * directly with uv_queue_work (exporters' encode, the batch processor's merge) therefore waits
- * behind at most one round of decodes, never behind every request read from the sockets: what
- * was accepted is sent before more is taken in. Same contract as uv_queue_work (loop thread;
- * after_work gets status 0). */
-void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after);
 
 #endif

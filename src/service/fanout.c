@@ -46,12 +46,16 @@ static void fanout_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void
 }
 
 /* Full when any target is: the request would be refused as a whole. */
-static bool fanout_full(pc_consumer *self)
+/* Every target takes the batch: the worst reason to refuse and the least room among them. */
+static pc_admit fanout_admit(pc_consumer *self, size_t *room)
 {
     fanout *f = (fanout *)self;
-    for (size_t i = 0; i < f->n; i++)
-        if (pc_consumer_full(f->targets[i])) return true;
-    return false;
+    pc_admit worst = PC_ADMIT_OK;
+    for (size_t i = 0; i < f->n; i++) {
+        pc_admit a = pc_consumer_admit(f->targets[i], room);
+        if (a > worst) worst = a;
+    }
+    return worst;
 }
 
 /* Durable when every target is (each is asked, so each queue learns the batch size). */
@@ -68,7 +72,7 @@ pc_consumer *pc_fanout_new(pc_consumer **targets, size_t n)
 {
     fanout *f = pc_xcalloc(1, sizeof(*f));
     f->base.consume = fanout_consume;
-    f->base.full = fanout_full;
+    f->base.admit = fanout_admit;
     f->base.durable = fanout_durable;
     f->n = n;
     f->targets = pc_xcalloc(n, sizeof(pc_consumer *));

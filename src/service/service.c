@@ -113,11 +113,15 @@ static bool component_durable(pc_consumer *self, size_t batch_size)
     return c->type->kind == PC_KIND_PROCESSOR && pc_consumer_durable(c->next, batch_size);
 }
 
-static bool component_full(pc_consumer *self)
+/* Admission: a processor's own verdict (memory_limiter), then what follows it; an exporter is
+ * full when its type says so. */
+static pc_admit component_admit(pc_consumer *self, size_t *room)
 {
     pc_component *c = as_component(self);
-    if (c->type->full) return c->type->full(c);
-    return c->type->kind == PC_KIND_PROCESSOR && pc_consumer_full(c->next);
+    pc_admit a = c->type->admit ? c->type->admit(c, room) : PC_ADMIT_OK;
+    if (a != PC_ADMIT_OK) return a;
+    if (c->type->full) return c->type->full(c) ? PC_ADMIT_QUEUE_FULL : PC_ADMIT_OK;
+    return c->type->kind == PC_KIND_PROCESSOR ? pc_consumer_admit(c->next, room) : PC_ADMIT_OK;
 }
 
 typedef struct entry_call {
@@ -145,9 +149,9 @@ static void entry_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void 
     pc_consume(e->next, b, entry_done, call);
 }
 
-static bool entry_full(pc_consumer *self)
+static pc_admit entry_admit(pc_consumer *self, size_t *room)
 {
-    return pc_consumer_full(((pipe_entry *)self)->next);
+    return pc_consumer_admit(((pipe_entry *)self)->next, room);
 }
 
 static bool entry_durable(pc_consumer *self, size_t batch_size)
@@ -159,7 +163,7 @@ static pipe_entry *entry_new(pc_service *s, pc_consumer *next)
 {
     pipe_entry *e = pc_xcalloc(1, sizeof *e);
     e->base.consume = entry_consume;
-    e->base.full = entry_full;
+    e->base.admit = entry_admit;
     e->base.durable = entry_durable;
     e->base.mutates = next->mutates;
     e->next = next;
@@ -179,6 +183,7 @@ static void component_free(pc_component *c)
     pc_cfgtable_free(c->type->cfg, c->cfg);
     free(c->cfg);
     free(c->id);
+    free(c->name);
     free(c);
 }
 
@@ -215,11 +220,12 @@ static pc_component *component_new(pc_service *s, pc_kind kind, const char *id, 
     pc_component *c = pc_xcalloc(1, sizeof(*c));
     c->type = t;
     c->id = pc_xstrdup(log_id ? log_id : id);
+    c->name = pc_xstrdup(id);
     c->loop = s->loop;
     c->host = &s->host;
     c->cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
     c->self.consume = component_consume;
-    c->self.full = component_full;
+    c->self.admit = component_admit;
     c->self.durable = component_durable;
     c->self.mutates = t->mutates;
     if (pc_cfgtable_apply(t->cfg, c->cfg, node, path, err) ||

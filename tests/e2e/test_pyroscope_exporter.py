@@ -459,6 +459,39 @@ class PyroscopeExporterTest(unittest.TestCase):
             p.stop()
             self.procs.remove(p)
 
+    def test_otlp_tenant_reaches_pyroscope(self):
+        """An OTLP client's X-Scope-OrgID (HTTP header, gRPC metadata) travels with its data to
+        the exporter's tenant_from_request as the Pyroscope receiver's does (issue 21: the OTLP
+        receiver used to drop it, so the exporter sent tenant_id)."""
+        port, gport = h.free_port(), h.free_port()
+        extra = "    tenant_from_request: true\n    tenant_id: fallback\n"
+        recv = h.otlp_receiver_yaml(port).replace(
+            "protocols:\n", "protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n" % gport, 1)
+        p = self.start(exporter_config(recv, self.sink.url, "push", extra), port)
+        body = h.make_request(("checkout",), seed=7).SerializeToString()
+        r = h.post(port, body, headers={"X-Scope-OrgID": "team-otlp"})
+        self.assertEqual(r.status, 200, r)
+        caps = self.sink.wait(1)
+        self.assertEqual([c.headers.get("x-scope-orgid") for c in caps], ["team-otlp"])
+        self.sink.captured.clear()
+        r = h.post(port, body)  # none sent: the configured tenant_id
+        self.assertEqual(r.status, 200, r)
+        caps = self.sink.wait(1)
+        self.assertEqual([c.headers.get("x-scope-orgid") for c in caps], ["fallback"])
+        self.sink.captured.clear()
+        out = subprocess.run(
+            ["curl", "-sS", "--http2-prior-knowledge", "-H", "content-type: application/grpc",
+             "-H", "te: trailers", "-H", "x-scope-orgid: team-grpc", "--data-binary", "@-",
+             "-o", "/dev/null", "-w", "%{http_code}",
+             "http://127.0.0.1:%d/opentelemetry.proto.collector.profiles.v1development."
+             "ProfilesService/Export" % gport],
+            input=b"\x00" + len(body).to_bytes(4, "big") + body, capture_output=True, timeout=30)
+        self.assertEqual(out.stdout, b"200", out)
+        caps = self.sink.wait(1)
+        self.assertEqual([c.headers.get("x-scope-orgid") for c in caps], ["team-grpc"])
+        p.stop()
+        self.procs.remove(p)
+
     def test_backend_errors_reach_the_client(self):
         """Without the sending queue, the backend's answer reaches the client (with the queue,
         retryable failures are retried; see test_reliability.py)."""

@@ -405,6 +405,54 @@ class OverloadTest(unittest.TestCase):
             sink.stop()
 
 
+    def test_two_memory_limiters_each_refuse_for_their_pipeline(self):
+        # Two pipelines, each with its own limiter: "tight" refuses (soft limit 1 MiB), "roomy"
+        # does not (soft limit 4000 MiB); neither reaches its hard limit, so sockets are read.
+        # Each receiver is refused only by the limiter of the pipeline it feeds: one limiter's
+        # refusal is not a flag the other overwrites (issue 21: with a process-wide flag the last
+        # limiter measured decided for every receiver).
+        tight, roomy, sport = h.free_port(), h.free_port(), h.free_port()
+        sink = h.Sink(sport).start()
+        try:
+            cfg = ("receivers:\n"
+                   "  otlp/tight:\n    protocols:\n      http:\n"
+                   "        endpoint: 127.0.0.1:%d\n" % tight +
+                   "  otlp/roomy:\n    protocols:\n      http:\n"
+                   "        endpoint: 127.0.0.1:%d\n" % roomy +
+                   "processors:\n"
+                   "  memory_limiter/tight:\n    check_interval: 20ms\n"
+                   "    limit_mib: 2048\n    spike_limit_mib: 2047\n"
+                   "  memory_limiter/roomy:\n    check_interval: 20ms\n"
+                   "    limit_mib: 4096\n    spike_limit_mib: 96\n"
+                   "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink.url +
+                   "service:\n  telemetry:\n    metrics:\n"
+                   "      address: 127.0.0.1:%d\n" % h.free_port() +
+                   "  pipelines:\n"
+                   "    profiles/tight:\n      receivers: [otlp/tight]\n"
+                   "      processors: [memory_limiter/tight]\n      exporters: [otlphttp]\n"
+                   "    profiles/roomy:\n      receivers: [otlp/roomy]\n"
+                   "      processors: [memory_limiter/roomy]\n      exporters: [otlphttp]\n")
+            p = h.Profcol(cfg, wait_ports=[tight, roomy], name="profcol-2mem").start()
+            try:
+                time.sleep(0.3)
+                req = h.make_request(("checkout",), seed=5).SerializeToString()
+                for i in range(20):  # both limiters measure many times meanwhile (20 ms)
+                    r = h.post(roomy, req)
+                    self.assertEqual(r.status, 200, "roomy request %d: %r" % (i, r.body))
+                    r = h.post(tight, req)
+                    self.assertEqual(r.status, 503, "tight request %d" % i)
+                    self.assertIn("memory limit reached",
+                                  h.decode_status_any(r.body, r.content_type)[1])
+                    time.sleep(0.02)
+                h.wait_for(lambda: len(sink.snapshot()) >= 20)
+                self.assertEqual(len(sink.snapshot()), 20)
+                p.stop()
+            finally:
+                p.kill()
+        finally:
+            sink.stop()
+
+
 class HealthTest(unittest.TestCase):
     def test_health_and_metrics(self):
         port, hport, mport = h.free_port(), h.free_port(), h.free_port()

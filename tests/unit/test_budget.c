@@ -185,10 +185,10 @@ static void test_process_cap_busy(void)
     pc_proto_scan_message(PC_REQUEST_DESC, bomb.data, bomb.len, PC_PROTO_MAX_DEPTH, &scan, NULL);
     pc_budget held, b;
     pc_budget_init(&held, 0);
-    pc_budget_set_process_cap(scan.cost + 1000); /* room for this decode, but not beside held */
     CHECK(pc_budget_reserve(&held, 2000, "other decodes") == 0);
     CHECK_EQ_INT(pc_budget_in_flight(), 2000);
     pc_budget_init(&b, 0);
+    b.room = scan.cost + 1000; /* room for this decode, but not beside held */
     pc_batch *out = NULL;
     pc_error err = {0};
     CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, &err),
@@ -197,12 +197,12 @@ static void test_process_cap_busy(void)
     pc_budget_release(&b);
     pc_budget_release(&held); /* room again */
     pc_budget_init(&b, 0);
+    b.room = scan.cost + 1000;
     CHECK_EQ_INT(pc_batch_decode(PC_SIGNAL_PROFILES, bomb.data, bomb.len, false, &b, &out, &err),
                  0);
     pc_batch_end_budget(out);
     pc_budget_release(&b);
     pc_batch_unref(out);
-    pc_budget_set_process_cap(SIZE_MAX);
     CHECK_EQ_INT(pc_budget_in_flight(), 0);
     pc_buf_free(&bomb);
 }

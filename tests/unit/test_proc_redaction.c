@@ -3,7 +3,7 @@
  * and scope attributes, case_insensitive, copy-on-write. */
 #include "pdata/dict.h"
 #include "proc_driver.h"
-#include "processors/proc_util.h"
+#include "sdk/processor.h"
 
 extern const pc_component_type pc_processor_redaction;
 

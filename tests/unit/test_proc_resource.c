@@ -1,7 +1,7 @@
 /* Processor "resource": every action on both attribute forms, the seed's from_attribute upsert,
  * config errors with key path and line, copy-on-write. */
 #include "proc_driver.h"
-#include "processors/proc_util.h"
+#include "sdk/processor.h"
 
 extern const pc_component_type pc_processor_resource;
 

@@ -7,7 +7,10 @@
 #include "pdata/dict.h"
 #include "pdata/pprof.h"
 #include "proc_driver.h"
-#include "processors/proc_util.h"
+#include "sdk/processor.h"
+
+/* processors/tracelink.c: what it counted so far */
+size_t pc_tracelink_counters(const pc_component *c, pc_proc_counter *out, size_t max);
 
 extern const pc_component_type pc_processor_tracelink;
 
@@ -551,21 +554,26 @@ static void test_index_max_spans(void)
     driver_free(d);
 }
 
-/* Re-create d's instance under another id (as the service names processors per pipeline). */
-static void rename_driver(driver *d, const char *id)
+/* Re-create d's instance as the config's id name, shown as the service shows processors per
+ * pipeline ("name in pipeline"): the index is shared by name, never by the display id. */
+static void rename_driver(driver *d, const char *name, const char *pipeline)
 {
     pc_error err = {0};
+    char id[200];
+    snprintf(id, sizeof id, "%s in %s", name, pipeline);
     d->c.type->destroy(&d->c);
     free(d->c.id);
+    free(d->c.name);
     d->c.id = strdup(id);
+    d->c.name = strdup(name);
     CHECK_EQ_INT(d->c.type->create(&d->c, &err), 0);
 }
 
 static void test_index_shared(void)
 {
     driver *traces = make(INDEX_CFG), *profiles = make(INDEX_CFG);
-    rename_driver(traces, "tracelink in traces");
-    rename_driver(profiles, "tracelink in profiles/x");
+    rename_driver(traces, "tracelink", "traces");
+    rename_driver(profiles, "tracelink", "profiles/x");
     const tspan spans[] = {{T1, S1, "GET /cart"}};
     index_spans(traces, "checkout", spans, 1);
     pc_batch *b = driver_run(profiles, batch_from_json(span_json));
@@ -574,17 +582,17 @@ static void test_index_shared(void)
     CHECK_EQ_INT(counter(traces, "spans_indexed"), 1);
 
     /* another id has its own index */
-    rename_driver(profiles, "tracelink/other in profiles");
+    rename_driver(profiles, "tracelink/other", "profiles");
     b = driver_run(profiles, batch_from_json(span_json));
     CHECK(links_to(b, first_profile(b)->samples[0], ZERO, S1));
 
     /* the index lives while one instance of its id does: freed with the last one */
-    rename_driver(profiles, "tracelink in profiles");
-    rename_driver(traces, "tracelink/gone in traces");
+    rename_driver(profiles, "tracelink", "profiles");
+    rename_driver(traces, "tracelink/gone", "traces");
     b = driver_run(profiles, batch_from_json(span_json));
     CHECK(links_to(b, first_profile(b)->samples[0], T1, S1));
-    rename_driver(profiles, "tracelink/gone in profiles");
-    rename_driver(profiles, "tracelink in profiles");
+    rename_driver(profiles, "tracelink/gone", "profiles");
+    rename_driver(profiles, "tracelink", "profiles");
     b = driver_run(profiles, batch_from_json(span_json));
     CHECK(links_to(b, first_profile(b)->samples[0], ZERO, S1));
     driver_free(traces);

@@ -59,6 +59,7 @@ static inline void tc_fini(pc_component *c, pc_node *root)
     pc_cfgtable_free(c->type->cfg, c->cfg);
     free(c->cfg);
     free(c->id);
+    free(c->name);
     pc_node_free(root);
 }
 

@@ -15,7 +15,6 @@
 
 #include "sdk/auth.h"
 #include "base/gzip.h"
-#include "net/http_pause.h"
 #include "net/http_server.h"
 #include "net/tls.h"
 #include "net/url.h"
@@ -62,27 +61,21 @@ typedef enum { API_INGEST, API_PUSH, API_PPROF } api_kind;
 typedef struct pyro_recv {
     pc_component *c;
     pc_receiver_http http;
-    uint64_t accepted_samples, refused_samples;
-    pc_refused_requests refused_requests;
+    pc_receiver_core core;
+    pc_receiver_stats stats;
     uint64_t jfr_events[PC_JFR_KIND_COUNT], jfr_skipped, jfr_stacks_not_found;
-    /* a client can trigger these at will: rate-limited (base/log.h) */
-    pc_log_limiter refused_log, pipeline_log;
-    uint64_t in_flight; /* jobs alive (gauge) */
     pc_shutdown_done shutdown_done;
 } pyro_recv;
 
 typedef struct job {
-    uv_work_t work;
+    pc_receive rq; /* first: the recipe's part */
     pyro_recv *r;
     pc_http_req *req;
     api_kind api;
-    int json; /* push: JSON request */
-    pc_batch *batch;
-    int status; /* 0 decoded, else the HTTP status to answer */
-    size_t samples;
-    size_t invalid_samples; /* decoded but refused by validation */
-    pc_budget budget;       /* what the request may take decoded (docs/limits.md) */
-    pc_jfr_stats jfr;       /* a JFR upload's counts, added to the receiver's on the loop */
+    int json;          /* push: JSON request */
+    int status;        /* the decode's: 0 decoded, else the HTTP status it refuses with */
+    pc_budget *budget; /* what the request may take decoded (docs/limits.md) */
+    pc_jfr_stats jfr;  /* a JFR upload's counts, added to the receiver's on the loop */
     char err[512];
 } job;
 
@@ -112,6 +105,7 @@ static int pyro_create(pc_component *c, pc_error *err)
     pyro_recv *r = pc_xcalloc(1, sizeof(*r));
     (void)err;
     r->c = c;
+    pc_receiver_core_init(&r->core, c);
     c->priv = r;
     return 0;
 }
@@ -165,10 +159,10 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
  * budget did not refuse. */
 static int budget_refused(job *j)
 {
-    if (j->budget.state == PC_OK) return 0;
-    int rc = j->budget.state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG;
+    if (j->budget->state == PC_OK) return 0;
+    int rc = j->budget->state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG;
     j->status = pc_receiver_http_status(rc);
-    pc_budget_message(&j->budget, "max_request_decoded_size", j->err, sizeof j->err);
+    pc_budget_message(j->budget, "max_request_decoded_size", j->err, sizeof j->err);
     return rc;
 }
 
@@ -187,9 +181,9 @@ static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const 
                               n < PC_INGEST_MAX_LABELS + 4 ? n : PC_INGEST_MAX_LABELS + 4,
                           .scope_name = scope,
                           .scope_version = scope_ver,
-                          .budget = &j->budget};
+                          .budget = j->budget};
     pc_error e = {0};
-    int rc = pc_pprof_to_batch(data, len, &o, &j->batch, &e);
+    int rc = pc_pprof_to_batch(data, len, &o, &j->rq.batch, &e);
     if (rc < 0) {
         int brc = budget_refused(j);
         if (brc < 0) return brc;
@@ -227,7 +221,7 @@ static int jfr_gunzip(job *j, const char *what, const uint8_t **data, size_t *le
 
 /* format=jfr (spec/jfr.md §1): the recording raw or as the multipart part `jfr`, with an optional
  * `labels` part (LabelsSnapshot protobuf); parts are found with or without filename=. Decoded on
- * this (pool) thread into j->batch. Statuses as spec §1.4: 422 for anything undecodable (a
+ * this (pool) thread into j->rq.batch. Statuses as spec §1.4: 422 for anything undecodable (a
  * broken multipart body, a missing jfr part, a bad recording or labels part), 413 over a limit. */
 static void jfr_work(job *j, const uint8_t *body, size_t len, const char *ct, const char *rate,
                      int64_t from, int64_t until, const char *const *keys, const char *const *vals,
@@ -289,9 +283,9 @@ static void jfr_work(job *j, const uint8_t *body, size_t len, const char *ct, co
                      .max_metadata_strings = (size_t)cfg->jfr_max_metadata_strings,
                      .max_metadata_elements = (size_t)cfg->jfr_max_metadata_elements,
                      .max_pool_entries = (size_t)cfg->jfr_max_pool_entries,
-                     .budget = &j->budget};
+                     .budget = j->budget};
     pc_error e = {0};
-    int rc = pc_jfr_to_batch(rec, rec_len, &o, &j->batch, &j->jfr, &e);
+    int rc = pc_jfr_to_batch(rec, rec_len, &o, &j->rq.batch, &j->jfr, &e);
     if (rc < 0) {
         if (budget_refused(j) < 0) goto out;
         j->status = rc != PC_E2BIG ? 422 : 413; /* as Pyroscope: 422 for a bad recording */
@@ -379,11 +373,11 @@ static void ingest_work(job *j)
                            .n_attrs = na,
                            .scope_name = scope,
                            .scope_version = scope_ver,
-                           .budget = &j->budget};
+                           .budget = j->budget};
     pc_legacy_format legacy = pc_legacy_format_of(format, ct);
     if (legacy) { /* trie, tree, speedscope: before every other format (spec §1.4) */
         text.service = svc != name.app ? svc : NULL;
-        if (pc_legacy_to_batch(legacy, body, len, &text, &j->batch, &e) < 0) {
+        if (pc_legacy_to_batch(legacy, body, len, &text, &j->rq.batch, &e) < 0) {
             if (budget_refused(j)) goto out;
             /* as collapsed stacks: an unknown type suffix is a bad name (400), except that
              * Pyroscope answers 422 for every speedscope error (spec §1.8) */
@@ -430,7 +424,7 @@ static void ingest_work(job *j)
                 cd = cfgtext.data;
                 cl = cfgtext.len;
             }
-            int rc = pc_ingest_apply_sample_type_config(j->batch, 0, (const char *)cd, cl, &e);
+            int rc = pc_ingest_apply_sample_type_config(j->rq.batch, 0, (const char *)cd, cl, &e);
             pc_buf_free(&cfgtext);
             if (rc < 0) FAIL(j, 400, "%s", e.msg);
         }
@@ -442,20 +436,20 @@ static void ingest_work(job *j)
         text.lines = !strcmp(format, "lines");
         /* As Pyroscope answers (spec §1.6, §1.8): an unknown type suffix in the name is a bad
          * name (400); a text parse error such as a bad count is an undecodable profile (422). */
-        if (pc_folded_to_batch((const char *)body, len, &text, &j->batch, &service, &e) < 0) {
+        if (pc_folded_to_batch((const char *)body, len, &text, &j->rq.batch, &service, &e) < 0) {
             if (budget_refused(j)) goto out;
             FAIL(j, strncmp(e.msg, "unknown profile type", 20) == 0 ? 400 : 422, "%s", e.msg);
         }
         if (svc != name.app) { /* explicit service name label overrides the app name */
-            pc_keyvalue *kv = j->batch->req->resource_profiles[0]->resource->attributes[0];
-            kv->value->string_value = pc_arena_strndup(j->batch->arena, svc, strlen(svc));
+            pc_keyvalue *kv = j->rq.batch->req->resource_profiles[0]->resource->attributes[0];
+            kv->value->string_value = pc_arena_strndup(j->rq.batch->arena, svc, strlen(svc));
         }
     }
-    fix_times(j->batch, 0, from, until);
+    fix_times(j->rq.batch, 0, from, until);
 out:
-    if (j->status && j->batch) {
-        pc_batch_unref(j->batch);
-        j->batch = NULL;
+    if (j->status && j->rq.batch) {
+        pc_batch_unref(j->rq.batch);
+        j->rq.batch = NULL;
     }
     if (have_name) pc_ingest_name_free(&name);
     free(service);
@@ -469,7 +463,7 @@ static void push_work(job *j)
     const uint8_t *body;
     size_t len;
     pc_arena *a = pc_arena_new(4096);
-    pc_arena_set_budget(a, &j->budget);
+    pc_arena_set_budget(a, j->budget);
     if (request_body(j, &inflated, &body, &len)) goto out;
     ProtobufCMessage *m = NULL;
     pc_error e = {0};
@@ -485,8 +479,7 @@ static void push_work(job *j)
         if (pc_proto_scan_message(&push__v1__push_request__descriptor, body, len,
                                   PC_PROTO_MAX_DEPTH, &scan, &e) < 0)
             FAIL(j, 400, "invalid PushRequest: %.399s", e.msg);
-        if (pc_budget_reserve(&j->budget, scan.cost, "decoded PushRequest") < 0 &&
-            budget_refused(j))
+        if (pc_budget_reserve(j->budget, scan.cost, "decoded PushRequest") < 0 && budget_refused(j))
             goto out;
         m = protobuf_c_message_unpack(&push__v1__push_request__descriptor, pc_arena_allocator(a),
                                       len, body);
@@ -525,11 +518,11 @@ static void push_work(job *j)
             }
         }
     }
-    if (!j->batch) j->batch = pc_batch_new(); /* nothing in it: still acknowledged */
+    if (!j->rq.batch) j->rq.batch = pc_batch_new(); /* nothing in it: still acknowledged */
 out:
-    if (j->status && j->batch) {
-        pc_batch_unref(j->batch);
-        j->batch = NULL;
+    if (j->status && j->rq.batch) {
+        pc_batch_unref(j->rq.batch);
+        j->rq.batch = NULL;
     }
     pc_arena_free(a);
     pc_buf_free(&inflated);
@@ -545,40 +538,29 @@ static void pprof_work(job *j)
     pc_buf_free(&inflated);
 }
 
-static void job_free(job *j)
+/* The decode's HTTP status as the code the recipe carries (sdk/receiver.h). */
+static int status_code(int status)
 {
-    j->r->in_flight--;
-    free(j);
+    switch (status) {
+    case 413: return PC_E2BIG;
+    case 415: return PC_ENOTSUP;
+    case 422: return PC_EBADMSG;
+    case 503: return PC_EAGAIN;
+    default: return PC_EINVAL;
+    }
 }
 
-static void decode_work(uv_work_t *w)
+static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
 {
-    job *j = w->data;
-    pyro_cfg *cfg = j->r->c->cfg;
-    pc_budget_init(&j->budget, pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body));
+    job *j = (job *)rq;
+    j->budget = budget;
     switch (j->api) {
     case API_INGEST: ingest_work(j); break;
     case API_PUSH: push_work(j); break;
     case API_PPROF: pprof_work(j); break;
     }
-    if (!j->status) {
-        int64_t rejected = 0;
-        size_t decoded = pc_batch_counts(j->batch).samples;
-        pc_error e = {0};
-        int rc = pc_batch_validate(j->batch, &rejected, &e);
-        if (e.code) snprintf(j->err, sizeof j->err, "%s", e.msg);
-        if (rc < 0) {
-            j->status = 422;
-            j->invalid_samples = decoded;
-            pc_batch_unref(j->batch);
-            j->batch = NULL;
-        } else {
-            j->samples = pc_batch_counts(j->batch).samples;
-            j->invalid_samples = decoded - j->samples;
-        }
-    }
-    pc_batch_end_budget(j->batch);
-    pc_budget_release(&j->budget);
+    if (!j->status) return 0;
+    return pc_error_set(e, status_code(j->status), "%s", j->err);
 }
 
 /* Connect error codes for the push API. */
@@ -626,51 +608,28 @@ static void respond_ok(job *j)
         pc_http_respond(j->req, 200, NULL, NULL, 0, NULL);
 }
 
-static void pipeline_done(void *arg, int st, const char *msg)
+/* Pyroscope's statuses (spec §1.4): 422 for an undecodable profile, 400 for a bad request. */
+static int http_status(int st)
 {
-    job *j = arg;
-    pyro_recv *r = j->r;
-    if (st == PC_OK) {
-        r->accepted_samples += j->samples;
-        respond_ok(j);
-    } else {
-        r->refused_samples += j->samples;
-        r->refused_requests.n[PC_REFUSED_PIPELINE]++;
-        int status = pc_receiver_http_status(st);
-        PC_WARN_RATELIMITED(
-            &r->pipeline_log, r->c->id, "pipeline refused %zu samples (%s): %s", j->samples,
-            pc_err_retryable(st) ? "retryable, client told to retry" : "permanent", msg ? msg : "");
-        respond_error(j, status, msg ? msg : "pipeline unavailable, retry later");
-    }
-    job_free(j);
+    return st == PC_EBADMSG ? 422 : pc_receiver_http_status(st);
 }
 
-static void decode_done(uv_work_t *w, int status)
+static void answer(pc_receive *rq, int st, const char *msg)
 {
-    job *j = w->data;
-    (void)status;
-    j->r->refused_samples += j->invalid_samples;
+    job *j = (job *)rq;
+    pyro_recv *r = j->r;
     for (int k = 0; k < PC_JFR_KIND_COUNT; k++)
-        j->r->jfr_events[k] += j->jfr.events[k];
-    j->r->jfr_skipped += j->jfr.skipped_events;
-    j->r->jfr_stacks_not_found += j->jfr.stacks_not_found;
-    if (j->status) {
-        j->r->refused_requests.n[j->status == 413   ? PC_REFUSED_TOO_LARGE
-                                 : j->status == 415 ? PC_REFUSED_UNSUPPORTED
-                                 : j->status == 503 ? PC_REFUSED_MEMORY
-                                                    : PC_REFUSED_INVALID]++;
-        PC_INFO_RATELIMITED(&j->r->refused_log, j->r->c->id, "%s %s: %d: %s", j->req->peer,
-                            j->req->path, j->status, j->err);
-        respond_error(j, j->status, j->err);
-        job_free(j);
-        return;
-    }
-    const char *tenant = pc_http_req_header(j->req, "x-scope-orgid");
-    if (tenant && *tenant) pc_batch_set_meta(j->batch, "x-scope-orgid", tenant);
-    pc_batch *b = j->batch;
-    j->batch = NULL;
-    pc_consume(j->r->c->next, b, pipeline_done, j);
+        r->jfr_events[k] += j->jfr.events[k];
+    r->jfr_skipped += j->jfr.skipped_events;
+    r->jfr_stacks_not_found += j->jfr.stacks_not_found;
+    if (st == PC_OK)
+        respond_ok(j);
+    else
+        respond_error(j, http_status(st), msg);
+    free(j);
 }
+
+static const pc_receive_ops pyro_ops = {.decode = decode, .answer = answer};
 
 /* 401 with the authenticator's challenge, in the format of the API asked for. */
 static void respond_unauthorized(pyro_recv *r, pc_http_req *req)
@@ -716,34 +675,27 @@ static void on_request(pc_http_req *req, void *arg)
         !(ct && (strstr(ct, "application/proto") || strstr(ct, "application/x-protobuf")))) {
         static const char m[] = "{\"code\":\"invalid_argument\",\"message\":\"unsupported content "
                                 "type, want application/proto or application/json\"}";
-        r->refused_requests.n[PC_REFUSED_UNSUPPORTED]++;
+        r->stats.refused_requests.n[PC_REFUSED_UNSUPPORTED]++;
         pc_http_respond(req, 415, "application/json", m, sizeof m - 1, NULL);
         return;
     }
     job *j = pc_xcalloc(1, sizeof(*j));
-    r->in_flight++;
+    pyro_cfg *cfg = r->c->cfg;
     j->r = r;
     j->req = req;
     j->api = api;
     j->json = json;
-    if (pc_http_servers_refusing()) { /* memory limiter: refuse before inflating and decoding */
-        r->refused_requests.n[PC_REFUSED_MEMORY]++;
-        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
-                            "refused before decoding (retryable): memory limit reached");
-        respond_error(j, 503, "memory limit reached, retry later");
-        job_free(j);
-        return;
-    }
-    if (pc_consumer_full(r->c->next)) { /* a full sending queue: refused before decoding */
-        r->refused_requests.n[PC_REFUSED_PIPELINE]++;
-        PC_WARN_RATELIMITED(&r->pipeline_log, r->c->id,
-                            "refused before decoding (retryable): sending queue is full");
-        respond_error(j, 503, "sending queue is full, retry later");
-        job_free(j);
-        return;
-    }
-    j->work.data = j;
-    pc_decode_queue_work(r->c->loop, &j->work, decode_work, decode_done);
+    j->rq.ops = &pyro_ops;
+    j->rq.core = &r->core;
+    j->rq.stats = &r->stats;
+    j->rq.next = r->c->next;
+    j->rq.sig = PC_SIGNAL_PROFILES;
+    j->rq.who = req->peer;
+    j->rq.max_decoded = pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body);
+    j->rq.decoded_key = "max_request_decoded_size";
+    j->rq.invalid_code = PC_EBADMSG; /* a profile that fails validation: 422, as Pyroscope */
+    pc_receive_set_tenant(&j->rq, pc_http_req_header(req, PC_META_TENANT));
+    pc_receive_start(&j->rq);
 }
 
 static int pyro_start(pc_component *c, pc_error *e)
@@ -752,10 +704,8 @@ static int pyro_start(pc_component *c, pc_error *e)
     pyro_cfg *cfg = c->cfg;
     int rc = pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, e);
     if (rc < 0) return rc;
-    pc_receiver_register_in_flight(c, &r->in_flight);
-    pc_receiver_register_metrics(c, PC_SIGNAL_PROFILES, "http", &r->accepted_samples,
-                                 &r->refused_samples);
-    pc_receiver_register_refused_requests(c, "http", &r->refused_requests);
+    pc_receiver_register_in_flight(c, &r->core.in_flight);
+    pc_receiver_stats_register(c, &r->stats, "http");
     char labels[400];
     for (int k = 0; k < PC_JFR_KIND_COUNT; k++) {
         snprintf(labels, sizeof labels, "receiver=\"%s\",event=\"%s\"", c->id,
@@ -782,10 +732,10 @@ static void server_closed(void *arg)
     pc_component *c = arg;
     pyro_recv *r = c->priv;
     r->http.srv = NULL;
-    pc_log_limiter_flush(&r->refused_log, PC_LOG_INFO, c->id, "refused requests");
-    pc_log_limiter_flush(&r->pipeline_log, PC_LOG_WARN, c->id, "pipeline refusals");
+    pc_receiver_core_flush(&r->core);
     PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
-            (unsigned long long)r->accepted_samples, (unsigned long long)r->refused_samples);
+            (unsigned long long)r->stats.accepted[PC_SIGNAL_PROFILES],
+            (unsigned long long)r->stats.refused[PC_SIGNAL_PROFILES]);
     r->shutdown_done(c);
 }
 

@@ -1,0 +1,282 @@
+/* The receiver recipe (sdk/receiver.h) and the decode gate. */
+#include "sdk/receiver.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+
+void pc_receiver_stats_register(pc_component *c, pc_receiver_stats *s, const char *transport)
+{
+    for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)
+        if (c->route[sig] || (sig == PC_SIGNAL_PROFILES && c->next))
+            pc_receiver_register_metrics(c, (pc_signal)sig, transport, &s->accepted[sig],
+                                         &s->refused[sig]);
+    pc_receiver_register_refused_requests(c, transport, &s->refused_requests);
+}
+
+void pc_receiver_core_init(pc_receiver_core *rc, pc_component *c)
+{
+    memset(rc, 0, sizeof *rc);
+    rc->c = c;
+}
+
+void pc_receiver_core_flush(pc_receiver_core *rc)
+{
+    pc_log_limiter_flush(&rc->refused_log, PC_LOG_INFO, rc->c->id, "refused requests");
+    pc_log_limiter_flush(&rc->pipeline_log, PC_LOG_WARN, rc->c->id, "pipeline refusals");
+}
+
+void pc_receive_set_tenant(pc_receive *rq, const char *tenant)
+{
+    rq->tenant[0] = 0;
+    if (!tenant || !*tenant || strlen(tenant) >= sizeof rq->tenant) return;
+    for (const char *p = tenant; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) return; /* it goes into headers again */
+    strcpy(rq->tenant, tenant);
+}
+
+static void finish(pc_receive *rq, int st, const char *msg)
+{
+    pc_receiver_core *core = rq->core;
+    pc_batch_unref(rq->batch);
+    rq->batch = NULL;
+    core->in_flight--;
+    rq->ops->answer(rq, st, msg); /* may free rq */
+}
+
+/* ---- decode and validate (thread pool) ---- */
+
+static int refusal_code(int rc)
+{
+    switch (rc) {
+    case PC_EAGAIN:
+    case PC_E2BIG:
+    case PC_ENOTSUP:
+    case PC_EBADMSG: return rc;
+    default: return PC_EINVAL;
+    }
+}
+
+static void validate(pc_receive *rq)
+{
+    size_t decoded = pc_batch_items(rq->batch);
+    pc_error e = {0};
+    int rc = rq->sig == PC_SIGNAL_PROFILES ? pc_batch_validate(rq->batch, &rq->rejected, &e)
+                                           : pc_signal_validate(rq->batch, &e);
+    if (e.code || rc < 0) snprintf(rq->msg, sizeof rq->msg, "%s", e.msg);
+    if (rc < 0) {
+        rq->code = rq->invalid_code ? rq->invalid_code : PC_EINVAL;
+        rq->invalid = decoded;
+        return;
+    }
+    rq->items = pc_batch_items(rq->batch);
+    rq->invalid = decoded - rq->items; /* what validation took out is refused data */
+}
+
+static void decode_work(uv_work_t *w)
+{
+    pc_receive *rq = w->data;
+    pc_budget budget;
+    pc_budget_init(&budget, rq->max_decoded);
+    budget.room = rq->decode_room;
+    pc_error e = {0};
+    int rc = rq->ops->decode(rq, &budget, &e);
+    if (rc < 0 || !rq->batch) {
+        rq->code = refusal_code(rc < 0 ? rc : PC_EINVAL);
+        snprintf(rq->msg, sizeof rq->msg, "%s", e.msg);
+        if (budget.state) { /* the budget refused: over this request's limit, or no room now */
+            rq->code = budget.state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG;
+            pc_budget_message(&budget, rq->decoded_key, rq->msg, sizeof rq->msg);
+        }
+        if (rq->batch) rq->invalid = pc_batch_items(rq->batch);
+    } else {
+        validate(rq);
+    }
+    pc_batch_end_budget(rq->batch);
+    if (!rq->code && rq->ops->decoded) rq->ops->decoded(rq);
+    pc_budget_release(&budget);
+}
+
+/* ---- the loop side ---- */
+
+static pc_refused_reason reason_of(int code)
+{
+    switch (code) {
+    case PC_E2BIG: return PC_REFUSED_TOO_LARGE;
+    case PC_ENOTSUP: return PC_REFUSED_UNSUPPORTED;
+    case PC_EAGAIN: return PC_REFUSED_MEMORY;
+    default: return PC_REFUSED_INVALID;
+    }
+}
+
+static const char *reason_text(int code)
+{
+    switch (code) {
+    case PC_E2BIG: return "too large";
+    case PC_ENOTSUP: return "unsupported";
+    case PC_EAGAIN: return "no memory now, client told to retry";
+    default: return "invalid";
+    }
+}
+
+static void pipeline_done(void *arg, int st, const char *msg)
+{
+    pc_receive *rq = arg;
+    pc_receiver_core *core = rq->core;
+    const char *items = pc_signal_infos[rq->sig].items;
+    rq->stage = PC_RECEIVE_PIPELINE;
+    if (st == PC_OK) {
+        rq->stats->accepted[rq->sig] += rq->items;
+        finish(rq, PC_OK, rq->rejected ? rq->msg : NULL);
+        return;
+    }
+    rq->stats->refused[rq->sig] += rq->items;
+    rq->stats->refused_requests.n[PC_REFUSED_PIPELINE]++;
+    if (pc_err_retryable(st))
+        PC_WARN_RATELIMITED(&core->pipeline_log, core->c->id,
+                            "pipeline refused %zu %s (retryable, client told to retry): %s",
+                            rq->items, items, msg ? msg : "");
+    else
+        PC_WARN_RATELIMITED(&core->pipeline_log, core->c->id,
+                            "pipeline refused %zu %s permanently: %s", rq->items, items,
+                            msg ? msg : "");
+    finish(rq, st,
+           msg                    ? msg
+           : pc_err_retryable(st) ? "pipeline unavailable, retry later"
+                                  : "refused by the pipeline");
+}
+
+static void decode_done(uv_work_t *w, int status)
+{
+    pc_receive *rq = w->data;
+    pc_receiver_core *core = rq->core;
+    (void)status;
+    if (rq->ops->wanted && !rq->ops->wanted(rq)) {
+        finish(rq, PC_ECANCELED, "no longer wanted");
+        return;
+    }
+    rq->stats->refused[rq->sig] += rq->invalid;
+    if (rq->code) {
+        rq->stats->refused_requests.n[reason_of(rq->code)]++;
+        PC_INFO_RATELIMITED(&core->refused_log, core->c->id, "%s: refused (%s): %s", rq->who,
+                            reason_text(rq->code), rq->msg);
+        finish(rq, rq->code, rq->msg);
+        return;
+    }
+    if (rq->rejected)
+        PC_WARN_RATELIMITED(&core->refused_log, core->c->id,
+                            "%s: rejected %lld invalid profile(s): %s", rq->who,
+                            (long long)rq->rejected, rq->msg);
+    if (rq->tenant[0]) pc_batch_set_tenant(rq->batch, rq->tenant);
+    pc_batch *b = rq->batch;
+    rq->batch = NULL;
+    rq->stage = PC_RECEIVE_PIPELINE;
+    pc_consume(rq->next, b, pipeline_done, rq);
+}
+
+void pc_receive_start(pc_receive *rq)
+{
+    pc_receiver_core *core = rq->core;
+    core->in_flight++;
+    rq->stage = PC_RECEIVE_ADMISSION;
+    rq->decode_room = SIZE_MAX;
+    pc_admit a = pc_consumer_admit(rq->next, &rq->decode_room);
+    if (a != PC_ADMIT_OK) { /* refused before inflating and decoding, one log line per interval */
+        bool memory = a == PC_ADMIT_MEMORY;
+        rq->stats->refused_requests.n[memory ? PC_REFUSED_MEMORY : PC_REFUSED_PIPELINE]++;
+        PC_WARN_RATELIMITED(&core->pipeline_log, core->c->id,
+                            "%s: refused before decoding (retryable): %s", rq->who,
+                            memory ? "memory limit reached" : "sending queue is full");
+        finish(rq, PC_EAGAIN,
+               memory ? "memory limit reached, retry later" : "sending queue is full, retry later");
+        return;
+    }
+    rq->stage = PC_RECEIVE_DECODE;
+    rq->work.data = rq;
+    pc_decode_queue_work(core->c->loop, &rq->work, decode_work, decode_done);
+}
+
+/* ---- the decode gate ---- */
+
+typedef struct gate_item {
+    uv_work_t *req;
+    uv_work_cb work;
+    uv_after_work_cb after;
+    void *data; /* the caller's req->data; req->data points at the item while it runs */
+} gate_item;
+
+/* One per process, as the thread pool it guards (libuv has one pool); loop thread only. */
+static struct {
+    size_t running, limit;
+    gate_item *q; /* a ring of waiting work */
+    size_t head, n, cap;
+} gate;
+
+static void gate_next(uv_loop_t *loop);
+
+static void gate_work(uv_work_t *req)
+{
+    gate_item *it = req->data;
+    req->data = it->data;
+    it->work(req);
+    req->data = it;
+}
+
+static void gate_after(uv_work_t *req, int status)
+{
+    gate_item *it = req->data;
+    uv_after_work_cb after = it->after;
+    uv_loop_t *loop = req->loop;
+    req->data = it->data;
+    free(it);
+    gate.running--;
+    after(req, status); /* may free req */
+    gate_next(loop);
+}
+
+static void gate_start(uv_loop_t *loop, gate_item g)
+{
+    gate_item *it = pc_xmalloc(sizeof *it);
+    *it = g;
+    it->data = g.req->data;
+    g.req->data = it;
+    gate.running++;
+    uv_queue_work(loop, g.req, gate_work, gate_after);
+}
+
+static void gate_next(uv_loop_t *loop)
+{
+    while (gate.n && gate.running < gate.limit) {
+        gate_item g = gate.q[gate.head];
+        gate.head = (gate.head + 1) % gate.cap;
+        gate.n--;
+        gate_start(loop, g);
+    }
+}
+
+void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after)
+{
+    if (!gate.limit) { /* main.c sizes the pool through UV_THREADPOOL_SIZE before the loop runs */
+        const char *env = getenv("UV_THREADPOOL_SIZE");
+        long n = env ? strtol(env, NULL, 10) : 0;
+        gate.limit = n > 0 && n < 1024 ? (size_t)n : 4; /* libuv's default */
+    }
+    gate_item g = {req, work, after, NULL};
+    if (gate.running < gate.limit && !gate.n) {
+        gate_start(loop, g);
+        return;
+    }
+    if (gate.n == gate.cap) { /* grow the ring, keeping the order */
+        size_t cap = gate.cap ? gate.cap * 2 : 64;
+        gate_item *q = pc_xmalloc(cap * sizeof *q);
+        for (size_t i = 0; i < gate.n; i++)
+            q[i] = gate.q[(gate.head + i) % gate.cap];
+        free(gate.q);
+        gate.q = q;
+        gate.head = 0;
+        gate.cap = cap;
+    }
+    gate.q[(gate.head + gate.n++) % gate.cap] = g;
+}
