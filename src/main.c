@@ -371,7 +371,17 @@ static int check_feature_gates(const char *list)
 
 enum { OPT_SET = 256, OPT_GATES, OPT_MODE, OPT_FORMAT, OPT_VALIDATE };
 
-int main(int argc, char **argv)
+/* The command line once read: what getopt found. rc >= 0: answered already (--version, a usage
+ * error). */
+typedef struct cmdline {
+    const char **files, **sets;
+    size_t nfiles, nsets;
+    const char *mode, *format, *validate_arg;
+    bool print_opts;
+    int rc;
+} cmdline;
+
+static void read_options(int argc, char **argv, cmdline *cl)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"set", required_argument, NULL, OPT_SET},
@@ -382,93 +392,98 @@ int main(int argc, char **argv)
                                          {"version", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char **files = pc_xcalloc((size_t)argc + 1, sizeof(char *));
-    const char **sets = pc_xcalloc((size_t)argc + 1, sizeof(char *));
-    size_t nfiles = 0, nsets = 0;
-    const char *mode = NULL, *format = NULL, *validate_arg = NULL;
-    bool print_opts = false;
-    int c, rc = -1;
     pc_error e = {0};
-    while (rc < 0 && (c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+    int c;
+    while (cl->rc < 0 && (c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': files[nfiles++] = optarg; break;
+        case 'c': cl->files[cl->nfiles++] = optarg; break;
         case OPT_SET:
             if (pc_config_set_check(optarg, &e) < 0) {
                 fprintf(stderr, "profcol: %s\n", e.msg);
-                rc = 2;
+                cl->rc = 2;
             }
-            sets[nsets++] = optarg;
+            cl->sets[cl->nsets++] = optarg;
             break;
         case OPT_GATES:
-            if (check_feature_gates(optarg)) rc = 2;
+            if (check_feature_gates(optarg)) cl->rc = 2;
             break;
         case OPT_MODE:
-            mode = optarg;
-            print_opts = true;
+            cl->mode = optarg;
+            cl->print_opts = true;
             break;
         case OPT_FORMAT:
-            format = optarg;
-            print_opts = true;
+            cl->format = optarg;
+            cl->print_opts = true;
             break;
         case OPT_VALIDATE:
-            validate_arg = optarg ? optarg : "true";
-            print_opts = true;
+            cl->validate_arg = optarg ? optarg : "true";
+            cl->print_opts = true;
             break;
         case 'v':
             printf("profcol %s\n", PROFCOL_VERSION);
-            rc = 0;
+            cl->rc = 0;
             break;
         case 'h':
             usage(stdout);
-            rc = 0;
+            cl->rc = 0;
             break;
         default:
             usage(stderr);
-            rc = 2;
+            cl->rc = 2;
             break;
         }
     }
-    const char *cmd = rc < 0 && optind < argc ? argv[optind] : NULL;
+}
+
+/* The command (argv[optind]) with its options. */
+static int command(int argc, char **argv, const cmdline *cl)
+{
+    const char *cmd = optind < argc ? argv[optind] : NULL;
     bool print = cmd && (!strcmp(cmd, "print-config") || !strcmp(cmd, "print-initial-config"));
     bool gates = cmd && (!strcmp(cmd, "featuregate") || !strcmp(cmd, "feature-gates"));
     bool validate = true;
-    pc_config_sources src = {.uris = files,
-                             .n_uris = nfiles,
-                             .sets = sets,
-                             .n_sets = nsets,
+    pc_config_sources src = {.uris = cl->files,
+                             .n_uris = cl->nfiles,
+                             .sets = cl->sets,
+                             .n_sets = cl->nsets,
                              .default_yaml = pc_default_config};
-    if (rc >= 0) {
-        /* done while reading the options */
-    } else if (cmd && optind + 1 < argc && !(gates && optind + 2 == argc)) {
+    if (cmd && optind + 1 < argc && !(gates && optind + 2 == argc)) {
         fprintf(stderr, "profcol: unexpected argument \"%s\"\n", argv[optind + 1]);
-        rc = 2;
-    } else if (print_opts && !print) {
-        fprintf(stderr, "profcol: --mode, --format and --validate are options of print-config\n");
-        rc = 2;
-    } else if (validate_arg && pc_parse_bool(validate_arg, &validate)) {
-        fprintf(stderr, "profcol: --validate=%s: want true or false\n", validate_arg);
-        rc = 2;
-    } else if (!cmd) {
-        rc = run(&src, 0);
-    } else if (!strcmp(cmd, "validate")) {
-        rc = run(&src, 1);
-    } else if (print) {
-        rc = print_config(&src, mode ? mode : "redacted", format ? format : "yaml", validate);
-    } else if (gates) {
-        rc = featuregate(optind + 1 < argc ? argv[optind + 1] : NULL);
-    } else if (!strcmp(cmd, "components")) {
-        rc = print_components();
-    } else if (!strcmp(cmd, "components-markdown")) {
-        rc = print_components_markdown();
-    } else if (!strcmp(cmd, "print-default-config")) {
-        fputs(pc_default_config, stdout);
-        rc = 0;
-    } else {
-        fprintf(stderr, "profcol: unknown command \"%s\"\n", cmd);
-        usage(stderr);
-        rc = 2;
+        return 2;
     }
-    free(files);
-    free(sets);
+    if (cl->print_opts && !print) {
+        fprintf(stderr, "profcol: --mode, --format and --validate are options of print-config\n");
+        return 2;
+    }
+    if (cl->validate_arg && pc_parse_bool(cl->validate_arg, &validate)) {
+        fprintf(stderr, "profcol: --validate=%s: want true or false\n", cl->validate_arg);
+        return 2;
+    }
+    if (!cmd) return run(&src, 0);
+    if (!strcmp(cmd, "validate")) return run(&src, 1);
+    if (print)
+        return print_config(&src, cl->mode ? cl->mode : "redacted",
+                            cl->format ? cl->format : "yaml", validate);
+    if (gates) return featuregate(optind + 1 < argc ? argv[optind + 1] : NULL);
+    if (!strcmp(cmd, "components")) return print_components();
+    if (!strcmp(cmd, "components-markdown")) return print_components_markdown();
+    if (!strcmp(cmd, "print-default-config")) {
+        fputs(pc_default_config, stdout);
+        return 0;
+    }
+    fprintf(stderr, "profcol: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    cmdline cl = {.files = pc_xcalloc((size_t)argc + 1, sizeof(char *)),
+                  .sets = pc_xcalloc((size_t)argc + 1, sizeof(char *)),
+                  .rc = -1};
+    read_options(argc, argv, &cl);
+    int rc = cl.rc >= 0 ? cl.rc : command(argc, argv, &cl);
+    free(cl.files);
+    free(cl.sets);
     return rc;
 }

@@ -91,7 +91,7 @@ typedef struct output {
 } output;
 
 typedef struct flush_job {
-    uv_work_t work;
+    pc_proc_work work; /* first: the processor core's */
     batch_proc *bp;
     input *in;
     size_t n_in;
@@ -194,9 +194,9 @@ static void concat_inputs(flush_job *j)
     free(bs);
 }
 
-static void flush_work(uv_work_t *w)
+static void flush_work(pc_proc_work *w)
 {
-    flush_job *j = w->data;
+    flush_job *j = (flush_job *)w;
     const batch_cfg *cfg = j->bp->c->cfg;
     pc_split_plan pl = {0};
     if (j->n_in && j->in[0].b->signal != PC_SIGNAL_PROFILES) {
@@ -292,11 +292,10 @@ static void output_done(void *arg, int st, const char *msg)
     if (--j->pending == 0) job_complete(j);
 }
 
-static void flush_after(uv_work_t *w, int status)
+static void flush_after(pc_proc_work *w)
 {
-    flush_job *j = w->data;
+    flush_job *j = (flush_job *)w;
     batch_proc *bp = j->bp;
-    (void)status;   /* uv_cancel is never called on flush jobs */
     j->pending = 1; /* downstream may answer synchronously */
     for (size_t o = 0; o < j->n_out; o++) {
         size_t items = pc_batch_items(j->out[o].b);
@@ -359,8 +358,9 @@ static void flush_shard(batch_proc *bp, size_t idx)
     shard_free(s, cfg->metadata_keys.n);
 
     bp->inflight++;
-    j->work.data = j;
-    pc_proc_queue_work(&bp->core, bp->c, &j->work, flush_work, flush_after);
+    j->work =
+        (pc_proc_work){.c = bp->c, .core = &bp->core, .run = flush_work, .after = flush_after};
+    pc_proc_work_submit(&j->work);
 }
 
 /* ---- timer and shards (loop thread) --------------------------------------------------------- */

@@ -251,7 +251,8 @@ static const char *scalar_of(const pc_node *m, const char *key)
     return n && n->kind == PC_NODE_SCALAR ? n->scalar : NULL;
 }
 
-static int parse_rule(const pc_node *m, const char *path, rule *r, pc_error *err)
+/* Every key of a rule is known and a scalar. */
+static int check_rule_keys(const pc_node *m, const char *path, pc_error *err)
 {
     char sub[320];
     if (m->kind != PC_NODE_MAP)
@@ -270,39 +271,20 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_error *err
         if (m->vals[i]->kind == PC_NODE_MAP || m->vals[i]->kind == PC_NODE_SEQ)
             return pc_cfg_errorf(err, m->vals[i], sub, "must be a scalar");
     }
-    const char *act = scalar_of(m, "action");
-    snprintf(sub, sizeof sub, "%s::action", path);
-    if (!act)
-        return pc_cfg_errorf(err, m, sub,
-                             "missing (one of insert, update, upsert, delete, hash, extract)");
-    int a = 0;
-    while (a < N_ACTIONS && strcasecmp(act, action_names[a]) != 0)
-        a++;
-    if (a == N_ACTIONS)
-        return pc_cfg_errorf(err, pc_node_get(m, "action"), sub,
-                             "\"%s\" is not one of insert, update, upsert, delete, hash, extract",
-                             act);
-    r->act = (action)a;
-    const char *key = scalar_of(m, "key"), *value = scalar_of(m, "value");
-    const char *from = scalar_of(m, "from_attribute"), *pattern = scalar_of(m, "pattern");
-    const char *conv = scalar_of(m, "converted_type"), *algo = scalar_of(m, "algorithm");
-    bool has_value = pc_node_get(m, "value") != NULL;
-    if (key && !*key) key = NULL;
+    return 0;
+}
+
 #define FAIL(at, ...)                                                                              \
     do {                                                                                           \
         return pc_cfg_errorf(err, (at) ? (at) : m, path, __VA_ARGS__);                             \
     } while (0)
-    bool sets = r->act == A_INSERT || r->act == A_UPDATE || r->act == A_UPSERT;
-    if ((sets || r->act == A_EXTRACT) && !key) FAIL(NULL, "key: required for action %s", act);
-    if ((r->act == A_DELETE || r->act == A_HASH) && !key && !pattern)
-        FAIL(NULL, "action %s needs key or pattern", act);
-    if (sets && has_value == (from != NULL))
-        FAIL(NULL, "action %s needs exactly one of value and from_attribute", act);
-    if (!sets && (has_value || from))
-        FAIL(pc_node_get(m, has_value ? "value" : "from_attribute"), "%s: not used by action %s",
-             has_value ? "value" : "from_attribute", act);
-    if (r->act == A_EXTRACT && !pattern) FAIL(NULL, "pattern: required for action extract");
-    if (sets && pattern) FAIL(pc_node_get(m, "pattern"), "pattern: not used by action %s", act);
+
+/* converted_type, algorithm and value, once the action is known. */
+static int parse_rule_value(const pc_node *m, const char *path, rule *r, bool sets, const char *act,
+                            pc_error *err)
+{
+    const char *value = scalar_of(m, "value"), *conv = scalar_of(m, "converted_type");
+    const char *algo = scalar_of(m, "algorithm");
     if (conv) {
         int c = 1;
         while (c <= CT_BOOL && strcasecmp(conv, conv_names[c]) != 0)
@@ -321,7 +303,7 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_error *err
         else if (strcasecmp(algo, "sha256"))
             FAIL(pc_node_get(m, "algorithm"), "algorithm: \"%s\" is not one of sha256, sha1", algo);
     }
-    if (has_value) {
+    if (pc_node_get(m, "value")) {
         /* value: (empty) is YAML null: the empty string */
         if (scalar_value(value ? value : "", r->conv, &r->value))
             FAIL(pc_node_get(m, "value"), "value: \"%s\" is not %s", value ? value : "",
@@ -330,27 +312,70 @@ static int parse_rule(const pc_node *m, const char *path, rule *r, pc_error *err
                                         : "a boolean");
         r->has_value = true;
     }
-    if (pattern) {
-        pc_error e = {0};
-        char **names = NULL;
-        size_t n_names = 0;
-        if (pc_regex_compile(&r->re, pattern, 0, &names, &n_names, &e) < 0)
-            FAIL(pc_node_get(m, "pattern"), "pattern: %s", e.msg);
-        r->has_re = true;
-        r->groups = names;
-        r->n_groups = n_names;
-        bool named = false;
-        for (size_t i = 0; i < n_names; i++)
-            named |= names[i] != NULL;
-        if (r->act == A_EXTRACT && !named)
-            FAIL(pc_node_get(m, "pattern"),
-                 "pattern: extract needs at least one named group (?P<name>...)");
-    }
-#undef FAIL
+    return 0;
+}
+
+/* pattern: compiled, with its named groups (extract needs one). */
+static int parse_rule_pattern(const pc_node *m, const char *path, rule *r, const char *pattern,
+                              pc_error *err)
+{
+    pc_error e = {0};
+    char **names = NULL;
+    size_t n_names = 0;
+    if (pc_regex_compile(&r->re, pattern, 0, &names, &n_names, &e) < 0)
+        FAIL(pc_node_get(m, "pattern"), "pattern: %s", e.msg);
+    r->has_re = true;
+    r->groups = names;
+    r->n_groups = n_names;
+    bool named = false;
+    for (size_t i = 0; i < n_names; i++)
+        named |= names[i] != NULL;
+    if (r->act == A_EXTRACT && !named)
+        FAIL(pc_node_get(m, "pattern"),
+             "pattern: extract needs at least one named group (?P<name>...)");
+    return 0;
+}
+
+static int parse_rule(const pc_node *m, const char *path, rule *r, pc_error *err)
+{
+    char sub[320];
+    if (check_rule_keys(m, path, err)) return PC_EINVAL;
+    const char *act = scalar_of(m, "action");
+    snprintf(sub, sizeof sub, "%s::action", path);
+    if (!act)
+        return pc_cfg_errorf(err, m, sub,
+                             "missing (one of insert, update, upsert, delete, hash, extract)");
+    int a = 0;
+    while (a < N_ACTIONS && strcasecmp(act, action_names[a]) != 0)
+        a++;
+    if (a == N_ACTIONS)
+        return pc_cfg_errorf(err, pc_node_get(m, "action"), sub,
+                             "\"%s\" is not one of insert, update, upsert, delete, hash, extract",
+                             act);
+    r->act = (action)a;
+    const char *key = scalar_of(m, "key"), *from = scalar_of(m, "from_attribute");
+    const char *pattern = scalar_of(m, "pattern");
+    bool has_value = pc_node_get(m, "value") != NULL;
+    if (key && !*key) key = NULL;
+    bool sets = r->act == A_INSERT || r->act == A_UPDATE || r->act == A_UPSERT;
+    if ((sets || r->act == A_EXTRACT) && !key) FAIL(NULL, "key: required for action %s", act);
+    if ((r->act == A_DELETE || r->act == A_HASH) && !key && !pattern)
+        FAIL(NULL, "action %s needs key or pattern", act);
+    if (sets && has_value == (from != NULL))
+        FAIL(NULL, "action %s needs exactly one of value and from_attribute", act);
+    if (!sets && (has_value || from))
+        FAIL(pc_node_get(m, has_value ? "value" : "from_attribute"), "%s: not used by action %s",
+             has_value ? "value" : "from_attribute", act);
+    if (r->act == A_EXTRACT && !pattern) FAIL(NULL, "pattern: required for action extract");
+    if (sets && pattern) FAIL(pc_node_get(m, "pattern"), "pattern: not used by action %s", act);
+    if (parse_rule_value(m, path, r, sets, act, err) ||
+        (pattern && parse_rule_pattern(m, path, r, pattern, err)))
+        return PC_EINVAL;
     r->key = key ? pc_xstrdup(key) : NULL;
     r->from_attribute = from ? pc_xstrdup(from) : NULL;
     return 0;
 }
+#undef FAIL
 
 static int parse_rules(const pc_node *list, const char *path, rule **out, size_t *n_out,
                        pc_error *err)

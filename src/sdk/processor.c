@@ -5,14 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct generic_job {
-    pc_proc_job j; /* first, so that the after step finds the core */
-    uv_work_cb run;
-    uv_after_work_cb after;
-    void *data; /* the caller's w->data */
-    uv_work_t *w;
-} generic_job;
-
 /* After a job's answer: the shutdown waiting for the last one goes on. */
 static void job_left(pc_proc_core *core, pc_component *c)
 {
@@ -54,40 +46,28 @@ void pc_proc_job_submit(pc_proc_job *j)
     uv_queue_work(j->c->loop, &j->work, job_work, job_after);
 }
 
-static void generic_work(uv_work_t *w)
+static void work_run(uv_work_t *uw)
 {
-    generic_job *g = w->data;
-    w->data = g->data;
-    g->run(w);
-    w->data = g;
+    pc_proc_work *w = uw->data;
+    w->run(w);
 }
 
-static void generic_after(uv_work_t *w, int status)
+static void work_after(uv_work_t *uw, int status)
 {
-    generic_job *g = w->data;
-    pc_proc_core *core = g->j.core;
-    pc_component *c = g->j.c;
-    uv_after_work_cb after = g->after;
-    w->data = g->data;
-    free(g);
+    pc_proc_work *w = uw->data;
+    pc_proc_core *core = w->core;
+    pc_component *c = w->c;
+    (void)status;
     core->inflight--; /* before after, which may look (batch's shutdown waits for none left) */
-    after(w, status); /* may free w */
+    w->after(w);      /* may free w */
     job_left(core, c);
 }
 
-void pc_proc_queue_work(pc_proc_core *core, pc_component *c, uv_work_t *w, uv_work_cb run,
-                        uv_after_work_cb after)
+void pc_proc_work_submit(pc_proc_work *w)
 {
-    generic_job *g = calloc(1, sizeof *g);
-    if (!g) abort();
-    g->j.c = c;
-    g->j.core = core;
-    g->run = run;
-    g->after = after;
-    g->data = w->data;
-    w->data = g;
-    core->inflight++;
-    uv_queue_work(c->loop, w, generic_work, generic_after);
+    w->core->inflight++;
+    w->work.data = w;
+    uv_queue_work(w->c->loop, &w->work, work_run, work_after);
 }
 
 void pc_proc_core_shutdown(pc_proc_core *core, pc_component *c, pc_shutdown_done done)

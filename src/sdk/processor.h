@@ -40,10 +40,18 @@ struct pc_proc_job {
  * counted in flight, run on the pool, then answered as it says and freed. */
 void pc_proc_job_submit(pc_proc_job *j);
 
-/* Generic work of a processor that is not one batch in, one out (batch's merge of what it
- * holds): run on the pool, then after on the loop, counted in flight like a job. */
-void pc_proc_queue_work(pc_proc_core *core, pc_component *c, uv_work_t *w, uv_work_cb run,
-                        uv_after_work_cb after);
+/* Work of a processor that is not one batch in, one out (batch's merge of what it holds): the
+ * caller's struct starts with a pc_proc_work (c, core, run and after set); run on the pool, then
+ * after on the loop (which may free it), counted in flight like a job. */
+typedef struct pc_proc_work pc_proc_work;
+struct pc_proc_work {
+    uv_work_t work;
+    pc_component *c;
+    pc_proc_core *core;
+    void (*run)(pc_proc_work *w);
+    void (*after)(pc_proc_work *w);
+};
+void pc_proc_work_submit(pc_proc_work *w);
 
 /* Shutdown: done once every job in flight has been answered. */
 void pc_proc_core_shutdown(pc_proc_core *core, pc_component *c, pc_shutdown_done done);
