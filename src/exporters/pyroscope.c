@@ -24,6 +24,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/base64.h"
 #include "sdk/auth.h"
 #include "net/http_client.h"
 #include "net/tls.h"
@@ -215,25 +216,6 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_e
     return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
-static char *base64(const char *in)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(in);
-    char *out = pc_xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
-    const unsigned char *p = (const unsigned char *)in;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        *o++ = tbl[(v >> 18) & 63];
-        *o++ = tbl[(v >> 12) & 63];
-        *o++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-        *o++ = i + 2 < n ? tbl[v & 63] : '=';
-    }
-    *o = 0;
-    return out;
-}
-
 static int pyro_create(pc_exporter *ex, pc_error *err)
 {
     pyro_cfg *cfg = ex->c->cfg;
@@ -259,7 +241,7 @@ static int pyro_create(pc_exporter *ex, pc_error *err)
     if (cfg->username) {
         pc_buf up = {0};
         pc_buf_printf(&up, "%s:%s", cfg->username, cfg->password ? cfg->password : "");
-        char *b64 = base64((char *)up.data);
+        char *b64 = pc_base64_encode(up.data, up.len, true);
         pc_buf_printf(&h, "Authorization: Basic %s\r\n", b64);
         free(b64);
         pc_buf_free(&up);

@@ -14,8 +14,6 @@
 /* Equal in time independent of the contents (both sides hashed with SHA-256, then
  * CRYPTO_memcmp), so neither the position of the first difference nor the length leaks. */
 bool pc_auth_equal(const void *a, size_t an, const void *b, size_t bn);
-/* Standard base64 with padding; malloc'd. */
-char *pc_auth_base64(const void *data, size_t n);
 /* Decode base64 (padding required); malloc'd and NUL-terminated, NULL if invalid. */
 unsigned char *pc_auth_unbase64(const char *s, size_t *out_len);
 /* A file's text with trailing whitespace removed; NULL with the reason in e (PC_EIO, or PC_E2BIG

@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include "base/base64.h"
 #include "extensions/auth_common.h"
 #include "net/tls.h"
 #include "sdk/component.h"
@@ -251,7 +252,7 @@ static int basic_create(pc_component *c, pc_error *err)
     if (cfg->username) {
         pc_buf up = {0};
         pc_buf_printf(&up, "%s:%s", cfg->username, cfg->password ? cfg->password : "");
-        char *b64 = pc_auth_base64(up.data, up.len);
+        char *b64 = pc_base64_encode(up.data, up.len, true);
         pc_buf h = {0};
         pc_buf_printf(&h, "Authorization: Basic %s\r\n", b64);
         x->client_header = (char *)h.data;
