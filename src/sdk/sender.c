@@ -15,7 +15,6 @@
 #include "sdk/telemetry.h"
 
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
-uint64_t pc_shutdown_deadline_ms;
 
 #define REC_HEADER 24 /* magic 4, items 8, meta_len 4, payload_len 4, crc 4 */
 /* The magic names the signal of the payload ("PCQ1", profiles, as before signals existed). */
@@ -1005,7 +1004,7 @@ static void deadline_fire(uv_timer_t *t)
     maybe_finish_shutdown(s);
 }
 
-void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
+void pc_sender_shutdown(pc_sender *s, uint64_t deadline_ms, void (*done)(void *arg), void *arg)
 {
     pc_log_limiter_flush(&s->full_log, PC_LOG_WARN, s->c->id, "refusals (sending queue full)");
     s->stopping = 1;
@@ -1013,7 +1012,7 @@ void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
     s->shutdown_done = done;
     s->shutdown_arg = arg;
     uint64_t now = uv_now(s->c->loop);
-    uint64_t left = pc_shutdown_deadline_ms > now ? pc_shutdown_deadline_ms - now : 0;
+    uint64_t left = deadline_ms > now ? deadline_ms - now : 0;
     if (s->active || s->io_busy || s->head) {
         PC_INFO(s->c->id, "draining %llu queued and %zu in-flight request(s) (up to %llums)",
                 (unsigned long long)s->queued, s->active, (unsigned long long)left);

@@ -1411,9 +1411,11 @@ static void shutdown_phase(pc_service *s)
         } else if ((size_t)phase == max_procs + 1) {
             uint64_t now = uv_now(s->loop);
             for (size_t i = 0; i < s->n_exporters; i++) {
-                /* the sender reads the deadline when its shutdown starts: a persistent queue
-                 * handed to a successor is left on disk at once, any other one drains */
-                pc_shutdown_deadline_ms = s->quick_handover[i] ? now : now + s->shutdown_timeout_ms;
+                /* a persistent queue handed to a successor is left on disk at once, any other
+                 * one drains */
+                if (s->exporters[i])
+                    s->exporters[i]->drain_deadline_ms =
+                        s->quick_handover[i] ? now : now + s->shutdown_timeout_ms;
                 shutdown_one(s, s->exporters[i]);
             }
         } else if ((size_t)phase == max_procs + 2) {
@@ -1451,7 +1453,6 @@ void pc_service_shutdown(pc_service *s, void (*done)(void *arg), void *arg)
     if (s->state != SVC_FAILED) s->state = SVC_STOPPING;
     drain_processors(s);
     uv_update_time(s->loop);
-    pc_shutdown_deadline_ms = uv_now(s->loop) + s->shutdown_timeout_ms;
     PC_INFO(NULL, "shutting down");
     shutdown_phase(s);
 }
