@@ -65,8 +65,3 @@ char *pc_auth_read_file(const char *path, size_t max, pc_error *e)
         b.data[--b.len] = 0;
     return (char *)b.data;
 }
-
-bool pc_auth_header_safe(const char *s)
-{
-    return s && !strpbrk(s, "\r\n");
-}

@@ -1,5 +1,5 @@
 /* What the authenticator extensions (bearertokenauth, basicauth) share: a constant-time
- * comparison, base64, reading a secret from a file, header-safety. The contract they implement
+ * comparison, base64, reading a secret from a file. The contract they implement
  * is sdk/auth.h. */
 #ifndef PC_AUTH_COMMON_H
 #define PC_AUTH_COMMON_H
@@ -19,7 +19,5 @@ unsigned char *pc_auth_unbase64(const char *s, size_t *out_len);
 /* A file's text with trailing whitespace removed; NULL with the reason in e (PC_EIO, or PC_E2BIG
  * over max bytes). */
 char *pc_auth_read_file(const char *path, size_t max, pc_error *e);
-/* No CR or LF (header injection). */
-bool pc_auth_header_safe(const char *s);
 
 #endif

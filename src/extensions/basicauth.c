@@ -16,6 +16,7 @@
 
 #include "base/base64.h"
 #include "extensions/auth_common.h"
+#include "net/http_client.h"
 #include "net/tls.h"
 #include "sdk/component.h"
 
@@ -154,10 +155,10 @@ static int basic_validate(void *cfgp, const pc_node *node, const char *path, pc_
     if (cfg->password && !cfg->username)
         return pc_cfg_key_errorf(err, node, path, "client_auth.username",
                                  "required with a password");
-    if (cfg->username && (strchr(cfg->username, ':') || !pc_auth_header_safe(cfg->username)))
+    if (cfg->username && (strchr(cfg->username, ':') || !pc_http_header_safe(cfg->username)))
         return pc_cfg_key_errorf(err, node, path, "client_auth.username",
                                  "must not contain ':' or line breaks");
-    if (cfg->password && !pc_auth_header_safe(cfg->password))
+    if (cfg->password && !pc_http_header_safe(cfg->password))
         return pc_cfg_key_errorf(err, node, path, "client_auth.password",
                                  "must not contain line breaks");
     users u = {0};
