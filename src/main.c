@@ -371,7 +371,17 @@ static int check_feature_gates(const char *list)
 
 enum { OPT_SET = 256, OPT_GATES, OPT_MODE, OPT_FORMAT, OPT_VALIDATE };
 
-int main(int argc, char **argv)
+/* What the options say. */
+typedef struct cli {
+    const char **files, **sets;
+    size_t nfiles, nsets;
+    const char *mode, *format, *validate_arg;
+    bool print_opts; /* --mode, --format or --validate given */
+} cli;
+
+/* Read the options into o: -1 to go on to the command, else the exit status (--version,
+ * --help, a bad option). */
+static int read_options(int argc, char **argv, cli *o)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"set", required_argument, NULL, OPT_SET},
@@ -382,38 +392,24 @@ int main(int argc, char **argv)
                                          {"version", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char **files = pc_xcalloc((size_t)argc + 1, sizeof(char *));
-    const char **sets = pc_xcalloc((size_t)argc + 1, sizeof(char *));
-    size_t nfiles = 0, nsets = 0;
-    const char *mode = NULL, *format = NULL, *validate_arg = NULL;
-    bool print_opts = false;
     int c, rc = -1;
     pc_error e = {0};
     while (rc < 0 && (c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': files[nfiles++] = optarg; break;
+        case 'c': o->files[o->nfiles++] = optarg; break;
         case OPT_SET:
             if (pc_config_set_check(optarg, &e) < 0) {
                 fprintf(stderr, "profcol: %s\n", e.msg);
                 rc = 2;
             }
-            sets[nsets++] = optarg;
+            o->sets[o->nsets++] = optarg;
             break;
         case OPT_GATES:
             if (check_feature_gates(optarg)) rc = 2;
             break;
-        case OPT_MODE:
-            mode = optarg;
-            print_opts = true;
-            break;
-        case OPT_FORMAT:
-            format = optarg;
-            print_opts = true;
-            break;
-        case OPT_VALIDATE:
-            validate_arg = optarg ? optarg : "true";
-            print_opts = true;
-            break;
+        case OPT_MODE: o->mode = optarg; break;
+        case OPT_FORMAT: o->format = optarg; break;
+        case OPT_VALIDATE: o->validate_arg = optarg ? optarg : "true"; break;
         case 'v':
             printf("profcol %s\n", PROFCOL_VERSION);
             rc = 0;
@@ -427,48 +423,59 @@ int main(int argc, char **argv)
             rc = 2;
             break;
         }
+        o->print_opts |= c == OPT_MODE || c == OPT_FORMAT || c == OPT_VALIDATE;
     }
-    const char *cmd = rc < 0 && optind < argc ? argv[optind] : NULL;
+    return rc;
+}
+
+/* The command (argv[optind]; none: run) with the options read. */
+static int command(int argc, char **argv, const cli *o)
+{
+    const char *cmd = optind < argc ? argv[optind] : NULL;
     bool print = cmd && (!strcmp(cmd, "print-config") || !strcmp(cmd, "print-initial-config"));
     bool gates = cmd && (!strcmp(cmd, "featuregate") || !strcmp(cmd, "feature-gates"));
     bool validate = true;
-    pc_config_sources src = {.uris = files,
-                             .n_uris = nfiles,
-                             .sets = sets,
-                             .n_sets = nsets,
+    pc_config_sources src = {.uris = o->files,
+                             .n_uris = o->nfiles,
+                             .sets = o->sets,
+                             .n_sets = o->nsets,
                              .default_yaml = pc_default_config};
-    if (rc >= 0) {
-        /* done while reading the options */
-    } else if (cmd && optind + 1 < argc && !(gates && optind + 2 == argc)) {
+    if (cmd && optind + 1 < argc && !(gates && optind + 2 == argc)) {
         fprintf(stderr, "profcol: unexpected argument \"%s\"\n", argv[optind + 1]);
-        rc = 2;
-    } else if (print_opts && !print) {
-        fprintf(stderr, "profcol: --mode, --format and --validate are options of print-config\n");
-        rc = 2;
-    } else if (validate_arg && pc_parse_bool(validate_arg, &validate)) {
-        fprintf(stderr, "profcol: --validate=%s: want true or false\n", validate_arg);
-        rc = 2;
-    } else if (!cmd) {
-        rc = run(&src, 0);
-    } else if (!strcmp(cmd, "validate")) {
-        rc = run(&src, 1);
-    } else if (print) {
-        rc = print_config(&src, mode ? mode : "redacted", format ? format : "yaml", validate);
-    } else if (gates) {
-        rc = featuregate(optind + 1 < argc ? argv[optind + 1] : NULL);
-    } else if (!strcmp(cmd, "components")) {
-        rc = print_components();
-    } else if (!strcmp(cmd, "components-markdown")) {
-        rc = print_components_markdown();
-    } else if (!strcmp(cmd, "print-default-config")) {
-        fputs(pc_default_config, stdout);
-        rc = 0;
-    } else {
-        fprintf(stderr, "profcol: unknown command \"%s\"\n", cmd);
-        usage(stderr);
-        rc = 2;
+        return 2;
     }
-    free(files);
-    free(sets);
+    if (o->print_opts && !print) {
+        fprintf(stderr, "profcol: --mode, --format and --validate are options of print-config\n");
+        return 2;
+    }
+    if (o->validate_arg && pc_parse_bool(o->validate_arg, &validate)) {
+        fprintf(stderr, "profcol: --validate=%s: want true or false\n", o->validate_arg);
+        return 2;
+    }
+    if (!cmd) return run(&src, 0);
+    if (!strcmp(cmd, "validate")) return run(&src, 1);
+    if (print)
+        return print_config(&src, o->mode ? o->mode : "redacted", o->format ? o->format : "yaml",
+                            validate);
+    if (gates) return featuregate(optind + 1 < argc ? argv[optind + 1] : NULL);
+    if (!strcmp(cmd, "components")) return print_components();
+    if (!strcmp(cmd, "components-markdown")) return print_components_markdown();
+    if (!strcmp(cmd, "print-default-config")) {
+        fputs(pc_default_config, stdout);
+        return 0;
+    }
+    fprintf(stderr, "profcol: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    cli o = {.files = pc_xcalloc((size_t)argc + 1, sizeof(char *)),
+             .sets = pc_xcalloc((size_t)argc + 1, sizeof(char *))};
+    int rc = read_options(argc, argv, &o);
+    if (rc < 0) rc = command(argc, argv, &o);
+    free(o.files);
+    free(o.sets);
     return rc;
 }
