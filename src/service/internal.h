@@ -1,15 +1,17 @@
 /* The service's own header, shared by its files and included by nothing else (no component
  * includes service/): the service and pipeline structs, and what one file of the service calls
  * in another. The files, by concern:
- *   service.c    the service object: component instances and the consumers wrapping them,
- *                creating (validate, then build) and freeing
- *   graph.c      checking the config's shape and building the graph: extensions, pipelines,
- *                receivers' routes
+ *   service.c    the service object: creating it (validate, then build), freeing it
+ *   graph.c      building the graph: extensions, pipelines, receivers' routes
  *   plan.c       what a reload keeps of the running service
  *   reload.c     the switch from the running service to the reloaded one
  *   lifecycle.c  start and shutdown
  *   telemetry.c  service::telemetry
- *   status.c     the status JSON */
+ *   status.c     the status JSON
+ *   instance.c   component instances and the consumers wrapping them
+ *   cfgcheck.c   reading the config's own sections: key paths, unknown keys
+ * Each calls only files listed below it (no circle): service.c and reload.c on top, instance.c
+ * and cfgcheck.c at the bottom. */
 #ifndef PC_SERVICE_INTERNAL_H
 #define PC_SERVICE_INTERNAL_H
 
@@ -87,7 +89,7 @@ struct pc_service {
 };
 #define N_OF(a) (sizeof(a) / sizeof(a)[0])
 
-/* ---- service.c ---- */
+/* ---- instance.c ---- */
 
 /* c is one of the exporters that start once their predecessor left its persistent queue. */
 bool svc_is_waiting(const pc_service *s, const pc_component *c);
@@ -103,7 +105,7 @@ void svc_component_free(pc_component *c);
 /* What receivers call for a pipeline: counts its requests in s->in_flight, then next. */
 pipe_entry *svc_entry_new(pc_service *s, pc_consumer *next);
 
-/* ---- graph.c ---- */
+/* ---- cfgcheck.c ---- */
 
 /* path::key into out (truncated to n). */
 void svc_path_join(char *out, size_t n, const char *path, const char *key);
@@ -117,6 +119,9 @@ int svc_unsupported(const pc_node *n, const char *path, const char *why, pc_erro
 /* The definition of id in the top-level section; NULL (and an error at `at` when err) if none. */
 const pc_node *svc_find_definition(pc_service *s, const char *section, const char *id,
                                    const pc_node *at, const char *path, pc_error *err);
+
+/* ---- graph.c ---- */
+
 int svc_check_sections(pc_service *s, pc_error *err);
 int svc_validate_section(pc_service *s, const char *section, pc_kind kind, pc_error *err);
 /* dry: errors were found already: check references, build nothing. */
