@@ -371,17 +371,17 @@ static int check_feature_gates(const char *list)
 
 enum { OPT_SET = 256, OPT_GATES, OPT_MODE, OPT_FORMAT, OPT_VALIDATE };
 
-/* The command line once read: what getopt found. rc >= 0: answered already (--version, a usage
- * error). */
-typedef struct cmdline {
+/* What the options say. */
+typedef struct cli {
     const char **files, **sets;
     size_t nfiles, nsets;
     const char *mode, *format, *validate_arg;
-    bool print_opts;
-    int rc;
-} cmdline;
+    bool print_opts; /* --mode, --format or --validate given */
+} cli;
 
-static void read_options(int argc, char **argv, cmdline *cl)
+/* Read the options into o: -1 to go on to the command, else the exit status (--version,
+ * --help, a bad option). */
+static int read_options(int argc, char **argv, cli *o)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"set", required_argument, NULL, OPT_SET},
@@ -392,78 +392,71 @@ static void read_options(int argc, char **argv, cmdline *cl)
                                          {"version", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
+    int c, rc = -1;
     pc_error e = {0};
-    int c;
-    while (cl->rc < 0 && (c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+    while (rc < 0 && (c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': cl->files[cl->nfiles++] = optarg; break;
+        case 'c': o->files[o->nfiles++] = optarg; break;
         case OPT_SET:
             if (pc_config_set_check(optarg, &e) < 0) {
                 fprintf(stderr, "profcol: %s\n", e.msg);
-                cl->rc = 2;
+                rc = 2;
             }
-            cl->sets[cl->nsets++] = optarg;
+            o->sets[o->nsets++] = optarg;
             break;
         case OPT_GATES:
-            if (check_feature_gates(optarg)) cl->rc = 2;
+            if (check_feature_gates(optarg)) rc = 2;
             break;
-        case OPT_MODE:
-            cl->mode = optarg;
-            cl->print_opts = true;
-            break;
-        case OPT_FORMAT:
-            cl->format = optarg;
-            cl->print_opts = true;
-            break;
-        case OPT_VALIDATE:
-            cl->validate_arg = optarg ? optarg : "true";
-            cl->print_opts = true;
-            break;
+        case OPT_MODE: o->mode = optarg; break;
+        case OPT_FORMAT: o->format = optarg; break;
+        case OPT_VALIDATE: o->validate_arg = optarg ? optarg : "true"; break;
         case 'v':
             printf("profcol %s\n", PROFCOL_VERSION);
-            cl->rc = 0;
+            rc = 0;
             break;
         case 'h':
             usage(stdout);
-            cl->rc = 0;
+            rc = 0;
             break;
         default:
             usage(stderr);
-            cl->rc = 2;
+            rc = 2;
             break;
         }
+        o->print_opts |= c == OPT_MODE || c == OPT_FORMAT || c == OPT_VALIDATE;
     }
+    return rc;
 }
 
-/* The command (argv[optind]) with its options. */
-static int command(int argc, char **argv, const cmdline *cl)
+/* The command (argv[optind]; none: run) with the options read. */
+static int command(int argc, char **argv, const cli *o)
 {
     const char *cmd = optind < argc ? argv[optind] : NULL;
     bool print = cmd && (!strcmp(cmd, "print-config") || !strcmp(cmd, "print-initial-config"));
     bool gates = cmd && (!strcmp(cmd, "featuregate") || !strcmp(cmd, "feature-gates"));
     bool validate = true;
-    pc_config_sources src = {.uris = cl->files,
-                             .n_uris = cl->nfiles,
-                             .sets = cl->sets,
-                             .n_sets = cl->nsets,
+    pc_config_sources src = {.uris = o->files,
+                             .n_uris = o->nfiles,
+                             .sets = o->sets,
+                             .n_sets = o->nsets,
                              .default_yaml = pc_default_config};
     if (cmd && optind + 1 < argc && !(gates && optind + 2 == argc)) {
         fprintf(stderr, "profcol: unexpected argument \"%s\"\n", argv[optind + 1]);
         return 2;
     }
-    if (cl->print_opts && !print) {
+    if (o->print_opts && !print) {
         fprintf(stderr, "profcol: --mode, --format and --validate are options of print-config\n");
         return 2;
     }
-    if (cl->validate_arg && pc_parse_bool(cl->validate_arg, &validate)) {
-        fprintf(stderr, "profcol: --validate=%s: want true or false\n", cl->validate_arg);
+    if (o->validate_arg && pc_parse_bool(o->validate_arg, &validate)) {
+        fprintf(stderr, "profcol: --validate=%s: want true or false\n", o->validate_arg);
         return 2;
     }
     if (!cmd) return run(&src, 0);
     if (!strcmp(cmd, "validate")) return run(&src, 1);
     if (print)
-        return print_config(&src, cl->mode ? cl->mode : "redacted",
-                            cl->format ? cl->format : "yaml", validate);
+        return print_config(&src, o->mode ? o->mode : "redacted", o->format ? o->format : "yaml",
+                            validate);
     if (gates) return featuregate(optind + 1 < argc ? argv[optind + 1] : NULL);
     if (!strcmp(cmd, "components")) return print_components();
     if (!strcmp(cmd, "components-markdown")) return print_components_markdown();
@@ -478,12 +471,11 @@ static int command(int argc, char **argv, const cmdline *cl)
 
 int main(int argc, char **argv)
 {
-    cmdline cl = {.files = pc_xcalloc((size_t)argc + 1, sizeof(char *)),
-                  .sets = pc_xcalloc((size_t)argc + 1, sizeof(char *)),
-                  .rc = -1};
-    read_options(argc, argv, &cl);
-    int rc = cl.rc >= 0 ? cl.rc : command(argc, argv, &cl);
-    free(cl.files);
-    free(cl.sets);
+    cli o = {.files = pc_xcalloc((size_t)argc + 1, sizeof(char *)),
+             .sets = pc_xcalloc((size_t)argc + 1, sizeof(char *))};
+    int rc = read_options(argc, argv, &o);
+    if (rc < 0) rc = command(argc, argv, &o);
+    free(o.files);
+    free(o.sets);
     return rc;
 }

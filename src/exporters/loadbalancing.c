@@ -433,7 +433,8 @@ static void *lb_route_open(pc_exporter *e, const char *name, pc_error *err)
     if (strstr(name, "://"))
         snprintf(url, sizeof url, "%s", name);
     else /* as the otlp exporter has it: TLS unless tls::insecure */
-        snprintf(url, sizeof url, "%s://%s", cfg->http.tls.insecure ? "http" : "https", name);
+        snprintf(url, sizeof url, "%s://%s", cfg->http.client.tls.insecure ? "http" : "https",
+                 name);
     pc_url u;
     if (pc_url_parse(url, &u, err) < 0) return NULL;
     http_backend *hb = pc_xcalloc(1, sizeof *hb);

@@ -24,6 +24,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/base64.h"
 #include "sdk/auth.h"
 #include "net/http_client.h"
 #include "net/tls.h"
@@ -46,15 +47,11 @@ typedef struct pyro_cfg {
     char *tenant_id;
     bool tenant_from_request;
     char *username, *password;
-    pc_strmap headers;
-    uint64_t timeout_ms;
     pc_strmap external_labels;
     int64_t max_label_names;
     int64_t max_label_value_length;
     int64_t max_label_name_length;
-    int64_t max_connections;
-    pc_tls_client_cfg tls;
-    char *authenticator;
+    pc_http_client_cfg client; /* headers, timeout, max_connections, tls, auth */
     pc_sender_cfg sender;
 } pyro_cfg;
 
@@ -75,9 +72,6 @@ static const pc_cfg_key pyro_keys[] = {
      "HTTP basic auth user", NULL},
     {"basic_auth.password", PC_CFG_STRING, NULL, offsetof(pyro_cfg, password),
      "HTTP basic auth password", NULL},
-    {"headers", PC_CFG_MAP, NULL, offsetof(pyro_cfg, headers), "extra request headers", NULL},
-    {"timeout", PC_CFG_DURATION, "30s", offsetof(pyro_cfg, timeout_ms),
-     "time allowed for one request (connect, send, response)", NULL},
     {"external_labels", PC_CFG_MAP, NULL, offsetof(pyro_cfg, external_labels),
      "labels added to every series (override labels from the resource)", NULL},
     {"max_label_names", PC_CFG_INT, "30", offsetof(pyro_cfg, max_label_names),
@@ -86,10 +80,7 @@ static const pc_cfg_key pyro_keys[] = {
      "longer label values are truncated (bytes)", NULL},
     {"max_label_name_length", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_label_name_length),
      "labels with longer names are dropped (bytes)", NULL},
-    {"max_connections", PC_CFG_INT, "8", offsetof(pyro_cfg, max_connections),
-     "keep-alive connections to the endpoint", NULL},
-    PC_TLS_CLIENT_KEYS(pyro_cfg, tls, ""),
-    PC_AUTH_CLIENT_KEY(pyro_cfg, authenticator, ""),
+    PC_HTTP_CLIENT_KEYS(pyro_cfg, client, ""),
     PC_SENDER_KEYS(pyro_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -142,13 +133,6 @@ struct send_job {
 
 /* ---- config ---- */
 
-static int header_ok(const char *s)
-{
-    for (; *s; s++)
-        if (*s == '\r' || *s == '\n') return 0;
-    return 1;
-}
-
 static int label_name_ok(const char *s)
 {
     if (!s || !*s || (*s >= '0' && *s <= '9')) return 0;
@@ -168,28 +152,24 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_e
         return pc_cfg_errorf(err, node, path, "endpoint is required");
     if (pc_url_parse(cfg->endpoint, &u, &e) < 0)
         return pc_cfg_errorf(err, node, path, "endpoint: %s", e.msg);
-    if (pc_tls_client_validate(&cfg->tls, node, path, "", err)) return PC_EINVAL;
-    if (cfg->authenticator && cfg->username)
+    if (pc_http_client_validate(&cfg->client, node, path, "", err)) return PC_EINVAL;
+    if (cfg->client.authenticator && cfg->username)
         return pc_cfg_key_errorf(err, node, path, "auth.authenticator",
                                  "conflicts with basic_auth");
-    for (size_t i = 0; i < cfg->headers.n; i++) {
-        const char *k = cfg->headers.keys[i];
-        if (!header_ok(k) || !header_ok(cfg->headers.vals[i]))
-            return pc_cfg_errorf(err, node, path, "headers::%s: line breaks are not allowed", k);
+    for (size_t i = 0; i < cfg->client.headers.n; i++) {
+        const char *k = cfg->client.headers.keys[i];
         if ((cfg->tenant_id || cfg->tenant_from_request) && !strcasecmp(k, "X-Scope-OrgID"))
             return pc_cfg_errorf(err, node, path,
                                  "headers::%s: conflicts with tenant_id / tenant_from_request", k);
         if ((cfg->username || cfg->password) && !strcasecmp(k, "Authorization"))
             return pc_cfg_errorf(err, node, path, "headers::%s: conflicts with basic_auth", k);
     }
-    if (cfg->tenant_id && !header_ok(cfg->tenant_id))
+    if (cfg->tenant_id && !pc_http_header_safe(cfg->tenant_id))
         return pc_cfg_errorf(err, node, path, "tenant_id: line breaks are not allowed");
     if (cfg->password && !cfg->username)
         return pc_cfg_errorf(err, node, path, "basic_auth::username is required with a password");
     if (cfg->username && strchr(cfg->username, ':'))
         return pc_cfg_errorf(err, node, path, "basic_auth::username: must not contain ':'");
-    if (cfg->timeout_ms == 0 || cfg->max_connections <= 0)
-        return pc_cfg_errorf(err, node, path, "timeout and max_connections must be > 0");
     if (cfg->max_label_value_length <= 0 || cfg->max_label_name_length <= 0)
         return pc_cfg_errorf(err, node, path,
                              "max_label_value_length and max_label_name_length must be > 0");
@@ -215,25 +195,6 @@ static int pyro_validate(void *cfgp, const pc_node *node, const char *path, pc_e
     return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
-static char *base64(const char *in)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(in);
-    char *out = pc_xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
-    const unsigned char *p = (const unsigned char *)in;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        *o++ = tbl[(v >> 18) & 63];
-        *o++ = tbl[(v >> 12) & 63];
-        *o++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-        *o++ = i + 2 < n ? tbl[v & 63] : '=';
-    }
-    *o = 0;
-    return out;
-}
-
 static int pyro_create(pc_exporter *ex, pc_error *err)
 {
     pyro_cfg *cfg = ex->c->cfg;
@@ -253,19 +214,19 @@ static int pyro_create(pc_exporter *ex, pc_error *err)
         pc_buf_printf(&h,
                       "Content-Type: application/proto\r\nConnect-Protocol-Version: 1\r\n"
                       "Connect-Timeout-Ms: %" PRIu64 "\r\n",
-                      cfg->timeout_ms);
+                      cfg->client.timeout_ms);
     else
         pc_buf_printf(&h, "Content-Type: application/octet-stream\r\n");
     if (cfg->username) {
         pc_buf up = {0};
         pc_buf_printf(&up, "%s:%s", cfg->username, cfg->password ? cfg->password : "");
-        char *b64 = base64((char *)up.data);
+        char *b64 = pc_base64_encode(up.data, up.len, true);
         pc_buf_printf(&h, "Authorization: Basic %s\r\n", b64);
         free(b64);
         pc_buf_free(&up);
     }
-    for (size_t i = 0; i < cfg->headers.n; i++)
-        pc_buf_printf(&h, "%s: %s\r\n", cfg->headers.keys[i], cfg->headers.vals[i]);
+    for (size_t i = 0; i < cfg->client.headers.n; i++)
+        pc_buf_printf(&h, "%s: %s\r\n", cfg->client.headers.keys[i], cfg->client.headers.vals[i]);
     x->headers = pc_xstrdup((char *)h.data);
     pc_buf_free(&h);
     return 0;
@@ -276,8 +237,7 @@ static int pyro_start(pc_exporter *e, pc_error *err)
     pc_component *c = e->c;
     pyro *x = e->priv;
     pyro_cfg *cfg = c->cfg;
-    int rc = pc_exporter_http_open(c, &x->url, cfg->max_connections, &cfg->tls, cfg->authenticator,
-                                   &x->client, &x->tls, &x->auth, err);
+    int rc = pc_exporter_http_open(c, &x->url, &cfg->client, &x->client, &x->tls, &x->auth, err);
     if (rc < 0) return rc;
     PC_INFO(c->id, "sending to %s://%s:%d%s (%s)", x->tls ? "https" : "http", x->url.host,
             x->url.port, x->base_path, protocols[cfg->protocol]);
@@ -465,25 +425,10 @@ static char *profile_name(const pc_dictionary *d, const pc_pprof_out *o)
     return *last ? sanitize_name(last) : pc_xstrdup("unknown");
 }
 
-/* The series labels of one produced pprof, sorted by name, limits applied. */
-static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_pprof_out *o,
-                         labelset *ls, cut_stats *cs)
+/* The resource's attributes as labels (names sanitized; too long ones dropped, counted). */
+static void resource_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_resource *r,
+                            labelset *ls, cut_stats *cs)
 {
-    bool ingest = cfg->protocol == PROTO_INGEST;
-    const pc_resource *r = o->rp ? o->rp->resource : NULL;
-    const char *svc = pc_resource_attr_str(d, r, "service.name");
-    ls_put(ls, pc_xstrdup("__name__"), profile_name(d, o), true, true);
-    ls_put(ls, pc_xstrdup("service_name"), pc_xstrdup(svc && *svc ? svc : "unknown_service"), true,
-           true);
-    /* the profiling mode of a JFR recording, as Pyroscope labels its JFR series (spec/jfr.md §3.4)
-     */
-    const char *jfr_event = profile_attr(d, o, "pyroscope.jfr_event");
-    if (jfr_event && *jfr_event)
-        ls_put(ls, pc_xstrdup("jfr_event"), pc_xstrdup(jfr_event), true, true);
-    for (size_t i = 0; i < cfg->external_labels.n; i++)
-        ls_put(ls, pc_xstrdup(cfg->external_labels.keys[i]),
-               pc_xstrdup(cfg->external_labels.vals[i]), true, true);
-
     size_t na = r && r->attributes ? r->n_attributes : 0;
     for (size_t i = 0; i < na; i++) {
         const pc_keyvalue *kv = r->attributes[i];
@@ -507,7 +452,12 @@ static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_p
         }
         ls_put(ls, name, value, false, false); /* first of two that sanitize alike wins */
     }
+}
 
+/* max_label_value_length, and for /ingest the characters its name grammar cannot carry. */
+static void value_rules(const pyro_cfg *cfg, labelset *ls, cut_stats *cs)
+{
+    bool ingest = cfg->protocol == PROTO_INGEST;
     for (size_t i = 0; i < ls->n; i++) {
         label *l = &ls->v[i];
         if (!strcmp(l->name, "__name__")) continue; /* ours, short and valid */
@@ -538,7 +488,29 @@ static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_p
                      l->name);
         }
     }
+}
 
+/* The series labels of one produced pprof, sorted by name, limits applied. */
+static void build_labels(const pyro_cfg *cfg, const pc_dictionary *d, const pc_pprof_out *o,
+                         labelset *ls, cut_stats *cs)
+{
+    bool ingest = cfg->protocol == PROTO_INGEST;
+    const pc_resource *r = o->rp ? o->rp->resource : NULL;
+    const char *svc = pc_resource_attr_str(d, r, "service.name");
+    ls_put(ls, pc_xstrdup("__name__"), profile_name(d, o), true, true);
+    ls_put(ls, pc_xstrdup("service_name"), pc_xstrdup(svc && *svc ? svc : "unknown_service"), true,
+           true);
+    /* the profiling mode of a JFR recording, as Pyroscope labels its JFR series (spec/jfr.md §3.4)
+     */
+    const char *jfr_event = profile_attr(d, o, "pyroscope.jfr_event");
+    if (jfr_event && *jfr_event)
+        ls_put(ls, pc_xstrdup("jfr_event"), pc_xstrdup(jfr_event), true, true);
+    for (size_t i = 0; i < cfg->external_labels.n; i++)
+        ls_put(ls, pc_xstrdup(cfg->external_labels.keys[i]),
+               pc_xstrdup(cfg->external_labels.vals[i]), true, true);
+
+    resource_labels(cfg, d, r, ls, cs);
+    value_rules(cfg, ls, cs);
     qsort(ls->v, ls->n, sizeof(label), label_cmp);
     size_t max = (size_t)cfg->max_label_names - (ingest ? 1 : 0); /* + pyroscope_spy */
     if (ls->n > max) {
@@ -809,7 +781,7 @@ static char *request_headers(pc_exporter *e, const pc_batch *b)
     const char *tenant = cfg->tenant_id;
     if (cfg->tenant_from_request) {
         const char *t = pc_batch_get_meta(b, TENANT_META_KEY);
-        if (t && *t && header_ok(t))
+        if (t && *t && pc_http_header_safe(t))
             tenant = t;
         else if (t && *t)
             PC_WARN(e->c->id, "ignoring a received tenant id with a line break");
@@ -843,7 +815,7 @@ static void pyro_send(pc_export_req *r)
     for (size_t i = 0; i < j->n_reqs; i++) {
         send_req *q = j->reqs[i];
         pc_http_client_request(x->client, "POST", q->path, j->headers, q->body.data, q->body.len,
-                               (unsigned)cfg->timeout_ms, on_response, q);
+                               (unsigned)cfg->client.timeout_ms, on_response, q);
         pc_buf_free(&q->body);
     }
 }

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/sha.h>
+
+#include "base/base64.h"
 
 bool pc_auth_equal(const void *a, size_t an, const void *b, size_t bn)
 {
@@ -18,26 +19,20 @@ bool pc_auth_equal(const void *a, size_t an, const void *b, size_t bn)
     return CRYPTO_memcmp(ha, hb, sizeof ha) == 0;
 }
 
-char *pc_auth_base64(const void *data, size_t n)
-{
-    char *out = pc_xmalloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, data, (int)n);
-    return out;
-}
-
 unsigned char *pc_auth_unbase64(const char *s, size_t *out_len)
 {
-    size_t n = strlen(s);
+    size_t n = strlen(s), pad = 0;
     if (n == 0 || n % 4 || n > (1u << 20)) return NULL;
+    while (pad < n && s[n - 1 - pad] == '=')
+        pad++;
+    /* credentials come padded, in the standard alphabet only */
+    if (pad > 2 || strcspn(s, "-_") < n) return NULL;
     unsigned char *out = pc_xmalloc(n / 4 * 3 + 1);
-    int m = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
+    ssize_t m = pc_base64_decode(s, n - pad, out);
     if (m < 0) {
         free(out);
         return NULL;
     }
-    /* EVP_DecodeBlock counts the padding as zero bytes */
-    if (s[n - 1] == '=') m--;
-    if (s[n - 2] == '=') m--;
     out[m] = 0;
     *out_len = (size_t)m;
     return out;
@@ -69,9 +64,4 @@ char *pc_auth_read_file(const char *path, size_t max, pc_error *e)
     while (b.len > 0 && strchr(" \t\r\n", b.data[b.len - 1]))
         b.data[--b.len] = 0;
     return (char *)b.data;
-}
-
-bool pc_auth_header_safe(const char *s)
-{
-    return s && !strpbrk(s, "\r\n");
 }

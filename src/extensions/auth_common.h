@@ -1,5 +1,5 @@
 /* What the authenticator extensions (bearertokenauth, basicauth) share: a constant-time
- * comparison, base64, reading a secret from a file, header-safety. The contract they implement
+ * comparison, base64, reading a secret from a file. The contract they implement
  * is sdk/auth.h. */
 #ifndef PC_AUTH_COMMON_H
 #define PC_AUTH_COMMON_H
@@ -14,14 +14,10 @@
 /* Equal in time independent of the contents (both sides hashed with SHA-256, then
  * CRYPTO_memcmp), so neither the position of the first difference nor the length leaks. */
 bool pc_auth_equal(const void *a, size_t an, const void *b, size_t bn);
-/* Standard base64 with padding; malloc'd. */
-char *pc_auth_base64(const void *data, size_t n);
 /* Decode base64 (padding required); malloc'd and NUL-terminated, NULL if invalid. */
 unsigned char *pc_auth_unbase64(const char *s, size_t *out_len);
 /* A file's text with trailing whitespace removed; NULL with the reason in e (PC_EIO, or PC_E2BIG
  * over max bytes). */
 char *pc_auth_read_file(const char *path, size_t max, pc_error *e);
-/* No CR or LF (header injection). */
-bool pc_auth_header_safe(const char *s);
 
 #endif

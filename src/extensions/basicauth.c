@@ -14,7 +14,9 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include "base/base64.h"
 #include "extensions/auth_common.h"
+#include "net/http_client.h"
 #include "net/tls.h"
 #include "sdk/component.h"
 
@@ -153,10 +155,10 @@ static int basic_validate(void *cfgp, const pc_node *node, const char *path, pc_
     if (cfg->password && !cfg->username)
         return pc_cfg_key_errorf(err, node, path, "client_auth.username",
                                  "required with a password");
-    if (cfg->username && (strchr(cfg->username, ':') || !pc_auth_header_safe(cfg->username)))
+    if (cfg->username && (strchr(cfg->username, ':') || !pc_http_header_safe(cfg->username)))
         return pc_cfg_key_errorf(err, node, path, "client_auth.username",
                                  "must not contain ':' or line breaks");
-    if (cfg->password && !pc_auth_header_safe(cfg->password))
+    if (cfg->password && !pc_http_header_safe(cfg->password))
         return pc_cfg_key_errorf(err, node, path, "client_auth.password",
                                  "must not contain line breaks");
     users u = {0};
@@ -251,7 +253,7 @@ static int basic_create(pc_component *c, pc_error *err)
     if (cfg->username) {
         pc_buf up = {0};
         pc_buf_printf(&up, "%s:%s", cfg->username, cfg->password ? cfg->password : "");
-        char *b64 = pc_auth_base64(up.data, up.len);
+        char *b64 = pc_base64_encode(up.data, up.len, true);
         pc_buf h = {0};
         pc_buf_printf(&h, "Authorization: Basic %s\r\n", b64);
         x->client_header = (char *)h.data;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "extensions/auth_common.h"
+#include "net/http_client.h"
 #include "net/tls.h"
 #include "sdk/component.h"
 
@@ -43,19 +44,19 @@ static int bta_validate(void *cfgp, const pc_node *node, const char *path, pc_er
     if (!cfg->token == !cfg->filename)
         return pc_cfg_key_errorf(err, node, path, cfg->token ? "filename" : "token",
                                  "set exactly one of token and filename");
-    if (cfg->token && (!*cfg->token || !pc_auth_header_safe(cfg->token)))
+    if (cfg->token && (!*cfg->token || !pc_http_header_safe(cfg->token)))
         return pc_cfg_key_errorf(err, node, path, "token",
                                  "must be non-empty, without line breaks");
     if (cfg->filename) {
         char *t = pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, &e);
         const char *why = !t ? e.msg : !*t ? "the file is empty" : NULL;
-        if (t && *t && !pc_auth_header_safe(t)) why = "the token must be a single line";
+        if (t && *t && !pc_http_header_safe(t)) why = "the token must be a single line";
         free(t);
         if (why) return pc_cfg_key_errorf(err, node, path, "filename", "%s", why);
     }
     if (!cfg->header || !*cfg->header || strpbrk(cfg->header, "\r\n: "))
         return pc_cfg_key_errorf(err, node, path, "header", "must be a header name");
-    if (cfg->scheme && (!pc_auth_header_safe(cfg->scheme) || strchr(cfg->scheme, ' ')))
+    if (cfg->scheme && (!pc_http_header_safe(cfg->scheme) || strchr(cfg->scheme, ' ')))
         return pc_cfg_key_errorf(err, node, path, "scheme", "must be a single word");
     return 0;
 }
@@ -78,7 +79,7 @@ static int load(bta *x, pc_error *e)
     char *t =
         cfg->token ? pc_xstrdup(cfg->token) : pc_auth_read_file(cfg->filename, MAX_TOKEN_FILE, e);
     if (!t) return e ? e->code : PC_EIO;
-    if (!*t || !pc_auth_header_safe(t)) {
+    if (!*t || !pc_http_header_safe(t)) {
         pc_error_set(e, PC_EINVAL, "\"%s\": %s", cfg->filename ? cfg->filename : "token",
                      *t ? "the token must be a single line" : "the file is empty");
         free(t);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/base64.h"
 #include "base/compress.h"
 #include "base/alloc.h"
 #include "rpc_status.pb-c.h"
@@ -203,66 +204,23 @@ void pc_grpc_timeout_format(uint64_t ms, char *out, size_t outlen)
                  (unsigned long long)(ms / 3600000 > 99999999 ? 99999999 : ms / 3600000));
 }
 
-/* ---- base64 ---- */
+/* ---- -bin metadata ---- */
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *pc_base64_encode(const uint8_t *p, size_t n)
+char *pc_grpc_bin_encode(const uint8_t *p, size_t n)
 {
-    char *out = pc_xmalloc(n / 3 * 4 + 5), *o = out;
-    size_t i = 0;
-    for (; i + 2 < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        *o++ = b64[v >> 18];
-        *o++ = b64[(v >> 12) & 63];
-        *o++ = b64[(v >> 6) & 63];
-        *o++ = b64[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        *o++ = b64[v >> 18];
-        *o++ = b64[(v >> 12) & 63];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
-        *o++ = b64[v >> 18];
-        *o++ = b64[(v >> 12) & 63];
-        *o++ = b64[(v >> 6) & 63];
-    }
-    *o = 0;
-    return out;
+    return pc_base64_encode(p, n, false);
 }
 
-static int b64val(int ch)
-{
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-    if (ch == '+' || ch == '-') return 62;
-    if (ch == '/' || ch == '_') return 63;
-    return -1;
-}
-
-int pc_base64_decode(const char *s, pc_buf *out)
+int pc_grpc_bin_decode(const char *s, pc_buf *out)
 {
     size_t n = strlen(s);
     while (n && s[n - 1] == '=')
         n--;
-    if (n % 4 == 1) return PC_EINVAL;
     out->len = 0;
     pc_buf_reserve(out, n / 4 * 3 + 3);
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64val((unsigned char)s[i]);
-        if (v < 0) return PC_EINVAL;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            uint8_t b = (uint8_t)(acc >> bits);
-            pc_buf_append(out, &b, 1);
-        }
-    }
+    ssize_t got = pc_base64_decode(s, n, out->data);
+    if (got < 0) return PC_EINVAL;
+    out->len = (size_t)got;
     return PC_OK;
 }
 
@@ -290,7 +248,7 @@ char *pc_grpc_status_details(int code, const char *msg, int64_t retry_delay_ms)
     }
     uint8_t *buf = pc_xmalloc(google__rpc__status__get_packed_size(&st) + 1);
     size_t n = google__rpc__status__pack(&st, buf);
-    char *out = pc_base64_encode(buf, n);
+    char *out = pc_grpc_bin_encode(buf, n);
     free(buf);
     free(ri_buf);
     return out;
@@ -300,7 +258,7 @@ int64_t pc_grpc_status_details_retry_delay(const char *b64s)
 {
     pc_buf raw = {0};
     int64_t ms = -1;
-    if (pc_base64_decode(b64s, &raw) == 0) {
+    if (pc_grpc_bin_decode(b64s, &raw) == 0) {
         Google__Rpc__Status *st = google__rpc__status__unpack(NULL, raw.len, raw.data);
         for (size_t i = 0; st && i < st->n_details; i++) {
             const Google__Protobuf__Any *a = st->details[i];

@@ -77,8 +77,8 @@ void pc_grpc_timeout_format(uint64_t ms, char *out, size_t outlen);
 
 /* base64 for -bin metadata: encode without padding; decode accepting either (PC_EINVAL when
  * malformed). */
-char *pc_base64_encode(const uint8_t *p, size_t n);
-int pc_base64_decode(const char *s, pc_buf *out);
+char *pc_grpc_bin_encode(const uint8_t *p, size_t n);
+int pc_grpc_bin_decode(const char *s, pc_buf *out);
 
 /* grpc-status-details-bin: base64 of google.rpc.Status{code, message, details}, with one
  * RetryInfo detail when retry_delay_ms >= 0. malloc'd. */

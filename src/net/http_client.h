@@ -3,8 +3,10 @@
 #ifndef PC_HTTP_CLIENT_H
 #define PC_HTTP_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <uv.h>
 
 typedef struct pc_http_client pc_http_client;
@@ -47,5 +49,11 @@ void pc_http_client_close(pc_http_client *c, void (*done)(void *arg), void *arg)
 
 /* Parse a Retry-After value: delay-seconds or an HTTP-date (relative to now). -1 if invalid. */
 int pc_http_parse_retry_after(const char *v);
+
+/* s can go in a header line as a name or value: not NULL, no CR or LF (header injection). */
+static inline bool pc_http_header_safe(const char *s)
+{
+    return s && !strpbrk(s, "\r\n");
+}
 
 #endif

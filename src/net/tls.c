@@ -101,6 +101,36 @@ static void set_alpn(pc_tls_ctx *t, const char *alpn)
     t->alpn_len = n + 1;
 }
 
+/* t's certificate chain and its private key into ctx. 0, or PC_EINVAL with why (*bad: which
+ * file). */
+static int load_cert_key(SSL_CTX *ctx, const pc_tls_ctx *t, int *bad, pc_error *e)
+{
+    char r[200];
+    if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
+        ssl_reason(r, sizeof r, "cannot load");
+        pc_error_set(e, PC_EINVAL, "cert_file \"%s\": not a usable PEM certificate: %s",
+                     t->cert_file, r);
+        *bad = BAD_CERT;
+        return PC_EINVAL;
+    }
+    int loaded = SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) == 1;
+    if (!loaded) ssl_reason(r, sizeof r, "cannot load");
+    if (!loaded && !strstr(r, "mismatch")) {
+        pc_error_set(e, PC_EINVAL, "key_file \"%s\": not a usable PEM private key: %s", t->key_file,
+                     r);
+        *bad = BAD_KEY;
+        return PC_EINVAL;
+    }
+    if (!loaded || SSL_CTX_check_private_key(ctx) != 1) {
+        ERR_clear_error();
+        pc_error_set(e, PC_EINVAL, "key_file \"%s\" does not match the certificate in \"%s\"",
+                     t->key_file, t->cert_file);
+        *bad = BAD_KEY;
+        return PC_EINVAL;
+    }
+    return 0;
+}
+
 /* A fresh SSL_CTX from t's settings and files. NULL with a reason; *bad says which file. */
 static SSL_CTX *build(const pc_tls_ctx *t, int *bad, pc_error *e)
 {
@@ -131,30 +161,7 @@ static SSL_CTX *build(const pc_tls_ctx *t, int *bad, pc_error *e)
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
     /* idle keep-alive connections give their record buffers back */
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-    if (t->cert_file) {
-        if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
-            ssl_reason(r, sizeof r, "cannot load");
-            pc_error_set(e, PC_EINVAL, "cert_file \"%s\": not a usable PEM certificate: %s",
-                         t->cert_file, r);
-            *bad = BAD_CERT;
-            goto fail;
-        }
-        int loaded = SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) == 1;
-        if (!loaded) ssl_reason(r, sizeof r, "cannot load");
-        if (!loaded && !strstr(r, "mismatch")) {
-            pc_error_set(e, PC_EINVAL, "key_file \"%s\": not a usable PEM private key: %s",
-                         t->key_file, r);
-            *bad = BAD_KEY;
-            goto fail;
-        }
-        if (!loaded || SSL_CTX_check_private_key(ctx) != 1) {
-            ERR_clear_error();
-            pc_error_set(e, PC_EINVAL, "key_file \"%s\" does not match the certificate in \"%s\"",
-                         t->key_file, t->cert_file);
-            *bad = BAD_KEY;
-            goto fail;
-        }
-    }
+    if (t->cert_file && load_cert_key(ctx, t, bad, e) < 0) goto fail;
     if (t->ca_file) {
         if (SSL_CTX_load_verify_locations(ctx, t->ca_file, NULL) != 1) {
             ssl_reason(r, sizeof r, "no certificates in it");

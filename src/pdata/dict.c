@@ -416,44 +416,38 @@ static void adopt(pc_dict_builder *db, int ti, void *e)
     add(db, ti, h, pos, e);
 }
 
+/* A message of type d in the arena, with its defaults. */
+static void *new_message(pc_arena *a, const ProtobufCMessageDescriptor *d)
+{
+    void *m = pc_arena_alloc(a, d->sizeof_message);
+    protobuf_c_message_init(d, m);
+    return m;
+}
+
 static void *zero_element(pc_arena *a, int t)
 {
     switch (t) {
     case T_STR: return pc_arena_strndup(a, "", 0);
-    case T_MAP: {
-        pc_mapping *m = pc_arena_alloc(a, sizeof *m);
-        opentelemetry__proto__profiles__v1development__mapping__init(m);
-        return m;
-    }
-    case T_LOC: {
-        pc_location *l = pc_arena_alloc(a, sizeof *l);
-        opentelemetry__proto__profiles__v1development__location__init(l);
-        return l;
-    }
-    case T_FUN: {
-        pc_function *f = pc_arena_alloc(a, sizeof *f);
-        opentelemetry__proto__profiles__v1development__function__init(f);
-        return f;
-    }
+    case T_MAP:
+        return new_message(a, &opentelemetry__proto__profiles__v1development__mapping__descriptor);
+    case T_LOC:
+        return new_message(a, &opentelemetry__proto__profiles__v1development__location__descriptor);
+    case T_FUN:
+        return new_message(a, &opentelemetry__proto__profiles__v1development__function__descriptor);
     case T_LINK: {
-        pc_link *l = pc_arena_alloc(a, sizeof *l);
-        opentelemetry__proto__profiles__v1development__link__init(l);
+        pc_link *l =
+            new_message(a, &opentelemetry__proto__profiles__v1development__link__descriptor);
         l->trace_id.data = pc_arena_calloc(a, 1, 16);
         l->trace_id.len = 16;
         l->span_id.data = pc_arena_calloc(a, 1, 8);
         l->span_id.len = 8;
         return l;
     }
-    case T_ATTR: {
-        pc_kvu *kv = pc_arena_alloc(a, sizeof *kv);
-        opentelemetry__proto__profiles__v1development__key_value_and_unit__init(kv);
-        return kv;
-    }
-    case T_STACK: {
-        pc_stack *s = pc_arena_alloc(a, sizeof *s);
-        opentelemetry__proto__profiles__v1development__stack__init(s);
-        return s;
-    }
+    case T_ATTR:
+        return new_message(
+            a, &opentelemetry__proto__profiles__v1development__key_value_and_unit__descriptor);
+    case T_STACK:
+        return new_message(a, &opentelemetry__proto__profiles__v1development__stack__descriptor);
     }
     return NULL;
 }
@@ -827,16 +821,8 @@ static int32_t *map_alloc(size_t n)
     return n ? pc_xcalloc(n, sizeof(int32_t)) : NULL;
 }
 
-void pc_dict_import(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap *m)
+static void import_attributes(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap *m)
 {
-    memset(m, 0, sizeof *m);
-    if (!src) return;
-
-    m->n_strings = src->string_table ? src->n_string_table : 0;
-    m->strings = map_alloc(m->n_strings);
-    for (size_t i = 1; i < m->n_strings; i++)
-        m->strings[i] = pc_dict_cstring(db, src->string_table[i]);
-
     m->n_attributes = src->attribute_table ? src->n_attribute_table : 0;
     m->attributes = map_alloc(m->n_attributes);
     for (size_t i = 1; i < m->n_attributes; i++) {
@@ -861,7 +847,11 @@ void pc_dict_import(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap
             m->attributes[i] = attribute(db, key, v, unit, false);
         }
     }
+}
 
+static void import_mappings_functions(pc_dict_builder *db, const pc_dictionary *src,
+                                      pc_dict_remap *m)
+{
     m->n_mappings = src->mapping_table ? src->n_mapping_table : 0;
     m->mappings = map_alloc(m->n_mappings);
     for (size_t i = 1; i < m->n_mappings; i++) {
@@ -885,7 +875,10 @@ void pc_dict_import(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap
             pc_remap_index(m->strings, m->n_strings, f->system_name_strindex),
             pc_remap_index(m->strings, m->n_strings, f->filename_strindex), f->start_line);
     }
+}
 
+static void import_locations(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap *m)
+{
     m->n_locations = src->location_table ? src->n_location_table : 0;
     m->locations = map_alloc(m->n_locations);
     pc_line *lines = NULL, **lptrs = NULL;
@@ -920,6 +913,21 @@ void pc_dict_import(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap
     }
     free(lines);
     free(lptrs);
+}
+
+/* Every table in dependency order: strings first, stacks (of locations) and links last. */
+void pc_dict_import(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap *m)
+{
+    memset(m, 0, sizeof *m);
+    if (!src) return;
+
+    m->n_strings = src->string_table ? src->n_string_table : 0;
+    m->strings = map_alloc(m->n_strings);
+    for (size_t i = 1; i < m->n_strings; i++)
+        m->strings[i] = pc_dict_cstring(db, src->string_table[i]);
+    import_attributes(db, src, m);
+    import_mappings_functions(db, src, m);
+    import_locations(db, src, m);
 
     m->n_stacks = src->stack_table ? src->n_stack_table : 0;
     m->stacks = map_alloc(m->n_stacks);
@@ -940,118 +948,4 @@ void pc_dict_import(pc_dict_builder *db, const pc_dictionary *src, pc_dict_remap
         link_canon(l, t, s);
         m->links[i] = pc_dict_link(db, t, s);
     }
-}
-
-void pc_dict_remap_free(pc_dict_remap *m)
-{
-    if (!m) return;
-    free(m->strings);
-    free(m->mappings);
-    free(m->locations);
-    free(m->functions);
-    free(m->links);
-    free(m->attributes);
-    free(m->stacks);
-    memset(m, 0, sizeof *m);
-}
-
-static void remap_vt(const pc_dict_remap *m, pc_value_type *vt)
-{
-    if (!vt) return;
-    vt->type_strindex = pc_remap_index(m->strings, m->n_strings, vt->type_strindex);
-    vt->unit_strindex = pc_remap_index(m->strings, m->n_strings, vt->unit_strindex);
-}
-
-static void remap_i32s(int32_t *v, size_t n, const int32_t *map, size_t mn)
-{
-    if (!v) return;
-    for (size_t i = 0; i < n; i++)
-        v[i] = pc_remap_index(map, mn, v[i]);
-}
-
-void pc_dict_remap_profile(const pc_dict_remap *m, pc_profile *p)
-{
-    remap_vt(m, p->sample_type);
-    remap_vt(m, p->period_type);
-    remap_i32s(p->attribute_indices, p->n_attribute_indices, m->attributes, m->n_attributes);
-    for (size_t i = 0; i < p->n_samples; i++) {
-        pc_sample *s = p->samples[i];
-        if (!s) continue;
-        s->stack_index = pc_remap_index(m->stacks, m->n_stacks, s->stack_index);
-        s->link_index = pc_remap_index(m->links, m->n_links, s->link_index);
-        remap_i32s(s->attribute_indices, s->n_attribute_indices, m->attributes, m->n_attributes);
-    }
-}
-
-static void remap_any(const pc_dict_remap *m, pc_anyvalue *v)
-{
-    if (!v) return;
-    switch (v->value_case) {
-    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX:
-        v->string_value_strindex =
-            pc_remap_index(m->strings, m->n_strings, v->string_value_strindex);
-        break;
-    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE:
-        if (v->array_value)
-            for (size_t i = 0; i < v->array_value->n_values; i++)
-                remap_any(m, v->array_value->values[i]);
-        break;
-    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE:
-        if (v->kvlist_value)
-            for (size_t i = 0; i < v->kvlist_value->n_values; i++)
-                pc_dict_remap_keyvalue(m, v->kvlist_value->values[i]);
-        break;
-    default: break;
-    }
-}
-
-void pc_dict_remap_keyvalue(const pc_dict_remap *m, pc_keyvalue *kv)
-{
-    if (!kv) return;
-    kv->key_strindex = pc_remap_index(m->strings, m->n_strings, kv->key_strindex);
-    remap_any(m, kv->value);
-}
-
-/* ---- dictionary lookups ---- */
-
-const char *pc_dict_str(const pc_dictionary *d, int32_t idx)
-{
-    if (!d || idx <= 0 || !d->string_table || (size_t)idx >= d->n_string_table) return "";
-    const char *s = d->string_table[idx];
-    return s ? s : "";
-}
-
-const char *pc_keyvalue_key(const pc_dictionary *d, const pc_keyvalue *kv)
-{
-    if (!kv) return "";
-    if (kv->key && kv->key[0]) return kv->key;
-    return pc_dict_str(d, kv->key_strindex);
-}
-
-const char *pc_anyvalue_str(const pc_dictionary *d, const pc_anyvalue *v)
-{
-    if (!v) return NULL;
-    switch (v->value_case) {
-    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-        return v->string_value ? v->string_value : "";
-    case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX: {
-        int32_t idx = v->string_value_strindex;
-        if (idx == 0) return "";
-        if (idx < 0 || !d || !d->string_table || (size_t)idx >= d->n_string_table) return NULL;
-        return pc_dict_str(d, idx);
-    }
-    default: return NULL;
-    }
-}
-
-const char *pc_resource_attr_str(const pc_dictionary *d, const pc_resource *r, const char *key)
-{
-    if (!r || !key) return NULL;
-    size_t n = r->attributes ? r->n_attributes : 0;
-    for (size_t i = 0; i < n; i++) {
-        const pc_keyvalue *kv = r->attributes[i];
-        if (!kv || strcmp(pc_keyvalue_key(d, kv), key) != 0) continue;
-        return pc_anyvalue_str(d, kv->value); /* first match decides */
-    }
-    return NULL;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/base64.h"
 #include "base/hex.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -284,16 +285,6 @@ static int get_double(dctx *c, const json_t *v, double *out)
     return fail(c, "not a number (got %s)", json_type_name(v));
 }
 
-static int b64val(unsigned char ch)
-{
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-    if (ch == '+' || ch == '-') return 62;
-    if (ch == '/' || ch == '_') return 63;
-    return -1;
-}
-
 static int get_bytes(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *v,
                      ProtobufCBinaryData *out)
 {
@@ -321,21 +312,10 @@ static int get_bytes(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *v
     if (len - n > 2 || (len - n > 0 && len % 4 != 0)) return fail(c, "invalid base64 padding");
     if (n % 4 == 1) return fail(c, "invalid base64 length");
     uint8_t *d = pc_arena_alloc(c->arena, n / 4 * 3 + 3);
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int x = b64val((unsigned char)s[i]);
-        if (x < 0) return fail(c, "invalid base64 character");
-        acc = acc << 6 | (uint32_t)x;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            d[o++] = (uint8_t)(acc >> bits);
-        }
-    }
+    ssize_t o = pc_base64_decode(s, n, d);
+    if (o < 0) return fail(c, "invalid base64 character");
     out->data = d;
-    out->len = o;
+    out->len = (size_t)o;
     return 0;
 }
 
@@ -820,7 +800,6 @@ static void put_string(pc_buf *b, const char *str, size_t len)
 static void put_bytes(pc_buf *b, const ProtobufCFieldDescriptor *f, const ProtobufCBinaryData *bd)
 {
     static const char hexd[] = "0123456789abcdef";
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const uint8_t *d = bd->data;
     size_t n = d ? bd->len : 0;
     if (hex_field_len(f) >= 0) {
@@ -834,29 +813,9 @@ static void put_bytes(pc_buf *b, const ProtobufCFieldDescriptor *f, const Protob
         b->len += (size_t)(p - s);
         return;
     }
-    char *p = wr(b, (n + 2) / 3 * 4 + 2), *s = p;
+    char *p = wr(b, pc_base64_len(n, true) + 2), *s = p;
     *p++ = '"';
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
-        *p++ = b64[v >> 18];
-        *p++ = b64[(v >> 12) & 63];
-        *p++ = b64[(v >> 6) & 63];
-        *p++ = b64[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)d[i] << 16;
-        *p++ = b64[v >> 18];
-        *p++ = b64[(v >> 12) & 63];
-        *p++ = '=';
-        *p++ = '=';
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8;
-        *p++ = b64[v >> 18];
-        *p++ = b64[(v >> 12) & 63];
-        *p++ = b64[(v >> 6) & 63];
-        *p++ = '=';
-    }
+    p += pc_base64_write(p, d, n, true);
     *p++ = '"';
     b->len += (size_t)(p - s);
 }

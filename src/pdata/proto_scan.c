@@ -108,6 +108,56 @@ static long long packed_count(ProtobufCType t, const uint8_t *p, size_t l)
     }
 }
 
+/* A field's key at p[*i]: its number and wire type. 0, or the refusal in c. */
+static int read_key(scan_ctx *c, const uint8_t *p, size_t len, size_t *i, unsigned *num,
+                    unsigned *wt)
+{
+    uint64_t key;
+    if (read_varint(p, len, i, &key)) return MALFORMED(c);
+    /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
+    if (key >> 3 == 0) return fail(c, PC_EPROTO, "malformed protobuf (field number 0)");
+    if (key >> 3 > UINT32_MAX) return MALFORMED(c);
+    *wt = key & 7;
+    *num = (unsigned)(key >> 3);
+    return 0;
+}
+
+/* Past the value of wire type wt at p[*i] (a length-delimited one: *l its length, *i at its
+ * start). 0, or PC_EPROTO when it is cut short or of a wire type protobuf-c refuses. */
+static int read_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l)
+{
+    switch (wt) {
+    case 0: return read_varint(p, len, i, l);
+    case 1:
+        if (len - *i < 8) return PC_EPROTO;
+        *i += 8;
+        return 0;
+    case 5:
+        if (len - *i < 4) return PC_EPROTO;
+        *i += 4;
+        return 0;
+    case 2: return read_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
+    default: return PC_EPROTO; /* groups and reserved wire types */
+    }
+}
+
+/* What a message costs once its fields are read: the arrays of its tracked repeated fields, the
+ * unknown fields' slots, and the scan slabs (16 members on the stack, then 32, 64, ...). */
+static size_t tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,
+                        size_t unknown, size_t occurrences)
+{
+    size_t cost = 0;
+    for (size_t fi = 0; fi < nf; fi++)
+        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
+            cost += R16(n_elems[fi] * elt_size(desc->fields[fi].type));
+    if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
+    for (size_t cap = 16, k = 1; occurrences > cap; k++) {
+        cost += R16(sizeof(scanned_member) << (k + 4));
+        cap += (size_t)1 << (k + 4);
+    }
+    return cost;
+}
+
 static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
                 int depth, size_t *cost_out)
 {
@@ -123,34 +173,13 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
     size_t occurrences = 0, unknown = 0;
     size_t i = 0;
     while (i < len) {
-        uint64_t key, l = 0;
-        if (read_varint(p, len, &i, &key)) return MALFORMED(c);
-        unsigned wt = key & 7;
-        uint64_t num = key >> 3;
-        /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
-        if (num == 0) return fail(c, PC_EPROTO, "malformed protobuf (field number 0)");
-        if (num > UINT32_MAX) return MALFORMED(c);
+        uint64_t l = 0;
+        unsigned wt, num;
+        if (read_key(c, p, len, &i, &num, &wt) < 0) return c->code;
         size_t start = i;
-        switch (wt) {
-        case 0:
-            if (read_varint(p, len, &i, &l)) return MALFORMED(c);
-            break;
-        case 1:
-            if (len - i < 8) return MALFORMED(c);
-            i += 8;
-            break;
-        case 5:
-            if (len - i < 4) return MALFORMED(c);
-            i += 4;
-            break;
-        case 2:
-            if (read_varint(p, len, &i, &l) || l > len - i) return MALFORMED(c);
-            break;
-        default: return MALFORMED(c); /* groups and reserved wire types */
-        }
+        if (read_value(p, len, wt, &i, &l)) return MALFORMED(c);
         occurrences++;
-        const ProtobufCFieldDescriptor *f =
-            protobuf_c_message_descriptor_get_field(desc, (unsigned)num);
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
         if (!f) { /* kept as an unknown field: a copy of the value and a slot */
             size_t vlen = wt == 2 ? (i - start) + (size_t)l : i - start;
             cost += R16(vlen);
@@ -203,16 +232,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
                 cost += R16(n_new * elt_size(f->type));
         }
     }
-    for (size_t fi = 0; fi < nf; fi++)
-        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
-            cost += R16(n_elems[fi] * elt_size(desc->fields[fi].type));
-    if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
-    /* scan slabs: 16 members on the stack, then slabs of 32, 64, ... members */
-    for (size_t cap = 16, k = 1; occurrences > cap; k++) {
-        cost += R16(sizeof(scanned_member) << (k + 4));
-        cap += (size_t)1 << (k + 4);
-    }
-    *cost_out = cost;
+    *cost_out = cost + tail_cost(desc, nf, n_elems, unknown, occurrences);
     return 0;
 }
 

@@ -118,6 +118,27 @@ static int compile(regex_t *re, const char *pat, pc_error *e)
     return pc_error_set(e, PC_EINVAL, "%s", msg);
 }
 
+/* One anchored expression per value of an attribute map (resource_attributes,
+ * sample_attributes), counted in *n as compiled; PC_EINVAL naming the key that fails. */
+static int compile_map(regex_t **out, size_t *n, const pc_strmap *map, const char *what,
+                       const char *block, const pc_node *bn, const pc_node *node, const char *path,
+                       pc_error *err)
+{
+    pc_error e = {0};
+    *out = pc_xcalloc(map->n + 1, sizeof(regex_t));
+    for (size_t i = 0; i < map->n; i++) {
+        if (compile(&(*out)[i], map->vals[i], &e) < 0) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s::%s::%s::%s", path, block, what, map->keys[i]);
+            const pc_node *at = pc_node_get(pc_node_get(bn, what), map->keys[i]);
+            return pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
+                                 map->vals[i], e.msg);
+        }
+        (*n)++;
+    }
+    return 0;
+}
+
 static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, const pc_node *node,
                         const char *path, pc_error *err)
 {
@@ -138,29 +159,12 @@ static int matcher_init(matcher *m, const match_cfg *cfg, const char *block, con
         }
         m->n_services++;
     }
-    m->attrs = pc_xcalloc(cfg->resource_attributes.n + 1, sizeof(regex_t));
-    for (size_t i = 0; i < cfg->resource_attributes.n; i++) {
-        const char *key = cfg->resource_attributes.keys[i], *val = cfg->resource_attributes.vals[i];
-        if (compile(&m->attrs[i], val, &e) < 0) {
-            snprintf(sub, sizeof sub, "%s::%s::resource_attributes::%s", path, block, key);
-            at = pc_node_get(pc_node_get(bn, "resource_attributes"), key);
-            matcher_free(m);
-            return pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
-                                 val, e.msg);
-        }
-        m->n_attrs++;
-    }
-    m->sattrs = pc_xcalloc(cfg->sample_attributes.n + 1, sizeof(regex_t));
-    for (size_t i = 0; i < cfg->sample_attributes.n; i++) {
-        const char *key = cfg->sample_attributes.keys[i], *val = cfg->sample_attributes.vals[i];
-        if (compile(&m->sattrs[i], val, &e) < 0) {
-            snprintf(sub, sizeof sub, "%s::%s::sample_attributes::%s", path, block, key);
-            at = pc_node_get(pc_node_get(bn, "sample_attributes"), key);
-            matcher_free(m);
-            return pc_cfg_errorf(err, at ? at : node, sub, "invalid regular expression \"%s\": %s",
-                                 val, e.msg);
-        }
-        m->n_sattrs++;
+    if (compile_map(&m->attrs, &m->n_attrs, &cfg->resource_attributes, "resource_attributes", block,
+                    bn, node, path, err) ||
+        compile_map(&m->sattrs, &m->n_sattrs, &cfg->sample_attributes, "sample_attributes", block,
+                    bn, node, path, err)) {
+        matcher_free(m);
+        return PC_EINVAL;
     }
     for (size_t i = 0; i < cfg->profile_types.n; i++) {
         const char *t = cfg->profile_types.v[i];

@@ -138,121 +138,128 @@ static void list_push(pc_strlist *l, const char *s)
     l->v[l->n++] = pc_xstrdup(s);
 }
 
+static int bad_type(const pc_cfg_key *k, const pc_node *n, const char *path, pc_error *err)
+{
+    return pc_cfg_errorf(err, n, path, "must be %s", type_name(k->type));
+}
+
+/* A list: a sequence of strings, or one scalar ("a,b" in defaults, or a single item). */
+static int set_list(const pc_cfg_key *k, void *cfg, const pc_node *n, const char *path,
+                    pc_error *err)
+{
+    free_value(k, cfg);
+    pc_strlist *l = (pc_strlist *)((char *)cfg + k->offset);
+    if (n->kind == PC_NODE_NULL) return 0;
+    if (n->kind == PC_NODE_SCALAR) {
+        list_push(l, n->scalar);
+        return 0;
+    }
+    if (n->kind != PC_NODE_SEQ) return bad_type(k, n, path, err);
+    int rc = 0;
+    for (size_t i = 0; i < n->n; i++) {
+        if (n->vals[i]->kind != PC_NODE_SCALAR) {
+            rc = pc_cfg_errorf(err, n->vals[i], path, "list items must be strings");
+            continue;
+        }
+        list_push(l, n->vals[i]->scalar);
+    }
+    return rc;
+}
+
+static int set_map(const pc_cfg_key *k, void *cfg, const pc_node *n, const char *path,
+                   pc_error *err)
+{
+    free_value(k, cfg);
+    pc_strmap *m = (pc_strmap *)((char *)cfg + k->offset);
+    if (n->kind == PC_NODE_NULL) return 0;
+    if (n->kind != PC_NODE_MAP) return bad_type(k, n, path, err);
+    m->keys = pc_xcalloc(n->n ? n->n : 1, sizeof(char *));
+    m->vals = pc_xcalloc(n->n ? n->n : 1, sizeof(char *));
+    for (size_t i = 0; i < n->n; i++) {
+        if (n->vals[i]->kind == PC_NODE_MAP || n->vals[i]->kind == PC_NODE_SEQ)
+            return pc_cfg_errorf(err, n->vals[i], path, "values of %s must be strings", k->key);
+        m->keys[m->n] = pc_xstrdup(n->keys[i]);
+        m->vals[m->n++] = pc_xstrdup(n->vals[i]->scalar ? n->vals[i]->scalar : "");
+    }
+    return 0;
+}
+
+static int set_enum(const pc_cfg_key *k, int *p, const pc_node *n, const char *path, pc_error *err)
+{
+    const char *s = n->scalar;
+    for (int i = 0; k->choices[i]; i++)
+        if (strcasecmp(k->choices[i], s) == 0) {
+            *p = i;
+            return 0;
+        }
+    char opts[256] = "";
+    for (int i = 0; k->choices[i]; i++) {
+        strncat(opts, i ? ", " : "", sizeof opts - strlen(opts) - 1);
+        strncat(opts, k->choices[i], sizeof opts - strlen(opts) - 1);
+    }
+    return pc_cfg_errorf(err, n, path, "\"%s\" is not one of: %s", s, opts);
+}
+
+/* A scalar's value of a numeric, boolean, duration or size key. */
+static int set_number(const pc_cfg_key *k, char *p, const pc_node *n, const char *path,
+                      pc_error *err)
+{
+    const char *s = n->scalar;
+    char *end;
+    errno = 0;
+    switch (k->type) {
+    case PC_CFG_INT: {
+        long long v = strtoll(s, &end, 10);
+        if (end == s || *end || errno)
+            return pc_cfg_errorf(err, n, path, "\"%s\" is not an integer", s);
+        *(int64_t *)p = v;
+        return 0;
+    }
+    case PC_CFG_FLOAT: {
+        double v = strtod(s, &end);
+        if (end == s || *end || errno)
+            return pc_cfg_errorf(err, n, path, "\"%s\" is not a number", s);
+        *(double *)p = v;
+        return 0;
+    }
+    case PC_CFG_BOOL:
+        if (pc_parse_bool(s, (bool *)p))
+            return pc_cfg_errorf(err, n, path, "\"%s\" is not a boolean (true or false)", s);
+        return 0;
+    case PC_CFG_DURATION:
+        if (pc_parse_duration_ms(s, (uint64_t *)p))
+            return pc_cfg_errorf(err, n, path, "\"%s\" is not a duration (e.g. 200ms, 5s, 1m)", s);
+        return 0;
+    case PC_CFG_SIZE:
+        if (pc_parse_size(s, (uint64_t *)p))
+            return pc_cfg_errorf(err, n, path, "\"%s\" is not a size (e.g. 512KiB, 20MiB, 1048576)",
+                                 s);
+        return 0;
+    default: return bad_type(k, n, path, err);
+    }
+}
+
 /* Parse one scalar (or list/map node) into its slot. */
 static int set_value(const pc_cfg_key *k, void *cfg, const pc_node *n, const char *path,
                      pc_error *err)
 {
     char *p = (char *)cfg + k->offset;
-    if (k->type == PC_CFG_NODE) {
-        *(const pc_node **)p = n;
-        return 0;
-    }
-    if (k->type == PC_CFG_LIST) {
-        free_value(k, cfg);
-        pc_strlist *l = (pc_strlist *)p;
-        if (n->kind == PC_NODE_NULL) return 0;
-        if (n->kind == PC_NODE_SCALAR) { /* "a,b" in defaults, or a single item */
-            list_push(l, n->scalar);
-            return 0;
-        }
-        if (n->kind != PC_NODE_SEQ) goto bad_type;
-        int rc = 0;
-        for (size_t i = 0; i < n->n; i++) {
-            if (n->vals[i]->kind != PC_NODE_SCALAR) {
-                pc_cfg_errorf(err, n->vals[i], path, "list items must be strings");
-                rc = PC_EINVAL;
-                continue;
-            }
-            list_push(l, n->vals[i]->scalar);
-        }
-        return rc;
-    }
-    if (k->type == PC_CFG_MAP) {
-        free_value(k, cfg);
-        pc_strmap *m = (pc_strmap *)p;
-        if (n->kind == PC_NODE_NULL) return 0;
-        if (n->kind != PC_NODE_MAP) goto bad_type;
-        m->keys = pc_xcalloc(n->n ? n->n : 1, sizeof(char *));
-        m->vals = pc_xcalloc(n->n ? n->n : 1, sizeof(char *));
-        for (size_t i = 0; i < n->n; i++) {
-            if (n->vals[i]->kind == PC_NODE_MAP || n->vals[i]->kind == PC_NODE_SEQ) {
-                pc_cfg_errorf(err, n->vals[i], path, "values of %s must be strings", k->key);
-                return PC_EINVAL;
-            }
-            m->keys[m->n] = pc_xstrdup(n->keys[i]);
-            m->vals[m->n++] = pc_xstrdup(n->vals[i]->scalar ? n->vals[i]->scalar : "");
-        }
-        return 0;
+    switch (k->type) {
+    case PC_CFG_NODE: *(const pc_node **)p = n; return 0;
+    case PC_CFG_LIST: return set_list(k, cfg, n, path, err);
+    case PC_CFG_MAP: return set_map(k, cfg, n, path, err);
+    default: break;
     }
     if (n->kind == PC_NODE_NULL) return 0; /* "key:" with no value keeps the default */
-    if (n->kind != PC_NODE_SCALAR) goto bad_type;
-    const char *s = n->scalar;
+    if (n->kind != PC_NODE_SCALAR) return bad_type(k, n, path, err);
     switch (k->type) {
     case PC_CFG_STRING:
         free_value(k, cfg);
-        *(char **)p = pc_xstrdup(s);
+        *(char **)p = pc_xstrdup(n->scalar);
         return 0;
-    case PC_CFG_INT: {
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || *end || errno) {
-            pc_cfg_errorf(err, n, path, "\"%s\" is not an integer", s);
-            return PC_EINVAL;
-        }
-        *(int64_t *)p = v;
-        return 0;
+    case PC_CFG_ENUM: return set_enum(k, (int *)p, n, path, err);
+    default: return set_number(k, p, n, path, err);
     }
-    case PC_CFG_FLOAT: {
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (end == s || *end || errno) {
-            pc_cfg_errorf(err, n, path, "\"%s\" is not a number", s);
-            return PC_EINVAL;
-        }
-        *(double *)p = v;
-        return 0;
-    }
-    case PC_CFG_BOOL:
-        if (pc_parse_bool(s, (bool *)p)) {
-            pc_cfg_errorf(err, n, path, "\"%s\" is not a boolean (true or false)", s);
-            return PC_EINVAL;
-        }
-        return 0;
-    case PC_CFG_DURATION:
-        if (pc_parse_duration_ms(s, (uint64_t *)p)) {
-            pc_cfg_errorf(err, n, path, "\"%s\" is not a duration (e.g. 200ms, 5s, 1m)", s);
-            return PC_EINVAL;
-        }
-        return 0;
-    case PC_CFG_SIZE:
-        if (pc_parse_size(s, (uint64_t *)p)) {
-            pc_cfg_errorf(err, n, path, "\"%s\" is not a size (e.g. 512KiB, 20MiB, 1048576)", s);
-            return PC_EINVAL;
-        }
-        return 0;
-    case PC_CFG_ENUM:
-        for (int i = 0; k->choices[i]; i++) {
-            if (strcasecmp(k->choices[i], s) == 0) {
-                *(int *)p = i;
-                return 0;
-            }
-        }
-        {
-            char opts[256] = "";
-            for (int i = 0; k->choices[i]; i++) {
-                strncat(opts, i ? ", " : "", sizeof opts - strlen(opts) - 1);
-                strncat(opts, k->choices[i], sizeof opts - strlen(opts) - 1);
-            }
-            pc_cfg_errorf(err, n, path, "\"%s\" is not one of: %s", s, opts);
-        }
-        return PC_EINVAL;
-    default: break;
-    }
-bad_type:
-    pc_cfg_errorf(err, n, path, "must be %s", type_name(k->type));
-    return PC_EINVAL;
 }
 
 /* Walk a map node at dotted prefix `prefix`, matching keys against the table. Every key is

@@ -115,6 +115,10 @@ struct pc_component {
      * receiver; NULL when none does (the receiver then refuses that signal) */
     pc_consumer *route[PC_SIGNAL_COUNT];
     pc_host *host; /* what runs this component (pc_host_*; NULL in some unit tests) */
+    /* Exporters: the uv_now time (ms) by which shutdown gives up draining what is queued. The
+     * service sets it per instance just before type->shutdown (a persistent queue handed to a
+     * successor is left at once); 0 gives up at once. */
+    uint64_t drain_deadline_ms;
     void *priv;
 };
 

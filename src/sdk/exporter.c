@@ -654,12 +654,13 @@ void pc_exporter_shutdown(pc_component *c, pc_shutdown_done done)
         }
         for (pc_route *rt = e->routes, *next; rt; rt = next) {
             next = rt->next;
-            if (!rt->drained) pc_sender_shutdown(rt->sender, route_drained, rt);
+            if (!rt->drained)
+                pc_sender_shutdown(rt->sender, c->drain_deadline_ms, route_drained, rt);
         }
         return;
     }
     if (e->sender)
-        pc_sender_shutdown(e->sender, drained, e);
+        pc_sender_shutdown(e->sender, c->drain_deadline_ms, drained, e);
     else if (!e->in_flight)
         drained(e);
 }

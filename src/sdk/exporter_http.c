@@ -1,17 +1,44 @@
 /* Opening an HTTP exporter's client and reading its answers (see exporter_http.h). */
 #include "sdk/exporter_http.h"
 
+#include <stdio.h>
 #include <string.h>
 
-int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connections,
-                          const pc_tls_client_cfg *tls_cfg, const char *authenticator,
+/* prefix + key into buf (the key path of a setting at prefix). */
+static const char *pkey(char *buf, size_t n, const char *prefix, const char *key)
+{
+    snprintf(buf, n, "%s%s", prefix, key);
+    return buf;
+}
+
+int pc_http_client_validate(const pc_http_client_cfg *cfg, const pc_node *node, const char *path,
+                            const char *prefix, pc_error *err)
+{
+    char k[160];
+    if (pc_tls_client_validate(&cfg->tls, node, path, prefix, err)) return PC_EINVAL;
+    for (size_t i = 0; i < cfg->headers.n; i++)
+        if (!pc_http_header_safe(cfg->headers.keys[i]) ||
+            !pc_http_header_safe(cfg->headers.vals[i]))
+            return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "headers"),
+                                     "%s: line breaks are not allowed", cfg->headers.keys[i]);
+    if (cfg->timeout_ms == 0)
+        return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "timeout"),
+                                 "must be > 0");
+    if (cfg->max_connections <= 0)
+        return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "max_connections"),
+                                 "must be > 0");
+    return 0;
+}
+
+int pc_exporter_http_open(pc_component *c, const pc_url *u, const pc_http_client_cfg *cfg,
                           pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, pc_error *e)
 {
+    const pc_tls_client_cfg *tls_cfg = &cfg->tls;
     pc_http_client_opts o = {.host = u->host,
                              .port = u->port,
-                             .max_connections = (unsigned)max_connections,
+                             .max_connections = (unsigned)cfg->max_connections,
                              .log_id = c->id};
-    if (authenticator && !(*auth = pc_host_authenticator(c, authenticator, false, e)))
+    if (cfg->authenticator && !(*auth = pc_host_authenticator(c, cfg->authenticator, false, e)))
         return PC_EINVAL;
     bool https = !strcmp(u->scheme, "https");
     if (https && tls_cfg->insecure)

@@ -4,18 +4,47 @@
 #ifndef PC_EXPORTER_HTTP_H
 #define PC_EXPORTER_HTTP_H
 
-#include "sdk/auth.h"
 #include "net/http_client.h"
 #include "net/tls.h"
 #include "net/url.h"
+#include "sdk/auth.h"
+#include "sdk/cfgtable.h"
 #include "sdk/component.h"
 #include "sdk/exporter.h"
+#include "sdk/tls_config.h"
+
+/* The client settings every HTTP exporter takes, under the same keys (the Collector's confighttp
+ * client): extra headers, the time for one request, keep-alive connections, TLS and the auth
+ * extension. */
+typedef struct pc_http_client_cfg {
+    pc_strmap headers;
+    uint64_t timeout_ms;
+    int64_t max_connections;
+    pc_tls_client_cfg tls;
+    char *authenticator;
+} pc_http_client_cfg;
+
+/* clang-format off */
+/* Their config-table entries at "<prefix>" into the pc_http_client_cfg member f of T. */
+#define PC_HTTP_CLIENT_KEYS(T, f, prefix)                                                          \
+    {prefix "headers", PC_CFG_MAP, NULL, offsetof(T, f.headers), "extra request headers", NULL},  \
+    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms),                         \
+     "time allowed for one request (connect, send, response)", NULL},                              \
+    {prefix "max_connections", PC_CFG_INT, "8", offsetof(T, f.max_connections),                   \
+     "keep-alive connections to the endpoint", NULL},                                              \
+    PC_TLS_CLIENT_KEYS(T, f.tls, prefix),                                                          \
+    PC_AUTH_CLIENT_KEY(T, f.authenticator, prefix)
+/* clang-format on */
+
+/* Check them: headers without line breaks, timeout and max_connections above 0, the TLS files.
+ * PC_EINVAL with err at the key. */
+int pc_http_client_validate(const pc_http_client_cfg *cfg, const pc_node *node, const char *path,
+                            const char *prefix, pc_error *err);
 
 /* In start(): fills *client, *tls (NULL for plain text; the caller frees it with
- * pc_tls_ctx_free in destroy) and *auth (NULL without an authenticator). PC_EINVAL with e when
- * the authenticator or the TLS files cannot be used. */
-int pc_exporter_http_open(pc_component *c, const pc_url *u, int64_t max_connections,
-                          const pc_tls_client_cfg *tls_cfg, const char *authenticator,
+ * pc_tls_ctx_free in destroy) and *auth (NULL without an authenticator) from cfg. PC_EINVAL with
+ * e when the authenticator or the TLS files cannot be used. */
+int pc_exporter_http_open(pc_component *c, const pc_url *u, const pc_http_client_cfg *cfg,
                           pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, pc_error *e);
 
 /* The outcome of one request to u, as the OTLP/HTTP spec classifies it: 2xx OK; 429 (overload),

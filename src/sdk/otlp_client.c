@@ -405,13 +405,6 @@ void pc_otlp_grpc_close(pc_otlp_grpc *g, void (*done)(void *arg), void *arg)
 
 /* ==== OTLP/HTTP ==== */
 
-static int header_ok(const char *s)
-{
-    for (; *s; s++)
-        if (*s == '\r' || *s == '\n') return 0;
-    return 1;
-}
-
 int pc_otlp_http_validate(const pc_otlp_http_cfg *cfg, const pc_node *node, const char *path,
                           const char *prefix, bool with_endpoint, pc_error *err)
 {
@@ -441,22 +434,12 @@ int pc_otlp_http_validate(const pc_otlp_http_cfg *cfg, const pc_node *node, cons
             err, node, path, pkey(k, sizeof k, prefix, "endpoint"),
             "required (or profiles_endpoint, traces_endpoint, metrics_endpoint, "
             "logs_endpoint)");
-    if (pc_tls_client_validate(&cfg->tls, node, path, prefix, err)) return PC_EINVAL;
-    for (size_t i = 0; i < cfg->headers.n; i++)
-        if (!header_ok(cfg->headers.keys[i]) || !header_ok(cfg->headers.vals[i]))
-            return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "headers"),
-                                     "%s: line breaks are not allowed", cfg->headers.keys[i]);
+    if (pc_http_client_validate(&cfg->client, node, path, prefix, err)) return PC_EINVAL;
     int max_level = compression_enc[cfg->compression] == PC_ENC_ZSTD ? 19 : 9;
     if (cfg->compression_level < 1 || cfg->compression_level > max_level)
         return pc_cfg_key_errorf(err, node, path,
                                  pkey(k, sizeof k, prefix, "compression_params.level"),
                                  "must be 1..%d", max_level);
-    if (cfg->timeout_ms == 0)
-        return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "timeout"),
-                                 "must be > 0");
-    if (cfg->max_connections <= 0)
-        return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "max_connections"),
-                                 "must be > 0");
     return pc_sender_validate_at(&cfg->sender, node, path, prefix, err);
 }
 
@@ -468,8 +451,8 @@ char *pc_otlp_http_headers(const pc_otlp_http_cfg *cfg)
     if (compression_enc[cfg->compression] != PC_ENC_NONE)
         pc_buf_printf(&h, "Content-Encoding: %s\r\n",
                       pc_enc_name(compression_enc[cfg->compression]));
-    for (size_t i = 0; i < cfg->headers.n; i++)
-        pc_buf_printf(&h, "%s: %s\r\n", cfg->headers.keys[i], cfg->headers.vals[i]);
+    for (size_t i = 0; i < cfg->client.headers.n; i++)
+        pc_buf_printf(&h, "%s: %s\r\n", cfg->client.headers.keys[i], cfg->client.headers.vals[i]);
     char *out = pc_xstrdup((char *)h.data);
     pc_buf_free(&h);
     return out;
@@ -510,8 +493,7 @@ int pc_otlp_http_open(pc_component *c, const pc_otlp_http_cfg *cfg, const pc_url
     h->url = *u;
     h->hdrs = hdrs;
     h->cfg = cfg;
-    return pc_exporter_http_open(c, u, cfg->max_connections, &cfg->tls, cfg->authenticator,
-                                 &h->client, &h->tls, &h->auth, err);
+    return pc_exporter_http_open(c, u, &cfg->client, &h->client, &h->tls, &h->auth, err);
 }
 
 typedef struct http_call {
@@ -542,7 +524,7 @@ void pc_otlp_http_send(pc_otlp_http *h, const char *path, pc_export_req *r)
     http_call *call = pc_xmalloc(sizeof *call);
     *call = (http_call){h, r};
     pc_http_client_request(h->client, "POST", path, h->auth ? (char *)hb.data : h->hdrs,
-                           r->body.data, r->body.len, (unsigned)h->cfg->timeout_ms,
+                           r->body.data, r->body.len, (unsigned)h->cfg->client.timeout_ms,
                            on_http_response, call);
     pc_buf_free(&hb);
 }

@@ -18,6 +18,7 @@
 #include "net/url.h"
 #include "sdk/auth.h"
 #include "sdk/exporter.h"
+#include "sdk/exporter_http.h"
 #include "sdk/sender.h"
 #include "sdk/tls_config.h"
 
@@ -87,15 +88,11 @@ void pc_otlp_grpc_close(pc_otlp_grpc *g, void (*done)(void *arg), void *arg);
 typedef struct pc_otlp_http_cfg {
     char *endpoint;
     char *signal_endpoint[PC_SIGNAL_COUNT]; /* profiles_endpoint, traces_endpoint, ... */
-    pc_strmap headers;
-    int compression; /* pc_otlp_compressions: 0 gzip, 1 none, 2 zstd */
+    int compression;                        /* pc_otlp_compressions: 0 gzip, 1 none, 2 zstd */
     int64_t compression_level;
     bool passthrough;
-    int encoding; /* 0 proto, 1 json */
-    uint64_t timeout_ms;
-    int64_t max_connections;
-    pc_tls_client_cfg tls;
-    char *authenticator;
+    int encoding;              /* 0 proto, 1 json */
+    pc_http_client_cfg client; /* headers, timeout, max_connections, tls, auth */
     pc_sender_cfg sender;
 } pc_otlp_http_cfg;
 
@@ -120,7 +117,6 @@ typedef struct pc_otlp_http_cfg {
  * of T. */
 #define PC_OTLP_HTTP_KEYS(T, f, prefix)                                                            \
     PC_OTLP_HTTP_ENDPOINT_KEYS(T, f, prefix),                                                      \
-    {prefix "headers", PC_CFG_MAP, NULL, offsetof(T, f.headers), "extra request headers", NULL},  \
     {prefix "compression", PC_CFG_ENUM, "gzip", offsetof(T, f.compression),                      \
      "request body compression", pc_otlp_compressions},                                           \
     {prefix "compression_params.level", PC_CFG_INT, "1", offsetof(T, f.compression_level),        \
@@ -131,12 +127,7 @@ typedef struct pc_otlp_http_cfg {
      "in the pipeline changed its data and its encoding is this exporter's", NULL},                \
     {prefix "encoding", PC_CFG_ENUM, "proto", offsetof(T, f.encoding), "request body encoding",   \
      pc_otlp_encodings},                                                                           \
-    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms),                         \
-     "time allowed for one request (connect, send, response)", NULL},                              \
-    {prefix "max_connections", PC_CFG_INT, "8", offsetof(T, f.max_connections),                   \
-     "keep-alive connections to the endpoint", NULL},                                              \
-    PC_TLS_CLIENT_KEYS(T, f.tls, prefix),                                                          \
-    PC_AUTH_CLIENT_KEY(T, f.authenticator, prefix),                                                \
+    PC_HTTP_CLIENT_KEYS(T, f.client, prefix),                                                      \
     PC_SENDER_KEYS_AT(T, f.sender, prefix)
 /* clang-format on */
 

@@ -1,35 +1,16 @@
 /* Sending queue, retries and the persistent queue, shared by every exporter. */
 #include "sdk/sender.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include "pdata/merge.h"
+#include "sdk/internal/queue_file.h"
 #include "sdk/telemetry.h"
 
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
-uint64_t pc_shutdown_deadline_ms;
-
-#define REC_HEADER 24 /* magic 4, items 8, meta_len 4, payload_len 4, crc 4 */
-/* The magic names the signal of the payload ("PCQ1", profiles, as before signals existed). */
-static const char rec_magic[PC_SIGNAL_COUNT][5] = {"PCQ1", "PCQT", "PCQM", "PCQL"};
-
-static int rec_signal(const uint8_t *h, pc_signal *sig)
-{
-    for (int i = 0; i < PC_SIGNAL_COUNT; i++)
-        if (!memcmp(h, rec_magic[i], 4)) {
-            *sig = (pc_signal)i;
-            return 0;
-        }
-    return PC_EINVAL;
-}
 
 typedef struct item item;
 struct item {
@@ -133,152 +114,25 @@ static size_t units_of(const pc_sender *s, size_t samples, size_t bytes)
     }
 }
 
-/* ---- persistent records ---- */
+/* ---- persistent records (their format: sdk/internal/queue_file.c) ---- */
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get_u64(const uint8_t *p)
-{
-    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
-static void record_path(const pc_sender *s, uint64_t seq, const char *ext, char *out, size_t n)
-{
-    snprintf(out, n, "%s/%020llu.%s", s->dir, (unsigned long long)seq, ext);
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return PC_EIO;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Worker: write the record to a temporary file, fsync, rename, fsync the directory. */
+/* Worker: write the record. */
 static void persist_work(uv_work_t *w)
 {
     item *it = w->data;
-    pc_sender *s = it->s;
-    pc_buf payload = {0}, meta = {0};
-    pc_batch_encode_proto(it->batch, &payload);
-    if (it->meta) pc_buf_append(&meta, it->meta, strlen(it->meta));
-    uint8_t h[REC_HEADER];
-    memcpy(h, rec_magic[it->sig], 4);
-    put_u64(h + 4, it->samples);
-    put_u32(h + 12, (uint32_t)meta.len);
-    put_u32(h + 16, (uint32_t)payload.len);
-    uLong crc = crc32(0, meta.data ? meta.data : (const Bytef *)"", (uInt)meta.len);
-    crc = crc32(crc, payload.data ? payload.data : (const Bytef *)"", (uInt)payload.len);
-    put_u32(h + 20, (uint32_t)crc);
-    char tmp[4200], fin[4200];
-    record_path(s, it->seq, "tmp", tmp, sizeof tmp);
-    record_path(s, it->seq, "pcq", fin, sizeof fin);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || write_all(fd, h, sizeof h) || write_all(fd, meta.data, meta.len) ||
-        write_all(fd, payload.data, payload.len) || fsync(fd)) {
-        pc_error_set(&it->err, PC_EIO, "cannot write %.180s: %s", tmp,
-                     strerror(errno ? errno : EIO));
-        if (fd >= 0) close(fd);
-        unlink(tmp);
-    } else {
-        close(fd);
-        if (rename(tmp, fin)) {
-            pc_error_set(&it->err, PC_EIO, "cannot rename %.180s: %s", tmp, strerror(errno));
-            unlink(tmp);
-        } else {
-            int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (dfd >= 0) {
-                fsync(dfd); /* the rename itself must survive a crash */
-                close(dfd);
-            }
-        }
-    }
-    pc_buf_free(&payload);
-    pc_buf_free(&meta);
+    pc_qfile_write(it->s->dir, it->seq, it->batch, it->sig, it->samples, it->meta, &it->err);
 }
 
 /* Worker: read a record back; a torn or corrupt one sets err. */
 static void load_record(item *it)
 {
-    char path[4200];
-    record_path(it->s, it->seq, "pcq", path, sizeof path);
-    FILE *f = fopen(path, "rb");
-    pc_buf b = {0};
-    uint8_t chunk[65536];
-    size_t n;
-    if (!f) {
-        pc_error_set(&it->err, PC_EIO, "cannot read %.180s: %s", path, strerror(errno));
-        return;
-    }
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        pc_buf_append(&b, chunk, n);
-    fclose(f);
-    if (b.len < REC_HEADER || rec_signal(b.data, &it->sig) < 0) {
-        pc_error_set(&it->err, PC_EINVAL, "%.180s: not a queue record (torn write?)", path);
-        goto out;
-    }
-    uint32_t ml = get_u32(b.data + 12), pl = get_u32(b.data + 16), crc = get_u32(b.data + 20);
-    if ((uint64_t)REC_HEADER + ml + pl != b.len) {
-        pc_error_set(&it->err, PC_EINVAL, "%.180s: truncated record", path);
-        goto out;
-    }
-    const uint8_t *meta = b.data + REC_HEADER, *payload = meta + ml;
-    uLong c = crc32(crc32(0, meta, ml), payload, pl);
-    if ((uint32_t)c != crc) {
-        pc_error_set(&it->err, PC_EINVAL, "%.180s: checksum mismatch", path);
-        goto out;
-    }
-    pc_error derr = {0};
-    if (pc_batch_decode(it->sig, payload, pl, false, NULL, &it->batch, &derr) < 0) {
-        pc_error_set(&it->err, PC_EINVAL, "%.180s: %.60s", path, derr.msg);
-        goto out;
-    }
-    for (const uint8_t *p = meta, *e = meta + ml; p < e;) { /* "key\tvalue\n" lines */
-        const uint8_t *nl = memchr(p, '\n', (size_t)(e - p)), *tab;
-        if (!nl) break;
-        if ((tab = memchr(p, '\t', (size_t)(nl - p)))) {
-            char k[128], v[512];
-            snprintf(k, sizeof k, "%.*s", (int)(tab - p), (const char *)p);
-            snprintf(v, sizeof v, "%.*s", (int)(nl - tab - 1), (const char *)tab + 1);
-            pc_batch_set_meta(it->batch, k, v);
-        }
-        p = nl + 1;
-    }
-    it->samples = pc_batch_items(it->batch);
-out:
-    pc_buf_free(&b);
+    if (pc_qfile_read(it->s->dir, it->seq, &it->sig, &it->batch, &it->err) == 0)
+        it->samples = pc_batch_items(it->batch);
 }
 
 static void load_work(uv_work_t *w)
 {
     load_record(w->data);
-}
-
-static void remove_record(const pc_sender *s, uint64_t seq)
-{
-    char path[4200];
-    record_path(s, seq, "pcq", path, sizeof path);
-    if (unlink(path) && errno != ENOENT)
-        PC_WARN(s->c->id, "cannot remove %s: %s", path, strerror(errno));
 }
 
 /* ---- items ---- */
@@ -329,10 +183,10 @@ static void complete(item *it, int st, const char *msg, int keep_record)
 {
     pc_sender *s = it->s;
     unlink_waiting(s, it);
-    if (it->seq && !keep_record) remove_record(s, it->seq);
+    if (it->seq && !keep_record) pc_qfile_remove(s->dir, it->seq, s->c->id);
     for (item *f = it->follow, *next; f; f = next) { /* merged into this send: same fate */
         next = f->follow;
-        if (f->seq && !keep_record) remove_record(s, f->seq);
+        if (f->seq && !keep_record) pc_qfile_remove(s->dir, f->seq, s->c->id);
         item_free(f);
     }
     it->follow = NULL;
@@ -447,10 +301,7 @@ static void load_done(uv_work_t *w, int status)
     if (it->err.code < 0) {
         /* a torn or corrupt record is skipped with a log line, never fatal */
         PC_ERROR(s->c->id, "skipping queue record: %s", it->err.msg);
-        char from[4200], to[4200];
-        record_path(s, it->seq, "pcq", from, sizeof from);
-        record_path(s, it->seq, "corrupt", to, sizeof to);
-        rename(from, to);
+        pc_qfile_set_aside(s->dir, it->seq);
         complete(it, PC_EINVAL, it->err.msg, 1);
         return;
     }
@@ -500,10 +351,7 @@ static void merge_done(uv_work_t *w, int status)
     for (item *x = it; x; x = x->follow) {
         if (x->err.code < 0) { /* skipped with a log line, never fatal; kept as .corrupt */
             PC_ERROR(s->c->id, "skipping queue record: %s", x->err.msg);
-            char from[4200], to[4200];
-            record_path(s, x->seq, "pcq", from, sizeof from);
-            record_path(s, x->seq, "corrupt", to, sizeof to);
-            rename(from, to);
+            pc_qfile_set_aside(s->dir, x->seq);
             x->seq = 0;
         }
     }
@@ -752,78 +600,25 @@ void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*don
     maybe_finish_shutdown(s);
 }
 
-/* ---- persistent queue directory ---- */
-
-static int mkdirs(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(tmp, 0700) && errno != EEXIST) return PC_EIO;
-        *p = '/';
-    }
-    return mkdir(tmp, 0700) && errno != EEXIST ? PC_EIO : 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Queue every record left by an earlier run, oldest first: the backlog is sent first. */
 static int replay(pc_sender *s, pc_error *err)
 {
-    DIR *d = opendir(s->dir);
-    if (!d)
+    uint64_t *seqs = NULL;
+    size_t n = 0;
+    if (pc_qfile_list(s->dir, &seqs, &n) < 0)
         return pc_error_set(err, PC_EIO, "sending_queue::storage: cannot open %s: %s", s->dir,
                             strerror(errno));
-    uint64_t *seqs = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        unsigned long long seq;
-        char ext[16];
-        if (sscanf(e->d_name, "%20llu.%15s", &seq, ext) != 2 || seq == 0) continue;
-        if (!strcmp(ext, "tmp")) { /* a write that never completed was never acknowledged */
-            char p[4200];
-            snprintf(p, sizeof p, "%s/%s", s->dir, e->d_name);
-            unlink(p);
-            continue;
-        }
-        if (strcmp(ext, "pcq") != 0) continue;
-        if (n == cap) seqs = pc_xrealloc(seqs, (cap = cap ? cap * 2 : 64) * sizeof(uint64_t));
-        seqs[n++] = seq;
-    }
-    closedir(d);
-    if (n) qsort(seqs, n, sizeof(uint64_t), cmp_u64); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < n; i++) {
-        char path[4200];
-        uint8_t h[REC_HEADER];
-        record_path(s, seqs[i], "pcq", path, sizeof path);
-        FILE *f = fopen(path, "rb");
-        size_t got = f ? fread(h, 1, sizeof h, f) : 0;
-        struct stat st;
-        size_t bytes = f && fstat(fileno(f), &st) == 0 ? (size_t)st.st_size : 0;
-        if (f) fclose(f);
+        pc_qfile_head h;
+        pc_qfile_peek(s->dir, seqs[i], &h);
         item *it = pc_xcalloc(1, sizeof(*it));
         it->s = s;
         it->seq = seqs[i];
-        it->samples = got == sizeof h && rec_signal(h, &it->sig) == 0 ? (size_t)get_u64(h + 4) : 0;
-        uint32_t ml = got == sizeof h ? get_u32(h + 12) : 0;
-        if (f && ml && ml < (1u << 20)) { /* the metadata lines follow the header */
-            FILE *mf = fopen(path, "rb");
-            char *m = pc_xcalloc(1, ml + 1);
-            if (mf && fseek(mf, REC_HEADER, SEEK_SET) == 0 && fread(m, 1, ml, mf) == ml)
-                it->meta = m;
-            else
-                free(m);
-            if (mf) fclose(mf);
-        }
+        it->sig = h.sig;
+        it->samples = h.items;
+        it->meta = h.meta;
         pc_send_counts_register(s->k, s->c, it->sig);
-        it->units = units_of(s, it->samples, bytes);
+        it->units = units_of(s, it->samples, h.bytes);
         s->queued_units += it->units;
         push_queue(s, it);
         if (seqs[i] >= s->next_seq) s->next_seq = seqs[i] + 1;
@@ -916,7 +711,7 @@ pc_sender *pc_sender_new(pc_component *c, const pc_sender_cfg *cfg, pc_send_coun
     s->next_seq = 1;
     char dir[4096];
     if (pc_sender_dir(c, cfg, subdir, dir, sizeof dir)) {
-        if (mkdirs(dir) < 0) {
+        if (pc_qfile_mkdirs(dir) < 0) {
             pc_error_set(err, PC_EIO, "sending_queue::storage: cannot create %s: %s", dir,
                          strerror(errno));
             free(s);
@@ -1005,7 +800,7 @@ static void deadline_fire(uv_timer_t *t)
     maybe_finish_shutdown(s);
 }
 
-void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
+void pc_sender_shutdown(pc_sender *s, uint64_t deadline_ms, void (*done)(void *arg), void *arg)
 {
     pc_log_limiter_flush(&s->full_log, PC_LOG_WARN, s->c->id, "refusals (sending queue full)");
     s->stopping = 1;
@@ -1013,7 +808,7 @@ void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg)
     s->shutdown_done = done;
     s->shutdown_arg = arg;
     uint64_t now = uv_now(s->c->loop);
-    uint64_t left = pc_shutdown_deadline_ms > now ? pc_shutdown_deadline_ms - now : 0;
+    uint64_t left = deadline_ms > now ? deadline_ms - now : 0;
     if (s->active || s->io_busy || s->head) {
         PC_INFO(s->c->id, "draining %llu queued and %zu in-flight request(s) (up to %llums)",
                 (unsigned long long)s->queued, s->active, (unsigned long long)left);

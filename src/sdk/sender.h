@@ -113,9 +113,9 @@ bool pc_sender_full(const pc_sender *s);
 uint64_t pc_sender_queue_size(const pc_sender *s);
 /* Requests not yet delivered: queued, in flight or waiting to retry. */
 size_t pc_sender_held(const pc_sender *s);
-/* Stop accepting, drain until empty or the service's shutdown deadline, then call done. What is
- * left stays on disk (persistent queue) or is logged and counted as dropped. */
-void pc_sender_shutdown(pc_sender *s, void (*done)(void *arg), void *arg);
+/* Stop accepting, drain until empty or deadline_ms (uv_now time), then call done. What is left
+ * stays on disk (persistent queue) or is logged and counted as dropped. */
+void pc_sender_shutdown(pc_sender *s, uint64_t deadline_ms, void (*done)(void *arg), void *arg);
 
 /* Where a retiring sender hands its batches: fn takes one reference to b and calls
  * done(done_arg, st, msg) exactly once, PC_OK once the batch is in someone else's care. */
@@ -133,8 +133,5 @@ typedef void (*pc_sender_handback)(void *arg, pc_batch *b, pc_done_fn done, void
 void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*done)(void *arg),
                       void *done_arg);
 void pc_sender_free(pc_sender *s);
-
-/* Drain deadline for every sender, set by the service when shutdown starts (uv_now ms). */
-extern uint64_t pc_shutdown_deadline_ms;
 
 #endif

@@ -254,10 +254,10 @@ static void check_message(const char *s)
 
 static void check_base64(const uint8_t *p, size_t n)
 {
-    char *e = pc_base64_encode(p, n);
+    char *e = pc_grpc_bin_encode(p, n);
     FUZZ_ASSERT(strlen(e) == (n * 4 + 2) / 3, "base64 of %zu bytes has %zu chars", n, strlen(e));
     pc_buf back = {0};
-    FUZZ_ASSERT(pc_base64_decode(e, &back) == 0, "base64 output does not decode");
+    FUZZ_ASSERT(pc_grpc_bin_decode(e, &back) == 0, "base64 output does not decode");
     FUZZ_ASSERT(back.len == n && (n == 0 || memcmp(back.data, p, n) == 0),
                 "base64 round trip changed %zu bytes into %zu", n, back.len);
     pc_buf_free(&back);
@@ -274,7 +274,7 @@ static void check_details(int code, const char *msg, int64_t delay)
         FUZZ_ASSERT(back == delay, "retry delay %lld decoded as %lld", (long long)delay,
                     (long long)back);
     pc_buf raw = {0};
-    FUZZ_ASSERT(pc_base64_decode(d, &raw) == 0, "status details are not base64");
+    FUZZ_ASSERT(pc_grpc_bin_decode(d, &raw) == 0, "status details are not base64");
     pc_buf_free(&raw);
     free(d);
 }
@@ -355,7 +355,7 @@ static void run_pure(const uint8_t *p, size_t n)
      * fuzzer reaches the protobuf decoding */
     int64_t d = pc_grpc_status_details_retry_delay(s);
     FUZZ_ASSERT(d >= -1 && d <= 86400ll * 365 * 1000, "retry delay %lld", (long long)d);
-    char *e = pc_base64_encode(r, rn);
+    char *e = pc_grpc_bin_encode(r, rn);
     d = pc_grpc_status_details_retry_delay(e);
     FUZZ_ASSERT(d >= -1 && d <= 86400ll * 365 * 1000, "retry delay %lld", (long long)d);
     free(e);

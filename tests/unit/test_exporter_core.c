@@ -155,7 +155,7 @@ static driver *exporter_new(const pc_component_type *t, const char *yaml)
     CHECK_EQ_INT(t->start(&d->c, &e), 0);
     memset(&fk, 0, sizeof fk);
     fk.in_flight_at_close = -1;
-    pc_shutdown_deadline_ms = uv_now(loop) + 10000;
+    d->c.drain_deadline_ms = uv_now(loop) + 10000;
     return d;
 }
 

@@ -147,22 +147,22 @@ static void test_base64_and_details(void)
                               {"foo", "Zm9v"}, {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}};
     pc_buf out = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *e = pc_base64_encode((const uint8_t *)cases[i][0], strlen(cases[i][0]));
+        char *e = pc_grpc_bin_encode((const uint8_t *)cases[i][0], strlen(cases[i][0]));
         CHECK_STR(e, cases[i][1]);
         free(e);
-        CHECK_EQ_INT(pc_base64_decode(cases[i][1], &out), 0);
+        CHECK_EQ_INT(pc_grpc_bin_decode(cases[i][1], &out), 0);
         CHECK_EQ_INT(out.len, strlen(cases[i][0]));
         CHECK(memcmp(out.data ? (char *)out.data : "", cases[i][0], out.len) == 0);
     }
-    CHECK_EQ_INT(pc_base64_decode("Zm9vYg==", &out), 0); /* padded is accepted too */
+    CHECK_EQ_INT(pc_grpc_bin_decode("Zm9vYg==", &out), 0); /* padded is accepted too */
     CHECK_EQ_INT(out.len, 4);
-    CHECK_EQ_INT(pc_base64_decode("Zm9v!", &out), PC_EINVAL);
-    CHECK_EQ_INT(pc_base64_decode("Z", &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_grpc_bin_decode("Zm9v!", &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_grpc_bin_decode("Z", &out), PC_EINVAL);
 
     /* Status{code 8, message, details [Any{RetryInfo{retry_delay 1.5s}}]} round trip */
     char *d = pc_grpc_status_details(PC_GRPC_RESOURCE_EXHAUSTED, "slow down", 1500);
     CHECK_EQ_INT(pc_grpc_status_details_retry_delay(d), 1500);
-    CHECK_EQ_INT(pc_base64_decode(d, &out), 0);
+    CHECK_EQ_INT(pc_grpc_bin_decode(d, &out), 0);
     Google__Rpc__Status *st = google__rpc__status__unpack(NULL, out.len, out.data);
     CHECK(st != NULL);
     if (st) {

@@ -645,7 +645,7 @@ static driver *routed_start(const char *yaml, size_t n_backends)
     pc_error e = {0};
     CHECK_EQ_INT(fr_type.start(&d->c, &e), 0);
     CHECK_EQ_INT(pc_exporter_set_routes(pc_exporter_of(&d->c), fr.names, n_backends, &e), 0);
-    pc_shutdown_deadline_ms = uv_now(loop) + 10000;
+    d->c.drain_deadline_ms = uv_now(loop) + 10000;
     return d;
 }
 
@@ -827,7 +827,7 @@ static void test_queue_of_a_former_backend_is_adopted(void)
     long long want[NB] = {0};
     long long total = send_services(d, ring3, want, 500);
     wait_until(loop, all_up_answered, d, 10000);
-    pc_shutdown_deadline_ms = uv_now(loop) + 50; /* b's records stay for the next start */
+    d->c.drain_deadline_ms = uv_now(loop) + 50; /* b's records stay for the next start */
     driver_free(d);
     CHECK(has_records(bdir) > 0);
     long long before = fr.received[0] + fr.received[2];
@@ -839,7 +839,7 @@ static void test_queue_of_a_former_backend_is_adopted(void)
     pc_error e = {0};
     CHECK_EQ_INT(fr_type.start(&d2->c, &e), 0);
     const char *ac[] = {"a:1", "c:3"};
-    pc_shutdown_deadline_ms = uv_now(loop) + 10000;
+    d2->c.drain_deadline_ms = uv_now(loop) + 10000;
     CHECK_EQ_INT(pc_exporter_set_routes(pc_exporter_of(&d2->c), ac, 2, &e), 0);
     long long rest = want[1];
     wait_until(loop, delivered, &rest, 10000);
@@ -903,7 +903,7 @@ static void test_routes_full_and_durable(void)
     send_owned(d, ring, 2, 6, &sent);
     CHECK(pc_exporter_full(&d->c));
     CHECK_EQ_INT(d->up.st, PC_EAGAIN); /* and the exporter did refuse, on every backend */
-    pc_shutdown_deadline_ms = uv_now(loop) + 50;
+    d->c.drain_deadline_ms = uv_now(loop) + 50;
     driver_free(d);
     pc_ring_unref(ring);
 

@@ -14,6 +14,7 @@
 #include <openssl/x509v3.h>
 
 #include "check.h"
+#include "base/base64.h"
 #include "extensions/auth_common.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -470,7 +471,7 @@ static void test_auth_helpers(void)
     CHECK(pc_auth_equal("abc", 3, "abc", 3));
     CHECK(!pc_auth_equal("abc", 3, "abd", 3));
     CHECK(!pc_auth_equal("abc", 3, "abcd", 4));
-    char *b = pc_auth_base64("user:pass", 9);
+    char *b = pc_base64_encode("user:pass", 9, true);
     CHECK_STR(b, "dXNlcjpwYXNz");
     size_t n = 0;
     unsigned char *d = pc_auth_unbase64(b, &n);

@@ -658,6 +658,21 @@ static void series_totals(const pz_agg *a, const series *se, int64_t *total, uin
     }
 }
 
+/* Opens a series' object: {"service", "type", ("sample_type",) "unit". */
+static void series_id_json(const series *se, bool sample_type, pc_buf *out)
+{
+    pc_buf_printf(out, "{\"service\":");
+    pz_json_str(out, se->service);
+    pc_buf_printf(out, ",\"type\":");
+    pz_json_str(out, se->key);
+    if (sample_type) {
+        pc_buf_printf(out, ",\"sample_type\":");
+        pz_json_str(out, se->type);
+    }
+    pc_buf_printf(out, ",\"unit\":");
+    pz_json_str(out, se->unit);
+}
+
 void pz_agg_series_json(pz_agg *a, uint64_t now_ms, pc_buf *out)
 {
     pz_agg_advance(a, now_ms);
@@ -678,14 +693,8 @@ void pz_agg_series_json(pz_agg *a, uint64_t now_ms, pc_buf *out)
         int64_t total;
         uint64_t samples;
         series_totals(a, se, &total, &samples);
-        pc_buf_printf(out, "%s{\"service\":", i ? "," : "");
-        pz_json_str(out, se->service);
-        pc_buf_printf(out, ",\"type\":");
-        pz_json_str(out, se->key);
-        pc_buf_printf(out, ",\"sample_type\":");
-        pz_json_str(out, se->type);
-        pc_buf_printf(out, ",\"unit\":");
-        pz_json_str(out, se->unit);
+        if (i) pc_buf_printf(out, ",");
+        series_id_json(se, true, out);
         pc_buf_printf(
             out,
             ",\"total\":%" PRId64 ",\"samples\":%" PRIu64 ",\"stacks\":%zu,\"age_ms\":%" PRIu64
@@ -707,12 +716,7 @@ static series *series_by_key(pz_agg *a, const char *service, const char *type, u
 
 static void series_head_json(const series *se, int64_t total, pc_buf *out)
 {
-    pc_buf_printf(out, "{\"service\":");
-    pz_json_str(out, se->service);
-    pc_buf_printf(out, ",\"type\":");
-    pz_json_str(out, se->key);
-    pc_buf_printf(out, ",\"unit\":");
-    pz_json_str(out, se->unit);
+    series_id_json(se, false, out);
     pc_buf_printf(out, ",\"total\":%" PRId64, total);
 }
 
@@ -784,52 +788,60 @@ static int cmp_kid(const void *x, const void *y)
     return strcmp(g_sort.nm->v[a->name].s, g_sort.nm->v[b->name].s);
 }
 
-int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uint64_t now_ms,
-                           pc_buf *out)
+/* The call tree of every stack of se's slices, root first (node 0). */
+static void tree_build(const pz_agg *a, const series *se, ftree *t)
 {
-    series *se = series_by_key(a, service, type, now_ms);
-    if (!se) return PC_ENOENT;
-    ftree t = {.cap = 1024};
-    t.v = pc_xmalloc(t.cap * sizeof *t.v);
-    t.v[0] = (fnode){0};
-    t.n = 1;
+    t->cap = 1024;
+    t->v = pc_xmalloc(t->cap * sizeof *t->v);
+    t->v[0] = (fnode){0};
+    t->n = 1;
     for (unsigned i = 0; i < a->l.slices; i++) {
         const slice *sl = &se->sl[i];
         for (size_t k = 0; sl->used && k < sl->cap; k++) {
             const stk *e = &sl->tab[k];
             if (!e->frames) continue;
             uint32_t node = 0;
-            t.v[0].total = sat_add(t.v[0].total, e->value);
+            t->v[0].total = sat_add(t->v[0].total, e->value);
             for (uint32_t f = e->n; f-- > 0;) {
-                node = ftree_child(&t, node, e->frames[f]);
-                t.v[node].total = sat_add(t.v[node].total, e->value);
+                node = ftree_child(t, node, e->frames[f]);
+                t->v[node].total = sat_add(t->v[node].total, e->value);
             }
-            t.v[node].self = sat_add(t.v[node].self, e->value);
+            t->v[node].self = sat_add(t->v[node].self, e->value);
         }
     }
-    /* children lists, each sorted by name */
-    uint32_t *kids = pc_xmalloc(t.n * sizeof *kids);
-    for (size_t i = 1; i < t.n; i++)
-        t.v[t.v[i].parent].count++;
+}
+
+/* Children lists, each sorted by name: node i's are kids[first .. first + count). */
+static uint32_t *tree_children(pz_agg *a, ftree *t)
+{
+    uint32_t *kids = pc_xmalloc(t->n * sizeof *kids);
+    for (size_t i = 1; i < t->n; i++)
+        t->v[t->v[i].parent].count++;
     uint32_t at = 0;
-    for (size_t i = 0; i < t.n; i++) {
-        t.v[i].first = at;
-        at += t.v[i].count;
-        t.v[i].count = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        t->v[i].first = at;
+        at += t->v[i].count;
+        t->v[i].count = 0;
     }
-    for (size_t i = 1; i < t.n; i++) {
-        fnode *p = &t.v[t.v[i].parent];
+    for (size_t i = 1; i < t->n; i++) {
+        fnode *p = &t->v[t->v[i].parent];
         kids[p->first + p->count++] = (uint32_t)i;
     }
-    g_sort = (kid_sort){&a->nm, t.v};
-    for (size_t i = 0; i < t.n; i++)
-        if (t.v[i].count > 1) qsort(kids + t.v[i].first, t.v[i].count, sizeof *kids, cmp_kid);
-    /* emit in pre-order with an explicit stack; names numbered as first used, 0 = "total" */
-    int64_t root_total = t.v[0].total;
+    g_sort = (kid_sort){&a->nm, t->v};
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].count > 1) qsort(kids + t->v[i].first, t->v[i].count, sizeof *kids, cmp_kid);
+    return kids;
+}
+
+/* The nodes in pre-order with an explicit stack into tree, their names into nms (numbered as
+ * first used, 0 = "total"); nodes under 1/PZ_PRUNE_DIV of the total are left out, counted. */
+static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids, pc_buf *tree,
+                          pc_buf *nms)
+{
+    int64_t root_total = t->v[0].total;
     double min_total = root_total > 0 ? (double)root_total / PZ_PRUNE_DIV : 0;
     uint32_t *remap = pc_xcalloc(a->nm.n ? a->nm.n : 1, sizeof *remap);
-    pc_buf tree = {0}, nms = {0};
-    pc_buf_printf(&nms, "\"total\"");
+    pc_buf_printf(nms, "\"total\"");
     uint32_t next_name = 1;
     uint64_t pruned = 0;
     typedef struct {
@@ -838,30 +850,45 @@ int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uin
     frame *stack = pc_xmalloc((PZ_MAX_DEPTH + 2) * sizeof *stack);
     size_t depth = 0;
     stack[depth++] = (frame){0, 0};
-    pc_buf_printf(&tree, "[0,%" PRId64 ",%" PRId64 ",0]", t.v[0].total, t.v[0].self);
+    pc_buf_printf(tree, "[0,%" PRId64 ",%" PRId64 ",0]", t->v[0].total, t->v[0].self);
     while (depth) {
         frame *fr = &stack[depth - 1];
-        const fnode *n = &t.v[fr->node];
+        const fnode *n = &t->v[fr->node];
         if (fr->next == n->count) {
             depth--;
             continue;
         }
         uint32_t c = kids[n->first + fr->next++];
-        const fnode *cn = &t.v[c];
+        const fnode *cn = &t->v[c];
         if (root_total > 0 && (double)cn->total < min_total) {
             pruned++;
             continue;
         }
         if (!remap[cn->name]) {
             remap[cn->name] = next_name++;
-            pc_buf_printf(&nms, ",");
-            pz_json_str(&nms, a->nm.v[cn->name].s);
+            pc_buf_printf(nms, ",");
+            pz_json_str(nms, a->nm.v[cn->name].s);
         }
-        pc_buf_printf(&tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu]", remap[cn->name], cn->total,
+        pc_buf_printf(tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu]", remap[cn->name], cn->total,
                       cn->self, depth);
         stack[depth++] = (frame){c, 0};
     }
-    series_head_json(se, root_total, out);
+    free(stack);
+    free(remap);
+    return pruned;
+}
+
+int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uint64_t now_ms,
+                           pc_buf *out)
+{
+    series *se = series_by_key(a, service, type, now_ms);
+    if (!se) return PC_ENOENT;
+    ftree t = {0};
+    tree_build(a, se, &t);
+    uint32_t *kids = tree_children(a, &t);
+    pc_buf tree = {0}, nms = {0};
+    uint64_t pruned = tree_emit(a, &t, kids, &tree, &nms);
+    series_head_json(se, t.v[0].total, out);
     pc_buf_printf(out, ",\"pruned\":%" PRIu64 ",\"names\":[", pruned);
     pc_buf_append(out, nms.data, nms.len);
     pc_buf_printf(out, "],\"nodes\":[");
@@ -869,8 +896,6 @@ int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uin
     pc_buf_printf(out, "]}");
     pc_buf_free(&tree);
     pc_buf_free(&nms);
-    free(stack);
-    free(remap);
     free(kids);
     free(t.v);
     free(t.slots);
