@@ -4,7 +4,7 @@
  *   mkpayloads DATA_DIR OUT_DIR [--large-count N]
  *
  * DATA_DIR holds go-cpu.pb.gz and go-heap.pb.gz (tests/data). Written:
- *   OUT/otlp/        each real pprof through pc_pprof_to_batch, encoded (proto) and gzipped (zlib
+ *   OUT/otlp/        each real pprof through pc_pprof_decode, encoded (proto) and gzipped (zlib
  * 6, as clients send): bodies for POST /v1development/profiles with Content-Encoding: gzip
  *   OUT/pprof/       the real gzip pprof files as they are: bodies for POST /ingest
  *   OUT/otlp-large/  N (default 4) synthetic CPU profiles of 2,000 samples each, many distinct
@@ -18,7 +18,7 @@
  * JFR recordings (bench/run.sh jfr-relay records them with tests/data/gen/jfr/record.sh) gzipped
  * at level 1 as the Java agent does (BEST_SPEED), into OUT_DIR/NAME.gz: bodies for POST
  * /ingest?format=jfr with Content-Encoding: gzip; the manifest counts them through the receiver's
- * decoder (pc_jfr_to_batch, sampleRate 100). */
+ * decoder (pc_jfr_decode, sampleRate 100). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +27,9 @@
 #include "base/gzip.h"
 #include "payloads.h"
 #include "pdata/pdata.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 #include "pprof.pb-c.h"
-#include "receivers/pyroscope/jfr.h"
+#include "formats/jfr.h"
 
 enum { N_SAMPLES = 2000, N_FUNCS = 400, SITES_PER_FUNC = 4, MIN_DEPTH = 10, MAX_DEPTH = 40 };
 
@@ -66,15 +66,12 @@ static int write_file(const char *dir, const char *name, const void *p, size_t n
 static int to_otlp(const uint8_t *pprof, size_t len, const char *service, pc_buf *out,
                    pc_counts *counts)
 {
-    pc_pprof_attr attrs[] = {{"service.name", service}, {"host.name", "bench-host"}};
-    pc_pprof_in_opts o = {.resource_attrs = attrs,
-                          .n_resource_attrs = 2,
-                          .scope_name = "bench",
-                          .scope_version = "1"};
+    pc_format_attr attrs[] = {{"service.name", service}, {"host.name", "bench-host"}};
+    pc_format_opts o = {.attrs = attrs, .n_attrs = 2, .scope_name = "bench", .scope_version = "1"};
     pc_batch *b = NULL;
     pc_error err = {0};
-    if (pc_pprof_to_batch(pprof, len, &o, &b, &err) < 0) {
-        fprintf(stderr, "pc_pprof_to_batch: %s\n", err.msg);
+    if (pc_pprof_decode(pprof, len, &o, &b, &err) < 0) {
+        fprintf(stderr, "pc_pprof_decode: %s\n", err.msg);
         return -1;
     }
     *counts = pc_batch_counts(b);
@@ -274,19 +271,18 @@ static int jfr_payloads(const char *out, char **files, int n)
             rc = 1;
             break;
         }
-        static const char *const keys[] = {"service.name"}, *const vals[] = {"bench-java"};
-        pc_jfr_opts o = {.sample_rate = 100,
-                         .time_ns = 1700000000000000000,
-                         .duration_ns = 10000000000,
-                         .attr_keys = keys,
-                         .attr_vals = vals,
-                         .n_attrs = 1,
-                         .scope_name = "bench",
-                         .scope_version = "1"};
+        static const pc_format_attr attrs[] = {{"service.name", "bench-java"}};
+        pc_format_opts o = {.sample_rate = 100,
+                            .time_ns = 1700000000000000000,
+                            .duration_ns = 10000000000,
+                            .attrs = attrs,
+                            .n_attrs = 1,
+                            .scope_name = "bench",
+                            .scope_version = "1"};
         pc_batch *b = NULL;
         pc_error e = {0};
-        if (pc_jfr_to_batch(jfr, len, &o, &b, NULL, &e)) {
-            fprintf(stderr, "%s: pc_jfr_to_batch: %s\n", files[i], e.msg);
+        if (pc_jfr_decode(jfr, len, &o, &b, &e)) {
+            fprintf(stderr, "%s: pc_jfr_decode: %s\n", files[i], e.msg);
             free(jfr);
             rc = 1;
             break;

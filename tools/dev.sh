@@ -303,6 +303,10 @@ test)
   image_skip=""
   if image_skip=$(can_run_containers); then image_prebuild_start; fi
   build build
+  # Since Go 1.25 `go tool pprof` (the tests' independent pprof reader) is built on first use:
+  # once here into the tests' shared Go cache, outside the checkout (tests/e2e/harness.py)
+  export PROFCOL_GOCACHE=${PROFCOL_GOCACHE:-$HOME/.cache/profcol-go}
+  GOCACHE=$PROFCOL_GOCACHE GOTOOLCHAIN=local go tool pprof -h >/dev/null 2>&1 || true
   # -O3 brings warnings of its own (-Wmaybe-uninitialized, -Wstringop-*, -Wformat-truncation)
   # and werror stays on in release builds: compile that configuration too (no test run)
   build build-release -Dbuildtype=release

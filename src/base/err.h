@@ -5,7 +5,9 @@
  *
  * The codes say what a caller should do, which is what receivers and exporters map to statuses:
  * PC_EINVAL is refused for good (400), PC_E2BIG is over a limit (413), PC_EAGAIN is worth trying
- * again later (503 + Retry-After), PC_EBUSY asks to slow down (429 + Retry-After). */
+ * again later (503 + Retry-After), PC_EBUSY asks to slow down (429 + Retry-After). PC_EBADMSG is
+ * a well-formed request whose profile body cannot be decoded (permanent as PC_EINVAL; Pyroscope
+ * answers 422 for it). */
 #ifndef PC_BASE_ERR_H
 #define PC_BASE_ERR_H
 

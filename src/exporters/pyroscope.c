@@ -2,7 +2,7 @@
  * over the Connect push API (push.v1.PusherService/Push, default) or the legacy /ingest.
  *
  * Every (resource, scope, profile group) of a batch becomes one gzip pprof through the one
- * OTLP -> pprof translator (pdata/pprof.h). Its series labels come from the resource:
+ * OTLP -> pprof translator (formats/pprof.h). Its series labels come from the resource:
  * service.name -> service_name, every other attribute with its name sanitized as Pyroscope's
  * distributor does (§1.7: characters outside [A-Za-z0-9_] -> '_'; "__" names dropped), then
  * external_labels on top, then the limits on count and length (what is cut is counted and
@@ -30,7 +30,7 @@
 #include "net/tls.h"
 #include "sdk/tls_config.h"
 #include "net/url.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 #include "sdk/component.h"
 #include "sdk/exporter.h"
 #include "sdk/exporter_http.h"

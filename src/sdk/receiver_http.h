@@ -74,7 +74,7 @@ typedef struct pc_http_server_cfg {
 
 /* The HTTP status a receiver answers for a pipeline outcome (ARCHITECTURE.md §7): 200 for
  * PC_OK, 413 PC_E2BIG, 429 PC_EBUSY, 503 PC_EAGAIN (the last two with Retry-After), 415
- * PC_ENOTSUP, 401 PC_EAUTH, 400 for the other, permanent, codes. */
+ * PC_ENOTSUP, 401 PC_EAUTH, 400 for the other, permanent, codes (PC_EINVAL, PC_EBADMSG...). */
 static inline int pc_receiver_http_status(int rc)
 {
     switch (rc) {
@@ -84,6 +84,7 @@ static inline int pc_receiver_http_status(int rc)
     case PC_EAGAIN: return 503;
     case PC_ENOTSUP: return 415;
     case PC_EAUTH: return 401;
+    case PC_EBADMSG: return 400; /* as PC_EINVAL: a receiver that answers 422 maps it itself */
     default: return 400;
     }
 }

@@ -86,6 +86,11 @@ SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime
 STOP_TIMEOUT = 10.0
 
 TMP = tempfile.mkdtemp(prefix="profcol-e2e-")
+# Go's build cache, shared by every test and kept between runs outside the checkout: since Go 1.25
+# `go tool pprof` is built on first use (minutes on 2 busy cores), so a fresh cache per test made
+# each call time out. tools/dev.sh test builds pprof into it once before the suites.
+GO_CACHE = os.environ.get("PROFCOL_GOCACHE") or os.path.join(
+    os.path.expanduser("~"), ".cache", "profcol-go")
 if not os.environ.get("E2E_KEEP"):
     atexit.register(shutil.rmtree, TMP, True)
 

@@ -8,8 +8,9 @@
 
 #include "fuzz_common.h"
 #include "pdata/pdata.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 #include "pyroscope_push.pb-c.h"
+#include "formats/folded.h"
 #include "receivers/pyroscope/ingest.h"
 
 FUZZ_INIT_QUIET_LOGS()
@@ -28,16 +29,14 @@ static void fuzz_folded(const uint8_t *p, size_t n, int lines)
     const uint8_t *nl = memchr(p, '\n', n);
     size_t al = nl ? (size_t)(nl - p) : n;
     char *app = fuzz_cstr(p, al);
-    pc_folded_opts o = {
-        .app = app, .lines = lines, .sample_rate = 100, .time_ns = 1, .duration_ns = 10};
+    pc_format_opts o = {.app = app, .sample_rate = 100, .time_ns = 1, .duration_ns = 10};
     pc_batch *b = NULL;
-    char *svc = NULL;
     const char *text = nl ? (const char *)nl + 1 : "";
     size_t tl = nl ? n - al - 1 : 0;
-    if (pc_folded_to_batch(text, tl, &o, &b, &svc, NULL) == 0) {
+    pc_format_decode_fn decode = lines ? pc_lines_decode : pc_folded_decode;
+    if (decode((const uint8_t *)text, tl, &o, &b, NULL) == 0) {
         check_valid(b);
         pc_batch_unref(b);
-        free(svc);
     }
     free(app);
 }
@@ -76,14 +75,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 3: fuzz_folded(p, n, 0); break;
     case 4: fuzz_folded(p, n, 1); break;
     case 5: {
-        pc_folded_opts o = {.app = "app.mutex_count"};
+        pc_format_opts o = {.app = "app.mutex_count"};
         pc_batch *b = NULL;
-        char *svc = NULL;
-        if (pc_folded_to_batch("a;b 3\n", 6, &o, &b, &svc, &e) == 0) {
+        if (pc_folded_decode((const uint8_t *)"a;b 3\n", 6, &o, &b, &e) == 0) {
             if (pc_ingest_apply_sample_type_config(b, 0, (const char *)p, n, &e) == 0)
                 check_valid(b);
             pc_batch_unref(b);
-            free(svc);
         }
         break;
     }
@@ -94,8 +91,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t s = 0; s < pr->n_series; s++)
             for (size_t k = 0; k < pr->series[s]->n_samples; k++) {
                 const ProtobufCBinaryData *raw = &pr->series[s]->samples[k]->raw_profile;
-                pc_pprof_in_opts o = {.max_bytes = 1 << 20};
-                (void)pc_pprof_to_batch(raw->data, raw->len, &o, &b, NULL);
+                pc_format_opts o = {.max_bytes = 1 << 20};
+                (void)pc_pprof_decode(raw->data, raw->len, &o, &b, NULL);
             }
         if (b) {
             check_valid(b);

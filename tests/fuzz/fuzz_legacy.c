@@ -1,12 +1,12 @@
-/* Pyroscope's legacy formats (receivers/pyroscope/legacy.h). The first byte picks the decoder
+/* Pyroscope's legacy formats (formats/legacy.h). The first byte picks the decoder
  * (% 3: trie, tree, speedscope) and the options ((/ 3) % 4: app.cpu at 100 Hz, app at 0 Hz,
  * app.alloc_objects with units=bytes, app.wall at 7 Hz); the rest is the body. Decoded under a 64
  * MiB budget:
  *   - success: the batch validates with nothing rejected, every string is UTF-8, every value is
  *     positive, the decode's count covered what it took (no budget miss), and every byte charged
  *     is given back once the batch leaves the budget;
- *   - failure: PC_EINVAL with a message, or the budget's refusal (its state); nothing left
- *     charged and no batch. */
+ *   - failure: PC_EBADMSG (or PC_EINVAL: an unknown type suffix) with a message, or the budget's
+ * refusal (its state); nothing left charged and no batch. */
 #include <stdint.h>
 #include <string.h>
 
@@ -14,7 +14,7 @@
 #include "base/budget.h"
 #include "base/utf8.h"
 #include "pdata/pdata.h"
-#include "receivers/pyroscope/legacy.h"
+#include "formats/legacy.h"
 
 FUZZ_INIT_QUIET_LOGS()
 
@@ -43,39 +43,38 @@ static void check_batch(pc_batch *b)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
-    static const pc_legacy_format formats[] = {PC_LEGACY_TRIE, PC_LEGACY_TREE,
-                                               PC_LEGACY_SPEEDSCOPE};
+    static const char *const formats[] = {"trie", "tree", "speedscope"};
     static const struct {
         const char *app;
         int64_t rate;
     } variants[] = {{"app.cpu", 100}, {"app", 0}, {"app.alloc_objects", 100}, {"app.wall", 7}};
-    pc_legacy_format f = formats[data[0] % 3];
-    static const char *keys[] = {"env"}, *vals[] = {"fuzz"};
+    const pc_format *f = pc_format_find(formats[data[0] % 3]);
+    static const pc_format_attr attrs[] = {{"env", "fuzz"}};
     pc_budget budget;
     pc_budget_init(&budget, 64u << 20);
-    pc_folded_opts o = {.app = variants[(data[0] / 3) % 4].app,
+    pc_format_opts o = {.app = variants[(data[0] / 3) % 4].app,
                         .sample_rate = variants[(data[0] / 3) % 4].rate,
                         .units = "bytes",
                         .time_ns = 1,
                         .duration_ns = 10,
-                        .attr_keys = keys,
-                        .attr_vals = vals,
+                        .attrs = attrs,
                         .n_attrs = 1,
                         .budget = &budget};
     pc_batch *b = NULL;
     pc_error e = {0};
-    int rc = pc_legacy_to_batch(f, data + 1, size - 1, &o, &b, &e);
+    int rc = f->decode(data + 1, size - 1, &o, &b, &e);
     if (rc == 0) {
         FUZZ_ASSERT(b, "success without a batch");
-        FUZZ_ASSERT(budget.misses == 0, "%s: the count was low (peak %zu, reserved %zu)",
-                    pc_legacy_format_name(f), budget.peak, budget.reserved);
+        FUZZ_ASSERT(budget.misses == 0, "%s: the count was low (peak %zu, reserved %zu)", f->name,
+                    budget.peak, budget.reserved);
         check_batch(b);
         pc_batch_end_budget(b);
         pc_batch_unref(b);
     } else {
         FUZZ_ASSERT(!b, "failure with a batch");
         FUZZ_ASSERT(rc == e.code && e.msg[0], "code %d, message \"%s\"", rc, e.msg);
-        FUZZ_ASSERT(rc == PC_EINVAL || ((rc == PC_E2BIG || rc == PC_EAGAIN) && rc == budget.state),
+        FUZZ_ASSERT(rc == PC_EBADMSG || rc == PC_EINVAL ||
+                        ((rc == PC_E2BIG || rc == PC_EAGAIN) && rc == budget.state),
                     "unexpected code %d (%s)", rc, e.msg);
     }
     FUZZ_ASSERT(budget.used == 0, "%zu bytes left charged", budget.used);

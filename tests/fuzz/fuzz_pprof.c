@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "fuzz_otlp.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 
-static const pc_pprof_attr res_attrs[] = {{"service.name", "fuzz"}, {"host.name", "h"}};
-static const pc_pprof_in_opts in_opts = {
+static const pc_format_attr res_attrs[] = {{"service.name", "fuzz"}, {"host.name", "h"}};
+static const pc_format_opts in_opts = {
     .max_bytes = 1u << 20,
-    .resource_attrs = res_attrs,
-    .n_resource_attrs = 2,
+    .attrs = res_attrs,
+    .n_attrs = 2,
     .scope_name = "fuzz",
     .scope_version = "1",
 };
@@ -32,8 +32,8 @@ static int on_pprof(const pc_pprof_out *o, void *ud)
     FUZZ_ASSERT(o->data && o->len > 0, "no pprof bytes");
     pc_batch *b = NULL;
     pc_error err = {0};
-    pc_pprof_in_opts big = {0}; /* default cap: our own output may exceed the fuzz 1 MiB */
-    FUZZ_ASSERT(pc_pprof_to_batch(o->data, o->len, &big, &b, &err) == 0,
+    pc_format_opts big = {0}; /* default cap: our own output may exceed the fuzz 1 MiB */
+    FUZZ_ASSERT(pc_pprof_decode(o->data, o->len, &big, &b, &err) == 0,
                 "exported pprof (%zu gzip bytes) does not import again: %s", o->len, err.msg);
     int64_t rejected = -1;
     FUZZ_ASSERT(pc_batch_validate(b, &rejected, &err) == 0 && rejected == 0,
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pc_batch *b = NULL;
     pc_error err = {0};
-    if (pc_pprof_to_batch(data, size, &in_opts, &b, &err) != 0) {
+    if (pc_pprof_decode(data, size, &in_opts, &b, &err) != 0) {
         FUZZ_ASSERT(b == NULL, "failed translation returned a batch");
         FUZZ_ASSERT(err.msg[0], "failed translation without a message");
         return 0;
@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_ASSERT(b, "success without a batch");
 
     /* append the same payload to the batch: extends the dictionary */
-    FUZZ_ASSERT(pc_pprof_to_batch(data, size, &in_opts, &b, &err) == 0,
+    FUZZ_ASSERT(pc_pprof_decode(data, size, &in_opts, &b, &err) == 0,
                 "second translation into an existing batch failed: %s", err.msg);
     pc_counts c = pc_batch_counts(b);
     FUZZ_ASSERT(c.resources == 2, "%zu resources after two translations", c.resources);

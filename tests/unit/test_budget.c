@@ -14,7 +14,7 @@
 #include "payload.h"
 #include "pdata/json.h"
 #include "pdata/pdata.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 #include "pdata/proto_scan.h"
 #include "testdata.h"
 
@@ -131,10 +131,10 @@ static void test_pprof_estimates(void)
         if (read_file(files[i], &gz)) continue;
         pc_budget b;
         pc_budget_init(&b, 0);
-        pc_pprof_in_opts o = {.budget = &b};
+        pc_format_opts o = {.budget = &b};
         pc_batch *out = NULL;
         pc_error err = {0};
-        CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &o, &out, &err), 0);
+        CHECK_EQ_INT(pc_pprof_decode(gz.data, gz.len, &o, &out, &err), 0);
         fprintf(stderr, "  pprof %-14s reserved %8zu  peak %8zu\n", files[i], b.reserved, b.peak);
         CHECK_EQ_INT(b.misses, 0);
         CHECK(b.peak > 0);
@@ -146,7 +146,7 @@ static void test_pprof_estimates(void)
         pc_budget_init(&b, 8192);
         o.budget = &b;
         out = NULL;
-        CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &o, &out, &err), PC_E2BIG);
+        CHECK_EQ_INT(pc_pprof_decode(gz.data, gz.len, &o, &out, &err), PC_E2BIG);
         CHECK_EQ_INT(b.state, PC_E2BIG);
         CHECK_CONTAINS(err.msg, "over the decode budget");
         CHECK(out == NULL);

@@ -18,7 +18,7 @@
 #include "base/gzip.h"
 #include "net/http_server.h"
 #include "pdata/pdata.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 #include "sdk/component.h"
 #include "pprof.pb-c.h"
 #include "pyroscope_push.pb-c.h"
@@ -177,8 +177,8 @@ static pc_batch *go_batch(void)
     const char *files[] = {"go-cpu.pb.gz", "go-heap.pb.gz"};
     const char *svcs[] = {"go-cpu-app", "go-heap-app"};
     for (int i = 0; i < 2; i++) {
-        pc_pprof_attr attrs[] = {{"service.name", svcs[i]}, {"deployment.environment", "test"}};
-        pc_pprof_in_opts opts = {.resource_attrs = attrs, .n_resource_attrs = 2};
+        pc_format_attr attrs[] = {{"service.name", svcs[i]}, {"deployment.environment", "test"}};
+        pc_format_opts opts = {.attrs = attrs, .n_attrs = 2};
         int rc = read_pprof_batch(files[i], &opts, &b);
         CHECK_EQ_INT(rc, 0);
         if (rc && !b) exit(1);

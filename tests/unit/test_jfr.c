@@ -1,6 +1,6 @@
-/* The JFR decoder (receivers/pyroscope/jfr.c) against recordings written here by a small JFR
- * writer built from the layouts of spec/jfr.md §2 (chunk header, compressed integers, the six
- * string encodings, the metadata element tree, checkpoints with their delta chain, events) with
+/* The JFR decoder (formats/jfr.c on formats/jfr_reader.c) against recordings written here by a
+ * small JFR writer built from the layouts of spec/jfr.md §2 (chunk header, compressed integers, the
+ * six string encodings, the metadata element tree, checkpoints with their delta chain, events) with
  * the event layouts of §3.1, including what only async-profiler writes (WallClockSample,
  * LiveObject, Malloc, contextId, span and trace ids, the ActiveSetting `event`).
  *
@@ -21,8 +21,8 @@
 #include "jfr_labels.pb-c.h"
 #include "pdata/dict.h"
 #include "pdata/pdata.h"
-#include "pdata/pprof.h"
-#include "receivers/pyroscope/jfr.h"
+#include "formats/pprof.h"
+#include "formats/jfr.h"
 
 /* ---- bytes ---- */
 
@@ -1596,25 +1596,27 @@ static uint8_t *labels_pb(const tlabels *l, size_t *len)
     return b;
 }
 
-static const char *rkeys[] = {"service.name", "env"}, *rvals[] = {"javaapp", "test"};
+static const pc_format_attr rattrs[] = {{"service.name", "javaapp"}, {"env", "test"}};
 
-static pc_jfr_opts base_opts(void)
+static pc_format_opts base_opts(void)
 {
-    return (pc_jfr_opts){.sample_rate = 100,
-                         .time_ns = 1700000000000000000LL,
-                         .duration_ns = 10000000000LL,
-                         .attr_keys = rkeys,
-                         .attr_vals = rvals,
-                         .n_attrs = 2,
-                         .scope_name = "com.grafana.pyroscope/java",
-                         .scope_version = "2.1.0"};
+    return (pc_format_opts){.sample_rate = 100,
+                            .time_ns = 1700000000000000000LL,
+                            .duration_ns = 10000000000LL,
+                            .attrs = rattrs,
+                            .n_attrs = 2,
+                            .scope_name = "com.grafana.pyroscope/java",
+                            .scope_version = "2.1.0"};
 }
 
-static int decode(const wb *rec, const pc_jfr_opts *o, pc_batch **b, pc_jfr_stats *st, pc_error *e)
+static int decode(const wb *rec, const pc_format_opts *o, pc_batch **b, pc_jfr_stats *st,
+                  pc_error *e)
 {
     *b = NULL;
     pc_error_clear(e);
-    return pc_jfr_to_batch(rec->p, rec->len, o, b, st, e);
+    pc_format_opts with_stats = *o;
+    with_stats.jfr_stats = st;
+    return pc_jfr_decode(rec->p, rec->len, &with_stats, b, e);
 }
 
 /* Decode chunks cs (written one after another) with labels l; compare with the expectation. */
@@ -1628,10 +1630,10 @@ static void check_recording(const tchunk *const *cs, int n, const tlabels *l, in
     }
     size_t lblen = 0;
     uint8_t *lb = l ? labels_pb(l, &lblen) : NULL;
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     o.sample_rate = rate;
-    o.labels = lb;
-    o.labels_len = lblen;
+    o.extra = lb;
+    o.extra_len = lblen;
     pc_batch *b;
     pc_jfr_stats st;
     pc_error e = {0};
@@ -1703,9 +1705,9 @@ static void test_details(void)
     write_chunk(&ap_chunk, &rec);
     size_t lblen;
     uint8_t *lb = labels_pb(&test_labels, &lblen);
-    pc_jfr_opts o = base_opts();
-    o.labels = lb;
-    o.labels_len = lblen;
+    pc_format_opts o = base_opts();
+    o.extra = lb;
+    o.extra_len = lblen;
     pc_batch *b;
     pc_jfr_stats st;
     pc_error e = {0};
@@ -1778,7 +1780,7 @@ static void test_budget(void)
     wb rec = {0};
     write_chunk(&ap_chunk, &rec);
     write_chunk(&jdk_chunk, &rec);
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     pc_budget bud;
     pc_batch *b;
     pc_jfr_stats st;
@@ -1805,7 +1807,7 @@ static void test_budget(void)
 
 /* ---- refusals ---- */
 
-static void expect_refused(const wb *rec, const pc_jfr_opts *o, int code, const char *msg)
+static void expect_refused(const wb *rec, const pc_format_opts *o, int code, const char *msg)
 {
     pc_batch *b;
     pc_jfr_stats st;
@@ -1823,7 +1825,7 @@ static void test_truncated(void)
     write_chunk(&ap_chunk, &rec);
     size_t one = rec.len;
     write_chunk(&jdk_chunk, &rec);
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     pc_batch *b;
     pc_jfr_stats st;
     pc_error e = {0};
@@ -1835,7 +1837,7 @@ static void test_truncated(void)
         if (cut == one) {
             CHECK_EQ_INT(rc, 0);
             CHECK_EQ_INT(st.chunks, 1);
-        } else if (rc == PC_EINVAL && strstr(e.msg, "offset ")) {
+        } else if (rc == PC_EBADMSG && strstr(e.msg, "offset ")) {
             refused++;
         }
         if (b) pc_batch_unref(b);
@@ -1846,10 +1848,10 @@ static void test_truncated(void)
     char want[128];
     snprintf(want, sizeof want, "offset %zu: truncated chunk header: 68 bytes expected, 30 left",
              one);
-    expect_refused(&part, &o, PC_EINVAL, want);
+    expect_refused(&part, &o, PC_EBADMSG, want);
     part.len = one + 500;
     snprintf(want, sizeof want, "offset %zu: chunk of ", one + 8);
-    expect_refused(&part, &o, PC_EINVAL, want);
+    expect_refused(&part, &o, PC_EBADMSG, want);
     wb_free(&rec);
 }
 
@@ -1859,33 +1861,33 @@ static void test_bad_header(void)
     write_chunk(&ap_chunk, &rec);
     size_t one = rec.len;
     write_chunk(&ap_chunk, &rec);
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     char want[160];
 
     rec.p[3] = 1;
-    expect_refused(&rec, &o, PC_EINVAL, "offset 0: chunk magic 464c5201, expected 464c5200");
+    expect_refused(&rec, &o, PC_EBADMSG, "offset 0: chunk magic 464c5201, expected 464c5200");
     rec.p[3] = 0;
     rec.p[one] = 'J'; /* the second chunk */
     snprintf(want, sizeof want, "offset %zu: chunk magic 4a4c5200", one);
-    expect_refused(&rec, &o, PC_EINVAL, want);
+    expect_refused(&rec, &o, PC_EBADMSG, want);
     rec.p[one] = 'F';
 
     wb bad = {0};
     wput(&bad, rec.p, one);
     bad.p[5] = 3; /* version 3.1 */
-    expect_refused(&bad, &o, PC_EINVAL, "offset 4: JFR version 3.1");
+    expect_refused(&bad, &o, PC_EBADMSG, "offset 4: JFR version 3.1");
     bad.p[5] = 2;
     memset(bad.p + 16, 0, 16); /* both offsets 0: a chunk still being written */
-    expect_refused(&bad, &o, PC_EINVAL, "offset 16: chunk is unfinished");
+    expect_refused(&bad, &o, PC_EBADMSG, "offset 16: chunk is unfinished");
     bad.len = 0;
     wput(&bad, rec.p, one);
     memset(bad.p + 16, 0, 8);
     bad.p[23] = 10; /* constant-pool offset 10: inside the header */
-    expect_refused(&bad, &o, PC_EINVAL, "offset 16: constant-pool offset 10 outside the chunk");
+    expect_refused(&bad, &o, PC_EBADMSG, "offset 16: constant-pool offset 10 outside the chunk");
     bad.len = 0;
     wput(&bad, rec.p, one);
     memset(bad.p + 8, 0, 8); /* size 0 */
-    expect_refused(&bad, &o, PC_EINVAL, "offset 8: chunk size 0 is less than its 68-byte header");
+    expect_refused(&bad, &o, PC_EBADMSG, "offset 8: chunk size 0 is less than its 68-byte header");
     /* the metadata offset on an event, the checkpoint offset on the metadata */
     bad.len = 0;
     wput(&bad, rec.p, one);
@@ -1898,12 +1900,12 @@ static void test_bad_header(void)
         bad.p[16 + i] = (uint8_t)(meta >> (56 - 8 * i));
     snprintf(want, sizeof want,
              "offset %" PRIu64 ": the checkpoint chain leads to a record of type 0", meta);
-    expect_refused(&bad, &o, PC_EINVAL, want);
+    expect_refused(&bad, &o, PC_EBADMSG, want);
     for (int i = 0; i < 8; i++)
         bad.p[24 + i] = (uint8_t)(cp >> (56 - 8 * i));
     snprintf(want, sizeof want,
              "offset %" PRIu64 ": the header's metadata offset points at a record of type 1", cp);
-    expect_refused(&bad, &o, PC_EINVAL, want);
+    expect_refused(&bad, &o, PC_EBADMSG, want);
     wb_free(&bad);
     wb_free(&rec);
 }
@@ -1927,7 +1929,7 @@ static void mini_symbols(jw *w, wb *p, const char *s)
 
 static void test_checkpoint_chain(void)
 {
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     wb rec = {0}, p = {0};
     jw w;
     char want[200];
@@ -1946,7 +1948,7 @@ static void test_checkpoint_chain(void)
              "offset %zu: checkpoint delta %" PRId64
              " does not lead back to an earlier record of the chunk (offsets 68 to %zu)",
              delta_at, -(int64_t)(cp2 - 10), cp2 - 1);
-    expect_refused(&rec, &o, PC_EINVAL, want);
+    expect_refused(&rec, &o, PC_EBADMSG, want);
     rec.len = 0;
 
     /* a delta past the start of the input */
@@ -1955,7 +1957,7 @@ static void test_checkpoint_chain(void)
     w.force_delta = -((int64_t)1 << 40);
     jw_checkpoint(&w, &p, 1, 0, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "does not lead back to an earlier record");
+    expect_refused(&rec, &o, PC_EBADMSG, "does not lead back to an earlier record");
     rec.len = 0;
 
     /* a cycle: the first checkpoint's delta points forward at the second, which points back */
@@ -1973,7 +1975,7 @@ static void test_checkpoint_chain(void)
     jw_end(&w, &rec);
     snprintf(want, sizeof want, "offset %zu: checkpoint delta %zu does not lead back", first_delta,
              second - first);
-    expect_refused(&rec, &o, PC_EINVAL, want);
+    expect_refused(&rec, &o, PC_EBADMSG, want);
     rec.len = 0;
 
     /* a delta of the chunk itself: points at itself is delta 0, the end of the chain; a
@@ -2005,14 +2007,14 @@ static void test_checkpoint_chain(void)
     w_event(&w, &ev);
     jw_checkpoint(&w, &p, 5, 1, 0);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "a string-pool entry refers to the string pool again");
+    expect_refused(&rec, &o, PC_EBADMSG, "a string-pool entry refers to the string pool again");
     wb_free(&p);
     wb_free(&rec);
 }
 
 static void test_limits(void)
 {
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     wb rec = {0}, p = {0};
     jw w;
     char want[200];
@@ -2047,7 +2049,7 @@ static void test_limits(void)
     jw_end(&w, &rec);
     expect_refused(&rec, &o, PC_E2BIG,
                    "stack trace of 100000 frames, more than 8192 (limit jfr.max_stack_depth)");
-    o.max_stack_depth = 100000; /* within the limit it decodes, every frame kept */
+    o.jfr.max_stack_depth = 100000; /* within the limit it decodes, every frame kept */
     pc_batch *b;
     pc_jfr_stats st;
     pc_error e = {0};
@@ -2060,20 +2062,20 @@ static void test_limits(void)
     }
 
     /* metadata over its caps, more pool entries or chunks than allowed */
-    o.max_metadata_strings = 10;
+    o.jfr.max_metadata_strings = 10;
     expect_refused(&rec, &o, PC_E2BIG, "more than 10 (limit jfr.max_metadata_strings)");
-    o.max_metadata_strings = 0;
-    o.max_metadata_elements = 50;
+    o.jfr.max_metadata_strings = 0;
+    o.jfr.max_metadata_elements = 50;
     expect_refused(&rec, &o, PC_E2BIG,
                    "metadata has more than 50 elements (limit jfr.max_metadata_elements)");
-    o.max_metadata_elements = 0;
-    o.max_pool_entries = 3;
+    o.jfr.max_metadata_elements = 0;
+    o.jfr.max_pool_entries = 3;
     expect_refused(&rec, &o, PC_E2BIG,
                    "more than 3 constant-pool entries (limit jfr.max_pool_entries)");
-    o.max_pool_entries = 0;
+    o.jfr.max_pool_entries = 0;
     size_t one = rec.len;
     wput(&rec, rec.p, one); /* two chunks */
-    o.max_chunks = 1;
+    o.jfr.max_chunks = 1;
     snprintf(want, sizeof want,
              "offset %zu: the recording has more than 1 chunks (limit jfr.max_chunks)", one);
     expect_refused(&rec, &o, PC_E2BIG, want);
@@ -2081,7 +2083,7 @@ static void test_limits(void)
     /* a budget that allows the first reservation but not what the decode then holds */
     pc_budget bud;
     rec.len = one;
-    o.max_chunks = 0;
+    o.jfr.max_chunks = 0;
     pc_budget_init(&bud, 65536 + 2 * rec.len + 4096);
     o.budget = &bud;
     expect_refused(&rec, &o, PC_E2BIG, "decode budget");
@@ -2094,7 +2096,7 @@ static void test_limits(void)
 
 static void test_bad_strings(void)
 {
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     wb rec = {0}, p = {0};
     jw w;
     char want[200];
@@ -2115,7 +2117,7 @@ static void test_bad_strings(void)
     jw_end(&w, &rec);
     snprintf(want, sizeof want,
              "offset %zu: string of 4294967295 bytes runs past the end of its record", at);
-    expect_refused(&rec, &o, PC_EINVAL, want);
+    expect_refused(&rec, &o, PC_EBADMSG, want);
     rec.len = 0;
     p.len = 0;
 
@@ -2128,7 +2130,7 @@ static void test_bad_strings(void)
     wvar(&p, 0xFFFFFFFFu);
     jw_checkpoint(&w, &p, 1, 1, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "string of 4294967295 UTF-16 units runs past the end");
+    expect_refused(&rec, &o, PC_EBADMSG, "string of 4294967295 UTF-16 units runs past the end");
     rec.len = 0;
     p.len = 0;
     mini_begin(&w);
@@ -2138,14 +2140,14 @@ static void test_bad_strings(void)
     w8(&p, 9);
     jw_checkpoint(&w, &p, 1, 1, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "unknown string encoding 9 (0 to 5 expected)");
+    expect_refused(&rec, &o, PC_EBADMSG, "unknown string encoding 9 (0 to 5 expected)");
     wb_free(&p);
     wb_free(&rec);
 }
 
 static void test_bad_records(void)
 {
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     wb rec = {0}, p = {0};
     jw w;
     char want[200];
@@ -2157,7 +2159,7 @@ static void test_bad_records(void)
     jw_checkpoint(&w, &p, 0, 1, 5);
     jw_end(&w, &rec);
     snprintf(want, sizeof want, "offset %zu: record of size 0", zero);
-    expect_refused(&rec, &o, PC_EINVAL, want);
+    expect_refused(&rec, &o, PC_EBADMSG, want);
     rec.len = 0;
 
     /* a record that runs past the chunk */
@@ -2169,7 +2171,7 @@ static void test_bad_records(void)
     jw_end(&w, &rec);
     snprintf(want, sizeof want,
              "offset %zu: record of 1048576 bytes runs past the end of the chunk", big);
-    expect_refused(&rec, &o, PC_EINVAL, want);
+    expect_refused(&rec, &o, PC_EBADMSG, want);
     rec.len = 0;
 
     /* a pool of a type the metadata does not define */
@@ -2179,7 +2181,7 @@ static void test_bad_records(void)
     wvar(&p, 1);
     jw_checkpoint(&w, &p, 1, 1, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL,
+    expect_refused(&rec, &o, PC_EBADMSG,
                    "constant pool of type id 9999, which the metadata does not define");
     rec.len = 0;
     p.len = 0;
@@ -2193,23 +2195,23 @@ static void test_bad_records(void)
     wvar(&p, 1000000);
     jw_checkpoint(&w, &p, 1, 1, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "array of 1000000 elements, only");
+    expect_refused(&rec, &o, PC_EBADMSG, "array of 1000000 elements, only");
     rec.len = 0;
     p.len = 0;
 
     /* labels that are not a LabelsSnapshot */
     write_chunk(&ap_chunk, &rec);
     static const uint8_t junk[] = {0x0a, 0xff, 0xff, 0x01};
-    o.labels = junk;
-    o.labels_len = sizeof junk;
-    expect_refused(&rec, &o, PC_EINVAL, "labels: invalid LabelsSnapshot");
+    o.extra = junk;
+    o.extra_len = sizeof junk;
+    expect_refused(&rec, &o, PC_EBADMSG, "labels: invalid LabelsSnapshot");
     tlabels bad = test_labels;
     bad.strings[0].s = "bad\xff";
     size_t lblen;
     uint8_t *lb = labels_pb(&bad, &lblen);
-    o.labels = lb;
-    o.labels_len = lblen;
-    expect_refused(&rec, &o, PC_EINVAL, "labels: invalid LabelsSnapshot");
+    o.extra = lb;
+    o.extra_len = lblen;
+    expect_refused(&rec, &o, PC_EBADMSG, "labels: invalid LabelsSnapshot");
     free(lb);
     wb_free(&p);
     wb_free(&rec);
@@ -2219,7 +2221,7 @@ static void test_bad_records(void)
  * fields that read nothing. */
 static void test_bad_metadata(void)
 {
-    pc_jfr_opts o = base_opts();
+    pc_format_opts o = base_opts();
     wb rec = {0}, p = {0};
     jw w;
 
@@ -2230,7 +2232,7 @@ static void test_bad_metadata(void)
     jw_checkpoint(&w, &p, 0, 1, 5);
     rec.len = 0;
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "metadata defines type id 20 twice");
+    expect_refused(&rec, &o, PC_EBADMSG, "metadata defines type id 20 twice");
     rec.len = 0;
 
     /* elements nested 20 deep */
@@ -2251,7 +2253,7 @@ static void test_bad_metadata(void)
     wb_free(&body);
     jw_checkpoint(&w, &p, 0, 1, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "metadata elements nested deeper than 16 levels");
+    expect_refused(&rec, &o, PC_EBADMSG, "metadata elements nested deeper than 16 levels");
     rec.len = 0;
 
     /* a value that contains itself */
@@ -2265,7 +2267,7 @@ static void test_bad_metadata(void)
     wvar(&p, 1);
     jw_checkpoint(&w, &p, 1, 1, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL,
+    expect_refused(&rec, &o, PC_EBADMSG,
                    "values nested deeper than 32 levels (in type \"test.Loop\")");
     rec.len = 0;
     p.len = 0;
@@ -2287,7 +2289,7 @@ static void test_bad_metadata(void)
     }
     jw_checkpoint(&w, &p, 1, 1, 5);
     jw_end(&w, &rec);
-    expect_refused(&rec, &o, PC_EINVAL, "decoding takes more than");
+    expect_refused(&rec, &o, PC_EBADMSG, "decoding takes more than");
     wide_class = NULL;
     free(loop);
     wb_free(&p);
@@ -2350,7 +2352,7 @@ static void test_rotation(void)
         mini_symbols(&w, &p, "Other");
         jw_checkpoint(&w, &p, 1, 1, 0);
         jw_end(&w, &rec);
-        pc_jfr_opts o = base_opts();
+        pc_format_opts o = base_opts();
         pc_batch *b;
         pc_jfr_stats st;
         pc_error e = {0};

@@ -1,8 +1,8 @@
-/* Pyroscope's legacy /ingest formats (receivers/pyroscope/legacy.h, docs/formats.md): trie, tree
+/* Pyroscope's legacy /ingest formats (formats/legacy.h, docs/formats.md): trie, tree
  * and speedscope bodies made here by small encoders written from the documented layouts (a radix
  * trie and a frame tree serialized in pre-order; speedscope JSON built with jansson), decoded, and
  * compared with what the test put in: stacks, values scaled by the documented rules, types,
- * attributes. Every malformed shape is refused with PC_EINVAL and a message; over the budget with
+ * attributes. Every malformed shape is refused with PC_EBADMSG and a message; over the budget with
  * PC_E2BIG. */
 #include <jansson.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 #include "payload.h"
 #include "base/budget.h"
 #include "pdata/pdata.h"
-#include "receivers/pyroscope/legacy.h"
+#include "formats/legacy.h"
 
 /* ---- the encoders ---- */
 
@@ -219,26 +219,25 @@ static void valid(pc_batch *b)
     CHECK_EQ_INT(rejected, 0);
 }
 
-static const char *keys1[] = {"env"}, *vals1[] = {"prod"};
+static const pc_format_attr attrs1[] = {{"env", "prod"}};
 
-static pc_folded_opts opts(const char *app, int64_t rate)
+static pc_format_opts opts(const char *app, int64_t rate)
 {
-    return (pc_folded_opts){.app = app,
+    return (pc_format_opts){.app = app,
                             .sample_rate = rate,
                             .time_ns = 1700000000000000000LL,
                             .duration_ns = 10000000000LL,
-                            .attr_keys = keys1,
-                            .attr_vals = vals1,
+                            .attrs = attrs1,
                             .n_attrs = 1,
                             .scope_name = "profcol/pyroscope"};
 }
 
 /* Decode, expecting success, and return the batch (NULL after a failed check). */
-static pc_batch *decode_ok(pc_legacy_format f, const pc_buf *body, const pc_folded_opts *o)
+static pc_batch *decode_ok(pc_format_decode_fn f, const pc_buf *body, const pc_format_opts *o)
 {
     pc_batch *b = NULL;
     pc_error e = {0};
-    int rc = pc_legacy_to_batch(f, body->data, body->len, o, &b, &e);
+    int rc = f(body->data, body->len, o, &b, &e);
     if (rc < 0) fprintf(stderr, "  unexpected: %s\n", e.msg);
     CHECK_EQ_INT(rc, 0);
     if (b) valid(b);
@@ -246,12 +245,12 @@ static pc_batch *decode_ok(pc_legacy_format f, const pc_buf *body, const pc_fold
 }
 
 /* Decode, expecting code with a message containing what. */
-static void decode_bad(pc_legacy_format f, const void *p, size_t n, const pc_folded_opts *o,
+static void decode_bad(pc_format_decode_fn f, const void *p, size_t n, const pc_format_opts *o,
                        int code, const char *what)
 {
     pc_batch *b = (pc_batch *)1;
     pc_error e = {0};
-    CHECK_EQ_INT(pc_legacy_to_batch(f, p, n, o, &b, &e), code);
+    CHECK_EQ_INT(f(p, n, o, &b, &e), code);
     CHECK(b == NULL);
     CHECK_EQ_INT(e.code, code);
     CHECK_CONTAINS(e.msg, what);
@@ -261,17 +260,17 @@ static void decode_bad(pc_legacy_format f, const void *p, size_t n, const pc_fol
 
 static void test_format_of(void)
 {
-    CHECK_EQ_INT(pc_legacy_format_of("trie", NULL), PC_LEGACY_TRIE);
-    CHECK_EQ_INT(pc_legacy_format_of("tree", "text/plain"), PC_LEGACY_TREE);
-    CHECK_EQ_INT(pc_legacy_format_of("speedscope", NULL), PC_LEGACY_SPEEDSCOPE);
-    CHECK_EQ_INT(pc_legacy_format_of(NULL, "binary/octet-stream+trie"), PC_LEGACY_TRIE);
-    CHECK_EQ_INT(pc_legacy_format_of("pprof", "binary/octet-stream+tree"), PC_LEGACY_TREE);
+    CHECK_STR(pc_format_select("trie", NULL)->name, "trie");
+    CHECK_STR(pc_format_select("tree", "text/plain")->name, "tree");
+    CHECK_STR(pc_format_select("speedscope", NULL)->name, "speedscope");
+    CHECK_STR(pc_format_select(NULL, "binary/octet-stream+trie")->name, "trie");
+    CHECK_STR(pc_format_select("pprof", "binary/octet-stream+tree")->name, "tree");
     /* the Content-Type picks trie before format=tree picks tree (spec §1.4's order) */
-    CHECK_EQ_INT(pc_legacy_format_of("tree", "binary/octet-stream+trie"), PC_LEGACY_TRIE);
-    CHECK_EQ_INT(pc_legacy_format_of("speedscope", "binary/octet-stream+tree"), PC_LEGACY_TREE);
-    CHECK_EQ_INT(pc_legacy_format_of("folded", "binary/octet-stream+trie; x=1"), PC_LEGACY_NONE);
-    CHECK_EQ_INT(pc_legacy_format_of("", NULL), PC_LEGACY_NONE);
-    CHECK_STR(pc_legacy_format_name(PC_LEGACY_SPEEDSCOPE), "speedscope");
+    CHECK_STR(pc_format_select("tree", "binary/octet-stream+trie")->name, "trie");
+    CHECK_STR(pc_format_select("speedscope", "binary/octet-stream+tree")->name, "tree");
+    CHECK_STR(pc_format_select("folded", "binary/octet-stream+trie; x=1")->name, "folded");
+    CHECK_STR(pc_format_select("", NULL)->name, "folded");
+    CHECK(pc_format_find("speedscope")->decode == pc_speedscope_decode);
 }
 
 static void test_trie(void)
@@ -283,8 +282,8 @@ static void test_trie(void)
     size_t n = sizeof items / sizeof items[0];
     pc_buf body = {0};
     trie_encode(&body, items, n);
-    pc_folded_opts o = opts("myapp.cpu", 100);
-    pc_batch *b = decode_ok(PC_LEGACY_TRIE, &body, &o);
+    pc_format_opts o = opts("myapp.cpu", 100);
+    pc_batch *b = decode_ok(pc_trie_decode, &body, &o);
     if (b) {
         const pc_profile *p = first_profile(b);
         view got, want;
@@ -305,8 +304,8 @@ static void test_trie(void)
     kv more[] = {{"main;foo;bar", 4}, {"x;y", 9}};
     pc_buf_append(&two, body.data, body.len);
     trie_encode(&two, more, 2);
-    pc_folded_opts om = opts("app.alloc_objects", 100);
-    b = decode_ok(PC_LEGACY_TRIE, &two, &om);
+    pc_format_opts om = opts("app.alloc_objects", 100);
+    b = decode_ok(pc_trie_decode, &two, &om);
     if (b) {
         view got, want;
         view_of(b, first_profile(b), &got);
@@ -321,7 +320,7 @@ static void test_trie(void)
     }
     /* an empty body is an empty trie */
     pc_buf empty = {0};
-    b = decode_ok(PC_LEGACY_TRIE, &empty, &o);
+    b = decode_ok(pc_trie_decode, &empty, &o);
     if (b) {
         CHECK_EQ_INT(first_profile(b)->n_samples, 0);
         pc_batch_unref(b);
@@ -337,8 +336,8 @@ static void test_tree(void)
     size_t n = sizeof items / sizeof items[0];
     pc_buf body = {0};
     tree_encode(&body, items, n);
-    pc_folded_opts o = opts("svc.wall", 50);
-    pc_batch *b = decode_ok(PC_LEGACY_TREE, &body, &o);
+    pc_format_opts o = opts("svc.wall", 50);
+    pc_batch *b = decode_ok(pc_tree_decode, &body, &o);
     if (b) {
         const pc_profile *p = first_profile(b);
         view got, want;
@@ -355,9 +354,9 @@ static void test_tree(void)
     pc_buf t = {0};
     put_node(&t, "ignored", 7, 99, 1);
     put_node(&t, "a;b", 3, 5, 0);
-    pc_folded_opts o0 = opts("svc", 0);
+    pc_format_opts o0 = opts("svc", 0);
     o0.service = "explicit";
-    b = decode_ok(PC_LEGACY_TREE, &t, &o0);
+    b = decode_ok(pc_tree_decode, &t, &o0);
     if (b) {
         view got;
         view_of(b, first_profile(b), &got);
@@ -408,8 +407,8 @@ static void test_random_round_trips(void)
                 tree_encode(&body, items, n);
             else
                 trie_encode(&body, items, n);
-            pc_folded_opts o = opts("r.cpu", 97);
-            pc_batch *b = decode_ok(tree ? PC_LEGACY_TREE : PC_LEGACY_TRIE, &body, &o);
+            pc_format_opts o = opts("r.cpu", 97);
+            pc_batch *b = decode_ok(tree ? pc_tree_decode : pc_trie_decode, &body, &o);
             if (b) {
                 view got, want;
                 view_of(b, first_profile(b), &got);
@@ -424,7 +423,7 @@ static void test_random_round_trips(void)
 
 static void test_trie_tree_malformed(void)
 {
-    pc_folded_opts o = opts("app.cpu", 100);
+    pc_format_opts o = opts("app.cpu", 100);
     pc_buf ok = {0};
     kv items[] = {{"a;b", 1}, {"a;c", 2}};
     trie_encode(&ok, items, 2);
@@ -432,7 +431,7 @@ static void test_trie_tree_malformed(void)
     for (size_t cut = 1; cut < ok.len; cut++) {
         pc_batch *b = NULL;
         pc_error e = {0};
-        CHECK_EQ_INT(pc_legacy_to_batch(PC_LEGACY_TRIE, ok.data, cut, &o, &b, &e), PC_EINVAL);
+        CHECK_EQ_INT(pc_trie_decode(ok.data, cut, &o, &b, &e), PC_EBADMSG);
         CHECK(b == NULL);
         CHECK_CONTAINS(e.msg, "trie: node at offset");
     }
@@ -442,64 +441,64 @@ static void test_trie_tree_malformed(void)
     for (size_t cut = 0; cut < t.len; cut++) {
         pc_batch *b = NULL;
         pc_error e = {0};
-        CHECK_EQ_INT(pc_legacy_to_batch(PC_LEGACY_TREE, t.data, cut, &o, &b, &e), PC_EINVAL);
+        CHECK_EQ_INT(pc_tree_decode(t.data, cut, &o, &b, &e), PC_EBADMSG);
         CHECK_CONTAINS(e.msg, "tree: ");
     }
     /* bytes after the tree */
     pc_buf_append(&t, "\0\0\0", 3);
-    decode_bad(PC_LEGACY_TREE, t.data, t.len, &o, PC_EINVAL, "3 bytes after the end of the tree");
+    decode_bad(pc_tree_decode, t.data, t.len, &o, PC_EBADMSG, "3 bytes after the end of the tree");
     pc_buf_free(&t);
 
-    decode_bad(PC_LEGACY_TREE, "", 0, &o, PC_EINVAL, "tree: empty body");
+    decode_bad(pc_tree_decode, "", 0, &o, PC_EBADMSG, "tree: empty body");
     /* a name length past the end */
-    decode_bad(PC_LEGACY_TRIE,
+    decode_bad(pc_trie_decode,
                "\x05"
                "ab",
-               3, &o, PC_EINVAL,
+               3, &o, PC_EBADMSG,
                "node at offset 0: name of 5 bytes runs past the end of the body (2 bytes left)");
     /* a varint of 11 bytes, and one whose 10th byte holds more than 64 bits */
-    decode_bad(PC_LEGACY_TRIE, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11, &o, PC_EINVAL,
+    decode_bad(pc_trie_decode, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11, &o, PC_EBADMSG,
                "name length: varint overflows 64 bits");
-    decode_bad(PC_LEGACY_TRIE, "\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02\x00", 12, &o,
-               PC_EINVAL, "value: varint overflows 64 bits");
+    decode_bad(pc_trie_decode, "\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02\x00", 12, &o,
+               PC_EBADMSG, "value: varint overflows 64 bits");
     /* 2^64 - 1 name bytes claimed */
-    decode_bad(PC_LEGACY_TRIE, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10, &o, PC_EINVAL,
+    decode_bad(pc_trie_decode, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10, &o, PC_EBADMSG,
                "name of 18446744073709551615 bytes runs past the end");
     /* more children than the bytes left could hold */
-    decode_bad(PC_LEGACY_TRIE, "\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00", 11, &o, PC_EINVAL,
+    decode_bad(pc_trie_decode, "\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00", 11, &o, PC_EBADMSG,
                "3 children cannot fit in the 8 bytes left");
-    decode_bad(PC_LEGACY_TREE, "\x00\x00\xff\xff\xff\xff\x0f", 7, &o, PC_EINVAL,
+    decode_bad(pc_tree_decode, "\x00\x00\xff\xff\xff\xff\x0f", 7, &o, PC_EBADMSG,
                "children cannot fit");
     /* a value above int64, and one that overflows once scaled by the period */
     pc_buf v = {0};
     put_node(&v, "a", 1, (uint64_t)INT64_MAX + 1, 0);
-    decode_bad(PC_LEGACY_TRIE, v.data, v.len, &o, PC_EINVAL,
+    decode_bad(pc_trie_decode, v.data, v.len, &o, PC_EBADMSG,
                "value 9223372036854775808 overflows a 64-bit value");
     pc_buf_free(&v);
     put_node(&v, "a", 1, (uint64_t)INT64_MAX / 1000, 0);
-    decode_bad(PC_LEGACY_TRIE, v.data, v.len, &o, PC_EINVAL,
+    decode_bad(pc_trie_decode, v.data, v.len, &o, PC_EBADMSG,
                "x 10000000 ns (sampleRate) overflows a 64-bit value");
-    pc_folded_opts mem = opts("app.inuse_space", 100); /* not scaled: fits */
-    pc_batch *b = decode_ok(PC_LEGACY_TRIE, &v, &mem);
+    pc_format_opts mem = opts("app.inuse_space", 100); /* not scaled: fits */
+    pc_batch *b = decode_ok(pc_trie_decode, &v, &mem);
     if (b) pc_batch_unref(b);
     pc_buf_free(&v);
     /* invalid UTF-8 in a frame: refused (the model holds only UTF-8) */
     put_node(&v, "", 0, 0, 1);
     put_node(&v, "ok;\xc3", 5, 1, 0);
-    decode_bad(PC_LEGACY_TRIE, v.data, v.len, &o, PC_EINVAL, "frame name is not valid UTF-8");
+    decode_bad(pc_trie_decode, v.data, v.len, &o, PC_EBADMSG, "frame name is not valid UTF-8");
     pc_buf_free(&v);
     put_node(&v, "", 0, 0, 1);
     put_node(&v, "\xed\xa0\x80", 3, 1, 0); /* a surrogate */
-    decode_bad(PC_LEGACY_TREE, v.data, v.len, &o, PC_EINVAL, "frame name is not valid UTF-8");
+    decode_bad(pc_tree_decode, v.data, v.len, &o, PC_EBADMSG, "frame name is not valid UTF-8");
     pc_buf_free(&v);
     put_node(&v, "a\0b", 3, 1, 0);
-    decode_bad(PC_LEGACY_TRIE, v.data, v.len, &o, PC_EINVAL, "frame name holds a NUL byte");
+    decode_bad(pc_trie_decode, v.data, v.len, &o, PC_EBADMSG, "frame name holds a NUL byte");
     pc_buf_free(&v);
     /* an unknown type suffix, as for collapsed stacks */
-    pc_folded_opts bad = opts("my.app", 100);
+    pc_format_opts bad = opts("my.app", 100);
     put_node(&v, "a", 1, 1, 0);
-    decode_bad(PC_LEGACY_TRIE, v.data, v.len, &bad, PC_EINVAL, "unknown profile type: app");
-    decode_bad(PC_LEGACY_TREE, v.data, v.len, &bad, PC_EINVAL, "unknown profile type: app");
+    decode_bad(pc_trie_decode, v.data, v.len, &bad, PC_EINVAL, "unknown profile type: app");
+    decode_bad(pc_tree_decode, v.data, v.len, &bad, PC_EINVAL, "unknown profile type: app");
     pc_buf_free(&v);
 }
 
@@ -511,8 +510,8 @@ static void test_deep_and_budget(void)
     put_node(&chain, "", 0, 0, 1);
     for (int i = 0; i < DEPTH; i++)
         put_node(&chain, "f", 1, i == DEPTH - 1 ? 7 : 0, i == DEPTH - 1 ? 0 : 1);
-    pc_folded_opts o = opts("app.alloc_space", 100);
-    pc_batch *b = decode_ok(PC_LEGACY_TREE, &chain, &o);
+    pc_format_opts o = opts("app.alloc_space", 100);
+    pc_batch *b = decode_ok(pc_tree_decode, &chain, &o);
     if (b) {
         const pc_profile *p = first_profile(b);
         CHECK_EQ_INT(p->n_samples, 1);
@@ -532,7 +531,7 @@ static void test_deep_and_budget(void)
     o.budget = &budget;
     pc_batch *bb = (pc_batch *)1;
     pc_error e = {0};
-    CHECK_EQ_INT(pc_legacy_to_batch(PC_LEGACY_TREE, chain.data, chain.len, &o, &bb, &e), PC_E2BIG);
+    CHECK_EQ_INT(pc_tree_decode(chain.data, chain.len, &o, &bb, &e), PC_E2BIG);
     CHECK(bb == NULL);
     CHECK_EQ_INT(budget.state, PC_E2BIG);
     CHECK_CONTAINS(e.msg, "over the decode budget");
@@ -545,7 +544,7 @@ static void test_deep_and_budget(void)
     pc_buf small = {0};
     trie_encode(&small, items, 2);
     pc_budget_init(&budget, 1 << 20);
-    b = decode_ok(PC_LEGACY_TRIE, &small, &o);
+    b = decode_ok(pc_trie_decode, &small, &o);
     CHECK_EQ_INT(budget.state, PC_OK);
     CHECK(budget.used > 0);
     if (b) {
@@ -556,7 +555,7 @@ static void test_deep_and_budget(void)
     /* a budget of a few bytes */
     pc_budget_init(&budget, 100);
     e = (pc_error){0};
-    CHECK_EQ_INT(pc_legacy_to_batch(PC_LEGACY_TRIE, small.data, small.len, &o, &bb, &e), PC_E2BIG);
+    CHECK_EQ_INT(pc_trie_decode(small.data, small.len, &o, &bb, &e), PC_E2BIG);
     pc_budget_release(&budget);
     pc_buf_free(&small);
 }
@@ -634,8 +633,8 @@ static void test_speedscope_sampled(void)
                              "name", "file", "exporter", "test@1", "activeProfileIndex", 0);
     pc_buf body = dump(root);
     /* one profile: the name's type (cpu), ms at the default rate: x 100 at 100000 Hz = 1e6 ns */
-    pc_folded_opts o = opts("svc", 100);
-    pc_batch *b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+    pc_format_opts o = opts("svc", 100);
+    pc_batch *b = decode_ok(pc_speedscope_decode, &body, &o);
     if (b) {
         CHECK_EQ_INT(b->req->n_resource_profiles, 1);
         const pc_profile *p = first_profile(b);
@@ -653,8 +652,8 @@ static void test_speedscope_sampled(void)
         pc_batch_unref(b);
     }
     /* an explicit sampleRate other than 100 is kept: x 100 (the unit's precision) x 1e9/250 */
-    pc_folded_opts o250 = opts("svc.wall", 250);
-    b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o250);
+    pc_format_opts o250 = opts("svc.wall", 250);
+    b = decode_ok(pc_speedscope_decode, &body, &o250);
     if (b) {
         view got, want;
         view_of(b, first_profile(b), &got);
@@ -683,7 +682,7 @@ static void test_speedscope_sampled(void)
                          frames_json(F, 6), "profiles",
                          sampled_json("p", units[u].unit, 0, stacks, lens, weights, n));
         body = dump(root);
-        b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+        b = decode_ok(pc_speedscope_decode, &body, &o);
         if (b) {
             const pc_profile *p = first_profile(b);
             view got, want;
@@ -715,8 +714,8 @@ static void test_speedscope_several(void)
                   sampled_json("cpu", "seconds", 0, s1, l1, w1, 2),
                   sampled_json("cpu", "seconds", 0, s2, l2, w2, 1));
     pc_buf body = dump(root);
-    pc_folded_opts o = opts("app", 100);
-    pc_batch *b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+    pc_format_opts o = opts("app", 100);
+    pc_batch *b = decode_ok(pc_speedscope_decode, &body, &o);
     if (b) {
         CHECK_EQ_INT(b->req->n_resource_profiles, 2);
         /* ordered by startValue: the seconds profile (0) first */
@@ -744,7 +743,7 @@ static void test_speedscope_several(void)
                      frames_json(F, 6), "profiles", sampled_json("a", "none", 0, s3, l3, w3, 1),
                      sampled_json("b", "bytes", 1, s3, l3, w3, 1));
     body = dump(root);
-    decode_bad(PC_LEGACY_SPEEDSCOPE, body.data, body.len, &o, PC_EINVAL,
+    decode_bad(pc_speedscope_decode, body.data, body.len, &o, PC_EBADMSG,
                "unknown profile type: none");
     pc_buf_free(&body);
 }
@@ -765,8 +764,8 @@ static void test_speedscope_evented(void)
     json_t *root = json_pack("{s:s,s:{s:o},s:[o]}", "$schema", SCHEMA, "shared", "frames",
                              frames_json(F, 6), "profiles", prof);
     pc_buf body = dump(root);
-    pc_folded_opts o = opts("ev.cpu", 100);
-    pc_batch *b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+    pc_format_opts o = opts("ev.cpu", 100);
+    pc_batch *b = decode_ok(pc_speedscope_decode, &body, &o);
     if (b) {
         view got;
         view_of(b, first_profile(b), &got);
@@ -788,85 +787,85 @@ static void ss_bad(const char *profile, const char *frames, int code, const char
     char text[2048];
     snprintf(text, sizeof text, "{\"$schema\":\"%s\",\"shared\":{\"frames\":%s},\"profiles\":[%s]}",
              SCHEMA, frames ? frames : "[{\"name\":\"a\"},{\"name\":\"b\"}]", profile);
-    pc_folded_opts o = opts("app", 100);
-    decode_bad(PC_LEGACY_SPEEDSCOPE, text, strlen(text), &o, code, what);
+    pc_format_opts o = opts("app", 100);
+    decode_bad(pc_speedscope_decode, text, strlen(text), &o, code, what);
 }
 
 static void test_speedscope_malformed(void)
 {
-    pc_folded_opts o = opts("app", 100);
-    decode_bad(PC_LEGACY_SPEEDSCOPE, "{", 1, &o, PC_EINVAL, "invalid JSON");
-    decode_bad(PC_LEGACY_SPEEDSCOPE, "[1]", 3, &o, PC_EINVAL, "an array where an object belongs");
-    decode_bad(PC_LEGACY_SPEEDSCOPE, "{}", 2, &o, PC_EINVAL, "unknown $schema \"\"");
-    decode_bad(PC_LEGACY_SPEEDSCOPE, "null", 4, &o, PC_EINVAL, "unknown $schema");
+    pc_format_opts o = opts("app", 100);
+    decode_bad(pc_speedscope_decode, "{", 1, &o, PC_EBADMSG, "invalid JSON");
+    decode_bad(pc_speedscope_decode, "[1]", 3, &o, PC_EBADMSG, "an array where an object belongs");
+    decode_bad(pc_speedscope_decode, "{}", 2, &o, PC_EBADMSG, "unknown $schema \"\"");
+    decode_bad(pc_speedscope_decode, "null", 4, &o, PC_EBADMSG, "unknown $schema");
     static const char other[] = "{\"$schema\":\"https://example.com/x.json\",\"profiles\":[]}";
-    decode_bad(PC_LEGACY_SPEEDSCOPE, other, sizeof other - 1, &o, PC_EINVAL, "unknown $schema");
+    decode_bad(pc_speedscope_decode, other, sizeof other - 1, &o, PC_EBADMSG, "unknown $schema");
     /* a NUL in a string: the model's strings are C strings */
     static const char nul[] = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
                               "\"shared\":{\"frames\":[{\"name\":\"a\\u0000b\"}]}}";
-    decode_bad(PC_LEGACY_SPEEDSCOPE, nul, sizeof nul - 1, &o, PC_EINVAL, "invalid JSON");
+    decode_bad(pc_speedscope_decode, nul, sizeof nul - 1, &o, PC_EBADMSG, "invalid JSON");
     /* trailing garbage after the document */
     static const char trail[] =
         "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"} x";
-    decode_bad(PC_LEGACY_SPEEDSCOPE, trail, sizeof trail - 1, &o, PC_EINVAL, "invalid JSON");
+    decode_bad(pc_speedscope_decode, trail, sizeof trail - 1, &o, PC_EBADMSG, "invalid JSON");
     /* type mismatches, as Go's decoder refuses them */
-    ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"name\":5}", NULL, PC_EINVAL,
+    ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"name\":5}", NULL, PC_EBADMSG,
            "$.profiles[0].name: a number where a string belongs");
-    ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":{}}", NULL, PC_EINVAL,
+    ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":{}}", NULL, PC_EBADMSG,
            "samples: an object where an array belongs");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[\"0\"]],\"weights\":[1]}", NULL,
-           PC_EINVAL, "samples[0][0]: a string where a number belongs");
+           PC_EBADMSG, "samples[0][0]: a string where a number belongs");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[0]],\"weights\":[true]}", NULL,
-           PC_EINVAL, "weights[0]: a boolean where a number belongs");
-    ss_bad("{}", "[{\"name\":[1]}]", PC_EINVAL, "frames[0].name: an array where a string belongs");
-    ss_bad("{}", "[7]", PC_EINVAL, "frames[0]: a number where an object belongs");
-    ss_bad("{\"type\":\"evented\",\"unit\":\"none\",\"events\":[{\"at\":\"1\"}]}", NULL, PC_EINVAL,
+           PC_EBADMSG, "weights[0]: a boolean where a number belongs");
+    ss_bad("{}", "[{\"name\":[1]}]", PC_EBADMSG, "frames[0].name: an array where a string belongs");
+    ss_bad("{}", "[7]", PC_EBADMSG, "frames[0]: a number where an object belongs");
+    ss_bad("{\"type\":\"evented\",\"unit\":\"none\",\"events\":[{\"at\":\"1\"}]}", NULL, PC_EBADMSG,
            "events[0].at: a string where a number belongs");
     /* the content */
     ss_bad("{\"type\":\"sampled\",\"unit\":\"furlongs\",\"samples\":[],\"weights\":[]}", NULL,
-           PC_EINVAL, "unknown unit \"furlongs\"");
-    ss_bad("{\"type\":\"sampled\",\"samples\":[],\"weights\":[]}", NULL, PC_EINVAL,
+           PC_EBADMSG, "unknown unit \"furlongs\"");
+    ss_bad("{\"type\":\"sampled\",\"samples\":[],\"weights\":[]}", NULL, PC_EBADMSG,
            "unknown unit \"\"");
-    ss_bad("{\"type\":\"flame\",\"unit\":\"none\"}", NULL, PC_EINVAL,
+    ss_bad("{\"type\":\"flame\",\"unit\":\"none\"}", NULL, PC_EBADMSG,
            "profile type \"flame\" is not supported");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[0],[1]],\"weights\":[1]}", NULL,
-           PC_EINVAL, "2 samples but 1 weights");
+           PC_EBADMSG, "2 samples but 1 weights");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[0,2]],\"weights\":[1]}", NULL,
-           PC_EINVAL, "samples[0][1]: invalid frame 2 (2 frames)");
+           PC_EBADMSG, "samples[0][1]: invalid frame 2 (2 frames)");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[-1]],\"weights\":[1]}", NULL,
-           PC_EINVAL, "invalid frame -1");
+           PC_EBADMSG, "invalid frame -1");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[0]],\"weights\":[-0.5]}", NULL,
-           PC_EINVAL, "negative weight");
+           PC_EBADMSG, "negative weight");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[0]],\"weights\":[1e300]}", NULL,
-           PC_EINVAL, "does not fit 64 bits");
+           PC_EBADMSG, "does not fit 64 bits");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"bytes\",\"samples\":[[0],[0]],"
            "\"weights\":[9e18,9e18]}",
-           NULL, PC_EINVAL, "overflows a 64-bit value once summed");
+           NULL, PC_EBADMSG, "overflows a 64-bit value once summed");
     ss_bad("{\"type\":\"sampled\",\"unit\":\"none\",\"samples\":[[0]],"
            "\"weights\":[99999999999999]}",
-           NULL, PC_EINVAL, "overflows a 64-bit value");
+           NULL, PC_EBADMSG, "overflows a 64-bit value");
     static const char *ev_pre = "{\"type\":\"evented\",\"unit\":\"none\",\"events\":[";
     char p[512];
     snprintf(p, sizeof p, "%s%s]}", ev_pre,
              "{\"type\":\"O\",\"at\":5,\"frame\":0},{\"type\":\"C\",\"at\":4,\"frame\":0}");
-    ss_bad(p, NULL, PC_EINVAL, "events[1]: events out of order, 4 < 5");
+    ss_bad(p, NULL, PC_EBADMSG, "events[1]: events out of order, 4 < 5");
     snprintf(p, sizeof p, "%s%s]}", ev_pre, "{\"type\":\"C\",\"at\":1,\"frame\":0}");
-    ss_bad(p, NULL, PC_EINVAL, "events[0]: no open frame to close");
+    ss_bad(p, NULL, PC_EBADMSG, "events[0]: no open frame to close");
     snprintf(p, sizeof p, "%s%s]}", ev_pre,
              "{\"type\":\"O\",\"at\":1,\"frame\":0},{\"type\":\"C\",\"at\":2,\"frame\":1}");
-    ss_bad(p, NULL, PC_EINVAL, "closes frame 1 but frame 0 is open");
+    ss_bad(p, NULL, PC_EBADMSG, "closes frame 1 but frame 0 is open");
     snprintf(p, sizeof p, "%s%s]}", ev_pre, "{\"type\":\"X\",\"at\":1,\"frame\":0}");
-    ss_bad(p, NULL, PC_EINVAL, "unknown event type \"X\"");
+    ss_bad(p, NULL, PC_EBADMSG, "unknown event type \"X\"");
     snprintf(p, sizeof p, "%s%s]}", ev_pre, "{\"type\":\"O\",\"at\":1,\"frame\":2}");
-    ss_bad(p, NULL, PC_EINVAL, "invalid frame 2");
+    ss_bad(p, NULL, PC_EBADMSG, "invalid frame 2");
     snprintf(p, sizeof p, "%s%s]}", ev_pre, "null");
-    ss_bad(p, NULL, PC_EINVAL, "unknown event type \"\"");
+    ss_bad(p, NULL, PC_EBADMSG, "unknown event type \"\"");
     snprintf(
         p, sizeof p, "%s%s]}",
         "{\"type\":\"evented\",\"unit\":\"none\",\"startValue\":-1e308,"
         "\"events\":[",
         "{\"type\":\"O\",\"at\":-1e308,\"frame\":0},{\"type\":\"C\",\"at\":1e308,\"frame\":0}");
-    ss_bad(p, NULL, PC_EINVAL, "does not fit 64 bits");
+    ss_bad(p, NULL, PC_EBADMSG, "does not fit 64 bits");
     /* unclosed frames at the end are fine (their open time is not counted), as in Pyroscope */
     char text[1024];
     snprintf(text, sizeof text,
@@ -875,7 +874,7 @@ static void test_speedscope_malformed(void)
              SCHEMA, ev_pre);
     pc_buf body = {0};
     pc_buf_append(&body, text, strlen(text));
-    pc_batch *b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+    pc_batch *b = decode_ok(pc_speedscope_decode, &body, &o);
     if (b) {
         view got;
         view_of(b, first_profile(b), &got);
@@ -893,7 +892,7 @@ static void test_speedscope_malformed(void)
     body = (pc_buf){0};
     pc_buf_append(&body, text, strlen(text));
     /* the null profile is a profile of no type: refused as Pyroscope refuses it */
-    decode_bad(PC_LEGACY_SPEEDSCOPE, body.data, body.len, &o, PC_EINVAL, "unknown unit");
+    decode_bad(pc_speedscope_decode, body.data, body.len, &o, PC_EBADMSG, "unknown unit");
     pc_buf_free(&body);
     snprintf(text, sizeof text,
              "{\"$SCHEMA\":\"%s\",\"Shared\":{\"FRAMES\":[{\"NAME\":\"a\",\"line\":null}]},"
@@ -901,7 +900,7 @@ static void test_speedscope_malformed(void)
              "\"samples\":[[0],null],\"Weights\":[3,4.9],\"startValue\":null}]}",
              SCHEMA);
     pc_buf_append(&body, text, strlen(text));
-    b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+    b = decode_ok(pc_speedscope_decode, &body, &o);
     if (b) {
         view got;
         view_of(b, first_profile(b), &got);
@@ -914,7 +913,7 @@ static void test_speedscope_malformed(void)
     /* no profiles: an empty batch */
     snprintf(text, sizeof text, "{\"$schema\":\"%s\"}", SCHEMA);
     pc_buf_append(&body, text, strlen(text));
-    b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+    b = decode_ok(pc_speedscope_decode, &body, &o);
     if (b) {
         CHECK_EQ_INT(b->req->n_resource_profiles, 0);
         pc_batch_unref(b);
@@ -936,12 +935,11 @@ static void test_speedscope_budget(void)
     pc_buf_printf(&body, "]}]}");
     pc_budget budget;
     pc_budget_init(&budget, 8 << 20);
-    pc_folded_opts o = opts("app", 100);
+    pc_format_opts o = opts("app", 100);
     o.budget = &budget;
     pc_batch *b = (pc_batch *)1;
     pc_error e = {0};
-    CHECK_EQ_INT(pc_legacy_to_batch(PC_LEGACY_SPEEDSCOPE, body.data, body.len, &o, &b, &e),
-                 PC_E2BIG);
+    CHECK_EQ_INT(pc_speedscope_decode(body.data, body.len, &o, &b, &e), PC_E2BIG);
     CHECK(b == NULL);
     CHECK_CONTAINS(budget.what, "decoded speedscope");
     CHECK(budget.peak < (8u << 20));
@@ -949,13 +947,12 @@ static void test_speedscope_budget(void)
     /* the JSON alone over a tiny budget */
     pc_budget_init(&budget, 4096);
     e = (pc_error){0};
-    CHECK_EQ_INT(pc_legacy_to_batch(PC_LEGACY_SPEEDSCOPE, body.data, body.len, &o, &b, &e),
-                 PC_E2BIG);
+    CHECK_EQ_INT(pc_speedscope_decode(body.data, body.len, &o, &b, &e), PC_E2BIG);
     CHECK_CONTAINS(budget.what, "speedscope JSON");
     pc_budget_release(&budget);
     /* without a budget it decodes: N-1 samples, the deepest N-1 frames */
     o.budget = NULL;
-    b = decode_ok(PC_LEGACY_SPEEDSCOPE, &body, &o);
+    b = decode_ok(pc_speedscope_decode, &body, &o);
     if (b) {
         CHECK_EQ_INT(first_profile(b)->n_samples, N - 1);
         pc_batch_unref(b);
@@ -965,19 +962,19 @@ static void test_speedscope_budget(void)
 
 /* With a budget: what each decode counts covers what it takes (no charge passes the reservation),
  * and every byte is given back once the batch leaves the budget. */
-static void check_budgeted_with(pc_legacy_format f, const pc_buf *body, const char *what,
+static void check_budgeted_with(pc_format_decode_fn f, const pc_buf *body, const char *what,
                                 size_t n_attrs)
 {
-    static const char *ks[64], *vs[64];
+    static pc_format_attr as[64];
     static char kbuf[64][16];
     for (size_t i = 0; i < 64; i++) {
         snprintf(kbuf[i], sizeof kbuf[i], "label%zu", i);
-        ks[i] = kbuf[i], vs[i] = "a value of some length";
+        as[i] = (pc_format_attr){kbuf[i], "a value of some length"};
     }
     pc_budget budget;
     pc_budget_init(&budget, 0);
-    pc_folded_opts o = opts("app.cpu", 100);
-    if (n_attrs) o.attr_keys = ks, o.attr_vals = vs, o.n_attrs = n_attrs;
+    pc_format_opts o = opts("app.cpu", 100);
+    if (n_attrs) o.attrs = as, o.n_attrs = n_attrs;
     o.budget = &budget;
     pc_batch *b = decode_ok(f, body, &o);
     fprintf(stderr, "  %-28s %7zu bytes: reserved %8zu  peak %8zu\n", what, body->len,
@@ -990,7 +987,7 @@ static void check_budgeted_with(pc_legacy_format f, const pc_buf *body, const ch
     if (b) pc_batch_unref(b);
 }
 
-static void check_budgeted(pc_legacy_format f, const pc_buf *body, const char *what)
+static void check_budgeted(pc_format_decode_fn f, const pc_buf *body, const char *what)
 {
     check_budgeted_with(f, body, what, 0);
 }
@@ -1007,13 +1004,13 @@ static void test_estimates_cover(void)
     }
     pc_buf t = {0};
     trie_encode(&t, items, 400);
-    check_budgeted(PC_LEGACY_TRIE, &t, "trie, 400 stacks");
+    check_budgeted(pc_trie_decode, &t, "trie, 400 stacks");
     pc_buf_free(&t);
     tree_encode(&t, items, 400);
-    check_budgeted(PC_LEGACY_TREE, &t, "tree, 400 stacks");
+    check_budgeted(pc_tree_decode, &t, "tree, 400 stacks");
     pc_buf_free(&t);
     put_node(&t, "", 0, 0, 0);
-    check_budgeted(PC_LEGACY_TREE, &t, "tree, root alone");
+    check_budgeted(pc_tree_decode, &t, "tree, root alone");
     pc_buf_free(&t);
     /* speedscope: a sampled and an evented profile */
     pc_buf_printf(&t,
@@ -1034,7 +1031,7 @@ static void test_estimates_cover(void)
                       "\"frame\":%d,\"at\":%d}",
                       i ? "," : "", i % 3, 2 * i, i % 3, 2 * i + 1);
     pc_buf_printf(&t, "]}]}");
-    check_budgeted(PC_LEGACY_SPEEDSCOPE, &t, "speedscope, two profiles");
+    check_budgeted(pc_speedscope_decode, &t, "speedscope, two profiles");
     pc_buf_free(&t);
     /* many profiles (one resource each) with 64 name labels */
     pc_buf_printf(&t,
@@ -1047,7 +1044,7 @@ static void test_estimates_cover(void)
                       "\"samples\":[[0]],\"weights\":[%d]}",
                       i ? "," : "", i, i + 1);
     pc_buf_printf(&t, "]}");
-    check_budgeted_with(PC_LEGACY_SPEEDSCOPE, &t, "speedscope, 300 profiles", 64);
+    check_budgeted_with(pc_speedscope_decode, &t, "speedscope, 300 profiles", 64);
     pc_buf_free(&t);
 }
 

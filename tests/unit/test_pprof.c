@@ -12,7 +12,7 @@
 #include "base/gzip.h"
 #include "pdata/dict.h"
 #include "pdata/pdata.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 #include "pprof.pb-c.h"
 
 #define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
@@ -694,7 +694,7 @@ static void build_synth(int variant, pc_buf *out)
 
 static int to_batch(const pc_buf *in, pc_batch **b, pc_error *err)
 {
-    return pc_pprof_to_batch(in->data, in->len, NULL, b, err);
+    return pc_pprof_decode(in->data, in->len, NULL, b, err);
 }
 
 static const pc_kvu *find_attr(const pc_dictionary *d, const int32_t *idx, size_t n,
@@ -908,14 +908,12 @@ static void go_round_trip(const char *file, size_t ntypes, int labelled)
     pc_buf in = {0};
     CHECK_EQ_INT(read_file(file, &in), 0);
     if (!in.len) return;
-    pc_pprof_attr ra[] = {{"service.name", "gen"}, {"host.name", "box"}};
-    pc_pprof_in_opts opts = {.resource_attrs = ra,
-                             .n_resource_attrs = 2,
-                             .scope_name = "profcol/pprof",
-                             .scope_version = "1"};
+    pc_format_attr ra[] = {{"service.name", "gen"}, {"host.name", "box"}};
+    pc_format_opts opts = {
+        .attrs = ra, .n_attrs = 2, .scope_name = "profcol/pprof", .scope_version = "1"};
     pc_batch *b = NULL;
     pc_error err = {0};
-    int rc = pc_pprof_to_batch(in.data, in.len, &opts, &b, &err);
+    int rc = pc_pprof_decode(in.data, in.len, &opts, &b, &err);
     CHECK_EQ_INT(rc, 0);
     if (rc) {
         fprintf(stderr, "%s: %s\n", file, err.msg);
@@ -1013,7 +1011,7 @@ static void test_append_two(void)
     pc_buf bad = {0};
     build_synth(SYN_UNKNOWN_LOCATION, &bad);
     const pc_dictionary *before = b->req->dictionary;
-    CHECK_EQ_INT(to_batch(&bad, &b, &err), PC_EINVAL);
+    CHECK_EQ_INT(to_batch(&bad, &b, &err), PC_EBADMSG);
     CHECK(b->req->dictionary == before);
     CHECK_EQ_INT(b->req->n_resource_profiles, 2);
     pc_buf_free(&bad);
@@ -1069,7 +1067,7 @@ static void expect_error(int variant, const char *msg)
     build_synth(variant, &in);
     pc_batch *b = NULL;
     pc_error err = {0};
-    CHECK_EQ_INT(to_batch(&in, &b, &err), PC_EINVAL);
+    CHECK_EQ_INT(to_batch(&in, &b, &err), PC_EBADMSG);
     CHECK(b == NULL);
     CHECK_CONTAINS(err.msg, msg);
     pc_buf_free(&in);
@@ -1111,32 +1109,32 @@ static void test_bad_input(void)
     pc_batch *b = NULL;
 
     /* too large: inflated or raw */
-    pc_pprof_in_opts small = {.max_bytes = 100};
-    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len, &small, &b, &err), PC_E2BIG);
+    pc_format_opts small = {.max_bytes = 100};
+    CHECK_EQ_INT(pc_pprof_decode(gz.data, gz.len, &small, &b, &err), PC_E2BIG);
     CHECK(!b);
-    CHECK_EQ_INT(pc_pprof_to_batch(raw.data, raw.len, &small, &b, &err), PC_E2BIG);
+    CHECK_EQ_INT(pc_pprof_decode(raw.data, raw.len, &small, &b, &err), PC_E2BIG);
     CHECK(!b);
 
     /* gzip garbage and truncated gzip */
     uint8_t garbage[64] = {0x1f, 0x8b, 0x08, 0x00};
     for (size_t i = 4; i < sizeof garbage; i++)
         garbage[i] = (uint8_t)next_rand();
-    CHECK_EQ_INT(pc_pprof_to_batch(garbage, sizeof garbage, NULL, &b, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_pprof_decode(garbage, sizeof garbage, NULL, &b, &err), PC_EBADMSG);
     CHECK(!b);
     CHECK_CONTAINS(err.msg, "gzip");
-    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, gz.len - 9, NULL, &b, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_pprof_decode(gz.data, gz.len - 9, NULL, &b, &err), PC_EBADMSG);
     CHECK(!b);
-    CHECK_EQ_INT(pc_pprof_to_batch(gz.data, 0, NULL, &b, &err), PC_EINVAL);
-    CHECK_EQ_INT(pc_pprof_to_batch(NULL, 0, NULL, &b, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_pprof_decode(gz.data, 0, NULL, &b, &err), PC_EBADMSG);
+    CHECK_EQ_INT(pc_pprof_decode(NULL, 0, NULL, &b, &err), PC_EBADMSG);
 
     /* truncated protobuf: the middle cut fails; no prefix crashes */
-    CHECK_EQ_INT(pc_pprof_to_batch(raw.data, raw.len / 2, NULL, &b, &err), PC_EINVAL);
+    CHECK_EQ_INT(pc_pprof_decode(raw.data, raw.len / 2, NULL, &b, &err), PC_EBADMSG);
     CHECK_CONTAINS(err.msg, "pprof:");
     CHECK(!b);
     size_t ok = 0;
     for (size_t n = 1; n < raw.len; n++) {
         pc_batch *t = NULL;
-        if (pc_pprof_to_batch(raw.data, n, NULL, &t, &err) == 0) {
+        if (pc_pprof_decode(raw.data, n, NULL, &t, &err) == 0) {
             ok++;
             pc_batch_to_pprof(t, discard, NULL);
             pc_batch_unref(t);
@@ -1157,7 +1155,7 @@ static void test_bad_input(void)
             mut.data[pos] = (r & 0x100) ? (uint8_t)r : (uint8_t)(mut.data[pos] ^ (1u << (r % 8)));
         }
         pc_batch *t = NULL;
-        if (pc_pprof_to_batch(mut.data, mut.len, NULL, &t, &err) == 0) {
+        if (pc_pprof_decode(mut.data, mut.len, NULL, &t, &err) == 0) {
             decoded++;
             pc_batch_to_pprof(t, discard, NULL);
             pc_batch_unref(t);

@@ -5,7 +5,7 @@
  * and span names, expire after the ttl, are evicted past max_spans, are shared by instances of
  * the same id only, and the traces pass through untouched. */
 #include "pdata/dict.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 #include "proc_driver.h"
 #include "sdk/processor.h"
 
@@ -272,7 +272,7 @@ static int collect_pprof(const pc_pprof_out *o, void *ud)
     pprof_ctx *x = ud;
     pc_error err = {0};
     x->n++;
-    if (pc_pprof_to_batch(o->data, o->len, NULL, &x->back, &err) < 0) {
+    if (pc_pprof_decode(o->data, o->len, NULL, &x->back, &err) < 0) {
         fprintf(stderr, "pprof back: %s\n", err.msg);
         return 1;
     }

@@ -3,6 +3,7 @@
 #include "check.h"
 #include "payload.h"
 #include "pdata/pdata.h"
+#include "formats/folded.h"
 #include "receivers/pyroscope/ingest.h"
 
 static void test_name(void)
@@ -111,20 +112,17 @@ static void test_multipart(void)
 static void test_folded(void)
 {
     static const char text[] = "main;foo;bar 30\nmain;foo 20\r\nmain;baz 50\n\nno-count-line\n";
-    const char *keys[] = {"env"}, *vals[] = {"prod"};
-    pc_folded_opts o = {.app = "myapp.cpu",
+    const pc_format_attr attrs[] = {{"env", "prod"}};
+    pc_format_opts o = {.app = "myapp.cpu",
                         .sample_rate = 100,
                         .time_ns = 5,
                         .duration_ns = 10,
-                        .attr_keys = keys,
-                        .attr_vals = vals,
+                        .attrs = attrs,
                         .n_attrs = 1};
     pc_batch *b = NULL;
-    char *svc = NULL;
     pc_error e = {0};
-    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, &e), 0);
+    CHECK_EQ_INT(pc_folded_decode((const uint8_t *)text, sizeof text - 1, &o, &b, &e), 0);
     if (!b) return;
-    CHECK_STR(svc, "myapp");
     const pc_dictionary *d = b->req->dictionary;
     const pc_resource *r = b->req->resource_profiles[0]->resource;
     CHECK_STR(pc_resource_attr_str(d, r, "service.name"), "myapp");
@@ -143,42 +141,38 @@ static void test_folded(void)
     CHECK_EQ_INT(d->n_function_table, 5);
     int64_t rejected;
     CHECK_EQ_INT(pc_batch_validate(b, &rejected, NULL), 0);
-    free(svc);
     pc_batch_unref(b);
 
     /* lines format: identical lines are separate samples of 1; memory type from the suffix */
-    pc_folded_opts ol = {.app = "svc.alloc_space", .lines = 1};
-    CHECK_EQ_INT(pc_folded_to_batch("a;b\na;b\n", 8, &ol, &b, &svc, &e), 0);
+    pc_format_opts ol = {.app = "svc.alloc_space"};
+    CHECK_EQ_INT(pc_lines_decode((const uint8_t *)"a;b\na;b\n", 8, &ol, &b, &e), 0);
     p = first_profile(b);
     CHECK_EQ_INT(p->n_samples, 2);
     CHECK_EQ_INT(p->samples[0]->stack_index, p->samples[1]->stack_index);
     CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->unit_strindex), "bytes");
-    free(svc);
     pc_batch_unref(b);
 
-    pc_folded_opts bad = {.app = "my.app"};
-    CHECK_EQ_INT(pc_folded_to_batch("a 1\n", 4, &bad, &b, &svc, &e), PC_EINVAL);
+    pc_format_opts bad = {.app = "my.app"};
+    CHECK_EQ_INT(pc_folded_decode((const uint8_t *)"a 1\n", 4, &bad, &b, &e), PC_EINVAL);
     CHECK_CONTAINS(e.msg, "unknown profile type: app");
-    pc_folded_opts badc = {.app = "app"};
-    CHECK_EQ_INT(pc_folded_to_batch("a;b x1\n", 7, &badc, &b, &svc, &e), PC_EINVAL);
+    pc_format_opts badc = {.app = "app"};
+    CHECK_EQ_INT(pc_folded_decode((const uint8_t *)"a;b x1\n", 7, &badc, &b, &e), PC_EBADMSG);
     CHECK_CONTAINS(e.msg, "line 1");
 }
 
 static void test_sample_type_config(void)
 {
     static const char text[] = "a;b 3\n";
-    pc_folded_opts o = {.app = "app.mutex_count"};
+    pc_format_opts o = {.app = "app.mutex_count"};
     pc_batch *b = NULL;
-    char *svc = NULL;
     pc_error e = {0};
-    CHECK_EQ_INT(pc_folded_to_batch(text, sizeof text - 1, &o, &b, &svc, &e), 0);
+    CHECK_EQ_INT(pc_folded_decode((const uint8_t *)text, sizeof text - 1, &o, &b, &e), 0);
     static const char cfg[] =
         "{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\"}}";
     CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, cfg, sizeof cfg - 1, &e), 0);
     const pc_profile *p = first_profile(b);
     CHECK_STR(pc_dict_str(b->req->dictionary, p->sample_type->type_strindex), "block_count");
     CHECK_EQ_INT(pc_ingest_apply_sample_type_config(b, 0, "[1]", 3, &e), PC_EINVAL);
-    free(svc);
     pc_batch_unref(b);
 }
 

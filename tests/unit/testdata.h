@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "pdata/pdata.h"
-#include "pdata/pprof.h"
+#include "formats/pprof.h"
 
 static inline const char *test_data_dir(void)
 {
@@ -57,13 +57,13 @@ static inline int read_file(const char *name, pc_buf *out)
 }
 
 /* Import the pprof tests/data/<name> into *b (a new batch, or appended to *b) with opts (NULL:
- * none); pc_pprof_to_batch's result, -1 when the file cannot be read. */
-static inline int read_pprof_batch(const char *name, const pc_pprof_in_opts *opts, pc_batch **b)
+ * none); pc_pprof_decode's result, -1 when the file cannot be read. */
+static inline int read_pprof_batch(const char *name, const pc_format_opts *opts, pc_batch **b)
 {
     pc_buf data = {0};
     if (read_file(name, &data)) return -1;
     pc_error err = {0};
-    int rc = pc_pprof_to_batch(data.data, data.len, opts, b, &err);
+    int rc = pc_pprof_decode(data.data, data.len, opts, b, &err);
     if (rc) fprintf(stderr, "pprof %s: %s\n", name, err.msg);
     pc_buf_free(&data);
     return rc;

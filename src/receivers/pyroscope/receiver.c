@@ -1,10 +1,11 @@
 /* Receiver "pyroscope": what Pyroscope SDKs and agents send.
- *   POST /ingest, /pyroscope/ingest      pprof (raw or multipart), collapsed stacks, JFR (raw or
- *                                        multipart with jfr and labels parts: jfr.h), trie, tree
- *                                        and speedscope (legacy.h)
+ *   POST /ingest, /pyroscope/ingest      every input format of src/formats/ (pc_formats[]: pprof
+ *                                        raw or multipart, collapsed stacks, lines, JFR raw or
+ *                                        multipart with jfr and labels parts, trie, tree and
+ *                                        speedscope)
  *   POST /push.v1.PusherService/Push     Connect push (application/proto or application/json)
  *   POST /v1/pprof                       raw pprof, as the Collector's pprofreceiver (204)
- * Everything is decoded into OTLP (one translator, pdata/pprof.c) so every processor works on
+ * Everything is decoded into OTLP (the translators of src/formats/) so every processor works on
  * Pyroscope traffic. Parsing and translation run on the thread pool. */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,15 +20,14 @@
 #include "net/tls.h"
 #include "net/url.h"
 #include "pdata/json.h"
-#include "pdata/pprof.h"
 #include "pdata/proto_scan.h"
 #include "sdk/component.h"
 #include "sdk/receiver_http.h"
 #include "sdk/telemetry.h"
 #include "pyroscope_push.pb-c.h"
+#include "formats/format.h"
+#include "formats/jfr.h"
 #include "receivers/pyroscope/ingest.h"
-#include "receivers/pyroscope/jfr.h"
-#include "receivers/pyroscope/legacy.h"
 
 #define RETRY_AFTER_S 1
 #define MAX_PARTS     16
@@ -73,7 +73,7 @@ typedef struct job {
     pc_http_req *req;
     api_kind api;
     int json;          /* push: JSON request */
-    int status;        /* the decode's: 0 decoded, else the HTTP status it refuses with */
+    int code;          /* the decode's: PC_OK, else its outcome (decode_status: the status) */
     pc_budget *budget; /* what the request may take decoded (docs/limits.md) */
     pc_jfr_stats jfr;  /* a JFR upload's counts, added to the receiver's on the loop */
     char err[512];
@@ -117,15 +117,15 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-#define FAIL(j, code, ...)                                                                         \
+#define FAIL(j, rc, ...)                                                                           \
     do {                                                                                           \
-        (j)->status = (code);                                                                      \
+        (j)->code = (rc);                                                                          \
         snprintf((j)->err, sizeof(j)->err, __VA_ARGS__);                                           \
         goto out;                                                                                  \
     } while (0)
 
 /* Request body, inflated when Content-Encoding says gzip. 0 ok; else PC_ENOTSUP (415), PC_E2BIG
- * (413) or PC_EINVAL (400), with the job's status and message set. */
+ * (413) or PC_EINVAL (400), with the job's code and message set. */
 static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *len)
 {
     pyro_cfg *cfg = j->r->c->cfg;
@@ -134,18 +134,18 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
     *len = j->req->body_len;
     if (!ce || !*ce || !strcasecmp(ce, "identity")) return 0;
     if (strcasecmp(ce, "gzip") && strcasecmp(ce, "x-gzip") && strcasecmp(ce, "deflate")) {
-        j->status = 415;
+        j->code = PC_ENOTSUP;
         snprintf(j->err, sizeof j->err, "unsupported Content-Encoding \"%s\"", ce);
         return PC_ENOTSUP;
     }
     int rc = pc_gzip_inflate(*data, *len, cfg->http.max_body, inflated);
     if (rc == PC_E2BIG) {
-        j->status = 413;
+        j->code = PC_E2BIG;
         snprintf(j->err, sizeof j->err, "decompressed body exceeds max_request_body_size");
         return PC_E2BIG;
     }
     if (rc < 0) {
-        j->status = 400;
+        j->code = PC_EINVAL;
         snprintf(j->err, sizeof j->err, "invalid gzip body");
         return PC_EINVAL;
     }
@@ -155,145 +155,37 @@ static int request_body(job *j, pc_buf *inflated, const uint8_t **data, size_t *
 }
 
 /* A refusal by the decode budget: PC_E2BIG (413) over the request's limit, PC_EAGAIN (503) when
- * the decodes in flight leave no room now, with the job's status and message set; 0 when the
+ * the decodes in flight leave no room now, with the job's code and message set; 0 when the
  * budget did not refuse. */
 static int budget_refused(job *j)
 {
     if (j->budget->state == PC_OK) return 0;
     int rc = j->budget->state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG;
-    j->status = pc_receiver_http_status(rc);
+    j->code = rc;
     pc_budget_message(j->budget, "max_request_decoded_size", j->err, sizeof j->err);
     return rc;
 }
 
-/* Translate one pprof into the job's batch (appending). 0, or a PC_E* code with the job's status
- * (413, 422 or the budget's) and message set. */
-static int add_pprof(job *j, const uint8_t *data, size_t len, const char *const *keys,
-                     const char *const *vals, size_t n, const char *scope, const char *scope_ver)
+/* The HTTP status for a decode outcome, in one place (spec/pyroscope.md §1.8): PC_EBADMSG, a
+ * well-formed request whose profile cannot be decoded, is Pyroscope's 422; the other codes as
+ * every receiver answers them. */
+static int decode_status(int code)
 {
-    pyro_cfg *cfg = j->r->c->cfg;
-    pc_pprof_attr attrs[PC_INGEST_MAX_LABELS + 4];
-    for (size_t i = 0; i < n && i < PC_INGEST_MAX_LABELS + 4; i++)
-        attrs[i] = (pc_pprof_attr){keys[i], vals[i]};
-    pc_pprof_in_opts o = {.max_bytes = cfg->http.max_body,
-                          .resource_attrs = attrs,
-                          .n_resource_attrs =
-                              n < PC_INGEST_MAX_LABELS + 4 ? n : PC_INGEST_MAX_LABELS + 4,
-                          .scope_name = scope,
-                          .scope_version = scope_ver,
-                          .budget = j->budget};
-    pc_error e = {0};
-    int rc = pc_pprof_to_batch(data, len, &o, &j->rq.batch, &e);
-    if (rc < 0) {
-        int brc = budget_refused(j);
-        if (brc < 0) return brc;
-        j->status = rc == PC_E2BIG ? 413 : 422;
-        snprintf(j->err, sizeof j->err, "%s", e.msg);
-        return rc == PC_E2BIG ? PC_E2BIG : PC_EINVAL;
-    }
-    return 0;
+    return code == PC_EBADMSG ? 422 : pc_receiver_http_status(code);
 }
 
-/* A JFR part or body, gunzipped when it starts with the gzip magic (as the Java agent sends its
- * parts; a raw body too, more lenient than Pyroscope), capped at max_request_body_size. 0, or
- * PC_E2BIG (413) over the cap, PC_EINVAL (422, as Pyroscope answers) for a broken gzip, with the
- * job's status and message set. */
-static int jfr_gunzip(job *j, const char *what, const uint8_t **data, size_t *len, pc_buf *out)
+/* Decode data in format f into the job's batch (pprof appends). 0, or the format's outcome (the
+ * budget's, when it refused) with the job's code and message set. */
+static int run_format(job *j, const pc_format *f, const uint8_t *data, size_t len,
+                      const pc_format_opts *o)
 {
-    pyro_cfg *cfg = j->r->c->cfg;
-    if (!pc_is_gzip(*data, *len)) return 0;
-    int rc = pc_gzip_inflate(*data, *len, cfg->http.max_body, out);
-    if (rc == PC_E2BIG) {
-        j->status = 413;
-        snprintf(j->err, sizeof j->err, "%s: decompressed size exceeds max_request_body_size",
-                 what);
-        return PC_E2BIG;
-    }
-    if (rc < 0) {
-        j->status = 422;
-        snprintf(j->err, sizeof j->err, "%s: invalid gzip", what);
-        return PC_EINVAL;
-    }
-    *data = out->data;
-    *len = out->len;
-    return 0;
-}
-
-/* format=jfr (spec/jfr.md §1): the recording raw or as the multipart part `jfr`, with an optional
- * `labels` part (LabelsSnapshot protobuf); parts are found with or without filename=. Decoded on
- * this (pool) thread into j->rq.batch. Statuses as spec §1.4: 422 for anything undecodable (a
- * broken multipart body, a missing jfr part, a bad recording or labels part), 413 over a limit. */
-static void jfr_work(job *j, const uint8_t *body, size_t len, const char *ct, const char *rate,
-                     int64_t from, int64_t until, const char *const *keys, const char *const *vals,
-                     size_t na, const char *scope, const char *scope_ver)
-{
-    pyro_cfg *cfg = j->r->c->cfg;
-    pc_buf jfr_buf = {0}, labels_buf = {0};
-    const uint8_t *rec = body, *labels = NULL;
-    size_t rec_len = len, labels_len = 0;
-    if (ct && strstr(ct, "multipart/form-data")) {
-        char boundary[80];
-        pc_form_part parts[MAX_PARTS];
-        const pc_form_part *jp = NULL, *lp = NULL;
-        if (pc_multipart_boundary(ct, boundary, sizeof boundary)) {
-            j->status = 422;
-            snprintf(j->err, sizeof j->err, "malformed multipart content type header: no boundary");
-            goto out;
-        }
-        pc_error pe = {0};
-        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, &pe);
-        if (np < 0) {
-            j->status = 422;
-            snprintf(j->err, sizeof j->err, "%s", pe.msg);
-            goto out;
-        }
-        for (int i = 0; i < np; i++) {
-            if (!strcmp(parts[i].name, "jfr") && parts[i].len) jp = &parts[i];
-            if (!strcmp(parts[i].name, "labels") && parts[i].len) lp = &parts[i];
-        }
-        if (!jp) {
-            j->status = 422;
-            snprintf(j->err, sizeof j->err, "jfr field is required");
-            goto out;
-        }
-        rec = jp->data;
-        rec_len = jp->len;
-        if (lp) {
-            labels = lp->data;
-            labels_len = lp->len;
-            if (jfr_gunzip(j, "labels", &labels, &labels_len, &labels_buf)) goto out;
-        }
-    }
-    if (jfr_gunzip(j, "jfr", &rec, &rec_len, &jfr_buf)) goto out;
-
-    int64_t sample_rate = pc_ingest_sample_rate(rate);
-    if (sample_rate < 0) sample_rate = 100; /* as Pyroscope's JFR path: a negative one too */
-    pc_jfr_opts o = {.sample_rate = sample_rate,
-                     .time_ns = from,
-                     .duration_ns = until - from,
-                     .attr_keys = keys,
-                     .attr_vals = vals,
-                     .n_attrs = na,
-                     .scope_name = scope,
-                     .scope_version = scope_ver,
-                     .labels = labels,
-                     .labels_len = labels_len,
-                     .max_chunks = (size_t)cfg->jfr_max_chunks,
-                     .max_stack_depth = (size_t)cfg->jfr_max_stack_depth,
-                     .max_metadata_strings = (size_t)cfg->jfr_max_metadata_strings,
-                     .max_metadata_elements = (size_t)cfg->jfr_max_metadata_elements,
-                     .max_pool_entries = (size_t)cfg->jfr_max_pool_entries,
-                     .budget = j->budget};
     pc_error e = {0};
-    int rc = pc_jfr_to_batch(rec, rec_len, &o, &j->rq.batch, &j->jfr, &e);
-    if (rc < 0) {
-        if (budget_refused(j) < 0) goto out;
-        j->status = rc != PC_E2BIG ? 422 : 413; /* as Pyroscope: 422 for a bad recording */
-        snprintf(j->err, sizeof j->err, "jfr: %.500s", e.msg);
-    }
-out:
-    pc_buf_free(&jfr_buf);
-    pc_buf_free(&labels_buf);
+    int rc = f->decode(data, len, o, &j->rq.batch, &e);
+    if (rc == 0) return 0;
+    if (budget_refused(j)) return j->code;
+    j->code = rc;
+    snprintf(j->err, sizeof j->err, "%s", e.msg);
+    return rc;
 }
 
 /* pprof time_nanos 0 (or in 1970) takes from; a missing duration takes until - from. */
@@ -311,6 +203,92 @@ static void fix_times(pc_batch *b, size_t first_rp, int64_t from, int64_t until)
     }
 }
 
+/* What every format is read with, from the query: the name's labels and the spy as resource
+ * attributes, an explicit service name, the scope from otel.scope.*, times, rate, units. */
+static void ingest_opts(job *j, const pc_ingest_name *name, const char *spy, pc_format_attr *attrs,
+                        pc_format_opts *o)
+{
+    pyro_cfg *cfg = j->r->c->cfg;
+    o->attrs = attrs;
+    o->app = name->app;
+    o->scope_name = "profcol/pyroscope";
+    for (size_t i = 0; i < name->n; i++) {
+        if (!strcmp(name->keys[i], "otel.scope.name"))
+            o->scope_name = name->vals[i];
+        else if (!strcmp(name->keys[i], "otel.scope.version"))
+            o->scope_version = name->vals[i];
+        else if (!strcmp(name->keys[i], "service_name") || !strcmp(name->keys[i], "service.name"))
+            o->service = name->vals[i]; /* an explicit service name wins over the app name */
+        else
+            attrs[o->n_attrs++] = (pc_format_attr){name->keys[i], name->vals[i]};
+    }
+    attrs[o->n_attrs++] = (pc_format_attr){"pyroscope.spy", spy && *spy ? spy : "unknown"};
+    o->max_bytes = cfg->http.max_body;
+    o->jfr =
+        (pc_jfr_limits){(size_t)cfg->jfr_max_chunks, (size_t)cfg->jfr_max_stack_depth,
+                        (size_t)cfg->jfr_max_metadata_strings,
+                        (size_t)cfg->jfr_max_metadata_elements, (size_t)cfg->jfr_max_pool_entries};
+    o->budget = j->budget;
+    o->jfr_stats = &j->jfr;
+}
+
+/* A multipart/form-data upload (spec §1.5, spec/jfr.md §1), parsed once: *data, *len become the
+ * part holding format f, o->extra its second part; *config the pprof's sample_type_config part
+ * (or NULL). Parts are found with or without filename=, the last non-empty one of a name wins.
+ * 0, or f->form_code (a broken form: 422 for JFR, 400 for pprof) with the job's code set. */
+static int read_form(job *j, const pc_format *f, const char *ct, const uint8_t **data, size_t *len,
+                     pc_format_opts *o, const pc_form_part **config, pc_form_part *parts)
+{
+    char boundary[80];
+    pc_error e = {0};
+    const pc_form_part *part = NULL;
+    bool pprof = !strcmp(f->name, "pprof");
+    if (pc_multipart_boundary(ct, boundary, sizeof boundary))
+        FAIL(j, f->form_code, "malformed multipart content type header: no boundary");
+    int np = pc_multipart_parse(*data, *len, boundary, parts, MAX_PARTS, &e);
+    if (np < 0) FAIL(j, f->form_code, "%s", e.msg);
+    for (int i = 0; i < np; i++) {
+        if (!parts[i].len) continue;
+        if (!strcmp(parts[i].name, f->part))
+            part = &parts[i];
+        else if (f->extra_part && !strcmp(parts[i].name, f->extra_part))
+            o->extra = parts[i].data, o->extra_len = parts[i].len;
+        else if (pprof && !strcmp(parts[i].name, "sample_type_config"))
+            *config = &parts[i];
+        else if (pprof && !strcmp(parts[i].name, "prev_profile"))
+            FAIL(j, PC_EBADMSG,
+                 "unsupported client version: prev_profile (cumulative profiles) is not "
+                 "supported, upgrade the Pyroscope client");
+    }
+    if (!part) FAIL(j, f->form_code, "multipart form has no (non-empty) \"%s\" part", f->part);
+    *data = part->data;
+    *len = part->len;
+out:
+    return j->code;
+}
+
+/* A pprof upload's sample_type_config part (gzip or not) applied to the batch. 0, or PC_EINVAL
+ * (400) with the job's code set. */
+static int apply_config(job *j, const pc_form_part *config)
+{
+    pc_buf text = {0};
+    pc_error e = {0};
+    const uint8_t *cd = config->data;
+    size_t cl = config->len;
+    if (pc_is_gzip(cd, cl)) {
+        if (pc_gzip_inflate(cd, cl, 1 << 20, &text) < 0)
+            FAIL(j, PC_EINVAL, "sample_type_config: invalid gzip");
+        cd = text.data;
+        cl = text.len;
+    }
+    if (pc_ingest_apply_sample_type_config(j->rq.batch, 0, (const char *)cd, cl, &e) < 0)
+        FAIL(j, PC_EINVAL, "%s", e.msg);
+out:
+    pc_buf_free(&text);
+    return j->code;
+}
+
+/* /ingest: the format from format= and the Content-Type (pc_format_select), then its decoder. */
 static void ingest_work(job *j)
 {
     pc_http_req *req = j->req;
@@ -320,145 +298,50 @@ static void ingest_work(job *j)
     char *qrate = pc_http_req_query(req, "sampleRate"), *qspy = pc_http_req_query(req, "spyName");
     char *qunits = pc_http_req_query(req, "units");
     pc_buf inflated = {0};
-    char *service = NULL;
     int have_name = 0;
     pc_error e = {0};
-    if (!qname || !*qname) FAIL(j, 400, "name: service name is required");
-    if (pc_ingest_parse_name(qname, &name, &e) < 0) FAIL(j, 400, "%s", e.msg);
+    if (!qname || !*qname) FAIL(j, PC_EINVAL, "name: service name is required");
+    if (pc_ingest_parse_name(qname, &name, &e) < 0) FAIL(j, PC_EINVAL, "%s", e.msg);
     have_name = 1;
     int64_t now = now_ns();
     int64_t from = pc_ingest_parse_time(qfrom ? qfrom : "", now);
     int64_t until = pc_ingest_parse_time(quntil ? quntil : "", now);
-    if (from < 0) FAIL(j, 400, "from: invalid time \"%s\"", qfrom);
-    if (until < 0) FAIL(j, 400, "until: invalid time \"%s\"", quntil);
-    const char *format = qformat ? qformat : "";
+    if (from < 0) FAIL(j, PC_EINVAL, "from: invalid time \"%s\"", qfrom);
+    if (until < 0) FAIL(j, PC_EINVAL, "until: invalid time \"%s\"", quntil);
     const char *ct = pc_http_req_header(req, "content-type");
-    int multipart = ct && strstr(ct, "multipart/form-data") != NULL;
-
-    /* resource attributes: service.name, the name labels, the spy; scope from otel.scope.* */
-    const char *keys[PC_INGEST_MAX_LABELS + 4], *vals[PC_INGEST_MAX_LABELS + 4];
-    const char *scope = "profcol/pyroscope", *scope_ver = NULL;
-    size_t na = 0;
-    for (size_t i = 0; i < name.n; i++) {
-        if (!strcmp(name.keys[i], "otel.scope.name"))
-            scope = name.vals[i];
-        else if (!strcmp(name.keys[i], "otel.scope.version"))
-            scope_ver = name.vals[i];
-        else if (!strcmp(name.keys[i], "service_name") || !strcmp(name.keys[i], "service.name"))
-            continue; /* an explicit service name wins, below */
-        else {
-            keys[na] = name.keys[i];
-            vals[na++] = name.vals[i];
-        }
-    }
-    const char *svc = name.app;
-    for (size_t i = 0; i < name.n; i++)
-        if (!strcmp(name.keys[i], "service_name") || !strcmp(name.keys[i], "service.name"))
-            svc = name.vals[i];
-    keys[na] = "pyroscope.spy";
-    vals[na++] = qspy && *qspy ? qspy : "unknown";
+    pc_format_attr attrs[PC_INGEST_MAX_LABELS + 1];
+    pc_format_opts o = {.time_ns = from,
+                        .duration_ns = until - from,
+                        .sample_rate = pc_ingest_sample_rate(qrate),
+                        .units = qunits};
+    ingest_opts(j, &name, qspy, attrs, &o);
 
     const uint8_t *body;
     size_t len;
     if (request_body(j, &inflated, &body, &len)) goto out;
-
-    /* what the text formats and the legacy binary ones are read with */
-    pc_folded_opts text = {.app = name.app,
-                           .sample_rate = pc_ingest_sample_rate(qrate),
-                           .units = qunits,
-                           .time_ns = from,
-                           .duration_ns = until - from,
-                           .attr_keys = keys,
-                           .attr_vals = vals,
-                           .n_attrs = na,
-                           .scope_name = scope,
-                           .scope_version = scope_ver,
-                           .budget = j->budget};
-    pc_legacy_format legacy = pc_legacy_format_of(format, ct);
-    if (legacy) { /* trie, tree, speedscope: before every other format (spec §1.4) */
-        text.service = svc != name.app ? svc : NULL;
-        if (pc_legacy_to_batch(legacy, body, len, &text, &j->rq.batch, &e) < 0) {
-            if (budget_refused(j)) goto out;
-            /* as collapsed stacks: an unknown type suffix is a bad name (400), except that
-             * Pyroscope answers 422 for every speedscope error (spec §1.8) */
-            int bad_name =
-                legacy != PC_LEGACY_SPEEDSCOPE && !strncmp(e.msg, "unknown profile type", 20);
-            FAIL(j, e.code == PC_E2BIG ? 413 : bad_name ? 400 : 422, "%s", e.msg);
-        }
-    } else if (!strcmp(format, "jfr")) { /* before the Content-Type: format=jfr wins (§1.3) */
-        keys[na] = "service.name";
-        vals[na++] = svc;
-        jfr_work(j, body, len, ct, qrate, from, until, keys, vals, na, scope, scope_ver);
+    const pc_format *f = pc_format_select(qformat, ct);
+    pc_form_part parts[MAX_PARTS];
+    const pc_form_part *config = NULL;
+    if (f->part && ct && strstr(ct, "multipart/form-data") &&
+        read_form(j, f, ct, &body, &len, &o, &config, parts))
         goto out;
-    } else if (multipart) {
-        char boundary[80];
-        pc_form_part parts[MAX_PARTS];
-        if (pc_multipart_boundary(ct, boundary, sizeof boundary))
-            FAIL(j, 400, "malformed multipart content type header: no boundary");
-        int np = pc_multipart_parse(body, len, boundary, parts, MAX_PARTS, &e);
-        if (np < 0) FAIL(j, 400, "%s", e.msg);
-        const pc_form_part *profile = NULL, *config = NULL;
-        for (int i = 0; i < np; i++) {
-            if (!strcmp(parts[i].name, "profile") && parts[i].len)
-                profile = &parts[i];
-            else if (!strcmp(parts[i].name, "sample_type_config") && parts[i].len)
-                config = &parts[i];
-            else if (!strcmp(parts[i].name, "prev_profile") && parts[i].len)
-                FAIL(j, 422,
-                     "unsupported client version: prev_profile (cumulative profiles) is not "
-                     "supported, upgrade the Pyroscope client");
-        }
-        if (!profile) FAIL(j, 400, "multipart form has no (non-empty) \"profile\" part");
-        keys[na] = "service.name";
-        vals[na++] = svc;
-        if (add_pprof(j, profile->data, profile->len, keys, vals, na, scope, scope_ver)) goto out;
-        if (config) {
-            pc_buf cfgtext = {0};
-            const uint8_t *cd = config->data;
-            size_t cl = config->len;
-            if (pc_is_gzip(cd, cl)) {
-                if (pc_gzip_inflate(cd, cl, 1 << 20, &cfgtext) < 0) {
-                    pc_buf_free(&cfgtext);
-                    FAIL(j, 400, "sample_type_config: invalid gzip");
-                }
-                cd = cfgtext.data;
-                cl = cfgtext.len;
-            }
-            int rc = pc_ingest_apply_sample_type_config(j->rq.batch, 0, (const char *)cd, cl, &e);
-            pc_buf_free(&cfgtext);
-            if (rc < 0) FAIL(j, 400, "%s", e.msg);
-        }
-    } else if (!strcmp(format, "pprof")) {
-        keys[na] = "service.name";
-        vals[na++] = svc;
-        if (add_pprof(j, body, len, keys, vals, na, scope, scope_ver)) goto out;
-    } else { /* folded ("groups", "folded", "collapsed", none) or "lines" */
-        text.lines = !strcmp(format, "lines");
-        /* As Pyroscope answers (spec §1.6, §1.8): an unknown type suffix in the name is a bad
-         * name (400); a text parse error such as a bad count is an undecodable profile (422). */
-        if (pc_folded_to_batch((const char *)body, len, &text, &j->rq.batch, &service, &e) < 0) {
-            if (budget_refused(j)) goto out;
-            FAIL(j, strncmp(e.msg, "unknown profile type", 20) == 0 ? 400 : 422, "%s", e.msg);
-        }
-        if (svc != name.app) { /* explicit service name label overrides the app name */
-            pc_keyvalue *kv = j->rq.batch->req->resource_profiles[0]->resource->attributes[0];
-            kv->value->string_value = pc_arena_strndup(j->rq.batch->arena, svc, strlen(svc));
-        }
-    }
+    if (run_format(j, f, body, len, &o)) goto out;
+    if (config && apply_config(j, config)) goto out;
     fix_times(j->rq.batch, 0, from, until);
 out:
-    if (j->status && j->rq.batch) {
+    if (j->code && j->rq.batch) {
         pc_batch_unref(j->rq.batch);
         j->rq.batch = NULL;
     }
     if (have_name) pc_ingest_name_free(&name);
-    free(service);
     free(qname), free(qfrom), free(quntil), free(qformat), free(qrate), free(qspy), free(qunits);
     pc_buf_free(&inflated);
 }
 
 static void push_work(job *j)
 {
+    pyro_cfg *cfg = j->r->c->cfg;
+    const pc_format *pprof = pc_format_find("pprof");
     pc_buf inflated = {0};
     const uint8_t *body;
     size_t len;
@@ -471,56 +354,56 @@ static void push_work(job *j)
         if (pc_json_decode(&push__v1__push_request__descriptor, (const char *)body, len, a, &m,
                            &e) < 0) {
             if (budget_refused(j)) goto out;
-            FAIL(j, 400, "invalid PushRequest JSON: %.399s", e.msg);
+            FAIL(j, PC_EINVAL, "invalid PushRequest JSON: %.399s", e.msg);
         }
     } else {
         /* counted first (label strings checked for UTF-8, as Pyroscope's distributor does) */
         pc_proto_scan scan;
         if (pc_proto_scan_message(&push__v1__push_request__descriptor, body, len,
                                   PC_PROTO_MAX_DEPTH, &scan, &e) < 0)
-            FAIL(j, 400, "invalid PushRequest: %.399s", e.msg);
+            FAIL(j, PC_EINVAL, "invalid PushRequest: %.399s", e.msg);
         if (pc_budget_reserve(j->budget, scan.cost, "decoded PushRequest") < 0 && budget_refused(j))
             goto out;
         m = protobuf_c_message_unpack(&push__v1__push_request__descriptor, pc_arena_allocator(a),
                                       len, body);
         if (!m && budget_refused(j)) goto out;
-        if (!m) FAIL(j, 400, "invalid PushRequest: malformed protobuf");
+        if (!m) FAIL(j, PC_EINVAL, "invalid PushRequest: malformed protobuf");
     }
     const Push__V1__PushRequest *pr = (const Push__V1__PushRequest *)m;
     for (size_t s = 0; s < pr->n_series; s++) {
         const Push__V1__RawProfileSeries *ser = pr->series[s];
-        const char *keys[PC_INGEST_MAX_LABELS + 2], *vals[PC_INGEST_MAX_LABELS + 2];
-        size_t na = 0;
-        const char *svc = NULL, *scope = "profcol/pyroscope", *scope_ver = NULL;
+        pc_format_attr attrs[PC_INGEST_MAX_LABELS];
+        pc_format_opts o = {.attrs = attrs,
+                            .scope_name = "profcol/pyroscope",
+                            .max_bytes = cfg->http.max_body,
+                            .budget = j->budget};
+        const char *svc = NULL;
         for (size_t l = 0; l < ser->n_labels; l++) {
             const char *k = ser->labels[l]->name, *v = ser->labels[l]->value;
             if (!strcmp(k, "service_name"))
                 svc = v;
             else if (!strcmp(k, "otel_scope_name") || !strcmp(k, "otel.scope.name"))
-                scope = v;
+                o.scope_name = v;
             else if (!strcmp(k, "otel_scope_version") || !strcmp(k, "otel.scope.version"))
-                scope_ver = v;
+                o.scope_version = v;
             else if (!strncmp(k, "__", 2))
                 continue; /* __name__, __delta__: series internals */
-            else if (na < PC_INGEST_MAX_LABELS) {
-                keys[na] = k;
-                vals[na++] = v;
-            }
+            else if (o.n_attrs < PC_INGEST_MAX_LABELS)
+                attrs[o.n_attrs++] = (pc_format_attr){k, v};
         }
-        keys[na] = "service.name";
-        vals[na++] = svc && *svc ? svc : "unknown_service";
+        o.service = svc && *svc ? svc : "unknown_service"; /* written after the labels */
         for (size_t k = 0; k < ser->n_samples; k++) {
             const ProtobufCBinaryData *raw = &ser->samples[k]->raw_profile;
             if (!raw->len) continue;
-            if (add_pprof(j, raw->data, raw->len, keys, vals, na, scope, scope_ver)) {
-                if (j->status == 422) j->status = 400; /* Connect: invalid_argument */
+            if (run_format(j, pprof, raw->data, raw->len, &o)) {
+                if (j->code == PC_EBADMSG) j->code = PC_EINVAL; /* Connect: invalid_argument */
                 goto out;
             }
         }
     }
     if (!j->rq.batch) j->rq.batch = pc_batch_new(); /* nothing in it: still acknowledged */
 out:
-    if (j->status && j->rq.batch) {
+    if (j->code && j->rq.batch) {
         pc_batch_unref(j->rq.batch);
         j->rq.batch = NULL;
     }
@@ -530,24 +413,16 @@ out:
 
 static void pprof_work(job *j)
 {
+    pyro_cfg *cfg = j->r->c->cfg;
+    pc_format_opts o = {.scope_name = "profcol/pyroscope/httpserver",
+                        .max_bytes = cfg->http.max_body,
+                        .budget = j->budget};
     pc_buf inflated = {0};
     const uint8_t *body;
     size_t len;
     if (request_body(j, &inflated, &body, &len) == 0)
-        add_pprof(j, body, len, NULL, NULL, 0, "profcol/pyroscope/httpserver", NULL);
+        run_format(j, pc_format_find("pprof"), body, len, &o);
     pc_buf_free(&inflated);
-}
-
-/* The decode's HTTP status as the code the recipe carries (sdk/receiver.h). */
-static int status_code(int status)
-{
-    switch (status) {
-    case 413: return PC_E2BIG;
-    case 415: return PC_ENOTSUP;
-    case 422: return PC_EBADMSG;
-    case 503: return PC_EAGAIN;
-    default: return PC_EINVAL;
-    }
 }
 
 static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
@@ -559,8 +434,7 @@ static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
     case API_PUSH: push_work(j); break;
     case API_PPROF: pprof_work(j); break;
     }
-    if (!j->status) return 0;
-    return pc_error_set(e, status_code(j->status), "%s", j->err);
+    return j->code ? pc_error_set(e, j->code, "%s", j->err) : 0;
 }
 
 /* Connect error codes for the push API. */
@@ -608,12 +482,6 @@ static void respond_ok(job *j)
         pc_http_respond(j->req, 200, NULL, NULL, 0, NULL);
 }
 
-/* Pyroscope's statuses (spec §1.4): 422 for an undecodable profile, 400 for a bad request. */
-static int http_status(int st)
-{
-    return st == PC_EBADMSG ? 422 : pc_receiver_http_status(st);
-}
-
 static void answer(pc_receive *rq, int st, const char *msg)
 {
     job *j = (job *)rq;
@@ -625,7 +493,7 @@ static void answer(pc_receive *rq, int st, const char *msg)
     if (st == PC_OK)
         respond_ok(j);
     else
-        respond_error(j, http_status(st), msg);
+        respond_error(j, decode_status(st), msg);
     free(j);
 }
 
@@ -693,7 +561,7 @@ static void on_request(pc_http_req *req, void *arg)
     j->rq.who = req->peer;
     j->rq.max_decoded = pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body);
     j->rq.decoded_key = "max_request_decoded_size";
-    j->rq.invalid_code = PC_EBADMSG; /* a profile that fails validation: 422, as Pyroscope */
+    j->rq.invalid_code = PC_EBADMSG; /* decoded, but not valid data: as undecodable (422) */
     pc_receive_set_tenant(&j->rq, pc_http_req_header(req, PC_META_TENANT));
     pc_receive_start(&j->rq);
 }

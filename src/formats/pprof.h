@@ -1,5 +1,5 @@
 /* The one pprof <-> OTLP profiles translator, each way (ARCHITECTURE.md §3, spec/otlp-profiles.md
- * §3.1, §3.2, §4.1). Dictionary work goes through pdata/dict.h.
+ * §3.1, §3.2, §4.1): pprof.c in, pprof_out.c out. Dictionary work goes through pdata/dict.h.
  *
  * pprof -> OTLP: one Profile per pprof sample_type (sample j of the pprof is sample j of every
  * Profile, with values = [value[i]]); mappings, locations, functions, stacks, labels deduped into
@@ -21,41 +21,30 @@
  * `trace_id` (unless all-zero) and `span_id` (unless all-zero) in lowercase hex, replacing sample
  * attributes of those keys; the attributes above are turned back into pprof fields. Function,
  * location and mapping ids are 1..n in dictionary order; the string table is rebuilt. */
-#ifndef PC_PPROF_H
-#define PC_PPROF_H
+#ifndef PC_FORMATS_PPROF_H
+#define PC_FORMATS_PPROF_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/format.h"
 #include "pdata/pdata.h"
 
-#define PC_PPROF_DEFAULT_MAX_BYTES (64u << 20)
-
-typedef struct pc_pprof_attr {
-    const char *key, *value;
-} pc_pprof_attr;
-
-typedef struct pc_pprof_in_opts {
-    size_t max_bytes; /* cap on the pprof message size, after inflate; 0 = default (64 MiB) */
-    const pc_pprof_attr *resource_attrs; /* copied into Resource.attributes (key / string_value) */
-    size_t n_resource_attrs;
-    const char *scope_name, *scope_version; /* InstrumentationScope; NULL = unset */
-    /* the request's decode budget (docs/limits.md), or NULL: the pprof is counted before it is
-     * unpacked and again before it is translated; a new batch's arena stays charged to it until
-     * pc_batch_end_budget(). A refusal returns budget->state (PC_E2BIG or PC_EAGAIN). */
-    pc_budget *budget;
-} pc_pprof_in_opts;
+#define PC_PPROF_DEFAULT_MAX_BYTES PC_FORMAT_DEFAULT_MAX_BYTES
 
 /* Translate one pprof payload (raw protobuf, or gzip: detected by the magic 1f 8b) into a new
- * ResourceProfiles + ScopeProfiles appended to *out. When *out is NULL a new batch is created;
- * otherwise *out must be writable and its dictionary is extended. opts may be NULL.
- * Returns 0 on success; otherwise a code with a message in e (and *out unchanged): PC_EINVAL for
- * undecodable or invalid input (e.g. "pprof: sample 3 references unknown location id 77", or
- * invalid UTF-8 in a string, which Pyroscope refuses too), PC_E2BIG when the payload exceeds
- * max_bytes, or the budget's refusal (above). Safe on hostile input. */
-int pc_pprof_to_batch(const uint8_t *data, size_t len, const pc_pprof_in_opts *opts, pc_batch **out,
-                      pc_error *e);
+ * ResourceProfiles + ScopeProfiles appended to *out (format.h). When *out is NULL a new batch is
+ * created; otherwise *out must be writable and its dictionary is extended. Reads from o (may be
+ * NULL): attrs, then service.name (o->service, else o->app whole, when set), scope_name /
+ * scope_version, max_bytes (cap on the message after inflate; 0: 64 MiB) and budget (the pprof is
+ * counted before it is unpacked and again before it is translated). Returns 0; otherwise a code
+ * with a message in e (and *out unchanged): PC_EBADMSG for undecodable or invalid input (e.g.
+ * "pprof: sample 3 references unknown location id 77", or invalid UTF-8 in a string, which
+ * Pyroscope refuses too), PC_E2BIG when the payload exceeds max_bytes, or the budget's refusal
+ * (budget->state: PC_E2BIG or PC_EAGAIN). Safe on hostile input. */
+int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
+                    pc_error *e);
 
 /* One produced pprof, valid during the callback only. */
 typedef struct pc_pprof_out {

@@ -2,8 +2,8 @@
  * where they were learnt). Each decoder runs twice over its input: a first pass checks everything
  * and counts what the batch will hold, in time linear in the input and without building anything;
  * the count is reserved from the request's budget; a second pass builds the batch through the
- * collapsed-stacks builder (ingest.h). Scratch memory is charged to the budget as it is taken. */
-#include "receivers/pyroscope/legacy.h"
+ * stacks builder (folded.h). Scratch memory is charged to the budget as it is taken. */
+#include "formats/legacy.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -15,29 +15,9 @@
 
 #include "base/alloc.h"
 #include "base/utf8.h"
+#include "formats/folded.h"
 #include "pdata/dict.h"
 #include "pdata/json.h"
-
-pc_legacy_format pc_legacy_format_of(const char *format, const char *ct)
-{
-    if (!format) format = "";
-    if (!strcmp(format, "trie") || (ct && !strcmp(ct, "binary/octet-stream+trie")))
-        return PC_LEGACY_TRIE;
-    if (!strcmp(format, "tree") || (ct && !strcmp(ct, "binary/octet-stream+tree")))
-        return PC_LEGACY_TREE;
-    if (!strcmp(format, "speedscope")) return PC_LEGACY_SPEEDSCOPE;
-    return PC_LEGACY_NONE;
-}
-
-const char *pc_legacy_format_name(pc_legacy_format f)
-{
-    switch (f) {
-    case PC_LEGACY_TRIE: return "trie";
-    case PC_LEGACY_TREE: return "tree";
-    case PC_LEGACY_SPEEDSCOPE: return "speedscope";
-    default: return "";
-    }
-}
 
 /* ---- scratch memory, charged to the request's budget ---- */
 
@@ -59,7 +39,7 @@ static void scratch_free(pc_budget *b, void *p, size_t n)
 
 /* The budget refused: its state says why (PC_E2BIG over the request's limit, PC_EAGAIN no room
  * now among the decodes in flight). */
-static int over_budget(const pc_folded_opts *o, const char *fmt, pc_error *e)
+static int over_budget(const pc_format_opts *o, const char *fmt, pc_error *e)
 {
     const pc_budget *b = o->budget;
     return pc_error_set(e, b && b->state == PC_EAGAIN ? PC_EAGAIN : PC_E2BIG,
@@ -92,7 +72,7 @@ typedef struct level {
 } level;
 
 typedef struct twalk {
-    const pc_folded_opts *o;
+    const pc_format_opts *o;
     bool tree;
     const char *fmt;
     const uint8_t *p;
@@ -106,7 +86,7 @@ typedef struct twalk {
     /* pass 1 counts */
     size_t samples, stack_frames, frames, frame_bytes, max_nframes, max_stack;
     /* pass 2 (ib set): the key bytes, completed frames' locations root first, a stack */
-    pc_ingest_builder *ib;
+    pc_stacks_builder *ib;
     char *key;
     int32_t *locs, *stack;
 } twalk;
@@ -117,7 +97,7 @@ static int uvarint(twalk *w, uint64_t *v, const char *what, size_t node, pc_erro
     uint64_t x = 0;
     for (unsigned i = 0, s = 0; i < 10; i++, s += 7) {
         if (w->pos >= w->len)
-            return pc_error_set(e, PC_EINVAL, "%s: node at offset %zu: %s: truncated varint",
+            return pc_error_set(e, PC_EBADMSG, "%s: node at offset %zu: %s: truncated varint",
                                 w->fmt, node, what);
         uint8_t b = w->p[w->pos++];
         if (b < 0x80) {
@@ -127,7 +107,7 @@ static int uvarint(twalk *w, uint64_t *v, const char *what, size_t node, pc_erro
         }
         x |= (uint64_t)(b & 0x7f) << s;
     }
-    return pc_error_set(e, PC_EINVAL, "%s: node at offset %zu: %s: varint overflows 64 bits",
+    return pc_error_set(e, PC_EBADMSG, "%s: node at offset %zu: %s: varint overflows 64 bits",
                         w->fmt, node, what);
 }
 
@@ -136,10 +116,10 @@ static int uvarint(twalk *w, uint64_t *v, const char *what, size_t node, pc_erro
 static int check_name(const twalk *w, const char *s, size_t n, size_t node, pc_error *e)
 {
     if (!pc_utf8_valid(s, n))
-        return pc_error_set(e, PC_EINVAL, "%s: node at offset %zu: frame name is not valid UTF-8",
+        return pc_error_set(e, PC_EBADMSG, "%s: node at offset %zu: frame name is not valid UTF-8",
                             w->fmt, node);
     if (memchr(s, 0, n))
-        return pc_error_set(e, PC_EINVAL, "%s: node at offset %zu: frame name holds a NUL byte",
+        return pc_error_set(e, PC_EBADMSG, "%s: node at offset %zu: frame name holds a NUL byte",
                             w->fmt, node);
     return 0;
 }
@@ -154,7 +134,7 @@ static int frame_done(twalk *w, size_t start, size_t end, size_t node, pc_error 
     } else {
         int rc = check_name(w, w->key + start, end - start, node, e);
         if (rc < 0) return rc;
-        w->locs[w->nframes] = pc_ingest_frame(w->ib, w->key + start, end - start);
+        w->locs[w->nframes] = pc_stacks_frame(w->ib, w->key + start, end - start);
     }
     if (++w->nframes > w->max_nframes) w->max_nframes = w->nframes;
     return 0;
@@ -180,11 +160,11 @@ static int emit(twalk *w, uint64_t value, size_t node, pc_error *e)
 {
     int64_t v;
     if (value > INT64_MAX)
-        return pc_error_set(e, PC_EINVAL,
+        return pc_error_set(e, PC_EBADMSG,
                             "%s: node at offset %zu: value %llu overflows a 64-bit value", w->fmt,
                             node, (unsigned long long)value);
     if (!scale((int64_t)value, w->period, &v))
-        return pc_error_set(e, PC_EINVAL,
+        return pc_error_set(e, PC_EBADMSG,
                             "%s: node at offset %zu: value %llu x %lld ns (sampleRate) overflows a "
                             "64-bit value",
                             w->fmt, node, (unsigned long long)value, (long long)w->period);
@@ -200,11 +180,11 @@ static int emit(twalk *w, uint64_t value, size_t node, pc_error *e)
     if (tail) {
         int rc = check_name(w, w->key + w->frame_start, tail, node, e);
         if (rc < 0) return rc;
-        w->stack[n++] = pc_ingest_frame(w->ib, w->key + w->frame_start, tail);
+        w->stack[n++] = pc_stacks_frame(w->ib, w->key + w->frame_start, tail);
     }
     for (size_t i = w->nframes; i-- > 0;) /* leaf first */
         w->stack[n++] = w->locs[i];
-    pc_ingest_sample(w->ib, pc_dict_stack(w->ib->db, w->stack, n), v);
+    pc_stacks_sample(w->ib, pc_dict_stack(w->ib->db, w->stack, n), v);
     return 0;
 }
 
@@ -213,7 +193,7 @@ static int walk(twalk *w, pc_error *e)
 {
     pc_budget *budget = w->o->budget;
     w->pos = w->nlv = w->key_len = w->nframes = w->frame_start = 0;
-    if (w->tree && w->len == 0) return pc_error_set(e, PC_EINVAL, "tree: empty body, no root");
+    if (w->tree && w->len == 0) return pc_error_set(e, PC_EBADMSG, "tree: empty body, no root");
     while (w->pos < w->len || w->nlv > 0) {
         if (!pc_budget_ok(budget)) return over_budget(w->o, w->fmt, e);
         size_t node = w->pos;
@@ -221,7 +201,7 @@ static int walk(twalk *w, pc_error *e)
         int rc = uvarint(w, &name_len, "name length", node, e);
         if (rc < 0) return rc;
         if (name_len > w->len - w->pos)
-            return pc_error_set(e, PC_EINVAL,
+            return pc_error_set(e, PC_EBADMSG,
                                 "%s: node at offset %zu: name of %llu bytes runs past the end of "
                                 "the body (%zu bytes left)",
                                 w->fmt, node, (unsigned long long)name_len, w->len - w->pos);
@@ -232,7 +212,7 @@ static int walk(twalk *w, pc_error *e)
             return rc;
         /* a child takes at least 3 bytes */
         if (children > (w->len - w->pos) / 3)
-            return pc_error_set(e, PC_EINVAL,
+            return pc_error_set(e, PC_EBADMSG,
                                 "%s: node at offset %zu: %llu children cannot fit in the %zu bytes "
                                 "left",
                                 w->fmt, node, (unsigned long long)children, w->len - w->pos);
@@ -266,44 +246,44 @@ static int walk(twalk *w, pc_error *e)
         if (w->tree && w->nlv == 0) break; /* one tree per body */
     }
     if (w->pos < w->len)
-        return pc_error_set(e, PC_EINVAL, "tree: %zu bytes after the end of the tree (offset %zu)",
+        return pc_error_set(e, PC_EBADMSG, "tree: %zu bytes after the end of the tree (offset %zu)",
                             w->len - w->pos, w->pos);
     return 0;
 }
 
-static int tree_to_batch(bool tree, const uint8_t *p, size_t len, const pc_folded_opts *o,
+static int tree_to_batch(bool tree, const uint8_t *p, size_t len, const pc_format_opts *o,
                          pc_batch **out, pc_error *e)
 {
     const char *fmt = tree ? "tree" : "trie";
-    pc_ingest_builder ib = {0};
+    pc_stacks_builder ib = {0};
     twalk w = {.o = o, .tree = tree, .fmt = fmt, .p = p, .len = len};
     size_t key_cap = 0, locs_cap = 0, stack_cap = 0;
-    int rc = pc_ingest_profile_begin(&ib, o->app, o->sample_rate, o->units, e);
+    int rc = pc_stacks_profile_begin(&ib, o->app, o->sample_rate, o->units, e);
     if (rc < 0) return rc;
     w.period = ib.period;
     if ((rc = walk(&w, e)) < 0) goto out; /* pass 1: check and count */
     key_cap = len + 1;
     locs_cap = (w.max_nframes + 1) * sizeof(int32_t);
     stack_cap = (w.max_stack + 1) * sizeof(int32_t);
-    size_t est = pc_ingest_estimate(w.samples, w.stack_frames, w.frames, w.frame_bytes) + key_cap +
+    size_t est = pc_stacks_estimate(w.samples, w.stack_frames, w.frames, w.frame_bytes) + key_cap +
                  locs_cap + stack_cap;
-    if ((rc = pc_ingest_begin(&ib, o, est, tree ? "decoded tree" : "decoded trie", e)) < 0)
+    if ((rc = pc_stacks_begin(&ib, o, est, tree ? "decoded tree" : "decoded trie", e)) < 0)
         goto out;
     w.key = pc_xmalloc(key_cap);
     w.locs = pc_xmalloc(locs_cap);
     w.stack = pc_xmalloc(stack_cap);
     pc_budget_charge(o->budget, key_cap + locs_cap + stack_cap);
-    if ((rc = pc_ingest_profile_begin(&ib, o->app, o->sample_rate, o->units, e)) < 0) goto out;
+    if ((rc = pc_stacks_profile_begin(&ib, o->app, o->sample_rate, o->units, e)) < 0) goto out;
     w.ib = &ib;
     if ((rc = walk(&w, e)) < 0) goto out; /* pass 2: build */
     if (!pc_budget_ok(o->budget)) {
         rc = over_budget(o, fmt, e);
         goto out;
     }
-    pc_ingest_profile_end(&ib, NULL, NULL, 0);
-    *out = pc_ingest_finish(&ib);
+    pc_stacks_profile_end(&ib, NULL, NULL, 0);
+    *out = pc_stacks_finish(&ib);
 out:
-    if (rc < 0) pc_ingest_abort(&ib);
+    if (rc < 0) pc_stacks_abort(&ib);
     scratch_free(o->budget, w.lv, w.caplv * sizeof(level));
     if (w.key) {
         pc_budget_uncharge(o->budget, key_cap + locs_cap + stack_cap);
@@ -365,7 +345,7 @@ typedef struct ss_group {
 } ss_group;
 
 typedef struct ss {
-    const pc_folded_opts *o;
+    const pc_format_opts *o;
     pc_budget *budget;
     /* frames */
     size_t nframes;
@@ -421,7 +401,7 @@ static int typed(const json_t *obj, const char *key, json_type t, const char *pa
     json_t *v = member(obj, key);
     if (!v || json_is_null(v)) return 0;
     if (json_typeof(v) != t && !(t == JSON_REAL && json_is_number(v)))
-        return pc_error_set(e, PC_EINVAL, "speedscope: %s.%s: %s where %s belongs", path, key,
+        return pc_error_set(e, PC_EBADMSG, "speedscope: %s.%s: %s where %s belongs", path, key,
                             kind_name(v),
                             t == JSON_STRING  ? "a string"
                             : t == JSON_ARRAY ? "an array"
@@ -466,7 +446,7 @@ static int read_frames(ss *s, const json_t *root, pc_error *e)
         (rc = typed(shared, "frames", JSON_ARRAY, "$.shared", &frames, e)) < 0)
         return rc;
     s->nframes = frames ? json_array_size(frames) : 0;
-    if (s->nframes > INT32_MAX) return pc_error_set(e, PC_EINVAL, "speedscope: too many frames");
+    if (s->nframes > INT32_MAX) return pc_error_set(e, PC_EBADMSG, "speedscope: too many frames");
     size_t n = s->nframes ? s->nframes : 1;
     if (!scratch_grow(s->budget, (void **)&s->fname, 0, n * sizeof(*s->fname)))
         return over_budget(s->o, "speedscope", e);
@@ -477,7 +457,7 @@ static int read_frames(ss *s, const json_t *root, pc_error *e)
         s->fname[i] = NULL;
         if (json_is_null(f)) continue;
         if (!json_is_object(f))
-            return pc_error_set(e, PC_EINVAL, "speedscope: %s: %s where an object belongs", path,
+            return pc_error_set(e, PC_EBADMSG, "speedscope: %s: %s where an object belongs", path,
                                 kind_name(f));
         if ((rc = typed(f, "name", JSON_STRING, path, &s->fname[i], e)) < 0 ||
             (rc = typed(f, "file", JSON_STRING, path, &dummy, e)) < 0 ||
@@ -495,7 +475,7 @@ static int typed_elements(const json_t *a, json_type t, const char *path, pc_err
         const json_t *v = json_array_get(a, i);
         if (json_is_null(v) || json_typeof(v) == t || (t == JSON_REAL && json_is_number(v)))
             continue;
-        return pc_error_set(e, PC_EINVAL, "speedscope: %s[%zu]: %s where %s belongs", path, i,
+        return pc_error_set(e, PC_EBADMSG, "speedscope: %s[%zu]: %s where %s belongs", path, i,
                             kind_name(v), t == JSON_REAL ? "a number" : "an array");
     }
     return 0;
@@ -525,7 +505,7 @@ static int read_profiles(ss *s, const json_t *root, pc_error *e)
         snprintf(path, sizeof path, "$.profiles[%zu]", i);
         if (json_is_null(p)) continue;
         if (!json_is_object(p))
-            return pc_error_set(e, PC_EINVAL, "speedscope: %s: %s where an object belongs", path,
+            return pc_error_set(e, PC_EBADMSG, "speedscope: %s: %s where an object belongs", path,
                                 kind_name(p));
         if ((rc = typed(p, "type", JSON_STRING, path, &sp->type, e)) < 0 ||
             (rc = typed(p, "name", JSON_STRING, path, &sp->name, e)) < 0 ||
@@ -551,8 +531,8 @@ static int read_profiles(ss *s, const json_t *root, pc_error *e)
             snprintf(sub, sizeof sub, "%s.events[%zu]", path, k);
             if (json_is_null(ev)) continue;
             if (!json_is_object(ev))
-                return pc_error_set(e, PC_EINVAL, "speedscope: %s: %s where an object belongs", sub,
-                                    kind_name(ev));
+                return pc_error_set(e, PC_EBADMSG, "speedscope: %s: %s where an object belongs",
+                                    sub, kind_name(ev));
             if ((rc = typed(ev, "type", JSON_STRING, sub, &dummy, e)) < 0 ||
                 (rc = typed(ev, "at", JSON_REAL, sub, &dummy, e)) < 0 ||
                 (rc = typed(ev, "frame", JSON_REAL, sub, &dummy, e)) < 0)
@@ -645,12 +625,13 @@ static size_t child(ss *s, size_t parent, size_t fid)
 static int add_value(ss *s, const ss_group *g, size_t n, double v, const char *path, pc_error *e)
 {
     if (!(v < 9223372036854775808.0))
-        return pc_error_set(e, PC_EINVAL, "speedscope: %s: value %g does not fit 64 bits", path, v);
+        return pc_error_set(e, PC_EBADMSG, "speedscope: %s: value %g does not fit 64 bits", path,
+                            v);
     int64_t x = (int64_t)v; /* truncated, as Go's uint64(v) */
     if (!x) return 0;
     if (!scale(x, g->precision, &x) || !scale(x, g->period, &x) ||
         __builtin_add_overflow(s->nodes[n].value, x, &x))
-        return pc_error_set(e, PC_EINVAL,
+        return pc_error_set(e, PC_EBADMSG,
                             "speedscope: %s: value %g x %lld (unit) x %lld ns (sampleRate) "
                             "overflows a 64-bit value once summed",
                             path, v, (long long)g->precision,
@@ -664,7 +645,7 @@ static int frame_index(const ss *s, const json_t *v, size_t *fid, const char *pa
 {
     double f = trunc(num(v));
     if (!(f >= 0 && f < (double)s->nframes))
-        return pc_error_set(e, PC_EINVAL, "speedscope: %s: invalid frame %g (%zu frames)", path,
+        return pc_error_set(e, PC_EBADMSG, "speedscope: %s: invalid frame %g (%zu frames)", path,
                             num(v), s->nframes);
     *fid = (size_t)f;
     return 0;
@@ -688,16 +669,16 @@ static int evented(ss *s, ss_group *g, pc_error *e)
             size_t fid = 0; /* set by frame_index; -O3 cannot see that */
             int rc;
             if (at < last)
-                return pc_error_set(e, PC_EINVAL, "speedscope: %s: events out of order, %g < %g",
+                return pc_error_set(e, PC_EBADMSG, "speedscope: %s: events out of order, %g < %g",
                                     path, at, last);
             if ((rc = frame_index(s, json_is_number(frame) ? frame : NULL, &fid, path, e)) < 0)
                 return rc;
             if (str_is(type, "C")) {
                 if (cur == g->root)
-                    return pc_error_set(e, PC_EINVAL, "speedscope: %s: no open frame to close",
+                    return pc_error_set(e, PC_EBADMSG, "speedscope: %s: no open frame to close",
                                         path);
                 if (s->nodes[cur].fid != fid)
-                    return pc_error_set(e, PC_EINVAL,
+                    return pc_error_set(e, PC_EBADMSG,
                                         "speedscope: %s: closes frame %zu but frame %u is open",
                                         path, fid, s->nodes[cur].fid);
                 if ((rc = add_value(s, g, cur, at - last, path, e)) < 0) return rc;
@@ -710,8 +691,8 @@ static int evented(ss *s, ss_group *g, pc_error *e)
                 if ((cur = child(s, cur, fid)) == SIZE_MAX)
                     return over_budget(s->o, "speedscope", e);
             } else {
-                return pc_error_set(e, PC_EINVAL, "speedscope: %s: unknown event type \"%s\"", path,
-                                    str(type));
+                return pc_error_set(e, PC_EBADMSG, "speedscope: %s: unknown event type \"%s\"",
+                                    path, str(type));
             }
             last = at;
         }
@@ -728,7 +709,7 @@ static int sampled(ss *s, ss_group *g, pc_error *e)
         nweights += p->weights ? json_array_size(p->weights) : 0;
     }
     if (nsamples != nweights)
-        return pc_error_set(e, PC_EINVAL,
+        return pc_error_set(e, PC_EBADMSG,
                             "speedscope: $.profiles[%zu]: %zu samples but %zu weights",
                             s->order[g->first]->index, nsamples, nweights);
     /* samples and weights pair up across the merged profiles, in order */
@@ -744,7 +725,7 @@ static int sampled(ss *s, ss_group *g, pc_error *e)
             char path[96];
             snprintf(path, sizeof path, "$.profiles[%zu].samples[%zu]", p->index, k);
             if (w < 0)
-                return pc_error_set(e, PC_EINVAL, "speedscope: %s: negative weight %g", path, w);
+                return pc_error_set(e, PC_EBADMSG, "speedscope: %s: negative weight %g", path, w);
             const json_t *stack = json_array_get(p->samples, k);
             size_t cur = g->root;
             int rc;
@@ -784,11 +765,11 @@ static int read_groups(ss *s, pc_error *e)
         for (size_t u = 0; u < sizeof ss_units / sizeof ss_units[0]; u++)
             if (str_is(p->unit, ss_units[u].name)) g->unit = &ss_units[u];
         if (!g->unit)
-            return pc_error_set(e, PC_EINVAL, "speedscope: $.profiles[%zu]: unknown unit \"%s\"",
+            return pc_error_set(e, PC_EBADMSG, "speedscope: $.profiles[%zu]: unknown unit \"%s\"",
                                 p->index, str(p->unit));
         g->evented = str_is(p->type, "evented");
         if (!g->evented && !str_is(p->type, "sampled"))
-            return pc_error_set(e, PC_EINVAL,
+            return pc_error_set(e, PC_EBADMSG,
                                 "speedscope: $.profiles[%zu]: profile type \"%s\" is not supported",
                                 p->index, str(p->type));
         /* several profiles: each is named by its unit, e.g. app.milliseconds (a wall profile) */
@@ -803,8 +784,8 @@ static int read_groups(ss *s, pc_error *e)
         bool by_default = s->o->sample_rate == 100; /* Pyroscope cannot tell 100 from unset */
         g->rate = by_default ? g->unit->default_rate : s->o->sample_rate;
         g->precision = by_default ? g->unit->default_precision : g->unit->precision;
-        pc_ingest_builder probe = {0};
-        int rc = pc_ingest_profile_begin(&probe, g->app, g->rate, NULL, e);
+        pc_stacks_builder probe = {0};
+        int rc = pc_stacks_profile_begin(&probe, g->app, g->rate, NULL, e);
         if (rc < 0) return rc;
         g->period = probe.period;
         if ((g->root = new_node(s, UINT32_MAX, UINT32_MAX, 0)) == SIZE_MAX)
@@ -839,15 +820,15 @@ static int count(ss *s, pc_error *e)
     return 0;
 }
 
-static int32_t frame_loc(ss *s, pc_ingest_builder *ib, uint32_t fid)
+static int32_t frame_loc(ss *s, pc_stacks_builder *ib, uint32_t fid)
 {
     if (!s->floc[fid])
-        s->floc[fid] = pc_ingest_frame(ib, json_string_value(s->fname[fid]),
+        s->floc[fid] = pc_stacks_frame(ib, json_string_value(s->fname[fid]),
                                        json_string_length(s->fname[fid]));
     return s->floc[fid];
 }
 
-static int build(ss *s, pc_ingest_builder *ib, pc_error *e)
+static int build(ss *s, pc_stacks_builder *ib, pc_error *e)
 {
     int32_t *stack = pc_xmalloc((s->max_depth + 1) * sizeof(int32_t));
     int rc = 0;
@@ -855,7 +836,7 @@ static int build(ss *s, pc_ingest_builder *ib, pc_error *e)
         ss_group *g = &s->groups[gi];
         const ss_prof *p = s->order[g->first];
         const char *units = g->unit->default_rate == 0 ? "bytes" : "samples";
-        if ((rc = pc_ingest_profile_begin(ib, g->app, g->rate, units, e)) < 0) break;
+        if ((rc = pc_stacks_profile_begin(ib, g->app, g->rate, units, e)) < 0) break;
         for (size_t i = g->root; i < g->nodes_end; i++) {
             if (!s->nodes[i].value) continue;
             size_t n = 0;
@@ -864,22 +845,22 @@ static int build(ss *s, pc_ingest_builder *ib, pc_error *e)
                 if (s->fname[fid] && json_string_length(s->fname[fid]))
                     stack[n++] = frame_loc(s, ib, fid);
             }
-            pc_ingest_sample(ib, pc_dict_stack(ib->db, stack, n), s->nodes[i].value);
+            pc_stacks_sample(ib, pc_dict_stack(ib->db, stack, n), s->nodes[i].value);
         }
         if (!pc_budget_ok(s->budget)) rc = over_budget(s->o, "speedscope", e);
         /* keeps the other profiles of one upload apart, as Pyroscope's profile_name label */
         const char *key = "profile_name", *val = *str(p->name) ? str(p->name) : NULL;
-        pc_ingest_profile_end(ib, &key, &val, 1);
+        pc_stacks_profile_end(ib, &key, &val, 1);
     }
     free(stack);
     return rc;
 }
 
-static int speedscope_to_batch(const uint8_t *p, size_t len, const pc_folded_opts *o,
+static int speedscope_to_batch(const uint8_t *p, size_t len, const pc_format_opts *o,
                                pc_batch **out, pc_error *e)
 {
     ss s = {.o = o, .budget = o->budget};
-    pc_ingest_builder ib = {0};
+    pc_stacks_builder ib = {0};
     json_t *root = NULL;
     int rc;
     size_t scratch = 0;
@@ -891,11 +872,11 @@ static int speedscope_to_batch(const uint8_t *p, size_t len, const pc_folded_opt
                                  o->budget, &jerr);
     if (!root) {
         if (!pc_budget_ok(o->budget)) return over_budget(o, "speedscope", e);
-        return pc_error_set(e, PC_EINVAL, "speedscope: invalid JSON at line %d column %d: %s",
+        return pc_error_set(e, PC_EBADMSG, "speedscope: invalid JSON at line %d column %d: %s",
                             jerr.line, jerr.column, jerr.text);
     }
     if (!json_is_object(root) && !json_is_null(root)) {
-        rc = pc_error_set(e, PC_EINVAL, "speedscope: %s where an object belongs", kind_name(root));
+        rc = pc_error_set(e, PC_EBADMSG, "speedscope: %s where an object belongs", kind_name(root));
         goto out;
     }
     const json_t *schema;
@@ -906,21 +887,21 @@ static int speedscope_to_batch(const uint8_t *p, size_t len, const pc_folded_opt
         (rc = read_profiles(&s, json_is_object(root) ? root : NULL, e)) < 0)
         goto out;
     if (!str_is(schema, SCHEMA)) {
-        rc = pc_error_set(e, PC_EINVAL, "speedscope: unknown $schema \"%s\" (want %s)", str(schema),
-                          SCHEMA);
+        rc = pc_error_set(e, PC_EBADMSG, "speedscope: unknown $schema \"%s\" (want %s)",
+                          str(schema), SCHEMA);
         goto out;
     }
     if ((rc = read_groups(&s, e)) < 0 || (rc = count(&s, e)) < 0) goto out;
     scratch = (s.nframes ? s.nframes : 1) * sizeof(int32_t) + (s.max_depth + 1) * sizeof(int32_t);
-    size_t est = pc_ingest_estimate(s.samples, s.stack_frames, s.frames, s.frame_bytes) + scratch +
+    size_t est = pc_stacks_estimate(s.samples, s.stack_frames, s.frames, s.frame_bytes) + scratch +
                  s.ngroups * (2048 + (o->n_attrs + 3) * 256) /* a resource and profile each */;
-    if ((rc = pc_ingest_begin(&ib, o, est, "decoded speedscope", e)) < 0) goto out;
+    if ((rc = pc_stacks_begin(&ib, o, est, "decoded speedscope", e)) < 0) goto out;
     s.floc = pc_xcalloc(s.nframes ? s.nframes : 1, sizeof(int32_t));
     pc_budget_charge(o->budget, scratch);
     if ((rc = build(&s, &ib, e)) < 0) goto out;
-    *out = pc_ingest_finish(&ib);
+    *out = pc_stacks_finish(&ib);
 out:
-    if (rc < 0) pc_ingest_abort(&ib);
+    if (rc < 0) pc_stacks_abort(&ib);
     if (s.floc) {
         free(s.floc);
         pc_budget_uncharge(o->budget, scratch);
@@ -939,14 +920,40 @@ out:
     return rc;
 }
 
-int pc_legacy_to_batch(pc_legacy_format f, const uint8_t *body, size_t len, const pc_folded_opts *o,
-                       pc_batch **out, pc_error *e)
+/* o with an app name ("" when it has none): the builder and the speedscope names read it. */
+static const pc_format_opts *with_app(const pc_format_opts *o, pc_format_opts *tmp)
 {
+    if (o->app) return o;
+    *tmp = *o;
+    tmp->app = "";
+    return tmp;
+}
+
+int pc_trie_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
+                   pc_error *e)
+{
+    pc_format_opts tmp;
     *out = NULL;
-    switch (f) {
-    case PC_LEGACY_TRIE: return tree_to_batch(false, body, len, o, out, e);
-    case PC_LEGACY_TREE: return tree_to_batch(true, body, len, o, out, e);
-    case PC_LEGACY_SPEEDSCOPE: return speedscope_to_batch(body, len, o, out, e);
-    default: return pc_error_set(e, PC_EINVAL, "not a legacy format");
-    }
+    return tree_to_batch(false, data, len, with_app(o, &tmp), out, e);
+}
+
+int pc_tree_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
+                   pc_error *e)
+{
+    pc_format_opts tmp;
+    *out = NULL;
+    return tree_to_batch(true, data, len, with_app(o, &tmp), out, e);
+}
+
+int pc_speedscope_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
+                         pc_error *e)
+{
+    pc_format_opts tmp;
+    *out = NULL;
+    int rc = speedscope_to_batch(data, len, with_app(o, &tmp), out, e);
+    if (rc != PC_EINVAL) return rc;
+    /* the profile type comes from the body's units here, so an unknown one is undecodable data;
+     * Pyroscope answers 422 for every speedscope failure (spec §1.8) */
+    if (e) e->code = PC_EBADMSG;
+    return PC_EBADMSG;
 }
