@@ -40,6 +40,7 @@ typedef struct pc_format_attr {
 #define PC_JFR_DEFAULT_MAX_METADATA_STRINGS  65536
 #define PC_JFR_DEFAULT_MAX_METADATA_ELEMENTS 262144
 #define PC_JFR_DEFAULT_MAX_POOL_ENTRIES      4194304
+
 typedef struct pc_jfr_limits {
     size_t max_chunks;            /* chunks per recording */
     size_t max_stack_depth;       /* frames of one stack trace */

@@ -54,6 +54,9 @@ enum {
 #define M(s) (1u << (s))
 #define CORR (M(S_CTX) | M(S_SPAN) | M(S_SPAN_NAME) | M(S_TRACE_HI) | M(S_TRACE_LO))
 
+_Static_assert(PC_JFR_KIND_COUNT <= JFR_MAX_EVENTS, "the reader's table of event types");
+_Static_assert(S_COUNT <= JFR_MAX_SLOTS, "the reader's slots of an event");
+
 /* Bound by name and shape, as Pyroscope's parser binds them; a field of another shape is skipped
  * like an unknown one. */
 static const bind_spec event_spec[] = {

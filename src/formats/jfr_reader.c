@@ -60,139 +60,12 @@ static const bind_spec ftype_spec[] = {{"description", 0, B_STR, NULL}, {NULL, 0
 static const bind_spec *const pool_spec[P_COUNT] = {
     stack_spec, method_spec, class_spec, symbol_spec, state_spec, ftype_spec, NULL};
 
-/* ---- errors ---- */
-
-int jfr_at(jfr_reader *d, int code, size_t off, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return pc_error_set(d->e, code, "offset %zu: %s", off, msg);
-}
-
-int jfr_budget_error(jfr_reader *d)
-{
-    return pc_error_set(d->e, PC_E2BIG, "%s: over the decode budget",
-                        d->budget && d->budget->what[0] ? d->budget->what : "JFR recording");
-}
-
 static int work_error(jfr_reader *d, size_t off)
 {
     return jfr_at(d, PC_EBADMSG, off,
                   "decoding takes more than %" PRIu64
                   " steps for a %zu-byte recording (metadata with fields that read nothing?)",
                   d->max_work, d->len);
-}
-
-/* ---- memory ---- */
-
-static void charge(jfr_reader *d, size_t n)
-{
-    d->charged += n;
-    pc_budget_charge(d->budget, n);
-}
-
-static void uncharge(jfr_reader *d, size_t n)
-{
-    d->charged -= n;
-    pc_budget_uncharge(d->budget, n);
-}
-
-/* Grow *p (elements of size elem, capacity *cap) to hold need elements. */
-void *jfr_vgrow(jfr_reader *d, void *p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return p;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < need)
-        nc *= 2;
-    p = pc_xrealloc(p, nc * elem);
-    charge(d, (nc - *cap) * elem);
-    *cap = nc;
-    return p;
-}
-
-void jfr_vfree(jfr_reader *d, void *p, size_t cap, size_t elem)
-{
-    free(p);
-    uncharge(d, cap * elem);
-}
-
-static inline size_t umap_hash(uint64_t k)
-{
-    k *= 0x9E3779B97F4A7C15ULL;
-    return (size_t)(k ^ (k >> 29));
-}
-
-uint32_t jfr_umap_get(const umap *m, uint64_t k)
-{
-    if (!m->cap) return UINT32_MAX;
-    size_t mask = m->cap - 1;
-    for (size_t i = umap_hash(k) & mask;; i = (i + 1) & mask) {
-        if (!m->vals[i]) return UINT32_MAX;
-        if (m->keys[i] == k) return m->vals[i] - 1;
-    }
-}
-
-static void umap_insert_raw(umap *m, uint64_t k, uint32_t vplus1)
-{
-    size_t mask = m->cap - 1;
-    size_t i = umap_hash(k) & mask;
-    while (m->vals[i])
-        i = (i + 1) & mask;
-    m->keys[i] = k;
-    m->vals[i] = vplus1;
-}
-
-/* Insert k -> v; when k is present, replace its value only if replace. */
-void jfr_umap_put(jfr_reader *d, umap *m, uint64_t k, uint32_t v, bool replace)
-{
-    if (m->cap) {
-        size_t mask = m->cap - 1;
-        for (size_t i = umap_hash(k) & mask; m->vals[i]; i = (i + 1) & mask)
-            if (m->keys[i] == k) {
-                if (replace) m->vals[i] = v + 1;
-                return;
-            }
-    }
-    if ((m->n + 1) * 4 > m->cap * 3) {
-        umap old = *m;
-        m->cap = old.cap ? old.cap * 2 : 64;
-        m->keys = pc_xmalloc(m->cap * sizeof(uint64_t));
-        m->vals = pc_xcalloc(m->cap, sizeof(uint32_t));
-        charge(d, m->cap * (sizeof(uint64_t) + sizeof(uint32_t)));
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.vals[i]) umap_insert_raw(m, old.keys[i], old.vals[i]);
-        free(old.keys);
-        free(old.vals);
-        uncharge(d, old.cap * (sizeof(uint64_t) + sizeof(uint32_t)));
-    }
-    umap_insert_raw(m, k, v + 1);
-    m->n++;
-}
-
-void jfr_umap_free(jfr_reader *d, umap *m)
-{
-    free(m->keys);
-    free(m->vals);
-    uncharge(d, m->cap * (sizeof(uint64_t) + sizeof(uint32_t)));
-    memset(m, 0, sizeof *m);
-}
-
-/* Room for extra more bytes (and a NUL) after b->len. */
-char *jfr_sb_room(jfr_reader *d, sbuf *b, size_t extra)
-{
-    b->p = jfr_vgrow(d, b->p, &b->cap, b->len + extra + 1, 1);
-    return b->p + b->len;
-}
-
-void jfr_sb_put(jfr_reader *d, sbuf *b, const char *s, size_t n)
-{
-    char *w = jfr_sb_room(d, b, n);
-    if (n) memcpy(w, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
 }
 
 /* ---- primitives (§2.3, §2.4) ---- */
@@ -253,6 +126,79 @@ static void put_utf8(char *o, size_t *w, uint32_t cp)
 
 struct pentry *jfr_pool_get(jfr_reader *d, int p, uint64_t key);
 
+/* A string of encoding 3 (UTF-8) or 5 (Latin-1, converted into sb), its length first. */
+static int rd_bytes(jfr_reader *d, uint8_t enc, size_t start, size_t *pos, size_t end, sbuf *sb,
+                    const char **s, size_t *n)
+{
+    uint64_t len;
+    int rc;
+    if ((rc = jfr_rd_varint(d, pos, end, &len))) return rc;
+    if (len > end - *pos)
+        return jfr_at(d, PC_EBADMSG, start,
+                      "string of %" PRIu64 " bytes runs past the end of its record (at offset %zu)",
+                      len, end);
+    const uint8_t *b = d->buf + *pos;
+    *pos += (size_t)len;
+    if (!s) return 0;
+    if (enc == 3) {
+        *s = (const char *)b;
+        *n = (size_t)len;
+        return 0;
+    }
+    sb->len = 0;
+    char *o = jfr_sb_room(d, sb, (size_t)len * 2);
+    size_t w = 0;
+    for (size_t i = 0; i < len; i++)
+        put_utf8(o, &w, b[i]);
+    *s = o;
+    *n = w;
+    return 0;
+}
+
+/* A string of UTF-16 code units (encoding 4), one compressed integer each, converted into sb. */
+static int rd_utf16(jfr_reader *d, size_t start, size_t *pos, size_t end, sbuf *sb, const char **s,
+                    size_t *n)
+{
+    uint64_t len, u;
+    int rc;
+    if ((rc = jfr_rd_varint(d, pos, end, &len))) return rc;
+    if (len > end - *pos)
+        return jfr_at(d, PC_EBADMSG, start,
+                      "string of %" PRIu64
+                      " UTF-16 units runs past the end of its record (at offset %zu)",
+                      len, end);
+    if (!s) {
+        for (uint64_t i = 0; i < len; i++)
+            if ((rc = jfr_rd_varint(d, pos, end, &u))) return rc;
+        return 0;
+    }
+    sb->len = 0;
+    char *o = jfr_sb_room(d, sb, (size_t)len * 3); /* at most 3 bytes per unit */
+    size_t w = 0;
+    uint32_t hi = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        if ((rc = jfr_rd_varint(d, pos, end, &u))) return rc;
+        uint32_t c = (uint16_t)u;
+        if (hi) {
+            if (c >= 0xDC00 && c <= 0xDFFF) {
+                put_utf8(o, &w, 0x10000 + ((hi - 0xD800) << 10) + (c - 0xDC00));
+                hi = 0;
+                continue;
+            }
+            put_utf8(o, &w, 0xFFFD); /* a lone high surrogate */
+            hi = 0;
+        }
+        if (c >= 0xD800 && c <= 0xDBFF)
+            hi = c;
+        else
+            put_utf8(o, &w, c >= 0xDC00 && c <= 0xDFFF ? 0xFFFD : c);
+    }
+    if (hi) put_utf8(o, &w, 0xFFFD);
+    *s = o;
+    *n = w;
+    return 0;
+}
+
 /* The string at *pos: skipped when s is NULL; else *s, *n = its text (pointing into the input
  * for UTF-8, which the caller validates, or into sb, which is overwritten, for the converted
  * encodings); *s = NULL for the null string and for a key missing from the string pool. A
@@ -261,7 +207,6 @@ int jfr_rd_string(jfr_reader *d, size_t *pos, size_t end, sbuf *sb, const char *
                   bool pooled)
 {
     size_t start = *pos;
-    uint64_t len;
     int rc;
     if (s) {
         *s = NULL;
@@ -289,70 +234,9 @@ int jfr_rd_string(jfr_reader *d, size_t *pos, size_t end, sbuf *sb, const char *
         size_t p = (size_t)e->pos;
         return jfr_rd_string(d, &p, d->c->cend, sb, s, n, true);
     }
-    case 3:   /* UTF-8 bytes */
-    case 5: { /* Latin-1 bytes */
-        if ((rc = jfr_rd_varint(d, pos, end, &len))) return rc;
-        if (len > end - *pos)
-            return jfr_at(d, PC_EBADMSG, start,
-                          "string of %" PRIu64
-                          " bytes runs past the end of its record (at offset %zu)",
-                          len, end);
-        const uint8_t *b = d->buf + *pos;
-        *pos += (size_t)len;
-        if (!s) return 0;
-        if (enc == 3) {
-            *s = (const char *)b;
-            *n = (size_t)len;
-            return 0;
-        }
-        sb->len = 0;
-        char *o = jfr_sb_room(d, sb, (size_t)len * 2);
-        size_t w = 0;
-        for (size_t i = 0; i < len; i++)
-            put_utf8(o, &w, b[i]);
-        *s = o;
-        *n = w;
-        return 0;
-    }
-    case 4: { /* UTF-16 code units, one compressed integer each */
-        if ((rc = jfr_rd_varint(d, pos, end, &len))) return rc;
-        if (len > end - *pos)
-            return jfr_at(d, PC_EBADMSG, start,
-                          "string of %" PRIu64
-                          " UTF-16 units runs past the end of its record (at offset %zu)",
-                          len, end);
-        uint64_t u;
-        if (!s) {
-            for (uint64_t i = 0; i < len; i++)
-                if ((rc = jfr_rd_varint(d, pos, end, &u))) return rc;
-            return 0;
-        }
-        sb->len = 0;
-        char *o = jfr_sb_room(d, sb, (size_t)len * 3); /* at most 3 bytes per unit */
-        size_t w = 0;
-        uint32_t hi = 0;
-        for (uint64_t i = 0; i < len; i++) {
-            if ((rc = jfr_rd_varint(d, pos, end, &u))) return rc;
-            uint32_t c = (uint16_t)u;
-            if (hi) {
-                if (c >= 0xDC00 && c <= 0xDFFF) {
-                    put_utf8(o, &w, 0x10000 + ((hi - 0xD800) << 10) + (c - 0xDC00));
-                    hi = 0;
-                    continue;
-                }
-                put_utf8(o, &w, 0xFFFD); /* a lone high surrogate */
-                hi = 0;
-            }
-            if (c >= 0xD800 && c <= 0xDBFF)
-                hi = c;
-            else
-                put_utf8(o, &w, c >= 0xDC00 && c <= 0xDFFF ? 0xFFFD : c);
-        }
-        if (hi) put_utf8(o, &w, 0xFFFD);
-        *s = o;
-        *n = w;
-        return 0;
-    }
+    case 3: /* UTF-8 bytes */
+    case 5: /* Latin-1 bytes */ return rd_bytes(d, enc, start, pos, end, sb, s, n);
+    case 4: return rd_utf16(d, start, pos, end, sb, s, n);
     default:
         return jfr_at(d, PC_EBADMSG, start, "unknown string encoding %u (0 to 5 expected)", enc);
     }
@@ -636,6 +520,48 @@ static int meta_index(jfr_reader *d, meta *m, size_t *pos, size_t end, const cha
     return 0;
 }
 
+/* The attributes of a metadata element that a class or field is made of. */
+typedef struct eattrs {
+    const char *name, *id, *cls, *cpool, *dim;
+} eattrs;
+
+/* A class element becomes a type, a field element a field of the last type. */
+static int add_type(jfr_reader *d, int kind, size_t start, const eattrs *ea)
+{
+    const char *name = ea->name, *id = ea->id, *cls = ea->cls, *cpool = ea->cpool, *dim = ea->dim;
+    if (kind == E_CLASS) {
+        uint64_t tid;
+        if (parse_u64(id, &tid))
+            return jfr_at(d, PC_EBADMSG, start, "metadata class \"%s\" has no numeric id (\"%s\")",
+                          name ? name : "", id ? id : "");
+        d->c->types = jfr_vgrow(d, d->c->types, &d->c->types_cap, d->c->ntypes + 1, sizeof(jtype));
+        d->c->types[d->c->ntypes++] = (jtype){.id = tid,
+                                              .name = name ? name : "",
+                                              .first_field = (uint32_t)d->c->nfields,
+                                              .kind = K_STRUCT,
+                                              .pool = -1};
+    } else if (kind == E_FIELD) {
+        uint64_t tid, dimension = 0;
+        if (parse_u64(cls, &tid))
+            return jfr_at(d, PC_EBADMSG, start,
+                          "metadata field \"%s\" has no numeric class (\"%s\")", name ? name : "",
+                          cls ? cls : "");
+        if (dim && (parse_u64(dim, &dimension) || dimension > 1))
+            return jfr_at(d, PC_EBADMSG, start,
+                          "metadata field \"%s\" has dimension \"%s\" (0 or 1)", name ? name : "",
+                          dim);
+        d->c->fields =
+            jfr_vgrow(d, d->c->fields, &d->c->fields_cap, d->c->nfields + 1, sizeof(jfield));
+        d->c->fields[d->c->nfields++] = (jfield){.name = name ? name : "",
+                                                 .type_id = tid,
+                                                 .type = -1,
+                                                 .cpool = streq(cpool, "true"),
+                                                 .array = dimension == 1};
+        d->c->types[d->c->ntypes - 1].n_fields++;
+    }
+    return 0;
+}
+
 static int parse_element(jfr_reader *d, meta *m, size_t *pos, size_t end, int depth, int parent)
 {
     size_t start = *pos;
@@ -679,36 +605,9 @@ static int parse_element(jfr_reader *d, meta *m, size_t *pos, size_t end, int de
         else if (streq(k, "dimension"))
             dim = v;
     }
-    if (kind == E_CLASS) {
-        uint64_t tid;
-        if (parse_u64(id, &tid))
-            return jfr_at(d, PC_EBADMSG, start, "metadata class \"%s\" has no numeric id (\"%s\")",
-                          name ? name : "", id ? id : "");
-        d->c->types = jfr_vgrow(d, d->c->types, &d->c->types_cap, d->c->ntypes + 1, sizeof(jtype));
-        d->c->types[d->c->ntypes++] = (jtype){.id = tid,
-                                              .name = name ? name : "",
-                                              .first_field = (uint32_t)d->c->nfields,
-                                              .kind = K_STRUCT,
-                                              .pool = -1};
-    } else if (kind == E_FIELD) {
-        uint64_t tid, dimension = 0;
-        if (parse_u64(cls, &tid))
-            return jfr_at(d, PC_EBADMSG, start,
-                          "metadata field \"%s\" has no numeric class (\"%s\")", name ? name : "",
-                          cls ? cls : "");
-        if (dim && (parse_u64(dim, &dimension) || dimension > 1))
-            return jfr_at(d, PC_EBADMSG, start,
-                          "metadata field \"%s\" has dimension \"%s\" (0 or 1)", name ? name : "",
-                          dim);
-        d->c->fields =
-            jfr_vgrow(d, d->c->fields, &d->c->fields_cap, d->c->nfields + 1, sizeof(jfield));
-        d->c->fields[d->c->nfields++] = (jfield){.name = name ? name : "",
-                                                 .type_id = tid,
-                                                 .type = -1,
-                                                 .cpool = streq(cpool, "true"),
-                                                 .array = dimension == 1};
-        d->c->types[d->c->ntypes - 1].n_fields++;
-    }
+    if ((kind == E_CLASS || kind == E_FIELD) &&
+        (rc = add_type(d, kind, start, &(eattrs){name, id, cls, cpool, dim})))
+        return rc;
     if ((rc = jfr_rd_varint(d, pos, end, &nchild))) return rc;
     if (nchild > (end - *pos) / 3)
         return jfr_at(d, PC_EBADMSG, start,
@@ -955,7 +854,7 @@ static void chunk_free(jfr_reader *d, chunk *c)
     jfr_vfree(d, c->fields, c->fields_cap, sizeof(jfield));
     pc_arena_free(c->ca);
     free(c);
-    uncharge(d, sizeof(chunk));
+    jfr_uncharge(d, sizeof(chunk));
 }
 
 /* Decode the chunk at pos. prev is the chunk before it, freed here. */
@@ -968,7 +867,7 @@ static int parse_chunk(jfr_reader *d, size_t pos, size_t *next, chunk **prev)
      * in the chunk before (a monitor wait across a rotation) has none here and is dropped. */
     if (*prev) chunk_free(d, *prev);
     chunk *c = pc_xcalloc(1, sizeof *c);
-    charge(d, sizeof *c);
+    jfr_charge(d, sizeof *c);
     *prev = d->c = c;
     c->cstart = pos;
     c->cend = pos + (size_t)h.size;

@@ -151,7 +151,10 @@ int jfr_at(jfr_reader *d, int code, size_t off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int jfr_budget_error(jfr_reader *d);
 
-/* Memory charged to the budget: grow *p to hold need elements of elem bytes; free it. */
+/* Memory charged to the budget (jfr_util.c): n bytes more or fewer held; grow *p to hold need
+ * elements of elem bytes; free it. */
+void jfr_charge(jfr_reader *d, size_t n);
+void jfr_uncharge(jfr_reader *d, size_t n);
 void *jfr_vgrow(jfr_reader *d, void *p, size_t *cap, size_t need, size_t elem);
 void jfr_vfree(jfr_reader *d, void *p, size_t cap, size_t elem);
 /* u64 -> u32 hash map: the value, or UINT32_MAX; insert (replacing only if replace); free. */

@@ -437,6 +437,65 @@ static void resource_attrs(in_ctx *c, pc_resource *res, const pc_format_opts *op
     if (svc) res->attributes[nra - 1] = kv_str(c->a, "service.name", svc);
 }
 
+/* Sample j of the pprof becomes sample j of every profile, with values[0] = value[i]. */
+static int in_samples(in_ctx *c, pc_profile **profs, size_t nt)
+{
+    const pp_profile *p = c->p;
+    int rc;
+    for (size_t j = 0; j < p->n_sample; j++) {
+        BUDGET_CHECK(c);
+        const pp_sample *s = p->sample[j];
+        if (s->n_value != nt)
+            return FAIL(c, "pprof: sample %zu has %zu values, expected %zu (one per sample type)",
+                        j, s->n_value, nt);
+        c->tmp.n = 0;
+        for (size_t k = 0; k < s->n_location_id; k++) {
+            int32_t li;
+            if (!idmap_get(&c->locs, s->location_id[k], &li))
+                return FAIL(c, "pprof: sample %zu references unknown location id %" PRIu64, j,
+                            s->location_id[k]);
+            i32_push(&c->tmp, li);
+        }
+        int32_t stack = pc_dict_stack(c->db, c->tmp.v, c->tmp.n);
+        if ((rc = in_labels(c, s, j)) < 0) return rc;
+        for (size_t i = 0; i < nt; i++) {
+            pc_sample *o = pc_arena_alloc(c->a, sizeof *o);
+            opentelemetry__proto__profiles__v1development__sample__init(o);
+            o->stack_index = stack;
+            o->n_attribute_indices = c->tmp.n;
+            o->attribute_indices = dup_list(c->a, c->tmp.v, c->tmp.n);
+            o->n_values = 1;
+            o->values = pc_arena_alloc(c->a, sizeof(int64_t));
+            o->values[0] = s->value[i];
+            profs[i]->samples[j] = o;
+        }
+    }
+
+    return 0;
+}
+
+/* The scope: the caller's name and version, default_sample_type as an attribute. */
+static pc_scope *in_scope(in_ctx *c, const pc_format_opts *opts, int *rc)
+{
+    const pp_profile *p = c->p;
+    /* scope: default_sample_type */
+    pc_scope *scope = pc_arena_alloc(c->a, sizeof *scope);
+    opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
+    if (opts && opts->scope_name)
+        scope->name = pc_arena_strndup(c->a, opts->scope_name, strlen(opts->scope_name));
+    if (opts && opts->scope_version)
+        scope->version = pc_arena_strndup(c->a, opts->scope_version, strlen(opts->scope_version));
+    if (!str_ok(c, p->default_sample_type))
+        *rc = FAIL(c, "pprof: default_sample_type string index %" PRId64 " out of range",
+                   p->default_sample_type);
+    if (pstr(c, p->default_sample_type)[0]) {
+        scope->n_attributes = 1;
+        scope->attributes = pc_arena_alloc(c->a, sizeof(pc_keyvalue *));
+        scope->attributes[0] = kv_str(c->a, ATTR_DEFAULT_SAMPLE, pstr(c, p->default_sample_type));
+    }
+    return scope;
+}
+
 static int translate_in(in_ctx *c, pc_batch *b, const pc_format_opts *opts)
 {
     const pp_profile *p = c->p;
@@ -468,50 +527,9 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_format_opts *opts)
         profs[i] = o;
     }
 
-    for (size_t j = 0; j < p->n_sample; j++) {
-        BUDGET_CHECK(c);
-        const pp_sample *s = p->sample[j];
-        if (s->n_value != nt)
-            return FAIL(c, "pprof: sample %zu has %zu values, expected %zu (one per sample type)",
-                        j, s->n_value, nt);
-        c->tmp.n = 0;
-        for (size_t k = 0; k < s->n_location_id; k++) {
-            int32_t li;
-            if (!idmap_get(&c->locs, s->location_id[k], &li))
-                return FAIL(c, "pprof: sample %zu references unknown location id %" PRIu64, j,
-                            s->location_id[k]);
-            i32_push(&c->tmp, li);
-        }
-        int32_t stack = pc_dict_stack(c->db, c->tmp.v, c->tmp.n);
-        if ((rc = in_labels(c, s, j)) < 0) return rc;
-        for (size_t i = 0; i < nt; i++) {
-            pc_sample *o = pc_arena_alloc(c->a, sizeof *o);
-            opentelemetry__proto__profiles__v1development__sample__init(o);
-            o->stack_index = stack;
-            o->n_attribute_indices = c->tmp.n;
-            o->attribute_indices = dup_list(c->a, c->tmp.v, c->tmp.n);
-            o->n_values = 1;
-            o->values = pc_arena_alloc(c->a, sizeof(int64_t));
-            o->values[0] = s->value[i];
-            profs[i]->samples[j] = o;
-        }
-    }
-
-    /* scope: default_sample_type */
-    pc_scope *scope = pc_arena_alloc(c->a, sizeof *scope);
-    opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
-    if (opts && opts->scope_name)
-        scope->name = pc_arena_strndup(c->a, opts->scope_name, strlen(opts->scope_name));
-    if (opts && opts->scope_version)
-        scope->version = pc_arena_strndup(c->a, opts->scope_version, strlen(opts->scope_version));
-    if (!str_ok(c, p->default_sample_type))
-        return FAIL(c, "pprof: default_sample_type string index %" PRId64 " out of range",
-                    p->default_sample_type);
-    if (pstr(c, p->default_sample_type)[0]) {
-        scope->n_attributes = 1;
-        scope->attributes = pc_arena_alloc(c->a, sizeof(pc_keyvalue *));
-        scope->attributes[0] = kv_str(c->a, ATTR_DEFAULT_SAMPLE, pstr(c, p->default_sample_type));
-    }
+    if ((rc = in_samples(c, profs, nt)) < 0) return rc;
+    pc_scope *scope = in_scope(c, opts, &rc);
+    if (rc < 0) return rc;
     pc_scope_profiles *sp = pc_arena_alloc(c->a, sizeof *sp);
     opentelemetry__proto__profiles__v1development__scope_profiles__init(sp);
     sp->scope = scope;
@@ -572,30 +590,38 @@ static size_t translation_estimate(const pp_profile *p)
     return est;
 }
 
+/* The pprof message in data: inflated into raw when gzip, capped at max bytes. 0, PC_E2BIG or
+ * PC_EBADMSG. */
+static int message(const uint8_t *data, size_t len, size_t max, pc_buf *raw, const uint8_t **msg,
+                   size_t *mlen, pc_error *e)
+{
+    *msg = data;
+    *mlen = data ? len : 0;
+    if (data && pc_is_gzip(data, len)) {
+        int rc = pc_gzip_inflate(data, len, max, raw);
+        if (rc == PC_E2BIG)
+            return pc_error_set(e, PC_E2BIG, "pprof: inflated payload exceeds %zu bytes", max);
+        if (rc < 0) return pc_error_set(e, PC_EBADMSG, "pprof: corrupt gzip stream");
+        *msg = raw->data;
+        *mlen = raw->len;
+    } else if (len > max) {
+        return pc_error_set(e, PC_E2BIG, "pprof: payload exceeds %zu bytes", max);
+    }
+    if (*mlen == 0) return pc_error_set(e, PC_EBADMSG, "pprof: empty payload");
+    return 0;
+}
+
 int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts, pc_batch **out,
                     pc_error *e)
 {
     size_t max = opts && opts->max_bytes ? opts->max_bytes : PC_PPROF_DEFAULT_MAX_BYTES;
     pc_buf raw = {0};
-    const uint8_t *msg = data;
-    size_t mlen = len;
-    if (!data) mlen = 0;
-    if (data && pc_is_gzip(data, len)) {
-        int rc = pc_gzip_inflate(data, len, max, &raw);
-        if (rc < 0) {
-            pc_buf_free(&raw);
-            if (rc == PC_E2BIG)
-                return pc_error_set(e, PC_E2BIG, "pprof: inflated payload exceeds %zu bytes", max);
-            return pc_error_set(e, PC_EBADMSG, "pprof: corrupt gzip stream");
-        }
-        msg = raw.data;
-        mlen = raw.len;
-    } else if (len > max) {
-        return pc_error_set(e, PC_E2BIG, "pprof: payload exceeds %zu bytes", max);
-    }
-    if (mlen == 0) {
+    const uint8_t *msg;
+    size_t mlen;
+    int rc = message(data, len, max, &raw, &msg, &mlen, e);
+    if (rc < 0) {
         pc_buf_free(&raw);
-        return pc_error_set(e, PC_EBADMSG, "pprof: empty payload");
+        return rc;
     }
 
     /* counted before unpack allocates (strings checked for UTF-8, as Pyroscope requires); the
@@ -603,12 +629,11 @@ int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts,
     pc_budget *budget = opts ? opts->budget : NULL;
     pc_proto_scan scan;
     pc_error why = {0};
-    int rc = pc_proto_scan_message(&perftools__profiles__profile__descriptor, msg, mlen,
-                                   PC_PROTO_MAX_DEPTH, &scan, &why);
+    rc = pc_proto_scan_message(&perftools__profiles__profile__descriptor, msg, mlen,
+                               PC_PROTO_MAX_DEPTH, &scan, &why);
     if (rc < 0) {
         pc_buf_free(&raw);
-        /* invalid UTF-8 names its field (the scan's PC_EINVAL); anything else is just undecodable
-         */
+        /* invalid UTF-8 names its field (the scan's PC_EINVAL); the rest is just undecodable */
         return pc_error_set(e, PC_EBADMSG, "pprof: %s",
                             rc == PC_EINVAL ? why.msg : "undecodable protobuf");
     }

@@ -232,7 +232,8 @@ static void mark_used(out_ctx *o, const pc_profile *p)
     assign_ids(o->fid, &o->tf);
 }
 
-static void out_tables(out_ctx *o, pp_profile *pp)
+/* The mappings used, with their attributes turned back into pprof fields. */
+static void out_mappings(out_ctx *o, pp_profile *pp)
 {
     pp->n_mapping = o->tm.n;
     pp->mapping = o->tm.n ? pc_arena_alloc(o->a, o->tm.n * sizeof(pp_mapping *)) : NULL;
@@ -270,7 +271,10 @@ static void out_tables(out_ctx *o, pp_profile *pp)
         }
         pp->mapping[i] = x;
     }
+}
 
+static void out_functions(out_ctx *o, pp_profile *pp)
+{
     pp->n_function = o->tf.n;
     pp->function = o->tf.n ? pc_arena_alloc(o->a, o->tf.n * sizeof(pp_function *)) : NULL;
     for (size_t i = 0; i < o->tf.n; i++) {
@@ -286,7 +290,10 @@ static void out_tables(out_ctx *o, pp_profile *pp)
         }
         pp->function[i] = x;
     }
+}
 
+static void out_locations(out_ctx *o, pp_profile *pp)
+{
     pp->n_location = o->tl.n;
     pp->location = o->tl.n ? pc_arena_alloc(o->a, o->tl.n * sizeof(pp_location *)) : NULL;
     for (size_t i = 0; i < o->tl.n; i++) {
@@ -323,6 +330,14 @@ static void out_tables(out_ctx *o, pp_profile *pp)
         }
         pp->location[i] = x;
     }
+}
+
+/* The mapping, function and location tables of the pprof, ids 1..n in dictionary order. */
+static void out_tables(out_ctx *o, pp_profile *pp)
+{
+    out_mappings(o, pp);
+    out_functions(o, pp);
+    out_locations(o, pp);
 }
 
 /* drop/keep frames, doc url, comments from the profile attributes. */
