@@ -23,35 +23,43 @@ typedef struct telemetry_cfg {
 static const char *const encodings[] = {"console", "json", NULL};
 static const char *const metrics_levels[] = {"none", "basic", "normal", "detailed", NULL};
 
+/* A row; its doc is for the reader here (service::telemetry is not in docs/components.md). */
 #define K(key, type, def, field, doc)                                                              \
     {                                                                                              \
         key, type, def, offsetof(telemetry_cfg, field), doc, NULL                                  \
     }
+
 static const pc_cfg_key telemetry_table[] = {
+    /* logs: to stderr, as text or JSON, from a level */
     K("logs.level", PC_CFG_NODE, NULL, log_level, "debug, info, warn or error"),
     {"logs.encoding", PC_CFG_ENUM, "console", offsetof(telemetry_cfg, log_encoding),
      "console (text lines) or json", encodings},
+    K("logs.output_paths", PC_CFG_NODE, NULL, output_paths, "[stderr] only"),
+    K("logs.error_output_paths", PC_CFG_NODE, NULL, error_output_paths, "[stderr] only"),
+    /* switches: development and sampling off only; disable_caller and disable_stacktrace
+     * either way (profcol's lines carry no caller and no stack trace) */
     K("logs.development", PC_CFG_BOOL, "false", development, "false only"),
-    /* profcol's lines carry no caller and no stack trace: either value is what it does */
     K("logs.disable_caller", PC_CFG_BOOL, "false", disable_caller, "accepted"),
     K("logs.disable_stacktrace", PC_CFG_BOOL, "false", disable_stacktrace, "accepted"),
     K("logs.sampling.enabled", PC_CFG_BOOL, "false", sampling, "false only"),
-    K("logs.sampling.tick", PC_CFG_NODE, NULL, sampling_rest, "accepted (no sampling)"),
-    K("logs.sampling.initial", PC_CFG_NODE, NULL, sampling_rest, "accepted (no sampling)"),
-    K("logs.sampling.thereafter", PC_CFG_NODE, NULL, sampling_rest, "accepted (no sampling)"),
-    K("logs.output_paths", PC_CFG_NODE, NULL, output_paths, "[stderr] only"),
-    K("logs.error_output_paths", PC_CFG_NODE, NULL, error_output_paths, "[stderr] only"),
+    /* sampling's parameters: accepted, nothing is sampled */
+    K("logs.sampling.tick", PC_CFG_NODE, NULL, sampling_rest, "accepted"),
+    K("logs.sampling.initial", PC_CFG_NODE, NULL, sampling_rest, "accepted"),
+    K("logs.sampling.thereafter", PC_CFG_NODE, NULL, sampling_rest, "accepted"),
+    /* what profcol does not have: refused unless empty */
     K("logs.initial_fields", PC_CFG_NODE, NULL, initial_fields, "not supported"),
     K("logs.processors", PC_CFG_NODE, NULL, log_processors, "not supported"),
+    K("metrics.views", PC_CFG_NODE, NULL, views, "not supported"),
+    K("traces.processors", PC_CFG_NODE, NULL, traces_processors, "not supported"),
+    K("traces.propagators", PC_CFG_NODE, NULL, propagators, "not supported"),
+    K("resource", PC_CFG_NODE, NULL, resource, "not supported"),
+    /* metrics: served as Prometheus text, unless level is none */
     {"metrics.level", PC_CFG_ENUM, "normal", offsetof(telemetry_cfg, metrics_level),
      "none turns the endpoint off", metrics_levels},
     K("metrics.address", PC_CFG_NODE, NULL, address, "host:port (default localhost:8888)"),
     K("metrics.readers", PC_CFG_NODE, NULL, readers, "one pull reader with a prometheus exporter"),
-    K("metrics.views", PC_CFG_NODE, NULL, views, "not supported"),
+    /* traces: profcol does not trace itself */
     K("traces.level", PC_CFG_NODE, NULL, traces_level, "none only"),
-    K("traces.processors", PC_CFG_NODE, NULL, traces_processors, "not supported"),
-    K("traces.propagators", PC_CFG_NODE, NULL, propagators, "not supported"),
-    K("resource", PC_CFG_NODE, NULL, resource, "not supported"),
     {0},
 };
 
