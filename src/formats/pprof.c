@@ -112,7 +112,7 @@ static int str_ok(const in_ctx *c, int64_t idx)
 
 static const char *pstr(const in_ctx *c, int64_t idx)
 {
-    return idx > 0 && (uint64_t)idx < c->p->n_string_table ? nz(c->p->string_table[idx]) : "";
+    return idx > 0 && (uint64_t)idx < c->p->n_string_table ? pc_nz(c->p->string_table[idx]) : "";
 }
 
 /* Dictionary index of pprof string idx; -1 with an error (PC_EBADMSG) in c->e naming what
@@ -125,7 +125,7 @@ static int32_t sidx(in_ctx *c, int64_t idx, const char *what, size_t which)
              idx, c->p->n_string_table);
         return -1;
     }
-    if (c->smap[idx] < 0) c->smap[idx] = pc_dict_cstring(c->db, nz(c->p->string_table[idx]));
+    if (c->smap[idx] < 0) c->smap[idx] = pc_dict_cstring(c->db, pc_nz(c->p->string_table[idx]));
     return c->smap[idx];
 }
 
@@ -133,7 +133,7 @@ static pc_anyvalue str_value(const char *s)
 {
     pc_anyvalue v;
     opentelemetry__proto__common__v1__any_value__init(&v);
-    v.value_case = AV(STRING_VALUE);
+    v.value_case = PC_AV(STRING_VALUE);
     v.string_value = (char *)s;
     return v;
 }
@@ -142,7 +142,7 @@ static pc_anyvalue int_value(int64_t x)
 {
     pc_anyvalue v;
     opentelemetry__proto__common__v1__any_value__init(&v);
-    v.value_case = AV(INT_VALUE);
+    v.value_case = PC_AV(INT_VALUE);
     v.int_value = x;
     return v;
 }
@@ -302,7 +302,7 @@ static int label_group(in_ctx *c, size_t si, const lab *g, size_t n, int32_t *ou
     arr.values = ptrs;
     pc_anyvalue v;
     opentelemetry__proto__common__v1__any_value__init(&v);
-    v.value_case = AV(ARRAY_VALUE);
+    v.value_case = PC_AV(ARRAY_VALUE);
     v.array_value = &arr;
     *out = pc_dict_attribute(c->db, g[0].key, &v, unit_idx);
     free(vals);
@@ -401,7 +401,7 @@ static int in_profile_attrs(in_ctx *c)
             arr.values = ptrs;
             pc_anyvalue v;
             opentelemetry__proto__common__v1__any_value__init(&v);
-            v.value_case = AV(ARRAY_VALUE);
+            v.value_case = PC_AV(ARRAY_VALUE);
             v.array_value = &arr;
             i32_push(&c->tmp,
                      pc_dict_attribute(c->db, pc_dict_cstring(c->db, ATTR_COMMENT), &v, 0));
@@ -417,9 +417,9 @@ static pc_keyvalue *kv_str(pc_arena *a, const char *key, const char *val)
 {
     pc_keyvalue *kv = pc_arena_alloc(a, sizeof *kv);
     opentelemetry__proto__common__v1__key_value__init(kv);
-    kv->key = pc_arena_strndup(a, nz(key), strlen(nz(key)));
+    kv->key = pc_arena_strndup(a, pc_nz(key), strlen(pc_nz(key)));
     kv->value = pc_arena_alloc(a, sizeof *kv->value);
-    *kv->value = str_value(pc_arena_strndup(a, nz(val), strlen(nz(val))));
+    *kv->value = str_value(pc_arena_strndup(a, pc_nz(val), strlen(pc_nz(val))));
     return kv;
 }
 
@@ -499,7 +499,7 @@ static pc_scope *in_scope(in_ctx *c, const pc_format_opts *opts, int *rc)
 static int translate_in(in_ctx *c, pc_batch *b, const pc_format_opts *opts)
 {
     const pp_profile *p = c->p;
-    if (p->n_string_table > 0 && nz(p->string_table[0])[0] != 0)
+    if (p->n_string_table > 0 && pc_nz(p->string_table[0])[0] != 0)
         return FAIL(c, "pprof: string_table[0] must be empty");
     int rc = 0;
     if ((rc = in_mappings(c)) < 0 || (rc = in_functions(c)) < 0 || (rc = in_locations(c)) < 0)
@@ -583,7 +583,7 @@ static size_t translation_estimate(const pp_profile *p)
     est += p->n_mapping * (R16(sizeof(pc_mapping)) + R16(5 * sizeof(int32_t)) + entry +
                            5 * (R16(sizeof(pc_kvu)) + R16(sizeof(pc_anyvalue)) + entry));
     for (size_t i = 0; i < p->n_string_table; i++)
-        est += R16(strlen(nz(p->string_table[i])) + 1) + entry;
+        est += R16(strlen(pc_nz(p->string_table[i])) + 1) + entry;
     /* pc_dict_builder_finish: a snapshot of every table's pointers */
     est += (p->n_string_table + p->n_location + p->n_function + p->n_mapping + 2 * p->n_sample) *
            sizeof(void *);

@@ -31,13 +31,6 @@ typedef Perftools__Profiles__Function pp_function;
 #define ATTR_COMMENT        "pprof.profile.comment"
 #define ATTR_DEFAULT_SAMPLE "pprof.scope.default_sample_type"
 
-#define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
-
-static inline const char *nz(const char *s)
-{
-    return s ? s : "";
-}
-
 /* ---- small growable vectors (malloc-owned) ---------------------------------------------- */
 
 typedef struct i32vec {

@@ -30,7 +30,7 @@ typedef struct out_ctx {
 
 static const char *dstr(const out_ctx *o, int32_t idx)
 {
-    return idx > 0 && (size_t)idx < o->n_str ? nz(o->d->string_table[idx]) : "";
+    return idx > 0 && (size_t)idx < o->n_str ? pc_nz(o->d->string_table[idx]) : "";
 }
 
 static const pc_kvu *dattr(const out_ctx *o, int32_t idx)
@@ -52,14 +52,14 @@ static const pc_location *dloc(const out_ctx *o, int32_t idx)
 static const char *any_str(const out_ctx *o, const pc_anyvalue *v)
 {
     if (!v) return NULL;
-    if (v->value_case == AV(STRING_VALUE)) return nz(v->string_value);
-    if (v->value_case == AV(STRING_VALUE_STRINDEX)) return dstr(o, v->string_value_strindex);
+    if (v->value_case == PC_AV(STRING_VALUE)) return pc_nz(v->string_value);
+    if (v->value_case == PC_AV(STRING_VALUE_STRINDEX)) return dstr(o, v->string_value_strindex);
     return NULL;
 }
 
 static int any_true(const pc_anyvalue *v)
 {
-    return v && v->value_case == AV(BOOL_VALUE) && v->bool_value;
+    return v && v->value_case == PC_AV(BOOL_VALUE) && v->bool_value;
 }
 
 /* pprof string index of dictionary string idx. */
@@ -134,24 +134,24 @@ static void value_label(out_ctx *o, ptrvec *labels, int64_t key, const pc_anyval
     const char *s = any_str(o, v);
     pp_label *l;
     switch (v->value_case) {
-    case AV(STRING_VALUE):
-    case AV(STRING_VALUE_STRINDEX): break;
-    case AV(INT_VALUE):
+    case PC_AV(STRING_VALUE):
+    case PC_AV(STRING_VALUE_STRINDEX): break;
+    case PC_AV(INT_VALUE):
         l = new_label(o, key);
         l->num = v->int_value;
         l->num_unit = ostr(o, unit);
         ptr_push(labels, l);
         return;
-    case AV(BOOL_VALUE): s = v->bool_value ? "true" : "false"; break;
-    case AV(DOUBLE_VALUE):
+    case PC_AV(BOOL_VALUE): s = v->bool_value ? "true" : "false"; break;
+    case PC_AV(DOUBLE_VALUE):
         snprintf(buf, sizeof buf, "%.17g", v->double_value);
         s = buf;
         break;
-    case AV(ARRAY_VALUE):
+    case PC_AV(ARRAY_VALUE):
         if (v->array_value)
             for (size_t i = 0; i < v->array_value->n_values; i++) {
                 const pc_anyvalue *e = v->array_value->values[i];
-                if (e && e->value_case != AV(ARRAY_VALUE)) value_label(o, labels, key, e, unit);
+                if (e && e->value_case != PC_AV(ARRAY_VALUE)) value_label(o, labels, key, e, unit);
             }
         return;
     default: return;
@@ -360,7 +360,7 @@ static void out_profile_attrs(out_ctx *o, const pc_profile *p, pp_profile *pp)
             /* semconv string[]; the contrib translator writes pprof.profile.comment.<i> */
             if (sv) ptr_push(&comments, (void *)sv);
             const pc_anyvalue *v = kv->value;
-            if (v && v->value_case == AV(ARRAY_VALUE) && v->array_value)
+            if (v && v->value_case == PC_AV(ARRAY_VALUE) && v->array_value)
                 for (size_t i = 0; i < v->array_value->n_values; i++) {
                     const char *e = any_str(o, v->array_value->values[i]);
                     if (e) ptr_push(&comments, (void *)e);

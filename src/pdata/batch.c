@@ -102,6 +102,16 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key)
     return NULL;
 }
 
+void pc_batch_set_tenant(pc_batch *b, const char *tenant)
+{
+    if (tenant && *tenant) pc_batch_set_meta(b, PC_META_TENANT, tenant);
+}
+
+const char *pc_batch_tenant(const pc_batch *b)
+{
+    return pc_batch_get_meta(b, PC_META_TENANT);
+}
+
 void pc_batch_copy_meta(const pc_batch *from, pc_batch *to)
 {
     for (size_t i = 0; i < from->meta.n; i++)

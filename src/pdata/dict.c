@@ -74,11 +74,6 @@ static inline uint32_t fold(uint64_t h)
     return (uint32_t)(h ^ (h >> 32));
 }
 
-static const char *nz(const char *s)
-{
-    return s ? s : "";
-}
-
 static uint64_t h_any(uint64_t h, const pc_anyvalue *v)
 {
     int c = v ? (int)v->value_case : 0;
@@ -86,7 +81,7 @@ static uint64_t h_any(uint64_t h, const pc_anyvalue *v)
     if (!v) return h;
     switch (v->value_case) {
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE: {
-        const char *s = nz(v->string_value);
+        const char *s = pc_nz(v->string_value);
         return mix_bytes(h, s, strlen(s));
     }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
@@ -113,7 +108,7 @@ static uint64_t h_any(uint64_t h, const pc_anyvalue *v)
                 h = mix(h, 0);
                 continue;
             }
-            const char *k = nz(kv->key);
+            const char *k = pc_nz(kv->key);
             h = mix_bytes(mix(h, strlen(k)), k, strlen(k));
             h = mix(h, (uint64_t)kv->key_strindex);
             h = h_any(h, kv->value);
@@ -132,7 +127,7 @@ static bool eq_any(const pc_anyvalue *a, const pc_anyvalue *b);
 static bool eq_kv(const pc_keyvalue *a, const pc_keyvalue *b)
 {
     if (!a || !b) return a == b;
-    return strcmp(nz(a->key), nz(b->key)) == 0 && a->key_strindex == b->key_strindex &&
+    return strcmp(pc_nz(a->key), pc_nz(b->key)) == 0 && a->key_strindex == b->key_strindex &&
            eq_any(a->value, b->value);
 }
 
@@ -143,7 +138,7 @@ static bool eq_any(const pc_anyvalue *a, const pc_anyvalue *b)
     if (!a || !b) return true; /* both empty */
     switch (a->value_case) {
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-        return strcmp(nz(a->string_value), nz(b->string_value)) == 0;
+        return strcmp(pc_nz(a->string_value), pc_nz(b->string_value)) == 0;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
         return !a->bool_value == !b->bool_value;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
@@ -646,7 +641,8 @@ static pc_anyvalue *copy_any(pc_arena *a, const pc_anyvalue *v, const int32_t *s
     *c = *v;
     switch (v->value_case) {
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-        c->string_value = pc_arena_strndup(a, nz(v->string_value), strlen(nz(v->string_value)));
+        c->string_value =
+            pc_arena_strndup(a, pc_nz(v->string_value), strlen(pc_nz(v->string_value)));
         break;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE:
         c->bytes_value.data = pc_arena_memdup(a, v->bytes_value.data, v->bytes_value.len);

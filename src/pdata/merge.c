@@ -10,8 +10,6 @@
 /* AnyValue nesting deeper than this is not walked (keys treat it as opaque, marks stop). */
 #define MAX_DEPTH 64
 
-#define AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
-
 /* ---- reachability --------------------------------------------------------------------------- */
 
 enum { U_STR, U_MAP, U_LOC, U_FUN, U_LINK, U_ATTR, U_STACK, U_N };
@@ -115,13 +113,13 @@ static void mark_any(pc_dict_used *u, const pc_anyvalue *v, int depth)
 {
     if (!v || depth > MAX_DEPTH) return;
     switch (v->value_case) {
-    case AV(STRING_VALUE_STRINDEX): mark_str(u, v->string_value_strindex); break;
-    case AV(ARRAY_VALUE):
+    case PC_AV(STRING_VALUE_STRINDEX): mark_str(u, v->string_value_strindex); break;
+    case PC_AV(ARRAY_VALUE):
         if (v->array_value)
             for (size_t i = 0; i < v->array_value->n_values; i++)
                 mark_any(u, v->array_value->values[i], depth + 1);
         break;
-    case AV(KVLIST_VALUE):
+    case PC_AV(KVLIST_VALUE):
         if (v->kvlist_value)
             for (size_t i = 0; i < v->kvlist_value->n_values; i++)
                 mark_kv(u, v->kvlist_value->values[i], depth + 1);
@@ -345,28 +343,28 @@ static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int
         return;
     }
     switch (v->value_case) {
-    case AV(STRING_VALUE):
+    case PC_AV(STRING_VALUE):
         key_tag(k, 's');
         key_str(k, v->string_value);
         break;
-    case AV(STRING_VALUE_STRINDEX):
+    case PC_AV(STRING_VALUE_STRINDEX):
         key_tag(k, 's');
         key_str(k, pc_dict_str(d, v->string_value_strindex));
         break;
-    case AV(BOOL_VALUE): key_tag(k, v->bool_value ? 'T' : 'F'); break;
-    case AV(INT_VALUE):
+    case PC_AV(BOOL_VALUE): key_tag(k, v->bool_value ? 'T' : 'F'); break;
+    case PC_AV(INT_VALUE):
         key_tag(k, 'i');
         pc_buf_append(k, &v->int_value, sizeof v->int_value);
         break;
-    case AV(DOUBLE_VALUE):
+    case PC_AV(DOUBLE_VALUE):
         key_tag(k, 'd');
         pc_buf_append(k, &v->double_value, sizeof v->double_value);
         break;
-    case AV(BYTES_VALUE):
+    case PC_AV(BYTES_VALUE):
         key_tag(k, 'y');
         key_bytes(k, v->bytes_value.data, v->bytes_value.len);
         break;
-    case AV(ARRAY_VALUE): {
+    case PC_AV(ARRAY_VALUE): {
         size_t n = v->array_value ? v->array_value->n_values : 0;
         key_tag(k, 'a');
         key_count(k, n);
@@ -374,7 +372,7 @@ static void key_any(pc_buf *k, const pc_dictionary *d, const pc_anyvalue *v, int
             key_any(k, d, v->array_value->values[i], depth + 1);
         break;
     }
-    case AV(KVLIST_VALUE): {
+    case PC_AV(KVLIST_VALUE): {
         size_t n = v->kvlist_value ? v->kvlist_value->n_values : 0;
         key_tag(k, 'k');
         key_count(k, n);

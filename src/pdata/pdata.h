@@ -130,14 +130,8 @@ const char *pc_batch_get_meta(const pc_batch *b, const char *key);
  * that sends a tenant reads it. It is the metadata entry PC_META_TENANT, so that batch's
  * metadata_keys can keep tenants apart by that name. */
 #define PC_META_TENANT "x-scope-orgid"
-static inline void pc_batch_set_tenant(pc_batch *b, const char *tenant)
-{
-    if (tenant && *tenant) pc_batch_set_meta(b, PC_META_TENANT, tenant);
-}
-static inline const char *pc_batch_tenant(const pc_batch *b)
-{
-    return pc_batch_get_meta(b, PC_META_TENANT);
-}
+void pc_batch_set_tenant(pc_batch *b, const char *tenant); /* NULL or "": none */
+const char *pc_batch_tenant(const pc_batch *b);            /* NULL: none */
 /* Every metadata entry of from set on to (a batch made from from: a split part, a copy). */
 void pc_batch_copy_meta(const pc_batch *from, pc_batch *to);
 
@@ -228,6 +222,14 @@ const char *pc_anyvalue_str(const pc_dictionary *d, const pc_anyvalue *v);
 /* The string value of a resource attribute (plain key/string or key_strindex/string_value_strindex
  * forms); NULL if absent or not a string. */
 const char *pc_resource_attr_str(const pc_dictionary *d, const pc_resource *r, const char *key);
+
+/* An AnyValue kind by its short name: PC_AV(STRING_VALUE). */
+#define PC_AV(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
+/* protobuf-c leaves unset strings NULL; "" reads the same for comparing and hashing */
+static inline const char *pc_nz(const char *s)
+{
+    return s ? s : "";
+}
 
 /* AnyValue kinds, and a dictionary attribute by index (NULL for 0 or out of range): what
  * processors read attributes with, in both the plain and the profiles-only strindex forms. */
