@@ -37,7 +37,6 @@
 #include "sdk/sender.h"
 #include "pyroscope_push.pb-c.h"
 
-#define TENANT_META_KEY     "x-scope-orgid"
 #define CUT_LOG_INTERVAL_MS 10000
 #define SPY_NAME            "profcol"
 
@@ -780,7 +779,7 @@ static char *request_headers(pc_exporter *e, const pc_batch *b)
     pyro_cfg *cfg = e->c->cfg;
     const char *tenant = cfg->tenant_id;
     if (cfg->tenant_from_request) {
-        const char *t = pc_batch_get_meta(b, TENANT_META_KEY);
+        const char *t = pc_batch_tenant(b);
         if (t && *t && pc_http_header_safe(t))
             tenant = t;
         else if (t && *t)
