@@ -138,9 +138,22 @@ static void list_push(pc_strlist *l, const char *s)
     l->v[l->n++] = pc_xstrdup(s);
 }
 
+/* "a, b, c": an enum's choices, for its errors. */
+static void choices_text(const pc_cfg_key *k, char *out, size_t len)
+{
+    out[0] = 0;
+    for (int i = 0; k->choices && k->choices[i]; i++) {
+        strncat(out, i ? ", " : "", len - strlen(out) - 1);
+        strncat(out, k->choices[i], len - strlen(out) - 1);
+    }
+}
+
 static int bad_type(const pc_cfg_key *k, const pc_node *n, const char *path, pc_error *err)
 {
-    return pc_cfg_errorf(err, n, path, "must be %s", type_name(k->type));
+    char opts[256] = "";
+    if (k->type == PC_CFG_ENUM) choices_text(k, opts, sizeof opts);
+    return pc_cfg_errorf(err, n, path, "must be %s%s%s", type_name(k->type), opts[0] ? ": " : "",
+                         opts);
 }
 
 /* A list: a sequence of strings, or one scalar ("a,b" in defaults, or a single item). */
@@ -192,11 +205,8 @@ static int set_enum(const pc_cfg_key *k, int *p, const pc_node *n, const char *p
             *p = i;
             return 0;
         }
-    char opts[256] = "";
-    for (int i = 0; k->choices[i]; i++) {
-        strncat(opts, i ? ", " : "", sizeof opts - strlen(opts) - 1);
-        strncat(opts, k->choices[i], sizeof opts - strlen(opts) - 1);
-    }
+    char opts[256];
+    choices_text(k, opts, sizeof opts);
     return pc_cfg_errorf(err, n, path, "\"%s\" is not one of: %s", s, opts);
 }
 

@@ -353,6 +353,9 @@ static void test_service_sections(void)
               "");
     CHECK_CONTAINS(WITH("  telemetry:\n    logs:\n      encoding: xml\n"),
                    "service::telemetry::logs::encoding: \"xml\" is not one of: console, json");
+    /* not a scalar: the choices are named too (issue 28: "must be one of" ended there) */
+    CHECK_CONTAINS(WITH("  telemetry:\n    logs:\n      encoding: [json]\n"),
+                   "service::telemetry::logs::encoding: must be one of: console, json");
     CHECK_CONTAINS(WITH("  telemetry:\n    logs:\n      development: true\n"),
                    "logs::development: not supported by profcol");
     CHECK_CONTAINS(WITH("  telemetry:\n    logs:\n      sampling:\n        enabled: true\n"),
