@@ -3,7 +3,8 @@
 #   tools/dev.sh run [profcol args...]  install what is missing, build, run profcol
 #   tools/dev.sh test                   install what is missing, build, run every test
 #                                       (plain build, then AddressSanitizer+UBSan build;
-#                                       the release build is compiled, not run)
+#                                       the release build is compiled, not run; the real peers
+#                                       built once into ~/.cache/profcol-peers: tools/peers.sh)
 #   tools/dev.sh mutate [NAME...|--list] build one-line mutants of the code in a scratch copy and
 #                                       check that the tests catch each (slow; tests/README.md)
 #   tools/dev.sh image                  build the container image (deploy/Dockerfile) with podman,
@@ -306,11 +307,15 @@ test)
   # -O3 brings warnings of its own (-Wmaybe-uninitialized, -Wstringop-*, -Wformat-truncation)
   # and werror stays on in release builds: compile that configuration too (no test run)
   build build-release -Dbuildtype=release
+  # the real peers (Collector, Pyroscope SDKs and agent; tests/peers/README.md), built once per
+  # machine into ~/.cache/profcol-peers from their pinned versions; reused when already there
+  tools/peers.sh build
   meson test -C build --print-errorlogs
-  # the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+  # the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, but for the peer
+  # tests (suite peers): they run once, above
   build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    meson test -C build-asan --print-errorlogs
+    meson test -C build-asan --print-errorlogs --no-suite peers
   # every decoder under libFuzzer (clang): regression inputs, then a fixed number of runs
   tools/fuzz.sh
   # the container image, built and run (podman, or docker with a daemon), where containers run

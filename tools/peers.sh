@@ -48,13 +48,14 @@ go_env() {
 # ---- one function per peer: build_NAME OUT (OUT is an empty folder to fill) ----
 
 # The Collector distribution (tests/peers/otelcol/main.go) and otlpcheck, the upstream-generated
-# decoder and rule check, from one go.mod.
+# decoder and rule check, from one go.mod; and Go's own pprof (cmd/pprof of the same toolchain),
+# so that `pprof -raw` needs no compile at test time (`go tool pprof` builds it on first use).
 build_otelcol() {
   local go
   go=$(go_bin)
   go_env
   (cd tests/peers/otelcol && "$go" build -trimpath -o "$1/otelcol" . &&
-    "$go" build -trimpath -o "$1/otlpcheck" ./otlpcheck)
+    "$go" build -trimpath -o "$1/otlpcheck" ./otlpcheck && "$go" build -o "$1/pprof" cmd/pprof)
 }
 
 build_one() {

@@ -615,14 +615,15 @@ _SAMPLE_RE = re.compile(r"^\s+([0-9][0-9 ]*): ([0-9 ]*)$")
 _LABEL_RE = re.compile(r"(\S+?):\[([^\]]*)\]")
 
 
-def go_pprof_raw(path, tmp):
+def go_pprof_raw(path, tmp, pprof=None):
     """Read a pprof file with Go's own reader (`go tool pprof -raw`).
 
     -> {'types': [(type, unit)], 'totals': {(type, unit): total},
         'samples': {(type, unit): Counter{(names leaf first, string labels): value}},
         'functions': set}. Only labels whose values are not numbers are kept (-raw prints string
     and numeric labels alike)."""
-    r = subprocess.run([shutil.which("go") or "go", "tool", "pprof", "-raw", path],
+    cmd = [pprof] if pprof else [shutil.which("go") or "go", "tool", "pprof"]
+    r = subprocess.run(cmd + ["-raw", path],
                        env=go_env(tmp), capture_output=True, text=True, timeout=60,
                        stdin=subprocess.DEVNULL)
     if r.returncode != 0:

@@ -134,7 +134,15 @@ func (c *checker) dictionary() {
 	zero("mapping_table", len(d.MappingTable), first(len(d.MappingTable), func() proto.Message { return d.MappingTable[0] }), &pb.Mapping{})
 	zero("location_table", len(d.LocationTable), first(len(d.LocationTable), func() proto.Message { return d.LocationTable[0] }), &pb.Location{})
 	zero("function_table", len(d.FunctionTable), first(len(d.FunctionTable), func() proto.Message { return d.FunctionTable[0] }), &pb.Function{})
-	zero("attribute_table", len(d.AttributeTable), first(len(d.AttributeTable), func() proto.Message { return d.AttributeTable[0] }), &pb.KeyValueAndUnit{})
+	if len(d.AttributeTable) > 0 && d.AttributeTable[0].Value != nil && d.AttributeTable[0].Value.Value == nil {
+		// an AnyValue with nothing set is no value (the Collector's pdata writes one)
+		c.should("dictionary.attribute_table[0].value", "an empty AnyValue message where none is the zero value")
+		a0 := proto.Clone(d.AttributeTable[0]).(*pb.KeyValueAndUnit)
+		a0.Value = nil
+		zero("attribute_table", 1, a0, &pb.KeyValueAndUnit{})
+	} else {
+		zero("attribute_table", len(d.AttributeTable), first(len(d.AttributeTable), func() proto.Message { return d.AttributeTable[0] }), &pb.KeyValueAndUnit{})
+	}
 	zero("stack_table", len(d.StackTable), first(len(d.StackTable), func() proto.Message { return d.StackTable[0] }), &pb.Stack{})
 	if len(d.LinkTable) == 0 {
 		c.must("dictionary.link_table", "empty: element 0 must be the zero value")
