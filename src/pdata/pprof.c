@@ -915,8 +915,18 @@ static void mark_used(out_ctx *o, const pc_profile *p)
         const pc_location *l = dloc(o, o->tl.v[i]);
         if (!l) continue;
         mark(o->mid, &o->tm, l->mapping_index, o->n_map);
-        for (size_t k = 0; l->lines && k < l->n_lines; k++)
-            if (l->lines[k]) mark(o->fid, &o->tf, l->lines[k]->function_index, o->n_fun);
+        for (size_t k = 0; l->lines && k < l->n_lines; k++) {
+            if (!l->lines[k]) continue;
+            int32_t fi = l->lines[k]->function_index;
+            if (fi > 0 && (size_t)fi < o->n_fun) {
+                mark(o->fid, &o->tf, fi, o->n_fun);
+            } else if (!o->fid[0]) {
+                /* the null function (a pprof function without any name interns to it): pprof
+                 * has no null, so it becomes one function of empty strings */
+                o->fid[0] = 1;
+                i32_push(&o->tf, 0);
+            }
+        }
     }
     assign_ids(o->lid, &o->tl);
     assign_ids(o->mid, &o->tm);
@@ -965,7 +975,7 @@ static void out_tables(out_ctx *o, pp_profile *pp)
     pp->n_function = o->tf.n;
     pp->function = o->tf.n ? pc_arena_alloc(o->a, o->tf.n * sizeof(pp_function *)) : NULL;
     for (size_t i = 0; i < o->tf.n; i++) {
-        const pc_function *f = o->d->function_table[o->tf.v[i]];
+        const pc_function *f = o->tf.v[i] ? o->d->function_table[o->tf.v[i]] : NULL;
         pp_function *x = pc_arena_alloc(o->a, sizeof *x);
         perftools__profiles__function__init(x);
         x->id = i + 1;
@@ -999,6 +1009,8 @@ static void out_tables(out_ctx *o, pp_profile *pp)
                 if (sl) {
                     if (sl->function_index > 0 && (size_t)sl->function_index < o->n_fun)
                         ln->function_id = o->fid[sl->function_index];
+                    else
+                        ln->function_id = o->fid[0]; /* the null function, see mark_used */
                     ln->line = sl->line;
                     ln->column = sl->column;
                 }

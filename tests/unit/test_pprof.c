@@ -1205,6 +1205,43 @@ static void test_bad_otlp(void)
     pc_buf_free(&in);
 }
 
+/* A pprof function with no name, system name or file (the Go runtime writes one in block and
+ * mutex profiles, address 0xfffffffffffffffe) interns to OTLP's null function, index 0. Back in
+ * pprof every line must name a function that is in the table (Go's reader and Pyroscope refuse
+ * a dangling function id 0): the null function becomes one function with empty strings. */
+static void test_null_function_line(void)
+{
+    pc_buf in = {0};
+    build_synth(SYN_OK, &in);
+    pc_batch *b = NULL;
+    pc_error err = {0};
+    CHECK_EQ_INT(to_batch(&in, &b, &err), 0);
+    if (!b) return;
+    pc_dictionary *d = b->req->dictionary;
+    d->location_table[2]->lines[0]->function_index = 0;
+    outs o = {0};
+    CHECK_EQ_INT(pc_batch_to_pprof(b, collect, &o), 0);
+    CHECK(o.n >= 1);
+    size_t empty_funs = 0;
+    for (size_t i = 0; i < o.n; i++) {
+        pp_profile *back = decode_pprof(o.data[i].data, o.data[i].len);
+        CHECK(back != NULL);
+        if (!back) continue;
+        for (size_t l = 0; l < back->n_location; l++)
+            for (size_t k = 0; k < back->location[l]->n_line; k++) {
+                const Perftools__Profiles__Function *f =
+                    find_fun(back, back->location[l]->line[k]->function_id);
+                CHECK(f != NULL);
+                if (f && !f->name && !f->system_name && !f->filename) empty_funs++;
+            }
+        perftools__profiles__profile__free_unpacked(back, NULL);
+    }
+    CHECK(empty_funs >= 1);
+    outs_free(&o);
+    pc_batch_unref(b);
+    pc_buf_free(&in);
+}
+
 int main(void)
 {
     RUN(test_dict_dedup);
@@ -1216,5 +1253,6 @@ int main(void)
     RUN(test_append_two);
     RUN(test_bad_input);
     RUN(test_bad_otlp);
+    RUN(test_null_function_line);
     return check_report();
 }
