@@ -6,8 +6,9 @@
 #   tools/peers.sh list              NAME VERSION STATE per peer
 # The cache is ${PROFCOL_PEERS_CACHE:-~/.cache/profcol-peers}: NAME-VERSION/ per peer, with the
 # registries' downloads beside them (go-mod, go-build, m2, cargo, pip). A peer is rebuilt when a
-# file of tests/peers/NAME/ changed (NAME-VERSION/.inputs holds their hash). Builds are atomic
-# (a temp folder renamed) and serialized by a lock, so concurrent callers wait and reuse.
+# file of tests/peers/NAME/ or its build function changed (NAME-VERSION/.inputs holds their
+# hash). Builds are atomic (a temp folder renamed) and serialized by a lock, so concurrent callers
+# wait and reuse.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
@@ -17,12 +18,13 @@ mkdir -p "$CACHE"
 versions() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/peers/versions.txt; }
 version_of() { versions | awk -v n="$1" '$1 == n { print $2 }'; }
 dir_of() { echo "$CACHE/$1-$(version_of "$1")"; }
-inputs_hash() { # the peer's committed inputs (and this script), hashed
+inputs_hash() { # the peer's committed files, its version and its build function, hashed
   (
     cd "$SRC"
     find "tests/peers/$1" -type f ! -path '*/target/*' ! -name '*.class' | LC_ALL=C sort |
       xargs sha256sum
-    sha256sum tools/peers.sh tests/peers/versions.txt
+    version_of "$1"
+    declare -f "build_${1//-/_}" go_env
   ) | sha256sum | cut -c1-16
 }
 
@@ -56,6 +58,14 @@ build_otelcol() {
   go_env
   (cd tests/peers/otelcol && "$go" build -trimpath -o "$1/otelcol" . &&
     "$go" build -trimpath -o "$1/otlpcheck" ./otlpcheck && "$go" build -o "$1/pprof" cmd/pprof)
+}
+
+# A small app on pyroscope-go and godeltaprof (tests/peers/pyroscope-go/main.go).
+build_pyroscope_go() {
+  local go
+  go=$(go_bin)
+  go_env
+  (cd tests/peers/pyroscope-go && "$go" build -trimpath -o "$1/goapp" .)
 }
 
 build_one() {

@@ -13,6 +13,7 @@
 Debian's /usr/bin/python3, stdlib and python3-protobuf only.
 """
 
+import functools
 import os
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from google.protobuf import json_format  # noqa: E402
 PEERS_SH = os.path.join(h.SRC, "tools", "peers.sh")
 
 
+@functools.lru_cache(maxsize=None)
 def peer_dir(name):
     """The built peer's folder. Fails loudly (AssertionError) when it is not built or stale."""
     r = subprocess.run([PEERS_SH, "list"], capture_output=True, text=True, timeout=60,
