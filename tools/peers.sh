@@ -68,6 +68,19 @@ build_pyroscope_go() {
   (cd tests/peers/pyroscope-go && "$go" build -trimpath -o "$1/goapp" .)
 }
 
+# The Pyroscope Java agent (io.pyroscope:agent, pinned in tests/peers/pyroscope-java/pom.xml,
+# copied by the pinned maven-dependency-plugin) and App.java compiled against it.
+build_pyroscope_java() {
+  command -v mvn >/dev/null || {
+    echo "peers: mvn not found (Debian: maven)" >&2
+    return 1
+  }
+  (cd tests/peers/pyroscope-java &&
+    mvn -B -q -Dmaven.repo.local="$CACHE/m2" dependency:copy-dependencies \
+      -DoutputDirectory="$1" -Dmdep.stripVersion=true &&
+    javac -d "$1/classes" -cp "$1/agent.jar" App.java)
+}
+
 build_one() {
   local name=$1 version dir want t0
   version=$(version_of "$name")

@@ -8,7 +8,11 @@
                        stopped with SIGTERM (exit 0 asserted);
   * otlpcheck()     -- the upstream-generated Go decoder and the profiles proto's rules
                        (tests/peers/otelcol/otlpcheck): messages decoded by it, MUST/SHOULD lines;
-  * collector_file_messages() -- the Collector file exporter's JSON lines, read by otlpcheck.
+  * collector_file_messages() -- the Collector file exporter's JSON lines, read by otlpcheck;
+  * Tee             -- a TCP tee in front of profcol: the bytes pass unchanged both ways (chunked
+                       bodies, Expect: 100-continue and all), and requests() parses what each
+                       client sent (and the status profcol answered) afterwards;
+  * pprof_raw()     -- pyro_support.go_pprof_raw with the peers' prebuilt Go pprof.
 
 Debian's /usr/bin/python3, stdlib and python3-protobuf only.
 """
@@ -16,9 +20,12 @@ Debian's /usr/bin/python3, stdlib and python3-protobuf only.
 import functools
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
@@ -169,3 +176,124 @@ def collector_file_messages(path, want_profiles=None, timeout=30.0):
                                             "%d messages" % len(checked.messages) if checked
                                             else "nothing"))
         time.sleep(0.3)
+
+
+# ---------------------------------------------------------------------------------------------
+# a TCP tee: what a real client sent, byte for byte
+
+
+class TeeRequest:
+    def __init__(self, method, target, headers, body, status):
+        self.method, self.path, self.headers, self.body = method, target, headers, body
+        self.status = status                # profcol's answer (None if none was read)
+
+    @property
+    def query(self):
+        return urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query,
+                                     keep_blank_values=True)
+
+
+def _parse_messages(data, requests):
+    """HTTP/1.1 messages in one direction of a connection: [(start line, headers, body)]."""
+    out, pos = [], 0
+    while pos < len(data):
+        end = data.find(b"\r\n\r\n", pos)
+        if end < 0:
+            break
+        lines = data[pos:end].decode("latin-1").split("\r\n")
+        start, hdrs = lines[0], {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        pos = end + 4
+        body = b""
+        if hdrs.get("transfer-encoding", "").lower() == "chunked":
+            while True:
+                eol = data.find(b"\r\n", pos)
+                size = int(data[pos:eol].split(b";")[0], 16)
+                pos = eol + 2
+                if size == 0:
+                    pos = data.find(b"\r\n", pos) + 2    # no trailers expected
+                    break
+                body += data[pos:pos + size]
+                pos += size + 2
+        elif "content-length" in hdrs:
+            n = int(hdrs["content-length"])
+            body = data[pos:pos + n]
+            pos += n
+        elif not requests and not start.split(" ")[1:2] == ["100"]:
+            body = data[pos:]
+            pos = len(data)
+        out.append((start, hdrs, body))
+    return out
+
+
+class Tee:
+    """127.0.0.1:port -> 127.0.0.1:target, recording both directions of every connection."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.conns = []                     # [[client bytes, server bytes]]
+        self.lock = threading.Lock()
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _pump(self, src, dst, rec, idx):
+        try:
+            while True:
+                b = src.recv(65536)
+                if not b:
+                    break
+                with self.lock:
+                    rec[idx] += b
+                dst.sendall(b)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            try:
+                s = socket.create_connection(("127.0.0.1", self.target), timeout=10)
+                s.settimeout(None)
+            except OSError:
+                c.close()
+                continue
+            rec = [b"", b""]
+            with self.lock:
+                self.conns.append(rec)
+            threading.Thread(target=self._pump, args=(c, s, rec, 0), daemon=True).start()
+            threading.Thread(target=self._pump, args=(s, c, rec, 1), daemon=True).start()
+
+    def requests(self):
+        """Every request of every connection, with profcol's status for it."""
+        with self.lock:
+            conns = [list(r) for r in self.conns]
+        out = []
+        for cdata, sdata in conns:
+            reqs = _parse_messages(cdata, True)
+            resps = [r for r in _parse_messages(sdata, False)
+                     if r[0].split(" ")[1:2] != ["100"]]
+            for i, (start, hdrs, body) in enumerate(reqs):
+                method, target = start.split(" ")[:2]
+                status = int(resps[i][0].split(" ")[1]) if i < len(resps) else None
+                out.append(TeeRequest(method, target, hdrs, body, status))
+        return out
+
+    def stop(self):
+        self.stopped = True
+        self.lsock.close()

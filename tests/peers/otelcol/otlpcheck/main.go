@@ -185,11 +185,17 @@ func (c *checker) dictionary() {
 	}
 	for i, l := range d.LinkTable[min(1, len(d.LinkTable)):] {
 		p := fmt.Sprintf("dictionary.link_table[%d]", i+1)
-		if len(l.TraceId) != 16 || allZero(l.TraceId) {
-			c.must(p+".trace_id", "%d bytes %x: must be 16, not all zero", len(l.TraceId), l.TraceId)
+		// profiles.proto: "The ID is a 16-byte array" / "an 8-byte array"; all zeros is the
+		// invalid id of trace.proto's spans, which the profiles proto does not restate
+		if len(l.TraceId) != 16 {
+			c.must(p+".trace_id", "%d bytes %x: must be 16", len(l.TraceId), l.TraceId)
+		} else if allZero(l.TraceId) {
+			c.should(p+".trace_id", "all zero (a span-only link)")
 		}
-		if len(l.SpanId) != 8 || allZero(l.SpanId) {
-			c.must(p+".span_id", "%d bytes %x: must be 8, not all zero", len(l.SpanId), l.SpanId)
+		if len(l.SpanId) != 8 {
+			c.must(p+".span_id", "%d bytes %x: must be 8", len(l.SpanId), l.SpanId)
+		} else if allZero(l.SpanId) {
+			c.should(p+".span_id", "all zero")
 		}
 	}
 	for i, a := range d.AttributeTable {
