@@ -81,6 +81,27 @@ build_pyroscope_java() {
     javac -d "$1/classes" -cp "$1/agent.jar" App.java)
 }
 
+# A small app on the pyroscope crate with its pprof-rs backend (tests/peers/pyroscope-rs,
+# Cargo.lock committed; crates and target dir in the cache).
+build_pyroscope_rs() {
+  command -v cargo >/dev/null || {
+    echo "peers: cargo not found (rustup's, on this kind of machine)" >&2
+    return 1
+  }
+  (cd tests/peers/pyroscope-rs &&
+    CARGO_HOME="$CACHE/cargo" CARGO_TARGET_DIR="$CACHE/cargo-target" \
+      cargo build --release --locked &&
+    cp "$CACHE/cargo-target/release/pyroscope-peer" "$1/")
+}
+
+# pyroscope-io (requirements.txt with hashes) in a venv of Debian's python3, and app.py.
+build_pyroscope_io() {
+  /usr/bin/python3 -m venv "$1/venv" &&
+    PIP_CACHE_DIR="$CACHE/pip" "$1/venv/bin/pip" install --disable-pip-version-check -q \
+      --require-hashes -r tests/peers/pyroscope-io/requirements.txt &&
+    cp tests/peers/pyroscope-io/app.py "$1/"
+}
+
 build_one() {
   local name=$1 version dir want t0
   version=$(version_of "$name")

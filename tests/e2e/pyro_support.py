@@ -610,6 +610,16 @@ def build_go_uploader(tmp):
     return out
 
 
+_FUNC_RE = re.compile(r"^(.*?)\s*(\S*:-?\d+:-?\d+) s=\d+")
+
+
+def _raw_func(text):
+    """The function name of one `pprof -raw` location line ("NAME FILE:LINE:COL s=START"): names
+    may hold spaces (C++ templates, Rust's `<T as Trait>::f`); a nameless one is ""."""
+    m = _FUNC_RE.match(text)
+    return m.group(1) if m else text.split(" ")[0]
+
+
 _LOC_RE = re.compile(r"^\s*(\d+): 0x[0-9a-fA-F]+ (?:M=\d+ )?(?:\[F\] )?(.*)$")
 _SAMPLE_RE = re.compile(r"^\s+([0-9][0-9 ]*): ([0-9 ]*)$")
 _LABEL_RE = re.compile(r"(\S+?):\[([^\]]*)\]")
@@ -658,9 +668,9 @@ def go_pprof_raw(path, tmp, pprof=None):
             if m:
                 cur = int(m.group(1))
                 rest = m.group(2).strip()
-                locs[cur] = [rest.split(" ")[0]] if rest else []
+                locs[cur] = [_raw_func(rest)] if rest else []
             elif ln.strip() and cur is not None:
-                locs[cur].append(ln.strip().split(" ")[0])
+                locs[cur].append(_raw_func(ln.strip()))
     samples = {t: collections.Counter() for t in types}
     for vals, ids, labels in raw_samples:
         if len(vals) != len(types):

@@ -3,9 +3,13 @@
 the test fails when they are not built):
 
   * pyroscope-go 1.5.0 (with godeltaprof) in tests/peers/pyroscope-go: CPU, the four heap types,
-    goroutines, mutex and block, a TagWrapper span_id label, a tenant (X-Scope-OrgID).
+    goroutines, mutex and block, a TagWrapper span_id label, a tenant (X-Scope-OrgID);
+  * pyroscope-io 1.4.0 (PyPI, py-spy inside) in tests/peers/pyroscope-io: CPU, a tag_wrapper
+    span_id, a tenant;
+  * the pyroscope crate 2.1.5 with its pprof-rs backend in tests/peers/pyroscope-rs: CPU, a
+    tag_wrapper span_id thread tag, a tenant.
 
-Every upload is captured on its way in by a tee (pyro_support.Recorder) in front of profcol's
+Every upload is captured on its way in by a TCP tee (peer_support.Tee) in front of profcol's
 pyroscope receiver. The oracle is Go's own pprof reader (`pprof -raw`, the peers' prebuilt
 cmd/pprof) on each captured `profile` part, with the upload's sample_type_config display names
 applied as profcol documents (a type with a display-name arrives under that name). profcol
@@ -15,6 +19,7 @@ tenant reaches the Pyroscope side.
 """
 
 import collections
+import gzip
 import json
 import os
 import subprocess
@@ -29,11 +34,10 @@ import pyro_support as ps  # noqa: E402
 
 
 def unnamed_as_otlp(counter):
-    """pprof -raw prints a frame whose function has no name and no file as ':0:0'; harness'
-    OTLP stacks show a line without any name as '?'."""
+    """A frame whose function has no name (pprof -raw: "") is '?' in harness' OTLP stacks."""
     out = collections.Counter()
     for (names, labels), v in counter.items():
-        out[(tuple("?" if n == ":0:0" else n for n in names), labels)] += v
+        out[(tuple(n or "?" for n in names), labels)] += v
     return out
 
 
@@ -42,31 +46,44 @@ def upload_views(records, tmp):
     with pprof -raw, display names applied; and the list of (query, headers) per upload."""
     want, meta = {}, []
     for i, rec in enumerate(records):
-        if not rec.path.startswith("/ingest") or rec.status != 200:
+        if rec.status != 200:
             continue
         ctype = rec.headers.get("content-type", "")
-        config = {}
-        if "multipart/form-data" in ctype:
-            parts = ps.parse_multipart(rec.body, ctype)
-            data = parts["profile"][1]
-            if "sample_type_config" in parts:
-                config = json.loads(parts["sample_type_config"][1])
-        else:
-            data = rec.body
-        if not data:
-            continue
-        path = os.path.join(tmp, "upload-%d.pb.gz" % i)
-        with open(path, "wb") as f:
-            f.write(data)
-        v = peers.pprof_raw(path, tmp)
-        if os.environ.get("PEER_DEBUG"):
-            print("upload", path, v["types"], file=sys.stderr)
-        for t in v["types"]:
-            name = (config.get(t[0]) or {}).get("display-name") or t[0]
-            e = want.setdefault((name, t[1]), {"total": 0, "samples": collections.Counter()})
-            e["total"] += v["totals"][t]
-            e["samples"].update(unnamed_as_otlp(v["samples"][t]))
-        meta.append((rec.query, rec.headers))
+        profiles = []           # (pprof bytes, sample_type_config)
+        if rec.path.startswith("/ingest"):
+            config = {}
+            if "multipart/form-data" in ctype:
+                parts = ps.parse_multipart(rec.body, ctype)
+                data = parts["profile"][1]
+                if "sample_type_config" in parts:
+                    config = json.loads(parts["sample_type_config"][1])
+            else:
+                data = rec.body
+            profiles.append((data, config))
+        elif rec.path == ps.PUSH_PATH:
+            # Connect, proto (the Rust and Python SDKs): series of raw pprof samples
+            body = rec.body
+            if rec.headers.get("content-encoding", "") == "gzip":
+                body = gzip.decompress(body)
+            push = ps.ppb.PushRequest()
+            push.ParseFromString(body)
+            for series in push.series:
+                for smp in series.samples:
+                    profiles.append((smp.raw_profile, {}))
+        for j, (data, config) in enumerate(profiles):
+            if not data:
+                continue
+            path = os.path.join(tmp, "upload-%d-%d.pb" % (i, j))
+            with open(path, "wb") as f:
+                f.write(data)
+            v = peers.pprof_raw(path, tmp)
+            for t in v["types"]:
+                name = (config.get(t[0]) or {}).get("display-name") or t[0]
+                e = want.setdefault((name, t[1]), {"total": 0, "samples": collections.Counter()})
+                e["total"] += v["totals"][t]
+                e["samples"].update(unnamed_as_otlp(v["samples"][t]))
+        if profiles:
+            meta.append((rec.query, rec.headers))
     return want, meta
 
 
@@ -116,12 +133,16 @@ class SdkCase:
             "      exporters: [otlphttp, pyroscope]\n") % (sink.url, pyro.url,
                                                            peers.NO_SELF_METRICS),
             port, "profcol-" + self.app)
-        tee = ps.Recorder(port).start()
+        tee = peers.Tee(port)
         self.addCleanup(tee.stop)
         self.run_app(tee.url)
-        records = tee.snapshot()
+        records = tee.requests()
+        if os.environ.get("PEER_DEBUG"):
+            for r in records:
+                print("REQ", r.method, r.path[:300], r.status, r.headers, len(r.body),
+                      r.body[:120], file=sys.stderr)
         self.assertTrue(records, "the app uploaded nothing")
-        bad = [(r.path, r.status, r.answer[:200]) for r in records if r.status != 200]
+        bad = [(r.path, r.status) for r in records if r.status != 200]
         self.assertEqual(bad, [], "profcol refused uploads of the real SDK")
         want, meta = upload_views(records, tmp)
         self.assertTrue(self.types <= set(want), "the app uploaded %s" % sorted(want))
@@ -184,6 +205,33 @@ class PyroscopeGoTest(SdkCase, unittest.TestCase):
         app = os.path.join(peers.peer_dir("pyroscope-go"), "goapp")
         r = subprocess.run([app, "-addr", url, "-app", self.app, "-tenant", self.tenant,
                             "-span-id", self.span_id, "-run", "5s"],
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+
+
+class PyroscopeIoTest(SdkCase, unittest.TestCase):
+    """pyroscope-io 1.4.0 (PyPI; py-spy inside) in a venv of Debian's python3."""
+    app = "peer.pyapp"
+    types = {("cpu", "nanoseconds")}
+    functions = ("burn_sha", "spin_loop", "traced_work")
+
+    def run_app(self, url):
+        d = peers.peer_dir("pyroscope-io")
+        r = subprocess.run([os.path.join(d, "venv", "bin", "python"), os.path.join(d, "app.py"),
+                            url, self.app, self.tenant, self.span_id, "6"],
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+
+
+class PyroscopeRsTest(SdkCase, unittest.TestCase):
+    """The pyroscope crate 2.1.5 with its pprof-rs backend (Cargo.lock committed)."""
+    app = "peer.rsapp"
+    types = {("cpu", "nanoseconds")}
+    functions = ("burn_sha", "spin_loop", "traced_work")
+
+    def run_app(self, url):
+        app = os.path.join(peers.peer_dir("pyroscope-rs"), "pyroscope-peer")
+        r = subprocess.run([app, url, self.app, self.tenant, self.span_id, "6"],
                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
 
