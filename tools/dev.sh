@@ -329,6 +329,17 @@ image_prebuild_wait() {
   fi
 }
 
+# The e2e tests' go commands share one build cache (tests/e2e/harness.py GO_CACHE): fill it once
+# here, outside any test's timeout, with what they build (a Go of 1.24 or later builds `go tool
+# pprof` on first use; the Go uploader needs the standard library), minutes on a fresh machine.
+e2e_go_cache_warm() {
+  local cache=${PROFCOL_E2E_GOCACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/profcol-e2e/go-build}
+  command -v go >/dev/null || return 0
+  GOCACHE=$cache GOTOOLCHAIN=local go tool pprof -h >/dev/null 2>&1 || true
+  (cd tests/e2e/go/uploader &&
+    GOCACHE=$cache GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off go build -o /dev/null .) || true
+}
+
 case "${1:-}" in
 run)
   shift
@@ -349,6 +360,7 @@ test)
   # -O3 brings warnings of its own (-Wmaybe-uninitialized, -Wstringop-*, -Wformat-truncation)
   # and werror stays on in release builds: compile that configuration too (no test run)
   build build-release -Dbuildtype=release
+  e2e_go_cache_warm
   meson test -C build --print-errorlogs --no-suite peers
   # the peer tests, once (not again under ASan): after their peers are built; a peer that did not
   # build makes its tests fail, naming it

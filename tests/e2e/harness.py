@@ -74,6 +74,12 @@ def _sanitized(path):
 
 
 SANITIZED = _sanitized(BIN)
+# Go's build cache for the tests' go commands, kept across runs: with a Go that builds `go tool
+# pprof` on first use (1.24 and later, e.g. the machine's /usr/local/go, first on PATH) and the
+# standard library into an empty cache, a fresh cache per test took minutes on two loaded cores
+# and ran into the tests' timeouts.
+GO_CACHE = os.environ.get("PROFCOL_E2E_GOCACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "profcol-e2e", "go-build")
 PROFILES_PATH = "/v1development/profiles"
 CT_PROTO = "application/x-protobuf"
 CT_JSON = "application/json"

@@ -591,7 +591,7 @@ def run_node_app(server_url, app="nodeapp", tags=None, labels=None, run_ms=2500,
 
 def go_env(tmp):
     env = dict(os.environ)
-    env.update({"GOCACHE": os.path.join(tmp, "gocache"), "GOPATH": os.path.join(tmp, "gopath"),
+    env.update({"GOCACHE": h.GO_CACHE, "GOPATH": os.path.join(tmp, "gopath"),
                 "GOFLAGS": "-mod=mod", "GOPROXY": "off", "GO111MODULE": "on",
                 "GOTOOLCHAIN": "local", "HOME": tmp})
     return env

@@ -320,7 +320,7 @@ def go_top(test, data, sample_index=None):
     args = [go, "tool", "pprof", "-top"]
     if sample_index:
         args.append("-sample_index=" + sample_index)
-    env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "cache"), GOPROXY="off")
+    env = dict(os.environ, HOME=d, GOCACHE=h.GO_CACHE, GOPROXY="off")
     r = subprocess.run(args + [path], capture_output=True, text=True, timeout=60, env=env)
     test.assertEqual(r.returncode, 0, "go tool pprof failed:\n%s%s" % (r.stdout, r.stderr))
     return r.stdout
