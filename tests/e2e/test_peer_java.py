@@ -12,7 +12,8 @@ async-profiler's frames need) and the `tracelink` rule (a span_id label becomes 
 link). profcol (pyroscope receiver -> tracelink -> otlphttp to a Sink + pyroscope exporter to a
 PyroscopeServer): per event type, the totals, per method (self and inclusive) and per stack equal
 the oracle at both outputs; the span id arrives as a link and back as a span_id label; the
-tenant reaches the Pyroscope side.
+tenant reaches the Pyroscope side. A third exporter sends the same over OTLP/gRPC to the
+OpenTelemetry Collector, whose file exporter output equals what the OTLP sink got.
 """
 
 import collections
@@ -116,15 +117,26 @@ class JavaAgentTest(unittest.TestCase):
         sink = h.started_sink(self)
         pyro = ps.PyroscopeServer().start()
         self.addCleanup(pyro.stop)
+        # the OpenTelemetry Collector as a third backend: what profcol made of the JFR must be
+        # accepted and kept by the reference implementation
+        cport = h.free_port()
+        cfile = os.path.join(tmp, "otelcol-java.jsonl")
+        peers.started_collector(self, (
+            "receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n"
+            "exporters:\n  file:\n    path: %s\n    format: json\n    flush_interval: 200ms\n"
+            "service:\n  telemetry:\n    metrics:\n      level: none\n"
+            "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [file]\n")
+            % (cport, cfile), cport, "otelcol-java")
         port = h.free_port()
         pc = h.started_profcol(self, (
             ps.pyroscope_receiver_yaml(port) +
             "processors:\n  tracelink: {}\n"
             "exporters:\n  otlphttp:\n    endpoint: %s\n"
             "  pyroscope:\n    endpoint: %s\n    tenant_from_request: true\n"
+            "  otlp:\n    endpoint: 127.0.0.1:%d\n    tls:\n      insecure: true\n"
             "service:\n%s  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
-            "      processors: [tracelink]\n      exporters: [otlphttp, pyroscope]\n")
-            % (sink.url, pyro.url, peers.NO_SELF_METRICS), port, "profcol-java")
+            "      processors: [tracelink]\n      exporters: [otlphttp, pyroscope, otlp]\n")
+            % (sink.url, pyro.url, cport, peers.NO_SELF_METRICS), port, "profcol-java")
         tee = peers.Tee(port)
         self.addCleanup(tee.stop)
         env = dict(os.environ, PYROSCOPE_APPLICATION_NAME=APP, PYROSCOPE_SERVER_ADDRESS=tee.url,
@@ -169,6 +181,21 @@ class JavaAgentTest(unittest.TestCase):
             self.assertEqual(v["resource"].get("pyroscope.spy"), "javaspy")
         checked = peers.otlpcheck_bodies([x.body for x in sink.snapshot()])
         self.assertEqual(checked.musts, [], "profcol's OTLP breaks the proto's rules")
+        sent = sink.messages()
+        n_prof = sum(len(sp.profiles) for m in sent for rp in m.resource_profiles
+                     for sp in rp.scope_profiles)
+        from_file = peers.collector_file_messages(cfile, n_prof)
+        # profcol's span-only links (tracelink without a span index) carry a trace id of 16 zero
+        # bytes; the Collector's pdata holds an all-zero TraceID as empty and its JSON writes ""
+        for m in from_file.messages:
+            for ln in m.dictionary.link_table[1:]:
+                if not ln.trace_id:
+                    ln.trace_id = bytes(16)
+        musts = [x for x in from_file.musts
+                 if not re.search(r"link_table\[\d+\]\.trace_id: 0 bytes", x)]
+        self.assertEqual(musts, [], from_file.output[-3000:])
+        self.assertEqual(h.summarize(from_file.messages), h.summarize(sent),
+                         "the Collector got (over OTLP/gRPC) what the OTLP sink got")
 
         def pyro_ok(ups):
             n = collections.Counter()
