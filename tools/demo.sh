@@ -76,8 +76,9 @@ mkdir "$OUT/recorded"
 
 # ---- 2. the demo app (Go standard library, offline) ----
 say "building the demo app (deploy/demo/go-app)"
-# PROFCOL_GOCACHE: a Go build cache kept between runs (tools/dev.sh test sets it); else a fresh one
-GO111MODULE=off GOFLAGS="" GOCACHE=${PROFCOL_GOCACHE:-$TMP/gocache} GOPATH=$TMP/gopath \
+# PROFCOL_E2E_GOCACHE: a Go build cache kept between runs (the e2e tests pass theirs); else a
+# fresh one
+GO111MODULE=off GOFLAGS="" GOCACHE=${PROFCOL_E2E_GOCACHE:-$TMP/gocache} GOPATH=$TMP/gopath \
   go build -o "$TMP/go-app" "$ROOT/deploy/demo/go-app/main.go" || die "go build failed"
 
 # ---- 3. ports, recorder, gateway, sidecar ----

@@ -3,7 +3,8 @@
 #   tools/dev.sh run [profcol args...]  install what is missing, build, run profcol
 #   tools/dev.sh test                   install what is missing, build, run every test
 #                                       (plain build, then AddressSanitizer+UBSan build;
-#                                       the release build is compiled, not run)
+#                                       the release build is compiled, not run; the real peers
+#                                       built once into ~/.cache/profcol-peers: tools/peers.sh)
 #   tools/dev.sh mutate [NAME...|--list] build one-line mutants of the code in a scratch copy and
 #                                       check that the tests catch each (slow; tests/README.md)
 #   tools/dev.sh image                  build the container image (deploy/Dockerfile) with podman,
@@ -19,9 +20,9 @@ BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-de
   protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp libnghttp2-dev libssl-dev
   libisal-dev libzstd-dev libdeflate-dev librdkafka-dev)
 # zstd: the command-line tool the e2e tests make and check zstd bodies with
-TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio
+TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio maven
   python3-grpc-tools openssl python3-yaml clang-format curl openjdk-17-jdk-headless
-  dnsmasq iproute2 chromium zstd)
+  dnsmasq iproute2 chromium zstd python3-venv)
 # The container image without Docker Hub and without a daemon (deploy/README.md):
 #   podman        builds and runs the image (daemonless, Debian's docker-compatible engine)
 #   buildah       podman build's back end (a Recommends of podman, so named here)
@@ -275,18 +276,68 @@ image_prebuild_start() {
   ) >"$IMAGE_DIR/prebuild.log" 2>&1 &
   IMAGE_PREBUILD_PID=$!
   set +m
-  trap 'kill -- -"$IMAGE_PREBUILD_PID" 2>/dev/null || true' EXIT
+  trap stop_prebuilds EXIT
+}
+
+# what an early exit of `test` leaves running in the background: stopped, process group and all
+stop_prebuilds() {
+  local pid
+  for pid in ${IMAGE_PREBUILD_PID:-} ${PEERS_PREBUILD_PID:-}; do
+    kill -- -"$pid" 2>/dev/null || true
+  done
+}
+
+# The peers (tools/peers.sh, tests/peers/README.md) build in the background too, from the start of
+# `test`, at the lowest CPU and I/O priority: on a fresh machine that is minutes of downloads and
+# Go, Rust and Maven builds, which then overlap profcol's own builds and the plain suite. The
+# peer tests (suite peers) wait for it; its log is printed when it fails, its timings always.
+peers_prebuild_start() {
+  PEERS_LOG=$(mktemp /tmp/profcol-peers-build.XXXXXX)
+  set -m
+  (
+    renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
+    ionice -c 3 -p "$BASHPID" >/dev/null 2>&1 || true
+    exec tools/peers.sh build
+  ) >"$PEERS_LOG" 2>&1 &
+  PEERS_PREBUILD_PID=$!
+  set +m
+  trap stop_prebuilds EXIT
+}
+
+peers_prebuild_wait() {
+  local rc=0
+  wait "$PEERS_PREBUILD_PID" || rc=$?
+  PEERS_PREBUILD_PID=""
+  if [ "$rc" -ne 0 ]; then
+    echo "peers build failed:" >&2
+    tail -60 "$PEERS_LOG" >&2
+  else
+    grep '^peer' "$PEERS_LOG" || true
+  fi
+  rm -f "$PEERS_LOG"
+  return "$rc"
 }
 
 image_prebuild_wait() {
   local rc=0
   wait "$IMAGE_PREBUILD_PID" || rc=$?
-  trap - EXIT
+  IMAGE_PREBUILD_PID=""
   if [ "$rc" -ne 0 ]; then
     echo "image build failed:" >&2
     tail -40 "$IMAGE_DIR/prebuild.log" >&2
     return 1
   fi
+}
+
+# The e2e tests' go commands share one build cache (tests/e2e/harness.py GO_CACHE): fill it once
+# here, outside any test's timeout, with what they build (a Go of 1.24 or later builds `go tool
+# pprof` on first use; the Go uploader needs the standard library), minutes on a fresh machine.
+e2e_go_cache_warm() {
+  local cache=${PROFCOL_E2E_GOCACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/profcol-e2e/go-build}
+  command -v go >/dev/null || return 0
+  GOCACHE=$cache GOTOOLCHAIN=local go tool pprof -h >/dev/null 2>&1 || true
+  (cd tests/e2e/go/uploader &&
+    GOCACHE=$cache GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off go build -o /dev/null .) || true
 }
 
 case "${1:-}" in
@@ -302,19 +353,26 @@ test)
   # the container images build in the background meanwhile, where containers can run
   image_skip=""
   if image_skip=$(can_run_containers); then image_prebuild_start; fi
+  # the real peers (Collector, Pyroscope SDKs and agent; tests/peers/README.md), built once per
+  # machine into ~/.cache/profcol-peers from their pinned versions; reused when already there
+  peers_prebuild_start
   build build
-  # Since Go 1.25 `go tool pprof` (the tests' independent pprof reader) is built on first use:
-  # once here into the tests' shared Go cache, outside the checkout (tests/e2e/harness.py)
-  export PROFCOL_GOCACHE=${PROFCOL_GOCACHE:-$HOME/.cache/profcol-go}
-  GOCACHE=$PROFCOL_GOCACHE GOTOOLCHAIN=local go tool pprof -h >/dev/null 2>&1 || true
   # -O3 brings warnings of its own (-Wmaybe-uninitialized, -Wstringop-*, -Wformat-truncation)
   # and werror stays on in release builds: compile that configuration too (no test run)
   build build-release -Dbuildtype=release
-  meson test -C build --print-errorlogs
-  # the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer
+  e2e_go_cache_warm
+  meson test -C build --print-errorlogs --no-suite peers
+  # the peer tests, once (not again under ASan): after their peers are built; a peer that did not
+  # build makes its tests fail, naming it
+  peers_rc=0
+  peers_prebuild_wait || peers_rc=$?
+  meson test -C build --print-errorlogs --suite peers
+  [ "$peers_rc" -eq 0 ]
+  # the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, but for the peer
+  # tests (suite peers): they run once, above
   build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    meson test -C build-asan --print-errorlogs
+    meson test -C build-asan --print-errorlogs --no-suite peers
   # every decoder under libFuzzer (clang): regression inputs, then a fixed number of runs
   tools/fuzz.sh
   # the container image, built and run (podman, or docker with a daemon), where containers run

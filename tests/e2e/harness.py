@@ -74,6 +74,12 @@ def _sanitized(path):
 
 
 SANITIZED = _sanitized(BIN)
+# Go's build cache for the tests' go commands, kept across runs: with a Go that builds `go tool
+# pprof` on first use (1.24 and later, e.g. the machine's /usr/local/go, first on PATH) and the
+# standard library into an empty cache, a fresh cache per test took minutes on two loaded cores
+# and ran into the tests' timeouts.
+GO_CACHE = os.environ.get("PROFCOL_E2E_GOCACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "profcol-e2e", "go-build")
 PROFILES_PATH = "/v1development/profiles"
 CT_PROTO = "application/x-protobuf"
 CT_JSON = "application/json"
@@ -86,11 +92,6 @@ SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime
 STOP_TIMEOUT = 10.0
 
 TMP = tempfile.mkdtemp(prefix="profcol-e2e-")
-# Go's build cache, shared by every test and kept between runs outside the checkout: since Go 1.25
-# `go tool pprof` is built on first use (minutes on 2 busy cores), so a fresh cache per test made
-# each call time out. tools/dev.sh test builds pprof into it once before the suites.
-GO_CACHE = os.environ.get("PROFCOL_GOCACHE") or os.path.join(
-    os.path.expanduser("~"), ".cache", "profcol-go")
 if not os.environ.get("E2E_KEEP"):
     atexit.register(shutil.rmtree, TMP, True)
 

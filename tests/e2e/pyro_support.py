@@ -610,19 +610,30 @@ def build_go_uploader(tmp):
     return out
 
 
+_FUNC_RE = re.compile(r"^(.*?)\s*(\S*:-?\d+:-?\d+) s=\d+")
+
+
+def _raw_func(text):
+    """The function name of one `pprof -raw` location line ("NAME FILE:LINE:COL s=START"): names
+    may hold spaces (C++ templates, Rust's `<T as Trait>::f`); a nameless one is ""."""
+    m = _FUNC_RE.match(text)
+    return m.group(1) if m else text.split(" ")[0]
+
+
 _LOC_RE = re.compile(r"^\s*(\d+): 0x[0-9a-fA-F]+ (?:M=\d+ )?(?:\[F\] )?(.*)$")
 _SAMPLE_RE = re.compile(r"^\s+([0-9][0-9 ]*): ([0-9 ]*)$")
 _LABEL_RE = re.compile(r"(\S+?):\[([^\]]*)\]")
 
 
-def go_pprof_raw(path, tmp):
+def go_pprof_raw(path, tmp, pprof=None):
     """Read a pprof file with Go's own reader (`go tool pprof -raw`).
 
     -> {'types': [(type, unit)], 'totals': {(type, unit): total},
         'samples': {(type, unit): Counter{(names leaf first, string labels): value}},
         'functions': set}. Only labels whose values are not numbers are kept (-raw prints string
     and numeric labels alike)."""
-    r = subprocess.run([shutil.which("go") or "go", "tool", "pprof", "-raw", path],
+    cmd = [pprof] if pprof else [shutil.which("go") or "go", "tool", "pprof"]
+    r = subprocess.run(cmd + ["-raw", path],
                        env=go_env(tmp), capture_output=True, text=True, timeout=60,
                        stdin=subprocess.DEVNULL)
     if r.returncode != 0:
@@ -657,9 +668,9 @@ def go_pprof_raw(path, tmp):
             if m:
                 cur = int(m.group(1))
                 rest = m.group(2).strip()
-                locs[cur] = [rest.split(" ")[0]] if rest else []
+                locs[cur] = [_raw_func(rest)] if rest else []
             elif ln.strip() and cur is not None:
-                locs[cur].append(ln.strip().split(" ")[0])
+                locs[cur].append(_raw_func(ln.strip()))
     samples = {t: collections.Counter() for t in types}
     for vals, ids, labels in raw_samples:
         if len(vals) != len(types):

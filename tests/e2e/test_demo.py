@@ -21,7 +21,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness as h  # noqa: E402  (the shared Go build cache)
+import harness as h  # noqa: E402  (the e2e tests' shared Go build cache)
 
 SRC = os.environ.get("PROFCOL_SRC") or os.path.normpath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -250,7 +250,7 @@ class DemoTest(unittest.TestCase):
             self.skipTest("go is not installed (golang-go; tools/dev.sh test installs it)")
         out_dir = tempfile.mkdtemp(prefix="profcol-demo-test-")
         env = dict(os.environ, PROFCOL_BIN=BIN, DEMO_OUT=out_dir, DEMO_UPLOADS="2",
-                   PROFCOL_GOCACHE=h.GO_CACHE,
+                   PROFCOL_E2E_GOCACHE=h.GO_CACHE,
                    DEMO_INTERVAL="2s")
         proc = subprocess.Popen(["bash", os.path.join(SRC, "tools", "demo.sh")], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

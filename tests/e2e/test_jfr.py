@@ -696,14 +696,14 @@ class JfrIngestTest(unittest.TestCase):
         self.check_equal(by_otlp_key(want), otlp_fold(views), "%s OTLP" % app)
         self.assertEqual(self.pyro.violations, [], "protocol violations at the Pyroscope server")
         got, series = pyro_fold(uploads, set(label_keys), self.tmp)
-        # The JDK writes an occasional event with an empty stack; OTLP above keeps it exactly.
-        # Whether Go's pprof reader shows a sample without locations depends on its version
-        # (Debian's 1.19 drops it, 1.26 shows it), so the pprof side compares located samples.
-        def located(folds):
-            return {k: collections.Counter({x: v for x, v in c.items() if x[0]})
-                    for k, c in folds.items()}
-        self.check_equal(located(by_pyro_key(want)), located(got),
-                         "%s pyroscope exporter (go tool pprof)" % app)
+        # Older Go pprof readers show no sample without locations, newer ones (Go 1.26's) do
+        # (the JDK writes an occasional event with an empty stack; OTLP above keeps it): those
+        # samples are left out on both sides
+        located = {k: collections.Counter({x: v for x, v in c.items() if x[0]})
+                   for k, c in by_pyro_key(want).items()}
+        got = {k: collections.Counter({x: v for x, v in c.items() if x[0]})
+               for k, c in got.items()}
+        self.check_equal(located, got, "%s pyroscope exporter (go tool pprof)" % app)
         for metric, labels in series.items():
             for lb in labels:
                 self.assertEqual(lb.get("service_name"), app)
