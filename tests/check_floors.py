@@ -86,9 +86,9 @@ def self_check():
                  "\n  ".join(got))
 
 
-def main():
-    self_check()
-    src = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "src")
+def sources(root):
+    """{path relative to src/: text} of every .c and .h under root/src (check_sizes.py too)."""
+    src = os.path.join(root, "src")
     files = {}
     for dirpath, _, names in os.walk(src):
         for n in names:
@@ -96,6 +96,12 @@ def main():
                 p = os.path.join(dirpath, n)
                 with open(p, encoding="utf-8") as f:
                     files[os.path.relpath(p, src)] = f.read()
+    return files
+
+
+def main():
+    self_check()
+    files = sources(sys.argv[1] if len(sys.argv) > 1 else ".")
     bad = violations(files)
     for v in bad:
         print(v)
