@@ -239,12 +239,25 @@ static pc_node *load(const pc_config_sources *src)
     return root;
 }
 
-static pc_service *build(uv_loop_t *loop, pc_node *root)
+/* Only yaml: fragments given: as otelcol, any --config replaces the embedded default, which a
+ * user adding one key to it may not expect (issue 28). */
+static bool only_fragments(const pc_config_sources *src)
+{
+    for (size_t i = 0; i < src->n_uris; i++)
+        if (strncmp(src->uris[i], "yaml:", 5) != 0) return false;
+    return src->n_uris > 0;
+}
+
+static pc_service *build(uv_loop_t *loop, pc_node *root, const pc_config_sources *src)
 {
     pc_error_issues issues = {0};
     pc_error err = PC_ERROR_WITH_ISSUES(&issues);
     pc_service *svc = pc_service_new(loop, root, &err);
     if (!svc) pc_error_print(&err, stderr, "profcol: invalid config: ");
+    if (!svc && only_fragments(src))
+        fprintf(stderr, "profcol: note: every --config, yaml: ones too, replaces the embedded "
+                        "default config; to change the default, give it as a file first "
+                        "(profcol print-default-config > default.yaml; --config default.yaml)\n");
     return svc;
 }
 
@@ -265,7 +278,7 @@ static int run(const pc_config_sources *src, int validate_only)
     snprintf(threads, sizeof threads, "%ld", ncpu < 2 ? 2 : ncpu);
     setenv("UV_THREADPOOL_SIZE", threads, 0);
     uv_loop_t *loop = uv_default_loop();
-    pc_service *svc = build(loop, root);
+    pc_service *svc = build(loop, root, src);
     if (!svc) return 1;
     if (validate_only) {
         pc_service_free(svc);
@@ -328,7 +341,7 @@ static int print_config(const pc_config_sources *src, const char *mode, const ch
     pc_node *root = load(src);
     if (!root) return 1;
     if (validate) {
-        pc_service *svc = build(uv_default_loop(), pc_node_clone(root));
+        pc_service *svc = build(uv_default_loop(), pc_node_clone(root), src);
         if (!svc) {
             pc_node_free(root);
             return 1;

@@ -135,8 +135,22 @@ const pc_component_type *svc_lookup_type(pc_kind kind, const char *id, const pc_
     for (size_t i = 0; pc_component_types[i] && n < 64; i++)
         if (pc_component_types[i]->kind == kind) cands[n++] = pc_component_types[i]->name;
     const char *close = pc_closest(type, cands, n);
-    pc_cfg_errorf(err, at, path, "unknown %s type \"%s\"%s%s%s", pc_kind_name(kind), type,
-                  close ? " (did you mean \"" : "", close ? close : "", close ? "\"?)" : "");
+    if (close) {
+        pc_cfg_errorf(err, at, path, "unknown %s type \"%s\" (did you mean \"%s\"?)",
+                      pc_kind_name(kind), type, close);
+        return NULL;
+    }
+    /* no near name: every type of that kind, and where Collector users look for what they name */
+    char list[512] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", cands[i]);
+    const char *hint = "";
+    if (kind == PC_KIND_EXTENSION && (!strcmp(type, "zpages") || !strcmp(type, "pprof")))
+        hint = "; what passes through is shown by the profilez extension";
+    else if (kind == PC_KIND_RECEIVER && !strcmp(type, "pprof"))
+        hint = "; pprof uploads go to the pyroscope receiver (POST /ingest?format=pprof)";
+    pc_cfg_errorf(err, at, path, "unknown %s type \"%s\" (profcol's %ss: %s%s)", pc_kind_name(kind),
+                  type, pc_kind_name(kind), list, hint);
     return NULL;
 }
 

@@ -91,6 +91,35 @@ class CliTest(unittest.TestCase):
             self.assertIn("%s:%d: %s" % (base, line, key), got)
             self.assertIn(text, got)
 
+    def test_errors_that_point_the_way(self):
+        """Issue 28: an unknown type with no near name lists the kind's types (and where a
+        Collector user's zpages / pprof went); yaml: fragments alone say that they replaced the
+        embedded default; an enum given a list names its values."""
+        cases = [
+            ("receivers::pprof: {}", 'unknown receiver type "pprof" (profcol\'s receivers: otlp, '
+             "pyroscope, kafka; pprof uploads go to the pyroscope receiver"),
+            ("extensions::zpages: {}", 'unknown extension type "zpages" (profcol\'s extensions: '),
+            ("extensions::zpages: {}", "shown by the profilez extension"),
+            ("receivers::otlpp: {}", 'unknown receiver type "otlpp" (did you mean "otlp"?)'),
+        ]
+        for frag, want in cases:
+            r = h.run_profcol(["validate", "--config", "yaml:" + frag])
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(want, r.stderr)
+        r = h.run_profcol(["validate", "--config", "yaml:exporters::debug::verbosity: detailed"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("at least one pipeline is required", r.stderr)
+        self.assertIn("replaces the embedded default config", r.stderr)
+        path = h.write_config("receivers:\n" + receiver(h.free_port()) +
+                              "exporters:\n  debug:\n    verbosity: [detailed]\n"
+                              "service:\n  pipelines:\n    profiles:\n"
+                              "      receivers: [otlp]\n      exporters: [debug]\n", "enum-list")
+        r = h.run_profcol(["validate", "--config", path])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("exporters::debug::verbosity: must be one of: basic, normal, detailed",
+                      r.stderr)
+        self.assertNotIn("replaces the embedded default", r.stderr)  # a file was given
+
     def test_logs_encoding_json(self):
         port = h.free_port()
         p = h.Profcol("receivers:\n" + receiver(port) + "exporters:\n  debug:\n"
