@@ -299,11 +299,12 @@ class Profcol:
     """One running profcol. `configs` is a YAML text or a list of them (each a --config file).
 
     env: variables to set; unset: names to remove from the inherited environment.
+    args: more command-line arguments (e.g. --set; with configs=[] the embedded default config).
     wait_ports: ports that must accept connections before start() returns.
     preexec_fn: run in the child before exec (e.g. resource limits, ignored signals)."""
 
     def __init__(self, configs, wait_ports=(), env=None, unset=(), name="profcol",
-                 preexec_fn=None):
+                 preexec_fn=None, args=()):
         if isinstance(configs, str):
             configs = [configs]
         self.name = name
@@ -316,6 +317,7 @@ class Profcol:
         self.stderr_path = _tmpfile(name, ".stderr")
         self.stdout_path = _tmpfile(name, ".stdout")
         self.preexec_fn = preexec_fn
+        self.args = list(args)
         self.proc = None
 
     def start(self):
@@ -324,6 +326,7 @@ class Profcol:
         args = [BIN]
         for p in self.config_paths:
             args += ["--config", p]
+        args += self.args
         self._err = open(self.stderr_path, "wb")
         self._out = open(self.stdout_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._err,

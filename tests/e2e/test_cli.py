@@ -18,6 +18,7 @@ import http.client
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -119,6 +120,35 @@ class CliTest(unittest.TestCase):
         self.assertIn("exporters::debug::verbosity: must be one of: basic, normal, detailed",
                       r.stderr)
         self.assertNotIn("replaces the embedded default", r.stderr)  # a file was given
+
+    def test_default_config_serves_otlp_grpc(self):
+        """The embedded default listens for OTLP/gRPC on localhost:4317 as well (issue 28: the
+        eBPF profiler and most OTel SDKs default to it); here on free ports, moved with --set, a
+        gRPC call made by curl is answered OK and printed by the debug exporter."""
+        r = h.run_profcol(["print-default-config"])
+        self.assertIn("endpoint: localhost:4317", r.stdout)
+        gport, hport, pport = h.free_port(), h.free_port(), h.free_port()
+        sets = ["receivers::otlp::protocols::grpc::endpoint=127.0.0.1:%d" % gport,
+                "receivers::otlp::protocols::http::endpoint=127.0.0.1:%d" % hport,
+                "receivers::pyroscope::endpoint=127.0.0.1:%d" % pport,
+                "service::telemetry::metrics::address=127.0.0.1:%d" % h.free_port()]
+        args = [a for s in sets for a in ("--set", s)]
+        p = h.Profcol([], args=args, wait_ports=[gport, hport, pport], name="default").start()
+        try:
+            body = h.make_request(("checkout",), seed=11).SerializeToString()
+            out = subprocess.run(
+                ["curl", "-sS", "--http2-prior-knowledge", "-H", "content-type: application/grpc",
+                 "-H", "te: trailers", "--data-binary", "@-", "-D", "-", "-o", "/dev/null",
+                 "http://127.0.0.1:%d/opentelemetry.proto.collector.profiles.v1development."
+                 "ProfilesService/Export" % gport],
+                input=b"\x00" + len(body).to_bytes(4, "big") + body, capture_output=True,
+                timeout=30)
+            self.assertIn(b"grpc-status: 0", out.stdout.lower(), out)
+            p.stop()
+            with open(p.stderr_path) as f:
+                self.assertIn("OTLP/gRPC on 127.0.0.1:%d" % gport, f.read())
+        finally:
+            p.kill()
 
     def test_logs_encoding_json(self):
         port = h.free_port()
