@@ -320,25 +320,32 @@ class Profcol:
         self.args = list(args)
         self.proc = None
 
-    def start(self):
+    start_timeout = START_TIMEOUT
+    stop_timeout = STOP_TIMEOUT
+
+    def command(self):
+        """The argv started (a peer's process, peer_support.Collector, has its own)."""
         if not os.access(BIN, os.X_OK):
             raise RuntimeError("profcol binary not found: %s (set PROFCOL_BIN)" % BIN)
         args = [BIN]
         for p in self.config_paths:
             args += ["--config", p]
-        args += self.args
+        return args + self.args
+
+    def start(self):
+        args = self.command()
         self._err = open(self.stderr_path, "wb")
         self._out = open(self.stdout_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._err,
                                      stdin=subprocess.DEVNULL, env=self.env,
                                      preexec_fn=self.preexec_fn)
         for port in self.wait_ports:
-            if not wait_port(port, START_TIMEOUT, self.proc):
+            if not wait_port(port, self.start_timeout, self.proc):
                 rc = self.proc.poll()
                 self.kill()
                 raise AssertionError("%s did not listen on 127.0.0.1:%d within %.0fs (exit %r)\n"
-                                     "--- stderr ---\n%s" % (self.name, port, START_TIMEOUT, rc,
-                                                             self.stderr()[-4000:]))
+                                     "--- stderr ---\n%s" % (self.name, port, self.start_timeout,
+                                                             rc, self.stderr()[-4000:]))
         return self
 
     def stderr(self):
@@ -360,8 +367,9 @@ class Profcol:
     def running(self):
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, timeout=STOP_TIMEOUT):
-        """SIGTERM; assert exit status 0 within `timeout` seconds."""
+    def stop(self, timeout=None):
+        """SIGTERM; assert exit status 0 within `timeout` seconds (default stop_timeout)."""
+        timeout = self.stop_timeout if timeout is None else timeout
         if self.proc is None:
             return
         if self.proc.poll() is not None:

@@ -19,7 +19,6 @@ Debian's /usr/bin/python3, stdlib and python3-protobuf only.
 
 import functools
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -52,57 +51,20 @@ def peer_dir(name):
     raise AssertionError("no peer named %s in tests/peers/versions.txt" % name)
 
 
-class Collector:
-    """The Collector distribution of tests/peers/otelcol on one YAML config."""
+class Collector(h.Profcol):
+    """The Collector distribution of tests/peers/otelcol on one YAML config: harness.Profcol's
+    start, stop (exit 0 after SIGTERM) and logs around another command."""
+
+    start_timeout = 60
+    stop_timeout = 20
 
     def __init__(self, config, wait_ports=(), name="otelcol"):
+        super().__init__(config, wait_ports=wait_ports, name=name)
         self.bin = os.path.join(peer_dir("otelcol"), "otelcol")
-        self.name = name
-        self.config_path = h.write_config(config, name + "-config")
-        self.stderr_path = h._tmpfile(name, ".stderr")
-        self.wait_ports = list(wait_ports)
-        self.proc = None
 
-    def start(self):
-        self._err = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(
-            [self.bin, "--config", self.config_path, "--feature-gates=service.profilesSupport"],
-            stdout=self._err, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        for port in self.wait_ports:
-            if not h.wait_port(port, 60, self.proc):
-                rc = self.proc.poll()
-                self.kill()
-                raise AssertionError("%s did not listen on %d (exit %r):\n%s"
-                                     % (self.name, port, rc, self.stderr()[-4000:]))
-        return self
-
-    def stderr(self):
-        try:
-            with open(self.stderr_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def stop(self, timeout=20):
-        if self.proc is None or self.proc.poll() is not None:
-            rc = self.proc.returncode if self.proc else None
-            raise AssertionError("%s exited early (%r):\n%s" % (self.name, rc, self.stderr()[-4000:]))
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError("%s did not stop within %ds" % (self.name, timeout))
-        self._err.close()
-        if rc != 0:
-            raise AssertionError("%s exited %d:\n%s" % (self.name, rc, self.stderr()[-4000:]))
-
-    def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        if getattr(self, "_err", None) and not self._err.closed:
-            self._err.close()
+    def command(self):
+        return [self.bin, "--config", self.config_paths[0],
+                "--feature-gates=service.profilesSupport"]
 
 
 def started_collector(test, config, ports, name="otelcol"):
