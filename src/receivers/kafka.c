@@ -555,7 +555,7 @@ static job *job_new(kafka_recv *x, tp *t, msg *mm)
     j->rq.ops = &kafka_ops;
     j->rq.core = &x->core;
     j->rq.stats = &x->stats;
-    j->rq.next = x->c->route[t->sig];
+    j->rq.route = &x->c->route[t->sig];
     j->rq.sig = t->sig;
     j->rq.who = j->who;
     j->rq.max_decoded = PC_DECODED_PER_BODY * (len > DECODE_BASE ? len : DECODE_BASE);

@@ -438,7 +438,7 @@ static job *job_new(otlp_recv *r, int transport, pc_signal sig, const char *who,
     j->rq.ops = &otlp_ops;
     j->rq.core = &r->core;
     j->rq.stats = &r->stats[transport];
-    j->rq.next = r->c->route[sig];
+    j->rq.route = &r->c->route[sig];
     j->rq.sig = sig;
     j->rq.who = who;
     j->rq.max_decoded = max_decoded;

@@ -173,7 +173,7 @@ static void decode_done(uv_work_t *w, int status)
     pc_batch *b = rq->batch;
     rq->batch = NULL;
     rq->stage = PC_RECEIVE_PIPELINE;
-    pc_consume(rq->next, b, pipeline_done, rq);
+    pc_consume(*rq->route, b, pipeline_done, rq);
 }
 
 void pc_receive_start(pc_receive *rq)
@@ -182,7 +182,7 @@ void pc_receive_start(pc_receive *rq)
     core->in_flight++;
     rq->stage = PC_RECEIVE_ADMISSION;
     rq->decode_room = SIZE_MAX;
-    pc_admit a = pc_consumer_admit(rq->next, &rq->decode_room);
+    pc_admit a = pc_consumer_admit(*rq->route, &rq->decode_room);
     if (a != PC_ADMIT_OK) { /* refused before inflating and decoding, one log line per interval */
         bool memory = a == PC_ADMIT_MEMORY;
         rq->stats->refused_requests.n[memory ? PC_REFUSED_MEMORY : PC_REFUSED_PIPELINE]++;

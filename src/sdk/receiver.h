@@ -82,7 +82,9 @@ struct pc_receive {
     const pc_receive_ops *ops;
     pc_receiver_core *core;
     pc_receiver_stats *stats;
-    pc_consumer *next; /* the signal's pipelines */
+    /* the signal's pipelines: the receiver's slot (c->route[sig]), read when used, since a reload
+     * re-routes a kept receiver and frees the old pipelines while requests decode */
+    pc_consumer *const *route;
     pc_signal sig;
     const char *who;         /* the client in log lines: "127.0.0.1:5311", "topic t [0] offset 7" */
     uint64_t max_decoded;    /* the request's decode budget */

@@ -556,7 +556,7 @@ static void on_request(pc_http_req *req, void *arg)
     j->rq.ops = &pyro_ops;
     j->rq.core = &r->core;
     j->rq.stats = &r->stats;
-    j->rq.next = r->c->next;
+    j->rq.route = &r->c->next;
     j->rq.sig = PC_SIGNAL_PROFILES;
     j->rq.who = req->peer;
     j->rq.max_decoded = pc_decoded_limit(cfg->http.max_decoded, cfg->http.max_body);
