@@ -633,7 +633,11 @@ def go_pprof_raw(path, tmp, pprof=None):
         'functions': set}. Only labels whose values are not numbers are kept (-raw prints string
     and numeric labels alike)."""
     cmd = [pprof] if pprof else [shutil.which("go") or "go", "tool", "pprof"]
-    r = subprocess.run(cmd + ["-raw", path],
+    # -symbolize=none: the names as the file holds them. pprof's default symbolization
+    # "simplifies" names, dropping a parameter list even inside a Go generic's shape, e.g.
+    # typeEncoder.OnceValue[go.shape.func(*encoding/json.encodeState, ...)].func3 printed as
+    # OnceValue[go.shape.func].func3 (the real one follows in parentheses after s=).
+    r = subprocess.run(cmd + ["-raw", "-symbolize=none", path],
                        env=go_env(tmp), capture_output=True, text=True, timeout=60,
                        stdin=subprocess.DEVNULL)
     if r.returncode != 0:

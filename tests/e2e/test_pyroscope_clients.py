@@ -386,6 +386,56 @@ class GoClientTest(unittest.TestCase):
                     self.assertIn(fn, top.stdout, "%s: go tool pprof -top" % proto)
 
 
+class GoReaderTest(unittest.TestCase):
+    """The oracle itself: Go's reader (go_pprof_raw) gives the names a file holds, also names
+    with spaces and parameter lists (a Go generic's shape, a C++ signature), and profcol's OTLP
+    carries the same. pprof's default symbolization printed typeEncoder.OnceValue[go.shape.func
+    (*encoding/json.encodeState, ...)].func3 as OnceValue[go.shape.func].func3, which failed
+    test_peer_sdks whenever a real block profile held that frame."""
+
+    NAMES = ("encoding/json.typeEncoder.OnceValue[go.shape.func(*encoding/json.encodeState, "
+             "reflect.Value, encoding/json.encOpts)].func3",
+             "std::vector<int, std::allocator<int> >::push_back(int const&)",
+             "main.work")
+
+    def test_names_as_the_file_holds_them(self):
+        tmp = ps.mktemp("go-reader-")
+        p = ps.ppb.Profile()
+        st = [""]
+
+        def s(x):
+            st.append(x)
+            return len(st) - 1
+
+        p.sample_type.add(type=s("contentions"), unit=s("count"))
+        for i, name in enumerate(self.NAMES, 1):
+            p.function.add(id=i, name=s(name), system_name=s(name), filename=s("/src/x.go"),
+                           start_line=i)
+            p.location.add(id=i, address=0x1000 * i).line.add(function_id=i, line=10 * i)
+        p.sample.add(location_id=[1, 2, 3], value=[7])
+        p.sample.add(location_id=[2, 3], value=[5])
+        p.string_table.extend(st)
+        raw = p.SerializeToString()
+        path = os.path.join(tmp, "names.pb")
+        with open(path, "wb") as f:
+            f.write(raw)
+        go = ps.go_pprof_raw(path, tmp)
+        mine = ps.pprof_view(p)
+        self.assertEqual(go["functions"], set(self.NAMES))
+        self.assertEqual(go["samples"], mine["samples"])
+
+        port, sink, pc = ps.pyroscope_to_sink(self, "pyro-names")
+        r = h.post(port, raw, "application/octet-stream",
+                   path="/ingest?name=names.contentions&format=pprof")
+        self.assertEqual(r.status, 200, r)
+        reqs = sink.wait_until(lambda rs: any(x.message is not None for x in rs), 15)
+        got = ps.by_type(ps.otlp_views([x.message for x in reqs if x.message is not None]))
+        t = ("contentions", "count")
+        self.assertEqual(ps.string_attrs_only(got[t]["samples"]),
+                         ps.string_attrs_only(go["samples"][t]))
+        pc.stop()
+
+
 class ShapesTest(unittest.TestCase):
     """The other shapes and paths the receiver serves, with real Go profiles (tests/data):
     /pyroscope/ingest, /v1/pprof (204), Push as JSON and gzip-compressed proto, Content-Encoding
