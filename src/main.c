@@ -88,8 +88,9 @@ static int print_components_markdown(void)
             printf("| `%s` | %s", k->key, cfg_type_name(k->type));
             for (int j = 0; k->type == PC_CFG_ENUM && k->choices[j]; j++)
                 printf("%s%s", j ? " \\| " : ": ", k->choices[j]);
-            printf(" | %s%s%s | %s |\n", k->def ? "`" : "", k->def ? k->def : "-",
-                   k->def ? "`" : "", k->doc);
+            bool def = pc_cfg_key_has_default(k);
+            printf(" | %s%s%s | %s |\n", def ? "`" : "", def ? k->def : "-", def ? "`" : "",
+                   k->doc);
         }
     }
     return 0;
@@ -110,8 +111,8 @@ static int print_components(void)
                     n += (size_t)snprintf(type + n, sizeof type - n, "%s%s", j ? "|" : " ",
                                           k->choices[j]);
             }
-            printf("    %-34s %-24s default %-10s %s\n", k->key, type, k->def ? k->def : "-",
-                   k->doc);
+            printf("    %-34s %-24s default %-10s %s\n", k->key, type,
+                   pc_cfg_key_has_default(k) ? k->def : "-", k->doc);
         }
         printf("\n");
     }

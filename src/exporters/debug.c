@@ -15,14 +15,13 @@ typedef struct debug_cfg {
 
 static const char *const verbosities[] = {"basic", "normal", "detailed", NULL};
 
+/* clang-format off */
 static const pc_cfg_key debug_keys[] = {
-    {"verbosity", PC_CFG_ENUM, "basic", offsetof(debug_cfg, verbosity),
-     "basic: a line per batch; normal: a line per profile; detailed: top functions per profile",
-     verbosities},
-    {"top", PC_CFG_INT, "10", offsetof(debug_cfg, top), "rows in the detailed top-functions table",
-     NULL},
+    {"verbosity", PC_CFG_ENUM, "basic", offsetof(debug_cfg, verbosity), "basic: a line per batch; normal: a line per profile; detailed: top functions per profile", verbosities},
+    {"top", PC_CFG_INT, "10", offsetof(debug_cfg, top), "rows in the detailed top-functions table", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 static int debug_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
@@ -74,11 +73,11 @@ const pc_component_type pc_exporter_debug = {
     .name = "debug",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "prints what arrives to stderr (profiles: counts, per-profile lines, top functions; "
-           "other signals: counts, and OTLP JSON when detailed)",
     .cfg_size = sizeof(debug_cfg),
     .cfg = debug_keys,
     .validate = debug_validate,
     PC_EXPORTER_CORE(&debug_def),
     .signals = PC_SIGNALS_ALL,
+    .doc = "prints what arrives to stderr (profiles: counts, per-profile lines, top functions; "
+           "other signals: counts, and OTLP JSON when detailed)",
 };

@@ -65,60 +65,32 @@ typedef struct kafka_exp_cfg {
             "message encoding of " name " (or the top-level encoding)", encodings                  \
     }
 
+/* clang-format off */
 static const pc_cfg_key kafka_exp_keys[] = {
     PC_KAFKA_CLIENT_KEYS(kafka_exp_cfg, client),
     SIGNAL_KEYS(PC_SIGNAL_PROFILES, "profiles", "otlp_profiles"),
     SIGNAL_KEYS(PC_SIGNAL_TRACES, "traces", "otlp_spans"),
     SIGNAL_KEYS(PC_SIGNAL_METRICS, "metrics", "otlp_metrics"),
     SIGNAL_KEYS(PC_SIGNAL_LOGS, "logs", "otlp_logs"),
-    {"topic", PC_CFG_STRING, NULL, offsetof(kafka_exp_cfg, old_topic),
-     "deprecated in the Collector: the topic of every signal whose <signal>::topic is not set",
-     NULL},
-    {"encoding", PC_CFG_STRING, NULL, offsetof(kafka_exp_cfg, old_encoding),
-     "deprecated in the Collector: the encoding of every signal whose <signal>::encoding is not "
-     "set (otlp_proto, otlp_json)",
-     NULL},
-    {"partition_profiles_by_resource_attributes", PC_CFG_BOOL, "false",
-     offsetof(kafka_exp_cfg, partition_by_resource[PC_SIGNAL_PROFILES]),
-     "a message per resource, keyed by the hash of its attributes (one resource, one partition)",
-     NULL},
-    {"partition_metrics_by_resource_attributes", PC_CFG_BOOL, "false",
-     offsetof(kafka_exp_cfg, partition_by_resource[PC_SIGNAL_METRICS]),
-     "a message per resource, keyed by the hash of its attributes", NULL},
-    {"partition_logs_by_resource_attributes", PC_CFG_BOOL, "false",
-     offsetof(kafka_exp_cfg, partition_by_resource[PC_SIGNAL_LOGS]),
-     "a message per resource, keyed by the hash of its attributes", NULL},
-    {"partition_traces_by_id", PC_CFG_BOOL, "false",
-     offsetof(kafka_exp_cfg, partition_traces_by_id),
-     "a message per trace, keyed by the trace id (hex)", NULL},
-    {"partition_logs_by_trace_id", PC_CFG_BOOL, "false",
-     offsetof(kafka_exp_cfg, partition_logs_by_trace_id),
-     "a message per trace id of the log records, keyed by it (hex; none for records without)",
-     NULL},
-    {"producer.max_message_bytes", PC_CFG_INT, "1000000",
-     offsetof(kafka_exp_cfg, max_message_bytes),
-     "largest message (before compression); larger requests are split, never dropped", NULL},
-    {"producer.required_acks", PC_CFG_INT, "1", offsetof(kafka_exp_cfg, required_acks),
-     "acknowledgements a message needs before it counts as sent: 0 none, 1 the leader, -1 every "
-     "in-sync replica",
-     NULL},
-    {"producer.compression", PC_CFG_ENUM, "none", offsetof(kafka_exp_cfg, compression),
-     "compression of message batches", compressions},
-    {"producer.compression_params.level", PC_CFG_INT, "-1",
-     offsetof(kafka_exp_cfg, compression_level), "compression level (-1: the codec's default)",
-     NULL},
-    {"producer.flush_max_messages", PC_CFG_INT, "10000",
-     offsetof(kafka_exp_cfg, flush_max_messages), "most messages in one produce request", NULL},
-    {"producer.linger", PC_CFG_DURATION, "10ms", offsetof(kafka_exp_cfg, linger_ms),
-     "how long a partition waits for more messages before a produce request is sent", NULL},
-    {"producer.allow_auto_topic_creation", PC_CFG_BOOL, "true",
-     offsetof(kafka_exp_cfg, auto_create_topics),
-     "let the broker create a topic on first use (when it allows it)", NULL},
-    {"timeout", PC_CFG_DURATION, "5s", offsetof(kafka_exp_cfg, timeout_ms),
-     "time one attempt has to get every message of a request acknowledged", NULL},
+    {"topic", PC_CFG_STRING, "", offsetof(kafka_exp_cfg, old_topic), "deprecated in the Collector: the topic of every signal whose <signal>::topic is not set", NULL},
+    {"encoding", PC_CFG_STRING, "", offsetof(kafka_exp_cfg, old_encoding), "deprecated in the Collector: the encoding of every signal whose <signal>::encoding is not set (otlp_proto, otlp_json)", NULL},
+    {"partition_profiles_by_resource_attributes", PC_CFG_BOOL, "false", offsetof(kafka_exp_cfg, partition_by_resource[PC_SIGNAL_PROFILES]), "a message per resource, keyed by the hash of its attributes (one resource, one partition)", NULL},
+    {"partition_metrics_by_resource_attributes", PC_CFG_BOOL, "false", offsetof(kafka_exp_cfg, partition_by_resource[PC_SIGNAL_METRICS]), "a message per resource, keyed by the hash of its attributes", NULL},
+    {"partition_logs_by_resource_attributes", PC_CFG_BOOL, "false", offsetof(kafka_exp_cfg, partition_by_resource[PC_SIGNAL_LOGS]), "a message per resource, keyed by the hash of its attributes", NULL},
+    {"partition_traces_by_id", PC_CFG_BOOL, "false", offsetof(kafka_exp_cfg, partition_traces_by_id), "a message per trace, keyed by the trace id (hex)", NULL},
+    {"partition_logs_by_trace_id", PC_CFG_BOOL, "false", offsetof(kafka_exp_cfg, partition_logs_by_trace_id), "a message per trace id of the log records, keyed by it (hex; none for records without)", NULL},
+    {"producer.max_message_bytes", PC_CFG_INT, "1000000", offsetof(kafka_exp_cfg, max_message_bytes), "largest message (before compression); larger requests are split, never dropped", NULL},
+    {"producer.required_acks", PC_CFG_INT, "1", offsetof(kafka_exp_cfg, required_acks), "acknowledgements a message needs before it counts as sent: 0 none, 1 the leader, -1 every in-sync replica", NULL},
+    {"producer.compression", PC_CFG_ENUM, "none", offsetof(kafka_exp_cfg, compression), "compression of message batches", compressions},
+    {"producer.compression_params.level", PC_CFG_INT, "-1", offsetof(kafka_exp_cfg, compression_level), "compression level (-1: the codec's default)", NULL},
+    {"producer.flush_max_messages", PC_CFG_INT, "10000", offsetof(kafka_exp_cfg, flush_max_messages), "most messages in one produce request", NULL},
+    {"producer.linger", PC_CFG_DURATION, "10ms", offsetof(kafka_exp_cfg, linger_ms), "how long a partition waits for more messages before a produce request is sent", NULL},
+    {"producer.allow_auto_topic_creation", PC_CFG_BOOL, "true", offsetof(kafka_exp_cfg, auto_create_topics), "let the broker create a topic on first use (when it allows it)", NULL},
+    {"timeout", PC_CFG_DURATION, "5s", offsetof(kafka_exp_cfg, timeout_ms), "time one attempt has to get every message of a request acknowledged", NULL},
     PC_SENDER_KEYS(kafka_exp_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* The counters of one (topic, partition, outcome): otelcol_kafka_exporter_*. */
 typedef struct part_stats {
@@ -551,12 +523,12 @@ const pc_component_type pc_exporter_kafka = {
     .name = "kafka",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "every signal to Kafka topics through librdkafka (OTLP protobuf or JSON messages; "
-           "counted as sent once the broker acknowledged them; split above "
-           "producer::max_message_bytes)",
     .cfg_size = sizeof(kafka_exp_cfg),
     .cfg = kafka_exp_keys,
     .validate = kafka_exp_validate,
     PC_EXPORTER_CORE(&kafka_exp_def),
     .signals = PC_SIGNALS_ALL,
+    .doc = "every signal to Kafka topics through librdkafka (OTLP protobuf or JSON messages; "
+           "counted as sent once the broker acknowledged them; split above "
+           "producer::max_message_bytes)",
 };

@@ -59,32 +59,20 @@ typedef struct lb_cfg {
     pc_sender_cfg sender; /* the protocol's sending_queue and retry_on_failure */
 } lb_cfg;
 
+/* clang-format off */
 static const pc_cfg_key lb_keys[] = {
-    {"routing_key", PC_CFG_STRING, NULL, offsetof(lb_cfg, routing_key),
-     "traceID (default for traces: a span's trace id, a profile sample's link trace id, samples "
-     "without one by service), service (default for profiles: resource service.name), resource "
-     "(all resource attributes) or attributes (routing_attributes)",
-     NULL},
-    {"routing_attributes", PC_CFG_LIST, NULL, offsetof(lb_cfg, routing_attributes),
-     "routing_key attributes: the attribute keys whose values route (resource, then scope, then "
-     "span or sample attributes)",
-     NULL},
-    {"resolver.static.hostnames", PC_CFG_LIST, NULL, offsetof(lb_cfg, hostnames),
-     "the backends, host:port (or http(s)://host:port); a SIGHUP that changes only the resolver "
-     "moves just the ring's share of keys",
-     NULL},
-    {"resolver.dns.hostname", PC_CFG_STRING, NULL, offsetof(lb_cfg, dns_hostname),
-     "name whose A and AAAA records are the backends (e.g. a Kubernetes headless Service)", NULL},
-    {"resolver.dns.port", PC_CFG_INT, "4317", offsetof(lb_cfg, dns_port),
-     "port of every resolved backend", NULL},
-    {"resolver.dns.interval", PC_CFG_DURATION, "5s", offsetof(lb_cfg, dns_interval_ms),
-     "how often the name is resolved again", NULL},
-    {"resolver.dns.timeout", PC_CFG_DURATION, "1s", offsetof(lb_cfg, dns_timeout_ms),
-     "a lookup taking longer fails (the backends stay as they were)", NULL},
+    {"routing_key", PC_CFG_STRING, "", offsetof(lb_cfg, routing_key), "traceID (default for traces: a span's trace id, a profile sample's link trace id, samples without one by service), service (default for profiles: resource service.name), resource (all resource attributes) or attributes (routing_attributes)", NULL},
+    {"routing_attributes", PC_CFG_LIST, "", offsetof(lb_cfg, routing_attributes), "routing_key attributes: the attribute keys whose values route (resource, then scope, then span or sample attributes)", NULL},
+    {"resolver.static.hostnames", PC_CFG_LIST, "", offsetof(lb_cfg, hostnames), "the backends, host:port (or http(s)://host:port); a SIGHUP that changes only the resolver moves just the ring's share of keys", NULL},
+    {"resolver.dns.hostname", PC_CFG_STRING, "", offsetof(lb_cfg, dns_hostname), "name whose A and AAAA records are the backends (e.g. a Kubernetes headless Service)", NULL},
+    {"resolver.dns.port", PC_CFG_INT, "4317", offsetof(lb_cfg, dns_port), "port of every resolved backend", NULL},
+    {"resolver.dns.interval", PC_CFG_DURATION, "5s", offsetof(lb_cfg, dns_interval_ms), "how often the name is resolved again", NULL},
+    {"resolver.dns.timeout", PC_CFG_DURATION, "1s", offsetof(lb_cfg, dns_timeout_ms), "a lookup taking longer fails (the backends stay as they were)", NULL},
     PC_OTLP_GRPC_KEYS(lb_cfg, grpc, "protocol.otlp."),
     PC_OTLP_HTTP_KEYS(lb_cfg, http, "protocol.otlphttp."),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* ---- config ---- */
 
@@ -825,9 +813,6 @@ const pc_component_type pc_exporter_loadbalancing = {
     .name = "loadbalancing",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "spreads traces and profiles over backends by trace id, service, resource or "
-           "attributes on a consistent-hash ring (static or DNS resolver), one sending queue per "
-           "backend, over OTLP/gRPC or OTLP/HTTP",
     .cfg_size = sizeof(lb_cfg),
     .cfg = lb_keys,
     .validate = lb_validate,
@@ -835,4 +820,7 @@ const pc_component_type pc_exporter_loadbalancing = {
     .signals = PC_SIGNAL_BIT(PC_SIGNAL_PROFILES) | PC_SIGNAL_BIT(PC_SIGNAL_TRACES),
     .reconfigurable = lb_reconfigurable,
     .reconfigure = lb_reconfigure,
+    .doc = "spreads traces and profiles over backends by trace id, service, resource or "
+           "attributes on a consistent-hash ring (static or DNS resolver), one sending queue per "
+           "backend, over OTLP/gRPC or OTLP/HTTP",
 };

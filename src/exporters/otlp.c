@@ -14,10 +14,12 @@ typedef struct otlp_exp_cfg {
     pc_otlp_grpc_cfg grpc;
 } otlp_exp_cfg;
 
+/* clang-format off */
 static const pc_cfg_key otlp_exp_keys[] = {
     PC_OTLP_GRPC_KEYS(otlp_exp_cfg, grpc, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 static int otlp_exp_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
@@ -64,11 +66,11 @@ const pc_component_type pc_exporter_otlp = {
     .name = "otlp",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "OTLP/gRPC exporter for every signal (ProfilesService/Export, TraceService/Export, ... "
-           "over h2c or TLS, gzip or zstd)",
     .cfg_size = sizeof(otlp_exp_cfg),
     .cfg = otlp_exp_keys,
     .validate = otlp_exp_validate,
     PC_EXPORTER_CORE(&otlp_exp_def),
     .signals = PC_SIGNALS_ALL,
+    .doc = "OTLP/gRPC exporter for every signal (ProfilesService/Export, TraceService/Export, ... "
+           "over h2c or TLS, gzip or zstd)",
 };

@@ -16,10 +16,12 @@ typedef struct otlphttp_cfg {
     pc_otlp_http_cfg http;
 } otlphttp_cfg;
 
+/* clang-format off */
 static const pc_cfg_key otlphttp_keys[] = {
     PC_OTLP_HTTP_KEYS(otlphttp_cfg, http, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* Where one signal goes: a URL whose origin is one of the clients. Signals whose URLs share
  * scheme, host and port share one client. */
@@ -161,11 +163,11 @@ const pc_component_type pc_exporter_otlphttp = {
     .name = "otlphttp",
     .kind = PC_KIND_EXPORTER,
     .stability = "alpha",
-    .doc = "OTLP/HTTP exporter for every signal (protobuf or JSON, gzip or zstd)",
     .cfg_size = sizeof(otlphttp_cfg),
     .cfg = otlphttp_keys,
     .validate = otlphttp_validate,
     PC_EXPORTER_CORE(&otlphttp_def),
     .signals = PC_SIGNALS_ALL,
     .check_signal = otlphttp_check_signal,
+    .doc = "OTLP/HTTP exporter for every signal (protobuf or JSON, gzip or zstd)",
 };

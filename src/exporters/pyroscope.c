@@ -57,32 +57,23 @@ typedef struct pyro_cfg {
 enum { PROTO_PUSH = 0, PROTO_INGEST = 1 };
 static const char *const protocols[] = {"push", "ingest", NULL};
 
+/* clang-format off */
 static const pc_cfg_key pyro_keys[] = {
-    {"endpoint", PC_CFG_STRING, NULL, offsetof(pyro_cfg, endpoint),
-     "Pyroscope base URL, e.g. http://pyroscope:4040", NULL},
-    {"protocol", PC_CFG_ENUM, "push", offsetof(pyro_cfg, protocol),
-     "push: Connect push API, one request per batch; ingest: legacy /ingest, one per pprof",
-     protocols},
-    {"tenant_id", PC_CFG_STRING, NULL, offsetof(pyro_cfg, tenant_id),
-     "tenant sent as X-Scope-OrgID", NULL},
-    {"tenant_from_request", PC_CFG_BOOL, "false", offsetof(pyro_cfg, tenant_from_request),
-     "send the received request's X-Scope-OrgID when present (else tenant_id)", NULL},
-    {"basic_auth.username", PC_CFG_STRING, NULL, offsetof(pyro_cfg, username),
-     "HTTP basic auth user", NULL},
-    {"basic_auth.password", PC_CFG_STRING, NULL, offsetof(pyro_cfg, password),
-     "HTTP basic auth password", NULL},
-    {"external_labels", PC_CFG_MAP, NULL, offsetof(pyro_cfg, external_labels),
-     "labels added to every series (override labels from the resource)", NULL},
-    {"max_label_names", PC_CFG_INT, "30", offsetof(pyro_cfg, max_label_names),
-     "labels per series, __name__ and service_name included; extra ones are dropped", NULL},
-    {"max_label_value_length", PC_CFG_INT, "2048", offsetof(pyro_cfg, max_label_value_length),
-     "longer label values are truncated (bytes)", NULL},
-    {"max_label_name_length", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_label_name_length),
-     "labels with longer names are dropped (bytes)", NULL},
+    {"endpoint", PC_CFG_STRING, "", offsetof(pyro_cfg, endpoint), "Pyroscope base URL, e.g. http://pyroscope:4040", NULL},
+    {"protocol", PC_CFG_ENUM, "push", offsetof(pyro_cfg, protocol), "push: Connect push API, one request per batch; ingest: legacy /ingest, one per pprof", protocols},
+    {"tenant_id", PC_CFG_STRING, "", offsetof(pyro_cfg, tenant_id), "tenant sent as X-Scope-OrgID", NULL},
+    {"tenant_from_request", PC_CFG_BOOL, "false", offsetof(pyro_cfg, tenant_from_request), "send the received request's X-Scope-OrgID when present (else tenant_id)", NULL},
+    {"basic_auth.username", PC_CFG_STRING, "", offsetof(pyro_cfg, username), "HTTP basic auth user", NULL},
+    {"basic_auth.password", PC_CFG_STRING, "", offsetof(pyro_cfg, password), "HTTP basic auth password", NULL},
+    {"external_labels", PC_CFG_MAP, "", offsetof(pyro_cfg, external_labels), "labels added to every series (override labels from the resource)", NULL},
+    {"max_label_names", PC_CFG_INT, "30", offsetof(pyro_cfg, max_label_names), "labels per series, __name__ and service_name included; extra ones are dropped", NULL},
+    {"max_label_value_length", PC_CFG_INT, "2048", offsetof(pyro_cfg, max_label_value_length), "longer label values are truncated (bytes)", NULL},
+    {"max_label_name_length", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_label_name_length), "labels with longer names are dropped (bytes)", NULL},
     PC_HTTP_CLIENT_KEYS(pyro_cfg, client, ""),
     PC_SENDER_KEYS(pyro_cfg, sender),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* What the label rules cut, per job (worker) and in total (loop thread). */
 typedef struct cut_stats {
@@ -871,9 +862,9 @@ const pc_component_type pc_exporter_pyroscope = {
     .name = "pyroscope",
     .kind = PC_KIND_EXPORTER,
     .stability = "development",
-    .doc = "Grafana Pyroscope exporter (Connect push API or /ingest, gzip pprof)",
     .cfg_size = sizeof(pyro_cfg),
     .cfg = pyro_keys,
     .validate = pyro_validate,
     PC_EXPORTER_CORE(&pyro_def),
+    .doc = "Grafana Pyroscope exporter (Connect push API or /ingest, gzip pprof)",
 };

@@ -27,19 +27,15 @@ typedef struct basic_cfg {
     char *file, *inline_text;
 } basic_cfg;
 
+/* clang-format off */
 static const pc_cfg_key basic_keys[] = {
-    {"client_auth.username", PC_CFG_STRING, NULL, offsetof(basic_cfg, username),
-     "user an exporter sends", NULL},
-    {"client_auth.password", PC_CFG_STRING, NULL, offsetof(basic_cfg, password),
-     "password an exporter sends", NULL},
-    {"htpasswd.file", PC_CFG_STRING, NULL, offsetof(basic_cfg, file),
-     "htpasswd file of users a receiver accepts: {SHA} (htpasswd -s) or plain entries; "
-     "re-read on SIGHUP",
-     NULL},
-    {"htpasswd.inline", PC_CFG_STRING, NULL, offsetof(basic_cfg, inline_text),
-     "htpasswd entries in the config (checked before the file)", NULL},
+    {"client_auth.username", PC_CFG_STRING, "", offsetof(basic_cfg, username), "user an exporter sends", NULL},
+    {"client_auth.password", PC_CFG_STRING, "", offsetof(basic_cfg, password), "password an exporter sends", NULL},
+    {"htpasswd.file", PC_CFG_STRING, "", offsetof(basic_cfg, file), "htpasswd file of users a receiver accepts: {SHA} (htpasswd -s) or plain entries; re-read on SIGHUP", NULL},
+    {"htpasswd.inline", PC_CFG_STRING, "", offsetof(basic_cfg, inline_text), "htpasswd entries in the config (checked before the file)", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 typedef struct entry {
     char *user;
@@ -300,12 +296,12 @@ const pc_component_type pc_extension_basicauth = {
     .kind = PC_KIND_EXTENSION,
     .authenticator = true,
     .stability = "alpha",
-    .doc = "HTTP Basic authenticator for `auth: authenticator:` (client_auth for exporters; "
-           "htpasswd with {SHA} or plain entries for receivers, 401 otherwise)",
     .cfg_size = sizeof(basic_cfg),
     .cfg = basic_keys,
     .validate = basic_validate,
     .create = basic_create,
     .start = basic_start,
     .destroy = basic_destroy,
+    .doc = "HTTP Basic authenticator for `auth: authenticator:` (client_auth for exporters; "
+           "htpasswd with {SHA} or plain entries for receivers, 401 otherwise)",
 };

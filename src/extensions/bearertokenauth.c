@@ -19,16 +19,15 @@ typedef struct bta_cfg {
     char *header;
 } bta_cfg;
 
+/* clang-format off */
 static const pc_cfg_key bta_keys[] = {
-    {"scheme", PC_CFG_STRING, "Bearer", offsetof(bta_cfg, scheme),
-     "scheme before the token in the header value (empty: the token alone)", NULL},
-    {"token", PC_CFG_STRING, NULL, offsetof(bta_cfg, token), "the token (or use filename)", NULL},
-    {"filename", PC_CFG_STRING, NULL, offsetof(bta_cfg, filename),
-     "file holding the token (trailing whitespace ignored); re-read on SIGHUP", NULL},
-    {"header", PC_CFG_STRING, "Authorization", offsetof(bta_cfg, header),
-     "header carrying the token", NULL},
+    {"scheme", PC_CFG_STRING, "Bearer", offsetof(bta_cfg, scheme), "scheme before the token in the header value (empty: the token alone)", NULL},
+    {"token", PC_CFG_STRING, "", offsetof(bta_cfg, token), "the token (or use filename)", NULL},
+    {"filename", PC_CFG_STRING, "", offsetof(bta_cfg, filename), "file holding the token (trailing whitespace ignored); re-read on SIGHUP", NULL},
+    {"header", PC_CFG_STRING, "Authorization", offsetof(bta_cfg, header), "header carrying the token", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 typedef struct bta {
     pc_auth base; /* first: what receivers and exporters use */
@@ -164,12 +163,12 @@ const pc_component_type pc_extension_bearertokenauth = {
     .kind = PC_KIND_EXTENSION,
     .authenticator = true,
     .stability = "alpha",
-    .doc = "Bearer token authenticator for `auth: authenticator:` (receivers check it in constant "
-           "time and answer 401 otherwise; exporters send it)",
     .cfg_size = sizeof(bta_cfg),
     .cfg = bta_keys,
     .validate = bta_validate,
     .create = bta_create,
     .start = bta_start,
     .destroy = bta_destroy,
+    .doc = "Bearer token authenticator for `auth: authenticator:` (receivers check it in constant "
+           "time and answer 401 otherwise; exporters send it)",
 };

@@ -15,13 +15,14 @@ typedef struct health_cfg {
     pc_tls_server_cfg tls;
 } health_cfg;
 
+/* clang-format off */
 static const pc_cfg_key health_keys[] = {
-    {"endpoint", PC_CFG_STRING, "localhost:13133", offsetof(health_cfg, endpoint),
-     "host:port to listen on", NULL},
+    {"endpoint", PC_CFG_STRING, "localhost:13133", offsetof(health_cfg, endpoint), "host:port to listen on", NULL},
     {"path", PC_CFG_STRING, "/", offsetof(health_cfg, path), "path of the status", NULL},
     PC_TLS_SERVER_KEYS(health_cfg, tls, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 typedef struct health {
     pc_component *c;
@@ -110,11 +111,11 @@ const pc_component_type pc_extension_health_check = {
     .name = "health_check",
     .kind = PC_KIND_EXTENSION,
     .stability = "alpha",
-    .doc = "HTTP health endpoint: 200 with every component's status while running, else 503",
     .cfg_size = sizeof(health_cfg),
     .cfg = health_keys,
     .validate = health_validate,
     .start = health_start,
     .shutdown = health_shutdown,
     .destroy = health_destroy,
+    .doc = "HTTP health endpoint: 200 with every component's status while running, else 503",
 };

@@ -32,23 +32,16 @@ typedef struct batch_cfg {
     int64_t metadata_cardinality_limit;
 } batch_cfg;
 
+/* clang-format off */
 static const pc_cfg_key batch_keys[] = {
-    {"timeout", PC_CFG_DURATION, "200ms", offsetof(batch_cfg, timeout_ms),
-     "send a batch this long after its first data arrived, whatever its size (0: at once)", NULL},
-    {"send_batch_size", PC_CFG_INT, "8192", offsetof(batch_cfg, send_batch_size),
-     "send as soon as this many samples (spans, data points, log records) are pending (0: only "
-     "the timeout sends)",
-     NULL},
-    {"send_batch_max_size", PC_CFG_INT, "0", offsetof(batch_cfg, send_batch_max_size),
-     "split requests above this many samples, inside a profile if need be (0: no limit)", NULL},
-    {"metadata_keys", PC_CFG_LIST, NULL, offsetof(batch_cfg, metadata_keys),
-     "request metadata (e.g. x-scope-orgid) whose distinct values are batched separately", NULL},
-    {"metadata_cardinality_limit", PC_CFG_INT, "1000",
-     offsetof(batch_cfg, metadata_cardinality_limit),
-     "most distinct metadata value combinations pending at once; more are refused (retryable)",
-     NULL},
+    {"timeout", PC_CFG_DURATION, "200ms", offsetof(batch_cfg, timeout_ms), "send a batch this long after its first data arrived, whatever its size (0: at once)", NULL},
+    {"send_batch_size", PC_CFG_INT, "8192", offsetof(batch_cfg, send_batch_size), "send as soon as this many samples (spans, data points, log records) are pending (0: only the timeout sends)", NULL},
+    {"send_batch_max_size", PC_CFG_INT, "0", offsetof(batch_cfg, send_batch_max_size), "split requests above this many samples, inside a profile if need be (0: no limit)", NULL},
+    {"metadata_keys", PC_CFG_LIST, "", offsetof(batch_cfg, metadata_keys), "request metadata (e.g. x-scope-orgid) whose distinct values are batched separately", NULL},
+    {"metadata_cardinality_limit", PC_CFG_INT, "1000", offsetof(batch_cfg, metadata_cardinality_limit), "most distinct metadata value combinations pending at once; more are refused (retryable)", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* One buffered upstream request. */
 typedef struct input {
@@ -534,8 +527,6 @@ const pc_component_type pc_processor_batch = {
     .name = "batch",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "merges requests into larger ones with one de-duplicated dictionary; splits above "
-           "send_batch_max_size; keeps metadata_keys values apart",
     .cfg_size = sizeof(batch_cfg),
     .cfg = batch_keys,
     .validate = batch_validate,
@@ -546,4 +537,6 @@ const pc_component_type pc_processor_batch = {
     .shutdown = batch_shutdown,
     .destroy = batch_destroy,
     .signals = PC_SIGNALS_ALL,
+    .doc = "merges requests into larger ones with one de-duplicated dictionary; splits above "
+           "send_batch_max_size; keeps metadata_keys values apart",
 };

@@ -64,11 +64,13 @@ typedef struct filter_cfg {
             NULL                                                                                   \
     }
 
+/* clang-format off */
 static const pc_cfg_key filter_keys[] = {
     BLOCK_KEYS(include),
     BLOCK_KEYS(exclude),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* One block, compiled. */
 typedef struct matcher {
@@ -417,8 +419,6 @@ const pc_component_type pc_processor_filter = {
     .name = "filter",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "keeps or drops profiles by profile type, service.name and resource attributes, and "
-           "samples by sample attributes (include / exclude blocks)",
     .cfg_size = sizeof(filter_cfg),
     .cfg = filter_keys,
     .validate = filter_validate,
@@ -427,4 +427,6 @@ const pc_component_type pc_processor_filter = {
     .shutdown = filter_shutdown,
     .destroy = filter_destroy,
     .mutates = true,
+    .doc = "keeps or drops profiles by profile type, service.name and resource attributes, and "
+           "samples by sample attributes (include / exclude blocks)",
 };

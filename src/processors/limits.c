@@ -28,16 +28,14 @@ typedef struct limits_cfg {
     uint64_t max_profile_bytes;
 } limits_cfg;
 
+/* clang-format off */
 static const pc_cfg_key limits_keys[] = {
-    {"max_stack_depth", PC_CFG_INT, "0", offsetof(limits_cfg, max_stack_depth),
-     "deeper stacks keep the leaf-most frames plus one \"[truncated]\" frame (0: off)", NULL},
-    {"max_samples_per_profile", PC_CFG_INT, "0", offsetof(limits_cfg, max_samples_per_profile),
-     "keep the heaviest samples, fold the rest into one \"[other]\" sample (0: off)", NULL},
-    {"max_profile_bytes", PC_CFG_SIZE, "0", offsetof(limits_cfg, max_profile_bytes),
-     "drop profiles whose encoding (with the dictionary entries they use) is larger (0: off)",
-     NULL},
+    {"max_stack_depth", PC_CFG_INT, "0", offsetof(limits_cfg, max_stack_depth), "deeper stacks keep the leaf-most frames plus one \"[truncated]\" frame (0: off)", NULL},
+    {"max_samples_per_profile", PC_CFG_INT, "0", offsetof(limits_cfg, max_samples_per_profile), "keep the heaviest samples, fold the rest into one \"[other]\" sample (0: off)", NULL},
+    {"max_profile_bytes", PC_CFG_SIZE, "0", offsetof(limits_cfg, max_profile_bytes), "drop profiles whose encoding (with the dictionary entries they use) is larger (0: off)", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* What was done to one batch; added to the component's counters on the loop thread. */
 typedef struct limits_stats {
@@ -380,8 +378,6 @@ const pc_component_type pc_processor_limits = {
     .name = "limits",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "caps stack depth ([truncated]) and samples per profile ([other], totals kept); drops "
-           "oversized profiles; everything counted",
     .cfg_size = sizeof(limits_cfg),
     .cfg = limits_keys,
     .validate = limits_validate,
@@ -390,4 +386,6 @@ const pc_component_type pc_processor_limits = {
     .shutdown = limits_shutdown,
     .destroy = limits_destroy,
     .mutates = true,
+    .doc = "caps stack depth ([truncated]) and samples per profile ([other], totals kept); drops "
+           "oversized profiles; everything counted",
 };

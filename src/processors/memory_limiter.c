@@ -27,20 +27,16 @@ typedef struct ml_cfg {
     int64_t limit_percentage, spike_limit_percentage;
 } ml_cfg;
 
+/* clang-format off */
 static const pc_cfg_key ml_keys[] = {
-    {"check_interval", PC_CFG_DURATION, "1s", offsetof(ml_cfg, check_interval_ms),
-     "how often memory is measured", NULL},
-    {"limit_mib", PC_CFG_INT, "0", offsetof(ml_cfg, limit_mib),
-     "hard limit on RSS in MiB (or use limit_percentage)", NULL},
-    {"spike_limit_mib", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_mib),
-     "headroom below the hard limit; data is refused above limit - spike (default 20% of limit)",
-     NULL},
-    {"limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, limit_percentage),
-     "hard limit as a percentage of total (or cgroup) memory", NULL},
-    {"spike_limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_percentage),
-     "headroom as a percentage of total (or cgroup) memory", NULL},
+    {"check_interval", PC_CFG_DURATION, "1s", offsetof(ml_cfg, check_interval_ms), "how often memory is measured", NULL},
+    {"limit_mib", PC_CFG_INT, "0", offsetof(ml_cfg, limit_mib), "hard limit on RSS in MiB (or use limit_percentage)", NULL},
+    {"spike_limit_mib", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_mib), "headroom below the hard limit; data is refused above limit - spike (default 20% of limit)", NULL},
+    {"limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, limit_percentage), "hard limit as a percentage of total (or cgroup) memory", NULL},
+    {"spike_limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_percentage), "headroom as a percentage of total (or cgroup) memory", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 typedef struct limiter {
     pc_component *c;
@@ -254,7 +250,6 @@ const pc_component_type pc_processor_memory_limiter = {
     .name = "memory_limiter",
     .kind = PC_KIND_PROCESSOR,
     .stability = "alpha",
-    .doc = "refuses data (503, retryable) and pauses socket reads while RSS is above the limit",
     .cfg_size = sizeof(ml_cfg),
     .cfg = ml_keys,
     .validate = ml_validate,
@@ -265,4 +260,5 @@ const pc_component_type pc_processor_memory_limiter = {
     .shutdown = ml_shutdown,
     .destroy = ml_destroy,
     .signals = PC_SIGNALS_ALL,
+    .doc = "refuses data (503, retryable) and pauses socket reads while RSS is above the limit",
 };

@@ -30,24 +30,18 @@ typedef struct redaction_cfg {
     bool case_insensitive;
 } redaction_cfg;
 
+/* clang-format off */
 static const pc_cfg_key redaction_keys[] = {
-    {"blocked_symbols", PC_CFG_LIST, NULL, offsetof(redaction_cfg, blocked_symbols),
-     "regexes for function, system and file names and mapping file names to redact", NULL},
-    {"allowed_symbols", PC_CFG_LIST, NULL, offsetof(redaction_cfg, allowed_symbols),
-     "regexes for symbols that are kept even when a blocked_symbols pattern matches", NULL},
-    {"blocked_values", PC_CFG_LIST, NULL, offsetof(redaction_cfg, blocked_values),
-     "regexes whose matches in string attribute values are replaced by the replacement", NULL},
-    {"blocked_keys", PC_CFG_LIST, NULL, offsetof(redaction_cfg, blocked_keys),
-     "regexes for attribute keys whose attributes are removed (sample, profile, resource, scope)",
-     NULL},
-    {"replacement", PC_CFG_STRING, "[REDACTED]", offsetof(redaction_cfg, replacement),
-     "what redacted symbols and masked values become", NULL},
-    {"strip_path_prefixes", PC_CFG_LIST, NULL, offsetof(redaction_cfg, strip_path_prefixes),
-     "literal prefixes removed from function and mapping file names", NULL},
-    {"case_insensitive", PC_CFG_BOOL, "false", offsetof(redaction_cfg, case_insensitive),
-     "match every pattern and prefix ignoring case", NULL},
+    {"blocked_symbols", PC_CFG_LIST, "", offsetof(redaction_cfg, blocked_symbols), "regexes for function, system and file names and mapping file names to redact", NULL},
+    {"allowed_symbols", PC_CFG_LIST, "", offsetof(redaction_cfg, allowed_symbols), "regexes for symbols that are kept even when a blocked_symbols pattern matches", NULL},
+    {"blocked_values", PC_CFG_LIST, "", offsetof(redaction_cfg, blocked_values), "regexes whose matches in string attribute values are replaced by the replacement", NULL},
+    {"blocked_keys", PC_CFG_LIST, "", offsetof(redaction_cfg, blocked_keys), "regexes for attribute keys whose attributes are removed (sample, profile, resource, scope)", NULL},
+    {"replacement", PC_CFG_STRING, "[REDACTED]", offsetof(redaction_cfg, replacement), "what redacted symbols and masked values become", NULL},
+    {"strip_path_prefixes", PC_CFG_LIST, "", offsetof(redaction_cfg, strip_path_prefixes), "literal prefixes removed from function and mapping file names", NULL},
+    {"case_insensitive", PC_CFG_BOOL, "false", offsetof(redaction_cfg, case_insensitive), "match every pattern and prefix ignoring case", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 typedef struct relist {
     regex_t *re;
@@ -508,7 +502,6 @@ const pc_component_type pc_processor_redaction = {
     .name = "redaction",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "redacts symbols (function, system, file and mapping names) and attribute keys/values",
     .cfg_size = sizeof(redaction_cfg),
     .cfg = redaction_keys,
     .validate = redaction_validate,
@@ -517,4 +510,5 @@ const pc_component_type pc_processor_redaction = {
     .shutdown = redaction_shutdown,
     .destroy = redaction_destroy,
     .mutates = true,
+    .doc = "redacts symbols (function, system, file and mapping names) and attribute keys/values",
 };

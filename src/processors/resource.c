@@ -39,13 +39,12 @@ typedef struct resource_cfg {
     const pc_node *attributes;
 } resource_cfg;
 
+/* clang-format off */
 static const pc_cfg_key resource_keys[] = {
-    {"attributes", PC_CFG_NODE, NULL, offsetof(resource_cfg, attributes),
-     "list of {key, value | from_attribute, action, pattern, converted_type, algorithm}; actions "
-     "insert, update, upsert, delete, hash, extract",
-     NULL},
+    {"attributes", PC_CFG_NODE, "", offsetof(resource_cfg, attributes), "list of {key, value | from_attribute, action, pattern, converted_type, algorithm}; actions insert, update, upsert, delete, hash, extract", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 typedef enum { A_INSERT, A_UPDATE, A_UPSERT, A_DELETE, A_HASH, A_EXTRACT } action;
 static const char *const action_names[] = {"insert", "update", "upsert",
@@ -743,7 +742,6 @@ const pc_component_type pc_processor_resource = {
     .name = "resource",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "inserts, updates, upserts, deletes, hashes and extracts resource attributes",
     .cfg_size = sizeof(resource_cfg),
     .cfg = resource_keys,
     .validate = resource_validate,
@@ -753,4 +751,5 @@ const pc_component_type pc_processor_resource = {
     .destroy = resource_destroy,
     .mutates = true,
     .signals = PC_SIGNALS_ALL,
+    .doc = "inserts, updates, upserts, deletes, hashes and extracts resource attributes",
 };

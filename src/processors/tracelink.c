@@ -43,26 +43,18 @@ typedef struct tracelink_cfg {
     bool add_span_name;
 } tracelink_cfg;
 
+/* clang-format off */
 static const pc_cfg_key tracelink_keys[] = {
-    {"trace_id_keys", PC_CFG_LIST, "trace_id,traceID,trace.id",
-     offsetof(tracelink_cfg, trace_id_keys), "sample attribute keys holding a trace id (32 hex)",
-     NULL},
-    {"span_id_keys", PC_CFG_LIST, "span_id,spanID,span.id,profile_id",
-     offsetof(tracelink_cfg, span_id_keys), "sample attribute keys holding a span id (16 hex)",
-     NULL},
-    {"remove_attributes", PC_CFG_BOOL, "true", offsetof(tracelink_cfg, remove_attributes),
-     "remove the attributes that made a link", NULL},
-    {"span_index.enabled", PC_CFG_BOOL, "false", offsetof(tracelink_cfg, index_enabled),
-     "index spans of traces pipelines listing this id; fill in trace ids of span-only samples",
-     NULL},
-    {"span_index.ttl", PC_CFG_DURATION, "5m", offsetof(tracelink_cfg, index_ttl_ms),
-     "how long an indexed span is kept", NULL},
-    {"span_index.max_spans", PC_CFG_INT, "100000", offsetof(tracelink_cfg, index_max_spans),
-     "most spans kept (about 70 bytes + name + service.name each); the oldest go first", NULL},
-    {"add_span_name", PC_CFG_BOOL, "false", offsetof(tracelink_cfg, add_span_name),
-     "add the indexed span's name as sample attribute span.name", NULL},
+    {"trace_id_keys", PC_CFG_LIST, "trace_id,traceID,trace.id", offsetof(tracelink_cfg, trace_id_keys), "sample attribute keys holding a trace id (32 hex)", NULL},
+    {"span_id_keys", PC_CFG_LIST, "span_id,spanID,span.id,profile_id", offsetof(tracelink_cfg, span_id_keys), "sample attribute keys holding a span id (16 hex)", NULL},
+    {"remove_attributes", PC_CFG_BOOL, "true", offsetof(tracelink_cfg, remove_attributes), "remove the attributes that made a link", NULL},
+    {"span_index.enabled", PC_CFG_BOOL, "false", offsetof(tracelink_cfg, index_enabled), "index spans of traces pipelines listing this id; fill in trace ids of span-only samples", NULL},
+    {"span_index.ttl", PC_CFG_DURATION, "5m", offsetof(tracelink_cfg, index_ttl_ms), "how long an indexed span is kept", NULL},
+    {"span_index.max_spans", PC_CFG_INT, "100000", offsetof(tracelink_cfg, index_max_spans), "most spans kept (about 70 bytes + name + service.name each); the oldest go first", NULL},
+    {"add_span_name", PC_CFG_BOOL, "false", offsetof(tracelink_cfg, add_span_name), "add the indexed span's name as sample attribute span.name", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* ---- span index ------------------------------------------------------------------------- */
 
@@ -678,8 +670,6 @@ const pc_component_type pc_processor_tracelink = {
     .name = "tracelink",
     .kind = PC_KIND_PROCESSOR,
     .stability = "development",
-    .doc = "turns trace_id / span_id sample attributes into links; optionally indexes spans of a "
-           "traces pipeline to fill in trace ids and span names",
     .cfg_size = sizeof(tracelink_cfg),
     .cfg = tracelink_keys,
     .validate = tracelink_validate,
@@ -689,4 +679,6 @@ const pc_component_type pc_processor_tracelink = {
     .destroy = tracelink_destroy,
     .mutates = true, /* profiles only; traces are read, never written */
     .signals = PC_SIGNAL_BIT(PC_SIGNAL_PROFILES) | PC_SIGNAL_BIT(PC_SIGNAL_TRACES),
+    .doc = "turns trace_id / span_id sample attributes into links; optionally indexes spans of a "
+           "traces pipeline to fill in trace ids and span names",
 };

@@ -84,54 +84,31 @@ typedef struct kafka_recv_cfg {
             "message encoding of " name, encodings                                                 \
     }
 
+/* clang-format off */
 static const pc_cfg_key kafka_recv_keys[] = {
     PC_KAFKA_CLIENT_KEYS(kafka_recv_cfg, client),
     SIGNAL_KEYS(PC_SIGNAL_PROFILES, "profiles", "otlp_profiles"),
     SIGNAL_KEYS(PC_SIGNAL_TRACES, "traces", "otlp_spans"),
     SIGNAL_KEYS(PC_SIGNAL_METRICS, "metrics", "otlp_metrics"),
     SIGNAL_KEYS(PC_SIGNAL_LOGS, "logs", "otlp_logs"),
-    {"group_id", PC_CFG_STRING, "otel-collector", offsetof(kafka_recv_cfg, group_id),
-     "consumer group", NULL},
-    {"initial_offset", PC_CFG_ENUM, "latest", offsetof(kafka_recv_cfg, initial_offset),
-     "where a partition without a committed offset starts", offsets},
-    {"session_timeout", PC_CFG_DURATION, "10s", offsetof(kafka_recv_cfg, session_timeout_ms),
-     "a member not heard from for this long leaves the group", NULL},
-    {"heartbeat_interval", PC_CFG_DURATION, "3s", offsetof(kafka_recv_cfg, heartbeat_interval_ms),
-     "time between heartbeats to the group", NULL},
-    {"autocommit.enable", PC_CFG_BOOL, "true", offsetof(kafka_recv_cfg, autocommit),
-     "commit marked offsets every autocommit::interval (false: commit each at once)", NULL},
-    {"autocommit.interval", PC_CFG_DURATION, "1s", offsetof(kafka_recv_cfg, autocommit_interval_ms),
-     "how often marked offsets are committed", NULL},
-    {"min_fetch_size", PC_CFG_INT, "1", offsetof(kafka_recv_cfg, min_fetch_size),
-     "least bytes a fetch waits for (up to max_fetch_wait)", NULL},
-    {"max_fetch_size", PC_CFG_INT, "1048576", offsetof(kafka_recv_cfg, max_fetch_size),
-     "most bytes one fetch returns", NULL},
-    {"max_partition_fetch_size", PC_CFG_INT, "1048576",
-     offsetof(kafka_recv_cfg, max_partition_fetch_size),
-     "most bytes one fetch returns for a partition", NULL},
-    {"max_fetch_wait", PC_CFG_DURATION, "250ms", offsetof(kafka_recv_cfg, max_fetch_wait_ms),
-     "longest a broker waits for min_fetch_size", NULL},
-    {"message_marking.after", PC_CFG_BOOL, "true", offsetof(kafka_recv_cfg, mark_after),
-     "commit a message's offset only once the pipeline accepted it (at least once; the "
-     "Collector's default is false: marked when taken, lost if profcol dies before the pipeline "
-     "took it)",
-     NULL},
-    {"message_marking.on_error", PC_CFG_BOOL, "false", offsetof(kafka_recv_cfg, mark_on_error),
-     "mark a message the pipeline refused with a retryable error and go on (false: pause the "
-     "partition and offer the message again until accepted)",
-     NULL},
-    {"message_marking.on_permanent_error", PC_CFG_BOOL, NULL,
-     offsetof(kafka_recv_cfg, mark_on_permanent_error),
-     "the same for a permanent refusal (default: on_error)", NULL},
-    {"header_extraction.extract_headers", PC_CFG_BOOL, "false",
-     offsetof(kafka_recv_cfg, extract_headers),
-     "add the headers listed in header_extraction::headers to every resource as "
-     "kafka.header.<name>",
-     NULL},
-    {"header_extraction.headers", PC_CFG_LIST, NULL, offsetof(kafka_recv_cfg, headers),
-     "header names (exact match)", NULL},
+    {"group_id", PC_CFG_STRING, "otel-collector", offsetof(kafka_recv_cfg, group_id), "consumer group", NULL},
+    {"initial_offset", PC_CFG_ENUM, "latest", offsetof(kafka_recv_cfg, initial_offset), "where a partition without a committed offset starts", offsets},
+    {"session_timeout", PC_CFG_DURATION, "10s", offsetof(kafka_recv_cfg, session_timeout_ms), "a member not heard from for this long leaves the group", NULL},
+    {"heartbeat_interval", PC_CFG_DURATION, "3s", offsetof(kafka_recv_cfg, heartbeat_interval_ms), "time between heartbeats to the group", NULL},
+    {"autocommit.enable", PC_CFG_BOOL, "true", offsetof(kafka_recv_cfg, autocommit), "commit marked offsets every autocommit::interval (false: commit each at once)", NULL},
+    {"autocommit.interval", PC_CFG_DURATION, "1s", offsetof(kafka_recv_cfg, autocommit_interval_ms), "how often marked offsets are committed", NULL},
+    {"min_fetch_size", PC_CFG_INT, "1", offsetof(kafka_recv_cfg, min_fetch_size), "least bytes a fetch waits for (up to max_fetch_wait)", NULL},
+    {"max_fetch_size", PC_CFG_INT, "1048576", offsetof(kafka_recv_cfg, max_fetch_size), "most bytes one fetch returns", NULL},
+    {"max_partition_fetch_size", PC_CFG_INT, "1048576", offsetof(kafka_recv_cfg, max_partition_fetch_size), "most bytes one fetch returns for a partition", NULL},
+    {"max_fetch_wait", PC_CFG_DURATION, "250ms", offsetof(kafka_recv_cfg, max_fetch_wait_ms), "longest a broker waits for min_fetch_size", NULL},
+    {"message_marking.after", PC_CFG_BOOL, "true", offsetof(kafka_recv_cfg, mark_after), "commit a message's offset only once the pipeline accepted it (at least once; the Collector's default is false: marked when taken, lost if profcol dies before the pipeline took it)", NULL},
+    {"message_marking.on_error", PC_CFG_BOOL, "false", offsetof(kafka_recv_cfg, mark_on_error), "mark a message the pipeline refused with a retryable error and go on (false: pause the partition and offer the message again until accepted)", NULL},
+    {"message_marking.on_permanent_error", PC_CFG_BOOL, "", offsetof(kafka_recv_cfg, mark_on_permanent_error), "the same for a permanent refusal (default: on_error)", NULL},
+    {"header_extraction.extract_headers", PC_CFG_BOOL, "false", offsetof(kafka_recv_cfg, extract_headers), "add the headers listed in header_extraction::headers to every resource as kafka.header.<name>", NULL},
+    {"header_extraction.headers", PC_CFG_LIST, "", offsetof(kafka_recv_cfg, headers), "header names (exact match)", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -908,8 +885,6 @@ const pc_component_type pc_receiver_kafka = {
     .name = "kafka",
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
-    .doc = "every signal from Kafka topics through librdkafka's consumer group (OTLP protobuf or "
-           "JSON messages); an offset is committed only once the pipeline accepted its message",
     .cfg_size = sizeof(kafka_recv_cfg),
     .cfg = kafka_recv_keys,
     .validate = kafka_recv_validate,
@@ -918,4 +893,6 @@ const pc_component_type pc_receiver_kafka = {
     .shutdown = kafka_recv_shutdown,
     .destroy = kafka_recv_destroy,
     .signals = PC_SIGNALS_ALL,
+    .doc = "every signal from Kafka topics through librdkafka's consumer group (OTLP protobuf or "
+           "JSON messages); an offset is committed only once the pipeline accepted its message",
 };

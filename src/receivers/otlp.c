@@ -42,58 +42,28 @@ typedef struct otlp_cfg {
     bool http_on, grpc_on; /* which protocols:: entries are present (set by validate) */
 } otlp_cfg;
 
+/* clang-format off */
 static const pc_cfg_key otlp_keys[] = {
     PC_HTTP_SERVER_KEYS(otlp_cfg, http, "protocols.http.", "localhost:4318"),
-    {"protocols.http.profiles_url_path", PC_CFG_STRING, "/v1development/profiles",
-     offsetof(otlp_cfg, url_path[PC_SIGNAL_PROFILES]), "URL path profiles are posted to", NULL},
-    {"protocols.http.traces_url_path", PC_CFG_STRING, "/v1/traces",
-     offsetof(otlp_cfg, url_path[PC_SIGNAL_TRACES]), "URL path traces are posted to", NULL},
-    {"protocols.http.metrics_url_path", PC_CFG_STRING, "/v1/metrics",
-     offsetof(otlp_cfg, url_path[PC_SIGNAL_METRICS]), "URL path metrics are posted to", NULL},
-    {"protocols.http.logs_url_path", PC_CFG_STRING, "/v1/logs",
-     offsetof(otlp_cfg, url_path[PC_SIGNAL_LOGS]), "URL path logs are posted to", NULL},
-    {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint),
-     "host:port for OTLP/gRPC (HTTP/2 cleartext, or TLS with protocols::grpc::tls; 0.0.0.0 for "
-     "all interfaces)",
-     NULL},
-    {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib),
-     "largest request message in MiB, before and after decompression (RESOURCE_EXHAUSTED above)",
-     NULL},
-    {"protocols.grpc.max_recv_msg_decoded_size_mib", PC_CFG_INT, "0",
-     offsetof(otlp_cfg, grpc_max_decoded_mib),
-     "most memory in MiB one request message may take decoded, counted before decoding "
-     "(RESOURCE_EXHAUSTED above; 0: 16 x max_recv_msg_size_mib)",
-     NULL},
-    {"protocols.grpc.max_concurrent_streams", PC_CFG_INT, "100",
-     offsetof(otlp_cfg, grpc_max_streams), "concurrent calls per connection", NULL},
-    {"protocols.grpc.max_connections", PC_CFG_INT, "1024", offsetof(otlp_cfg, grpc_max_connections),
-     "concurrent connections; at the limit the one idle longest (no call being handled) makes "
-     "room, and a newcomer is closed only when every one has a call being handled",
-     NULL},
-    {"protocols.grpc.keepalive.server_parameters.max_connection_idle", PC_CFG_DURATION, "300s",
-     offsetof(otlp_cfg, grpc_idle_ms), "close connections without calls this long (GOAWAY)", NULL},
-    {"protocols.grpc.keepalive.server_parameters.time", PC_CFG_DURATION, "2h",
-     offsetof(otlp_cfg, grpc_ka_time_ms),
-     "PING a connection nothing arrived from for this long (0: the default)", NULL},
-    {"protocols.grpc.keepalive.server_parameters.timeout", PC_CFG_DURATION, "20s",
-     offsetof(otlp_cfg, grpc_ka_timeout_ms),
-     "close the connection (GOAWAY) when nothing answers the PING within this (0: the default)",
-     NULL},
-    {"protocols.grpc.keepalive.enforcement_policy.min_time", PC_CFG_DURATION, "5m",
-     offsetof(otlp_cfg, grpc_ping_min_ms),
-     "clients pinging more often get GOAWAY ENHANCE_YOUR_CALM (too_many_pings) and are "
-     "disconnected (0: the default)",
-     NULL},
-    {"protocols.grpc.keepalive.enforcement_policy.permit_without_stream", PC_CFG_BOOL, "false",
-     offsetof(otlp_cfg, grpc_ping_without_stream),
-     "allow client pings while no call is open (else at most one per 2h then)", NULL},
+    {"protocols.http.profiles_url_path", PC_CFG_STRING, "/v1development/profiles", offsetof(otlp_cfg, url_path[PC_SIGNAL_PROFILES]), "URL path profiles are posted to", NULL},
+    {"protocols.http.traces_url_path", PC_CFG_STRING, "/v1/traces", offsetof(otlp_cfg, url_path[PC_SIGNAL_TRACES]), "URL path traces are posted to", NULL},
+    {"protocols.http.metrics_url_path", PC_CFG_STRING, "/v1/metrics", offsetof(otlp_cfg, url_path[PC_SIGNAL_METRICS]), "URL path metrics are posted to", NULL},
+    {"protocols.http.logs_url_path", PC_CFG_STRING, "/v1/logs", offsetof(otlp_cfg, url_path[PC_SIGNAL_LOGS]), "URL path logs are posted to", NULL},
+    {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint), "host:port for OTLP/gRPC (HTTP/2 cleartext, or TLS with protocols::grpc::tls; 0.0.0.0 for all interfaces)", NULL},
+    {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib), "largest request message in MiB, before and after decompression (RESOURCE_EXHAUSTED above)", NULL},
+    {"protocols.grpc.max_recv_msg_decoded_size_mib", PC_CFG_INT, "0", offsetof(otlp_cfg, grpc_max_decoded_mib), "most memory in MiB one request message may take decoded, counted before decoding (RESOURCE_EXHAUSTED above; 0: 16 x max_recv_msg_size_mib)", NULL},
+    {"protocols.grpc.max_concurrent_streams", PC_CFG_INT, "100", offsetof(otlp_cfg, grpc_max_streams), "concurrent calls per connection", NULL},
+    {"protocols.grpc.max_connections", PC_CFG_INT, "1024", offsetof(otlp_cfg, grpc_max_connections), "concurrent connections; at the limit the one idle longest (no call being handled) makes room, and a newcomer is closed only when every one has a call being handled", NULL},
+    {"protocols.grpc.keepalive.server_parameters.max_connection_idle", PC_CFG_DURATION, "300s", offsetof(otlp_cfg, grpc_idle_ms), "close connections without calls this long (GOAWAY)", NULL},
+    {"protocols.grpc.keepalive.server_parameters.time", PC_CFG_DURATION, "2h", offsetof(otlp_cfg, grpc_ka_time_ms), "PING a connection nothing arrived from for this long (0: the default)", NULL},
+    {"protocols.grpc.keepalive.server_parameters.timeout", PC_CFG_DURATION, "20s", offsetof(otlp_cfg, grpc_ka_timeout_ms), "close the connection (GOAWAY) when nothing answers the PING within this (0: the default)", NULL},
+    {"protocols.grpc.keepalive.enforcement_policy.min_time", PC_CFG_DURATION, "5m", offsetof(otlp_cfg, grpc_ping_min_ms), "clients pinging more often get GOAWAY ENHANCE_YOUR_CALM (too_many_pings) and are disconnected (0: the default)", NULL},
+    {"protocols.grpc.keepalive.enforcement_policy.permit_without_stream", PC_CFG_BOOL, "false", offsetof(otlp_cfg, grpc_ping_without_stream), "allow client pings while no call is open (else at most one per 2h then)", NULL},
     PC_TLS_SERVER_KEYS(otlp_cfg, grpc_tls, "protocols.grpc."),
-    {"protocols.grpc.auth.authenticator", PC_CFG_STRING, NULL, offsetof(otlp_cfg, grpc_auth),
-     "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): calls without "
-     "valid credentials get UNAUTHENTICATED",
-     NULL},
+    {"protocols.grpc.auth.authenticator", PC_CFG_STRING, "", offsetof(otlp_cfg, grpc_auth), "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): calls without valid credentials get UNAUTHENTICATED", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 enum { T_HTTP, T_GRPC };
 
@@ -688,9 +658,6 @@ const pc_component_type pc_receiver_otlp = {
     .name = "otlp",
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
-    .doc = "OTLP over HTTP (POST /v1development/profiles, /v1/traces, /v1/metrics, /v1/logs; "
-           "protobuf or JSON, gzip or zstd) and gRPC (ProfilesService/Export, TraceService/Export, "
-           "...; h2c or TLS, gzip or zstd)",
     .cfg_size = sizeof(otlp_cfg),
     .cfg = otlp_keys,
     .validate = otlp_validate,
@@ -699,4 +666,7 @@ const pc_component_type pc_receiver_otlp = {
     .shutdown = otlp_shutdown,
     .destroy = otlp_destroy,
     .signals = PC_SIGNALS_ALL,
+    .doc = "OTLP over HTTP (POST /v1development/profiles, /v1/traces, /v1/metrics, /v1/logs; "
+           "protobuf or JSON, gzip or zstd) and gRPC (ProfilesService/Export, TraceService/Export, "
+           "...; h2c or TLS, gzip or zstd)",
 };

@@ -339,7 +339,7 @@ int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, c
         return 0;
     }
     for (const pc_cfg_key *k = table; k->key; k++) {
-        if (!k->def) continue;
+        if (!pc_cfg_key_has_default(k)) continue;
         pc_node d = {.kind = PC_NODE_SCALAR, .scalar = (char *)k->def};
         if (k->type == PC_CFG_LIST) {
             /* defaults for lists are comma-separated */

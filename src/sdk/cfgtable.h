@@ -33,10 +33,13 @@ typedef struct pc_strmap {
     char **vals;
 } pc_strmap;
 
+/* A component's table has a key a line, clang-format off, so that tables read as tables and
+ * every row has one shape: {"key", PC_CFG_TYPE, "default", offsetof(T, field), "doc", choices}.
+ * An unset default is "" (never NULL: no setting takes an empty string as its default). */
 typedef struct pc_cfg_key {
     const char *key; /* dotted path below the component, e.g. "protocols.http.endpoint" */
     pc_cfg_type type;
-    const char *def; /* default as the YAML scalar would say it; NULL = unset */
+    const char *def; /* default as the YAML scalar would say it; "" (or NULL) = unset */
     size_t offset;   /* where the value lands in the component's config struct */
     const char *doc;
     const char *const *choices; /* PC_CFG_ENUM: NULL-terminated */
@@ -48,6 +51,10 @@ typedef struct pc_cfg_key {
 int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,
                       pc_error *err);
 void pc_cfgtable_free(const pc_cfg_key *table, void *cfg);
+static inline bool pc_cfg_key_has_default(const pc_cfg_key *k)
+{
+    return k->def && *k->def;
+}
 
 /* An error about one key of a component: the message names path::a::b and the line of that key
  * (or of the component when the key is absent, i.e. came from a default). key is dotted. Returns

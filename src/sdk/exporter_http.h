@@ -26,13 +26,11 @@ typedef struct pc_http_client_cfg {
 
 /* clang-format off */
 /* Their config-table entries at "<prefix>" into the pc_http_client_cfg member f of T. */
-#define PC_HTTP_CLIENT_KEYS(T, f, prefix)                                                          \
-    {prefix "headers", PC_CFG_MAP, NULL, offsetof(T, f.headers), "extra request headers", NULL},  \
-    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms),                         \
-     "time allowed for one request (connect, send, response)", NULL},                              \
-    {prefix "max_connections", PC_CFG_INT, "8", offsetof(T, f.max_connections),                   \
-     "keep-alive connections to the endpoint", NULL},                                              \
-    PC_TLS_CLIENT_KEYS(T, f.tls, prefix),                                                          \
+#define PC_HTTP_CLIENT_KEYS(T, f, prefix) \
+    {prefix "headers", PC_CFG_MAP, "", offsetof(T, f.headers), "extra request headers", NULL}, \
+    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms), "time allowed for one request (connect, send, response)", NULL}, \
+    {prefix "max_connections", PC_CFG_INT, "8", offsetof(T, f.max_connections), "keep-alive connections to the endpoint", NULL}, \
+    PC_TLS_CLIENT_KEYS(T, f.tls, prefix), \
     PC_AUTH_CLIENT_KEY(T, f.authenticator, prefix)
 /* clang-format on */
 

@@ -29,15 +29,14 @@ static const char *const metrics_levels[] = {"none", "basic", "normal", "detaile
         key, type, def, offsetof(telemetry_cfg, field), doc, NULL                                  \
     }
 
+/* clang-format off */
 static const pc_cfg_key telemetry_table[] = {
     /* logs: to stderr, as text or JSON, from a level */
     K("logs.level", PC_CFG_NODE, NULL, log_level, "debug, info, warn or error"),
-    {"logs.encoding", PC_CFG_ENUM, "console", offsetof(telemetry_cfg, log_encoding),
-     "console (text lines) or json", encodings},
+    {"logs.encoding", PC_CFG_ENUM, "console", offsetof(telemetry_cfg, log_encoding), "console (text lines) or json", encodings},
     K("logs.output_paths", PC_CFG_NODE, NULL, output_paths, "[stderr] only"),
     K("logs.error_output_paths", PC_CFG_NODE, NULL, error_output_paths, "[stderr] only"),
-    /* switches: development and sampling off only; disable_caller and disable_stacktrace
-     * either way (profcol's lines carry no caller and no stack trace) */
+    /* switches: development and sampling off only; disable_caller and disable_stacktrace * either way (profcol's lines carry no caller and no stack trace) */
     K("logs.development", PC_CFG_BOOL, "false", development, "false only"),
     K("logs.disable_caller", PC_CFG_BOOL, "false", disable_caller, "accepted"),
     K("logs.disable_stacktrace", PC_CFG_BOOL, "false", disable_stacktrace, "accepted"),
@@ -54,26 +53,28 @@ static const pc_cfg_key telemetry_table[] = {
     K("traces.propagators", PC_CFG_NODE, NULL, propagators, "not supported"),
     K("resource", PC_CFG_NODE, NULL, resource, "not supported"),
     /* metrics: served as Prometheus text, unless level is none */
-    {"metrics.level", PC_CFG_ENUM, "normal", offsetof(telemetry_cfg, metrics_level),
-     "none turns the endpoint off", metrics_levels},
+    {"metrics.level", PC_CFG_ENUM, "normal", offsetof(telemetry_cfg, metrics_level), "none turns the endpoint off", metrics_levels},
     K("metrics.address", PC_CFG_NODE, NULL, address, "host:port (default localhost:8888)"),
     K("metrics.readers", PC_CFG_NODE, NULL, readers, "one pull reader with a prometheus exporter"),
     /* traces: profcol does not trace itself */
     K("traces.level", PC_CFG_NODE, NULL, traces_level, "none only"),
     {0},
 };
+/* clang-format on */
 
 /* One reader: pull, with exporter: prometheus: {host, port}. */
 typedef struct reader_cfg {
     const pc_node *host, *port, *periodic;
 } reader_cfg;
 
+/* clang-format off */
 static const pc_cfg_key reader_table[] = {
-    {"pull.exporter.prometheus.host", PC_CFG_NODE, NULL, offsetof(reader_cfg, host), "", NULL},
-    {"pull.exporter.prometheus.port", PC_CFG_NODE, NULL, offsetof(reader_cfg, port), "", NULL},
-    {"periodic", PC_CFG_NODE, NULL, offsetof(reader_cfg, periodic), "not supported", NULL},
+    {"pull.exporter.prometheus.host", PC_CFG_NODE, "", offsetof(reader_cfg, host), "", NULL},
+    {"pull.exporter.prometheus.port", PC_CFG_NODE, "", offsetof(reader_cfg, port), "", NULL},
+    {"periodic", PC_CFG_NODE, "", offsetof(reader_cfg, periodic), "not supported", NULL},
     {0},
 };
+/* clang-format on */
 #undef K
 
 #define P "service::telemetry"

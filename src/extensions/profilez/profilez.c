@@ -44,26 +44,18 @@ typedef struct pz_cfg {
     pc_tls_server_cfg tls;
 } pz_cfg;
 
+/* clang-format off */
 static const pc_cfg_key pz_keys[] = {
-    {"endpoint", PC_CFG_STRING, "localhost:1778", offsetof(pz_cfg, endpoint),
-     "host:port of the page and its JSON", NULL},
-    {"window", PC_CFG_DURATION, "5m", offsetof(pz_cfg, window_ms),
-     "how far back the page looks (what is older is dropped)", NULL},
-    {"slices", PC_CFG_INT, "10", offsetof(pz_cfg, slices),
-     "time slices the window is cut into: memory is given back a slice at a time, the oldest "
-     "first",
-     NULL},
-    {"max_stacks", PC_CFG_INT, "5000", offsetof(pz_cfg, max_stacks),
-     "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
-    {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series),
-     "services x profile types kept; profiles of more are dropped (counted)", NULL},
-    {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size),
-     "decoded size of the batches waiting for or in aggregation at most (at least one batch); "
-     "more are released unread (counted)",
-     NULL},
+    {"endpoint", PC_CFG_STRING, "localhost:1778", offsetof(pz_cfg, endpoint), "host:port of the page and its JSON", NULL},
+    {"window", PC_CFG_DURATION, "5m", offsetof(pz_cfg, window_ms), "how far back the page looks (what is older is dropped)", NULL},
+    {"slices", PC_CFG_INT, "10", offsetof(pz_cfg, slices), "time slices the window is cut into: memory is given back a slice at a time, the oldest first", NULL},
+    {"max_stacks", PC_CFG_INT, "5000", offsetof(pz_cfg, max_stacks), "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
+    {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series), "services x profile types kept; profiles of more are dropped (counted)", NULL},
+    {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size), "decoded size of the batches waiting for or in aggregation at most (at least one batch); more are released unread (counted)", NULL},
     PC_TLS_SERVER_KEYS(pz_cfg, tls, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 /* A unit of the work queue: a batch to aggregate or a request to answer. */
 typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP } task_kind;
@@ -518,8 +510,6 @@ const pc_component_type pc_extension_profilez = {
     .name = "profilez",
     .kind = PC_KIND_EXTENSION,
     .stability = "development",
-    .doc = "live flame graphs of the profiles passing through (every profiles pipeline), with "
-           "top functions and JSON, over the last window, in bounded memory",
     .cfg_size = sizeof(pz_cfg),
     .cfg = pz_keys,
     .validate = pz_validate,
@@ -528,4 +518,6 @@ const pc_component_type pc_extension_profilez = {
     .shutdown = pz_shutdown,
     .destroy = pz_destroy,
     .tap = pz_tap,
+    .doc = "live flame graphs of the profiles passing through (every profiles pipeline), with "
+           "top functions and JSON, over the last window, in bounded memory",
 };

@@ -40,21 +40,17 @@ typedef struct pyro_cfg {
 
 #define STR_(x) #x
 #define STR(x)  STR_(x)
+/* clang-format off */
 static const pc_cfg_key pyro_keys[] = {
     PC_HTTP_SERVER_KEYS(pyro_cfg, http, "", "localhost:4040"),
-    {"jfr.max_chunks", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_CHUNKS),
-     offsetof(pyro_cfg, jfr_max_chunks), "JFR: chunks in one recording (docs/limits.md)", NULL},
-    {"jfr.max_stack_depth", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_STACK_DEPTH),
-     offsetof(pyro_cfg, jfr_max_stack_depth), "JFR: frames of one stack trace", NULL},
-    {"jfr.max_metadata_strings", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_STRINGS),
-     offsetof(pyro_cfg, jfr_max_metadata_strings), "JFR: strings of a chunk's metadata", NULL},
-    {"jfr.max_metadata_elements", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_ELEMENTS),
-     offsetof(pyro_cfg, jfr_max_metadata_elements),
-     "JFR: elements (classes, fields, annotations) of a chunk's metadata", NULL},
-    {"jfr.max_pool_entries", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_POOL_ENTRIES),
-     offsetof(pyro_cfg, jfr_max_pool_entries), "JFR: constant-pool entries of one chunk", NULL},
+    {"jfr.max_chunks", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_CHUNKS), offsetof(pyro_cfg, jfr_max_chunks), "JFR: chunks in one recording (docs/limits.md)", NULL},
+    {"jfr.max_stack_depth", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_STACK_DEPTH), offsetof(pyro_cfg, jfr_max_stack_depth), "JFR: frames of one stack trace", NULL},
+    {"jfr.max_metadata_strings", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_STRINGS), offsetof(pyro_cfg, jfr_max_metadata_strings), "JFR: strings of a chunk's metadata", NULL},
+    {"jfr.max_metadata_elements", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_ELEMENTS), offsetof(pyro_cfg, jfr_max_metadata_elements), "JFR: elements (classes, fields, annotations) of a chunk's metadata", NULL},
+    {"jfr.max_pool_entries", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_POOL_ENTRIES), offsetof(pyro_cfg, jfr_max_pool_entries), "JFR: constant-pool entries of one chunk", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
+/* clang-format on */
 
 typedef enum { API_INGEST, API_PUSH, API_PPROF } api_kind;
 
@@ -630,8 +626,6 @@ const pc_component_type pc_receiver_pyroscope = {
     .name = "pyroscope",
     .kind = PC_KIND_RECEIVER,
     .stability = "alpha",
-    .doc = "Pyroscope ingest: /ingest (pprof, multipart, collapsed, JFR, trie, tree, speedscope), "
-           "Connect Push, /v1/pprof",
     .cfg_size = sizeof(pyro_cfg),
     .cfg = pyro_keys,
     .validate = pyro_validate,
@@ -639,4 +633,6 @@ const pc_component_type pc_receiver_pyroscope = {
     .start = pyro_start,
     .shutdown = pyro_shutdown,
     .destroy = pyro_destroy,
+    .doc = "Pyroscope ingest: /ingest (pprof, multipart, collapsed, JFR, trie, tree, speedscope), "
+           "Connect Push, /v1/pprof",
 };
