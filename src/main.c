@@ -142,6 +142,16 @@ static void service_stopped(void *arg)
 
 static void start_reload(run_state *st);
 
+/* A reload ended (or never started): the SIGHUP that came meanwhile starts the next one. */
+static void reload_finished(run_state *st)
+{
+    st->reloading = 0;
+    if (st->reload_again && !st->signals) {
+        st->reload_again = 0;
+        start_reload(st);
+    }
+}
+
 static void reload_event(void *arg, pc_reload_event ev, const char *msg)
 {
     run_state *st = arg;
@@ -162,41 +172,73 @@ static void reload_event(void *arg, pc_reload_event ev, const char *msg)
         }
         break;
     case PC_RELOAD_COMPLETE:
-        st->reloading = 0;
-        if (st->reload_again && !st->signals) {
-            st->reload_again = 0;
-            start_reload(st);
-        }
+        reload_finished(st);
         break;
     }
 }
 
-/* Read the same --config sources and --set values again; switch only to a config that
- * validates, restarting only what changed. */
-static void start_reload(run_state *st)
+/* A reload's config, read and parsed on a pool thread: a large or hostile file must not stop
+ * the loop (and ingestion) while it is parsed (issue 28). Reloads run one at a time
+ * (st->reloading), so the parser's file-name table has one writer. */
+typedef struct reload_load {
+    uv_work_t work;
+    run_state *st;
+    pc_error_issues issues;
+    pc_error err;
+    pc_node *root;
+} reload_load;
+
+static void reload_load_work(uv_work_t *w)
 {
-    pc_error_issues issues = {0};
-    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
-    pc_node *root = pc_config_load(&st->src, &err);
-    pc_service *next = root ? pc_service_new_reload(st->svc, root, &err) : NULL;
+    reload_load *l = w->data;
+    l->root = pc_config_load(&l->st->src, &l->err);
+}
+
+/* Switch only to a config that validates, restarting only what changed. */
+static void reload_load_done(uv_work_t *w, int status)
+{
+    reload_load *l = w->data;
+    run_state *st = l->st;
+    pc_service *next = NULL;
+    (void)status;
+    if (st->signals) { /* stopping: the new config is not wanted any more */
+        pc_node_free(l->root);
+        free(l);
+        return;
+    }
+    if (l->root) next = pc_service_new_reload(st->svc, l->root, &l->err);
     if (!next) {
         PC_ERROR(NULL, "reload: the new config is invalid, the running one stays (%zu error(s))",
-                 issues.n);
-        for (size_t i = 0; i < issues.n && i < PC_ERROR_MAX_ISSUES; i++) {
+                 l->issues.n);
+        for (size_t i = 0; i < l->issues.n && i < PC_ERROR_MAX_ISSUES; i++) {
             char line[700];
-            pc_error_issue_format(&issues.v[i], line, sizeof line);
+            pc_error_issue_format(&l->issues.v[i], line, sizeof line);
             PC_ERROR(NULL, "reload: invalid config: %s", line);
         }
-        return;
-    }
-    if (!pc_service_reload_changes(st->svc, next)) {
+    } else if (!pc_service_reload_changes(st->svc, next)) {
         PC_INFO(NULL, "reload: the config is unchanged");
         pc_service_free(next);
+        next = NULL;
+    }
+    free(l);
+    if (!next) {
+        reload_finished(st);
         return;
     }
-    st->reloading = 1;
     st->next = next;
     pc_service_reload(st->svc, next, reload_event, st);
+}
+
+/* Read the same --config sources and --set values again. */
+static void start_reload(run_state *st)
+{
+    reload_load *l = pc_xcalloc(1, sizeof *l);
+    l->st = st;
+    l->err = PC_ERROR_WITH_ISSUES(&l->issues);
+    l->work.data = l;
+    st->reloading = 1;
+    st->next = st->svc; /* no new service yet: a stop signal meanwhile stops the running one */
+    uv_queue_work(st->loop, &l->work, reload_load_work, reload_load_done);
 }
 
 /* SIGHUP: re-read certificates and credential files (new connections use them), then the

@@ -503,12 +503,44 @@ fail:
     return NULL;
 }
 
+/* Refuses a document nested deeper than `room` before libyaml's loader sees it: the loader builds
+ * the whole tree first, and the scanner is quadratic in flow nesting (a 200 KB "[[[[..." took
+ * over a minute), while this walk of the events stops at the first node too deep, having read
+ * little more than the nesting so far. 0, or PC_EINVAL with the error (syntax errors too). */
+static int check_nesting(const char *text, size_t len, const char *file, int room, pc_error *err)
+{
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    int depth = 0, rc = 0;
+    if (!yaml_parser_initialize(&parser)) abort();
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    for (bool end = false; !end && rc == 0;) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = pc_cfg_error_at(err, file, (int)parser.problem_mark.line + 1, NULL,
+                                 "invalid YAML: %s", parser.problem ? parser.problem : "syntax error");
+            break;
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > room)
+                rc = pc_cfg_error_at(err, file, (int)ev.start_mark.line + 1, NULL,
+                                     "nested deeper than %d levels", MAX_DEPTH);
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        end = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return rc < 0 ? PC_EINVAL : 0;
+}
+
 /* Any YAML document (map, sequence, scalar). *empty is set for a document without content. */
 static pc_node *parse_any(const char *text, size_t len, const char *file, int depth, int expansions,
                           const char *path, pc_error *err, int *empty)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
+    if (check_nesting(text, len, file, MAX_DEPTH - depth, err) < 0) return NULL;
     if (!yaml_parser_initialize(&parser)) abort();
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
