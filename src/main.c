@@ -171,9 +171,7 @@ static void reload_event(void *arg, pc_reload_event ev, const char *msg)
             pc_service_shutdown(st->svc, service_stopped, st);
         }
         break;
-    case PC_RELOAD_COMPLETE:
-        reload_finished(st);
-        break;
+    case PC_RELOAD_COMPLETE: reload_finished(st); break;
     }
 }
 

@@ -42,10 +42,43 @@ int pc_err_worse(int a, int b)
     return rank(b) > rank(a) ? b : a;
 }
 
+/* Put `with` in place of s[at, at + len), cutting the tail at cap; -> the index after `with`. */
+static size_t splice(char *s, size_t cap, size_t at, size_t len, const char *with)
+{
+    size_t have = strlen(s), wl = strlen(with);
+    size_t tail = have - at - len;
+    if (at + wl >= cap) wl = cap - 1 - at;
+    if (at + wl + tail >= cap) tail = cap - 1 - at - wl;
+    memmove(s + at + wl, s + at + len, tail);
+    memcpy(s + at, with, wl);
+    s[at + wl + tail] = 0;
+    return at + wl;
+}
+
+void pc_redact(char *s, size_t cap, const char *secret)
+{
+    size_t sl = strlen(secret);
+    if (!sl || !cap) return;
+    for (char *p = strstr(s, secret); p; p = strstr(p, secret))
+        p = s + splice(s, cap, (size_t)(p - s), sl, "[REDACTED]");
+}
+
+void pc_redact_userinfo(char *s, size_t cap)
+{
+    for (char *p = strstr(s, "://"); p; p = strstr(p, "://")) {
+        p += 3;
+        size_t auth = strcspn(p, "/?#\"' \t\r\n");
+        char *at = memchr(p, '@', auth);
+        if (at && !(at - p == 10 && !strncmp(p, "[REDACTED]", 10)))
+            p = s + splice(s, cap, (size_t)(p - s), (size_t)(at - p), "[REDACTED]");
+    }
+}
+
 static void vset(pc_error *e, int code, const char *fmt, va_list ap)
 {
     e->code = code;
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    pc_redact_userinfo(e->msg, sizeof e->msg);
 }
 
 int pc_error_set(pc_error *e, int code, const char *fmt, ...)
@@ -82,6 +115,7 @@ int pc_error_issue_add(pc_error *e, int code, const char *file, int line, const 
     va_start(ap, fmt);
     vsnprintf(is.msg, sizeof is.msg, fmt, ap);
     va_end(ap);
+    pc_redact_userinfo(is.msg, sizeof is.msg);
     e->code = code;
     pc_error_issue_format(&is, e->msg, sizeof e->msg);
     if (e->issues) {

@@ -95,6 +95,13 @@ size_t pc_error_count(const pc_error *e);
 void pc_error_clear(pc_error *e);
 /* One issue as "file:line: path: message" (what pc_error_issue_add puts in msg). */
 void pc_error_issue_format(const pc_error_issue *is, char *out, size_t outlen);
+
+/* Replace every `secret` in the string s (room cap bytes) by "[REDACTED]", cutting what no longer
+ * fits. */
+void pc_redact(char *s, size_t cap, const char *secret);
+/* Replace the user and password of every URL in s ("scheme://user:pass@host") by "[REDACTED]".
+ * Every error and log line goes through it (issue 28: URL userinfo redacted everywhere). */
+void pc_redact_userinfo(char *s, size_t cap);
 /* Every issue kept, one line each in file order, each prefixed by prefix ("profcol: invalid
  * config: "), then a line saying how many were left out, if any; without a list, msg. */
 void pc_error_print(const pc_error *e, FILE *f, const char *prefix);

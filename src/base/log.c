@@ -74,6 +74,7 @@ static void vlog(pc_log_level lvl, const char *who, const char *suffix, const ch
         int m = vsnprintf(msg, sizeof msg, fmt, ap);
         if (m >= 0 && (size_t)m < sizeof msg && *suffix)
             snprintf(msg + m, sizeof msg - (size_t)m, "%s", suffix);
+        pc_redact_userinfo(msg, sizeof msg);
         json_escape(who_e, sizeof who_e, who ? who : "profcol");
         int n = snprintf(line, sizeof line,
                          "{\"level\":\"%s\",\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\","
@@ -96,6 +97,8 @@ static void vlog(pc_log_level lvl, const char *who, const char *suffix, const ch
             snprintf(line + len, sizeof line - 1 - len, "%s", suffix);
             len = strnlen(line, sizeof line - 2);
         }
+        pc_redact_userinfo(line, sizeof line - 1);
+        len = strnlen(line, sizeof line - 2);
     }
     /* one write per line so concurrent lines never interleave */
     line[len++] = '\n';

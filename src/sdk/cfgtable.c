@@ -317,11 +317,14 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
                 nc++;
             }
             const char *close = pc_closest(n->keys[i], cands, nc);
+            /* a key of a ${file:} document is the file's content: not shown */
+            const char *shown = n->vals[i]->provided ? "[REDACTED]" : n->keys[i];
+            if (n->vals[i]->provided) snprintf(sub, sizeof sub, "%s::[REDACTED]", path);
             if (close)
                 pc_cfg_errorf(err, n->vals[i], sub, "unknown key \"%s\" (did you mean \"%s\"?)",
-                              n->keys[i], close);
+                              shown, close);
             else
-                pc_cfg_errorf(err, n->vals[i], sub, "unknown key \"%s\"", n->keys[i]);
+                pc_cfg_errorf(err, n->vals[i], sub, "unknown key \"%s\"", shown);
             rc = PC_EINVAL;
         }
     }

@@ -26,6 +26,23 @@
 
 /* ---- errors ---- */
 
+static int path_mode(const char *path);
+static int child_mode(const char *key, int mode);
+enum { NEVER = -1, NO = 0, SECRET = 1, ALL_VALUES = 2, BLOCK = 3 };
+
+/* Every value below n that an error must not print: the providers', and the secrets print-config
+ * redacts (mode as there). */
+static void scrub(char *msg, size_t cap, const pc_node *n, int mode)
+{
+    if (n->kind == PC_NODE_SCALAR) {
+        if ((n->provided || mode == SECRET) && n->scalar && *n->scalar)
+            pc_redact(msg, cap, n->scalar);
+        return;
+    }
+    for (size_t i = 0; i < n->n; i++)
+        scrub(msg, cap, n->vals[i], child_mode(n->keys ? n->keys[i] : NULL, mode));
+}
+
 int pc_cfg_errorf(pc_error *e, const pc_node *at, const char *path, const char *fmt, ...)
 {
     char msg[320];
@@ -33,6 +50,7 @@ int pc_cfg_errorf(pc_error *e, const pc_node *at, const char *path, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (at) scrub(msg, sizeof msg, at, path_mode(path));
     return pc_error_issue_add(e, PC_EINVAL, at ? at->file : NULL, at ? at->line : 0, path, "%s",
                               msg);
 }
@@ -86,6 +104,7 @@ pc_node *pc_node_clone(const pc_node *n)
 {
     if (!n) return NULL;
     pc_node *c = node_new(n->kind, n->file, n->line);
+    c->provided = n->provided;
     if (n->scalar) c->scalar = pc_xstrdup(n->scalar);
     if (n->kind == PC_NODE_MAP || n->kind == PC_NODE_SEQ) {
         c->vals = pc_xcalloc(n->n ? n->n : 1, sizeof(pc_node *));
@@ -135,6 +154,7 @@ typedef struct subst {
     int line;
     const char *path;
     pc_error *err;
+    bool provided; /* something was substituted */
 } subst;
 
 static bool env_name_ok(const char *s, size_t len)
@@ -270,6 +290,7 @@ static char *expand(subst *c, const char *s, int depth)
             pc_buf raw = {0};
             int rc = retrieve(c, ref, &raw);
             if (!rc) newline_hint(c, ref, &raw);
+            c->provided = true;
             free(ref);
             char *inner = rc ? NULL : expand(c, raw.data ? (char *)raw.data : "", depth + 1);
             pc_buf_free(&raw);
@@ -299,10 +320,13 @@ typedef struct convert_ctx {
     int depth_base; /* a retrieved document nests below the reference */
     int expansions;
     pc_error *err;
+    bool provided; /* a ${file:}/${env:} document: errors name none of its keys */
 } convert_ctx;
 
+#define SHOWN(c, key) ((c)->provided ? "[REDACTED]" : (key))
+
 static pc_node *parse_any(const char *text, size_t len, const char *file, int depth, int expansions,
-                          const char *path, pc_error *err, int *empty);
+                          bool provided, const char *path, pc_error *err, int *empty);
 
 static int is_null_scalar(const yaml_node_t *y)
 {
@@ -311,21 +335,42 @@ static int is_null_scalar(const yaml_node_t *y)
     return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
-/* The kind of a YAML document's root without building anything: -1 not YAML, 0 empty. */
+/* The kind of a YAML document's root without building anything: -1 not YAML, 0 empty. Walks
+ * libyaml's events to the end (a syntax error anywhere makes it text), but only until the
+ * nesting passes MAX_DEPTH: parse_any then refuses it without the quadratic scan. */
 static int yaml_root_kind(const char *text, size_t len)
 {
     yaml_parser_t parser;
-    yaml_document_t doc;
+    yaml_event_t ev;
     if (!yaml_parser_initialize(&parser)) abort();
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    int kind = -1;
-    if (yaml_parser_load(&parser, &doc)) {
-        yaml_node_t *top = yaml_document_get_root_node(&doc);
-        kind = top ? (int)top->type : 0;
-        yaml_document_delete(&doc);
+    int kind = 0, depth = 0;
+    for (bool end = false; !end;) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            kind = -1;
+            break;
+        }
+        bool open = ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_SEQUENCE_START_EVENT;
+        if (!kind && (open || ev.type == YAML_SCALAR_EVENT || ev.type == YAML_ALIAS_EVENT))
+            kind = ev.type == YAML_MAPPING_START_EVENT    ? YAML_MAPPING_NODE
+                   : ev.type == YAML_SEQUENCE_START_EVENT ? YAML_SEQUENCE_NODE
+                                                          : YAML_SCALAR_NODE;
+        if (open) depth++;
+        if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT) depth--;
+        end = ev.type == YAML_STREAM_END_EVENT || depth > MAX_DEPTH;
+        yaml_event_delete(&ev);
     }
     yaml_parser_delete(&parser);
     return kind;
+}
+
+/* A retrieved document's nodes, keys' values and all, are the provider's. */
+static void mark_provided(pc_node *n)
+{
+    if (!n) return;
+    n->provided = true;
+    for (size_t i = 0; i < n->n; i++)
+        mark_provided(n->vals[i]);
 }
 
 /* A scalar that is exactly one ${...} whose value is a YAML mapping or sequence becomes that
@@ -333,7 +378,7 @@ static int yaml_root_kind(const char *text, size_t len)
  * text, verbatim. */
 static pc_node *expand_scalar(convert_ctx *c, const char *v, int line, int depth, const char *path)
 {
-    subst sc = {c->file, line, path, c->err};
+    subst sc = {c->file, line, path, c->err, false};
     size_t len = strlen(v);
     if (len > 3 && v[0] == '$' && v[1] == '{' && v[len - 1] == '}' &&
         !memchr(v + 2, '}', len - 3) && !memchr(v + 2, '$', len - 3)) {
@@ -355,7 +400,8 @@ static pc_node *expand_scalar(convert_ctx *c, const char *v, int line, int depth
                     int empty = 0;
                     n = parse_any(text, raw.len,
                                   intern_file(!strncmp(ref, "file:", 5) ? ref + 5 : name), depth,
-                                  c->expansions + 1, path, c->err, &empty);
+                                  c->expansions + 1, true, path, c->err, &empty);
+                    mark_provided(n);
                 }
             } else {
                 newline_hint(&sc, ref, &raw);
@@ -363,6 +409,7 @@ static pc_node *expand_scalar(convert_ctx *c, const char *v, int line, int depth
                 if (val) {
                     n = node_new(PC_NODE_SCALAR, c->file, line);
                     n->scalar = val;
+                    n->provided = true;
                 }
             }
         }
@@ -374,6 +421,7 @@ static pc_node *expand_scalar(convert_ctx *c, const char *v, int line, int depth
     if (!val) return NULL;
     pc_node *n = node_new(PC_NODE_SCALAR, c->file, line);
     n->scalar = val;
+    n->provided = sc.provided;
     return n;
 }
 
@@ -397,7 +445,7 @@ static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val,
     size_t seg = sep ? (size_t)(sep - key) : strlen(key);
     if (sep && (seg == 0 || !sep[2])) {
         pc_cfg_error_at(c->err, c->file, line, path, "key \"%s\" has an empty part around \"::\"",
-                        key);
+                        SHOWN(c, key));
         pc_node_free(val);
         return PC_EINVAL;
     }
@@ -415,11 +463,11 @@ static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val,
             map_append(m, pc_xstrdup(name), have);
         }
         if (have->kind == PC_NODE_MAP) {
-            char *sub = join_path(path, name);
+            char *sub = join_path(path, SHOWN(c, name));
             rc = map_insert(c, have, sep + 2, val, line, sub);
             free(sub);
         } else {
-            pc_cfg_error_at(c->err, c->file, line, path, "\"%s\" is set twice", key);
+            pc_cfg_error_at(c->err, c->file, line, path, "\"%s\" is set twice", SHOWN(c, key));
             pc_node_free(val);
             rc = PC_EINVAL;
         }
@@ -429,7 +477,7 @@ static int map_insert(convert_ctx *c, pc_node *m, const char *key, pc_node *val,
         have->from_path = false; /* `a:` itself may appear once */
         pc_config_merge(have, val);
     } else {
-        pc_cfg_error_at(c->err, c->file, line, NULL, "duplicate key \"%s\"", name);
+        pc_cfg_error_at(c->err, c->file, line, NULL, "duplicate key \"%s\"", SHOWN(c, name));
         pc_node_free(val);
         rc = PC_EINVAL;
     }
@@ -482,7 +530,7 @@ static pc_node *convert(convert_ctx *c, yaml_node_t *y, int depth, const char *p
             }
             const char *key = (const char *)k->data.scalar.value;
             int kline = (int)k->start_mark.line + 1;
-            char *sub = join_path(path, key);
+            char *sub = join_path(path, SHOWN(c, key));
             pc_node *child = convert(c, yaml_document_get_node(c->doc, p->value), depth + 1, sub);
             free(sub);
             if (!child) {
@@ -517,7 +565,8 @@ static int check_nesting(const char *text, size_t len, const char *file, int roo
     for (bool end = false; !end && rc == 0;) {
         if (!yaml_parser_parse(&parser, &ev)) {
             rc = pc_cfg_error_at(err, file, (int)parser.problem_mark.line + 1, NULL,
-                                 "invalid YAML: %s", parser.problem ? parser.problem : "syntax error");
+                                 "invalid YAML: %s",
+                                 parser.problem ? parser.problem : "syntax error");
             break;
         }
         if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
@@ -536,7 +585,7 @@ static int check_nesting(const char *text, size_t len, const char *file, int roo
 
 /* Any YAML document (map, sequence, scalar). *empty is set for a document without content. */
 static pc_node *parse_any(const char *text, size_t len, const char *file, int depth, int expansions,
-                          const char *path, pc_error *err, int *empty)
+                          bool provided, const char *path, pc_error *err, int *empty)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
@@ -553,7 +602,7 @@ static pc_node *parse_any(const char *text, size_t len, const char *file, int de
     yaml_node_t *top = yaml_document_get_root_node(&doc);
     *empty = top == NULL;
     if (top) {
-        convert_ctx c = {&doc, file, 0, depth, expansions, err};
+        convert_ctx c = {&doc, file, 0, depth, expansions, err, provided};
         root = convert(&c, top, 0, path);
     }
     yaml_document_delete(&doc);
@@ -565,7 +614,7 @@ pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_erro
 {
     const char *file = intern_file(name);
     int empty = 0;
-    pc_node *root = parse_any(text, len, file, 0, 0, "", err, &empty);
+    pc_node *root = parse_any(text, len, file, 0, 0, false, "", err, &empty);
     if (empty) return node_new(PC_NODE_MAP, file, 1); /* an empty file is an empty map */
     if (root && root->kind == PC_NODE_NULL) root->kind = PC_NODE_MAP;
     if (root && root->kind != PC_NODE_MAP) {
@@ -787,10 +836,9 @@ static bool in_list(const char *s, const char *const *list)
     return false;
 }
 
-/* Redaction state of a node: NEVER (unredacted output), NO, SECRET (print "[REDACTED]" for its
- * scalars), ALL_VALUES (a headers map: every value is a secret), BLOCK (an auth block: every value
- * but the names in keep_in_blocks). */
-enum { NEVER = -1, NO = 0, SECRET = 1, ALL_VALUES = 2, BLOCK = 3 };
+/* Redaction state of a node (the enum above pc_cfg_errorf): NEVER (unredacted output), NO, SECRET
+ * (print "[REDACTED]" for its scalars), ALL_VALUES (a headers map: every value is a secret),
+ * BLOCK (an auth block: every value but the names in keep_in_blocks). */
 
 static int child_mode(const char *key, int mode)
 {
@@ -806,6 +854,21 @@ static int child_mode(const char *key, int mode)
     if (!strcmp(key, "headers")) return ALL_VALUES;
     if (in_list(key, secret_blocks)) return BLOCK;
     return NO;
+}
+
+/* The mode of the node at an error's key path ("exporters::otlphttp::headers::x"). */
+static int path_mode(const char *path)
+{
+    int mode = NO;
+    char seg[128];
+    for (const char *p = path ? path : ""; *p;) {
+        const char *sep = strstr(p, "::");
+        size_t l = sep ? (size_t)(sep - p) : strlen(p);
+        snprintf(seg, sizeof seg, "%.*s", (int)(l < sizeof seg ? l : sizeof seg - 1), p);
+        mode = child_mode(seg, mode);
+        p += l + (sep ? 2 : 0);
+    }
+    return mode;
 }
 
 typedef struct emit_ctx {

@@ -20,6 +20,7 @@ typedef struct pc_node {
     const char *file;      /* interned, lives as long as the process */
     int line;              /* 1-based */
     bool from_path;        /* MAP made for an "a::b" key: a later "a:" merges into it */
+    bool provided;         /* from ${env:} or ${file:}: never printed in an error (issue 28) */
 } pc_node;
 
 /* Config errors travel in the one error object (base/err.h). A caller that wants every issue
@@ -27,7 +28,8 @@ typedef struct pc_node {
  * prints them with pc_error_print; without a list only the latest is kept. */
 
 /* Add an issue (PC_EINVAL) at node `at` (file and line; may be NULL) and key path `path` (may
- * be NULL); returns PC_EINVAL. */
+ * be NULL); returns PC_EINVAL. A value below `at` that came from ${env:} or ${file:}, or sits
+ * under a key print-config redacts, is replaced by [REDACTED] wherever the message quotes it. */
 int pc_cfg_errorf(pc_error *e, const pc_node *at, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The same with an explicit place (file may be NULL, line 0). */

@@ -125,6 +125,68 @@ class CliTest(unittest.TestCase):
                       r.stderr)
         self.assertNotIn("replaces the embedded default", r.stderr)  # a file was given
 
+    def test_errors_never_print_secrets(self):
+        """Issue 28: a value from ${file:} or ${env:}, or under a key print-config redacts, and
+        URL user info are [REDACTED] in every error of validate, print-config and a start, while
+        each error still names its place. The secret file is read as text (lines) and as YAML
+        (shadow-like lines ending in ':' make a mapping whose keys are the secrets)."""
+        d = os.path.join(h.TMP, "secrets")
+        os.makedirs(d, exist_ok=True)
+        text_file, yaml_file = os.path.join(d, "text"), os.path.join(d, "yaml")
+        with open(text_file, "w") as f:
+            f.write("root:$6$SALTYsalt$HASHEDpw1:19000\nalice:$6$ALICEsalt$ALICEhash:19000\n")
+        with open(yaml_file, "w") as f:
+            f.write("root:$6$SALTYsalt$HASHEDpw1:19000:0:99999:7:::\n"
+                    "alice:$6$ALICEsalt$ALICEhash:19000:0:99999:7:::\n")
+        secrets = ("SALTY", "HASHED", "ALICE", "topsecret-env", "hunter2", "pw-carol", "tok-7")
+        env = {"PROFCOL_T_SECRET": "topsecret-env", "PROFCOL_T_EP": "tok-7:notaport"}
+
+        def config(ref):
+            return ("extensions:\n  bearertokenauth:\n    token: ${file:%s}\n"
+                    "receivers:\n  otlp:\n    protocols:\n      http:\n"
+                    "        endpoint: 127.0.0.1:%d\n        max_request_body_size: ${file:%s}\n"
+                    "exporters:\n  otlphttp:\n    endpoint: http://bob:hunter2@h:4318\n"
+                    "    compression: ${file:%s}\n    timeout: ${env:PROFCOL_T_SECRET}\n"
+                    "    headers:\n      x-key: ${file:%s}\n"
+                    "  pyroscope:\n    endpoint: ftp://carol:pw-carol@host\n"
+                    "    protocol: ${env:PROFCOL_T_SECRET}\n"
+                    "  otlp:\n    endpoint: ${env:PROFCOL_T_EP}\n"
+                    "service:\n  extensions: [bearertokenauth]\n  pipelines:\n    profiles:\n"
+                    "      receivers: [otlp]\n      exporters: [otlphttp, pyroscope, otlp]\n"
+                    % (ref, h.free_port(), ref, ref, ref))
+
+        text_cfg = h.write_config(config(text_file), "secrets-text")
+        good_but_userinfo = (config("x").replace("${file:x}", "1MiB")
+                             .replace("compression: 1MiB", "compression: gzip")
+                             .replace("x-key: 1MiB", "x-key: v").replace("token: 1MiB", "token: t")
+                             .replace("${env:PROFCOL_T_SECRET}", "push")
+                             .replace("timeout: push", "timeout: 1s")
+                             .replace("${env:PROFCOL_T_EP}", "h:4317"))
+        wants = [(text_cfg, ["max_request_body_size: \"[REDACTED]\" is not a size",
+                             "compression: \"[REDACTED]\" is not one of",
+                             "timeout: \"[REDACTED]\" is not a duration",
+                             "protocol: \"[REDACTED]\" is not one of",
+                             'endpoint: endpoint "[REDACTED]": port must be a number']),
+                 (h.write_config(config(yaml_file), "secrets-yaml"),
+                  ['key "[REDACTED]" has an empty part']),
+                 (h.write_config(good_but_userinfo, "secrets-url"),
+                  ['endpoint "http://[REDACTED]@h:4318": user info in URLs is not supported',
+                   'endpoint "ftp://[REDACTED]@host": unsupported scheme'])]
+        for path, want in wants:
+            for args in (["validate", "--config", path], ["print-config", "--config", path],
+                         ["--config", path]):
+                r = h.run_profcol(args, env=env)
+                self.assertEqual(r.returncode, 1, r.stderr[-2000:])
+                for secret in secrets:
+                    self.assertNotIn(secret, r.stderr, args)
+                for w in want:
+                    self.assertIn(w, r.stderr, args)
+        # the same mistakes typed into the config itself are shown (the user's own text)
+        with open(text_cfg) as f:
+            plain = f.read().replace("${env:PROFCOL_T_SECRET}", "plain-dur")
+        r = h.run_profcol(["validate", "--config", h.write_config(plain, "secrets-plain")])
+        self.assertIn('timeout: "plain-dur" is not a duration', r.stderr)
+
     def test_default_config_serves_otlp_grpc(self):
         """The embedded default listens for OTLP/gRPC on localhost:4317 as well (issue 28: the
         eBPF profiler and most OTel SDKs default to it); here on free ports, moved with --set, a

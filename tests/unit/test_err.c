@@ -70,11 +70,42 @@ static void test_issues(void)
     CHECK_STR(list.v[PC_ERROR_MAX_ISSUES - 1].path, "k");
 }
 
+static void test_redaction(void)
+{
+    char s[64];
+    snprintf(s, sizeof s, "token abc and abc again");
+    pc_redact(s, sizeof s, "abc");
+    CHECK_STR(s, "token [REDACTED] and [REDACTED] again");
+    snprintf(s, sizeof s, "xyxyxy");
+    pc_redact(s, 12, "xy"); /* cut at the room there is, terminated */
+    CHECK_STR(s, "[REDACTED]x");
+    snprintf(s, sizeof s, "E and RED"); /* a secret inside the mark does not loop */
+    pc_redact(s, sizeof s, "E");
+    CHECK_STR(s, "[REDACTED] and R[REDACTED]D");
+    char u[160];
+    snprintf(u, sizeof u, "post http://bob:s3cret@h:1/p failed; https://h2/x, grpc://t@h3");
+    pc_redact_userinfo(u, sizeof u);
+    CHECK_STR(u, "post http://[REDACTED]@h:1/p failed; https://h2/x, grpc://[REDACTED]@h3");
+    pc_redact_userinfo(u, sizeof u); /* again: unchanged */
+    CHECK_STR(u, "post http://[REDACTED]@h:1/p failed; https://h2/x, grpc://[REDACTED]@h3");
+    snprintf(u, sizeof u, "http://h/p?u=a@b \"x://\"");
+    pc_redact_userinfo(u, sizeof u); /* '@' after the authority is not userinfo */
+    CHECK_STR(u, "http://h/p?u=a@b \"x://\"");
+
+    pc_error_issues list = {0};
+    pc_error e = PC_ERROR_WITH_ISSUES(&list);
+    pc_error_issue_add(&e, PC_EINVAL, "a.yaml", 1, "k", "bad endpoint %s", "http://u:p@h");
+    CHECK_STR(list.v[0].msg, "bad endpoint http://[REDACTED]@h");
+    pc_error_set(&e, PC_EIO, "connect https://u:p@h:443 failed");
+    CHECK_STR(e.msg, "connect https://[REDACTED]@h:443 failed");
+}
+
 int main(void)
 {
     RUN(test_names_and_messages);
     RUN(test_error_object);
     RUN(test_issues);
+    RUN(test_redaction);
     fprintf(stderr, "%d checks, %d failed\n", check_count, check_failures);
     return check_failures ? 1 : 0;
 }
