@@ -291,6 +291,19 @@ def run_profcol(args, env=None, timeout=20):
                           env=e, stdin=subprocess.DEVNULL)
 
 
+def curl_grpc_export(port, body, timeout=30):
+    """An OTLP/gRPC ProfilesService/Export call of the serialized request `body` made by curl
+    (HTTP/2 without TLS, gRPC framing by hand): an independent client. -> curl's headers and
+    trailers as bytes (b"grpc-status: 0" when answered OK)."""
+    out = subprocess.run(
+        ["curl", "-sS", "--http2-prior-knowledge", "-H", "content-type: application/grpc",
+         "-H", "te: trailers", "--data-binary", "@-", "-D", "-", "-o", "/dev/null",
+         "http://127.0.0.1:%d/opentelemetry.proto.collector.profiles.v1development."
+         "ProfilesService/Export" % port],
+        input=b"\x00" + len(body).to_bytes(4, "big") + body, capture_output=True, timeout=timeout)
+    return out.stdout + out.stderr
+
+
 def write_config(text, name="config"):
     return _tmpfile(name, ".yaml", text)
 

@@ -202,14 +202,8 @@ class CliTest(unittest.TestCase):
         p = h.Profcol([], args=args, wait_ports=[gport, hport, pport], name="default").start()
         try:
             body = h.make_request(("checkout",), seed=11).SerializeToString()
-            out = subprocess.run(
-                ["curl", "-sS", "--http2-prior-knowledge", "-H", "content-type: application/grpc",
-                 "-H", "te: trailers", "--data-binary", "@-", "-D", "-", "-o", "/dev/null",
-                 "http://127.0.0.1:%d/opentelemetry.proto.collector.profiles.v1development."
-                 "ProfilesService/Export" % gport],
-                input=b"\x00" + len(body).to_bytes(4, "big") + body, capture_output=True,
-                timeout=30)
-            self.assertIn(b"grpc-status: 0", out.stdout.lower(), out)
+            out = h.curl_grpc_export(gport, body)
+            self.assertIn(b"grpc-status: 0", out.lower(), out)
             p.stop()
             with open(p.stderr_path) as f:
                 self.assertIn("OTLP/gRPC on 127.0.0.1:%d" % gport, f.read())

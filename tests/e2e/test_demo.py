@@ -102,8 +102,14 @@ class ConfigsTest(unittest.TestCase):
         for want in ("sidecar.yaml", "gateway.yaml", "demo.yaml", "default.yaml"):
             self.assertIn(want, names)
         for cfg in configs:
-            rc, out = validate(cfg)
+            # an opt-in fragment (config/gateway-otlp.yaml) names on its first line the config it
+            # is merged over
+            m = re.match(r"# Opt-in for (config/\S+\.yaml)", read(cfg))
+            base = m and os.path.basename(m.group(1))
+            rc, out = validate(*([os.path.join(SRC, "config", base)] if base else []), cfg)
             self.assertEqual(rc, 0, "%s: %s" % (cfg, out))
+            if base:  # a fragment is not a config of its own
+                self.assertNotEqual(validate(cfg)[0], 0, cfg)
 
     def test_kubernetes_configmaps_validate(self):
         manifests = sorted(glob.glob(os.path.join(SRC, "deploy", "kubernetes", "*.yaml")))
@@ -149,6 +155,66 @@ class ConfigsTest(unittest.TestCase):
                     self.assertEqual(rc, 0, "%s %s: %s" % (path, cfgs, out))
                     checked += 1
         self.assertGreaterEqual(checked, 3)
+
+
+class GatewayRoutesTest(unittest.TestCase):
+    """config/gateway.yaml as shipped (issue 28): every profile reaches Pyroscope once, by push
+    (the totals Pyroscope receives equal the input's, read with the protobuf module), OTLP/gRPC
+    answers on its 4317 receiver, and nothing goes by OTLP; with config/gateway-otlp.yaml added
+    the OTLP copy goes to OTLP_ENDPOINT, marked profcol.route=otlp, and Pyroscope still gets each
+    profile once. Ports are moved by yaml: fragments; the backends are recording servers."""
+
+    def run_gateway(self, extra_configs):
+        import pyro_support as ps
+        sink = h.started_sink(self)
+        pyro = h.started_sink(self, ps.PyroscopeServer())
+        grpc, otlp, ingest, health, metrics = (h.free_port() for _ in range(5))
+        cfgs = [os.path.join(SRC, "config", "gateway.yaml")] + extra_configs + [
+            "yaml:receivers::otlp::protocols::grpc::endpoint: 127.0.0.1:%d" % grpc,
+            "yaml:receivers::otlp::protocols::http::endpoint: 127.0.0.1:%d" % otlp,
+            "yaml:receivers::pyroscope::endpoint: 127.0.0.1:%d" % ingest,
+            "yaml:service::telemetry::metrics::address: 127.0.0.1:%d" % metrics]
+        env = dict(os.environ, PYROSCOPE_ENDPOINT=pyro.url, OTLP_ENDPOINT=sink.url,
+                   PROFCOL_HEALTH="127.0.0.1:%d" % health, PROFCOL_SHUTDOWN_TIMEOUT="10s")
+        p = h.Profcol([], args=[a for c in cfgs for a in ("--config", c)], env=env,
+                      wait_ports=[grpc, otlp, ingest], name="gateway-routes").start()
+        self.addCleanup(p.kill)
+        go_cpu = os.path.join(SRC, "tests", "data", "go-cpu.pb.gz")
+        with open(go_cpu, "rb") as f:
+            r = h.post(ingest, f.read(), "application/octet-stream",
+                       path="/ingest?name=routes-go&format=pprof")
+        self.assertEqual(r.status, 200, r)
+        req = h.make_request(services=("routes-otlp",), seed=5)
+        out = h.curl_grpc_export(grpc, req.SerializeToString())
+        self.assertIn(b"grpc-status: 0", out.lower(), out)
+        p.stop()  # flushes the batches and the sending queues
+        want = {("routes-go", t): v for t, v in ps.pprof_view(open(go_cpu, "rb").read())
+                ["totals"].items()}
+        for (svc, typ, unit), e in h.summarize(req)["profiles"].items():
+            want[(svc, (typ, unit))] = want.get((svc, (typ, unit)), 0) + e["total"]
+        got = {}
+        for u in pyro.uploads:
+            for prof in u.profiles:
+                for t, v in ps.pprof_view(prof)["totals"].items():
+                    got[(u.app, t)] = got.get((u.app, t), 0) + v
+        self.assertEqual(pyro.violations, [])
+        return want, got, sink
+
+    def test_push_once_by_default(self):
+        want, got, sink = self.run_gateway([])
+        self.assertEqual(got, want, "Pyroscope's totals (push) against the input")
+        self.assertEqual(sink.snapshot(), [], "nothing goes by OTLP unless asked")
+
+    def test_otlp_route_is_an_opt_in(self):
+        want, got, sink = self.run_gateway([os.path.join(SRC, "config", "gateway-otlp.yaml")])
+        self.assertEqual(got, want, "Pyroscope still gets each profile once")
+        summary = h.summarize(sink.messages())
+        otlp = {}
+        for (svc, typ, unit), e in summary["profiles"].items():
+            otlp[(svc, (typ, unit))] = e["total"]
+        self.assertEqual(otlp, want, "the OTLP copy")
+        self.assertTrue(all(("profcol.route", ("s", "otlp")) in res
+                            for res in summary["resources"]), summary["resources"])
 
 
 class ComposeTest(unittest.TestCase):
