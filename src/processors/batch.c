@@ -73,6 +73,7 @@ typedef struct batch_proc {
     /* counters (self-metrics) */
     uint64_t flushes_size, flushes_timeout, flushes_shutdown, requests_out, samples_out,
         refused_cardinality;
+    pc_histogram send_size; /* items per request sent */
 } batch_proc;
 
 /* Which inputs an output request carries data of. */
@@ -137,6 +138,17 @@ static int batch_create(pc_component *c, pc_error *err)
 
 static void timer_cb(uv_timer_t *t);
 
+/* The Collector's buckets for batch_send_size (its batch processor, scraped from otelcol
+ * 0.161.0), so that the same dashboards read both. */
+static const double send_size_bounds[] = {10,   25,    50,    75,    100,   250,   500,  750,
+                                          1000, 2000,  3000,  4000,  5000,  6000,  7000, 8000,
+                                          9000, 10000, 20000, 30000, 50000, 100000};
+
+static double metadata_cardinality(const void *arg)
+{
+    return (double)((const batch_proc *)arg)->n_shards;
+}
+
 static int batch_start(pc_component *c, pc_error *e)
 {
     batch_proc *bp = c->priv;
@@ -152,11 +164,16 @@ static int batch_start(pc_component *c, pc_error *e)
                 "every exporter behind keeps a persistent queue: requests are answered once on "
                 "disk, and the queues merge them (up to %zu samples per send)",
                 merge);
-    pc_proc_metric(c, "otelcol_processor_batch_batch_send_size_samples",
-                   "Samples (spans, data points, log records) sent in merged requests",
-                   &bp->samples_out);
-    pc_proc_metric(c, "otelcol_processor_batch_requests_sent", "Merged requests sent",
-                   &bp->requests_out);
+    char labels[300];
+    pc_proc_labels(c, labels, sizeof labels);
+    bp->send_size.bounds = send_size_bounds;
+    bp->send_size.n_bounds = sizeof send_size_bounds / sizeof send_size_bounds[0];
+    pc_metric_histogram(c, "otelcol_processor_batch_batch_send_size",
+                        "Number of units in the batch (samples, spans, data points, log records)",
+                        labels, &bp->send_size);
+    pc_metric_fn(c, "otelcol_processor_batch_metadata_cardinality",
+                 "Number of distinct metadata value combinations being processed", PC_METRIC_GAUGE,
+                 labels, metadata_cardinality, bp);
     pc_proc_metric(c, "otelcol_processor_batch_batch_size_trigger_send",
                    "Flushes because send_batch_size was reached", &bp->flushes_size);
     pc_proc_metric(c, "otelcol_processor_batch_timeout_trigger_send",
@@ -297,6 +314,7 @@ static void flush_after(pc_proc_work *w)
                  o + 1, j->n_out);
         bp->requests_out++;
         bp->samples_out += items;
+        pc_histogram_observe(&bp->send_size, (double)items);
         j->pending++;
         pc_batch *b = j->out[o].b;
         j->out[o].b = NULL;
@@ -430,6 +448,7 @@ static void batch_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *a
     if (bp->durable) { /* acknowledged by the persistent queue, batched there */
         bp->requests_out++;
         bp->samples_out += items;
+        pc_histogram_observe(&bp->send_size, (double)items);
         pc_consume(c->next, b, done, arg);
         return;
     }

@@ -176,7 +176,9 @@ static int ml_start(pc_component *c, pc_error *e)
     uv_timer_start(&l->timer, check, 0, cfg->check_interval_ms);
     char labels[300];
     snprintf(labels, sizeof labels, "processor=\"%s\"", c->id);
-    pc_metric_u64(c, "otelcol_processor_refused_profile_samples",
+    /* the Collector's memory_limiter names its counters so (otelcol 0.161.0 exports
+     * otelcol_processor_memory_limiter_accepted_spans) */
+    pc_metric_u64(c, "otelcol_processor_memory_limiter_refused_profile_samples",
                   "Profile samples refused by the memory limiter", PC_METRIC_COUNTER, labels,
                   &l->refused_samples);
     PC_INFO(c->id, "limit %llu MiB, refusing above %llu MiB", (unsigned long long)(l->hard >> 20),

@@ -92,15 +92,20 @@ uint64_t pc_proc_counter_get(const pc_proc_counter *v, size_t n, const char *nam
     return 0;
 }
 
-void pc_proc_metric(pc_component *c, const char *name, const char *help, const uint64_t *value)
+void pc_proc_labels(const pc_component *c, char *labels, size_t cap)
 {
     /* the service shows a processor as "name in pipeline" (one instance per pipeline) */
-    char labels[300];
     const char *in = strstr(c->id, " in ");
     int n = in ? (int)(in - c->id) : (int)strlen(c->id);
     if (in)
-        snprintf(labels, sizeof labels, "processor=\"%.*s\",pipeline=\"%s\"", n, c->id, in + 4);
+        snprintf(labels, cap, "processor=\"%.*s\",pipeline=\"%s\"", n, c->id, in + 4);
     else
-        snprintf(labels, sizeof labels, "processor=\"%s\"", c->id);
+        snprintf(labels, cap, "processor=\"%s\"", c->id);
+}
+
+void pc_proc_metric(pc_component *c, const char *name, const char *help, const uint64_t *value)
+{
+    char labels[300];
+    pc_proc_labels(c, labels, sizeof labels);
     pc_metric_u64(c, name, help, PC_METRIC_COUNTER, labels, value);
 }

@@ -23,6 +23,7 @@ typedef struct metric {
     const uint64_t *value;
     double (*fn)(const void *);
     const void *arg;
+    const pc_histogram *hist;
 } metric;
 
 static metric *g_metrics;
@@ -37,7 +38,7 @@ static void add(const void *owner, const char *name, const char *help, pc_metric
         g_metrics = pc_xrealloc(g_metrics, g_cap * sizeof(metric));
     }
     g_metrics[g_n++] = (metric){
-        owner, pc_xstrdup(name), pc_xstrdup(help), pc_xstrdup(labels), kind, value, fn, arg};
+        owner, pc_xstrdup(name), pc_xstrdup(help), pc_xstrdup(labels), kind, value, fn, arg, NULL};
 }
 
 void pc_metric_u64(const void *owner, const char *name, const char *help, pc_metric_kind kind,
@@ -50,6 +51,23 @@ void pc_metric_fn(const void *owner, const char *name, const char *help, pc_metr
                   const char *labels, double (*fn)(const void *arg), const void *arg)
 {
     add(owner, name, help, kind, labels ? labels : "", NULL, fn, arg);
+}
+
+void pc_metric_histogram(const void *owner, const char *name, const char *help, const char *labels,
+                         const pc_histogram *h)
+{
+    add(owner, name, help, PC_METRIC_HISTOGRAM, labels ? labels : "", NULL, NULL, NULL);
+    g_metrics[g_n - 1].hist = h;
+}
+
+void pc_histogram_observe(pc_histogram *h, double v)
+{
+    size_t i = 0;
+    while (i < h->n_bounds && i < PC_HISTOGRAM_MAX_BOUNDS && v > h->bounds[i])
+        i++;
+    h->counts[i]++;
+    h->count++;
+    h->sum += v;
 }
 
 void pc_metric_unregister(const void *owner)
@@ -115,7 +133,7 @@ void pc_receiver_register_in_flight(pc_component *c, const uint64_t *in_flight)
 {
     char labels[300];
     snprintf(labels, sizeof labels, "receiver=\"%s\"", c->id);
-    pc_metric_u64(c, "otelcol_receiver_requests_in_flight",
+    pc_metric_u64(c, "profcol_receiver_requests_in_flight",
                   "Requests being decoded or waiting for the pipeline's answer", PC_METRIC_GAUGE,
                   labels, in_flight);
 }
@@ -214,9 +232,61 @@ static double process_uptime(const void *arg)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9 - g_start_time;
 }
 
+/* One histogram series: the sum over every registration with these labels (a reload's two
+ * instances of one component), buckets cumulative as Prometheus wants them. */
+static void render_histogram(pc_buf *out, size_t from, const metric *m)
+{
+    pc_histogram all = {.bounds = m->hist->bounds, .n_bounds = m->hist->n_bounds};
+    for (size_t k = from; k < g_n; k++) {
+        const metric *o = &g_metrics[k];
+        if (strcmp(o->name, m->name) != 0 || strcmp(o->labels, m->labels) != 0) continue;
+        for (size_t b = 0; b <= all.n_bounds && b <= PC_HISTOGRAM_MAX_BOUNDS; b++)
+            all.counts[b] += o->hist->counts[b];
+        all.count += o->hist->count;
+        all.sum += o->hist->sum;
+    }
+    const char *sep = *m->labels ? "," : "";
+    uint64_t cum = 0;
+    for (size_t b = 0; b < all.n_bounds && b < PC_HISTOGRAM_MAX_BOUNDS; b++) {
+        cum += all.counts[b];
+        pc_buf_printf(out, "%s_bucket{%s%sle=\"%.17g\"} %llu\n", m->name, m->labels, sep,
+                      all.bounds[b], (unsigned long long)cum);
+    }
+    pc_buf_printf(out, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", m->name, m->labels, sep,
+                  (unsigned long long)all.count);
+    const char *open = *m->labels ? "{" : "", *close = *m->labels ? "}" : "";
+    pc_buf_printf(out, "%s_sum%s%s%s %.17g\n", m->name, open, m->labels, close, all.sum);
+    pc_buf_printf(out, "%s_count%s%s%s %llu\n", m->name, open, m->labels, close,
+                  (unsigned long long)all.count);
+}
+
+/* One counter or gauge series: the sum over every registration with these labels. */
+static void render_value(pc_buf *out, size_t from, const metric *m)
+{
+    uint64_t whole = 0;
+    double sum = 0;
+    int fn = 0;
+    for (size_t k = from; k < g_n; k++) {
+        const metric *o = &g_metrics[k];
+        if (strcmp(o->name, m->name) != 0 || strcmp(o->labels, m->labels) != 0) continue;
+        if (o->value) {
+            whole += *o->value;
+        } else {
+            sum += o->fn(o->arg);
+            fn = 1;
+        }
+    }
+    pc_buf_printf(out, "%s%s%s%s ", m->name, *m->labels ? "{" : "", m->labels,
+                  *m->labels ? "}" : "");
+    if (fn)
+        pc_buf_printf(out, "%.17g\n", sum + (double)whole);
+    else
+        pc_buf_printf(out, "%llu\n", (unsigned long long)whole);
+}
+
 void pc_metrics_render(pc_buf *out)
 {
-    static const char *const kinds[] = {"counter", "gauge"};
+    static const char *const kinds[] = {"counter", "gauge", "histogram"};
     const char *last = NULL;
     /* group samples of one name under one HELP/TYPE header, in registration order per name */
     for (size_t i = 0; i < g_n; i++) {
@@ -236,25 +306,10 @@ void pc_metrics_render(pc_buf *out)
             for (size_t k = i; k < j && !dup; k++)
                 dup = !strcmp(g_metrics[k].name, last) && !strcmp(g_metrics[k].labels, m->labels);
             if (dup) continue;
-            uint64_t whole = 0;
-            double sum = 0;
-            int fn = 0;
-            for (size_t k = j; k < g_n; k++) {
-                const metric *o = &g_metrics[k];
-                if (strcmp(o->name, last) != 0 || strcmp(o->labels, m->labels) != 0) continue;
-                if (o->value) {
-                    whole += *o->value;
-                } else {
-                    sum += o->fn(o->arg);
-                    fn = 1;
-                }
-            }
-            pc_buf_printf(out, "%s%s%s%s ", m->name, *m->labels ? "{" : "", m->labels,
-                          *m->labels ? "}" : "");
-            if (fn)
-                pc_buf_printf(out, "%.17g\n", sum + (double)whole);
+            if (m->hist)
+                render_histogram(out, j, m);
             else
-                pc_buf_printf(out, "%llu\n", (unsigned long long)whole);
+                render_value(out, j, m);
         }
     }
 }

@@ -9,7 +9,20 @@
 #include "base/err.h"
 #include "pdata/pdata.h"
 
-typedef enum { PC_METRIC_COUNTER, PC_METRIC_GAUGE } pc_metric_kind;
+typedef enum { PC_METRIC_COUNTER, PC_METRIC_GAUGE, PC_METRIC_HISTOGRAM } pc_metric_kind;
+
+/* A histogram its owner observes into (loop thread): per-bucket counts for the ascending upper
+ * bounds (+Inf implied), their count and sum; rendered as Prometheus' _bucket (cumulative),
+ * _sum and _count. */
+#define PC_HISTOGRAM_MAX_BOUNDS 40
+typedef struct pc_histogram {
+    const double *bounds;
+    size_t n_bounds;
+    uint64_t counts[PC_HISTOGRAM_MAX_BOUNDS + 1];
+    uint64_t count;
+    double sum;
+} pc_histogram;
+void pc_histogram_observe(pc_histogram *h, double v);
 
 /* Register a value the owner keeps up to date. labels: `receiver="otlp"` style, may be "".
  * Names follow the Collector's (otelcol_receiver_accepted_profile_samples, ...). */
@@ -18,6 +31,9 @@ void pc_metric_u64(const void *owner, const char *name, const char *help, pc_met
 /* A value computed when scraped. */
 void pc_metric_fn(const void *owner, const char *name, const char *help, pc_metric_kind kind,
                   const char *labels, double (*fn)(const void *arg), const void *arg);
+/* A histogram (kind PC_METRIC_HISTOGRAM); its bounds must outlive the registration. */
+void pc_metric_histogram(const void *owner, const char *name, const char *help, const char *labels,
+                         const pc_histogram *h);
 /* Drop every metric registered by owner (call before freeing what the pointers point into). */
 void pc_metric_unregister(const void *owner);
 /* Prometheus text exposition format 0.0.4. */

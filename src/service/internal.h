@@ -151,7 +151,7 @@ void svc_plan_pipelines(pc_service *s, const pc_node *pls, bool *keep);
 
 int svc_start_inner(pc_service *s, pc_error *e); /* extensions, exporters, processors */
 int svc_start_receivers(pc_service *s, pc_error *e);
-void svc_start_metrics(pc_service *s);
+int svc_start_metrics(pc_service *s, pc_error *e);
 /* One more component to wait for in this phase (s->pending). */
 void svc_shutdown_one(pc_service *s, pc_component *c);
 /* Shutdown phases: receivers, then processors pipeline by pipeline in chain order, then

@@ -46,21 +46,26 @@ int svc_start_receivers(pc_service *s, pc_error *e)
     return 0;
 }
 
-void svc_start_metrics(pc_service *s)
+int svc_start_metrics(pc_service *s, pc_error *e)
 {
-    pc_error e = {0};
+    /* as otelcol: a metrics port that cannot be bound ends the start. Running on would leave a
+     * scraper reading whatever else holds the port, and alerts silent (issue 28). */
     if (s->metrics_address && !s->metrics) {
-        /* a busy metrics port must not take the data path down with it */
-        s->metrics = pc_metrics_server_start(s->loop, s->metrics_address, &e);
-        if (!s->metrics) PC_WARN(NULL, "self-metrics not served: %s", e.msg);
+        s->metrics = pc_metrics_server_start(s->loop, s->metrics_address, e);
+        if (!s->metrics) {
+            pc_error_prefix(e, "self-metrics on %s: ", s->metrics_address);
+            return e->code ? e->code : PC_EIO;
+        }
     }
+    return 0;
 }
 
 int pc_service_start(pc_service *s, pc_error *e)
 {
     svc_telemetry_use(s);
-    svc_start_metrics(s);
-    int rc = svc_start_inner(s, e);
+    int rc = svc_start_metrics(s, e);
+    if (rc < 0) return rc;
+    rc = svc_start_inner(s, e);
     if (rc < 0 || (rc = svc_start_receivers(s, e)) < 0) return rc;
     s->state = SVC_READY;
     PC_INFO(NULL, "everything is ready: %zu pipeline(s), %zu receiver(s), %zu exporter(s)",

@@ -182,8 +182,8 @@ static void old_front_stopped(pc_service *old)
     pc_error e = {0};
     take_over(old, next);
     svc_telemetry_use(next);
-    svc_start_metrics(next);
-    int rc = svc_start_inner(next, &e);
+    int rc = svc_start_metrics(next, &e);
+    if (!rc) rc = svc_start_inner(next, &e);
     if (!rc) {
         /* the receivers kept switch to next's pipelines: their sockets stay open */
         for (size_t r = 0; r < next->n_receivers; r++) {

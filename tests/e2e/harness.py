@@ -341,8 +341,17 @@ class Profcol:
         if not os.access(BIN, os.X_OK):
             raise RuntimeError("profcol binary not found: %s (set PROFCOL_BIN)" % BIN)
         args = [BIN]
+        texts = []
         for p in self.config_paths:
             args += ["--config", p]
+            with open(p) as f:
+                texts.append(f.read())
+        # profcol serves self-metrics on localhost:8888 by default and, as otelcol, does not start
+        # when that port is taken: a config that does not place them gets a free port, so
+        # concurrent tests do not take each other's
+        if not any("metrics:" in t for t in texts) and \
+                not any("telemetry::metrics" in a for a in self.args):
+            args += ["--set", "service::telemetry::metrics::address=127.0.0.1:%d" % free_port()]
         return args + self.args
 
     def start(self):

@@ -187,6 +187,25 @@ class CliTest(unittest.TestCase):
         r = h.run_profcol(["validate", "--config", h.write_config(plain, "secrets-plain")])
         self.assertIn('timeout: "plain-dur" is not a duration', r.stderr)
 
+    def test_metrics_port_in_use_stops_the_start(self):
+        """Issue 28: as otelcol, a self-metrics port already taken ends the start with exit 1
+        and the reason (running on would let a scraper read the other process)."""
+        import socket
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        self.addCleanup(busy.close)
+        port = busy.getsockname()[1]
+        r = h.run_profcol(["--config", "yaml:receivers::otlp::protocols::http::endpoint: "
+                           "127.0.0.1:%d" % h.free_port(),
+                           "--config", "yaml:exporters::debug: {}",
+                           "--config", "yaml:service::pipelines::profiles: "
+                           "{receivers: [otlp], exporters: [debug]}",
+                           "--set", "service::telemetry::metrics::address=127.0.0.1:%d" % port])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("cannot start: self-metrics on 127.0.0.1:%d: listen 127.0.0.1:%d: "
+                      "address already in use" % (port, port), r.stderr)
+
     def test_default_config_serves_otlp_grpc(self):
         """The embedded default listens for OTLP/gRPC on localhost:4317 as well (issue 28: the
         eBPF profiler and most OTel SDKs default to it); here on free ports, moved with --set, a
@@ -394,6 +413,9 @@ class ProfcolArgs(h.Profcol):
     def __init__(self, args, **kw):
         super().__init__([], **kw)
         self.args = list(args)
+        if not any("telemetry::metrics" in a for a in self.args):  # as harness.Profcol does
+            self.args += ["--set", "service::telemetry::metrics::address=127.0.0.1:%d"
+                          % h.free_port()]
 
     def start(self):
         import subprocess

@@ -215,7 +215,7 @@ class ConnectionLimitTest(Base):
         clients = [threading.Thread(target=waiting_client, daemon=True) for _ in range(4)]
         for c in clients:
             c.start()
-        self.wait_metric("otelcol_receiver_requests_in_flight", lambda v: v == 4)
+        self.wait_metric("profcol_receiver_requests_in_flight", lambda v: v == 4)
         refused = []
         for _ in range(30):
             r = h.post(self.hport, self.good, timeout=10)

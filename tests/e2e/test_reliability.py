@@ -476,7 +476,7 @@ class HealthTest(unittest.TestCase):
                 self.assertTrue(h.wait_for(lambda: self_metric(
                     mport, "otelcol_exporter_sent_profile_samples") == n, timeout=10))
                 self.assertEqual(self_metric(mport, "otelcol_receiver_accepted_profile_samples"), n)
-                self.assertEqual(self_metric(mport, "otelcol_receiver_requests_in_flight"), 0)
+                self.assertEqual(self_metric(mport, "profcol_receiver_requests_in_flight"), 0)
                 p.stop()
             finally:
                 p.kill()
