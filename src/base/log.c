@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 
 static pc_log_level g_level = PC_LOG_INFO;
@@ -23,6 +24,56 @@ void pc_log_set_level(pc_log_level lvl)
 void pc_log_set_json(int json)
 {
     g_json = json;
+}
+
+int pc_log_json(void)
+{
+    return g_json;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" of now. */
+static void timestamp(char *out, size_t n)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    int k =
+        snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ts.tv_nsec / 1000000) % 1000);
+    if (k < 0 || (size_t)k >= n) snprintf(out, n, "?"); /* a year of more than 4 digits */
+}
+
+static void buf_json_escaped(pc_buf *out, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            pc_buf_printf(out, "\\%c", ch);
+        else if (ch == '\n')
+            pc_buf_append(out, "\\n", 2);
+        else if (ch < 0x20)
+            pc_buf_printf(out, "\\u%04x", ch);
+        else
+            pc_buf_append(out, (const char *)&s[i], 1);
+    }
+}
+
+void pc_log_record(pc_buf *out, pc_log_level lvl, const char *who, const char *msg, size_t len)
+{
+    if (!g_json) {
+        pc_buf_append(out, msg, len);
+        return;
+    }
+    char ts[40];
+    timestamp(ts, sizeof ts);
+    pc_buf_printf(out, "{\"level\":\"%s\",\"ts\":\"%s\",\"component\":\"", level_names[lvl], ts);
+    buf_json_escaped(out, who ? who : "profcol", strlen(who ? who : "profcol"));
+    pc_buf_append(out, "\",\"msg\":\"", 9);
+    while (len && msg[len - 1] == '\n') /* the record is the line */
+        len--;
+    buf_json_escaped(out, msg, len);
+    pc_buf_append(out, "\"}\n", 3);
 }
 
 /* s as the inside of a JSON string, within room bytes (control characters escaped). */
@@ -63,11 +114,8 @@ int pc_log_parse_level(const char *s, pc_log_level *out)
  * JSON object with service::telemetry::logs::encoding json. */
 static void vlog(pc_log_level lvl, const char *who, const char *suffix, const char *fmt, va_list ap)
 {
-    char line[2048];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
+    char line[2048], ts[40];
+    timestamp(ts, sizeof ts);
     size_t len;
     if (g_json) {
         char msg[1600], who_e[200];
@@ -77,20 +125,16 @@ static void vlog(pc_log_level lvl, const char *who, const char *suffix, const ch
         pc_redact_userinfo(msg, sizeof msg);
         json_escape(who_e, sizeof who_e, who ? who : "profcol");
         int n = snprintf(line, sizeof line,
-                         "{\"level\":\"%s\",\"ts\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\","
-                         "\"component\":\"%s\",\"msg\":\"",
-                         level_names[lvl], tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                         tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, who_e);
+                         "{\"level\":\"%s\",\"ts\":\"%s\",\"component\":\"%s\",\"msg\":\"",
+                         level_names[lvl], ts, who_e);
         if (n > 0 && n < (int)sizeof line - 4) {
             n += (int)json_escape(line + n, sizeof line - 4 - (size_t)n, msg);
             memcpy(line + n, "\"}", 3);
         }
         len = strnlen(line, sizeof line - 2);
     } else {
-        int n = snprintf(line, sizeof line,
-                         "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s: ", tm.tm_year + 1900,
-                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                         ts.tv_nsec / 1000000, level_names[lvl], who ? who : "profcol");
+        int n = snprintf(line, sizeof line, "%s %-5s %s: ", ts, level_names[lvl],
+                         who ? who : "profcol");
         if (n < (int)sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
         len = strnlen(line, sizeof line - 2);
         if (*suffix) {

@@ -2,12 +2,21 @@
 #ifndef PC_BASE_LOG_H
 #define PC_BASE_LOG_H
 
+#include <stddef.h>
+
 typedef enum { PC_LOG_DEBUG = 0, PC_LOG_INFO, PC_LOG_WARN, PC_LOG_ERROR } pc_log_level;
 
 void pc_log_set_level(pc_log_level lvl);
 /* service::telemetry::logs::encoding: json writes each line as one JSON object (level, ts,
  * component, msg) instead of the console line. */
 void pc_log_set_json(int json);
+int pc_log_json(void);
+/* One log record holding msg (len bytes, any size, newlines kept as \n) appended to out: a JSON
+ * object line with logs encoding json, else msg as it is. For output that is written by its owner
+ * in one piece (the debug exporter) and must follow the log encoding as the Collector's does. */
+struct pc_buf;
+void pc_log_record(struct pc_buf *out, pc_log_level lvl, const char *who, const char *msg,
+                   size_t len);
 /* "debug", "info", "warn" (or "warning"), "error", any case: 0, or PC_EINVAL for another name. */
 int pc_log_parse_level(const char *s, pc_log_level *out);
 void pc_log(pc_log_level lvl, const char *who, const char *fmt, ...)

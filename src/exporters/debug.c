@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "pdata/summary.h"
 #include "sdk/component.h"
 #include "sdk/exporter.h"
@@ -31,23 +32,37 @@ static int debug_validate(void *cfgp, const pc_node *node, const char *path, pc_
     return 0;
 }
 
-static void debug_format(pc_export_req *r)
+static void debug_text(pc_export_req *r, pc_buf *text)
 {
     debug_cfg *cfg = r->e->c->cfg;
     const char *id = r->e->c->id;
     const pc_batch *b = r->batch;
     if (b->signal == PC_SIGNAL_PROFILES) {
-        pc_summary_format(b, (pc_verbosity)cfg->verbosity, (int)cfg->top, id, &r->body);
+        pc_summary_format(b, (pc_verbosity)cfg->verbosity, (int)cfg->top, id, text);
         return;
     }
     /* traces, metrics, logs: a count line; detailed adds the request as OTLP JSON */
-    pc_buf_printf(&r->body, "%s: %s: %zu resource(s), %zu %s\n", id,
-                  pc_signal_infos[b->signal].name, pc_batch_n_resources(b), pc_batch_items(b),
-                  pc_signal_infos[b->signal].items);
+    pc_buf_printf(text, "%s: %s: %zu resource(s), %zu %s\n", id, pc_signal_infos[b->signal].name,
+                  pc_batch_n_resources(b), pc_batch_items(b), pc_signal_infos[b->signal].items);
     if (cfg->verbosity == PC_VERBOSITY_DETAILED) {
-        pc_batch_encode_json(b, &r->body);
-        pc_buf_printf(&r->body, "\n");
+        pc_batch_encode_json(b, text);
+        pc_buf_printf(text, "\n");
     }
+}
+
+/* What a batch prints, in the log's encoding: with logs encoding json one JSON record per batch
+ * (the Collector's debug exporter writes through its logger, so its output follows it too). */
+static void debug_format(pc_export_req *r)
+{
+    if (!pc_log_json()) {
+        debug_text(r, &r->body);
+        return;
+    }
+    pc_buf text = {0};
+    debug_text(r, &text);
+    pc_log_record(&r->body, PC_LOG_INFO, r->e->c->id, text.data ? (const char *)text.data : "",
+                  text.len);
+    pc_buf_free(&text);
 }
 
 /* A write to stderr that fails counts as send_failed. */

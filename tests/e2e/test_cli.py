@@ -232,18 +232,25 @@ class CliTest(unittest.TestCase):
     def test_logs_encoding_json(self):
         port = h.free_port()
         p = h.Profcol("receivers:\n" + receiver(port) + "exporters:\n  debug:\n"
+                      "    verbosity: detailed\n"
                       "service:\n  telemetry:\n    logs:\n      encoding: json\n"
                       "      disable_caller: true\n    metrics:\n      level: none\n"
                       "  pipelines:\n    profiles:\n      receivers: [otlp]\n"
                       "      exporters: [debug]\n", wait_ports=[port]).start()
         try:
             text = p.wait_stderr(lambda t: "everything is ready" in t)
+            # the debug exporter's output follows the encoding too (issue 28), one record a batch
+            self.assertEqual(h.post(port, request_for(7)).status, 200)
+            p.wait_stderr(lambda t: "svc-00007" in t)
         finally:
             p.stop()
         lines = [json.loads(l) for l in p.stderr().splitlines() if l.strip()]
         self.assertTrue(lines)
         self.assertTrue(all({"level", "ts", "component", "msg"} <= set(l) for l in lines), text)
         self.assertTrue(any(l["component"] == "otlp" and "listening" in l["msg"] for l in lines))
+        printed = [l for l in lines if l["component"] == "debug" and "svc-00007" in l["msg"]]
+        self.assertEqual(len(printed), 1, lines)
+        self.assertGreater(printed[0]["msg"].count("\n"), 2, "the table's lines, in one record")
 
     def test_providers_and_set(self):
         """${file:...} and ${env:...} in values, --config env:/yaml: sources, --set over all of
