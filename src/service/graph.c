@@ -471,6 +471,16 @@ int svc_check_authenticators(pc_service *s, pc_error *err)
                             err))
             rc = PC_EINVAL;
     }
+    /* extensions that serve HTTP of their own (profilez) check requests as receivers do */
+    for (size_t i = 0; i < s->n_extensions; i++) {
+        pc_component *c = s->extensions[i];
+        char path[300];
+        if (!c || c->type->authenticator) continue;
+        svc_path_join(path, sizeof path, "extensions", c->id);
+        if (check_auth_refs(s, pc_node_get(pc_node_get(s->root, "extensions"), c->id), path, true,
+                            err))
+            rc = PC_EINVAL;
+    }
     return rc;
 }
 

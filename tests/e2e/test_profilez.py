@@ -24,6 +24,12 @@ added back) while a client posts throughout: every post answered 200, everything
 reaches the exporter unchanged, each new profilez instance counts what it saw since it started,
 profcol exits 0.
 
+GuardsTest (no browser; issue 28): a Host or Origin that is not an allowed host gets 403 (DNS
+rebinding), with allowed_hosts the list decides; with auth::authenticator (bearertokenauth) the
+page and the API need the token (401 with the challenge otherwise); a 200 KB service name is
+kept cut to 1 KiB as frames are; at most max_concurrent_requests API requests are pending, the
+rest get 503 with Retry-After.
+
 Without chromium or npm's playwright-core the test prints "skipped: <reason>"."""
 
 import json
@@ -285,6 +291,126 @@ class ProfilezPageTest(unittest.TestCase):
         self.assertGreater(len(png), 10000)
         print("screenshot: %s (%s)" % (SCREENSHOT, res.get("browser")), file=sys.stderr)
         self.pc.stop()
+
+
+def raw_get(port, path, headers):
+    """A GET with exactly these headers (Host included): (status, headers dict, body)."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(("GET %s HTTP/1.1\r\n%sConnection: close\r\n\r\n" % (path, "".join(
+            "%s: %s\r\n" % kv for kv in headers.items()))).encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    hdrs = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    return int(lines[0].split()[1]), hdrs, body
+
+
+class GuardsTest(unittest.TestCase):
+    def start(self, extra="", ext_extra="", extensions="profilez"):
+        self.port, self.zport, self.oport = h.free_port(), h.free_port(), h.free_port()
+        sink = h.started_sink(self)
+        cfg = (ps.pyroscope_receiver_yaml(self.port) +
+               "  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:%d\n" % self.oport +
+               "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink.url +
+               "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n%s%s"
+               "service:\n  extensions: [%s]\n"
+               "  pipelines:\n    profiles:\n      receivers: [pyroscope, otlp]\n"
+               "      exporters: [otlphttp]\n" % (self.zport, extra, ext_extra, extensions))
+        return h.started_profcol(self, cfg, [self.port, self.zport], "profilez-guards")
+
+    def get(self, path="/api/series", **headers):
+        headers.setdefault("Host", "127.0.0.1:%d" % self.zport)
+        return raw_get(self.zport, path, headers)
+
+    def test_hosts(self):
+        self.start()
+        for host in ("127.0.0.1:%d" % self.zport, "localhost:%d" % self.zport, "[::1]:1", "LOCALHOST"):
+            self.assertEqual(self.get(Host=host)[0], 200, host)
+        for host in ("evil.example:%d" % self.zport, "127.0.0.1.evil.example", ""):
+            self.assertEqual(self.get(Host=host)[0], 403, host)
+            self.assertEqual(self.get("/", Host=host)[0], 403, host)
+        self.assertEqual(self.get(Origin="http://127.0.0.1:%d" % self.zport)[0], 200)
+        self.assertEqual(self.get(Origin="http://evil.example")[0], 403)
+        self.assertEqual(self.get(Origin="null")[0], 403)
+
+    def test_allowed_hosts(self):
+        self.start("    allowed_hosts: [profcol.internal]\n")
+        self.assertEqual(self.get(Host="profcol.internal:80")[0], 200)
+        self.assertEqual(self.get(Host="localhost:%d" % self.zport)[0], 403)
+
+    def test_authenticator(self):
+        self.start("    auth:\n      authenticator: bearertokenauth\n",
+                   "  bearertokenauth:\n    token: z-token\n", "bearertokenauth, profilez")
+        for path in ("/", "/api/series"):
+            status, hdrs, _ = self.get(path)
+            self.assertEqual(status, 401, path)
+            self.assertIn("Bearer", hdrs.get("www-authenticate", ""))
+            self.assertEqual(self.get(path, Authorization="Bearer nope")[0], 401, path)
+            self.assertEqual(self.get(path, Authorization="Bearer z-token")[0], 200, path)
+        r = h.run_profcol(["validate", "--config", h.write_config(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n"
+            "exporters:\n  debug:\n"
+            "extensions:\n  profilez:\n    auth:\n      authenticator: nope\n"
+            "service:\n  extensions: [profilez]\n  pipelines:\n    profiles:\n"
+            "      receivers: [otlp]\n      exporters: [debug]\n", "pz-auth")])
+        self.assertIn("extensions::profilez::auth::authenticator: extension \"nope\" is not "
+                      "defined", r.stderr)
+
+    def test_names_bounded_and_requests_capped(self):
+        self.start("    max_concurrent_requests: 1\n")
+        long_name = "svc-" + "x" * 200_000
+        req = h.make_request(services=(long_name,))
+        self.assertEqual(h.post(self.oport, req.SerializeToString()).status, 200)
+        with open(GO_CPU, "rb") as f:
+            r = h.post(self.port, f.read(), "application/octet-stream",
+                       path="/ingest?name=go-app&format=pprof")
+        self.assertEqual(r.status, 200)
+
+        def series():
+            _, _, body = self.get()
+            return body, json.loads(body)["series"]
+        end = time.time() + 20
+        while time.time() < end and len({s["service"] for s in series()[1]}) < 2:
+            time.sleep(0.1)
+        body, got = series()
+        names = {s["service"] for s in got}
+        self.assertIn("go-app", names)
+        cut = [n for n in names if n.startswith("svc-")]
+        self.assertEqual([len(n) for n in cut], [1024], "cut as frame names are")
+        self.assertLess(len(body), 64 * 1024)
+        # 20 requests sent at once on 20 connections: one is pending, the others are refused
+        import socket
+        socks = [socket.create_connection(("127.0.0.1", self.zport), timeout=20)
+                 for _ in range(20)]
+        req = ("GET /api/flamegraph?service=go-app&type=cpu%%3Ananoseconds HTTP/1.1\r\n"
+               "Host: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % self.zport).encode()
+        for s in socks:
+            s.sendall(req)
+        statuses = []
+        for s in socks:
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            s.close()
+            statuses.append(int(data.split(b" ", 2)[1]))
+            if statuses[-1] == 503:
+                self.assertIn(b"Retry-After: 1", data)
+        self.assertIn(200, statuses)
+        self.assertIn(503, statuses)
+        self.assertEqual(set(statuses), {200, 503}, statuses)
+        self.assertEqual(self.get()[0], 200, "answered again once the others are done")
 
 
 class ReloadTest(unittest.TestCase):

@@ -80,8 +80,8 @@ static void names_rebuild(names *nm, size_t nslots)
     nm->dead = 0;
 }
 
-/* The id of s (cut at PZ_MAX_NAME bytes on a UTF-8 boundary) with one more reference. */
-static uint32_t name_ref(names *nm, const char *s)
+/* How much of s a name keeps: PZ_MAX_NAME bytes at most, cut on a UTF-8 boundary. */
+static size_t name_len(const char *s)
 {
     size_t len = strlen(s);
     if (len > PZ_MAX_NAME) {
@@ -89,6 +89,22 @@ static uint32_t name_ref(names *nm, const char *s)
         while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
             len--;
     }
+    return len;
+}
+
+/* s as a name keeps it, in out (PZ_MAX_NAME + 1 bytes). */
+static const char *name_cut(const char *s, char *out)
+{
+    size_t len = name_len(s);
+    memcpy(out, s, len);
+    out[len] = 0;
+    return out;
+}
+
+/* The id of s (cut as name_len says) with one more reference. */
+static uint32_t name_ref(names *nm, const char *s)
+{
+    size_t len = name_len(s);
     uint64_t h = hash_bytes(HASH_SEED, s, len);
     if ((nm->used_slots + 1) * 10 > nm->nslots * 7) {
         size_t ns = nm->nslots ? nm->nslots : 256;
@@ -337,9 +353,14 @@ static series *series_find(pz_agg *a, const char *service, const char *type, con
     return NULL;
 }
 
-static series *series_get(pz_agg *a, const char *service, const char *type, const char *unit,
-                          uint64_t now_ms)
+/* Service, type and unit are cut as frame names are (issue 28: a 4 MB service name made every
+ * /api/series answer 4 MB per series). */
+static series *series_get(pz_agg *a, const char *service_in, const char *type_in,
+                          const char *unit_in, uint64_t now_ms)
 {
+    char sbuf[PZ_MAX_NAME + 1], tbuf[PZ_MAX_NAME + 1], ubuf[PZ_MAX_NAME + 1];
+    const char *service = name_cut(service_in, sbuf), *type = name_cut(type_in, tbuf),
+               *unit = name_cut(unit_in, ubuf);
     series *se = series_find(a, service, type, unit);
     if (se) return se;
     if (a->n_ser >= a->l.max_series) pz_agg_advance(a, now_ms); /* room from expired series? */

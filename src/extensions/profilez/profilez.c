@@ -14,10 +14,16 @@
  * GET /                 the page (profilez_page.html, embedded at build time)
  * GET /api/series       services and profile types seen in the window, limits and drops
  * GET /api/flamegraph?service=S&type=T     the merged stacks of one series as a tree
- * GET /api/top?service=S&type=T&limit=N    its top functions (the debug exporter's table) */
+ * GET /api/top?service=S&type=T&limit=N    its top functions (the debug exporter's table)
+ *
+ * Every request is checked first (issue 28): its Host (and Origin, when sent) must name an
+ * allowed host, so a page of another site cannot reach it through DNS rebinding; with
+ * auth::authenticator it needs the credentials receivers need; at most max_concurrent_requests
+ * API requests are queued or answered at once (503 beyond). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/arena.h"
@@ -25,6 +31,7 @@
 #include "net/http_server.h"
 #include "net/tls.h"
 #include "net/url.h"
+#include "sdk/auth.h"
 #include "sdk/component.h"
 #include "sdk/telemetry.h"
 #include "sdk/tls_config.h"
@@ -41,6 +48,9 @@ typedef struct pz_cfg {
     int64_t max_stacks;
     int64_t max_series;
     uint64_t max_pending_size;
+    pc_strlist allowed_hosts;
+    int64_t max_requests;
+    char *authenticator;
     pc_tls_server_cfg tls;
 } pz_cfg;
 
@@ -52,7 +62,10 @@ static const pc_cfg_key pz_keys[] = {
     {"max_stacks", PC_CFG_INT, "5000", offsetof(pz_cfg, max_stacks), "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
     {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series), "services x profile types kept; profiles of more are dropped (counted)", NULL},
     {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size), "decoded size of the batches waiting for or in aggregation at most (at least one batch); more are released unread (counted)", NULL},
+    {"allowed_hosts", PC_CFG_LIST, "", offsetof(pz_cfg, allowed_hosts), "host names the Host (and Origin) header of a request may name; others get 403, so another site's page cannot reach profilez by DNS rebinding (default: the endpoint's host, localhost, 127.0.0.1 and ::1; \"*\": any)", NULL},
+    {"max_concurrent_requests", PC_CFG_INT, "8", offsetof(pz_cfg, max_requests), "API requests queued or being answered at once; more get 503 with Retry-After", NULL},
     PC_TLS_SERVER_KEYS(pz_cfg, tls, ""),
+    PC_AUTH_SERVER_KEY(pz_cfg, authenticator, ""),
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */
@@ -83,6 +96,9 @@ typedef struct pz {
     pz_agg *agg; /* only touched by the work item in flight */
     pc_http_server *srv;
     pc_tls_ctx *tls;
+    pc_auth *auth;        /* auth::authenticator, or NULL */
+    char *bind_host;      /* the endpoint's host, allowed by default */
+    size_t api_active;    /* API requests queued or being answered */
     task *head, **tail;   /* queued, not yet handed to a work item */
     size_t pending_bytes; /* batches queued or being aggregated */
     bool busy, started, stopping, srv_open;
@@ -120,6 +136,9 @@ static int pz_validate(void *cfgp, const pc_node *node, const char *path, pc_err
         return pc_cfg_key_errorf(err, node, path, "max_series", "must be between 1 and 100000");
     if (cfg->max_pending_size < 1024 * 1024)
         return pc_cfg_key_errorf(err, node, path, "max_pending_size", "must be at least 1MiB");
+    if (cfg->max_requests < 1 || cfg->max_requests > 10000)
+        return pc_cfg_key_errorf(err, node, path, "max_concurrent_requests",
+                                 "must be between 1 and 10000");
     return pc_tls_server_validate(&cfg->tls, node, path, "", err);
 }
 
@@ -182,9 +201,10 @@ static void task_free(task *t)
     free(t);
 }
 
-static void answer(task *t)
+static void answer(pz *z, task *t)
 {
     if (!t->req) return;
+    z->api_active--;
     if (!t->status) {
         static const char m[] = "{\"error\":\"profilez is stopping\"}";
         pc_http_respond(t->req, 503, "application/json", m, sizeof m - 1, NULL);
@@ -240,7 +260,7 @@ static void tasks_done(uv_work_t *w, int status)
     for (task *t = j->tasks, *next; t; t = next) {
         next = t->next;
         z->pending_bytes -= t->bytes;
-        answer(t);
+        answer(z, t);
         task_free(t);
     }
     free(j);
@@ -294,9 +314,58 @@ static void respond_text(pc_http_req *req, int status, const char *ctype, const 
     pc_http_respond(req, status, ctype, msg, strlen(msg), NULL);
 }
 
+/* Whether the host named by a Host header ("h", "h:port", "[v6]:port") or an Origin
+ * ("scheme://h:port") is one profilez answers to. */
+static bool host_allowed(const pz *z, const char *value, bool origin)
+{
+    const pz_cfg *cfg = z->c->cfg;
+    if (!value) return false;
+    if (origin) {
+        const char *p = strstr(value, "://");
+        if (!p) return false; /* "null" (a sandboxed or file: page) and the like */
+        value = p + 3;
+    }
+    char host[256];
+    size_t n = *value == '[' ? strcspn(value + 1, "]") : strcspn(value, ":/");
+    const char *h = *value == '[' ? value + 1 : value;
+    if (n >= sizeof host) return false;
+    memcpy(host, h, n);
+    host[n] = 0;
+    if (cfg->allowed_hosts.n) {
+        for (size_t i = 0; i < cfg->allowed_hosts.n; i++)
+            if (!strcmp(cfg->allowed_hosts.v[i], "*") || !strcasecmp(cfg->allowed_hosts.v[i], host))
+                return true;
+        return false;
+    }
+    static const char *const local[] = {"localhost", "127.0.0.1", "::1"};
+    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++)
+        if (!strcasecmp(local[i], host)) return true;
+    return z->bind_host && *z->bind_host && strcmp(z->bind_host, "0.0.0.0") &&
+           strcmp(z->bind_host, "::") && !strcasecmp(z->bind_host, host);
+}
+
+/* Host, Origin and credentials: 0, or the request was answered. */
+static int admit(pz *z, pc_http_req *req)
+{
+    const char *origin = pc_http_req_header(req, "origin");
+    if (!host_allowed(z, pc_http_req_header(req, "host"), false) ||
+        (origin && !host_allowed(z, origin, true))) {
+        respond_text(req, 403, "text/plain",
+                     "403 forbidden: Host or Origin not in profilez's allowed_hosts\n");
+        return -1;
+    }
+    if (z->auth && pc_auth_check(z->auth, req)) {
+        static const char m[] = "401 unauthorized: missing or invalid credentials\n";
+        pc_http_respond(req, 401, "text/plain", m, sizeof m - 1, pc_auth_challenge(z->auth));
+        return -1;
+    }
+    return 0;
+}
+
 static void on_request(pc_http_req *req, void *arg)
 {
     pz *z = arg;
+    if (admit(z, req)) return;
     if (strcmp(req->method, "GET") != 0) {
         pc_http_respond(req, 405, "text/plain", "method not allowed\n", 19, "Allow: GET\r\n");
         return;
@@ -324,14 +393,21 @@ static void on_request(pc_http_req *req, void *arg)
         respond_text(req, 503, "application/json", "{\"error\":\"profilez is stopping\"}");
         return;
     }
+    if (z->api_active >= (size_t)((pz_cfg *)z->c->cfg)->max_requests) {
+        static const char m[] = "{\"error\":\"too many requests at once\"}";
+        pc_http_respond(req, 503, "application/json", m, sizeof m - 1, "Retry-After: 1\r\n");
+        return;
+    }
     task *t = pc_xcalloc(1, sizeof *t);
     t->kind = kind;
     t->req = req;
+    z->api_active++; /* until answer() */
     if (kind != T_SERIES) {
         t->service = pc_http_req_query(req, "service");
         t->type = pc_http_req_query(req, "type");
         if (!t->service || !t->type) {
             task_free(t);
+            z->api_active--;
             respond_text(req, 400, "application/json",
                          "{\"error\":\"want ?service=...&type=... (as /api/series lists them)\"}");
             return;
@@ -345,6 +421,7 @@ static void on_request(pc_http_req *req, void *arg)
             free(lim);
             if (bad) {
                 task_free(t);
+                z->api_active--;
                 respond_text(req, 400, "application/json",
                              "{\"error\":\"limit: a number from 1 to 10000\"}");
                 return;
@@ -395,6 +472,9 @@ static int pz_start(pc_component *c, pc_error *err)
     char host[256];
     int port;
     pc_hostport_parse(cfg->endpoint, host, sizeof host, &port, NULL);
+    if (cfg->authenticator && !(z->auth = pc_host_authenticator(c, cfg->authenticator, true, err)))
+        return err ? err->code : PC_EINVAL;
+    z->bind_host = pc_xstrdup(host);
     pc_http_server_opts o = pc_http_server_small_opts(host, port, c->id);
     if (pc_tls_server_enabled(&cfg->tls)) {
         z->tls = pc_tls_server_ctx_new(&cfg->tls, "http/1.1", c->id, err);
@@ -445,7 +525,7 @@ static void maybe_done(pz *z)
     /* what was queued and never handed over: released, requests answered 503 */
     for (task *t = z->head, *next; t; t = next) {
         next = t->next;
-        answer(t);
+        answer(z, t);
         task_free(t);
     }
     z->head = NULL;
@@ -479,7 +559,7 @@ static void pz_shutdown(pc_component *c, pc_shutdown_done done)
         task *t = *pp;
         if (t->req) {
             *pp = t->next;
-            answer(t);
+            answer(z, t);
             task_free(t);
         } else {
             pp = &t->next;
@@ -503,6 +583,7 @@ static void pz_destroy(pc_component *c)
     }
     pz_agg_free(z->agg);
     pc_tls_ctx_free(z->tls);
+    free(z->bind_host);
     free(z);
 }
 
