@@ -44,9 +44,10 @@ struct h2stream {
     bool ready;      /* request complete (or too large): hand to the handler */
     bool dispatched; /* the handler owns it until pc_h2_respond */
     bool responded;
-    bool ng_closed;   /* nghttp2 closed the stream */
-    bool remote_done; /* the peer sent END_STREAM */
-    bool cancelled;   /* we reset it for taking too long */
+    bool ng_closed;       /* nghttp2 closed the stream */
+    bool remote_done;     /* the peer sent END_STREAM */
+    bool cancelled;       /* we reset it for taking too long */
+    uint64_t progress_ms; /* responded: when its response last moved (flow control lets it) */
     /* the response body and trailers, read by nghttp2 while it sends */
     uint8_t *resp;
     size_t resp_len, resp_off;
@@ -309,7 +310,10 @@ static ssize_t resp_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
     (void)ud;
     size_t n = st->resp_len - st->resp_off;
     if (n > length) n = length;
-    if (n) memcpy(buf, st->resp + st->resp_off, n);
+    if (n) {
+        memcpy(buf, st->resp + st->resp_off, n);
+        st->progress_ms = now_ms(st->c);
+    }
     st->resp_off += n;
     if (st->resp_off == st->resp_len) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -361,6 +365,7 @@ void pc_h2_respond(pc_h2_call *call, int status, const pc_h2_header *headers, si
     h2stream *st = (h2stream *)call;
     h2conn *c = st->c;
     st->responded = true;
+    st->progress_ms = now_ms(c);
     if (--c->n_busy == 0) pc_conn_busy(&c->base, false);
     stream_drop_body(st);                   /* the request body is no longer needed */
     if (st->ng_closed || c->base.closing) { /* the peer went away: drop the answer */
@@ -473,6 +478,13 @@ static void keepalive_check(h2conn *c, uint64_t now)
     }
 }
 
+/* A response that has not moved for idle_timeout: the peer keeps its flow-control window shut. */
+static bool response_stalled(const h2stream *st, uint64_t now, const pc_h2_server_opts *o)
+{
+    return st->responded && !st->ng_closed && !st->cancelled &&
+           now - st->progress_ms >= o->idle_timeout_ms;
+}
+
 static void conn_timeout(pc_conn *pc)
 {
     h2conn *c = (h2conn *)pc;
@@ -490,6 +502,14 @@ static void conn_timeout(pc_conn *pc)
             PC_DEBUG(srv(c)->log_id, "%s: stream %d not received in time", c->base.peer, st->id);
             st->cancelled = true;
             nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+        } else if (response_stalled(st, now, o)) {
+            /* the peer does not open its window: as an HTTP/1.1 response nobody reads, it is
+             * given up after idle_timeout (the core's write timeout), and the connection, with
+             * no stream left, is then reaped as an idle one */
+            PC_DEBUG(srv(c)->log_id, "%s: stream %d: response not taken for %u ms, reset",
+                     c->base.peer, st->id, o->idle_timeout_ms);
+            st->cancelled = true;
+            nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
         }
     conn_flush(c);
     conn_timer_update(c);
@@ -503,10 +523,14 @@ static void conn_timer_update(h2conn *c)
     const pc_h2_server_opts *o = &srv(c)->o;
     pc_conn_idle(&c->base, !c->streams && !c->terminating);
     uint64_t due = UINT64_MAX;
-    for (h2stream *st = c->streams; st; st = st->next)
+    for (h2stream *st = c->streams; st; st = st->next) {
         if (!st->dispatched && !st->ng_closed && !st->cancelled &&
             st->start_ms + o->read_timeout_ms < due)
             due = st->start_ms + o->read_timeout_ms;
+        if (st->responded && !st->ng_closed && !st->cancelled &&
+            st->progress_ms + o->idle_timeout_ms < due)
+            due = st->progress_ms + o->idle_timeout_ms;
+    }
     uint64_t ka = UINT64_MAX;
     if (c->ka_close_at) {
         ka = c->ka_close_at;

@@ -684,6 +684,69 @@ class GrpcKeepalive(unittest.TestCase):
         self.assertEqual(set(states[ready:]), {grpc.ChannelConnectivity.READY}, states)
 
 
+def hpack_literal(headers):
+    """Header fields as HPACK literals without indexing, no Huffman (RFC 7541 6.2.2); names and
+    values under 127 bytes."""
+    out = b""
+    for k, v in headers:
+        out += b"\x00" + bytes([len(k)]) + k.encode() + bytes([len(v)]) + v.encode()
+    return out
+
+
+class GrpcClosedWindow(unittest.TestCase):
+    """Issue 28: a client whose flow-control window stays shut (SETTINGS_INITIAL_WINDOW_SIZE 0,
+    never a WINDOW_UPDATE) cannot take its answer. As an HTTP/1.1 response nobody reads, the
+    answer is given up after the idle timeout (RST_STREAM CANCEL) and the connection, with no
+    call left, is then closed as an idle one (GOAWAY, close) instead of living until the 2 h
+    keepalive."""
+
+    def test_shut_window_is_reaped(self):
+        sink = h.started_sink(self)
+        gport = h.free_port()
+        cfg = ("receivers:\n  otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:%d\n"
+               "        keepalive:\n          server_parameters:\n"
+               "            max_connection_idle: 1s\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n"
+               "service:\n  telemetry:\n    logs:\n      level: debug\n"
+               "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [otlphttp]\n"
+               % (gport, sink.url))
+        p = h.started_profcol(self, cfg, gport, "grpc-shut-window")
+        c = RawH2(gport)
+        self.addCleanup(c.close)
+        c.sock.sendall(h2_frame(SETTINGS, 0, struct.pack(">HI", 4, 0)))  # INITIAL_WINDOW_SIZE 0
+        body = h.make_request(("shut-window",)).SerializeToString()
+        hdrs = hpack_literal([(":method", "POST"), (":scheme", "http"),
+                              (":path", "/opentelemetry.proto.collector.profiles.v1development."
+                                        "ProfilesService/Export"),
+                              (":authority", "127.0.0.1"), ("content-type", "application/grpc"),
+                              ("te", "trailers")])
+        c.sock.sendall(h2_frame(1, 0x4, hdrs, stream=1) +  # HEADERS, END_HEADERS
+                       h2_frame(0, 0x1, b"\x00" + struct.pack(">I", len(body)) + body, stream=1))
+        rst = goaway = closed = None
+        headers_seen = False
+        for ftype, flags, payload, t in c.frames(time.monotonic() + 15):
+            if ftype == 1:
+                headers_seen = True
+            elif ftype == 0 and payload:
+                self.fail("DATA sent through a shut window")
+            elif ftype == 3 and rst is None:  # RST_STREAM
+                rst = (int.from_bytes(payload[:4], "big"), t)
+            elif ftype == GOAWAY:
+                goaway = t
+            elif ftype is None:
+                closed = t
+        self.assertTrue(headers_seen, "the answer's headers (not flow-controlled) were sent")
+        self.assertIsNotNone(rst, "the stuck answer was never given up")
+        self.assertEqual(rst[0], 8, "RST_STREAM CANCEL")
+        self.assertGreaterEqual(rst[1], 0.9)
+        self.assertIsNotNone(goaway, "no GOAWAY")
+        self.assertIsNotNone(closed, "the connection was not closed")
+        self.assertGreaterEqual(closed - rst[1], 0.9, "then closed as idle after max_connection_idle")
+        self.assertIn("response not taken for 1000 ms, reset", p.stderr())
+        # the request itself was taken: it reached the exporter
+        sink.wait_requests(1)
+
+
 # `profcol validate` of an otlp exporter: EXPORTER_CONFIG % the exporter's lines
 EXPORTER_CONFIG = ("exporters:\n  otlp:\n%s"
                    "receivers:\n  otlp:\n    protocols:\n      http:\n"
