@@ -162,16 +162,22 @@ static void run_tasks(uv_work_t *w)
     uint64_t cpu0 = thread_cpu_ns();
     pz_agg *a = j->z->agg;
     pz_agg_set_dropped_batches(a, j->dropped_batches);
+    const task *series = NULL; /* the job's readers of /api/series share one rendering */
     for (task *t = j->tasks; t; t = t->next) {
         uint64_t now = now_ms();
         switch (t->kind) {
         case T_BATCH:
+            series = NULL; /* what readers after it see has changed */
             pz_agg_add_batch(a, t->batch, now);
             pc_batch_unref(t->batch); /* the last reference frees the arena here, off the loop */
             t->batch = NULL;
             break;
         case T_SERIES:
-            pz_agg_series_json(a, now, &t->body);
+            if (series)
+                pc_buf_append(&t->body, series->body.data, series->body.len);
+            else
+                pz_agg_series_json(a, now, &t->body);
+            series = t;
             t->status = 200;
             break;
         case T_FLAME:
