@@ -84,10 +84,10 @@ static int print_components_markdown(void)
             continue;
         }
         printf("| key | type | default | description |\n| --- | --- | --- | --- |\n");
-        for (const pc_cfg_key *k = t->cfg; k->key; k++) {
+        for (const pc_cfg_key *k = pc_cfgtable_flat(t->cfg); k->key; k++) {
             printf("| `%s` | %s", k->key, cfg_type_name(k->type));
-            for (int j = 0; k->type == PC_CFG_ENUM && k->choices[j]; j++)
-                printf("%s%s", j ? " \\| " : ": ", k->choices[j]);
+            for (int j = 0; k->type == PC_CFG_ENUM && pc_cfg_key_choices(k)[j]; j++)
+                printf("%s%s", j ? " \\| " : ": ", pc_cfg_key_choices(k)[j]);
             bool def = pc_cfg_key_has_default(k);
             printf(" | %s%s%s | %s |\n", def ? "`" : "", def ? k->def : "-", def ? "`" : "",
                    k->doc);
@@ -102,14 +102,14 @@ static int print_components(void)
         const pc_component_type *t = pc_component_types[i];
         printf("%s %s [%s]\n  %s\n", pc_kind_name(t->kind), t->name, t->stability, t->doc);
         if (*pipeline_list(t)) printf("  pipelines: %s\n", pipeline_list(t));
-        for (const pc_cfg_key *k = t->cfg; k && k->key; k++) {
+        for (const pc_cfg_key *k = pc_cfgtable_flat(t->cfg); k && k->key; k++) {
             char type[128];
             snprintf(type, sizeof type, "%s", cfg_type_name(k->type));
             if (k->type == PC_CFG_ENUM) {
                 size_t n = strlen(type);
-                for (int j = 0; k->choices[j] && n < sizeof type - 2; j++)
+                for (int j = 0; pc_cfg_key_choices(k)[j] && n < sizeof type - 2; j++)
                     n += (size_t)snprintf(type + n, sizeof type - n, "%s%s", j ? "|" : " ",
-                                          k->choices[j]);
+                                          pc_cfg_key_choices(k)[j]);
             }
             printf("    %-34s %-24s default %-10s %s\n", k->key, type,
                    pc_cfg_key_has_default(k) ? k->def : "-", k->doc);

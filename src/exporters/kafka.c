@@ -67,7 +67,7 @@ typedef struct kafka_exp_cfg {
 
 /* clang-format off */
 static const pc_cfg_key kafka_exp_keys[] = {
-    PC_KAFKA_CLIENT_KEYS(kafka_exp_cfg, client),
+    {"", PC_CFG_GROUP, "", offsetof(kafka_exp_cfg, client), "the Kafka client", pc_kafka_client_keys},
     SIGNAL_KEYS(PC_SIGNAL_PROFILES, "profiles", "otlp_profiles"),
     SIGNAL_KEYS(PC_SIGNAL_TRACES, "traces", "otlp_spans"),
     SIGNAL_KEYS(PC_SIGNAL_METRICS, "metrics", "otlp_metrics"),
@@ -87,7 +87,7 @@ static const pc_cfg_key kafka_exp_keys[] = {
     {"producer.linger", PC_CFG_DURATION, "10ms", offsetof(kafka_exp_cfg, linger_ms), "how long a partition waits for more messages before a produce request is sent", NULL},
     {"producer.allow_auto_topic_creation", PC_CFG_BOOL, "true", offsetof(kafka_exp_cfg, auto_create_topics), "let the broker create a topic on first use (when it allows it)", NULL},
     {"timeout", PC_CFG_DURATION, "5s", offsetof(kafka_exp_cfg, timeout_ms), "time one attempt has to get every message of a request acknowledged", NULL},
-    PC_SENDER_KEYS(kafka_exp_cfg, sender),
+    {"", PC_CFG_GROUP, "", offsetof(kafka_exp_cfg, sender), "the sending queue and retries", pc_sender_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */

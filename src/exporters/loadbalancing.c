@@ -68,8 +68,8 @@ static const pc_cfg_key lb_keys[] = {
     {"resolver.dns.port", PC_CFG_INT, "4317", offsetof(lb_cfg, dns_port), "port of every resolved backend", NULL},
     {"resolver.dns.interval", PC_CFG_DURATION, "5s", offsetof(lb_cfg, dns_interval_ms), "how often the name is resolved again", NULL},
     {"resolver.dns.timeout", PC_CFG_DURATION, "1s", offsetof(lb_cfg, dns_timeout_ms), "a lookup taking longer fails (the backends stay as they were)", NULL},
-    PC_OTLP_GRPC_KEYS(lb_cfg, grpc, "protocol.otlp."),
-    PC_OTLP_HTTP_KEYS(lb_cfg, http, "protocol.otlphttp."),
+    {"protocol.otlp.", PC_CFG_GROUP, "", offsetof(lb_cfg, grpc), "the OTLP/gRPC client", pc_otlp_grpc_keys},
+    {"protocol.otlphttp.", PC_CFG_GROUP, "", offsetof(lb_cfg, http), "the OTLP/HTTP client", pc_otlp_http_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */

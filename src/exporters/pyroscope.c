@@ -69,8 +69,8 @@ static const pc_cfg_key pyro_keys[] = {
     {"max_label_names", PC_CFG_INT, "30", offsetof(pyro_cfg, max_label_names), "labels per series, __name__ and service_name included; extra ones are dropped", NULL},
     {"max_label_value_length", PC_CFG_INT, "2048", offsetof(pyro_cfg, max_label_value_length), "longer label values are truncated (bytes)", NULL},
     {"max_label_name_length", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_label_name_length), "labels with longer names are dropped (bytes)", NULL},
-    PC_HTTP_CLIENT_KEYS(pyro_cfg, client, ""),
-    PC_SENDER_KEYS(pyro_cfg, sender),
+    {"", PC_CFG_GROUP, "", offsetof(pyro_cfg, client), "the HTTP client", pc_http_client_keys},
+    {"", PC_CFG_GROUP, "", offsetof(pyro_cfg, sender), "the sending queue and retries", pc_sender_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */

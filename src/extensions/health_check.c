@@ -19,7 +19,7 @@ typedef struct health_cfg {
 static const pc_cfg_key health_keys[] = {
     {"endpoint", PC_CFG_STRING, "localhost:13133", offsetof(health_cfg, endpoint), "host:port to listen on", NULL},
     {"path", PC_CFG_STRING, "/", offsetof(health_cfg, path), "path of the status", NULL},
-    PC_TLS_SERVER_KEYS(health_cfg, tls, ""),
+    {"", PC_CFG_GROUP, "", offsetof(health_cfg, tls), "TLS of a server", pc_tls_server_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */

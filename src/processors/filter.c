@@ -38,36 +38,19 @@ typedef struct filter_cfg {
     match_cfg include, exclude;
 } filter_cfg;
 
-#define BLOCK_KEYS(block)                                                                          \
-    {#block ".profile_types",                                                                      \
-     PC_CFG_LIST,                                                                                  \
-     NULL,                                                                                         \
-     offsetof(filter_cfg, block.profile_types),                                                    \
-     "sample types (\"cpu\" or \"alloc_space:bytes\"); any may match",                             \
-     NULL},                                                                                        \
-        {#block ".services",                                                                       \
-         PC_CFG_LIST,                                                                              \
-         NULL,                                                                                     \
-         offsetof(filter_cfg, block.services),                                                     \
-         "service.name regular expressions (whole value); any may match",                          \
-         NULL},                                                                                    \
-        {#block ".resource_attributes",                                                            \
-         PC_CFG_MAP,                                                                               \
-         NULL,                                                                                     \
-         offsetof(filter_cfg, block.resource_attributes),                                          \
-         "resource attribute -> regular expression (whole value); all must match",                 \
-         NULL},                                                                                    \
-    {                                                                                              \
-#block ".sample_attributes", PC_CFG_MAP, NULL,                                             \
-            offsetof(filter_cfg, block.sample_attributes),                                         \
-            "sample attribute -> regular expression (whole value); all must match (per sample)",   \
-            NULL                                                                                   \
-    }
-
 /* clang-format off */
+/* One block's keys (include or exclude), relative to its match_cfg. */
+static const pc_cfg_key match_keys[] = {
+    {"profile_types", PC_CFG_LIST, "", offsetof(match_cfg, profile_types), "sample types (\"cpu\" or \"alloc_space:bytes\"); any may match", NULL},
+    {"services", PC_CFG_LIST, "", offsetof(match_cfg, services), "service.name regular expressions (whole value); any may match", NULL},
+    {"resource_attributes", PC_CFG_MAP, "", offsetof(match_cfg, resource_attributes), "resource attribute -> regular expression (whole value); all must match", NULL},
+    {"sample_attributes", PC_CFG_MAP, "", offsetof(match_cfg, sample_attributes), "sample attribute -> regular expression (whole value); all must match (per sample)", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+
 static const pc_cfg_key filter_keys[] = {
-    BLOCK_KEYS(include),
-    BLOCK_KEYS(exclude),
+    {"include.", PC_CFG_GROUP, "", offsetof(filter_cfg, include), "what is kept", match_keys},
+    {"exclude.", PC_CFG_GROUP, "", offsetof(filter_cfg, exclude), "what is dropped", match_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */

@@ -86,7 +86,7 @@ typedef struct kafka_recv_cfg {
 
 /* clang-format off */
 static const pc_cfg_key kafka_recv_keys[] = {
-    PC_KAFKA_CLIENT_KEYS(kafka_recv_cfg, client),
+    {"", PC_CFG_GROUP, "", offsetof(kafka_recv_cfg, client), "the Kafka client", pc_kafka_client_keys},
     SIGNAL_KEYS(PC_SIGNAL_PROFILES, "profiles", "otlp_profiles"),
     SIGNAL_KEYS(PC_SIGNAL_TRACES, "traces", "otlp_spans"),
     SIGNAL_KEYS(PC_SIGNAL_METRICS, "metrics", "otlp_metrics"),

@@ -44,7 +44,8 @@ typedef struct otlp_cfg {
 
 /* clang-format off */
 static const pc_cfg_key otlp_keys[] = {
-    PC_HTTP_SERVER_KEYS(otlp_cfg, http, "protocols.http.", "localhost:4318"),
+    {"protocols.http.endpoint", PC_CFG_STRING, "localhost:4318", offsetof(otlp_cfg, http.endpoint), "host:port to listen on (0.0.0.0 for all interfaces)", NULL},
+    {"protocols.http.", PC_CFG_GROUP, "", offsetof(otlp_cfg, http), "the HTTP server", pc_http_server_keys},
     {"protocols.http.profiles_url_path", PC_CFG_STRING, "/v1development/profiles", offsetof(otlp_cfg, url_path[PC_SIGNAL_PROFILES]), "URL path profiles are posted to", NULL},
     {"protocols.http.traces_url_path", PC_CFG_STRING, "/v1/traces", offsetof(otlp_cfg, url_path[PC_SIGNAL_TRACES]), "URL path traces are posted to", NULL},
     {"protocols.http.metrics_url_path", PC_CFG_STRING, "/v1/metrics", offsetof(otlp_cfg, url_path[PC_SIGNAL_METRICS]), "URL path metrics are posted to", NULL},
@@ -59,7 +60,7 @@ static const pc_cfg_key otlp_keys[] = {
     {"protocols.grpc.keepalive.server_parameters.timeout", PC_CFG_DURATION, "20s", offsetof(otlp_cfg, grpc_ka_timeout_ms), "close the connection (GOAWAY) when nothing answers the PING within this (0: the default)", NULL},
     {"protocols.grpc.keepalive.enforcement_policy.min_time", PC_CFG_DURATION, "5m", offsetof(otlp_cfg, grpc_ping_min_ms), "clients pinging more often get GOAWAY ENHANCE_YOUR_CALM (too_many_pings) and are disconnected (0: the default)", NULL},
     {"protocols.grpc.keepalive.enforcement_policy.permit_without_stream", PC_CFG_BOOL, "false", offsetof(otlp_cfg, grpc_ping_without_stream), "allow client pings while no call is open (else at most one per 2h then)", NULL},
-    PC_TLS_SERVER_KEYS(otlp_cfg, grpc_tls, "protocols.grpc."),
+    {"protocols.grpc.", PC_CFG_GROUP, "", offsetof(otlp_cfg, grpc_tls), "TLS of a server", pc_tls_server_keys},
     {"protocols.grpc.auth.authenticator", PC_CFG_STRING, "", offsetof(otlp_cfg, grpc_auth), "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): calls without valid credentials get UNAUTHENTICATED", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };

@@ -33,18 +33,6 @@ typedef struct pc_auth {
     char challenge[128]; /* "WWW-Authenticate: Bearer realm=\"profcol\"\r\n" */
 } pc_auth;
 
-/* clang-format off */
-/* Config-table entry "<prefix>auth.authenticator" into the char * member f of T. */
-#define PC_AUTH_SERVER_KEY(T, f, prefix)                                                           \
-    {prefix "auth.authenticator", PC_CFG_STRING, NULL, offsetof(T, f),                            \
-     "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): requests "      \
-     "without valid credentials get 401", NULL}
-#define PC_AUTH_CLIENT_KEY(T, f, prefix)                                                           \
-    {prefix "auth.authenticator", PC_CFG_STRING, NULL, offsetof(T, f),                            \
-     "id of an authenticator extension (bearertokenauth, basicauth with client_auth) whose "       \
-     "credentials are added to every request", NULL}
-/* clang-format on */
-
 /* Whether the extension ext can authenticate a receiver's requests (server) or an exporter's
  * (client): an authenticator (its type says so) with that side configured; PC_EINVAL with a
  * reason otherwise. The service finds an enabled one by id: pc_host_authenticator

@@ -2,6 +2,7 @@
 #include "sdk/cfgtable.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -141,10 +142,11 @@ static void list_push(pc_strlist *l, const char *s)
 /* "a, b, c": an enum's choices, for its errors. */
 static void choices_text(const pc_cfg_key *k, char *out, size_t len)
 {
+    const char *const *choices = pc_cfg_key_choices(k);
     out[0] = 0;
-    for (int i = 0; k->choices && k->choices[i]; i++) {
+    for (int i = 0; choices && choices[i]; i++) {
         strncat(out, i ? ", " : "", len - strlen(out) - 1);
-        strncat(out, k->choices[i], len - strlen(out) - 1);
+        strncat(out, choices[i], len - strlen(out) - 1);
     }
 }
 
@@ -200,8 +202,9 @@ static int set_map(const pc_cfg_key *k, void *cfg, const pc_node *n, const char 
 static int set_enum(const pc_cfg_key *k, int *p, const pc_node *n, const char *path, pc_error *err)
 {
     const char *s = n->scalar;
-    for (int i = 0; k->choices[i]; i++)
-        if (strcasecmp(k->choices[i], s) == 0) {
+    const char *const *choices = pc_cfg_key_choices(k);
+    for (int i = 0; choices[i]; i++)
+        if (strcasecmp(choices[i], s) == 0) {
             *p = i;
             return 0;
         }
@@ -331,9 +334,70 @@ static int walk(const pc_cfg_key *table, void *cfg, const pc_node *n, const char
     return rc;
 }
 
+/* ---- groups ---- */
+
+typedef struct flat_table {
+    const pc_cfg_key *table;
+    pc_cfg_key *flat;
+} flat_table;
+
+static flat_table *g_flat;
+static size_t g_n_flat;
+static pthread_mutex_t g_flat_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Append table's rows to *out (n used, cap room), groups expanded under prefix and base. */
+static void flatten(const pc_cfg_key *table, const char *prefix, size_t base, pc_cfg_key **out,
+                    size_t *n, size_t *cap)
+{
+    for (const pc_cfg_key *k = table; k->key; k++) {
+        size_t pl = strlen(prefix), kl = strlen(k->key);
+        char *key = pc_xmalloc(pl + kl + 1);
+        memcpy(key, prefix, pl);
+        memcpy(key + pl, k->key, kl + 1);
+        if (k->type == PC_CFG_GROUP) {
+            flatten(k->more, key, base + k->offset, out, n, cap);
+            free(key);
+            continue;
+        }
+        if (*n + 1 >= *cap) {
+            *cap = *cap ? *cap * 2 : 32;
+            *out = pc_xrealloc(*out, *cap * sizeof **out);
+        }
+        (*out)[(*n)++] = (pc_cfg_key){key, k->type, k->def, base + k->offset, k->doc, k->more};
+    }
+}
+
+static bool has_group(const pc_cfg_key *table)
+{
+    for (const pc_cfg_key *k = table; k->key; k++)
+        if (k->type == PC_CFG_GROUP) return true;
+    return false;
+}
+
+const pc_cfg_key *pc_cfgtable_flat(const pc_cfg_key *table)
+{
+    if (!table || !has_group(table)) return table;
+    pthread_mutex_lock(&g_flat_lock);
+    const pc_cfg_key *flat = NULL;
+    for (size_t i = 0; i < g_n_flat && !flat; i++)
+        if (g_flat[i].table == table) flat = g_flat[i].flat;
+    if (!flat) {
+        pc_cfg_key *rows = NULL;
+        size_t n = 0, cap = 0;
+        flatten(table, "", 0, &rows, &n, &cap);
+        rows[n] = (pc_cfg_key){0}; /* the terminator */
+        g_flat = pc_xrealloc(g_flat, (g_n_flat + 1) * sizeof *g_flat);
+        g_flat[g_n_flat++] = (flat_table){table, rows};
+        flat = rows;
+    }
+    pthread_mutex_unlock(&g_flat_lock);
+    return flat;
+}
+
 int pc_cfgtable_apply(const pc_cfg_key *table, void *cfg, const pc_node *node, const char *path,
                       pc_error *err)
 {
+    table = pc_cfgtable_flat(table);
     if (!table) {
         if (node && node->kind == PC_NODE_MAP && node->n) {
             pc_cfg_errorf(err, node, path, "takes no settings");
@@ -384,6 +448,7 @@ int pc_cfg_key_errorf(pc_error *e, const pc_node *component, const char *path, c
 void pc_cfgtable_free(const pc_cfg_key *table, void *cfg)
 {
     if (!table || !cfg) return;
+    table = pc_cfgtable_flat(table);
     for (const pc_cfg_key *k = table; k->key; k++)
         free_value(k, cfg);
 }

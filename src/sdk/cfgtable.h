@@ -20,6 +20,7 @@ typedef enum {
     PC_CFG_MAP,      /* pc_strmap: string keys to string values */
     PC_CFG_NODE,     /* const pc_node *: the component parses it in create (lists of maps etc.) */
     PC_CFG_FLOAT,    /* double */
+    PC_CFG_GROUP,    /* a struct with a table of its own (key: its keys' prefix, "" or "a.b.") */
 } pc_cfg_type;
 
 typedef struct pc_strlist {
@@ -34,16 +35,30 @@ typedef struct pc_strmap {
 } pc_strmap;
 
 /* A component's table has a key a line, clang-format off, so that tables read as tables and
- * every row has one shape: {"key", PC_CFG_TYPE, "default", offsetof(T, field), "doc", choices}.
- * An unset default is "" (never NULL: no setting takes an empty string as its default). */
+ * every row has one shape: {"key", PC_CFG_TYPE, "default", offsetof(T, field), "doc", more}.
+ * An unset default is "" (never NULL: no setting takes an empty string as its default). Settings
+ * that several components share (TLS, the sending queue, an HTTP client or server) are a group
+ * row: {"protocols.grpc.", PC_CFG_GROUP, "", offsetof(T, grpc_tls), "doc", pc_tls_server_keys},
+ * whose table (sdk/tls_config.h, ...) is written once for its struct, as the Collector's configs
+ * embed configtls and friends. */
 typedef struct pc_cfg_key {
     const char *key; /* dotted path below the component, e.g. "protocols.http.endpoint" */
     pc_cfg_type type;
     const char *def; /* default as the YAML scalar would say it; "" (or NULL) = unset */
-    size_t offset;   /* where the value lands in the component's config struct */
+    size_t offset;   /* where the value (a group: its struct) lands in the config struct */
     const char *doc;
-    const char *const *choices; /* PC_CFG_ENUM: NULL-terminated */
+    /* PC_CFG_ENUM: the NULL-terminated names (pc_cfg_key_choices); PC_CFG_GROUP: its table */
+    const void *more;
 } pc_cfg_key;
+
+static inline const char *const *pc_cfg_key_choices(const pc_cfg_key *k)
+{
+    return (const char *const *)k->more;
+}
+
+/* The table with every group row replaced by its keys (prefixed, offsets added), as the engine,
+ * the docs and the components listing see it; built once per table, kept for the process. */
+const pc_cfg_key *pc_cfgtable_flat(const pc_cfg_key *table);
 
 /* Fill cfg from the table defaults, then from node (may be NULL). Unknown keys are errors with a
  * "did you mean". path is the key path used in messages, e.g. "exporters::otlphttp/a". 0, or

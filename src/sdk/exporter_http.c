@@ -74,3 +74,15 @@ void pc_exporter_http_outcome(const pc_http_response *r, const pc_url *u, pc_exp
         o->retry_after_s = r->retry_after_s;
     }
 }
+
+/* Config-table groups (sdk/cfgtable.h): keys and offsets relative to their struct. */
+/* clang-format off */
+const pc_cfg_key pc_http_client_keys[] = {
+    {"headers", PC_CFG_MAP, "", offsetof(pc_http_client_cfg, headers), "extra request headers", NULL},
+    {"timeout", PC_CFG_DURATION, "30s", offsetof(pc_http_client_cfg, timeout_ms), "time allowed for one request (connect, send, response)", NULL},
+    {"max_connections", PC_CFG_INT, "8", offsetof(pc_http_client_cfg, max_connections), "keep-alive connections to the endpoint", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(pc_http_client_cfg, tls), "TLS of a client", pc_tls_client_keys},
+    {"auth.authenticator", PC_CFG_STRING, "", offsetof(pc_http_client_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with client_auth) whose credentials are added to every request", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+/* clang-format on */

@@ -24,15 +24,8 @@ typedef struct pc_http_client_cfg {
     char *authenticator;
 } pc_http_client_cfg;
 
-/* clang-format off */
-/* Their config-table entries at "<prefix>" into the pc_http_client_cfg member f of T. */
-#define PC_HTTP_CLIENT_KEYS(T, f, prefix) \
-    {prefix "headers", PC_CFG_MAP, "", offsetof(T, f.headers), "extra request headers", NULL}, \
-    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms), "time allowed for one request (connect, send, response)", NULL}, \
-    {prefix "max_connections", PC_CFG_INT, "8", offsetof(T, f.max_connections), "keep-alive connections to the endpoint", NULL}, \
-    PC_TLS_CLIENT_KEYS(T, f.tls, prefix), \
-    PC_AUTH_CLIENT_KEY(T, f.authenticator, prefix)
-/* clang-format on */
+/* Their config-table group (sdk/cfgtable.h), relative to a pc_http_client_cfg. */
+extern const pc_cfg_key pc_http_client_keys[];
 
 /* Check them: headers without line breaks, timeout and max_connections above 0, the TLS files.
  * PC_EINVAL with err at the key. */

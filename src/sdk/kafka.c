@@ -300,3 +300,20 @@ int pc_kafka_err(rd_kafka_resp_err_t err)
     default: return PC_EINVAL;
     }
 }
+
+/* Config-table groups (sdk/cfgtable.h): keys and offsets relative to their struct. */
+/* clang-format off */
+const pc_cfg_key pc_kafka_client_keys[] = {
+    {"brokers", PC_CFG_LIST, "localhost:9092", offsetof(pc_kafka_client_cfg, brokers), "bootstrap brokers, host:port", NULL},
+    {"client_id", PC_CFG_STRING, "otel-collector", offsetof(pc_kafka_client_cfg, client_id), "client id sent to the brokers", NULL},
+    {"protocol_version", PC_CFG_STRING, "2.1.0", offsetof(pc_kafka_client_cfg, protocol_version), "accepted for Collector configs; librdkafka negotiates each request's version with the broker", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(pc_kafka_client_cfg, tls), "TLS of a client", pc_tls_client_keys},
+    {"auth.sasl.mechanism", PC_CFG_STRING, "", offsetof(pc_kafka_client_cfg, sasl_mechanism), "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (with TLS when a tls block is set)", NULL},
+    {"auth.sasl.username", PC_CFG_STRING, "", offsetof(pc_kafka_client_cfg, sasl_username), "SASL user name", NULL},
+    {"auth.sasl.password", PC_CFG_STRING, "", offsetof(pc_kafka_client_cfg, sasl_password), "SASL password", NULL},
+    {"auth.sasl.version", PC_CFG_INT, "0", offsetof(pc_kafka_client_cfg, sasl_version), "SASL handshake version, 0 or 1 (librdkafka picks what the broker supports)", NULL},
+    {"auth.plain_text.username", PC_CFG_STRING, "", offsetof(pc_kafka_client_cfg, plain_username), "deprecated in the Collector: SASL PLAIN user name (use auth::sasl)", NULL},
+    {"auth.plain_text.password", PC_CFG_STRING, "", offsetof(pc_kafka_client_cfg, plain_password), "deprecated in the Collector: SASL PLAIN password (use auth::sasl)", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+/* clang-format on */

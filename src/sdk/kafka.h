@@ -43,20 +43,9 @@ typedef struct pc_kafka_client_cfg {
     char *plain_username, *plain_password; /* auth::plain_text (the Collector's deprecated PLAIN) */
 } pc_kafka_client_cfg;
 
-/* clang-format off */
-/* Config-table entries for a pc_kafka_client_cfg member f of config struct T. */
-#define PC_KAFKA_CLIENT_KEYS(T, f) \
-    {"brokers", PC_CFG_LIST, "localhost:9092", offsetof(T, f.brokers), "bootstrap brokers, host:port", NULL}, \
-    {"client_id", PC_CFG_STRING, "otel-collector", offsetof(T, f.client_id), "client id sent to the brokers", NULL}, \
-    {"protocol_version", PC_CFG_STRING, "2.1.0", offsetof(T, f.protocol_version), "accepted for Collector configs; librdkafka negotiates each request's version with the broker", NULL}, \
-    PC_TLS_CLIENT_KEYS(T, f.tls, ""), \
-    {"auth.sasl.mechanism", PC_CFG_STRING, "", offsetof(T, f.sasl_mechanism), "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (with TLS when a tls block is set)", NULL}, \
-    {"auth.sasl.username", PC_CFG_STRING, "", offsetof(T, f.sasl_username), "SASL user name", NULL}, \
-    {"auth.sasl.password", PC_CFG_STRING, "", offsetof(T, f.sasl_password), "SASL password", NULL}, \
-    {"auth.sasl.version", PC_CFG_INT, "0", offsetof(T, f.sasl_version), "SASL handshake version, 0 or 1 (librdkafka picks what the broker supports)", NULL}, \
-    {"auth.plain_text.username", PC_CFG_STRING, "", offsetof(T, f.plain_username), "deprecated in the Collector: SASL PLAIN user name (use auth::sasl)", NULL}, \
-    {"auth.plain_text.password", PC_CFG_STRING, "", offsetof(T, f.plain_password), "deprecated in the Collector: SASL PLAIN password (use auth::sasl)", NULL}
-/* clang-format on */
+/* The config-table group (sdk/cfgtable.h) of a kafka component's client keys, relative to a
+ * pc_kafka_client_cfg. */
+extern const pc_cfg_key pc_kafka_client_keys[];
 
 /* Cross-key checks of the client part (brokers host:port, SASL complete, TLS files load); sets
  * cfg->tls_on from node. PC_EINVAL with the key path in err. */

@@ -551,3 +551,35 @@ void pc_otlp_http_close(pc_otlp_http *h, void (*done)(void *arg), void *arg)
     h->closed_arg = arg;
     pc_http_client_close(cl, http_closed, h);
 }
+
+/* Config-table groups (sdk/cfgtable.h): keys and offsets relative to their struct. */
+/* clang-format off */
+const pc_cfg_key pc_otlp_grpc_keys[] = {
+    {"endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_grpc_cfg, endpoint), "host:port or https://host:port (TLS, unless tls::insecure is true) or http://host:port (plain text, h2c) of the OTLP/gRPC server; a URL path is dropped with a warning", NULL},
+    {"headers", PC_CFG_MAP, "", offsetof(pc_otlp_grpc_cfg, headers), "gRPC metadata sent with every call", NULL},
+    {"compression", PC_CFG_ENUM, "gzip", offsetof(pc_otlp_grpc_cfg, compression), "grpc-encoding of request messages", pc_otlp_compressions},
+    {"passthrough", PC_CFG_BOOL, "true", offsetof(pc_otlp_grpc_cfg, passthrough), "send a request's protobuf bytes as received (compressed, if the compression matches) when nothing in the pipeline changed its data", NULL},
+    {"timeout", PC_CFG_DURATION, "30s", offsetof(pc_otlp_grpc_cfg, timeout_ms), "time allowed for one call (also sent as grpc-timeout)", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(pc_otlp_grpc_cfg, tls), "TLS of a client", pc_tls_client_keys},
+    {"auth.authenticator", PC_CFG_STRING, "", offsetof(pc_otlp_grpc_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with client_auth) whose credentials are added to every request", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(pc_otlp_grpc_cfg, sender), "the sending queue and retries", pc_sender_keys},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+/* clang-format on */
+
+/* clang-format off */
+const pc_cfg_key pc_otlp_http_keys[] = {
+    {"endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, endpoint), "base URL; the signal's path is appended (/v1development/profiles, /v1/traces, /v1/metrics, /v1/logs)", NULL},
+    {"profiles_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_PROFILES]), "full URL for profiles, used as is (overrides endpoint)", NULL},
+    {"traces_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_TRACES]), "full URL for traces, used as is (overrides endpoint)", NULL},
+    {"metrics_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_METRICS]), "full URL for metrics, used as is (overrides endpoint)", NULL},
+    {"logs_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_LOGS]), "full URL for logs, used as is (overrides endpoint)", NULL},
+    {"compression", PC_CFG_ENUM, "gzip", offsetof(pc_otlp_http_cfg, compression), "request body compression", pc_otlp_compressions},
+    {"compression_params.level", PC_CFG_INT, "1", offsetof(pc_otlp_http_cfg, compression_level), "gzip level 1 (fastest) to 9 (smallest): 1-3 through ISA-L's igzip, 6-11x cheaper than zlib for 7-12% more bytes, 4-9 through zlib; zstd level 1 to 19", NULL},
+    {"passthrough", PC_CFG_BOOL, "true", offsetof(pc_otlp_http_cfg, passthrough), "send a request's bytes as received (compressed, if the compression matches) when nothing in the pipeline changed its data and its encoding is this exporter's", NULL},
+    {"encoding", PC_CFG_ENUM, "proto", offsetof(pc_otlp_http_cfg, encoding), "request body encoding", pc_otlp_encodings},
+    {"", PC_CFG_GROUP, "", offsetof(pc_otlp_http_cfg, client), "the HTTP client", pc_http_client_keys},
+    {"", PC_CFG_GROUP, "", offsetof(pc_otlp_http_cfg, sender), "the sending queue and retries", pc_sender_keys},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+/* clang-format on */

@@ -38,19 +38,8 @@ typedef struct pc_otlp_grpc_cfg {
     pc_sender_cfg sender;
 } pc_otlp_grpc_cfg;
 
-/* clang-format off */
-/* The otlp exporter's config-table entries at "<prefix>" into the pc_otlp_grpc_cfg member f of
- * T. */
-#define PC_OTLP_GRPC_KEYS(T, f, prefix) \
-    {prefix "endpoint", PC_CFG_STRING, "", offsetof(T, f.endpoint), "host:port or https://host:port (TLS, unless tls::insecure is true) or http://host:port (plain text, h2c) of the OTLP/gRPC server; a URL path is dropped with a warning", NULL}, \
-    {prefix "headers", PC_CFG_MAP, "", offsetof(T, f.headers), "gRPC metadata sent with every call", NULL}, \
-    {prefix "compression", PC_CFG_ENUM, "gzip", offsetof(T, f.compression), "grpc-encoding of request messages", pc_otlp_compressions}, \
-    {prefix "passthrough", PC_CFG_BOOL, "true", offsetof(T, f.passthrough), "send a request's protobuf bytes as received (compressed, if the compression matches) when nothing in the pipeline changed its data", NULL}, \
-    {prefix "timeout", PC_CFG_DURATION, "30s", offsetof(T, f.timeout_ms), "time allowed for one call (also sent as grpc-timeout)", NULL}, \
-    PC_TLS_CLIENT_KEYS(T, f.tls, prefix), \
-    PC_AUTH_CLIENT_KEY(T, f.authenticator, prefix), \
-    PC_SENDER_KEYS_AT(T, f.sender, prefix)
-/* clang-format on */
+/* The otlp exporter's config-table group (sdk/cfgtable.h), relative to a pc_otlp_grpc_cfg. */
+extern const pc_cfg_key pc_otlp_grpc_keys[];
 
 /* Check the settings at prefix. with_endpoint: endpoint is required; otherwise it must not be
  * set (the loadbalancing exporter's resolver names the endpoints). PC_EINVAL with err. */
@@ -90,23 +79,9 @@ typedef struct pc_otlp_http_cfg {
 } pc_otlp_http_cfg;
 
 /* clang-format off */
-#define PC_OTLP_HTTP_ENDPOINT_KEYS(T, f, prefix) \
-    {prefix "endpoint", PC_CFG_STRING, "", offsetof(T, f.endpoint), "base URL; the signal's path is appended (/v1development/profiles, /v1/traces, /v1/metrics, /v1/logs)", NULL}, \
-    {prefix "profiles_endpoint", PC_CFG_STRING, "", offsetof(T, f.signal_endpoint[PC_SIGNAL_PROFILES]), "full URL for profiles, used as is (overrides endpoint)", NULL}, \
-    {prefix "traces_endpoint", PC_CFG_STRING, "", offsetof(T, f.signal_endpoint[PC_SIGNAL_TRACES]), "full URL for traces, used as is (overrides endpoint)", NULL}, \
-    {prefix "metrics_endpoint", PC_CFG_STRING, "", offsetof(T, f.signal_endpoint[PC_SIGNAL_METRICS]), "full URL for metrics, used as is (overrides endpoint)", NULL}, \
-    {prefix "logs_endpoint", PC_CFG_STRING, "", offsetof(T, f.signal_endpoint[PC_SIGNAL_LOGS]), "full URL for logs, used as is (overrides endpoint)", NULL}
-/* The otlphttp exporter's config-table entries at "<prefix>" into the pc_otlp_http_cfg member f
- * of T. */
-#define PC_OTLP_HTTP_KEYS(T, f, prefix) \
-    PC_OTLP_HTTP_ENDPOINT_KEYS(T, f, prefix), \
-    {prefix "compression", PC_CFG_ENUM, "gzip", offsetof(T, f.compression), "request body compression", pc_otlp_compressions}, \
-    {prefix "compression_params.level", PC_CFG_INT, "1", offsetof(T, f.compression_level), "gzip level 1 (fastest) to 9 (smallest): 1-3 through ISA-L's igzip, 6-11x cheaper than zlib for 7-12% more bytes, 4-9 through zlib; zstd level 1 to 19", NULL}, \
-    {prefix "passthrough", PC_CFG_BOOL, "true", offsetof(T, f.passthrough), "send a request's bytes as received (compressed, if the compression matches) when nothing in the pipeline changed its data and its encoding is this exporter's", NULL}, \
-    {prefix "encoding", PC_CFG_ENUM, "proto", offsetof(T, f.encoding), "request body encoding", pc_otlp_encodings}, \
-    PC_HTTP_CLIENT_KEYS(T, f.client, prefix), \
-    PC_SENDER_KEYS_AT(T, f.sender, prefix)
-/* clang-format on */
+
+/* The otlphttp exporter's config-table group (sdk/cfgtable.h), relative to a pc_otlp_http_cfg. */
+extern const pc_cfg_key pc_otlp_http_keys[];
 
 /* Check the settings at prefix. with_endpoint: endpoint or a <signal>_endpoint is required;
  * otherwise none may be set (the loadbalancing exporter's resolver names the endpoints).

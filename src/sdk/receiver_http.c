@@ -77,3 +77,18 @@ void pc_receiver_http_free(pc_receiver_http *rh)
     pc_tls_ctx_free(rh->tls);
     rh->tls = NULL;
 }
+
+/* Config-table groups (sdk/cfgtable.h): keys and offsets relative to their struct. */
+/* clang-format off */
+const pc_cfg_key pc_http_server_keys[] = {
+    {"max_request_body_size", PC_CFG_SIZE, "20MiB", offsetof(pc_http_server_cfg, max_body), "largest request body, before and after decompression (413 above)", NULL},
+    {"max_request_decoded_size", PC_CFG_SIZE, "0", offsetof(pc_http_server_cfg, max_decoded), "most memory one request may take decoded, counted before decoding (413 above; 0: 16 x max_request_body_size)", NULL},
+    {"read_timeout", PC_CFG_DURATION, "30s", offsetof(pc_http_server_cfg, read_timeout_ms), "a request must arrive whole within this time (408 otherwise)", NULL},
+    {"read_header_timeout", PC_CFG_DURATION, "10s", offsetof(pc_http_server_cfg, read_header_timeout_ms), "a request's line and headers must arrive within this time (408 otherwise; 0: read_timeout)", NULL},
+    {"idle_timeout", PC_CFG_DURATION, "60s", offsetof(pc_http_server_cfg, idle_timeout_ms), "close keep-alive connections idle this long", NULL},
+    {"max_connections", PC_CFG_INT, "1024", offsetof(pc_http_server_cfg, max_connections), "concurrent connections; at the limit the connection idle or incomplete longest makes room, and 503 only when every one has a request being handled", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(pc_http_server_cfg, tls), "TLS of a server", pc_tls_server_keys},
+    {"auth.authenticator", PC_CFG_STRING, "", offsetof(pc_http_server_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): requests without valid credentials get 401", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+/* clang-format on */

@@ -23,19 +23,10 @@ typedef struct pc_http_server_cfg {
     char *authenticator;
 } pc_http_server_cfg;
 
-/* clang-format off */
-/* Config-table entries under prefix ("" or "protocols.http.") for member f of struct T. */
-#define PC_HTTP_SERVER_KEYS(T, f, prefix, default_endpoint) \
-    {prefix "endpoint", PC_CFG_STRING, default_endpoint, offsetof(T, f.endpoint), "host:port to listen on (0.0.0.0 for all interfaces)", NULL}, \
-    {prefix "max_request_body_size", PC_CFG_SIZE, "20MiB", offsetof(T, f.max_body), "largest request body, before and after decompression (413 above)", NULL}, \
-    {prefix "max_request_decoded_size", PC_CFG_SIZE, "0", offsetof(T, f.max_decoded), "most memory one request may take decoded, counted before decoding (413 above; 0: 16 x max_request_body_size)", NULL}, \
-    {prefix "read_timeout", PC_CFG_DURATION, "30s", offsetof(T, f.read_timeout_ms), "a request must arrive whole within this time (408 otherwise)", NULL}, \
-    {prefix "read_header_timeout", PC_CFG_DURATION, "10s", offsetof(T, f.read_header_timeout_ms), "a request's line and headers must arrive within this time (408 otherwise; 0: read_timeout)", NULL}, \
-    {prefix "idle_timeout", PC_CFG_DURATION, "60s", offsetof(T, f.idle_timeout_ms), "close keep-alive connections idle this long", NULL}, \
-    {prefix "max_connections", PC_CFG_INT, "1024", offsetof(T, f.max_connections), "concurrent connections; at the limit the connection idle or incomplete longest makes room, and 503 only when every one has a request being handled", NULL}, \
-    PC_TLS_SERVER_KEYS(T, f.tls, prefix), \
-    PC_AUTH_SERVER_KEY(T, f.authenticator, prefix)
-/* clang-format on */
+/* The config-table group (sdk/cfgtable.h) of an HTTP server's keys but its endpoint (each
+ * receiver's table has the endpoint row, with its own default port), relative to a
+ * pc_http_server_cfg. */
+extern const pc_cfg_key pc_http_server_keys[];
 
 /* The HTTP status a receiver answers for a pipeline outcome (ARCHITECTURE.md §7): 200 for
  * PC_OK, 413 PC_E2BIG, 429 PC_EBUSY, 503 PC_EAGAIN (the last two with Retry-After), 415

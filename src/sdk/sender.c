@@ -834,3 +834,22 @@ void pc_sender_free(pc_sender *s)
     free(s->dir);
     free(s);
 }
+
+/* Config-table groups (sdk/cfgtable.h): keys and offsets relative to their struct. */
+/* clang-format off */
+const pc_cfg_key pc_sender_keys[] = {
+    {"sending_queue.enabled", PC_CFG_BOOL, "true", offsetof(pc_sender_cfg, queue_enabled), "queue requests and acknowledge them once queued", NULL},
+    {"sending_queue.num_consumers", PC_CFG_INT, "10", offsetof(pc_sender_cfg, num_consumers), "requests sent concurrently", NULL},
+    {"sending_queue.queue_size", PC_CFG_INT, "1000", offsetof(pc_sender_cfg, queue_size), "queue capacity, in units of the sizer; a full queue refuses with 503", NULL},
+    {"sending_queue.sizer", PC_CFG_ENUM, "requests", offsetof(pc_sender_cfg, sizer), "what queue_size counts", pc_sender_sizers},
+    {"sending_queue.batch.max_size", PC_CFG_INT, "0", offsetof(pc_sender_cfg, batch_max), "a consumer sends the requests waiting in the queue (same signal and metadata) merged, up to this many samples (spans, ...) at once; 0: one request per send (a batch processor before a persistent queue raises it to its send_batch_size)", NULL},
+    {"sending_queue.storage", PC_CFG_STRING, "", offsetof(pc_sender_cfg, storage), "directory for a persistent queue (acknowledged only once written and fsynced)", NULL},
+    {"retry_on_failure.enabled", PC_CFG_BOOL, "true", offsetof(pc_sender_cfg, retry_enabled), "retry 429, 502, 503, 504, timeouts and connection errors", NULL},
+    {"retry_on_failure.initial_interval", PC_CFG_DURATION, "5s", offsetof(pc_sender_cfg, initial_interval_ms), "first backoff", NULL},
+    {"retry_on_failure.max_interval", PC_CFG_DURATION, "30s", offsetof(pc_sender_cfg, max_interval_ms), "backoff cap", NULL},
+    {"retry_on_failure.multiplier", PC_CFG_FLOAT, "1.5", offsetof(pc_sender_cfg, multiplier), "backoff growth per attempt", NULL},
+    {"retry_on_failure.randomization_factor", PC_CFG_FLOAT, "0.5", offsetof(pc_sender_cfg, randomization), "jitter: +/- this fraction of the interval", NULL},
+    {"retry_on_failure.max_elapsed_time", PC_CFG_DURATION, "300s", offsetof(pc_sender_cfg, max_elapsed_ms), "give up after this long (0 = never)", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+/* clang-format on */

@@ -24,25 +24,9 @@ typedef struct pc_sender_cfg {
     double multiplier, randomization;
 } pc_sender_cfg;
 
-/* clang-format off */
-/* Config-table entries for an exporter whose config struct T has a pc_sender_cfg member f, at
- * "<prefix>sending_queue." and "<prefix>retry_on_failure." (prefix "" or e.g. "protocol.otlp."). */
-#define PC_SENDER_KEYS_AT(T, f, prefix) \
-    {prefix "sending_queue.enabled", PC_CFG_BOOL, "true", offsetof(T, f.queue_enabled), "queue requests and acknowledge them once queued", NULL}, \
-    {prefix "sending_queue.num_consumers", PC_CFG_INT, "10", offsetof(T, f.num_consumers), "requests sent concurrently", NULL}, \
-    {prefix "sending_queue.queue_size", PC_CFG_INT, "1000", offsetof(T, f.queue_size), "queue capacity, in units of the sizer; a full queue refuses with 503", NULL}, \
-    {prefix "sending_queue.sizer", PC_CFG_ENUM, "requests", offsetof(T, f.sizer), "what queue_size counts", pc_sender_sizers}, \
-    {prefix "sending_queue.batch.max_size", PC_CFG_INT, "0", offsetof(T, f.batch_max), "a consumer sends the requests waiting in the queue (same signal and metadata) merged, up to this many samples (spans, ...) at once; 0: one request per send (a batch processor before a persistent queue raises it to its send_batch_size)", NULL}, \
-    {prefix "sending_queue.storage", PC_CFG_STRING, "", offsetof(T, f.storage), "directory for a persistent queue (acknowledged only once written and fsynced)", NULL}, \
-    {prefix "retry_on_failure.enabled", PC_CFG_BOOL, "true", offsetof(T, f.retry_enabled), "retry 429, 502, 503, 504, timeouts and connection errors", NULL}, \
-    {prefix "retry_on_failure.initial_interval", PC_CFG_DURATION, "5s", offsetof(T, f.initial_interval_ms), "first backoff", NULL}, \
-    {prefix "retry_on_failure.max_interval", PC_CFG_DURATION, "30s", offsetof(T, f.max_interval_ms), "backoff cap", NULL}, \
-    {prefix "retry_on_failure.multiplier", PC_CFG_FLOAT, "1.5", offsetof(T, f.multiplier), "backoff growth per attempt", NULL}, \
-    {prefix "retry_on_failure.randomization_factor", PC_CFG_FLOAT, "0.5", offsetof(T, f.randomization), "jitter: +/- this fraction of the interval", NULL}, \
-    {prefix "retry_on_failure.max_elapsed_time", PC_CFG_DURATION, "300s", offsetof(T, f.max_elapsed_ms), "give up after this long (0 = never)", NULL}
-/* The same at the top of the exporter's config. */
-#define PC_SENDER_KEYS(T, f) PC_SENDER_KEYS_AT(T, f, "")
-/* clang-format on */
+/* The config-table group (sdk/cfgtable.h) of an exporter's "sending_queue.*" and
+ * "retry_on_failure.*" keys, relative to a pc_sender_cfg. */
+extern const pc_cfg_key pc_sender_keys[];
 
 extern const char *const pc_sender_sizers[];
 

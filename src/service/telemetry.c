@@ -23,42 +23,37 @@ typedef struct telemetry_cfg {
 static const char *const encodings[] = {"console", "json", NULL};
 static const char *const metrics_levels[] = {"none", "basic", "normal", "detailed", NULL};
 
-/* A row; its doc is for the reader here (service::telemetry is not in docs/components.md). */
-#define K(key, type, def, field, doc)                                                              \
-    {                                                                                              \
-        key, type, def, offsetof(telemetry_cfg, field), doc, NULL                                  \
-    }
-
+/* The docs are for the reader here (service::telemetry is not in docs/components.md). */
 /* clang-format off */
 static const pc_cfg_key telemetry_table[] = {
     /* logs: to stderr, as text or JSON, from a level */
-    K("logs.level", PC_CFG_NODE, NULL, log_level, "debug, info, warn or error"),
+    {"logs.level", PC_CFG_NODE, "", offsetof(telemetry_cfg, log_level), "debug, info, warn or error", NULL},
     {"logs.encoding", PC_CFG_ENUM, "console", offsetof(telemetry_cfg, log_encoding), "console (text lines) or json", encodings},
-    K("logs.output_paths", PC_CFG_NODE, NULL, output_paths, "[stderr] only"),
-    K("logs.error_output_paths", PC_CFG_NODE, NULL, error_output_paths, "[stderr] only"),
+    {"logs.output_paths", PC_CFG_NODE, "", offsetof(telemetry_cfg, output_paths), "[stderr] only", NULL},
+    {"logs.error_output_paths", PC_CFG_NODE, "", offsetof(telemetry_cfg, error_output_paths), "[stderr] only", NULL},
     /* switches: development and sampling off only; disable_caller and disable_stacktrace * either way (profcol's lines carry no caller and no stack trace) */
-    K("logs.development", PC_CFG_BOOL, "false", development, "false only"),
-    K("logs.disable_caller", PC_CFG_BOOL, "false", disable_caller, "accepted"),
-    K("logs.disable_stacktrace", PC_CFG_BOOL, "false", disable_stacktrace, "accepted"),
-    K("logs.sampling.enabled", PC_CFG_BOOL, "false", sampling, "false only"),
+    {"logs.development", PC_CFG_BOOL, "false", offsetof(telemetry_cfg, development), "false only", NULL},
+    {"logs.disable_caller", PC_CFG_BOOL, "false", offsetof(telemetry_cfg, disable_caller), "accepted", NULL},
+    {"logs.disable_stacktrace", PC_CFG_BOOL, "false", offsetof(telemetry_cfg, disable_stacktrace), "accepted", NULL},
+    {"logs.sampling.enabled", PC_CFG_BOOL, "false", offsetof(telemetry_cfg, sampling), "false only", NULL},
     /* sampling's parameters: accepted, nothing is sampled */
-    K("logs.sampling.tick", PC_CFG_NODE, NULL, sampling_rest, "accepted"),
-    K("logs.sampling.initial", PC_CFG_NODE, NULL, sampling_rest, "accepted"),
-    K("logs.sampling.thereafter", PC_CFG_NODE, NULL, sampling_rest, "accepted"),
+    {"logs.sampling.tick", PC_CFG_NODE, "", offsetof(telemetry_cfg, sampling_rest), "accepted", NULL},
+    {"logs.sampling.initial", PC_CFG_NODE, "", offsetof(telemetry_cfg, sampling_rest), "accepted", NULL},
+    {"logs.sampling.thereafter", PC_CFG_NODE, "", offsetof(telemetry_cfg, sampling_rest), "accepted", NULL},
     /* what profcol does not have: refused unless empty */
-    K("logs.initial_fields", PC_CFG_NODE, NULL, initial_fields, "not supported"),
-    K("logs.processors", PC_CFG_NODE, NULL, log_processors, "not supported"),
-    K("metrics.views", PC_CFG_NODE, NULL, views, "not supported"),
-    K("traces.processors", PC_CFG_NODE, NULL, traces_processors, "not supported"),
-    K("traces.propagators", PC_CFG_NODE, NULL, propagators, "not supported"),
-    K("resource", PC_CFG_NODE, NULL, resource, "not supported"),
+    {"logs.initial_fields", PC_CFG_NODE, "", offsetof(telemetry_cfg, initial_fields), "not supported", NULL},
+    {"logs.processors", PC_CFG_NODE, "", offsetof(telemetry_cfg, log_processors), "not supported", NULL},
+    {"metrics.views", PC_CFG_NODE, "", offsetof(telemetry_cfg, views), "not supported", NULL},
+    {"traces.processors", PC_CFG_NODE, "", offsetof(telemetry_cfg, traces_processors), "not supported", NULL},
+    {"traces.propagators", PC_CFG_NODE, "", offsetof(telemetry_cfg, propagators), "not supported", NULL},
+    {"resource", PC_CFG_NODE, "", offsetof(telemetry_cfg, resource), "not supported", NULL},
     /* metrics: served as Prometheus text, unless level is none */
     {"metrics.level", PC_CFG_ENUM, "normal", offsetof(telemetry_cfg, metrics_level), "none turns the endpoint off", metrics_levels},
-    K("metrics.address", PC_CFG_NODE, NULL, address, "host:port (default localhost:8888)"),
-    K("metrics.readers", PC_CFG_NODE, NULL, readers, "one pull reader with a prometheus exporter"),
+    {"metrics.address", PC_CFG_NODE, "", offsetof(telemetry_cfg, address), "host:port (default localhost:8888)", NULL},
+    {"metrics.readers", PC_CFG_NODE, "", offsetof(telemetry_cfg, readers), "one pull reader with a prometheus exporter", NULL},
     /* traces: profcol does not trace itself */
-    K("traces.level", PC_CFG_NODE, NULL, traces_level, "none only"),
-    {0},
+    {"traces.level", PC_CFG_NODE, "", offsetof(telemetry_cfg, traces_level), "none only", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */
 
@@ -72,10 +67,9 @@ static const pc_cfg_key reader_table[] = {
     {"pull.exporter.prometheus.host", PC_CFG_NODE, "", offsetof(reader_cfg, host), "", NULL},
     {"pull.exporter.prometheus.port", PC_CFG_NODE, "", offsetof(reader_cfg, port), "", NULL},
     {"periodic", PC_CFG_NODE, "", offsetof(reader_cfg, periodic), "not supported", NULL},
-    {0},
+    {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */
-#undef K
 
 #define P "service::telemetry"
 

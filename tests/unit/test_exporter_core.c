@@ -24,7 +24,7 @@ typedef struct fake_cfg {
 } fake_cfg;
 
 static const pc_cfg_key fake_keys[] = {
-    PC_SENDER_KEYS(fake_cfg, sender),
+    {"", PC_CFG_GROUP, "", offsetof(fake_cfg, sender), "the sending queue", pc_sender_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 

@@ -476,7 +476,7 @@ typedef struct fr_cfg {
 } fr_cfg;
 
 static const pc_cfg_key fr_keys[] = {
-    PC_SENDER_KEYS(fr_cfg, sender),
+    {"", PC_CFG_GROUP, "", offsetof(fr_cfg, sender), "the sending queue", pc_sender_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 

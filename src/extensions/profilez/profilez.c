@@ -64,8 +64,8 @@ static const pc_cfg_key pz_keys[] = {
     {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size), "decoded size of the batches waiting for or in aggregation at most (at least one batch); more are released unread (counted)", NULL},
     {"allowed_hosts", PC_CFG_LIST, "", offsetof(pz_cfg, allowed_hosts), "host names the Host (and Origin) header of a request may name; others get 403, so another site's page cannot reach profilez by DNS rebinding (default: the endpoint's host, localhost, 127.0.0.1 and ::1; \"*\": any)", NULL},
     {"max_concurrent_requests", PC_CFG_INT, "8", offsetof(pz_cfg, max_requests), "API requests queued or being answered at once; more get 503 with Retry-After", NULL},
-    PC_TLS_SERVER_KEYS(pz_cfg, tls, ""),
-    PC_AUTH_SERVER_KEY(pz_cfg, authenticator, ""),
+    {"", PC_CFG_GROUP, "", offsetof(pz_cfg, tls), "TLS of a server", pc_tls_server_keys},
+    {"auth.authenticator", PC_CFG_STRING, "", offsetof(pz_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): requests without valid credentials get 401", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */

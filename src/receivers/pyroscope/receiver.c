@@ -42,7 +42,8 @@ typedef struct pyro_cfg {
 #define STR(x)  STR_(x)
 /* clang-format off */
 static const pc_cfg_key pyro_keys[] = {
-    PC_HTTP_SERVER_KEYS(pyro_cfg, http, "", "localhost:4040"),
+    {"endpoint", PC_CFG_STRING, "localhost:4040", offsetof(pyro_cfg, http.endpoint), "host:port to listen on (0.0.0.0 for all interfaces)", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(pyro_cfg, http), "the HTTP server", pc_http_server_keys},
     {"jfr.max_chunks", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_CHUNKS), offsetof(pyro_cfg, jfr_max_chunks), "JFR: chunks in one recording (docs/limits.md)", NULL},
     {"jfr.max_stack_depth", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_STACK_DEPTH), offsetof(pyro_cfg, jfr_max_stack_depth), "JFR: frames of one stack trace", NULL},
     {"jfr.max_metadata_strings", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_STRINGS), offsetof(pyro_cfg, jfr_max_metadata_strings), "JFR: strings of a chunk's metadata", NULL},
