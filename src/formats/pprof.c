@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/gzip.h"
+#include "base/hash.h"
 #include "pdata/dict.h"
 #include "pdata/proto_scan.h"
 #include "base/alloc.h"
@@ -39,14 +40,11 @@ static void idmap_free(idmap *m)
     free(m->vals);
 }
 
+/* Seeded (base/hash.h): the ids are the client's, and a fixed hash lets it pick ids that share
+ * one probe run, which made decoding quadratic (issue 28). */
 static size_t idhash(uint64_t x)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return (size_t)x;
+    return (size_t)pc_hash_u64(x);
 }
 
 /* 0, or PC_EBADMSG when id is already present. The map never fills: cap >= 2 * entries. */

@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""End to end: a decoder's work is bounded by a constant times its input, and its memory by the
+request's budget (issue 28, points 1 to 3).
+
+CostTest posts pairs of requests of the same size and shape to one profcol (pyroscope receiver ->
+otlphttp -> sink) and compares the CPU time profcol spent on each (utime + stime from
+/proc/PID/stat, read once profcol is idle again), as a ratio, never as a time:
+  - pprof: 60k locations whose ids all fell in one slot of the old fixed id hash (murmur3's
+    finalizer, inverted here) against ids 2^63 + 1..60k;
+  - JFR: 60k Symbol constant-pool keys that all fell in one slot of the old pool hash (k * golden
+    ratio, xorshift 29, inverted) against keys 2^63 + 1..60k;
+  - JFR: 25k events whose correlation ids (traceIdHi, traceIdLo) shared one FNV-1 hash, so every
+    new correlation walked the chain of all the earlier ones, against distinct plain ids;
+  - JFR labels part: one context of 20k labels with distinct keys named by 4 span ids (the old
+    per-correlation linear de-duplication was quadratic) against the same labels all with one key
+    text.
+Before the fix the ratios were: pprof 94, JFR pool keys 107, JFR correlations 33, labels 54
+(release build); with it all stay near 1.
+
+JfrBudgetTest: a JFR recording whose events fit max_request_decoded_size (32 MiB) but whose
+output does not is refused with 413 before the output is built: profcol's peak RSS (VmHWM) grows
+by less than the budget plus a margin (before the fix it grew by about three budgets)."""
+
+import gzip
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import test_decode_budget as tdb  # noqa: E402
+import test_jfr as tj  # noqa: E402
+
+MASK64 = (1 << 64) - 1
+MiB = 1 << 20
+# the most a hostile request may cost per sequential one; before the fix every pair was over 30
+RATIO_BOUND = 5.0
+# a request's CPU below this is the floor of the ratio: /proc counts in 10 ms ticks
+CPU_FLOOR = 0.05
+REPEAT = 3
+
+# ---- the old hashes, inverted ----------------------------------------------------------------
+
+
+def _inv(c):
+    return pow(c, -1, 1 << 64)
+
+
+def unfmix64(y):
+    """x with murmur3's fmix64(x) == y (the old pprof id hash, src/formats/pprof.c idhash)."""
+    y ^= y >> 33
+    y = y * _inv(0xc4ceb9fe1a85ec53) & MASK64
+    y ^= y >> 33
+    y = y * _inv(0xff51afd7ed558ccd) & MASK64
+    return y ^ (y >> 33)
+
+
+def un_umap_hash(y):
+    """k with (k * C) ^ ((k * C) >> 29) == y (the old JFR pool hash, jfr_util.c umap_hash)."""
+    x = y ^ (y >> 29) ^ (y >> 58)
+    return x * _inv(0x9E3779B97F4A7C15) & MASK64
+
+
+def one_slot(invert, n):
+    """n distinct non-zero keys whose old hash has 32 low zero bits: one slot of any table up to
+    2^32 slots."""
+    return [invert(i << 32) for i in range(1, n + 1)]
+
+
+FNV_OFF, FNV_PRIME = 0xcbf29ce484222325, 0x100000001b3
+
+
+def fnv_colliding_corrs(n, ctx=7, span=0, name=0):
+    """n (traceIdHi, traceIdLo) pairs with equal FNV-1 over (ctx, span, name, hi, lo) (the old
+    JFR corr_hash): for each hi, the lo that brings the hash to one target."""
+    h = FNV_OFF
+    for v in (ctx, span, name):
+        h = (h ^ v) * FNV_PRIME & MASK64
+    target = 0x1234567890abcdef
+    out = []
+    for hi in range(1, n + 1):
+        h3 = (h ^ hi) * FNV_PRIME & MASK64
+        out.append((hi, target ^ h3))  # (h3 ^ lo) * P == target * P for every hi
+    return out
+
+
+# ---- inputs ----------------------------------------------------------------------------------
+
+field, varint = h.pb_field, h.varint
+
+
+def pprof_with_location_ids(ids):
+    """A pprof whose locations have these ids (distinct addresses), one sample on the first."""
+    locs = b"".join(field(4, b"\x08" + varint(lid) + b"\x18" + varint(0x1000 + i))
+                    for i, lid in enumerate(ids))
+    sample = field(2, b"\x08" + varint(ids[0]) + b"\x10\x01")
+    strings = field(6, b"") + field(6, b"cpu") + field(6, b"nanoseconds")
+    return field(1, b"\x08\x01\x10\x02") + sample + locs + strings
+
+
+def jfr_recording(extra_symbols=(), events=None, tlab=False):
+    """A one-chunk recording (test_jfr's writer): test_jfr's stacks, plus Symbol entries under
+    the keys extra_symbols, and events [(stack, ctx, span, name, hi, lo)] as ExecutionSamples
+    (or TLAB allocations when tlab)."""
+    m = tj.std_meta()
+    tlab_id = 103
+    m.cls("jdk.ObjectAllocationInNewTLAB",
+          [("startTime", "long", ""), ("eventThread", "java.lang.Thread", "*"),
+           ("stackTrace", "jdk.types.StackTrace", "*"), ("allocationSize", "long", ""),
+           ("tlabSize", "long", ""), ("contextId", "long", ""), ("spanId", "long", ""),
+           ("spanName", "long", ""), ("traceIdHi", "long", ""), ("traceIdLo", "long", "")],
+          "jdk.jfr.Event", cid=tlab_id)
+    syms = {1: "com/example/Shop", 3: "java/lang/Thread", 5: "checkout", 8: "run", 9: "()V",
+            10: "jdk/internal/loader/ClassLoaders$AppClassLoader", 11: "app"}
+    symbols = {k: tj.jstr(v) for k, v in syms.items()}
+    for i, k in enumerate(extra_symbols):
+        symbols[k] = tj.jstr("s%d" % i)
+    classes = {k: tj.jv(1) + tj.jv(k) + tj.jv(0) + tj.jv(1) + b"\x00" for k in (1, 3, 10)}
+    methods = {k: tj.jv(c) + tj.jv(n) + tj.jv(9) + tj.jv(1) + b"\x00"
+               for k, (c, n) in {1: (1, 5), 4: (3, 8)}.items()}
+    stacks = {1: b"\x00" + tj.jv(2) + b"".join(tj.jv(mk) + tj.jv(10 + i) + tj.jv(i) + tj.jv(1)
+                                               for i, mk in enumerate([1, 4]))}
+    pools_a = [("jdk.types.Symbol", symbols), ("java.lang.Class", classes),
+               ("jdk.types.ClassLoader", {1: tj.jv(10) + tj.jv(11)}),
+               ("jdk.types.FrameType", {1: tj.jstr("JIT compiled")}),
+               ("jdk.types.ThreadState", {1: tj.jstr("STATE_RUNNABLE")})]
+    pools_b = [("jdk.types.Method", methods), ("jdk.types.StackTrace", stacks),
+               ("java.lang.Thread", {1: tj.jstr("main") + tj.jv(101) + tj.jstr("main") +
+                                     tj.jv(1)})]
+    evs, t = [], 1_000_200
+    for stack, *corr in events or [(1, 0, 0, 0, 0, 0)]:
+        t += 1000
+        c = b"".join(tj.jv(x) for x in corr)
+        if tlab:
+            evs.append(tj.record(tlab_id, tj.jv(t) + tj.jv(1) + tj.jv(stack) + tj.jv(64) +
+                                 tj.jv(4096) + c))
+        else:
+            evs.append(tj.record(101, tj.jv(t) + tj.jv(1) + tj.jv(stack) + tj.jv(1) + c))
+    return tj.chunk(m, evs, pools_a, pools_b, time.time_ns())
+
+
+def labels_case(nkeys, nspans, distinct):
+    """(recording, snapshot): context 1 with nkeys labels (keys "k<i>", or all "k00000" when not
+    distinct, each under its own string id) named by nspans events of distinct span ids."""
+    strings = {1: "v"}
+    for i in range(nkeys):
+        strings[100 + i] = "k%05d" % (i if distinct else 0)  # the same size either way
+    snap = {"strings": strings, "contexts": {1: {100 + i: 1 for i in range(nkeys)}}}
+    events = [(1, 1, 0x1000 + s, 0, 0, 0) for s in range(nspans)]
+    return jfr_recording(events=events), snap
+
+
+# ---- the server ------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Base(unittest.TestCase):
+    budget = 320 * MiB
+
+    def setUp(self):
+        self.sink = h.started_sink(self)
+        self.port, self.pport, self.mport = h.free_port(), h.free_port(), h.free_port()
+        cfg = tdb.config(self.port, self.pport, self.sink.url, self.mport, self.budget)
+        self.pc = h.Profcol(cfg, wait_ports=[self.port, self.pport, self.mport], env=tdb.ENV,
+                            name="profcol-cost")
+        self.addCleanup(self.pc.kill)
+        self.pc.start()
+        self.pid = self.pc.proc.pid
+
+    def idle_cpu(self):
+        """profcol's CPU seconds once it has been idle for 0.2 s (the export after a response
+        counts for the request that caused it)."""
+        last, still = cpu_seconds(self.pid), 0
+        deadline = time.monotonic() + 20
+        while still < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = cpu_seconds(self.pid)
+            still = still + 1 if now == last else 0
+            last = now
+        return last
+
+
+class CostTest(Base):
+    def cost(self, path, body, ctype, want):
+        t = self.idle_cpu()
+        r = h.post(self.pport, body, ctype, path=path, timeout=300)
+        self.assertIn(r.status, want, r.body[:300])
+        return self.idle_cpu() - t
+
+    def check_ratio(self, what, plain, hostile, path, ctype="application/octet-stream",
+                    want=(200,)):
+        """CPU of hostile over CPU of plain (REPEAT of each, interleaved) below RATIO_BOUND."""
+        self.assertLess(abs(len(hostile) - len(plain)), max(len(plain), len(hostile)) // 4 + 1,
+                        "%s: the two inputs should be about the same size" % what)
+        a = b = 0.0
+        for _ in range(REPEAT):
+            a += self.cost(path, plain, ctype, want)
+            b += self.cost(path, hostile, ctype, want)
+        ratio = b / max(a, CPU_FLOOR * REPEAT)
+        sys.stderr.write("%s: plain %.3fs, hostile %.3fs (%d each, %d/%d bytes): ratio %.1f\n"
+                         % (what, a, b, REPEAT, len(plain), len(hostile), ratio))
+        self.assertLess(ratio, RATIO_BOUND, "%s: hostile input costs %.1f x the CPU of plain input"
+                        " of the same size (%.2fs vs %.2fs)" % (what, ratio, b, a))
+
+    def test_pprof_location_ids(self):
+        n = 60000
+        plain = pprof_with_location_ids([(1 << 63) + i for i in range(1, n + 1)])  # as long
+        hostile = pprof_with_location_ids(one_slot(unfmix64, n))
+        self.check_ratio("pprof location ids", plain, hostile, tdb.ingest_path("c", "pprof"))
+
+    def test_jfr_pool_keys(self):
+        n = 60000
+        plain = jfr_recording(extra_symbols=[(1 << 63) + i for i in range(n)])
+        hostile = jfr_recording(extra_symbols=one_slot(un_umap_hash, n))
+        self.check_ratio("JFR pool keys", plain, hostile, tj.ingest_path("c", {}, 1, 11))
+
+    def test_jfr_correlation_ids(self):
+        n = 25000
+        hostile_ids = fnv_colliding_corrs(n)
+        hi_max = max(hi for hi, _ in hostile_ids)
+        plain = jfr_recording(events=[(1, 7, 0, 0, hi_max - i, MASK64 - i) for i in range(n)])
+        hostile = jfr_recording(events=[(1, 7, 0, 0, hi, lo) for hi, lo in hostile_ids])
+        self.check_ratio("JFR correlation ids", plain, hostile, tj.ingest_path("c", {}, 1, 11))
+
+    def test_jfr_labels_keys(self):
+        bodies = []
+        for distinct in (False, True):
+            rec, snap = labels_case(20000, 4, distinct)
+            # the labels part raw (accepted as well as gzip): the two are then the same size
+            body, ctype = tj.agent_multipart(gzip.compress(rec, 1), tj.labels_snapshot(snap))
+            bodies.append(body)
+        self.check_ratio("JFR labels of one context", bodies[0], bodies[1],
+                         tj.ingest_path("c", {}, 1, 11), ctype)
+
+
+class JfrBudgetTest(Base):
+    budget = 32 * MiB
+    MARGIN = 24 * MiB  # the body, its inflated copy, the allocator's own
+
+    def test_refused_before_the_output_is_built(self):
+        n = 150000
+        rec = jfr_recording(events=[(1, 0, 1 + i, 0, 0, 0) for i in range(n)], tlab=True)
+        body = gzip.compress(rec, 6)
+        before = tdb.vm_rss(self.pid)
+        r = h.post(self.pport, body, "application/octet-stream",
+                   path=tj.ingest_path("c", {}, 1, 11), timeout=300)
+        grown = h.peak_rss(self.pid) - before
+        sys.stderr.write("JFR of %d TLAB events (%d bytes gzip): %d, peak RSS grew %.1f MiB "
+                         "(budget %d MiB)\n" % (n, len(body), r.status, grown / MiB,
+                                                self.budget // MiB))
+        self.assertEqual(r.status, 413, r.body[:300])
+        self.assertIn(b"max_request_decoded_size", r.body)
+        self.assertLess(grown, self.budget + self.MARGIN,
+                        "the refused request took %.0f MiB" % (grown / MiB))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
