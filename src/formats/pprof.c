@@ -82,7 +82,8 @@ typedef struct in_ctx {
     pc_arena *a;   /* the batch arena */
     int32_t *smap; /* pprof string index -> dictionary index, -1 = not interned yet */
     idmap maps, funs, locs;
-    i32vec tmp; /* stack / attribute scratch */
+    idmap lattr; /* (key, pprof string) of a one-string label -> its attribute */
+    i32vec tmp;  /* stack / attribute scratch */
     pc_budget *budget;
     pc_error *e;
 } in_ctx;
@@ -284,8 +285,14 @@ static int label_group(in_ctx *c, size_t si, const lab *g, size_t n, int32_t *ou
     int32_t unit_idx = 0;
     if (!is_str && (unit_idx = sidx(c, unit, "sample", si)) < 0) return PC_EBADMSG;
     if (n == 1) {
+        /* a string is hashed once, not once per sample naming it (a long label value on every
+         * sample made translation quadratic) */
+        uint64_t ck = (uint64_t)(uint32_t)g[0].key << 32 | (uint64_t)g[0].l->str;
+        bool cache = is_str && (uint64_t)g[0].l->str <= UINT32_MAX;
+        if (cache && idmap_get(&c->lattr, ck, out)) return 0;
         pc_anyvalue v = is_str ? str_value(pstr(c, g[0].l->str)) : int_value(g[0].l->num);
         *out = pc_dict_attribute(c->db, g[0].key, &v, unit_idx);
+        if (cache) idmap_put(&c->lattr, ck, *out);
         return 0;
     }
     pc_anyvalue *vals = pc_xmalloc(n * sizeof *vals);
@@ -572,7 +579,9 @@ static size_t translation_estimate(const pp_profile *p)
         const pp_sample *s = p->sample[i];
         est += nt * (R16(sizeof(pc_sample)) + 16 + R16(s->n_label * sizeof(int32_t)));
         est += R16(sizeof(pc_stack)) + R16(s->n_location_id * sizeof(int32_t)) + entry;
-        est += s->n_label * (R16(sizeof(pc_kvu)) + R16(sizeof(pc_anyvalue)) + entry);
+        /* and the label cache's slots: at most 4 per label (cap < 4n), key and value */
+        est += s->n_label * (R16(sizeof(pc_kvu)) + R16(sizeof(pc_anyvalue)) + entry +
+                             4 * (sizeof(uint64_t) + sizeof(int32_t)));
     }
     for (size_t i = 0; i < p->n_location; i++)
         est += R16(sizeof(pc_location)) + R16(p->location[i]->n_line * sizeof(pc_line *)) +
@@ -669,14 +678,19 @@ int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts,
     idmap_init(&c.maps, p->n_mapping);
     idmap_init(&c.funs, p->n_function);
     idmap_init(&c.locs, p->n_location);
-    size_t side = ns * sizeof(int32_t) +
-                  (c.maps.cap + c.funs.cap + c.locs.cap) * (sizeof(uint64_t) + sizeof(int32_t));
+    size_t nlabels = 0;
+    for (size_t i = 0; i < p->n_sample; i++)
+        nlabels += p->sample[i]->n_label;
+    idmap_init(&c.lattr, nlabels);
+    size_t side = ns * sizeof(int32_t) + (c.maps.cap + c.funs.cap + c.locs.cap + c.lattr.cap) *
+                                             (sizeof(uint64_t) + sizeof(int32_t));
     pc_arena_charge(b->arena, side);
     rc = translate_in(&c, b, opts);
     pc_arena_uncharge(b->arena, side);
     idmap_free(&c.maps);
     idmap_free(&c.funs);
     idmap_free(&c.locs);
+    idmap_free(&c.lattr);
     free(c.tmp.v);
     free(c.smap);
     pc_dict_builder_free(c.db);

@@ -7,6 +7,8 @@ otlphttp -> sink) and compares the CPU time profcol spent on each (utime + stime
 /proc/PID/stat, read once profcol is idle again), as a ratio, never as a time:
   - pprof: 60k locations whose ids all fell in one slot of the old fixed id hash (murmur3's
     finalizer, inverted here) against ids 2^63 + 1..60k;
+  - pprof: 20k samples whose label value is one 64 KiB string (hashed and compared again for
+    every sample) against the same samples naming a short string of the same table;
   - JFR: 60k Symbol constant-pool keys that all fell in one slot of the old pool hash (k * golden
     ratio, xorshift 29, inverted) against keys 2^63 + 1..60k;
   - JFR: 25k events whose correlation ids (traceIdHi, traceIdLo) shared one FNV-1 hash, so every
@@ -97,6 +99,19 @@ def pprof_with_location_ids(ids):
     sample = field(2, b"\x08" + varint(ids[0]) + b"\x10\x01")
     strings = field(6, b"") + field(6, b"cpu") + field(6, b"nanoseconds")
     return field(1, b"\x08\x01\x10\x02") + sample + locs + strings
+
+
+def pprof_labelled(n, long_value):
+    """A pprof of n samples, each with label k = a string: the 64 KiB one when long_value, else
+    "v" (the long one is in the string table either way, so the two are the same size)."""
+    strings = [b"", b"cpu", b"nanoseconds", b"k", b"v", b"x" * 65536]
+    value = 5 if long_value else 4
+    label = field(3, b"\x08\x03\x10" + varint(value))
+    samples = b"".join(field(2, b"\x08\x01\x10" + varint(1 + i % 100) + label)
+                       for i in range(n))
+    loc = field(4, b"\x08\x01\x18\x80\x20")
+    return (field(1, b"\x08\x01\x10\x02") + samples + loc +
+            b"".join(field(6, x) for x in strings))
 
 
 def jfr_recording(extra_symbols=(), events=None, tlab=False):
@@ -213,6 +228,11 @@ class CostTest(Base):
         plain = pprof_with_location_ids([(1 << 63) + i for i in range(1, n + 1)])  # as long
         hostile = pprof_with_location_ids(one_slot(unfmix64, n))
         self.check_ratio("pprof location ids", plain, hostile, tdb.ingest_path("c", "pprof"))
+
+    def test_pprof_long_label_value(self):
+        n = 20000
+        self.check_ratio("pprof long label value", pprof_labelled(n, False),
+                         pprof_labelled(n, True), tdb.ingest_path("c", "pprof"))
 
     def test_jfr_pool_keys(self):
         n = 60000
