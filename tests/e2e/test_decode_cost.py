@@ -21,7 +21,10 @@ Before the fix the ratios were: pprof 94, JFR pool keys 107, JFR correlations 33
 
 JfrBudgetTest: a JFR recording whose events fit max_request_decoded_size (32 MiB) but whose
 output does not is refused with 413 before the output is built: profcol's peak RSS (VmHWM) grows
-by less than the budget plus a margin (before the fix it grew by about three budgets)."""
+by less than the budget plus a margin (before the fix it grew by about three budgets).
+
+    /usr/bin/python3 tests/e2e/test_decode_cost.py --write-seeds DIR   # fuzz_pprof, fuzz_jfr seeds
+"""
 
 import gzip
 import os
@@ -101,10 +104,10 @@ def pprof_with_location_ids(ids):
     return field(1, b"\x08\x01\x10\x02") + sample + locs + strings
 
 
-def pprof_labelled(n, long_value):
-    """A pprof of n samples, each with label k = a string: the 64 KiB one when long_value, else
+def pprof_labelled(n, long_value, size=65536):
+    """A pprof of n samples, each with label k = a string: the long one (size bytes) when long_value, else
     "v" (the long one is in the string table either way, so the two are the same size)."""
-    strings = [b"", b"cpu", b"nanoseconds", b"k", b"v", b"x" * 65536]
+    strings = [b"", b"cpu", b"nanoseconds", b"k", b"v", b"x" * size]
     value = 5 if long_value else 4
     label = field(3, b"\x08\x03\x10" + varint(value))
     samples = b"".join(field(2, b"\x08\x01\x10" + varint(1 + i % 100) + label)
@@ -280,5 +283,31 @@ class JfrBudgetTest(Base):
                         "the refused request took %.0f MiB" % (grown / MiB))
 
 
+def write_seeds(d):
+    """Small versions of the hostile inputs as fuzz seeds: DIR/fuzz_pprof/*, DIR/fuzz_jfr/* (an
+    options byte first: bit 0, a 2-byte little-endian length and a LabelsSnapshot follow)."""
+    for t in ("fuzz_pprof", "fuzz_jfr"):
+        os.makedirs(os.path.join(d, t), exist_ok=True)
+    rec, snap = labels_case(400, 4, True)
+    labels = tj.labels_snapshot(snap)
+    seeds = {
+        "fuzz_pprof/colliding-location-ids": pprof_with_location_ids(one_slot(unfmix64, 300)),
+        "fuzz_pprof/long-label-value": pprof_labelled(100, True, 4096),
+        "fuzz_jfr/colliding-pool-keys":
+            b"\x00" + jfr_recording(extra_symbols=one_slot(un_umap_hash, 300)),
+        "fuzz_jfr/colliding-correlations":
+            b"\x00" + jfr_recording(events=[(1, 7, 0, 0, hi, lo)
+                                            for hi, lo in fnv_colliding_corrs(200)]),
+        "fuzz_jfr/labels-one-context":
+            b"\x01" + len(labels).to_bytes(2, "little") + labels + rec,
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--write-seeds":
+        write_seeds(sys.argv[2])
+        sys.exit(0)
     unittest.main(verbosity=2)
