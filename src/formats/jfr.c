@@ -178,7 +178,12 @@ typedef struct dec {
     int32_t *cattrs; /* the attributes of every correlation, one run each */
     size_t ncattrs, cattrs_cap;
     int32_t trunc_loc;
-    sbuf event; /* the last `event` setting */
+    sbuf event;           /* the last `event` setting */
+    uint64_t event_key;   /* its String pool key (UINT64_MAX: inline) */
+    size_t event_chunk;   /* in chunk number event_chunk */
+    umap mname_map;       /* hash of (class, name) keys + probe -> mnames index */
+    struct mname *mnames; /* methods' names worked out in this chunk */
+    size_t nmnames, mnames_cap, mname_chunk;
     bool have_event;
 
     /* labels */
@@ -375,6 +380,40 @@ static int class_name(dec *d, uint64_t key, sbuf *out, bool *found)
     return (d->r.c->pplan[P_CLASS].bound & 1) ? append_symbol(d, cs[0], out) : 0;
 }
 
+/* A method's name by its class and name keys: many methods may share one long class name, and
+ * building "class.name" again for each was quadratic. Pool keys are the chunk's own: the table
+ * starts over with each chunk. */
+typedef struct mname {
+    uint64_t cls, sym;
+    int32_t fn;
+} mname;
+
+/* The entry of (cls, sym); a new one with fn = INT32_MIN when none. Chained by probing on a
+ * seeded hash with a counter, like corr_index. */
+static mname *method_name(dec *d, uint64_t cls, uint64_t sym)
+{
+    if (d->mname_chunk != d->r.chunks) {
+        jfr_umap_free(&d->r, &d->mname_map);
+        d->nmnames = 0;
+        d->mname_chunk = d->r.chunks;
+    }
+    pc_hash hs;
+    pc_hash_begin(&hs);
+    pc_hash_word(&hs, cls);
+    pc_hash_word(&hs, sym);
+    uint64_t h = pc_hash_end(&hs);
+    for (uint64_t probe = 0;; probe++) {
+        uint32_t i = jfr_umap_get(&d->mname_map, h + probe);
+        if (i == UINT32_MAX) {
+            d->mnames = jfr_vgrow(&d->r, d->mnames, &d->mnames_cap, d->nmnames + 1, sizeof(mname));
+            d->mnames[d->nmnames] = (mname){cls, sym, INT32_MIN};
+            jfr_umap_put(&d->r, &d->mname_map, h + probe, (uint32_t)d->nmnames, false);
+            return &d->mnames[d->nmnames++];
+        }
+        if (d->mnames[i].cls == cls && d->mnames[i].sym == sym) return &d->mnames[i];
+    }
+}
+
 /* Method key -> function index; -1 when the method or its class is missing. */
 static int resolve_method(dec *d, uint64_t key, int32_t *fn)
 {
@@ -392,17 +431,23 @@ static int resolve_method(dec *d, uint64_t key, int32_t *fn)
     bool found = false;
     int rc;
     if ((rc = jfr_read_fields(&d->r, &d->r.c->pplan[P_METHOD], &p, d->r.c->cend, ms))) return rc;
+    unsigned bound = d->r.c->pplan[P_METHOD].bound;
+    mname *mn = method_name(d, bound & 1 ? ms[0] : 0, bound & 2 ? ms[1] : 0);
+    if (mn->fn != INT32_MIN) {
+        *fn = e->cache = mn->fn;
+        return 0;
+    }
+    size_t mi = (size_t)(mn - d->mnames);
     d->name.len = 0;
-    if ((d->r.c->pplan[P_METHOD].bound & 1) && (rc = class_name(d, ms[0], &d->name, &found)))
-        return rc;
-    if (!found) return 0;
-    jfr_sb_put(&d->r, &d->name, ".", 1);
-    if (d->r.c->pplan[P_METHOD].bound & 2)
-        if ((rc = append_symbol(d, ms[1], &d->name))) return rc;
-    size_t n;
-    const char *s = jfr_utf8_fixed(&d->r, d->name.p, d->name.len, &n);
-    e->cache = pc_dict_function(d->db, pc_dict_string(d->db, s, n), 0, 0, 0);
-    *fn = e->cache;
+    if ((bound & 1) && (rc = class_name(d, ms[0], &d->name, &found))) return rc;
+    if (found) {
+        jfr_sb_put(&d->r, &d->name, ".", 1);
+        if ((bound & 2) && (rc = append_symbol(d, ms[1], &d->name))) return rc;
+        size_t n;
+        const char *s = jfr_utf8_fixed(&d->r, d->name.p, d->name.len, &n);
+        e->cache = pc_dict_function(d->db, pc_dict_string(d->db, s, n), 0, 0, 0);
+    }
+    d->mnames[mi].fn = *fn = e->cache;
     return 0;
 }
 
@@ -587,26 +632,64 @@ static uint64_t ticks_to_ns(const dec *d, uint64_t t)
     return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
 
+/* The length (bytes or UTF-16 units) of the sized string at p, through one String pool reference
+ * (its key in *key, else UINT64_MAX). false for the null and empty strings and anything odd: the
+ * caller then reads it as usual, which reports what is wrong. */
+static bool string_head(dec *d, size_t p, uint64_t *len, uint64_t *key)
+{
+    const uint8_t *b = d->r.buf;
+    size_t end = d->r.c->cend, q;
+    *key = UINT64_MAX;
+    if (p >= end) return false;
+    if (b[p] == 2) {
+        uint64_t k;
+        q = p + 1;
+        pentry *e;
+        if (jfr_rd_varint(&d->r, &q, end, &k) || !(e = jfr_pool_get(&d->r, P_STRING, k)))
+            return false;
+        *key = k;
+        p = (size_t)e->pos;
+        if (p >= end) return false;
+    }
+    q = p + 1;
+    return b[p] >= 3 && b[p] <= 5 && jfr_rd_varint(&d->r, &q, end, len) == 0;
+}
+
+/* async-profiler's profiling mode: the setting `event`. A name or value read through the String
+ * pool is not read again per event when it cannot be "event" or is the value already held (a
+ * long pooled string named by every event was quadratic). */
+static int active_setting(dec *d, const uint64_t *s, uint32_t bound)
+{
+    const char *str;
+    uint64_t len, key;
+    size_t n, p = (size_t)s[S_NAME];
+    int rc;
+    if ((bound & (M(S_NAME) | M(S_VALUE))) != (M(S_NAME) | M(S_VALUE))) return 0;
+    if (string_head(d, p, &len, &key) && len != 5) return 0;
+    if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
+    if (!str || n != 5 || memcmp(str, "event", 5) != 0) return 0;
+    p = (size_t)s[S_VALUE];
+    bool head = string_head(d, p, &len, &key);
+    if (head && key != UINT64_MAX && d->have_event && key == d->event_key &&
+        d->event_chunk == d->r.chunks)
+        return 0;
+    if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
+    d->event.len = 0;
+    if (str) {
+        str = jfr_utf8_fixed(&d->r, str, n, &n);
+        jfr_sb_put(&d->r, &d->event, str, n);
+    }
+    d->event_key = head ? key : UINT64_MAX;
+    d->event_chunk = d->r.chunks;
+    d->have_event = true;
+    return 0;
+}
+
 static int on_event(dec *d, int kind, const uint64_t *s, uint32_t bound)
 {
     int rc, state = ST_UNKNOWN;
     d->st->events[kind]++;
-    if (kind == PC_JFR_ACTIVE_SETTING) { /* async-profiler's profiling mode: `event` */
-        const char *str;
-        size_t n, p = (size_t)s[S_NAME];
-        if ((bound & (M(S_NAME) | M(S_VALUE))) != (M(S_NAME) | M(S_VALUE))) return 0;
-        if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
-        if (!str || n != 5 || memcmp(str, "event", 5) != 0) return 0;
-        p = (size_t)s[S_VALUE];
-        if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
-        d->event.len = 0;
-        if (str) {
-            str = jfr_utf8_fixed(&d->r, str, n, &n);
-            jfr_sb_put(&d->r, &d->event, str, n);
-        }
-        d->have_event = true;
-        return 0;
-    }
+    if (kind == PC_JFR_ACTIVE_SETTING) return active_setting(d, s, bound);
     bool wall = d->have_event && d->event.len == 4 && memcmp(d->event.p, "wall", 4) == 0;
     if ((kind == PC_JFR_EXECUTION_SAMPLE || kind == PC_JFR_WALL_CLOCK_SAMPLE) &&
         (bound & M(S_STATE)) && (rc = resolve_state(d, s[S_STATE], &state)))
@@ -811,6 +894,8 @@ static void dec_free(dec *d)
     }
     jfr_umap_free(&d->r, &d->corr_map);
     jfr_attrs_free(&d->r, &d->attrs);
+    jfr_umap_free(&d->r, &d->mname_map);
+    jfr_vfree(&d->r, d->mnames, d->mnames_cap, sizeof(mname));
     jfr_vfree(&d->r, d->corrs, d->corrs_cap, sizeof(corr));
     jfr_vfree(&d->r, d->cattrs, d->cattrs_cap, sizeof(int32_t));
     jfr_vfree(&d->r, d->locs, d->locs_cap, sizeof(int32_t));

@@ -618,6 +618,34 @@ static int message(const uint8_t *data, size_t len, size_t max, pc_buf *raw, con
     return 0;
 }
 
+/* The translation's side tables (string map, id maps, label cache); their bytes. */
+static size_t ctx_tables(in_ctx *c)
+{
+    const pp_profile *p = c->p;
+    size_t ns = p->n_string_table ? p->n_string_table : 1, nlabels = 0;
+    c->smap = pc_xmalloc(ns * sizeof(int32_t));
+    memset(c->smap, 0xff, ns * sizeof(int32_t));
+    idmap_init(&c->maps, p->n_mapping);
+    idmap_init(&c->funs, p->n_function);
+    idmap_init(&c->locs, p->n_location);
+    for (size_t i = 0; i < p->n_sample; i++)
+        nlabels += p->sample[i]->n_label;
+    idmap_init(&c->lattr, nlabels);
+    return ns * sizeof(int32_t) + (c->maps.cap + c->funs.cap + c->locs.cap + c->lattr.cap) *
+                                      (sizeof(uint64_t) + sizeof(int32_t));
+}
+
+static void ctx_free(in_ctx *c)
+{
+    idmap_free(&c->maps);
+    idmap_free(&c->funs);
+    idmap_free(&c->locs);
+    idmap_free(&c->lattr);
+    free(c->tmp.v);
+    free(c->smap);
+    pc_dict_builder_free(c->db);
+}
+
 int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts, pc_batch **out,
                     pc_error *e)
 {
@@ -671,29 +699,12 @@ int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts,
         pc_arena_set_budget(b->arena, budget); /* until the receiver's pc_batch_end_budget */
     }
     in_ctx c = {.p = p, .a = b->arena, .budget = budget, .e = e};
-    size_t ns = p->n_string_table ? p->n_string_table : 1;
     c.db = pc_dict_builder_from(b->arena, b->req->dictionary);
-    c.smap = pc_xmalloc(ns * sizeof(int32_t));
-    memset(c.smap, 0xff, ns * sizeof(int32_t));
-    idmap_init(&c.maps, p->n_mapping);
-    idmap_init(&c.funs, p->n_function);
-    idmap_init(&c.locs, p->n_location);
-    size_t nlabels = 0;
-    for (size_t i = 0; i < p->n_sample; i++)
-        nlabels += p->sample[i]->n_label;
-    idmap_init(&c.lattr, nlabels);
-    size_t side = ns * sizeof(int32_t) + (c.maps.cap + c.funs.cap + c.locs.cap + c.lattr.cap) *
-                                             (sizeof(uint64_t) + sizeof(int32_t));
+    size_t side = ctx_tables(&c);
     pc_arena_charge(b->arena, side);
     rc = translate_in(&c, b, opts);
     pc_arena_uncharge(b->arena, side);
-    idmap_free(&c.maps);
-    idmap_free(&c.funs);
-    idmap_free(&c.locs);
-    idmap_free(&c.lattr);
-    free(c.tmp.v);
-    free(c.smap);
-    pc_dict_builder_free(c.db);
+    ctx_free(&c);
     pc_arena_free(scratch);
     if (rc < 0) {
         if (!*out) pc_batch_unref(b);

@@ -13,6 +13,10 @@ otlphttp -> sink) and compares the CPU time profcol spent on each (utime + stime
     ratio, xorshift 29, inverted) against keys 2^63 + 1..60k;
   - JFR: 25k events whose correlation ids (traceIdHi, traceIdLo) shared one FNV-1 hash, so every
     new correlation walked the chain of all the earlier ones, against distinct plain ids;
+  - JFR: 20k methods of one class whose name is a 64 KiB symbol (the name "class.method" was
+    built, hashed and compared again per method) against a short class name, same pools;
+  - JFR: 20k ActiveSetting events whose value is a String pool reference to a 512 KiB string
+    (read and copied again per event) against a reference to a short one, same pool;
   - JFR labels part: one context of 20k labels with distinct keys named by 4 span ids (the old
     per-correlation linear de-duplication was quadratic) against the same labels all with one key
     text.
@@ -117,10 +121,13 @@ def pprof_labelled(n, long_value, size=65536):
             b"".join(field(6, x) for x in strings))
 
 
-def jfr_recording(extra_symbols=(), events=None, tlab=False):
+def jfr_recording(extra_symbols=(), events=None, tlab=False, methods_of_class=0, raw_events=(),
+                  strings=None, named_symbols=None):
     """A one-chunk recording (test_jfr's writer): test_jfr's stacks, plus Symbol entries under
     the keys extra_symbols, and events [(stack, ctx, span, name, hi, lo)] as ExecutionSamples
-    (or TLAB allocations when tlab)."""
+    (or TLAB allocations when tlab). methods_of_class: that many more methods of class 20, each
+    the one frame of its own stack 100 + i named by an event; raw_events: more event records;
+    strings: the java.lang.String pool; named_symbols: more Symbols {key: text}."""
     m = tj.std_meta()
     tlab_id = 103
     m.cls("jdk.ObjectAllocationInNewTLAB",
@@ -134,20 +141,30 @@ def jfr_recording(extra_symbols=(), events=None, tlab=False):
     symbols = {k: tj.jstr(v) for k, v in syms.items()}
     for i, k in enumerate(extra_symbols):
         symbols[k] = tj.jstr("s%d" % i)
+    symbols.update({k: tj.jstr(v) for k, v in (named_symbols or {}).items()})
     classes = {k: tj.jv(1) + tj.jv(k) + tj.jv(0) + tj.jv(1) + b"\x00" for k in (1, 3, 10)}
     methods = {k: tj.jv(c) + tj.jv(n) + tj.jv(9) + tj.jv(1) + b"\x00"
                for k, (c, n) in {1: (1, 5), 4: (3, 8)}.items()}
     stacks = {1: b"\x00" + tj.jv(2) + b"".join(tj.jv(mk) + tj.jv(10 + i) + tj.jv(i) + tj.jv(1)
                                                for i, mk in enumerate([1, 4]))}
+    for i in range(methods_of_class):
+        methods[100 + i] = tj.jv(20) + tj.jv(5) + tj.jv(9) + tj.jv(1) + b"\x00"
+        stacks[100 + i] = b"\x00" + tj.jv(1) + tj.jv(100 + i) + tj.jv(10) + tj.jv(0) + tj.jv(1)
+    if methods_of_class:
+        classes[20] = tj.jv(1) + tj.jv(12) + tj.jv(0) + tj.jv(1) + b"\x00"
     pools_a = [("jdk.types.Symbol", symbols), ("java.lang.Class", classes),
                ("jdk.types.ClassLoader", {1: tj.jv(10) + tj.jv(11)}),
                ("jdk.types.FrameType", {1: tj.jstr("JIT compiled")}),
                ("jdk.types.ThreadState", {1: tj.jstr("STATE_RUNNABLE")})]
+    if strings:
+        pools_a.append(("java.lang.String", strings))
     pools_b = [("jdk.types.Method", methods), ("jdk.types.StackTrace", stacks),
                ("java.lang.Thread", {1: tj.jstr("main") + tj.jv(101) + tj.jstr("main") +
                                      tj.jv(1)})]
-    evs, t = [], 1_000_200
-    for stack, *corr in events or [(1, 0, 0, 0, 0, 0)]:
+    evs, t = list(raw_events), 1_000_200
+    events = (events or [(1, 0, 0, 0, 0, 0)]) + [(100 + i, 0, 0, 0, 0, 0)
+                                                 for i in range(methods_of_class)]
+    for stack, *corr in events:
         t += 1000
         c = b"".join(tj.jv(x) for x in corr)
         if tlab:
@@ -156,6 +173,27 @@ def jfr_recording(extra_symbols=(), events=None, tlab=False):
         else:
             evs.append(tj.record(101, tj.jv(t) + tj.jv(1) + tj.jv(stack) + tj.jv(1) + c))
     return tj.chunk(m, evs, pools_a, pools_b, time.time_ns())
+
+
+LONG = "L" * 65536
+
+
+def methods_case(n, long_class):
+    """n methods of one class whose name is the 64 KiB symbol when long_class, else a short one
+    (the long symbol is in the pool either way), each the frame of an event's stack."""
+    syms = {12: LONG if long_class else "Short", 13: "Short" if long_class else LONG}
+    return jfr_recording(methods_of_class=n, named_symbols=syms)
+
+
+def settings_case(n, long_value):
+    """n ActiveSetting events event = a String pool reference: to a 512 KiB string when
+    long_value, else to a short one (both strings in the pool)."""
+    long = LONG * 8  # a copy and a UTF-8 check per event are fast: make them long
+    strings = {1: tj.jstr(long if long_value else "itimer"),
+               2: tj.jstr("itimer" if long_value else long)}
+    ev = tj.record(102, tj.jv(1_000_100) + tj.jv(0) + tj.jv(1) + tj.jv(0) + tj.jv(101) +
+                   tj.jstr("event") + b"\x02" + tj.jv(1))
+    return jfr_recording(raw_events=[ev] * n, strings=strings)
 
 
 def labels_case(nkeys, nspans, distinct):
@@ -250,6 +288,16 @@ class CostTest(Base):
         plain = jfr_recording(events=[(1, 7, 0, 0, hi_max - i, MASK64 - i) for i in range(n)])
         hostile = jfr_recording(events=[(1, 7, 0, 0, hi, lo) for hi, lo in hostile_ids])
         self.check_ratio("JFR correlation ids", plain, hostile, tj.ingest_path("c", {}, 1, 11))
+
+    def test_jfr_methods_of_one_long_class(self):
+        n = 20000
+        self.check_ratio("JFR methods of one long class", methods_case(n, False),
+                         methods_case(n, True), tj.ingest_path("c", {}, 1, 11))
+
+    def test_jfr_pooled_setting_value(self):
+        n = 20000
+        self.check_ratio("JFR pooled setting value", settings_case(n, False),
+                         settings_case(n, True), tj.ingest_path("c", {}, 1, 11))
 
     def test_jfr_labels_keys(self):
         bodies = []
