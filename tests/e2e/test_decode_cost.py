@@ -263,6 +263,7 @@ class CostTest(Base):
                          % (what, a, b, REPEAT, len(plain), len(hostile), ratio))
         self.assertLess(ratio, RATIO_BOUND, "%s: hostile input costs %.1f x the CPU of plain input"
                         " of the same size (%.2fs vs %.2fs)" % (what, ratio, b, a))
+        self.pc.stop()  # exit 0, no sanitizer report
 
     def test_pprof_location_ids(self):
         n = 60000
@@ -329,6 +330,7 @@ class JfrBudgetTest(Base):
         self.assertIn(b"max_request_decoded_size", r.body)
         self.assertLess(grown, self.budget + self.MARGIN,
                         "the refused request took %.0f MiB" % (grown / MiB))
+        self.pc.stop()
 
 
 def write_seeds(d):
