@@ -8,7 +8,8 @@ otlphttp -> sink) and compares the CPU time profcol spent on each (utime + stime
   - pprof: 60k locations whose ids all fell in one slot of the old fixed id hash (murmur3's
     finalizer, inverted here) against ids 2^63 + 1..60k;
   - pprof: 20k samples whose label value is one 64 KiB string (hashed and compared again for
-    every sample) against the same samples naming a short string of the same table;
+    every sample) against the same samples naming a short string of the same table, and the
+    same with the label given twice per sample (an array attribute);
   - JFR: 60k Symbol constant-pool keys that all fell in one slot of the old pool hash (k * golden
     ratio, xorshift 29, inverted) against keys 2^63 + 1..60k;
   - JFR: 25k events whose correlation ids (traceIdHi, traceIdLo) shared one FNV-1 hash, so every
@@ -108,12 +109,13 @@ def pprof_with_location_ids(ids):
     return field(1, b"\x08\x01\x10\x02") + sample + locs + strings
 
 
-def pprof_labelled(n, long_value, size=65536):
+def pprof_labelled(n, long_value, size=65536, times=1):
     """A pprof of n samples, each with label k = a string: the long one (size bytes) when long_value, else
-    "v" (the long one is in the string table either way, so the two are the same size)."""
+    "v" (the long one is in the string table either way, so the two are the same size); the
+    label given `times` times per sample (an array attribute when more than once)."""
     strings = [b"", b"cpu", b"nanoseconds", b"k", b"v", b"x" * size]
     value = 5 if long_value else 4
-    label = field(3, b"\x08\x03\x10" + varint(value))
+    label = field(3, b"\x08\x03\x10" + varint(value)) * times
     samples = b"".join(field(2, b"\x08\x01\x10" + varint(1 + i % 100) + label)
                        for i in range(n))
     loc = field(4, b"\x08\x01\x18\x80\x20")
@@ -275,6 +277,11 @@ class CostTest(Base):
         n = 20000
         self.check_ratio("pprof long label value", pprof_labelled(n, False),
                          pprof_labelled(n, True), tdb.ingest_path("c", "pprof"))
+
+    def test_pprof_long_label_array(self):
+        n = 20000
+        self.check_ratio("pprof long label array", pprof_labelled(n, False, times=2),
+                         pprof_labelled(n, True, times=2), tdb.ingest_path("c", "pprof"))
 
     def test_jfr_pool_keys(self):
         n = 60000
