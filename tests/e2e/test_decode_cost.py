@@ -174,23 +174,25 @@ def jfr_recording(extra_symbols=(), events=None, tlab=False, methods_of_class=0,
                                  tj.jv(4096) + c))
         else:
             evs.append(tj.record(101, tj.jv(t) + tj.jv(1) + tj.jv(stack) + tj.jv(1) + c))
-    return tj.chunk(m, evs, pools_a, pools_b, time.time_ns())
+    return tj.chunk(m, evs, pools_a, pools_b, START_NS or time.time_ns())
 
 
 LONG = "L" * 65536
+START_NS = None  # the chunks' start time: now, or fixed for the fuzz seeds
 
 
-def methods_case(n, long_class):
+def methods_case(n, long_class, size=len(LONG)):
     """n methods of one class whose name is the 64 KiB symbol when long_class, else a short one
     (the long symbol is in the pool either way), each the frame of an event's stack."""
-    syms = {12: LONG if long_class else "Short", 13: "Short" if long_class else LONG}
+    long = "L" * size
+    syms = {12: long if long_class else "Short", 13: "Short" if long_class else long}
     return jfr_recording(methods_of_class=n, named_symbols=syms)
 
 
-def settings_case(n, long_value):
+def settings_case(n, long_value, size=8 * len(LONG)):
     """n ActiveSetting events event = a String pool reference: to a 512 KiB string when
     long_value, else to a short one (both strings in the pool)."""
-    long = LONG * 8  # a copy and a UTF-8 check per event are fast: make them long
+    long = "L" * size  # a copy and a UTF-8 check per event are fast: make them long
     strings = {1: tj.jstr(long if long_value else "itimer"),
                2: tj.jstr("itimer" if long_value else long)}
     ev = tj.record(102, tj.jv(1_000_100) + tj.jv(0) + tj.jv(1) + tj.jv(0) + tj.jv(101) +
@@ -343,6 +345,8 @@ class JfrBudgetTest(Base):
 def write_seeds(d):
     """Small versions of the hostile inputs as fuzz seeds: DIR/fuzz_pprof/*, DIR/fuzz_jfr/* (an
     options byte first: bit 0, a 2-byte little-endian length and a LabelsSnapshot follow)."""
+    global START_NS
+    START_NS = 1_700_000_000_000_000_000  # the same seeds each time
     for t in ("fuzz_pprof", "fuzz_jfr"):
         os.makedirs(os.path.join(d, t), exist_ok=True)
     rec, snap = labels_case(400, 4, True)
@@ -355,6 +359,9 @@ def write_seeds(d):
         "fuzz_jfr/colliding-correlations":
             b"\x00" + jfr_recording(events=[(1, 7, 0, 0, hi, lo)
                                             for hi, lo in fnv_colliding_corrs(200)]),
+        "fuzz_pprof/long-label-array": pprof_labelled(100, True, 4096, times=2),
+        "fuzz_jfr/methods-of-one-long-class": b"\x00" + methods_case(50, True, 2048),
+        "fuzz_jfr/pooled-setting-value": b"\x00" + settings_case(50, True, 2048),
         "fuzz_jfr/labels-one-context":
             b"\x01" + len(labels).to_bytes(2, "little") + labels + rec,
     }
