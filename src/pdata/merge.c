@@ -512,7 +512,8 @@ struct pc_merger {
     pc_dict_builder *db;
     rgroup *rg;
     size_t n, cap;
-    gindex ix; /* over rg */
+    gindex ix;  /* over rg */
+    bool apart; /* each resource added is a group of its own */
     size_t samples;
     pc_buf kbuf;
 };
@@ -523,6 +524,16 @@ pc_merger *pc_merger_new(void)
     m->out = pc_batch_new();
     m->db = pc_dict_builder_from(m->out->arena, m->out->req->dictionary);
     return m;
+}
+
+void pc_merger_keep_resources_apart(pc_merger *m)
+{
+    m->apart = true;
+}
+
+size_t pc_merger_bytes(const pc_merger *m)
+{
+    return pc_arena_size(m->out->arena);
 }
 
 size_t pc_merger_samples(const pc_merger *m)
@@ -609,6 +620,7 @@ static rgroup *find_resource(pc_merger *m, const pc_dictionary *d, const pc_reso
                              const pc_dict_remap *map)
 {
     key_resource(&m->kbuf, d, rp);
+    if (m->apart) key_count(&m->kbuf, m->n); /* a key no earlier group has */
     bool added;
     void *v = m->rg;
     rgroup *g = find_group(&v, &m->n, &m->cap, sizeof *g, &m->ix, &m->kbuf, &added);
