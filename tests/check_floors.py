@@ -2,7 +2,7 @@
 """The floors of src/ (docs/ARCHITECTURE.md): a file includes only from its own folder or from
 a floor below, and the two rooms of floor 1 know nothing of each other.
 
-    floor 0  base/                                   allocation, log, buffers, codecs, budgets
+    floor 0  base/                                   allocation, log, buffers, codecs, budgets, hash
     floor 1  pdata/   net/                           the model; the network (neither sees the other)
     floor 2  formats/ sdk/                           input translators; the component SDK
     floor 3  receivers/ processors/ exporters/ extensions/ connectors/   the components

@@ -14,8 +14,9 @@
 
 #include "base/alloc.h"
 #include "base/gzip.h"
+#include "base/hash.h"
+#include "formats/jfr_attrs.h"
 #include "formats/jfr_reader.h"
-#include "jfr_labels.pb-c.h"
 #include "pdata/dict.h"
 #include "pdata/proto_scan.h"
 
@@ -161,8 +162,6 @@ typedef struct corr { /* correlation ids of an event: contextId, spanId, spanNam
 
 enum { ST_UNKNOWN, ST_SLEEPING, ST_RUNNABLE, ST_OTHER };
 
-typedef Io__Pyroscope__Labels__Pb__LabelsSnapshot labels_snapshot;
-
 typedef struct dec {
     jfr_reader r; /* the recording */
     const pc_format_opts *o;
@@ -176,19 +175,21 @@ typedef struct dec {
     umap corr_map; /* hash of the ids -> first corr with that hash (chained by probing) */
     corr *corrs;
     size_t ncorrs, corrs_cap;
-    int32_t *cattrs;    /* the attributes of every correlation, one run each */
-    const char **ckeys; /* their keys */
-    size_t ncattrs, cattrs_cap, ckeys_cap;
+    int32_t *cattrs; /* the attributes of every correlation, one run each */
+    size_t ncattrs, cattrs_cap;
     int32_t trunc_loc;
-    sbuf event; /* the last `event` setting */
+    sbuf event;           /* the last `event` setting */
+    uint64_t event_key;   /* its String pool key (UINT64_MAX: inline) */
+    size_t event_chunk;   /* in chunk number event_chunk */
+    umap mname_map;       /* hash of (class, name) keys + probe -> mnames index */
+    struct mname *mnames; /* methods' names worked out in this chunk */
+    size_t nmnames, mnames_cap, mname_chunk;
     bool have_event;
 
     /* labels */
     const uint8_t *labels_data; /* the LabelsSnapshot protobuf, or NULL */
     size_t labels_len;
-    pc_arena *la;
-    labels_snapshot *labels;
-    umap ctx_map, str_map;
+    jfr_attrs attrs;
 
     /* scratch */
     sbuf name;
@@ -379,6 +380,40 @@ static int class_name(dec *d, uint64_t key, sbuf *out, bool *found)
     return (d->r.c->pplan[P_CLASS].bound & 1) ? append_symbol(d, cs[0], out) : 0;
 }
 
+/* A method's name by its class and name keys: many methods may share one long class name, and
+ * building "class.name" again for each was quadratic. Pool keys are the chunk's own: the table
+ * starts over with each chunk. */
+typedef struct mname {
+    uint64_t cls, sym;
+    int32_t fn;
+} mname;
+
+/* The entry of (cls, sym); a new one with fn = INT32_MIN when none. Chained by probing on a
+ * seeded hash with a counter, like corr_index. */
+static mname *method_name(dec *d, uint64_t cls, uint64_t sym)
+{
+    if (d->mname_chunk != d->r.chunks) {
+        jfr_umap_free(&d->r, &d->mname_map);
+        d->nmnames = 0;
+        d->mname_chunk = d->r.chunks;
+    }
+    pc_hash hs;
+    pc_hash_begin(&hs);
+    pc_hash_word(&hs, cls);
+    pc_hash_word(&hs, sym);
+    uint64_t h = pc_hash_end(&hs);
+    for (uint64_t probe = 0;; probe++) {
+        uint32_t i = jfr_umap_get(&d->mname_map, h + probe);
+        if (i == UINT32_MAX) {
+            d->mnames = jfr_vgrow(&d->r, d->mnames, &d->mnames_cap, d->nmnames + 1, sizeof(mname));
+            d->mnames[d->nmnames] = (mname){cls, sym, INT32_MIN};
+            jfr_umap_put(&d->r, &d->mname_map, h + probe, (uint32_t)d->nmnames, false);
+            return &d->mnames[d->nmnames++];
+        }
+        if (d->mnames[i].cls == cls && d->mnames[i].sym == sym) return &d->mnames[i];
+    }
+}
+
 /* Method key -> function index; -1 when the method or its class is missing. */
 static int resolve_method(dec *d, uint64_t key, int32_t *fn)
 {
@@ -396,17 +431,23 @@ static int resolve_method(dec *d, uint64_t key, int32_t *fn)
     bool found = false;
     int rc;
     if ((rc = jfr_read_fields(&d->r, &d->r.c->pplan[P_METHOD], &p, d->r.c->cend, ms))) return rc;
+    unsigned bound = d->r.c->pplan[P_METHOD].bound;
+    mname *mn = method_name(d, bound & 1 ? ms[0] : 0, bound & 2 ? ms[1] : 0);
+    if (mn->fn != INT32_MIN) {
+        *fn = e->cache = mn->fn;
+        return 0;
+    }
+    size_t mi = (size_t)(mn - d->mnames);
     d->name.len = 0;
-    if ((d->r.c->pplan[P_METHOD].bound & 1) && (rc = class_name(d, ms[0], &d->name, &found)))
-        return rc;
-    if (!found) return 0;
-    jfr_sb_put(&d->r, &d->name, ".", 1);
-    if (d->r.c->pplan[P_METHOD].bound & 2)
-        if ((rc = append_symbol(d, ms[1], &d->name))) return rc;
-    size_t n;
-    const char *s = jfr_utf8_fixed(&d->r, d->name.p, d->name.len, &n);
-    e->cache = pc_dict_function(d->db, pc_dict_string(d->db, s, n), 0, 0, 0);
-    *fn = e->cache;
+    if ((bound & 1) && (rc = class_name(d, ms[0], &d->name, &found))) return rc;
+    if (found) {
+        jfr_sb_put(&d->r, &d->name, ".", 1);
+        if ((bound & 2) && (rc = append_symbol(d, ms[1], &d->name))) return rc;
+        size_t n;
+        const char *s = jfr_utf8_fixed(&d->r, d->name.p, d->name.len, &n);
+        e->cache = pc_dict_function(d->db, pc_dict_string(d->db, s, n), 0, 0, 0);
+    }
+    d->mnames[mi].fn = *fn = e->cache;
     return 0;
 }
 
@@ -534,12 +575,14 @@ static int resolve_stack(dec *d, uint64_t key, int32_t *out)
 
 /* ---- samples ---- */
 
-static size_t corr_hash(const uint64_t *v)
+/* Seeded: ids that shared a fixed hash would share one chain below. */
+static uint64_t corr_hash(const uint64_t *v)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    pc_hash h;
+    pc_hash_begin(&h);
     for (int i = 0; i < 5; i++)
-        h = (h ^ v[i]) * 0x100000001b3ULL;
-    return (size_t)h;
+        pc_hash_word(&h, v[i]);
+    return pc_hash_end(&h);
 }
 
 /* The index of an event's correlation ids (0: none); chained through the map by probing on the
@@ -589,26 +632,64 @@ static uint64_t ticks_to_ns(const dec *d, uint64_t t)
     return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
 
+/* The length (bytes or UTF-16 units) of the sized string at p, through one String pool reference
+ * (its key in *key, else UINT64_MAX). false for the null and empty strings and anything odd: the
+ * caller then reads it as usual, which reports what is wrong. */
+static bool string_head(dec *d, size_t p, uint64_t *len, uint64_t *key)
+{
+    const uint8_t *b = d->r.buf;
+    size_t end = d->r.c->cend, q;
+    *key = UINT64_MAX;
+    if (p >= end) return false;
+    if (b[p] == 2) {
+        uint64_t k;
+        q = p + 1;
+        pentry *e;
+        if (jfr_rd_varint(&d->r, &q, end, &k) || !(e = jfr_pool_get(&d->r, P_STRING, k)))
+            return false;
+        *key = k;
+        p = (size_t)e->pos;
+        if (p >= end) return false;
+    }
+    q = p + 1;
+    return b[p] >= 3 && b[p] <= 5 && jfr_rd_varint(&d->r, &q, end, len) == 0;
+}
+
+/* async-profiler's profiling mode: the setting `event`. A name or value read through the String
+ * pool is not read again per event when it cannot be "event" or is the value already held (a
+ * long pooled string named by every event was quadratic). */
+static int active_setting(dec *d, const uint64_t *s, uint32_t bound)
+{
+    const char *str;
+    uint64_t len, key;
+    size_t n, p = (size_t)s[S_NAME];
+    int rc;
+    if ((bound & (M(S_NAME) | M(S_VALUE))) != (M(S_NAME) | M(S_VALUE))) return 0;
+    if (string_head(d, p, &len, &key) && len != 5) return 0;
+    if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
+    if (!str || n != 5 || memcmp(str, "event", 5) != 0) return 0;
+    p = (size_t)s[S_VALUE];
+    bool head = string_head(d, p, &len, &key);
+    if (head && key != UINT64_MAX && d->have_event && key == d->event_key &&
+        d->event_chunk == d->r.chunks)
+        return 0;
+    if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
+    d->event.len = 0;
+    if (str) {
+        str = jfr_utf8_fixed(&d->r, str, n, &n);
+        jfr_sb_put(&d->r, &d->event, str, n);
+    }
+    d->event_key = head ? key : UINT64_MAX;
+    d->event_chunk = d->r.chunks;
+    d->have_event = true;
+    return 0;
+}
+
 static int on_event(dec *d, int kind, const uint64_t *s, uint32_t bound)
 {
     int rc, state = ST_UNKNOWN;
     d->st->events[kind]++;
-    if (kind == PC_JFR_ACTIVE_SETTING) { /* async-profiler's profiling mode: `event` */
-        const char *str;
-        size_t n, p = (size_t)s[S_NAME];
-        if ((bound & (M(S_NAME) | M(S_VALUE))) != (M(S_NAME) | M(S_VALUE))) return 0;
-        if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
-        if (!str || n != 5 || memcmp(str, "event", 5) != 0) return 0;
-        p = (size_t)s[S_VALUE];
-        if ((rc = jfr_rd_string(&d->r, &p, d->r.c->cend, &d->r.s1, &str, &n, false))) return rc;
-        d->event.len = 0;
-        if (str) {
-            str = jfr_utf8_fixed(&d->r, str, n, &n);
-            jfr_sb_put(&d->r, &d->event, str, n);
-        }
-        d->have_event = true;
-        return 0;
-    }
+    if (kind == PC_JFR_ACTIVE_SETTING) return active_setting(d, s, bound);
     bool wall = d->have_event && d->event.len == 4 && memcmp(d->event.p, "wall", 4) == 0;
     if ((kind == PC_JFR_EXECUTION_SAMPLE || kind == PC_JFR_WALL_CLOCK_SAMPLE) &&
         (bound & M(S_STATE)) && (rc = resolve_state(d, s[S_STATE], &state)))
@@ -659,79 +740,13 @@ static int on_event(dec *d, int kind, const uint64_t *s, uint32_t bound)
     return 0;
 }
 
-/* ---- labels (§1.2, §3.4) ---- */
+/* ---- labels (§1.2, §3.4): jfr_attrs.c ---- */
 
-static int load_labels(dec *d)
-{
-    if (!d->labels_data || !d->labels_len) return 0;
-    const ProtobufCMessageDescriptor *desc =
-        &io__pyroscope__labels__pb__labels_snapshot__descriptor;
-    pc_proto_scan scan;
-    pc_error pe = {0};
-    if (pc_proto_scan_message(desc, d->labels_data, d->labels_len, PC_PROTO_MAX_DEPTH, &scan, &pe) <
-        0)
-        return pc_error_set(d->r.e, PC_EBADMSG, "labels: invalid LabelsSnapshot: %s", pe.msg);
-    if (d->r.budget && pc_budget_reserve(d->r.budget, scan.cost, "decoded labels snapshot") < 0)
-        return jfr_budget_error(&d->r);
-    d->labels = (labels_snapshot *)protobuf_c_message_unpack(desc, pc_arena_allocator(d->la),
-                                                             d->labels_len, d->labels_data);
-    if (!d->labels) {
-        if (!pc_budget_ok(d->r.budget)) return jfr_budget_error(&d->r);
-        return pc_error_set(d->r.e, PC_EBADMSG,
-                            "labels: invalid LabelsSnapshot: malformed protobuf");
-    }
-    for (size_t i = 0; i < d->labels->n_contexts; i++) /* a later entry of a key wins */
-        jfr_umap_put(&d->r, &d->ctx_map, (uint64_t)d->labels->contexts[i]->key, (uint32_t)i, true);
-    for (size_t i = 0; i < d->labels->n_strings; i++)
-        jfr_umap_put(&d->r, &d->str_map, (uint64_t)d->labels->strings[i]->key, (uint32_t)i, true);
-    return 0;
-}
-
-static const char *label_str(dec *d, uint64_t id)
-{
-    uint32_t i = d->labels ? jfr_umap_get(&d->str_map, id) : UINT32_MAX;
-    const char *s = i == UINT32_MAX ? NULL : d->labels->strings[i]->value;
-    return s ? s : "";
-}
-
-/* Append attribute key=val to the correlation being built unless it has key already (one
- * attribute per key: the first wins). */
-static void push_attr(dec *d, size_t first, const char *key, const char *val, size_t len)
-{
-    for (size_t i = first; i < d->ncattrs; i++)
-        if (strcmp(d->ckeys[i], key) == 0) return;
-    d->cattrs = jfr_vgrow(&d->r, d->cattrs, &d->cattrs_cap, d->ncattrs + 1, sizeof(int32_t));
-    d->ckeys = jfr_vgrow(&d->r, d->ckeys, &d->ckeys_cap, d->ncattrs + 1, sizeof(const char *));
-    d->ckeys[d->ncattrs] = key;
-    d->cattrs[d->ncattrs++] = pc_dict_attr_str(d->db, key, val, len);
-}
-
-/* The sample attributes of a correlation (§3.4): the context's labels, span_id, span_name,
- * trace_id. */
+/* The sample attributes of a correlation. */
 static void corr_attrs(dec *d, corr *c)
 {
     size_t first = d->ncattrs;
-    char hex[33];
-    uint32_t ci = c->v[0] && d->labels ? jfr_umap_get(&d->ctx_map, c->v[0]) : UINT32_MAX;
-    const Io__Pyroscope__Labels__Pb__Context *ctx =
-        ci == UINT32_MAX ? NULL : d->labels->contexts[ci]->value;
-    for (size_t i = 0; ctx && i < ctx->n_labels; i++) {
-        const char *k = label_str(d, (uint64_t)ctx->labels[i]->key);
-        const char *v = label_str(d, (uint64_t)ctx->labels[i]->value);
-        if (*k) push_attr(d, first, k, v, strlen(v));
-    }
-    if (c->v[1]) {
-        snprintf(hex, sizeof hex, "%016" PRIx64, c->v[1]);
-        push_attr(d, first, "span_id", hex, 16);
-    }
-    if (c->v[2]) {
-        const char *name = label_str(d, c->v[2]);
-        if (*name) push_attr(d, first, "span_name", name, strlen(name));
-    }
-    if (c->v[3] || c->v[4]) {
-        snprintf(hex, sizeof hex, "%016" PRIx64 "%016" PRIx64, c->v[3], c->v[4]);
-        push_attr(d, first, "trace_id", hex, 32);
-    }
+    jfr_attrs_of(&d->r, &d->attrs, d->db, c->v, &d->cattrs, &d->ncattrs, &d->cattrs_cap);
     c->attr_off = (uint32_t)first;
     c->attr_n = (uint32_t)(d->ncattrs - first);
 }
@@ -764,85 +779,111 @@ static pc_scope_profiles *add_resource(pc_batch *b, const pc_format_opts *o)
     return pc_batch_add_resource(b, keys, vals, n, o->scope_name, o->scope_version);
 }
 
-static void finish(dec *d)
+/* The bytes a group's profiles take in the batch arena (each rounded as the arena rounds). */
+static size_t group_bytes(const dec *d, const group *gr, size_t nattrs)
 {
-    const pc_format_opts *o = d->o;
-    size_t any = 0;
+    size_t per = ((gr->n * sizeof(pc_sample) + 15) & ~(size_t)15) +
+                 ((gr->n * sizeof(int64_t) + 15) & ~(size_t)15) +
+                 ((gr->n * sizeof(pc_sample *) + 15) & ~(size_t)15) +
+                 ((nattrs * sizeof(int32_t) + 15) & ~(size_t)15) + 256;
+    return (size_t)groups[gr - d->groups].nvals * per;
+}
+
+/* The profiles of group g: one per value, every sample owning its arrays (remapping rewrites
+ * them in place). */
+static void group_profiles(dec *d, int g, pc_scope_profiles *sp, int32_t event_attr, size_t nattrs)
+{
+    const group *gr = &d->groups[g];
+    const group_def *gd = &groups[g];
+    pc_arena *a = d->b->arena;
+    char types[512]; /* every kind's name fits */
+    size_t tl = 0;
+    types[0] = 0;
+    for (int k = 0; k < PC_JFR_KIND_COUNT; k++)
+        if ((gr->kinds & (1u << k)) && tl < sizeof types)
+            tl += (size_t)snprintf(types + tl, sizeof types - tl, "%s%s", tl ? "," : "",
+                                   pc_jfr_kind_names[k]);
+    if (tl >= sizeof types) tl = sizeof types - 1;
+    int32_t pattrs[3];
+    size_t np = 0;
+    pattrs[np++] =
+        pc_dict_attr_str(d->db, "pyroscope.profile.name", gd->metric, strlen(gd->metric));
+    if (event_attr) pattrs[np++] = event_attr;
+    pattrs[np++] = pc_dict_attr_str(d->db, "jfr.event.type", types, strlen(types));
+    for (int j = 0; j < gd->nvals; j++) {
+        pc_profile *p = pc_scope_add_profile(d->b, sp);
+        p->sample_type = pc_arena_calloc(a, 1, sizeof(pc_value_type));
+        opentelemetry__proto__profiles__v1development__value_type__init(p->sample_type);
+        p->sample_type->type_strindex = pc_dict_cstring(d->db, gd->type[j]);
+        p->sample_type->unit_strindex = pc_dict_cstring(d->db, gd->unit[j]);
+        if (gd->ptype) {
+            p->period_type = pc_arena_calloc(a, 1, sizeof(pc_value_type));
+            opentelemetry__proto__profiles__v1development__value_type__init(p->period_type);
+            p->period_type->type_strindex = pc_dict_cstring(d->db, gd->ptype);
+            p->period_type->unit_strindex = pc_dict_cstring(d->db, gd->punit);
+        }
+        p->time_unix_nano = d->o->time_ns > 0 ? (uint64_t)d->o->time_ns : 0;
+        p->duration_nano = d->o->duration_ns > 0 ? (uint64_t)d->o->duration_ns : 0;
+        p->n_attribute_indices = np;
+        p->attribute_indices = arena_i32s(a, pattrs, np);
+        pc_sample *ss = pc_arena_alloc(a, gr->n * sizeof(pc_sample));
+        int64_t *vals = pc_arena_alloc(a, gr->n * sizeof(int64_t));
+        int32_t *attrs = pc_arena_alloc(a, (nattrs ? nattrs : 1) * sizeof(int32_t));
+        p->samples = pc_arena_alloc(a, gr->n * sizeof(pc_sample *));
+        p->n_samples = gr->n;
+        for (size_t i = 0; i < gr->n; i++) {
+            pc_sample *s = &ss[i];
+            opentelemetry__proto__profiles__v1development__sample__init(s);
+            s->stack_index = gr->s[i].stack;
+            vals[i] = (int64_t)gr->s[i].v[j];
+            s->n_values = 1;
+            s->values = &vals[i];
+            const corr *c = gr->s[i].corr ? &d->corrs[gr->s[i].corr] : NULL;
+            if (c && c->attr_n) {
+                memcpy(attrs, d->cattrs + c->attr_off, c->attr_n * sizeof(int32_t));
+                s->attribute_indices = attrs;
+                s->n_attribute_indices = c->attr_n;
+                attrs += c->attr_n;
+            }
+            p->samples[i] = s;
+        }
+        d->st->samples += gr->n;
+        d->st->profiles++;
+    }
+}
+
+/* The batch from the groups. The output is counted against the budget before it is built (issue
+ * 28: 2M TLAB events were refused only after their profiles took three times the budget), and
+ * the correlations' attributes as they grow. */
+static int finish(dec *d)
+{
+    size_t any = 0, out = 0, nattrs[G_COUNT];
     for (int g = 0; g < G_COUNT; g++)
         any += d->groups[g].n;
-    if (!any) return;
-    for (size_t i = 1; i < d->ncorrs; i++)
+    if (!any) return 0;
+    for (size_t i = 1; i < d->ncorrs; i++) {
         corr_attrs(d, &d->corrs[i]);
-    pc_arena *a = d->b->arena;
-    pc_scope_profiles *sp = add_resource(d->b, o);
+        if (!pc_budget_ok(d->r.budget)) return jfr_budget_error(&d->r);
+    }
+    for (int g = 0; g < G_COUNT; g++) {
+        const group *gr = &d->groups[g];
+        nattrs[g] = 0;
+        for (size_t i = 0; i < gr->n; i++)
+            nattrs[g] += gr->s[i].corr ? d->corrs[gr->s[i].corr].attr_n : 0;
+        out += gr->n ? group_bytes(d, gr, nattrs[g]) : 0;
+    }
+    if (d->r.budget && pc_budget_reserve(d->r.budget, out, "decoded JFR recording") < 0)
+        return jfr_budget_error(&d->r);
+    pc_scope_profiles *sp = add_resource(d->b, d->o);
     int32_t event_attr = 0;
     if (d->have_event && d->event.len)
         event_attr = pc_dict_attr_str(d->db, "pyroscope.jfr_event", d->event.p, d->event.len);
     for (int g = 0; g < G_COUNT; g++) {
-        const group *gr = &d->groups[g];
-        const group_def *gd = &groups[g];
-        if (!gr->n) continue;
-        char types[512]; /* every kind's name fits */
-        size_t tl = 0;
-        types[0] = 0;
-        for (int k = 0; k < PC_JFR_KIND_COUNT; k++)
-            if ((gr->kinds & (1u << k)) && tl < sizeof types)
-                tl += (size_t)snprintf(types + tl, sizeof types - tl, "%s%s", tl ? "," : "",
-                                       pc_jfr_kind_names[k]);
-        if (tl >= sizeof types) tl = sizeof types - 1;
-        int32_t pattrs[3];
-        size_t np = 0;
-        pattrs[np++] =
-            pc_dict_attr_str(d->db, "pyroscope.profile.name", gd->metric, strlen(gd->metric));
-        if (event_attr) pattrs[np++] = event_attr;
-        pattrs[np++] = pc_dict_attr_str(d->db, "jfr.event.type", types, strlen(types));
-        size_t nattrs = 0;
-        for (size_t i = 0; i < gr->n; i++)
-            nattrs += gr->s[i].corr ? d->corrs[gr->s[i].corr].attr_n : 0;
-        for (int j = 0; j < gd->nvals; j++) {
-            pc_profile *p = pc_scope_add_profile(d->b, sp);
-            p->sample_type = pc_arena_calloc(a, 1, sizeof(pc_value_type));
-            opentelemetry__proto__profiles__v1development__value_type__init(p->sample_type);
-            p->sample_type->type_strindex = pc_dict_cstring(d->db, gd->type[j]);
-            p->sample_type->unit_strindex = pc_dict_cstring(d->db, gd->unit[j]);
-            if (gd->ptype) {
-                p->period_type = pc_arena_calloc(a, 1, sizeof(pc_value_type));
-                opentelemetry__proto__profiles__v1development__value_type__init(p->period_type);
-                p->period_type->type_strindex = pc_dict_cstring(d->db, gd->ptype);
-                p->period_type->unit_strindex = pc_dict_cstring(d->db, gd->punit);
-            }
-            p->time_unix_nano = o->time_ns > 0 ? (uint64_t)o->time_ns : 0;
-            p->duration_nano = o->duration_ns > 0 ? (uint64_t)o->duration_ns : 0;
-            p->n_attribute_indices = np;
-            p->attribute_indices = arena_i32s(a, pattrs, np);
-            /* every sample owns its arrays (remapping rewrites them in place) */
-            pc_sample *ss = pc_arena_alloc(a, gr->n * sizeof(pc_sample));
-            int64_t *vals = pc_arena_alloc(a, gr->n * sizeof(int64_t));
-            int32_t *attrs = pc_arena_alloc(a, (nattrs ? nattrs : 1) * sizeof(int32_t));
-            p->samples = pc_arena_alloc(a, gr->n * sizeof(pc_sample *));
-            p->n_samples = gr->n;
-            for (size_t i = 0; i < gr->n; i++) {
-                pc_sample *s = &ss[i];
-                opentelemetry__proto__profiles__v1development__sample__init(s);
-                s->stack_index = gr->s[i].stack;
-                vals[i] = (int64_t)gr->s[i].v[j];
-                s->n_values = 1;
-                s->values = &vals[i];
-                if (gr->s[i].corr) {
-                    const corr *c = &d->corrs[gr->s[i].corr];
-                    if (c->attr_n) {
-                        memcpy(attrs, d->cattrs + c->attr_off, c->attr_n * sizeof(int32_t));
-                        s->attribute_indices = attrs;
-                        s->n_attribute_indices = c->attr_n;
-                        attrs += c->attr_n;
-                    }
-                }
-                p->samples[i] = s;
-            }
-            d->st->samples += gr->n;
-            d->st->profiles++;
-        }
+        if (!d->groups[g].n) continue;
+        group_profiles(d, g, sp, event_attr, nattrs[g]);
+        if (!pc_budget_ok(d->r.budget)) return jfr_budget_error(&d->r);
     }
+    return 0;
 }
 
 static void dec_free(dec *d)
@@ -852,16 +893,15 @@ static void dec_free(dec *d)
         jfr_vfree(&d->r, d->groups[g].s, d->groups[g].cap, sizeof(gsample));
     }
     jfr_umap_free(&d->r, &d->corr_map);
-    jfr_umap_free(&d->r, &d->ctx_map);
-    jfr_umap_free(&d->r, &d->str_map);
+    jfr_attrs_free(&d->r, &d->attrs);
+    jfr_umap_free(&d->r, &d->mname_map);
+    jfr_vfree(&d->r, d->mnames, d->mnames_cap, sizeof(mname));
     jfr_vfree(&d->r, d->corrs, d->corrs_cap, sizeof(corr));
     jfr_vfree(&d->r, d->cattrs, d->cattrs_cap, sizeof(int32_t));
-    jfr_vfree(&d->r, d->ckeys, d->ckeys_cap, sizeof(const char *));
     jfr_vfree(&d->r, d->locs, d->locs_cap, sizeof(int32_t));
     jfr_vfree(&d->r, d->name.p, d->name.cap, 1);
     jfr_vfree(&d->r, d->event.p, d->event.cap, 1);
     jfr_reader_free(&d->r);
-    if (d->la) pc_arena_free(d->la);
     free(d);
 }
 
@@ -902,10 +942,9 @@ static int decode(const uint8_t *data, size_t len, const uint8_t *labels, size_t
     d->b = pc_batch_new();
     pc_arena_set_budget(d->b->arena, o->budget);
     d->db = pc_dict_builder_from(d->b->arena, d->b->req->dictionary);
-    d->la = pc_arena_new(4096);
-    pc_arena_set_budget(d->la, o->budget);
-    if (!(rc = load_labels(d))) rc = jfr_read(&d->r, data, len, &ev);
-    if (!rc) finish(d);
+    if (!(rc = jfr_attrs_load(&d->r, &d->attrs, d->labels_data, d->labels_len)))
+        rc = jfr_read(&d->r, data, len, &ev);
+    if (!rc) rc = finish(d);
     if (!rc && !pc_budget_ok(o->budget)) rc = jfr_budget_error(&d->r);
 done:
     st->chunks = d->r.chunks;

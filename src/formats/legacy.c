@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/hash.h"
 #include "base/alloc.h"
 #include "base/utf8.h"
 #include "formats/folded.h"
@@ -563,10 +564,11 @@ static int order_cmp(const void *x, const void *y)
 
 /* ---- call trees ---- */
 
-static uint32_t slot_hash(uint32_t parent, uint32_t fid)
+/* Seeded (base/hash.h): frame indices are the client's, and a fixed multiplier let it pick
+ * (parent, frame) pairs that share one probe run. */
+static size_t slot_hash(uint32_t parent, uint32_t fid)
 {
-    uint64_t k = ((uint64_t)parent << 32 | fid) * 0x9E3779B97F4A7C15ULL;
-    return (uint32_t)(k >> 32);
+    return (size_t)pc_hash_u64((uint64_t)parent << 32 | fid);
 }
 
 /* A new node (no hashing: roots). SIZE_MAX when the budget refuses. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/gzip.h"
+#include "base/hash.h"
 #include "pdata/dict.h"
 #include "pdata/proto_scan.h"
 #include "base/alloc.h"
@@ -39,14 +40,11 @@ static void idmap_free(idmap *m)
     free(m->vals);
 }
 
+/* Seeded (base/hash.h): the ids are the client's, and a fixed hash lets it pick ids that share
+ * one probe run, which made decoding quadratic (issue 28). */
 static size_t idhash(uint64_t x)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return (size_t)x;
+    return (size_t)pc_hash_u64(x);
 }
 
 /* 0, or PC_EBADMSG when id is already present. The map never fills: cap >= 2 * entries. */
@@ -84,6 +82,11 @@ typedef struct in_ctx {
     pc_arena *a;   /* the batch arena */
     int32_t *smap; /* pprof string index -> dictionary index, -1 = not interned yet */
     idmap maps, funs, locs;
+    idmap lattr; /* (key, pprof string) of a one-string label -> its attribute */
+    idmap larr;  /* seeded hash of a string-array label (+ probe) -> index in arrs */
+    struct arr_ent *arrs;
+    int64_t *aidx; /* the arrays' pprof string indices, a run each */
+    size_t narrs, naidx;
     i32vec tmp; /* stack / attribute scratch */
     pc_budget *budget;
     pc_error *e;
@@ -274,6 +277,41 @@ static int lab_cmp(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
+/* A string-array label seen before: its key, pprof string indices (aidx[off..off+n)) and
+ * attribute. Each is interned once, not once per sample naming it (its values are hashed and
+ * compared by the dictionary). */
+typedef struct arr_ent {
+    int32_t key, attr;
+    size_t off, n;
+} arr_ent;
+
+/* The entry of string labels g[0..n) (key g[0].key), or NULL with *slot the idmap key to add it
+ * under. The map never fills: at most nlabels / 2 entries in 2 * nlabels slots. */
+static arr_ent *arr_find(in_ctx *c, const lab *g, size_t n, uint64_t *slot)
+{
+    pc_hash hs;
+    pc_hash_begin(&hs);
+    pc_hash_word(&hs, (uint64_t)(uint32_t)g[0].key);
+    pc_hash_word(&hs, n);
+    for (size_t i = 0; i < n; i++)
+        pc_hash_word(&hs, (uint64_t)g[i].l->str);
+    uint64_t h = pc_hash_end(&hs);
+    for (uint64_t probe = 0;; probe++) {
+        int32_t v;
+        if (h + probe == 0) continue; /* 0 marks an empty slot */
+        if (!idmap_get(&c->larr, h + probe, &v)) {
+            *slot = h + probe;
+            return NULL;
+        }
+        arr_ent *e = &c->arrs[v];
+        size_t i = 0;
+        if (e->key == g[0].key && e->n == n)
+            while (i < n && c->aidx[e->off + i] == g[i].l->str)
+                i++;
+        if (i == n && e->n == n && e->key == g[0].key) return e;
+    }
+}
+
 /* One attribute for labels g[0..n) that share a key (an array attribute when n > 1). */
 static int label_group(in_ctx *c, size_t si, const lab *g, size_t n, int32_t *out)
 {
@@ -286,8 +324,20 @@ static int label_group(in_ctx *c, size_t si, const lab *g, size_t n, int32_t *ou
     int32_t unit_idx = 0;
     if (!is_str && (unit_idx = sidx(c, unit, "sample", si)) < 0) return PC_EBADMSG;
     if (n == 1) {
+        /* a string is hashed once, not once per sample naming it (a long label value on every
+         * sample made translation quadratic) */
+        uint64_t ck = (uint64_t)(uint32_t)g[0].key << 32 | (uint64_t)g[0].l->str;
+        bool cache = is_str && (uint64_t)g[0].l->str <= UINT32_MAX;
+        if (cache && idmap_get(&c->lattr, ck, out)) return 0;
         pc_anyvalue v = is_str ? str_value(pstr(c, g[0].l->str)) : int_value(g[0].l->num);
         *out = pc_dict_attribute(c->db, g[0].key, &v, unit_idx);
+        if (cache) idmap_put(&c->lattr, ck, *out);
+        return 0;
+    }
+    uint64_t slot = 0;
+    arr_ent *seen = is_str ? arr_find(c, g, n, &slot) : NULL;
+    if (seen) {
+        *out = seen->attr;
         return 0;
     }
     pc_anyvalue *vals = pc_xmalloc(n * sizeof *vals);
@@ -307,6 +357,12 @@ static int label_group(in_ctx *c, size_t si, const lab *g, size_t n, int32_t *ou
     *out = pc_dict_attribute(c->db, g[0].key, &v, unit_idx);
     free(vals);
     free(ptrs);
+    if (is_str) {
+        c->arrs[c->narrs] = (arr_ent){g[0].key, *out, c->naidx, n};
+        for (size_t i = 0; i < n; i++)
+            c->aidx[c->naidx++] = g[i].l->str;
+        idmap_put(&c->larr, slot, (int32_t)c->narrs++);
+    }
     return 0;
 }
 
@@ -574,7 +630,11 @@ static size_t translation_estimate(const pp_profile *p)
         const pp_sample *s = p->sample[i];
         est += nt * (R16(sizeof(pc_sample)) + 16 + R16(s->n_label * sizeof(int32_t)));
         est += R16(sizeof(pc_stack)) + R16(s->n_location_id * sizeof(int32_t)) + entry;
-        est += s->n_label * (R16(sizeof(pc_kvu)) + R16(sizeof(pc_anyvalue)) + entry);
+        /* and the label caches: at most 4 slots per label in each (cap < 4n), key and value,
+         * an array entry per two labels, a string index per label */
+        est += s->n_label *
+               (R16(sizeof(pc_kvu)) + R16(sizeof(pc_anyvalue)) + entry +
+                8 * (sizeof(uint64_t) + sizeof(int32_t)) + sizeof(arr_ent) / 2 + sizeof(int64_t));
     }
     for (size_t i = 0; i < p->n_location; i++)
         est += R16(sizeof(pc_location)) + R16(p->location[i]->n_line * sizeof(pc_line *)) +
@@ -609,6 +669,42 @@ static int message(const uint8_t *data, size_t len, size_t max, pc_buf *raw, con
     }
     if (*mlen == 0) return pc_error_set(e, PC_EBADMSG, "pprof: empty payload");
     return 0;
+}
+
+/* The translation's side tables (string map, id maps, label cache); their bytes. */
+static size_t ctx_tables(in_ctx *c)
+{
+    const pp_profile *p = c->p;
+    size_t ns = p->n_string_table ? p->n_string_table : 1, nlabels = 0;
+    c->smap = pc_xmalloc(ns * sizeof(int32_t));
+    memset(c->smap, 0xff, ns * sizeof(int32_t));
+    idmap_init(&c->maps, p->n_mapping);
+    idmap_init(&c->funs, p->n_function);
+    idmap_init(&c->locs, p->n_location);
+    for (size_t i = 0; i < p->n_sample; i++)
+        nlabels += p->sample[i]->n_label;
+    idmap_init(&c->lattr, nlabels);
+    idmap_init(&c->larr, nlabels);
+    c->arrs = pc_xmalloc((nlabels / 2 + 1) * sizeof *c->arrs);
+    c->aidx = pc_xmalloc((nlabels + 1) * sizeof *c->aidx);
+    return ns * sizeof(int32_t) + (nlabels / 2 + 1) * sizeof *c->arrs +
+           (nlabels + 1) * sizeof *c->aidx +
+           (c->maps.cap + c->funs.cap + c->locs.cap + c->lattr.cap + c->larr.cap) *
+               (sizeof(uint64_t) + sizeof(int32_t));
+}
+
+static void ctx_free(in_ctx *c)
+{
+    idmap_free(&c->maps);
+    idmap_free(&c->funs);
+    idmap_free(&c->locs);
+    idmap_free(&c->lattr);
+    idmap_free(&c->larr);
+    free(c->arrs);
+    free(c->aidx);
+    free(c->tmp.v);
+    free(c->smap);
+    pc_dict_builder_free(c->db);
 }
 
 int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts, pc_batch **out,
@@ -664,24 +760,12 @@ int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts,
         pc_arena_set_budget(b->arena, budget); /* until the receiver's pc_batch_end_budget */
     }
     in_ctx c = {.p = p, .a = b->arena, .budget = budget, .e = e};
-    size_t ns = p->n_string_table ? p->n_string_table : 1;
     c.db = pc_dict_builder_from(b->arena, b->req->dictionary);
-    c.smap = pc_xmalloc(ns * sizeof(int32_t));
-    memset(c.smap, 0xff, ns * sizeof(int32_t));
-    idmap_init(&c.maps, p->n_mapping);
-    idmap_init(&c.funs, p->n_function);
-    idmap_init(&c.locs, p->n_location);
-    size_t side = ns * sizeof(int32_t) +
-                  (c.maps.cap + c.funs.cap + c.locs.cap) * (sizeof(uint64_t) + sizeof(int32_t));
+    size_t side = ctx_tables(&c);
     pc_arena_charge(b->arena, side);
     rc = translate_in(&c, b, opts);
     pc_arena_uncharge(b->arena, side);
-    idmap_free(&c.maps);
-    idmap_free(&c.funs);
-    idmap_free(&c.locs);
-    free(c.tmp.v);
-    free(c.smap);
-    pc_dict_builder_free(c.db);
+    ctx_free(&c);
     pc_arena_free(scratch);
     if (rc < 0) {
         if (!*out) pc_batch_unref(b);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
 
 enum { T_STR, T_MAP, T_LOC, T_FUN, T_LINK, T_ATTR, T_STACK, T_COUNT };
 
@@ -40,85 +41,87 @@ static void heap_account(pc_dict_builder *db, size_t added, size_t freed)
 
 /* ---- hashing ---------------------------------------------------------------------------- */
 
-#define FNV_OFF   0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-/* One 64-bit word at a time (fold() below finishes the avalanche). */
-static inline uint64_t mix(uint64_t h, uint64_t v)
+/* Entries hash with the process's seeded hash (base/hash.h): their contents are the client's, and
+ * with a fixed hash a client could pick entries that all share one probe run. A field sequence is
+ * fed as words; variable-length runs carry their length, so two entries of different shapes never
+ * feed the same words. */
+static inline void mix(pc_hash *h, uint64_t v)
 {
-    h = (h ^ v) * 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 29);
+    pc_hash_word(h, v);
 }
 
-static inline uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
+static inline void mix_bytes(pc_hash *h, const void *p, size_t n)
 {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= FNV_PRIME;
-    }
-    return h;
+    pc_hash_bytes(h, p, n);
 }
 
-static inline uint64_t mix_i32s(uint64_t h, const int32_t *v, size_t n)
+static inline void mix_i32s(pc_hash *h, const int32_t *v, size_t n)
 {
-    h = mix(h, n);
-    return mix_bytes(h, v, n * sizeof(int32_t));
+    pc_hash_bytes(h, v, n * sizeof(int32_t));
 }
 
 static inline uint32_t fold(uint64_t h)
 {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
     return (uint32_t)(h ^ (h >> 32));
 }
 
-static uint64_t h_any(uint64_t h, const pc_anyvalue *v)
+static void h_any(pc_hash *h, const pc_anyvalue *v)
 {
     int c = v ? (int)v->value_case : 0;
-    h = mix(h, (uint64_t)c);
-    if (!v) return h;
+    mix(h, (uint64_t)c);
+    if (!v) return;
     switch (v->value_case) {
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE: {
         const char *s = pc_nz(v->string_value);
-        return mix_bytes(h, s, strlen(s));
+        mix_bytes(h, s, strlen(s));
+        return;
     }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
-        return mix(h, v->bool_value ? 1 : 0);
+        mix(h, v->bool_value ? 1 : 0);
+        return;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
-        return mix(h, (uint64_t)v->int_value);
+        mix(h, (uint64_t)v->int_value);
+        return;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE: {
         uint64_t bits;
         memcpy(&bits, &v->double_value, sizeof bits);
-        return mix(h, bits);
+        mix(h, bits);
+        return;
     }
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE:
-        if (!v->array_value) return mix(h, 0);
-        h = mix(h, v->array_value->n_values);
+        if (!v->array_value) {
+            mix(h, 0);
+            return;
+        }
+        mix(h, v->array_value->n_values);
         for (size_t i = 0; i < v->array_value->n_values; i++)
-            h = h_any(h, v->array_value->values[i]);
-        return h;
+            h_any(h, v->array_value->values[i]);
+        return;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE:
-        if (!v->kvlist_value) return mix(h, 0);
-        h = mix(h, v->kvlist_value->n_values);
+        if (!v->kvlist_value) {
+            mix(h, 0);
+            return;
+        }
+        mix(h, v->kvlist_value->n_values);
         for (size_t i = 0; i < v->kvlist_value->n_values; i++) {
             const pc_keyvalue *kv = v->kvlist_value->values[i];
             if (!kv) {
-                h = mix(h, 0);
+                mix(h, 0);
                 continue;
             }
             const char *k = pc_nz(kv->key);
-            h = mix_bytes(mix(h, strlen(k)), k, strlen(k));
-            h = mix(h, (uint64_t)kv->key_strindex);
-            h = h_any(h, kv->value);
+            mix_bytes(h, k, strlen(k));
+            mix(h, (uint64_t)kv->key_strindex);
+            h_any(h, kv->value);
         }
-        return h;
+        return;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE:
-        return mix_bytes(mix(h, v->bytes_value.len), v->bytes_value.data, v->bytes_value.len);
+        mix_bytes(h, v->bytes_value.data, v->bytes_value.len);
+        return;
     case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX:
-        return mix(h, (uint64_t)v->string_value_strindex);
-    default: return h;
+        mix(h, (uint64_t)v->string_value_strindex);
+        return;
+    default: return;
     }
 }
 
@@ -190,60 +193,74 @@ typedef struct stack_key {
     size_t n;
 } stack_key;
 
-static uint64_t hash_entry(int t, const void *e)
+static void hash_fields(pc_hash *h, int t, const void *e)
 {
-    uint64_t h = mix(FNV_OFF, (uint64_t)t);
     switch (t) {
     case T_STR: {
         const str_key *k = e;
-        return mix_bytes(h, k->s, k->len);
+        mix_bytes(h, k->s, k->len);
+        return;
     }
     case T_FUN: {
         const pc_function *f = e;
-        h = mix(h, (uint64_t)(uint32_t)f->name_strindex);
-        h = mix(h, (uint64_t)(uint32_t)f->system_name_strindex);
-        h = mix(h, (uint64_t)(uint32_t)f->filename_strindex);
-        return mix(h, (uint64_t)f->start_line);
+        mix(h, (uint64_t)(uint32_t)f->name_strindex);
+        mix(h, (uint64_t)(uint32_t)f->system_name_strindex);
+        mix(h, (uint64_t)(uint32_t)f->filename_strindex);
+        mix(h, (uint64_t)f->start_line);
+        return;
     }
     case T_MAP: {
         const pc_mapping *m = e;
-        h = mix(h, m->memory_start);
-        h = mix(h, m->memory_limit);
-        h = mix(h, m->file_offset);
-        h = mix(h, (uint64_t)(uint32_t)m->filename_strindex);
-        return mix_i32s(h, m->attribute_indices, m->n_attribute_indices);
+        mix(h, m->memory_start);
+        mix(h, m->memory_limit);
+        mix(h, m->file_offset);
+        mix(h, (uint64_t)(uint32_t)m->filename_strindex);
+        mix_i32s(h, m->attribute_indices, m->n_attribute_indices);
+        return;
     }
     case T_LOC: {
         const pc_location *l = e;
-        h = mix(h, (uint64_t)(uint32_t)l->mapping_index);
-        h = mix(h, l->address);
-        h = mix(h, l->n_lines);
+        mix(h, (uint64_t)(uint32_t)l->mapping_index);
+        mix(h, l->address);
+        mix(h, l->n_lines);
         for (size_t i = 0; i < l->n_lines; i++) {
             const pc_line *ln = l->lines[i];
-            h = mix(h, ln ? (uint64_t)(uint32_t)ln->function_index : 0);
-            h = mix(h, ln ? (uint64_t)ln->line : 0);
-            h = mix(h, ln ? (uint64_t)ln->column : 0);
+            mix(h, ln ? (uint64_t)(uint32_t)ln->function_index : 0);
+            mix(h, ln ? (uint64_t)ln->line : 0);
+            mix(h, ln ? (uint64_t)ln->column : 0);
         }
-        return mix_i32s(h, l->attribute_indices, l->n_attribute_indices);
+        mix_i32s(h, l->attribute_indices, l->n_attribute_indices);
+        return;
     }
     case T_STACK: {
         const stack_key *k = e;
-        return mix_i32s(h, k->v, k->n);
+        mix_i32s(h, k->v, k->n);
+        return;
     }
     case T_LINK: {
         uint8_t tr[16], sp[8];
         link_canon(e, tr, sp);
-        h = mix_bytes(h, tr, 16);
-        return mix_bytes(h, sp, 8);
+        mix_bytes(h, tr, 16);
+        mix_bytes(h, sp, 8);
+        return;
     }
     case T_ATTR: {
         const pc_kvu *kv = e;
-        h = mix(h, (uint64_t)(uint32_t)kv->key_strindex);
-        h = mix(h, (uint64_t)(uint32_t)kv->unit_strindex);
-        return h_any(h, kv->value);
+        mix(h, (uint64_t)(uint32_t)kv->key_strindex);
+        mix(h, (uint64_t)(uint32_t)kv->unit_strindex);
+        h_any(h, kv->value);
+        return;
     }
     }
-    return h;
+}
+
+static uint64_t hash_entry(int t, const void *e)
+{
+    pc_hash h;
+    pc_hash_begin(&h);
+    mix(&h, (uint64_t)t);
+    hash_fields(&h, t, e);
+    return pc_hash_end(&h);
 }
 
 static bool lines_eq(const pc_line *a, const pc_line *b)

@@ -4,7 +4,7 @@
  *
  * Every table starts with its zero element at index 0 ("" / Function{} / Mapping{} / Location{} /
  * Stack{} / KeyValueAndUnit{} / Link{16 zero bytes, 8 zero bytes}); interning the zero content
- * returns 0. Entries are content-keyed (open-addressing hash tables, FNV-1a style hashing) and
+ * returns 0. Entries are content-keyed (open-addressing hash tables, seeded hashing) and
  * everything interned is copied into the builder's arena; the hash tables themselves are
  * malloc-owned and released by pc_dict_builder_free. Not thread-safe: one builder per work item. */
 #ifndef PC_DICT_H

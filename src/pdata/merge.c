@@ -6,6 +6,7 @@
 
 #include "pdata/dict.h"
 #include "base/alloc.h"
+#include "base/hash.h"
 
 /* AnyValue nesting deeper than this is not walked (keys treat it as opaque, marks stop). */
 #define MAX_DEPTH 64
@@ -454,6 +455,7 @@ static void key_scope(pc_buf *k, const pc_dictionary *d, const pc_scope_profiles
     key_attrs(k, d, s->attributes, s->n_attributes);
 }
 
+/* Fixed, not seeded: pc_attrs_hash keys Kafka messages, which must agree across processes. */
 static uint64_t hash_bytes(const uint8_t *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -482,6 +484,14 @@ typedef struct gkey {
     size_t keylen;
 } gkey;
 
+/* An index over a group array: element + 1 per slot, 0 empty; cap 0 or a power of two. Without
+ * it each new group was a scan of all the groups before it: a request of many distinct resources
+ * was quadratic to merge. */
+typedef struct gindex {
+    uint32_t *slots;
+    size_t cap;
+} gindex;
+
 typedef struct sgroup {
     gkey k; /* first: find_group treats a group array as gkey-led elements */
     pc_scope_profiles *sp;
@@ -494,6 +504,7 @@ typedef struct rgroup {
     pc_resource_profiles *rp;
     sgroup *sg;
     size_t n, cap;
+    gindex ix; /* over sg */
 } rgroup;
 
 struct pc_merger {
@@ -501,6 +512,8 @@ struct pc_merger {
     pc_dict_builder *db;
     rgroup *rg;
     size_t n, cap;
+    gindex ix;  /* over rg */
+    bool apart; /* each resource added is a group of its own */
     size_t samples;
     pc_buf kbuf;
 };
@@ -511,6 +524,16 @@ pc_merger *pc_merger_new(void)
     m->out = pc_batch_new();
     m->db = pc_dict_builder_from(m->out->arena, m->out->req->dictionary);
     return m;
+}
+
+void pc_merger_keep_resources_apart(pc_merger *m)
+{
+    m->apart = true;
+}
+
+size_t pc_merger_bytes(const pc_merger *m)
+{
+    return pc_arena_size(m->out->arena);
 }
 
 size_t pc_merger_samples(const pc_merger *m)
@@ -543,14 +566,36 @@ static void remap_kvs(const pc_dict_remap *map, pc_keyvalue **kv, size_t n)
         pc_dict_remap_keyvalue(map, kv[i]);
 }
 
-/* The group of *v (n used, cap allocated, elements of size bytes, each led by a gkey) whose key
- * is `key`; a new zeroed one with a copy of the key when there is none (*added set). */
-static void *find_group(void **v, size_t *n, size_t *cap, size_t size, const pc_buf *key,
-                        bool *added)
+static gkey *gkey_at(void *v, size_t size, size_t i)
 {
-    uint64_t h = hash_bytes(key->data, key->len);
-    for (size_t i = 0; i < *n; i++) {
-        gkey *k = (gkey *)((char *)*v + i * size);
+    return (gkey *)((char *)v + i * size);
+}
+
+/* Rebuild ix over the n groups of v at twice the size. */
+static void gindex_grow(gindex *ix, void *v, size_t n, size_t size)
+{
+    free(ix->slots);
+    ix->cap = ix->cap ? ix->cap * 2 : 16;
+    ix->slots = pc_xcalloc(ix->cap, sizeof *ix->slots);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = (size_t)gkey_at(v, size, i)->h & (ix->cap - 1);
+        while (ix->slots[j])
+            j = (j + 1) & (ix->cap - 1);
+        ix->slots[j] = (uint32_t)i + 1;
+    }
+}
+
+/* The group of *v (n used, cap allocated, elements of size bytes, each led by a gkey, indexed by
+ * ix) whose key is `key`; a new zeroed one with a copy of the key when there is none (*added
+ * set). The hash is seeded: merge keys are the client's attributes. */
+static void *find_group(void **v, size_t *n, size_t *cap, size_t size, gindex *ix,
+                        const pc_buf *key, bool *added)
+{
+    uint64_t h = pc_hash_mem(key->data, key->len);
+    if ((*n + 1) * 4 > ix->cap * 3) gindex_grow(ix, *v, *n, size);
+    size_t j = (size_t)h & (ix->cap - 1);
+    for (; ix->slots[j]; j = (j + 1) & (ix->cap - 1)) {
+        gkey *k = gkey_at(*v, size, ix->slots[j] - 1);
         if (k->h == h && k->keylen == key->len && !memcmp(k->key, key->data, k->keylen)) {
             *added = false;
             return k;
@@ -560,7 +605,8 @@ static void *find_group(void **v, size_t *n, size_t *cap, size_t size, const pc_
         *cap = *cap ? *cap * 2 : 4;
         *v = pc_xrealloc(*v, *cap * size);
     }
-    gkey *k = (gkey *)((char *)*v + (*n)++ * size);
+    ix->slots[j] = (uint32_t)*n + 1;
+    gkey *k = gkey_at(*v, size, (*n)++);
     memset(k, 0, size);
     k->h = h;
     k->keylen = key->len;
@@ -574,9 +620,10 @@ static rgroup *find_resource(pc_merger *m, const pc_dictionary *d, const pc_reso
                              const pc_dict_remap *map)
 {
     key_resource(&m->kbuf, d, rp);
+    if (m->apart) key_count(&m->kbuf, m->n); /* a key no earlier group has */
     bool added;
     void *v = m->rg;
-    rgroup *g = find_group(&v, &m->n, &m->cap, sizeof *g, &m->kbuf, &added);
+    rgroup *g = find_group(&v, &m->n, &m->cap, sizeof *g, &m->ix, &m->kbuf, &added);
     m->rg = v;
     if (!added) return g;
     pc_arena *a = m->out->arena;
@@ -596,7 +643,7 @@ static sgroup *find_scope(pc_merger *m, rgroup *rg, const pc_dictionary *d,
     key_scope(&m->kbuf, d, sp);
     bool added;
     void *v = rg->sg;
-    sgroup *g = find_group(&v, &rg->n, &rg->cap, sizeof *g, &m->kbuf, &added);
+    sgroup *g = find_group(&v, &rg->n, &rg->cap, sizeof *g, &rg->ix, &m->kbuf, &added);
     rg->sg = v;
     if (!added) return g;
     pc_arena *a = m->out->arena;
@@ -803,12 +850,14 @@ pc_batch *pc_merger_finish(pc_merger *m)
         }
         req->resource_profiles[i] = rg->rp;
         free(rg->sg);
+        free(rg->ix.slots);
         free(rg->k.key);
     }
     req->dictionary = pc_dict_builder_finish(m->db);
     pc_dict_builder_free(m->db);
     pc_buf_free(&m->kbuf);
     free(m->rg);
+    free(m->ix.slots);
     free(m);
     return out;
 }

@@ -55,6 +55,11 @@ typedef struct pc_merge_slice {
 typedef struct pc_merger pc_merger;
 
 pc_merger *pc_merger_new(void);
+/* Keep every resource added a ResourceProfiles of its own (no grouping by content): for joining
+ * the parts of one request, one decoded at a time. */
+void pc_merger_keep_resources_apart(pc_merger *m);
+/* Bytes the merged batch holds so far (its arena). */
+size_t pc_merger_bytes(const pc_merger *m);
 /* Add all of src (slices == NULL: its whole dictionary is imported), or only the given slices
  * (only the entries they reach are imported). A profile split over several slices keeps its
  * profile_id in every part; original_payload goes only with the part that holds sample 0. */

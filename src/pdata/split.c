@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/alloc.h"
 #include "base/log.h"
 
@@ -366,14 +367,10 @@ typedef struct group {
     pieces ps;
 } group;
 
+/* Seeded: trace ids are the client's (base/hash.h). */
 static uint64_t id_hash(const uint8_t *id)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (int i = 0; i < 16; i++) {
-        h ^= id[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
+    return pc_hash_mem(id, 16);
 }
 
 size_t pc_batch_split_trace_ids(const pc_batch *b, pc_batch ***out, uint8_t **ids)

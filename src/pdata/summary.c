@@ -8,6 +8,7 @@
 
 #include "pdata/pdata.h"
 #include "pdata/summary.h"
+#include "base/hash.h"
 #include "base/alloc.h"
 
 /* Element count of a repeated field, 0 when the array pointer is missing (hostile input). */
@@ -326,14 +327,10 @@ struct pc_top {
     bool leaf;     /* the next frame added is the leaf */
 };
 
-static uint64_t fnv1a(const char *s)
+/* Seeded: function names are the client's (base/hash.h). */
+static uint64_t name_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return pc_hash_mem(s, strlen(s));
 }
 
 static void fn_grow(pc_top *t)
@@ -356,7 +353,7 @@ static void fn_grow(pc_top *t)
 static fn_ent *fn_get(pc_top *t, const char *name, bool copy)
 {
     if ((t->n + 1) * 10 > t->cap * 7) fn_grow(t);
-    uint64_t h = fnv1a(name);
+    uint64_t h = name_hash(name);
     size_t j = (size_t)h & (t->cap - 1);
     while (t->slots[j].name) {
         if (t->slots[j].hash == h && strcmp(t->slots[j].name, name) == 0) return &t->slots[j];

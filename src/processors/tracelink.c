@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "base/hash.h"
 #include "pdata/dict.h"
 #include "sdk/component.h"
 #include "sdk/shared.h"
@@ -83,21 +84,13 @@ typedef struct span_index {
     span_entry *slots;
     uint32_t *buckets; /* slot + 1, 0 = empty */
     size_t mask;
-    uint64_t seed; /* span ids come from clients: keep the bucket of an id unpredictable */
 } span_index;
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ x >> 31;
-}
-
+/* Span ids come from clients: the process's seeded hash keeps the bucket of an id unpredictable
+ * (a clock-derived seed XORed into a fixed mixer could be guessed). */
 static uint32_t *ix_bucket(span_index *ix, uint64_t span)
 {
-    return &ix->buckets[mix64(span ^ ix->seed) & ix->mask];
+    return &ix->buckets[pc_hash_u64(span) & ix->mask];
 }
 
 static span_entry *ix_find(span_index *ix, uint64_t span)
@@ -202,7 +195,6 @@ static void *ix_make(const pc_component *c)
     /* large callocs are mapped lazily: memory grows with what the index holds */
     ix->slots = pc_xcalloc(ix->cap, sizeof *ix->slots);
     ix->buckets = pc_xcalloc(nb, sizeof *ix->buckets);
-    ix->seed = mix64(uv_hrtime() ^ (uint64_t)(uintptr_t)ix);
     return ix;
 }
 

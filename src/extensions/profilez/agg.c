@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "pdata/summary.h"
 
 #define ARR_N(arr, n) ((arr) ? (n) : 0)
@@ -22,16 +23,8 @@ static int64_t sat_add(int64_t a, int64_t b)
     return a + b;
 }
 
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-#define HASH_SEED 1469598103934665603ull
+/* The names, stacks and trees below hash with the process's seeded hash (base/hash.h): frames and
+ * stacks are the clients', and a fixed hash would let a client fill one probe run. */
 
 /* ---- interned frame names, reference counted ---- */
 
@@ -105,7 +98,7 @@ static const char *name_cut(const char *s, char *out)
 static uint32_t name_ref(names *nm, const char *s)
 {
     size_t len = name_len(s);
-    uint64_t h = hash_bytes(HASH_SEED, s, len);
+    uint64_t h = pc_hash_mem(s, len);
     if ((nm->used_slots + 1) * 10 > nm->nslots * 7) {
         size_t ns = nm->nslots ? nm->nslots : 256;
         while ((nm->live + 1) * 10 > ns * 5)
@@ -208,11 +201,11 @@ struct pz_agg {
 
 static uint64_t stack_hash(const uint32_t *f, size_t n, bool over)
 {
-    uint64_t h = HASH_SEED ^ n;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ f[i]) * 0x100000001b3ull;
-    h ^= h >> 29;
-    return over ? h ^ 0x9e3779b97f4a7c15ull : h;
+    pc_hash h;
+    pc_hash_begin(&h);
+    pc_hash_word(&h, over);
+    pc_hash_bytes(&h, f, n * sizeof *f);
+    return pc_hash_end(&h);
 }
 
 static void slice_clear(pz_agg *a, series *se, slice *sl)
@@ -757,11 +750,7 @@ typedef struct ftree {
 
 static uint64_t pair_hash(uint32_t parent, uint32_t name)
 {
-    uint64_t k = ((uint64_t)parent << 32) | name;
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return k;
+    return pc_hash_u64(((uint64_t)parent << 32) | name);
 }
 
 static void ftree_grow(ftree *t)
