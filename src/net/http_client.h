@@ -16,6 +16,9 @@ typedef struct pc_http_client_opts {
     int port;
     unsigned max_connections; /* default 8; requests beyond wait in FIFO order */
     const char *log_id;
+    /* a response body larger than this fails the request (error UV_EMSGSIZE); 0: 64 MiB, the most
+     */
+    size_t max_body;
     /* NULL: plain text; else HTTPS with this context (net/tls.h; borrowed: outlives the client).
      * host is the name sent as SNI and verified in the certificate (unless the context overrides
      * it). A failed handshake is a connection error (error UV_EPROTO, error_msg "TLS handshake

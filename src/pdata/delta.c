@@ -165,6 +165,7 @@ static key value_key(key k, size_t i)
 
 static bool subtracted(const pc_dictionary *d, const pc_profile *p, const char *const *types)
 {
+    if (!types) return true;
     const char *t = p->sample_type ? pc_dict_str(d, p->sample_type->type_strindex) : "";
     for (size_t i = 0; types[i]; i++)
         if (!strcmp(types[i], t)) return true;

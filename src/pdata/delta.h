@@ -30,10 +30,11 @@ void pc_delta_free(pc_delta *d); /* NULL is fine */
 size_t pc_delta_size(const pc_delta *d);
 
 /* Subtract the previous scrape from every profile of b (writable, freshly decoded) whose sample
- * type is one of types (NULL-terminated names: "alloc_space", "contentions", ...): each sample's
- * values become current minus previous, duplicates are merged into the first, samples left all
- * zero are removed, and duration_nano becomes the time since the previous scrape. Profiles of
- * other types are left as they are. On PC_DELTA_FIRST and PC_DELTA_RESET b is left unchanged. */
+ * type is one of types (NULL-terminated names: "alloc_space", "contentions", ...; NULL: every
+ * type): each sample's values become current minus previous, duplicates are merged into the first,
+ * samples left all zero are removed, and duration_nano becomes the time since the previous scrape.
+ * Profiles of other types are left as they are. On PC_DELTA_FIRST and PC_DELTA_RESET b is left
+ * unchanged. */
 pc_delta_result pc_delta_apply(pc_delta *d, pc_batch *b, const char *const *types);
 
 #endif
