@@ -246,18 +246,19 @@ static void pump(scrape_recv *x)
     }
 }
 
-/* Loop: the failure of a scrape, counted; logged once per interval per series. */
+/* Loop: the failure of a scrape, counted; logged at most once per interval per target (a dead
+ * target fails every profile type). */
 static void fail(series *s, scrape_reason r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void fail(series *s, scrape_reason r, const char *fmt, ...)
 {
-    scrape_recv *x = s->t->x;
-    const scrape_cfg *cfg = x->c->cfg;
+    target *t = s->t;
+    const scrape_cfg *cfg = t->x->c->cfg;
     s->errors[r]++;
     if (r != R_PIPELINE) s->up = 0;
-    uint64_t now = uv_now(x->c->loop);
-    if (s->last_log_ms && now - s->last_log_ms < cfg->interval_ms) {
-        s->held_back++;
+    uint64_t now = uv_now(t->x->c->loop);
+    if (t->logged && now - t->last_log_ms < cfg->interval_ms) {
+        t->held_back++;
         return;
     }
     char msg[600];
@@ -265,11 +266,12 @@ static void fail(series *s, scrape_reason r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    PC_WARN(x->c->id, "scrape of %s://%s%s (%s) failed (%s): %s%s", s->t->scheme, s->t->address,
+    PC_WARN(t->x->c->id, "scrape of %s://%s%s (%s) failed (%s): %s%s", t->scheme, t->address,
             s->path, s->type->name, scrape_reason_names[r], msg,
-            s->held_back ? " (and earlier failures not logged)" : "");
-    s->held_back = 0;
-    s->last_log_ms = now;
+            t->held_back ? " (more failures of this target not logged)" : "");
+    t->held_back = 0;
+    t->last_log_ms = now;
+    t->logged = true;
 }
 
 /* A Go process runs one CPU profile at a time: a second answers 500 (spec/scrape.md §1.2). */

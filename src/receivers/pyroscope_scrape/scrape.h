@@ -80,7 +80,7 @@ typedef struct series {
     pc_delta *delta; /* cumulative types; touched by one scrape at a time */
     uv_timer_t timer;
     bool timer_open, busy, queued;
-    uint64_t started_ms, last_log_ms, held_back;
+    uint64_t started_ms;
     /* self-metrics */
     uint64_t up, samples, errors[R_COUNT], scrapes;
     double duration_s;
@@ -99,6 +99,8 @@ struct target {
     pc_http_client *client;
     series *series;
     bool removed; /* let go: freed once nothing runs */
+    bool logged;  /* a failure was logged, at last_log_ms; held_back since */
+    uint64_t last_log_ms, held_back;
 };
 
 struct scrape_recv {

@@ -1,0 +1,341 @@
+#!/usr/bin/python3
+"""The pyroscope_scrape receiver against real Go targets (tests/e2e/scrape_target: net/http/pprof,
+CPU burnt in burnAlpha and burnBeta 3:1, allocations, a contended mutex, blocking channels; built
+offline with the e2e Go cache).
+
+The oracle is Go's own pprof reader (`go tool pprof -raw`) on the very responses profcol got: a
+recording TCP tee (peer_support.Tee) sits between profcol and the target, so each profile that
+reached the OTLP sink is matched (by its time) with the scrape it came from, and
+  * a cumulative type (alloc_*, mutex and block contentions/delay) equals, per stack and string
+    labels, `go tool pprof -raw -base <previous scrape> <this scrape>`, exactly;
+  * a CPU profile equals Go's reading of that scrape per stack, and burnAlpha ~ 3 x burnBeta;
+  * the first scrape of a cumulative series sends nothing, and no value is ever negative.
+Bad targets (404, garbage, HTML, a gzip bomb, one that never answers) are counted by reason in
+profcol_scrape_errors_total and logged at most once per interval while a good target is scraped
+on time."""
+
+import collections
+import gzip
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import peer_support as peers  # noqa: E402
+import pyro_support as ps  # noqa: E402
+
+TARGET_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scrape_target")
+CUMULATIVE = {("alloc_objects", "count"), ("alloc_space", "bytes"), ("contentions", "count"),
+              ("delay", "nanoseconds")}
+
+
+def build_target(tmp):
+    """go build tests/e2e/scrape_target into tmp (offline: standard library only)."""
+    go = shutil.which("go")
+    if not go:
+        raise RuntimeError("go not found")
+    out = os.path.join(tmp, "scrape_target")
+    r = subprocess.run([go, "build", "-o", out, "."], cwd=TARGET_DIR, env=ps.go_env(tmp),
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        raise RuntimeError("go build failed:\n%s\n%s" % (r.stdout, r.stderr))
+    return out
+
+
+class Target:
+    """The Go target on 127.0.0.1:port (a free one unless given)."""
+
+    def __init__(self, binary, port=None):
+        self.port = port or h.free_port()
+        self.proc = subprocess.Popen([binary, "-addr", "127.0.0.1:%d" % self.port],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL)
+        if not h.wait_port(self.port, 10, self.proc):
+            self.stop()
+            raise AssertionError("the Go target did not listen")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def scrape_config(metrics_port, sink_url, static, interval="2s", types=None, extra=""):
+    """pyroscope_scrape (static_configs YAML lines given) -> otlphttp to the sink."""
+    s = ("receivers:\n  pyroscope_scrape:\n    job_name: go-test\n"
+         "    scrape_interval: %s\n    scrape_timeout: 2s\n%s" % (interval, extra))
+    if types is not None:
+        s += "    profiling_config:\n"
+        for t in ("process_cpu", "memory", "goroutine", "mutex", "block"):
+            s += "      %s: {enabled: %s}\n" % (t, "true" if t in types else "false")
+    s += "    static_configs:\n" + "".join("      %s\n" % ln for ln in static.splitlines())
+    s += ("exporters:\n  otlphttp:\n    endpoint: %s\n" % sink_url +
+          "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % metrics_port +
+          "  pipelines:\n    profiles:\n      receivers: [pyroscope_scrape]\n"
+          "      exporters: [otlphttp]\n")
+    return s
+
+
+def metrics(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+        return r.read().decode()
+
+
+def metric(text, name, **labels):
+    """The sum of name's samples whose labels include every label given."""
+    total = 0.0
+    for ln in text.splitlines():
+        if not ln.startswith(name + "{"):
+            continue
+        lab = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', ln[:ln.rindex("}")]))
+        if all(lab.get(k) == v for k, v in labels.items()):
+            total += float(ln.rsplit(" ", 1)[1])
+    return total
+
+
+def nonzero(counter):
+    return collections.Counter({k: v for k, v in counter.items() if v})
+
+
+def sink_views(sink):
+    with sink.lock:
+        msgs = [r.message for r in sink.requests if r.message is not None]
+    return ps.otlp_views(msgs)
+
+
+class ScrapeGoTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="scrape-", dir=h.TMP)
+        cls.binary = build_target(cls.tmp)
+        cls.files = itertools.count()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.target = Target(self.binary)
+        self.addCleanup(self.target.stop)
+        self.tee = peers.Tee(self.target.port)
+        self.addCleanup(self.tee.stop)
+        self.sink = h.started_sink(self)
+
+    def count(self, path):
+        return sum(1 for r, _, _ in self.tee.exchanges()
+                   if r.path.startswith(path) and r.status == 200)
+
+    def scraped(self, path):
+        """The tee's 200 answers to GET path..., as (time_nanos, file) in the order taken."""
+        out = []
+        for req, _, body in self.tee.exchanges():
+            if not req.path.startswith(path) or req.status != 200:
+                continue
+            f = os.path.join(self.tmp, "scrape-%d.pb.gz" % next(self.files))
+            with open(f, "wb") as fh:
+                fh.write(body)
+            out.append((ps.pprof_view(gzip.decompress(body))["time_nanos"], f))
+        return sorted(out)  # the tee lists by connection: the profile's time orders them
+
+    def test_cumulative_deltas_equal_go_pprof_base(self):
+        mport = h.free_port()
+        static = ("- targets: [127.0.0.1:%d]\n  labels: {service_name: go-target, team: a}"
+                  % self.tee.port)
+        pc = h.started_profcol(self, scrape_config(mport, self.sink.url, static,
+                                                   types={"memory", "mutex", "block"}),
+                               mport, "scrape-delta")
+        paths = ("/debug/pprof/heap", "/debug/pprof/mutex", "/debug/pprof/block")
+        # 4 scrapes of each: 3 deltas each (a scrape with no change sends nothing)
+        self.assertTrue(h.wait_for(lambda: all(self.count(p) >= 4 for p in paths), 30),
+                        pc.stderr()[-3000:])
+        pc.stop()
+        views = sink_views(self.sink)
+        self.assertTrue(views, "nothing reached the sink")
+        checked = collections.Counter()
+        for path in paths:
+            taken = self.scraped(path)
+            times = [t for t, _ in taken]
+            for v in views:
+                if v["type"] not in CUMULATIVE or v["time"] not in times:
+                    continue
+                i = times.index(v["time"])
+                self.assertGreater(i, 0, "the first scrape of %s was sent" % path)
+                go = ps.go_pprof_raw(taken[i][1], self.tmp, base=taken[i - 1][1])
+                want = nonzero(go["samples"][v["type"]])
+                got = nonzero(ps.string_attrs_only(v["samples"]))
+                if got != want and os.environ.get("SCRAPE_DEBUG"):
+                    a = ps.go_pprof_raw(taken[i - 1][1], self.tmp)["samples"][v["type"]]
+                    b = ps.go_pprof_raw(taken[i][1], self.tmp)["samples"][v["type"]]
+                    for k in set(got) | set(want):
+                        if got.get(k) != want.get(k):
+                            print("DEBUG", k[0][:3], got.get(k), want.get(k), a.get(k), b.get(k),
+                                  taken[i - 1][1], taken[i][1])
+                self.assertEqual(got, want, "%s %s: scrape %d minus %d; differing: %s" % (
+                    path, v["type"], i, i - 1,
+                    {k: (got.get(k), want.get(k)) for k in set(got) | set(want)
+                     if got.get(k) != want.get(k)}))
+                self.assertTrue(all(x > 0 for x in got.values()), "negative delta")
+                self.assertEqual(v["resource"].get("service.name"), "go-target")
+                self.assertEqual(v["resource"].get("team"), "a")
+                self.assertEqual(v["resource"].get("job"), "go-test")
+                self.assertEqual(v["resource"].get("instance"), "127.0.0.1:%d" % self.tee.port)
+                self.assertFalse([k for k in v["resource"] if k.startswith("__")])
+                self.assertEqual(v["duration"], v["time"] - times[i - 1])
+                checked[v["type"]] += 1
+        for t in CUMULATIVE:
+            self.assertGreaterEqual(checked[t], 2, "deltas checked per type: %s" % checked)
+        self.assertIn("contend", {f.split(".")[-1] for v in views for f in v["functions"]})
+
+    def test_cpu_equals_go_reader_of_the_same_scrape(self):
+        mport = h.free_port()
+        static = "- targets: [127.0.0.1:%d]" % self.tee.port
+        pc = h.started_profcol(self, scrape_config(mport, self.sink.url, static, interval="3s",
+                                                   types={"process_cpu", "goroutine"}),
+                               mport, "scrape-cpu")
+        self.assertTrue(h.wait_for(lambda: self.count("/debug/pprof/profile") >= 2, 30),
+                        pc.stderr()[-3000:])
+        pc.stop()
+        reqs = [r for r, _, _ in self.tee.exchanges() if r.path.startswith("/debug/pprof/profile")]
+        self.assertTrue(all(r.query.get("seconds") == ["2"] for r in reqs), [r.path for r in reqs])
+        views = sink_views(self.sink)
+        taken = dict(self.scraped("/debug/pprof/profile"))
+        cpu = [v for v in views if v["type"] == ("cpu", "nanoseconds")]
+        self.assertGreaterEqual(len(cpu), 2)
+        alpha = beta = 0
+        for v in cpu:
+            go = ps.go_pprof_raw(taken[v["time"]], self.tmp)
+            self.assertEqual(nonzero(ps.string_attrs_only(v["samples"])),
+                             nonzero(go["samples"][("cpu", "nanoseconds")]))
+            self.assertEqual(v["resource"].get("service.name"), "unspecified")
+            for (names, _), val in v["samples"].items():
+                alpha += val if names and names[0] == "main.burnAlpha" else 0
+                beta += val if names and names[0] == "main.burnBeta" else 0
+        self.assertGreater(beta, 0)
+        self.assertTrue(2.0 < alpha / beta < 4.5, "burnAlpha/burnBeta = %.2f (3 expected)"
+                        % (alpha / beta))
+        self.assertTrue([v for v in views if v["type"] == ("goroutine", "count")])
+
+    def test_restarted_target_starts_a_new_series(self):
+        mport = h.free_port()
+        static = "- targets: [127.0.0.1:%d]" % self.tee.port
+        pc = h.started_profcol(self, scrape_config(mport, self.sink.url, static, interval="1s",
+                                                   types={"memory"}),
+                               mport, "scrape-restart")
+        heap = "/debug/pprof/heap"
+        self.assertTrue(h.wait_for(lambda: self.count(heap) >= 3, 20))
+        port = self.target.port
+        self.target.stop()
+        self.target = Target(self.binary, port)
+        self.addCleanup(self.target.stop)
+        before = self.count(heap)
+        self.assertTrue(h.wait_for(lambda: self.count(heap) >= before + 4, 20))
+        text = pc.wait_stderr(lambda t: "a new delta series" in t, 5)
+        pc.stop()
+        self.assertIn("a new delta series", text)
+        views = [v for v in sink_views(self.sink) if v["type"] in CUMULATIVE]
+        taken = self.scraped(heap)
+        times = [t for t, _ in taken]
+        after = [v for v in views if v["time"] in times[before:]]
+        self.assertTrue(after, "no delta after the restart")
+        for v in views:
+            self.assertTrue(all(x > 0 for x in v["samples"].values()), "negative delta")
+            i = times.index(v["time"])
+            self.assertNotEqual(i, before, "the restarted process' first scrape was sent")
+            go = ps.go_pprof_raw(taken[i][1], self.tmp, base=taken[i - 1][1])
+            self.assertEqual(nonzero(ps.string_attrs_only(v["samples"])),
+                             nonzero(go["samples"][v["type"]]))
+
+
+class BadServer(h.LocalServer):
+    """Answers by path prefix: /404, /garbage, /html, /bomb (a gzip bomb), /hang (never)."""
+
+    def __init__(self):
+        bomb = gzip.compress(b"\0" * (8 << 20), 9)
+        garbage = bytes(range(256)) * 64
+        stop = self.stopping = threading.Event()
+
+        class Handler(h.QuietHandler):
+            def do_GET(self):
+                p = self.path
+                if p.startswith("/404"):
+                    self.reply(404, "text/plain", b"404 page not found\n")
+                elif p.startswith("/garbage"):
+                    self.reply(200, "application/octet-stream", b"\x08\x01" + garbage)
+                elif p.startswith("/html"):
+                    self.reply(200, "text/html", b"<html><body>pprof index</body></html>")
+                elif p.startswith("/bomb"):
+                    self.reply(200, "application/octet-stream", bomb)
+                else:
+                    stop.wait(30)
+
+        super().__init__(Handler)
+
+    def stop(self):
+        self.stopping.set()
+        super().stop()
+
+
+class BadTargetsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="scrape-bad-", dir=h.TMP)
+        cls.binary = build_target(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_bad_targets_counted_while_a_good_one_goes_on(self):
+        good = Target(self.binary)
+        self.addCleanup(good.stop)
+        bad = BadServer().start()
+        self.addCleanup(bad.stop)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        static = "- targets: [127.0.0.1:%d]\n  labels: {instance: good}\n" % good.port
+        kinds = {"404": "http_status", "garbage": "decode", "html": "not_pprof",
+                 "bomb": "too_large", "hang": "timeout"}
+        for k in kinds:
+            static += ("- targets: [127.0.0.1:%d]\n  labels: {instance: %s, "
+                       "__profile_path_prefix__: /%s}\n" % (bad.port, k, k))
+        cfg = scrape_config(mport, sink.url, static, interval="1s", types={"goroutine"},
+                            extra="    max_body_size: 1MiB\n")
+        cfg = cfg.replace("scrape_timeout: 2s", "scrape_timeout: 500ms")
+        pc = h.started_profcol(self, cfg, mport, "scrape-bad")
+        start = time.monotonic()
+        time.sleep(6.5)
+        text = metrics(mport)
+        elapsed = time.monotonic() - start
+        for k, reason in kinds.items():
+            self.assertGreaterEqual(metric(text, "profcol_scrape_errors_total", instance=k,
+                                           reason=reason), 3, "%s: %s\n%s" % (k, reason, text))
+            self.assertEqual(metric(text, "profcol_scrape_up", instance=k), 0)
+            others = sum(metric(text, "profcol_scrape_errors_total", instance=k, reason=r)
+                         for r in set(kinds.values()) - {reason})
+            self.assertEqual(others, 0, "%s failed for another reason" % k)
+        self.assertEqual(metric(text, "profcol_scrape_up", instance="good"), 1)
+        self.assertEqual(metric(text, "profcol_scrape_errors_total", instance="good"), 0)
+        # on time: one scrape a second
+        self.assertGreaterEqual(metric(text, "profcol_scrapes_total", instance="good"),
+                                int(elapsed) - 1)
+        good_views = ps.select(sink_views(sink), instance="good")
+        self.assertGreaterEqual(len(good_views), int(elapsed) - 2)
+        pc.stop()
+        log = pc.stderr()
+        for k in kinds:
+            lines = [ln for ln in log.splitlines() if "failed" in ln and "/%s/" % k in ln]
+            self.assertTrue(lines, "%s not logged" % k)
+            self.assertLessEqual(len(lines), int(elapsed) + 2, "%s logged too often" % k)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
