@@ -544,6 +544,14 @@ pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_erro
     return root;
 }
 
+pc_node *pc_yaml_parse(const char *text, size_t len, const char *name, pc_error *err)
+{
+    const char *file = intern_file(name);
+    int empty = 0;
+    pc_node *root = parse_any(text, len, file, 0, 0, "", err, &empty);
+    return empty ? node_new(PC_NODE_NULL, file, 1) : root;
+}
+
 pc_node *pc_config_load_file(const char *path, pc_error *err)
 {
     const char *p = strncmp(path, "file:", 5) == 0 ? path + 5 : path;

@@ -333,8 +333,6 @@ typedef struct job {
     char who[400];
 } job;
 
-static void try_finish(scrape_recv *x);
-
 /* A series is freed once let go, its timer closed and no scrape of it runs. */
 static void series_maybe_free(series *s)
 {
@@ -361,7 +359,7 @@ static void scrape_end(series *s)
     x->active--;
     series_maybe_free(s);
     pump(x);
-    try_finish(x);
+    scrape_try_finish(x);
 }
 
 /* Pool: the profile into a batch, named, and for a cumulative type minus the previous one. */
@@ -517,7 +515,7 @@ static void timer_closed(uv_handle_t *hd)
     s->timer_open = false;
     x->closing--;
     series_maybe_free(s);
-    try_finish(x);
+    scrape_try_finish(x);
 }
 
 static void client_closed(void *arg)
@@ -530,7 +528,7 @@ static void client_closed(void *arg)
         free(t->source), free(t->key), free(t->address), free(t->scheme);
         free(t);
     }
-    try_finish(x);
+    scrape_try_finish(x);
 }
 
 void target_release(target *t)
@@ -607,7 +605,7 @@ static int scrape_start(pc_component *c, pc_error *e)
     return 0;
 }
 
-static void try_finish(scrape_recv *x)
+void scrape_try_finish(scrape_recv *x)
 {
     if (!x->stopping || x->active || x->closing || x->core.in_flight || !x->shutdown_done) return;
     pc_shutdown_done done = x->shutdown_done;
@@ -630,7 +628,7 @@ static void scrape_shutdown(pc_component *c, pc_shutdown_done done)
             s->queued = false;
     discovery_stop(x);
     scrape_drop_all(x);
-    try_finish(x);
+    scrape_try_finish(x);
 }
 
 static void scrape_destroy(pc_component *c)
@@ -642,6 +640,7 @@ static void scrape_destroy(pc_component *c)
         free(x->types[i].name), free(x->types[i].report), free(x->types[i].path);
     free(x->types);
     free(x->headers);
+    discovery_free(x);
     if (x->tls) pc_tls_ctx_free(x->tls);
     free(x);
     c->priv = NULL;

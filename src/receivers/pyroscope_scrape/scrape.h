@@ -142,11 +142,14 @@ void scrape_drop_all(scrape_recv *x);
 void series_schedule(series *s);
 /* A target and its series are done with (scrape.c frees them once nothing runs). */
 void target_release(target *t);
+/* Shutting down: done once nothing runs or closes any more. */
+void scrape_try_finish(scrape_recv *x);
 void series_release(series *s);
 
 /* discovery.c */
 int discovery_validate(const scrape_cfg *cfg, const pc_node *node, const char *path, pc_error *e);
 int discovery_start(scrape_recv *x, pc_error *e);
 void discovery_stop(scrape_recv *x);
+void discovery_free(scrape_recv *x);
 
 #endif
