@@ -337,5 +337,179 @@ class BadTargetsTest(unittest.TestCase):
             self.assertLessEqual(len(lines), int(elapsed) + 2, "%s logged too often" % k)
 
 
+def up_instances(port):
+    """{instance: up} of the goroutine series in profcol's metrics."""
+    out = {}
+    for ln in metrics(port).splitlines():
+        if ln.startswith("profcol_scrape_up{"):
+            lab = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', ln[:ln.rindex("}")]))
+            out[lab["instance"]] = float(ln.rsplit(" ", 1)[1])
+    return out
+
+
+def discovery_config(mport, sink_url, sd_yaml):
+    return ("receivers:\n  pyroscope_scrape:\n    scrape_interval: 1s\n"
+            "    profiling_config:\n" +
+            "".join("      %s: {enabled: %s}\n" % (t, "true" if t == "goroutine" else "false")
+                    for t in ("process_cpu", "memory", "goroutine", "mutex", "block")) +
+            sd_yaml +
+            "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink_url +
+            "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport +
+            "  pipelines:\n    profiles:\n      receivers: [pyroscope_scrape]\n"
+            "      exporters: [otlphttp]\n")
+
+
+class FileSdTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="scrape-file-", dir=h.TMP)
+        cls.binary = build_target(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path + ".new", "w") as f:
+            f.write(text)
+        os.replace(path + ".new", path)  # as Prometheus asks writers to
+        return path
+
+    def test_targets_follow_the_files(self):
+        a, b = Target(self.binary), Target(self.binary)
+        self.addCleanup(a.stop)
+        self.addCleanup(b.stop)
+        ia, ib = "127.0.0.1:%d" % a.port, "127.0.0.1:%d" % b.port
+        self.write("one.json", '[{"targets": ["%s"], "labels": {"service_name": "svc-a"}}]' % ia)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        sd = ("    file_sd_configs:\n      - files: [%s/*.json, %s/two.yml]\n"
+              % (self.tmp, self.tmp))
+        pc = h.started_profcol(self, discovery_config(mport, sink.url, sd), mport, "scrape-file")
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {ia: 1.0}, 10),
+                        up_instances(mport))
+        # a second file (YAML) adds b; a is still there
+        self.write("two.yml", "- targets: [%s]\n  labels: {service_name: svc-b, zone: z1}\n" % ib)
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {ia: 1.0, ib: 1.0}, 10),
+                        up_instances(mport))
+        # a file that cannot be read keeps its targets
+        self.write("one.json", '[{"targets": ["%s"' % ia)
+        time.sleep(2.5)
+        self.assertEqual(up_instances(mport), {ia: 1.0, ib: 1.0})
+        # a removed from its file, then the YAML file deleted: nothing left
+        self.write("one.json", "[]")
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {ib: 1.0}, 10),
+                        up_instances(mport))
+        os.unlink(os.path.join(self.tmp, "two.yml"))
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {}, 10), up_instances(mport))
+        self.assertEqual(metric(metrics(mport), "profcol_scrape_targets"), 0)
+        pc.stop()
+        log = pc.stderr()
+        self.assertIn("its targets are kept", log)
+        views = sink_views(sink)
+        b_views = ps.select(views, **{"service.name": "svc-b"})
+        self.assertTrue(b_views and all(v["resource"].get("zone") == "z1" for v in b_views))
+        self.assertTrue(all(v["resource"].get("__meta_filepath") is None for v in views))
+        self.assertTrue(ps.select(views, **{"service.name": "svc-a"}))
+
+
+INNER = "PROFCOL_SCRAPE_DNS_INNER"
+
+
+class DnsSdTest(unittest.TestCase):
+    def test_targets_from_dns(self):
+        if os.environ.get(INNER):
+            self.skipTest("inside the namespace: DnsInner runs")
+        if os.geteuid() != 0:
+            self.skipTest("skipped: needs root for private network and mount namespaces "
+                          "(unshare --net --mount), as glibc's resolver only asks port 53")
+        for tool in ("unshare", "dnsmasq", "ip", "mount"):
+            if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
+                self.skipTest("skipped: %s is not installed" % tool)
+        env = dict(os.environ, **{INNER: "1"})
+        r = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private",
+                            h.DEBIAN_PYTHON, os.path.abspath(__file__), "-v", "DnsInner"],
+                           capture_output=True, text=True, env=env, timeout=600)
+        self.assertEqual(r.returncode, 0, "the namespaced DNS scenario failed:\n%s"
+                         % r.stderr[-8000:])
+        self.assertIn("Ran 1 test", r.stderr)
+        self.assertNotIn("skipped", r.stderr)
+
+
+class DnsInner(unittest.TestCase):
+    """Runs only inside `unshare --net --mount` (DnsSdTest starts it): dnsmasq on 127.0.0.1:53
+    answers A records from a hosts file the test rewrites and SRV records from its config."""
+
+    NAME, SRV = "targets.scrape.test", "_pprof._tcp.scrape.test"
+
+    def setUp(self):
+        if not os.environ.get(INNER):
+            self.skipTest("runs inside the namespaces DnsSdTest makes")
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        self.tmp = tempfile.mkdtemp(prefix="scrape-dns-", dir=h.TMP)
+        resolv = os.path.join(self.tmp, "resolv.conf")
+        with open(resolv, "w") as f:
+            f.write("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+        subprocess.run(["mount", "--bind", resolv, "/etc/resolv.conf"], check=True)
+        self.hosts = os.path.join(self.tmp, "hosts")
+        self.binary = build_target(self.tmp)
+        self.port = h.free_port()
+        self.dns = None
+
+    def start_dns(self, a_addrs, srv_port):
+        if self.dns:
+            self.dns.terminate()
+            self.dns.wait(10)
+        with open(self.hosts, "w") as f:
+            for a in a_addrs:
+                f.write("%s %s\n" % (a, self.NAME))
+            f.write("127.0.0.4 srv-target.scrape.test\n")
+        self.dns = subprocess.Popen(
+            ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
+             "--conf-file=/dev/null", "--addn-hosts=" + self.hosts, "--listen-address=127.0.0.1",
+             "--bind-interfaces", "--port=53", "--local-ttl=0", "--user=root",
+             "--local=/scrape.test/",  # ours: a name it does not hold is NXDOMAIN
+             "--pid-file=" + os.path.join(self.tmp, "dnsmasq.pid")] +
+            (["--srv-host=%s,srv-target.scrape.test,%d" % (self.SRV, srv_port)] if srv_port
+             else []),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.assertTrue(h.wait_port(53, 10), "dnsmasq did not start")
+
+    def tearDown(self):
+        if getattr(self, "dns", None):
+            self.dns.terminate()
+            self.dns.wait(10)
+
+    def test_dns_targets_come_and_go(self):
+        targets = []
+        for ip in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+            t = Target.__new__(Target)
+            t.port = self.port
+            t.proc = subprocess.Popen([self.binary, "-addr", "%s:%d" % (ip, self.port)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.addCleanup(t.stop)
+            targets.append(t)
+        self.start_dns(["127.0.0.2"], self.port)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        sd = ("    dns_sd_configs:\n"
+              "      - {names: [%s], type: A, port: %d, refresh_interval: 1s}\n"
+              "      - {names: [%s], refresh_interval: 1s}\n" % (self.NAME, self.port, self.SRV))
+        pc = h.started_profcol(self, discovery_config(mport, sink.url, sd), mport, "scrape-dns")
+        a2, a3 = "127.0.0.2:%d" % self.port, "127.0.0.3:%d" % self.port
+        srv = "srv-target.scrape.test:%d" % self.port
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {a2: 1.0, srv: 1.0}, 15),
+                        "%s\n%s" % (up_instances(mport), pc.stderr()[-3000:]))
+        # the name moves to another address, the SRV record goes away
+        self.start_dns(["127.0.0.3"], None)
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {a3: 1.0}, 15),
+                        "%s\n%s" % (up_instances(mport), pc.stderr()[-3000:]))
+        pc.stop()
+        views = sink_views(sink)
+        self.assertTrue(ps.select(views, instance=srv))
+        self.assertTrue(ps.select(views, instance=a3))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -224,7 +224,9 @@ static int target_address(target *t, const char *addr)
         snprintf(buf, sizeof buf, "%s:%d", addr, https ? 443 : 80);
         addr = buf;
     }
-    if (pc_hostport_parse(addr, t->host, sizeof t->host, &t->port, &e) || !t->host[0]) return -1;
+    if (pc_hostport_parse(addr, t->host, sizeof t->host, &t->port, &e) || !t->host[0] ||
+        t->port < 1)
+        return -1;
     t->address = pc_xstrdup(addr);
     return 0;
 }
