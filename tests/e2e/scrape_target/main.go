@@ -92,10 +92,11 @@ func main() {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}()
-	for g := 0; g < 4; g++ {
+	for g := 0; g < 3; g++ {
 		go func() {
 			for {
 				contend()
+				time.Sleep(50 * time.Microsecond) // contended, without eating the CPU burnt above
 			}
 		}()
 	}
