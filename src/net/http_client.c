@@ -666,6 +666,17 @@ void pc_http_client_close(pc_http_client *c, void (*done)(void *arg), void *arg)
     uv_close((uv_handle_t *)&c->anchor, on_anchor_closed);
 }
 
+void pc_http_client_close_now(pc_http_client *c, void (*done)(void *arg), void *arg)
+{
+    if (c->closing) return;
+    pc_http_client_close(c, done, arg);
+    for (pc_conn *pc = c->env.conns, *next; pc; pc = next) {
+        next = pc->next;
+        cconn *k = (cconn *)pc;
+        if (k->req) conn_fail(k, UV_ECANCELED, "client closed");
+    }
+}
+
 /* ---- Retry-After ---- */
 
 int pc_http_parse_retry_after(const char *v)

@@ -203,7 +203,11 @@ class ScrapeGoTest(unittest.TestCase):
                                mport, "scrape-cpu")
         self.assertTrue(h.wait_for(lambda: self.count("/debug/pprof/profile") >= 2, 30),
                         pc.stderr()[-3000:])
+        # a CPU scrape is in flight (2 s of every 3): shutdown does not wait for it
+        self.assertTrue(h.wait_for(lambda: any(r is None for _, r, _ in self.tee.exchanges()), 5))
+        t0 = time.monotonic()
         pc.stop()
+        self.assertLess(time.monotonic() - t0, 1.5, "shutdown waited for the CPU profile")
         reqs = [r for r, _, _ in self.tee.exchanges() if r.path.startswith("/debug/pprof/profile")]
         self.assertTrue(all(r.query.get("seconds") == ["2"] for r in reqs), [r.path for r in reqs])
         views = sink_views(self.sink)

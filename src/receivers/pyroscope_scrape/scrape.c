@@ -554,7 +554,7 @@ void target_release(target *t)
     }
     if (t->client) {
         x->closing++;
-        pc_http_client_close(t->client, client_closed, t);
+        pc_http_client_close_now(t->client, client_closed, t);
     } else if (!t->series) {
         free(t->source), free(t->key), free(t->address), free(t->scheme);
         free(t);
