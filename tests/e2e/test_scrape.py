@@ -267,16 +267,35 @@ class BadServer(h.LocalServer):
         bomb = gzip.compress(b"\0" * (8 << 20), 9)
         garbage = bytes(range(256)) * 64
         stop = self.stopping = threading.Event()
+        self.delta_heap = None  # bytes served at /debug/pprof/delta_heap
+        self.lock, self.now, self.most = threading.Lock(), 0, 0
+        srv = self
 
         class Handler(h.QuietHandler):
             def do_GET(self):
+                with srv.lock:
+                    srv.now += 1
+                    srv.most = max(srv.most, srv.now)
+                try:
+                    self.answer()
+                finally:
+                    with srv.lock:
+                        srv.now -= 1
+
+            def answer(self):
                 p = self.path
+                if p == "/debug/pprof/delta_heap":
+                    self.reply(200, "application/octet-stream", srv.delta_heap)
+                    return
                 if p.startswith("/404"):
                     self.reply(404, "text/plain", b"404 page not found\n")
                 elif p.startswith("/garbage"):
                     self.reply(200, "application/octet-stream", b"\x08\x01" + garbage)
                 elif p.startswith("/html"):
                     self.reply(200, "text/html", b"<html><body>pprof index</body></html>")
+                elif p.startswith("/slow"):  # answers, late
+                    stop.wait(0.8)
+                    self.reply(404, "text/plain", b"slow 404\n")
                 elif p.startswith("/bomb"):
                     self.reply(200, "application/octet-stream", bomb)
                 else:
@@ -340,6 +359,86 @@ class BadTargetsTest(unittest.TestCase):
             lines = [ln for ln in log.splitlines() if "failed" in ln and "/%s/" % k in ln]
             self.assertTrue(lines, "%s not logged" % k)
             self.assertLessEqual(len(lines), int(elapsed) + 2, "%s logged too often" % k)
+
+
+    def test_concurrent_scrapes_bounded(self):
+        bad = BadServer().start()
+        self.addCleanup(bad.stop)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        static = "".join("- targets: [127.0.0.1:%d]\n  labels: {instance: h%d, "
+                         "__profile_path_prefix__: /slow}\n" % (bad.port, i) for i in range(6))
+        cfg = scrape_config(mport, sink.url, static, interval="1s", types={"goroutine"},
+                            extra="    max_concurrent_scrapes: 2\n")
+        pc = h.started_profcol(self, cfg, mport, "scrape-bound")
+        time.sleep(4)
+        self.assertEqual(bad.most, 2, "scrapes at once")
+        pc.stop()
+
+    def test_godeltaprof_is_not_subtracted(self):
+        good = Target(self.binary)
+        self.addCleanup(good.stop)
+        with urllib.request.urlopen("http://127.0.0.1:%d/debug/pprof/heap" % good.port) as r:
+            heap = r.read()
+        bad = BadServer()
+        bad.delta_heap = heap  # the same answer every time: a cumulative type would send nothing
+        bad.start()
+        self.addCleanup(bad.stop)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        static = "- targets: [127.0.0.1:%d]" % bad.port
+        cfg = scrape_config(mport, sink.url, static, interval="1s", types=set(),
+                            extra="    profiling_config:\n      godeltaprof_memory: "
+                                  "{enabled: true}\n")
+        cfg = cfg.replace("    profiling_config:\n      process_cpu", "      process_cpu")
+        pc = h.started_profcol(self, cfg, mport, "scrape-godeltaprof")
+        self.assertTrue(h.wait_for(lambda: len(sink_views(sink)) >= 8, 10))
+        pc.stop()
+        views = sink_views(sink)
+        path = os.path.join(self.tmp, "delta_heap.pb.gz")
+        with open(path, "wb") as f:
+            f.write(heap)
+        go = ps.go_pprof_raw(path, self.tmp)
+        by_time = collections.defaultdict(list)
+        for v in views:
+            by_time[v["time"]].append(v)
+            self.assertEqual(nonzero(ps.string_attrs_only(v["samples"])),
+                             nonzero(go["samples"][v["type"]]), v["type"])
+        self.assertGreaterEqual(len(views), 8)  # every scrape, the first too, as answered
+        with sink.lock:
+            msgs = [r.message for r in sink.requests if r.message is not None]
+        names = set()
+        for m in msgs:
+            st = m.dictionary.string_table
+            for rp in m.resource_profiles:
+                for sp in rp.scope_profiles:
+                    for p in sp.profiles:
+                        for i in p.attribute_indices:
+                            a = m.dictionary.attribute_table[i]
+                            if st[a.key_strindex] == "pyroscope.profile.name":
+                                names.add(h._anyvalue(a.value, st)[1])
+        self.assertEqual(names, {"memory"})
+
+    def test_one_cpu_profile_per_address(self):
+        good = Target(self.binary)
+        self.addCleanup(good.stop)
+        tee = peers.Tee(good.port)
+        self.addCleanup(tee.stop)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        # two targets at one address: windows of 2 s every 3 s cannot both run
+        static = ("- targets: [127.0.0.1:%d]\n  labels: {service_name: one}\n"
+                  "- targets: [127.0.0.1:%d]\n  labels: {service_name: two}\n"
+                  % (tee.port, tee.port))
+        cfg = scrape_config(mport, sink.url, static, interval="3s", types={"process_cpu"},
+                            extra="    delta_profiling_duration: 2s\n")
+        pc = h.started_profcol(self, cfg, mport, "scrape-cpu-one")
+        time.sleep(10)
+        text = metrics(mport)
+        pc.stop()
+        statuses = [r.status for r, _, _ in tee.exchanges() if r.status is not None]
+        self.assertTrue(statuses and all(st == 200 for st in statuses), statuses)
+        self.assertGreaterEqual(metric(text, "profcol_scrape_errors_total", reason="overlap"), 1)
 
 
 def up_instances(port):
