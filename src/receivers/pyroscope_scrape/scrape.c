@@ -255,7 +255,7 @@ static void fail(series *s, scrape_reason r, const char *fmt, ...)
     target *t = s->t;
     const scrape_cfg *cfg = t->x->c->cfg;
     s->errors[r]++;
-    if (r != R_PIPELINE) s->up = 0;
+    if (r != R_PIPELINE && r != R_OVERLAP) s->up = 0; /* the target did not fail */
     uint64_t now = uv_now(t->x->c->loop);
     if (t->logged && now - t->last_log_ms < cfg->interval_ms) {
         t->held_back++;
