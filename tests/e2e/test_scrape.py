@@ -223,9 +223,10 @@ class ScrapeGoTest(unittest.TestCase):
             for (names, _), val in v["samples"].items():
                 alpha += val if names and names[0] == "main.burnAlpha" else 0
                 beta += val if names and names[0] == "main.burnBeta" else 0
-        # 3 calls to 1 of the same work: 3:1 within sampling noise (at least 0.4 s of samples)
+        # 3 calls to 1 of the same work: 3:1 within sampling noise (40+ samples at 100 Hz on a
+        # busy machine: beta's share 0.25 +- 0.07, two standard deviations)
         self.assertGreater(alpha + beta, 40 * 10 ** 7, "too few samples to compare")
-        self.assertTrue(1.8 < alpha / max(beta, 1) < 5, "burnAlpha/burnBeta = %.2f (3 expected)"
+        self.assertTrue(1.5 < alpha / max(beta, 1) < 6, "burnAlpha/burnBeta = %.2f (3 expected)"
                         % (alpha / max(beta, 1)))
         self.assertTrue([v for v in views if v["type"] == ("goroutine", "count")])
 
