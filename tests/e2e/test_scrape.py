@@ -10,7 +10,7 @@ reached the OTLP sink is matched (by its time) with the scrape it came from, and
     labels, `go tool pprof -raw -base <previous scrape> <this scrape>`, exactly;
   * a CPU profile equals Go's reading of that scrape per stack, and burnAlpha ~ 3 x burnBeta;
   * the first scrape of a cumulative series sends nothing, and no value is ever negative.
-Bad targets (404, garbage, HTML, a gzip bomb, one that never answers) are counted by reason in
+Bad targets (404, garbage, HTML, too big, a gzip bomb, one that never answers) are counted by reason in
 profcol_scrape_errors_total and logged at most once per interval while a good target is scraped
 on time."""
 
@@ -265,7 +265,8 @@ class ScrapeGoTest(unittest.TestCase):
 
 
 class BadServer(h.LocalServer):
-    """Answers by path prefix: /404, /garbage, /html, /bomb (a gzip bomb), /hang (never)."""
+    """Answers by path prefix: /404, /garbage, /html, /big (2 MiB), /bomb (a gzip bomb), /slow
+    (late), /hang (never)."""
 
     def __init__(self):
         bomb = gzip.compress(b"\0" * (8 << 20), 9)
@@ -300,6 +301,8 @@ class BadServer(h.LocalServer):
                 elif p.startswith("/slow"):  # answers, late
                     stop.wait(0.8)
                     self.reply(404, "text/plain", b"slow 404\n")
+                elif p.startswith("/big"):  # over max_body_size as received
+                    self.reply(200, "application/octet-stream", b"\x1f\x8b" + b"\0" * (2 << 20))
                 elif p.startswith("/bomb"):
                     self.reply(200, "application/octet-stream", bomb)
                 else:
@@ -331,7 +334,7 @@ class BadTargetsTest(unittest.TestCase):
         mport = h.free_port()
         static = "- targets: [127.0.0.1:%d]\n  labels: {instance: good}\n" % good.port
         kinds = {"404": "http_status", "garbage": "decode", "html": "not_pprof",
-                 "bomb": "too_large", "hang": "timeout"}
+                 "bomb": "too_large", "big": "too_large", "hang": "timeout"}
         for k in kinds:
             static += ("- targets: [127.0.0.1:%d]\n  labels: {instance: %s, "
                        "__profile_path_prefix__: /%s}\n" % (bad.port, k, k))
@@ -363,6 +366,7 @@ class BadTargetsTest(unittest.TestCase):
             lines = [ln for ln in log.splitlines() if "failed" in ln and "/%s/" % k in ln]
             self.assertTrue(lines, "%s not logged" % k)
             self.assertLessEqual(len(lines), int(elapsed) + 2, "%s logged too often" % k)
+        self.assertIn("response body larger than 1048576 bytes", log)  # cut while read
 
 
     def test_concurrent_scrapes_bounded(self):
