@@ -576,7 +576,7 @@ class DnsInner(unittest.TestCase):
         with open(self.hosts, "w") as f:
             for a in a_addrs:
                 f.write("%s %s\n" % (a, self.NAME))
-            f.write("127.0.0.4 srv-target.scrape.test\n")
+            f.write("127.0.0.4 srv-target.scrape.test\n::1 v6.scrape.test\n")
         self.dns = subprocess.Popen(
             ["dnsmasq", "--keep-in-foreground", "--no-resolv", "--no-hosts",
              "--conf-file=/dev/null", "--addn-hosts=" + self.hosts, "--listen-address=127.0.0.1",
@@ -595,7 +595,7 @@ class DnsInner(unittest.TestCase):
 
     def test_dns_targets_come_and_go(self):
         targets = []
-        for ip in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+        for ip in ("127.0.0.2", "127.0.0.3", "127.0.0.4", "[::1]"):
             t = Target.__new__(Target)
             t.port = self.port
             t.proc = subprocess.Popen([self.binary, "-addr", "%s:%d" % (ip, self.port)],
@@ -607,15 +607,19 @@ class DnsInner(unittest.TestCase):
         mport = h.free_port()
         sd = ("    dns_sd_configs:\n"
               "      - {names: [%s], type: A, port: %d, refresh_interval: 1s}\n"
-              "      - {names: [%s], refresh_interval: 1s}\n" % (self.NAME, self.port, self.SRV))
+              "      - {names: [%s], refresh_interval: 1s}\n"
+              "      - {names: [v6.scrape.test], type: AAAA, port: %d, refresh_interval: 1s}\n"
+              % (self.NAME, self.port, self.SRV, self.port))
         pc = h.started_profcol(self, discovery_config(mport, sink.url, sd), mport, "scrape-dns")
         a2, a3 = "127.0.0.2:%d" % self.port, "127.0.0.3:%d" % self.port
         srv = "srv-target.scrape.test:%d" % self.port
-        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {a2: 1.0, srv: 1.0}, 15),
+        v6 = "[::1]:%d" % self.port
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {a2: 1.0, srv: 1.0, v6: 1.0},
+                                   15),
                         "%s\n%s" % (up_instances(mport), pc.stderr()[-3000:]))
         # the name moves to another address, the SRV record goes away
         self.start_dns(["127.0.0.3"], None)
-        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {a3: 1.0}, 15),
+        self.assertTrue(h.wait_for(lambda: up_instances(mport) == {a3: 1.0, v6: 1.0}, 15),
                         "%s\n%s" % (up_instances(mport), pc.stderr()[-3000:]))
         pc.stop()
         views = sink_views(sink)
