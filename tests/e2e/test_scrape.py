@@ -233,9 +233,10 @@ class ScrapeGoTest(unittest.TestCase):
     def test_restarted_target_starts_a_new_series(self):
         mport = h.free_port()
         static = "- targets: [127.0.0.1:%d]" % self.tee.port
-        pc = h.started_profcol(self, scrape_config(mport, self.sink.url, static, interval="1s",
-                                                   types={"memory"}),
-                               mport, "scrape-restart")
+        cfg = scrape_config(mport, self.sink.url, static, interval="1s", types={"memory"})
+        cfg = cfg.replace("service:\n", "service:\n  telemetry:\n    logs:\n      level: debug\n"
+                          , 1).replace("  telemetry:\n    metrics:", "    metrics:", 1)
+        pc = h.started_profcol(self, cfg, mport, "scrape-restart")
         heap = "/debug/pprof/heap"
         # a delta was sent: the old process' counters are above 0 (a young Go process' heap
         # profile is empty until a GC cycle completed)
@@ -272,22 +273,14 @@ class BadServer(h.LocalServer):
         bomb = gzip.compress(b"\0" * (8 << 20), 9)
         garbage = bytes(range(256)) * 64
         stop = self.stopping = threading.Event()
-        self.delta_heap = None  # bytes served at /debug/pprof/delta_heap
-        self.lock, self.now, self.most = threading.Lock(), 0, 0
+        self.delta_heap = None  # bytes served at /debug/pprof/delta_heap and /auth/...
+        self.seen = []  # the headers of /auth requests
+        self.slow = []  # (arrived, answered) of /slow requests
+        self.lock = threading.Lock()
         srv = self
 
         class Handler(h.QuietHandler):
             def do_GET(self):
-                with srv.lock:
-                    srv.now += 1
-                    srv.most = max(srv.most, srv.now)
-                try:
-                    self.answer()
-                finally:
-                    with srv.lock:
-                        srv.now -= 1
-
-            def answer(self):
                 p = self.path
                 if p == "/debug/pprof/delta_heap":
                     self.reply(200, "application/octet-stream", srv.delta_heap)
@@ -298,8 +291,17 @@ class BadServer(h.LocalServer):
                     self.reply(200, "application/octet-stream", b"\x08\x01" + garbage)
                 elif p.startswith("/html"):
                     self.reply(200, "text/html", b"<html><body>pprof index</body></html>")
+                elif p.startswith("/auth"):  # the client settings: token and headers
+                    hd = self.lower_headers()
+                    srv.seen.append(hd)
+                    ok = hd.get("authorization") == "Bearer s3cret" and hd.get("x-team") == "a"
+                    self.reply(200 if ok else 401, "application/octet-stream" if ok else
+                               "text/plain", srv.delta_heap if ok else b"unauthorized\n")
                 elif p.startswith("/slow"):  # answers, late
+                    t0 = time.monotonic()
                     stop.wait(0.8)
+                    with srv.lock:  # before the answer: profcol cannot start another earlier
+                        srv.slow.append((t0, time.monotonic()))
                     self.reply(404, "text/plain", b"slow 404\n")
                 elif p.startswith("/big"):  # over max_body_size as received
                     self.reply(200, "application/octet-stream", b"\x1f\x8b" + b"\0" * (2 << 20))
@@ -380,7 +382,10 @@ class BadTargetsTest(unittest.TestCase):
                             extra="    max_concurrent_scrapes: 2\n")
         pc = h.started_profcol(self, cfg, mport, "scrape-bound")
         time.sleep(4)
-        self.assertEqual(bad.most, 2, "scrapes at once")
+        with bad.lock:
+            spans = list(bad.slow)
+        at_once = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
+        self.assertEqual(at_once, 2, "scrapes at once")
         pc.stop()
 
     def test_godeltaprof_is_not_subtracted(self):
@@ -426,6 +431,33 @@ class BadTargetsTest(unittest.TestCase):
                             if st[a.key_strindex] == "pyroscope.profile.name":
                                 names.add(h._anyvalue(a.value, st)[1])
         self.assertEqual(names, {"memory"})
+
+    def test_client_settings(self):
+        good = Target(self.binary)
+        self.addCleanup(good.stop)
+        with urllib.request.urlopen("http://127.0.0.1:%d/debug/pprof/goroutine" % good.port) as r:
+            body = r.read()
+        bad = BadServer()
+        bad.delta_heap = body
+        bad.start()
+        self.addCleanup(bad.stop)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        static = ("- targets: [127.0.0.1:%d]\n  labels: {__profile_path_prefix__: /auth}"
+                  % bad.port)
+        cfg = scrape_config(mport, sink.url, static, interval="1s", types={"goroutine"},
+                            extra="    headers: {X-Team: a}\n"
+                                  "    auth: {authenticator: bearertokenauth}\n")
+        cfg = cfg.replace("service:\n", "extensions:\n  bearertokenauth:\n    token: s3cret\n"
+                          "service:\n  extensions: [bearertokenauth]\n", 1)
+        pc = h.started_profcol(self, cfg, mport, "scrape-client")
+        self.assertTrue(h.wait_for(lambda: len(sink_views(sink)) >= 2, 10), pc.stderr()[-2000:])
+        pc.stop()
+        self.assertTrue(bad.seen)
+        for hd in bad.seen:
+            self.assertEqual(hd.get("authorization"), "Bearer s3cret")
+            self.assertEqual(hd.get("x-team"), "a")
+            self.assertTrue(hd.get("user-agent", "").startswith("profcol/"))
 
     def test_one_cpu_profile_per_address(self):
         good = Target(self.binary)

@@ -410,6 +410,10 @@ static void answer(pc_receive *rq, int st, const char *msg)
 {
     job *j = (job *)rq;
     series *s = j->s;
+    static const char *const dres[] = {"delta", "first of a series", "a value went down"};
+    PC_DEBUG(s->t->x->c->id, "%s%s (%s): %s, %zu samples sent%s%s", s->t->address, s->path,
+             s->type->name, pc_strerror(st), st == PC_OK ? rq->items : 0, s->delta ? ", " : "",
+             s->delta ? dres[j->dres] : "");
     if (st == PC_OK || st == PC_ECANCELED) {
         s->up = 1;
         s->samples = st == PC_OK ? rq->items : 0;
