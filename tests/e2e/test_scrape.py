@@ -276,12 +276,15 @@ class BadServer(h.LocalServer):
         self.delta_heap = None  # bytes served at /debug/pprof/delta_heap and /auth/...
         self.seen = []  # the headers of /auth requests
         self.slow = []  # (arrived, answered) of /slow requests
+        self.arrivals = []  # (time, path) of every request
         self.lock = threading.Lock()
         srv = self
 
         class Handler(h.QuietHandler):
             def do_GET(self):
                 p = self.path
+                with srv.lock:
+                    srv.arrivals.append((time.monotonic(), p))
                 if p == "/debug/pprof/delta_heap":
                     self.reply(200, "application/octet-stream", srv.delta_heap)
                     return
@@ -387,6 +390,27 @@ class BadTargetsTest(unittest.TestCase):
         at_once = max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans)
         self.assertEqual(at_once, 2, "scrapes at once")
         pc.stop()
+
+    def test_targets_spread_over_the_interval(self):
+        bad = BadServer().start()
+        self.addCleanup(bad.stop)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        static = "".join("- targets: [127.0.0.1:%d]\n  labels: {__profile_path_prefix__: /404/%d}\n"
+                         % (bad.port, i) for i in range(20))
+        cfg = scrape_config(mport, sink.url, static, interval="2s", types={"goroutine"})
+        pc = h.started_profcol(self, cfg, mport, "scrape-spread")
+        time.sleep(2.5)
+        pc.stop()
+        with bad.lock:
+            first = {}
+            for t, p in bad.arrivals:
+                first.setdefault(p, t)
+        self.assertEqual(len(first), 20)
+        times = sorted(first.values())
+        # offsets from the address and path, uniform over the 2 s: not all at once
+        self.assertGreater(times[-1] - times[0], 0.8, times)
+        self.assertLess(max(sum(1 for u in times if t <= u < t + 0.1) for t in times), 8, times)
 
     def test_godeltaprof_is_not_subtracted(self):
         good = Target(self.binary)
