@@ -71,6 +71,7 @@ struct pc_http_client {
     int port;
     char where[300]; /* "host:port" for Host and messages */
     unsigned max_conns;
+    size_t max_body; /* opts->max_body, or BODY_CAP */
     pc_tls_ctx *tls;
     struct sockaddr_storage addr;
     addr_state astate;
@@ -370,8 +371,8 @@ static void parse_response(cconn *k, const char *data, size_t n)
     } else if (e != HPE_OK) {
         char msg[512];
         if (k->too_large)
-            snprintf(msg, sizeof msg, "%s to %s: response body larger than %d MiB", k->req->what,
-                     k->c->where, BODY_CAP >> 20);
+            snprintf(msg, sizeof msg, "%s to %s: response body larger than %zu bytes", k->req->what,
+                     k->c->where, k->c->max_body);
         else
             snprintf(msg, sizeof msg, "%s to %s: invalid HTTP response: %s", k->req->what,
                      k->c->where, llhttp_get_error_reason(&k->parser));
@@ -525,7 +526,7 @@ static int on_header_value_complete(llhttp_t *p)
 static int on_headers_complete(llhttp_t *p)
 {
     cconn *k = p->data;
-    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > BODY_CAP) {
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > k->c->max_body) {
         k->too_large = true;
         return -1;
     }
@@ -535,7 +536,7 @@ static int on_headers_complete(llhttp_t *p)
 static int on_body(llhttp_t *p, const char *at, size_t n)
 {
     cconn *k = p->data;
-    if (k->body.len + n > BODY_CAP) {
+    if (k->body.len + n > k->c->max_body) {
         k->too_large = true;
         return HPE_USER;
     }
@@ -570,6 +571,7 @@ pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *o
     c->log_id = pc_xstrdup(opts->log_id ? opts->log_id : "http-client");
     c->port = opts->port;
     c->max_conns = opts->max_connections ? opts->max_connections : 8;
+    c->max_body = opts->max_body && opts->max_body < BODY_CAP ? opts->max_body : BODY_CAP;
     c->tls = opts->tls;
     bool v6 = strchr(c->host, ':') != NULL;
     snprintf(c->where, sizeof c->where, "%s%s%s:%d", v6 ? "[" : "", c->host, v6 ? "]" : "",
@@ -662,6 +664,17 @@ void pc_http_client_close(pc_http_client *c, void (*done)(void *arg), void *arg)
         if (!k->req) conn_close(k); /* in-flight ones close when their response is done */
     }
     uv_close((uv_handle_t *)&c->anchor, on_anchor_closed);
+}
+
+void pc_http_client_close_now(pc_http_client *c, void (*done)(void *arg), void *arg)
+{
+    if (c->closing) return;
+    pc_http_client_close(c, done, arg);
+    for (pc_conn *pc = c->env.conns, *next; pc; pc = next) {
+        next = pc->next;
+        cconn *k = (cconn *)pc;
+        if (k->req) conn_fail(k, UV_ECANCELED, "client closed");
+    }
 }
 
 /* ---- Retry-After ---- */

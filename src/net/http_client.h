@@ -16,6 +16,9 @@ typedef struct pc_http_client_opts {
     int port;
     unsigned max_connections; /* default 8; requests beyond wait in FIFO order */
     const char *log_id;
+    /* a response body larger than this fails the request (error UV_EMSGSIZE); 0: 64 MiB, the most
+     */
+    size_t max_body;
     /* NULL: plain text; else HTTPS with this context (net/tls.h; borrowed: outlives the client).
      * host is the name sent as SNI and verified in the certificate (unless the context overrides
      * it). A failed handshake is a connection error (error UV_EPROTO, error_msg "TLS handshake
@@ -46,6 +49,9 @@ void pc_http_client_request(pc_http_client *c, const char *method, const char *p
 size_t pc_http_client_pending(const pc_http_client *c);
 /* Fail queued requests with UV_ECANCELED, wait for in-flight ones, close, call done, free. */
 void pc_http_client_close(pc_http_client *c, void (*done)(void *arg), void *arg);
+/* The same, failing the requests in flight too (UV_ECANCELED) instead of waiting for them: a
+ * scraper's request may wait for a 14 s CPU profile. */
+void pc_http_client_close_now(pc_http_client *c, void (*done)(void *arg), void *arg);
 
 /* Parse a Retry-After value: delay-seconds or an HTTP-date (relative to now). -1 if invalid. */
 int pc_http_parse_retry_after(const char *v);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,15 +66,24 @@ int pc_cfg_error_at(pc_error *e, const char *file, int line, const char *path, c
     return pc_error_issue_add(e, PC_EINVAL, file, line, path, "%s", msg);
 }
 
-/* Interned file names: nodes point at them; they live for the process. */
+/* Interned file names: nodes point at them; they live for the process. A reload parses on a
+ * pool thread while a scrape receiver may read its target files, hence the lock. */
 static const char *intern_file(const char *name)
 {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static char *names[256];
     static size_t n;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0) return names[i];
-    if (n == 256) return "config";
-    return names[n++] = pc_xstrdup(name);
+    const char *found = "config";
+    pthread_mutex_lock(&lock);
+    size_t i = 0;
+    while (i < n && strcmp(names[i], name) != 0)
+        i++;
+    if (i < n)
+        found = names[i];
+    else if (n < 256)
+        found = names[n++] = pc_xstrdup(name);
+    pthread_mutex_unlock(&lock);
+    return found;
 }
 
 /* ---- nodes ---- */
@@ -623,6 +633,14 @@ pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_erro
         root = NULL;
     }
     return root;
+}
+
+pc_node *pc_yaml_parse(const char *text, size_t len, const char *name, pc_error *err)
+{
+    const char *file = intern_file(name);
+    int empty = 0;
+    pc_node *root = parse_any(text, len, file, 0, 0, false, "", err, &empty);
+    return empty ? node_new(PC_NODE_NULL, file, 1) : root;
 }
 
 pc_node *pc_config_load_file(const char *path, pc_error *err)

@@ -39,6 +39,9 @@ int pc_cfg_error_at(pc_error *e, const char *file, int line, const char *path, c
 /* Parse one YAML document; name is the file name used in errors. NULL on error. */
 pc_node *pc_config_parse(const char *text, size_t len, const char *name, pc_error *err);
 pc_node *pc_config_load_file(const char *path, pc_error *err);
+/* Any YAML (or JSON) document, whatever its top level (an empty one is a PC_NODE_NULL): data
+ * files such as a scrape receiver's file_sd_configs. NULL with the error in err. */
+pc_node *pc_yaml_parse(const char *text, size_t len, const char *name, pc_error *err);
 /* Merge src over dst (maps merge key by key, everything else replaces); src is consumed. */
 void pc_config_merge(pc_node *dst, pc_node *src);
 void pc_node_free(pc_node *n);

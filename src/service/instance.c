@@ -148,7 +148,9 @@ const pc_component_type *svc_lookup_type(pc_kind kind, const char *id, const pc_
     if (kind == PC_KIND_EXTENSION && (!strcmp(type, "zpages") || !strcmp(type, "pprof")))
         hint = "; what passes through is shown by the profilez extension";
     else if (kind == PC_KIND_RECEIVER && !strcmp(type, "pprof"))
-        hint = "; pprof uploads go to the pyroscope receiver (POST /ingest?format=pprof)";
+        hint =
+            "; pprof endpoints are scraped by the pyroscope_scrape receiver, pprof uploads go to "
+            "the pyroscope receiver (POST /ingest?format=pprof)";
     pc_cfg_errorf(err, at, path, "unknown %s type \"%s\" (profcol's %ss: %s%s)", pc_kind_name(kind),
                   type, pc_kind_name(kind), list, hint);
     return NULL;

@@ -256,6 +256,26 @@ class Tee:
                 out.append(TeeRequest(method, target, hdrs, body, status))
         return out
 
+    def exchanges(self):
+        """Every (request, response) of every connection, in order per connection: (TeeRequest,
+        response headers, response body), the response None when none was read."""
+        with self.lock:
+            conns = [list(r) for r in self.conns]
+        out = []
+        for cdata, sdata in conns:
+            reqs = _parse_messages(cdata, True)
+            resps = [r for r in _parse_messages(sdata, False)
+                     if r[0].split(" ")[1:2] != ["100"]]
+            for i, (start, hdrs, body) in enumerate(reqs):
+                method, target = start.split(" ")[:2]
+                if i < len(resps):
+                    rs, rh, rb = resps[i]
+                    out.append((TeeRequest(method, target, hdrs, body, int(rs.split(" ")[1])),
+                                rh, rb))
+                else:
+                    out.append((TeeRequest(method, target, hdrs, body, None), None, None))
+        return out
+
     def stop(self):
         self.stopped = True
         self.lsock.close()

@@ -621,23 +621,23 @@ def _raw_func(text):
 
 
 _LOC_RE = re.compile(r"^\s*(\d+): 0x[0-9a-fA-F]+ (?:M=\d+ )?(?:\[F\] )?(.*)$")
-_SAMPLE_RE = re.compile(r"^\s+([0-9][0-9 ]*): ([0-9 ]*)$")
+_SAMPLE_RE = re.compile(r"^\s+(-?[0-9][-0-9 ]*): ([0-9 ]*)$")  # -base: values may be negative
 _LABEL_RE = re.compile(r"(\S+?):\[([^\]]*)\]")
 
 
-def go_pprof_raw(path, tmp, pprof=None):
+def go_pprof_raw(path, tmp, pprof=None, base=None):
     """Read a pprof file with Go's own reader (`go tool pprof -raw`).
 
     -> {'types': [(type, unit)], 'totals': {(type, unit): total},
         'samples': {(type, unit): Counter{(names leaf first, string labels): value}},
         'functions': set}. Only labels whose values are not numbers are kept (-raw prints string
-    and numeric labels alike)."""
+    and numeric labels alike). base: a profile subtracted first (`pprof -base`)."""
     cmd = [pprof] if pprof else [shutil.which("go") or "go", "tool", "pprof"]
     # -symbolize=none: the names as the file holds them. pprof's default symbolization
     # "simplifies" names, dropping a parameter list even inside a Go generic's shape, e.g.
     # typeEncoder.OnceValue[go.shape.func(*encoding/json.encodeState, ...)].func3 printed as
     # OnceValue[go.shape.func].func3 (the real one follows in parentheses after s=).
-    r = subprocess.run(cmd + ["-raw", "-symbolize=none", path],
+    r = subprocess.run(cmd + ["-raw", "-symbolize=none"] + (["-base", base] if base else []) + [path],
                        env=go_env(tmp), capture_output=True, text=True, timeout=60,
                        stdin=subprocess.DEVNULL)
     if r.returncode != 0:

@@ -102,7 +102,8 @@ class CliTest(unittest.TestCase):
         embedded default; an enum given a list names its values."""
         cases = [
             ("receivers::pprof: {}", 'unknown receiver type "pprof" (profcol\'s receivers: otlp, '
-             "pyroscope, kafka; pprof uploads go to the pyroscope receiver"),
+             "pyroscope, kafka, pyroscope_scrape; pprof endpoints are scraped by the "
+             "pyroscope_scrape receiver, pprof uploads go to the pyroscope receiver"),
             ("extensions::zpages: {}", 'unknown extension type "zpages" (profcol\'s extensions: '),
             ("extensions::zpages: {}", "shown by the profilez extension"),
             ("receivers::otlpp: {}", 'unknown receiver type "otlpp" (did you mean "otlp"?)'),

@@ -1,0 +1,3 @@
+module profcol.test/scrapetarget
+
+go 1.22
