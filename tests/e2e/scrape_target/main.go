@@ -52,6 +52,18 @@ func allocLarge() {
 	sinkMu.Unlock()
 }
 
+// allocRestarted stands for allocSmall in a process started with -restarted: the stacks the
+// previous process allocated from are then missing from this one's heap profile, so a scraper
+// sees its counters go down whatever the two processes' ages and GC timing.
+//
+//go:noinline
+func allocRestarted() {
+	b := make([]byte, 96)
+	sinkMu.Lock()
+	sink = b
+	sinkMu.Unlock()
+}
+
 var shared sync.Mutex
 var counter int
 
@@ -65,6 +77,7 @@ func contend() {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	restarted := flag.Bool("restarted", false, "allocate from allocRestarted instead")
 	flag.Parse()
 	runtime.SetMutexProfileFraction(1)
 	runtime.SetBlockProfileRate(1)
@@ -83,9 +96,13 @@ func main() {
 	}()
 	go func() {
 		for i := 0; ; i++ {
-			allocSmall()
-			if i%50 == 0 {
-				allocLarge()
+			if *restarted {
+				allocRestarted()
+			} else {
+				allocSmall()
+				if i%50 == 0 {
+					allocLarge()
+				}
 			}
 			time.Sleep(200 * time.Microsecond)
 		}
