@@ -304,6 +304,33 @@ def curl_grpc_export(port, body, timeout=30):
     return out.stdout + out.stderr
 
 
+def run_in_netns(test, inner_var, test_file, inner_class):
+    """Run test_file's inner_class in private network and mount namespaces (`unshare --net
+    --mount`: a dnsmasq of the test's own on 127.0.0.1:53, which glibc's resolver asks), with
+    inner_var set so the outer test knows it is inside; skipped (saying why) where namespaces
+    cannot be made. The inner run must pass and skip nothing."""
+    if os.environ.get(inner_var):
+        test.skipTest("inside the namespace: %s runs" % inner_class)
+    if os.geteuid() != 0:
+        test.skipTest("skipped: needs root for private network and mount namespaces "
+                      "(unshare --net --mount), as glibc's resolver only asks port 53")
+    for tool in ("unshare", "dnsmasq", "ip", "mount"):
+        if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
+            test.skipTest("skipped: %s is not installed" % tool)
+    probe = subprocess.run(["unshare", "--net", "--mount", "true"], capture_output=True,
+                           text=True)
+    if probe.returncode != 0:
+        test.skipTest("skipped: unshare --net --mount refused: %s" % probe.stderr.strip())
+    env = dict(os.environ, **{inner_var: "1"})
+    r = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private",
+                        DEBIAN_PYTHON, os.path.abspath(test_file), "-v", inner_class],
+                       capture_output=True, text=True, env=env, timeout=600)
+    test.assertEqual(r.returncode, 0, "the namespaced scenario failed:\n%s" % r.stderr[-8000:])
+    test.assertIn("Ran 1 test", r.stderr)
+    test.assertNotIn("skipped", r.stderr)
+    return r.stderr
+
+
 def write_config(text, name="config"):
     return _tmpfile(name, ".yaml", text)
 

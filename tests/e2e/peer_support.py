@@ -243,18 +243,7 @@ class Tee:
 
     def requests(self):
         """Every request of every connection, with profcol's status for it."""
-        with self.lock:
-            conns = [list(r) for r in self.conns]
-        out = []
-        for cdata, sdata in conns:
-            reqs = _parse_messages(cdata, True)
-            resps = [r for r in _parse_messages(sdata, False)
-                     if r[0].split(" ")[1:2] != ["100"]]
-            for i, (start, hdrs, body) in enumerate(reqs):
-                method, target = start.split(" ")[:2]
-                status = int(resps[i][0].split(" ")[1]) if i < len(resps) else None
-                out.append(TeeRequest(method, target, hdrs, body, status))
-        return out
+        return [req for req, _, _ in self.exchanges()]
 
     def exchanges(self):
         """Every (request, response) of every connection, in order per connection: (TeeRequest,

@@ -36,7 +36,6 @@ keeps its queues in memory, the other on disk (sending_queue::storage).
 import collections
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -589,24 +588,7 @@ class HttpProtocolTest(unittest.TestCase):
 class DnsTest(unittest.TestCase):
 
     def test_dns_membership_moves_traffic(self):
-        if os.environ.get(INNER):
-            self.skipTest("inside the namespace: DnsInner runs")
-        if os.geteuid() != 0:
-            self.skipTest("skipped: needs root for private network and mount namespaces "
-                          "(unshare --net --mount), as glibc's resolver only asks port 53")
-        for tool in ("unshare", "dnsmasq", "ip", "mount"):
-            if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
-                self.skipTest("skipped: %s is not installed" % tool)
-        probe = subprocess.run(["unshare", "--net", "--mount", "true"], capture_output=True,
-                               text=True)
-        if probe.returncode != 0:
-            self.skipTest("skipped: unshare --net --mount refused: %s" % probe.stderr.strip())
-        env = dict(os.environ, **{INNER: "1"})
-        r = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private",
-                            h.DEBIAN_PYTHON, os.path.abspath(__file__), "-v", "DnsInner"],
-                           capture_output=True, text=True, env=env, timeout=600)
-        self.assertEqual(r.returncode, 0, "the namespaced DNS scenario failed:\n%s"
-                         % r.stderr[-8000:])
+        h.run_in_netns(self, INNER, __file__, "DnsInner")
 
 
 class DnsInner(unittest.TestCase):

@@ -293,6 +293,16 @@ class ProfilezPageTest(unittest.TestCase):
         self.pc.stop()
 
 
+def read_all(s):
+    """Everything the peer sends until it closes."""
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
 def raw_get(port, path, headers):
     """A GET with exactly these headers (Host included): (status, headers dict, body)."""
     import socket
@@ -300,12 +310,7 @@ def raw_get(port, path, headers):
     try:
         s.sendall(("GET %s HTTP/1.1\r\n%sConnection: close\r\n\r\n" % (path, "".join(
             "%s: %s\r\n" % kv for kv in headers.items()))).encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_all(s)
     finally:
         s.close()
     head, _, body = data.partition(b"\r\n\r\n")
@@ -397,12 +402,7 @@ class GuardsTest(unittest.TestCase):
             s.sendall(req)
         statuses = []
         for s in socks:
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_all(s)
             s.close()
             statuses.append(int(data.split(b" ", 2)[1]))
             if statuses[-1] == 503:

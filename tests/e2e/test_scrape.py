@@ -113,16 +113,24 @@ def sink_views(sink):
     return ps.otlp_views(msgs)
 
 
-class ScrapeGoTest(unittest.TestCase):
+class WithTarget(unittest.TestCase):
+    """A class of tests that runs the Go target binary, built once into its own directory."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="scrape-", dir=h.TMP)
         cls.binary = build_target(cls.tmp)
-        cls.files = itertools.count()
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
+class ScrapeGoTest(WithTarget):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.files = itertools.count()
 
     def setUp(self):
         self.target = Target(self.binary)
@@ -323,15 +331,7 @@ class BadServer(h.LocalServer):
         super().stop()
 
 
-class BadTargetsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="scrape-bad-", dir=h.TMP)
-        cls.binary = build_target(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class BadTargetsTest(WithTarget):
 
     def test_bad_targets_counted_while_a_good_one_goes_on(self):
         good = Target(self.binary)
@@ -530,15 +530,7 @@ def discovery_config(mport, sink_url, sd_yaml):
             "      exporters: [otlphttp]\n")
 
 
-class FileSdTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="scrape-file-", dir=h.TMP)
-        cls.binary = build_target(cls.tmp)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+class FileSdTest(WithTarget):
 
     def write(self, name, text):
         path = os.path.join(self.tmp, name)
@@ -590,22 +582,7 @@ INNER = "PROFCOL_SCRAPE_DNS_INNER"
 
 class DnsSdTest(unittest.TestCase):
     def test_targets_from_dns(self):
-        if os.environ.get(INNER):
-            self.skipTest("inside the namespace: DnsInner runs")
-        if os.geteuid() != 0:
-            self.skipTest("skipped: needs root for private network and mount namespaces "
-                          "(unshare --net --mount), as glibc's resolver only asks port 53")
-        for tool in ("unshare", "dnsmasq", "ip", "mount"):
-            if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
-                self.skipTest("skipped: %s is not installed" % tool)
-        env = dict(os.environ, **{INNER: "1"})
-        r = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private",
-                            h.DEBIAN_PYTHON, os.path.abspath(__file__), "-v", "DnsInner"],
-                           capture_output=True, text=True, env=env, timeout=600)
-        self.assertEqual(r.returncode, 0, "the namespaced DNS scenario failed:\n%s"
-                         % r.stderr[-8000:])
-        self.assertIn("Ran 1 test", r.stderr)
-        self.assertNotIn("skipped", r.stderr)
+        h.run_in_netns(self, INNER, __file__, "DnsInner")
 
 
 class DnsInner(unittest.TestCase):
