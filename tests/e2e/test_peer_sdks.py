@@ -7,7 +7,11 @@ the test fails when they are not built):
   * pyroscope-io 1.4.0 (PyPI, py-spy inside) in tests/peers/pyroscope-io: CPU, a tag_wrapper
     span_id, a tenant;
   * the pyroscope crate 2.1.5 with its pprof-rs backend in tests/peers/pyroscope-rs: CPU, a
-    tag_wrapper span_id thread tag, a tenant.
+    tag_wrapper span_id thread tag, a tenant;
+  * godeltaprof 0.1.12 (pyroscope-go's, its http/pprof handlers) scraped by the pyroscope_scrape
+    receiver: the same Go app with -serve is the target, behind a tee; what profcol forwards for
+    delta_heap, delta_mutex and delta_block equals, per type and (stack, labels), Go's reading of
+    every answer it took (godeltaprof answers deltas: nothing is subtracted again).
 
 Every upload is captured on its way in by a TCP tee (peer_support.Tee) in front of profcol's
 pyroscope receiver. The oracle is Go's own pprof reader (`pprof -raw`, the peers' prebuilt
@@ -234,6 +238,64 @@ class PyroscopeRsTest(SdkCase, unittest.TestCase):
         r = subprocess.run([app, url, self.app, self.tenant, self.span_id, "6"],
                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+
+
+def nonzero(counter):
+    return collections.Counter({k: v for k, v in counter.items() if v})
+
+
+class GodeltaprofScrapeTest(unittest.TestCase):
+    DELTA = ("/debug/pprof/delta_heap", "/debug/pprof/delta_mutex", "/debug/pprof/delta_block")
+
+    def test_scraped_as_answered(self):
+        tmp = ps.mktemp("peer-godeltaprof-")
+        port = h.free_port()
+        app = subprocess.Popen([os.path.join(peers.peer_dir("pyroscope-go"), "goapp"), "-serve",
+                                "127.0.0.1:%d" % port, "-run", "120s"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL)
+        self.addCleanup(app.kill)
+        self.assertTrue(h.wait_port(port, 20, app), "the Go app did not listen")
+        tee = peers.Tee(port)
+        self.addCleanup(tee.stop)
+        sink = h.started_sink(self)
+        mport = h.free_port()
+        types = "".join("      %s: {enabled: false}\n" % t
+                        for t in ("process_cpu", "memory", "goroutine", "mutex", "block"))
+        types += "".join("      godeltaprof_%s: {enabled: true}\n" % t
+                         for t in ("memory", "mutex", "block"))
+        pc = h.started_profcol(self, (
+            "receivers:\n  pyroscope_scrape:\n    scrape_interval: 1s\n    scrape_timeout: 5s\n"
+            "    profiling_config:\n" + types +
+            "    static_configs:\n      - targets: [127.0.0.1:%d]\n" % tee.port +
+            "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink.url +
+            "service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport +
+            "  pipelines:\n    profiles:\n      receivers: [pyroscope_scrape]\n"
+            "      exporters: [otlphttp]\n"), mport, "profcol-godeltaprof")
+
+        def answered():
+            return [x for x in tee.exchanges() if x[0].path in self.DELTA and x[0].status == 200]
+        self.assertTrue(h.wait_for(lambda: all(sum(1 for x in answered() if x[0].path == p) >= 3
+                                               for p in self.DELTA), 60), tee.exchanges()[-3:])
+        pc.stop()  # what was scraped is flushed to the sink
+        want = collections.defaultdict(collections.Counter)
+        for i, (req, _, body) in enumerate(answered()):
+            path = os.path.join(tmp, "answer-%d.pb.gz" % i)
+            with open(path, "wb") as f:
+                f.write(body)
+            v = peers.pprof_raw(path, tmp)
+            for t in v["types"]:  # mutex and block name their types alike: summed on both sides
+                want[t].update(unnamed_as_otlp(v["samples"][t]))
+        got = collections.defaultdict(collections.Counter)
+        with sink.lock:
+            msgs = [r.message for r in sink.requests if r.message is not None]
+        for v in ps.otlp_views(msgs):
+            got[v["type"]].update(v["samples"])
+        self.assertEqual(set(got), set(want))
+        for t in want:
+            self.assertEqual(nonzero(ps.string_attrs_only(got[t])),
+                             nonzero(ps.string_attrs_only(want[t])), t)
+        self.assertTrue(any(sum(c.values()) for c in want.values()), "godeltaprof answered zeros")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 // A small app on pyroscope-go (and its godeltaprof, which pyroscope-go's heap, mutex and block
 // profiles use) for profcol's peer tests: it burns CPU in named functions, allocates, contends a
 // mutex, tags part of its work with pyroscope.TagWrapper (span_id), and uploads every profile type
-// to -addr until -run has passed, then stops (the last upload is flushed by Stop).
+// to -addr until -run has passed, then stops (the last upload is flushed by Stop). With -serve it
+// uploads nothing and is a scrape target instead: net/http/pprof's /debug/pprof/* and godeltaprof's
+// /debug/pprof/delta_{heap,mutex,block} (its http/pprof package) on that address.
 package main
 
 import (
@@ -9,6 +11,9 @@ import (
 	"crypto/sha256"
 	"flag"
 	"log"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"runtime"
 	"sync"
@@ -16,6 +21,7 @@ import (
 
 	"github.com/grafana/pyroscope-go"
 	"github.com/grafana/pyroscope-go/godeltaprof"
+	_ "github.com/grafana/pyroscope-go/godeltaprof/http/pprof"
 )
 
 var sink []byte
@@ -77,27 +83,38 @@ func main() {
 	tenant := flag.String("tenant", "", "X-Scope-OrgID")
 	span := flag.String("span-id", "0123456789abcdef", "span_id label of tracedWork")
 	run := flag.Duration("run", 5*time.Second, "how long to work")
+	serve := flag.String("serve", "", "serve pprof and godeltaprof on this address, upload nothing")
 	flag.Parse()
 	runtime.SetMutexProfileFraction(1)
 	runtime.SetBlockProfileRate(1)
 	// godeltaprof directly too: a delta heap profile written where -heap says (not uploaded)
 	heap := godeltaprof.NewHeapProfiler()
-	p, err := pyroscope.Start(pyroscope.Config{
-		ApplicationName: *app,
-		ServerAddress:   *addr,
-		TenantID:        *tenant,
-		Logger:          pyroscope.StandardLogger,
-		UploadRate:      2 * time.Second,
-		Tags:            map[string]string{"env": "peer", "sdk": "go"},
-		ProfileTypes: []pyroscope.ProfileType{
-			pyroscope.ProfileCPU, pyroscope.ProfileAllocObjects, pyroscope.ProfileAllocSpace,
-			pyroscope.ProfileInuseObjects, pyroscope.ProfileInuseSpace, pyroscope.ProfileGoroutines,
-			pyroscope.ProfileMutexCount, pyroscope.ProfileMutexDuration,
-			pyroscope.ProfileBlockCount, pyroscope.ProfileBlockDuration,
-		},
-	})
-	if err != nil {
-		log.Fatal(err)
+	var p *pyroscope.Profiler
+	if *serve != "" {
+		ln, err := net.Listen("tcp", *serve)
+		if err != nil {
+			log.Fatal(err)
+		}
+		go func() { log.Println(http.Serve(ln, nil)) }()
+	} else {
+		var err error
+		p, err = pyroscope.Start(pyroscope.Config{
+			ApplicationName: *app,
+			ServerAddress:   *addr,
+			TenantID:        *tenant,
+			Logger:          pyroscope.StandardLogger,
+			UploadRate:      2 * time.Second,
+			Tags:            map[string]string{"env": "peer", "sdk": "go"},
+			ProfileTypes: []pyroscope.ProfileType{
+				pyroscope.ProfileCPU, pyroscope.ProfileAllocObjects, pyroscope.ProfileAllocSpace,
+				pyroscope.ProfileInuseObjects, pyroscope.ProfileInuseSpace, pyroscope.ProfileGoroutines,
+				pyroscope.ProfileMutexCount, pyroscope.ProfileMutexDuration,
+				pyroscope.ProfileBlockCount, pyroscope.ProfileBlockDuration,
+			},
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -124,7 +141,9 @@ func main() {
 		f.Close()
 		os.Remove(f.Name())
 	}
-	if err := p.Stop(); err != nil {
-		log.Fatal(err)
+	if p != nil {
+		if err := p.Stop(); err != nil {
+			log.Fatal(err)
+		}
 	}
 }
