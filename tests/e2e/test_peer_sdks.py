@@ -254,7 +254,7 @@ class GodeltaprofScrapeTest(unittest.TestCase):
                                 "127.0.0.1:%d" % port, "-run", "120s"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                stdin=subprocess.DEVNULL)
-        self.addCleanup(app.kill)
+        self.addCleanup(lambda: (app.kill(), app.wait(5)))
         self.assertTrue(h.wait_port(port, 20, app), "the Go app did not listen")
         tee = peers.Tee(port)
         self.addCleanup(tee.stop)
