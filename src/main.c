@@ -34,7 +34,7 @@ static void usage(FILE *f)
                "               --mode redacted|unredacted, --format yaml|json, --validate=false\n"
                "  components   list every component type with its settings\n"
                "  components-markdown   the same as a Markdown reference (docs/components.md)\n"
-               "  featuregate [ID]      list the feature gates (profcol has none yet)\n"
+               "  featuregate [ID]      list the feature gates\n"
                "  print-default-config  print the embedded default config\n"
                "\n"
                "options:\n"
@@ -394,19 +394,32 @@ static int print_config(const pc_config_sources *src, const char *mode, const ch
     return rc ? 1 : 0;
 }
 
-/* otelcol featuregate [ID]: profcol has no gates yet. */
+/* The Collector's gates a Collector command line names. service.profilesSupport gates profiles
+ * pipelines in otelcol; profiles are what profcol is for, so it is on and stays on. */
+static const struct {
+    const char *id, *stage, *doc;
+} gates[] = {
+    {"service.profilesSupport", "stable",
+     "profiles pipelines (always on in profcol; accepted so that otelcol command lines run)"},
+};
+#define N_GATES (sizeof gates / sizeof gates[0])
+
+/* otelcol featuregate [ID] */
 static int featuregate(const char *id)
 {
+    for (size_t i = 0; i < N_GATES; i++)
+        if (!id || !strcmp(id, gates[i].id))
+            printf("%-26s enabled  %-8s %s\n", gates[i].id, gates[i].stage, gates[i].doc);
+    for (size_t i = 0; id && i < N_GATES; i++)
+        if (!strcmp(id, gates[i].id)) return 0;
     if (id) {
-        fprintf(stderr, "profcol: feature \"%s\" not found (profcol has no feature gates yet)\n",
-                id);
+        fprintf(stderr, "profcol: feature \"%s\" not found\n", id);
         return 1;
     }
-    printf("profcol has no feature gates yet.\n");
     return 0;
 }
 
-/* --feature-gates=a,-b,+c: every id must exist, and none does yet. */
+/* --feature-gates=a,-b,+c: every id must exist; a stable gate cannot be disabled. */
 static int check_feature_gates(const char *list)
 {
     char *copy = pc_xstrdup(list), *save = NULL;
@@ -414,10 +427,20 @@ static int check_feature_gates(const char *list)
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         while (*t == ' ')
             t++;
+        bool off = *t == '-';
         if (*t == '+' || *t == '-') t++;
         if (!*t) continue;
-        fprintf(stderr, "profcol: --feature-gates: no such feature gate \"%s\"\n", t);
-        rc = 2;
+        size_t i = 0;
+        while (i < N_GATES && strcmp(gates[i].id, t) != 0)
+            i++;
+        if (i == N_GATES) {
+            fprintf(stderr, "profcol: --feature-gates: no such feature gate \"%s\"\n", t);
+            rc = 2;
+        } else if (off) {
+            fprintf(stderr, "profcol: --feature-gates: gate \"%s\" is %s and cannot be disabled\n",
+                    t, gates[i].stage);
+            rc = 2;
+        }
     }
     free(copy);
     return rc;

@@ -343,7 +343,13 @@ class CliTest(unittest.TestCase):
     def test_featuregate_and_usage(self):
         r = h.run_profcol(["featuregate"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("no feature gates", r.stdout)
+        self.assertRegex(r.stdout, r"service.profilesSupport +enabled +stable")
+        # an otelcol command line's gate is accepted (profiles are always on), not disabled
+        r = h.run_profcol(["--feature-gates=service.profilesSupport", "validate"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = h.run_profcol(["--feature-gates=-service.profilesSupport", "validate"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn('gate "service.profilesSupport" is stable and cannot be disabled', r.stderr)
         r = h.run_profcol(["featuregate", "some.gate"])
         self.assertEqual(r.returncode, 1)
         self.assertIn('"some.gate" not found', r.stderr)
