@@ -188,6 +188,22 @@ class CliTest(unittest.TestCase):
         r = h.run_profcol(["validate", "--config", h.write_config(plain, "secrets-plain")])
         self.assertIn('timeout: "plain-dur" is not a duration', r.stderr)
 
+    def test_collector_exporter_names(self):
+        """otelcol 0.161.0 calls the otlp and otlphttp exporters otlp_grpc and otlp_http: a
+        Collector config with those names runs as written (data reaches the sink)."""
+        sink = h.started_sink(self)
+        port = h.free_port()
+        p = h.started_profcol(self, "receivers:\n" + receiver(port) +
+                              "exporters:\n  otlp_http/out:\n    endpoint: %s\n"
+                              "  otlp_grpc:\n    endpoint: 127.0.0.1:%d\n"
+                              "    tls:\n      insecure: true\n"
+                              "service:\n  pipelines:\n    profiles:\n"
+                              "      receivers: [otlp]\n      exporters: [otlp_http/out]\n"
+                              % (sink.url, h.free_port()), port, "collector-names")
+        self.assertEqual(h.post(port, request_for(3)).status, 200)
+        self.assertEqual(services(m.message for m in sink.wait_requests(1)), ["svc-00003"])
+        p.stop()
+
     def test_metrics_port_in_use_stops_the_start(self):
         """Issue 28: as otelcol, a self-metrics port already taken ends the start with exit 1
         and the reason (running on would let a scraper read the other process)."""
