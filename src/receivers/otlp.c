@@ -452,11 +452,13 @@ static void on_request(pc_http_req *req, void *arg)
                           media_type_is(ct, "application/protobuf")))) {
         static const char m[] = "415 unsupported media type, supported: [application/json, "
                                 "application/x-protobuf]\n";
+        r->stats[T_HTTP].refused_requests.n[PC_REFUSED_UNSUPPORTED]++;
         pc_http_respond(req, 415, "text/plain", m, sizeof m - 1, NULL);
         return;
     }
     int enc = pc_enc_parse(pc_http_req_header(req, "content-encoding"));
     if (enc < 0) {
+        r->stats[T_HTTP].refused_requests.n[PC_REFUSED_UNSUPPORTED]++;
         http_respond_status(req, json, 415,
                             "unsupported Content-Encoding (supported: gzip, deflate, zstd)");
         return;
@@ -480,6 +482,7 @@ static void on_call(pc_h2_call *call, void *arg)
     otlp_recv *r = arg;
     if (r->grpc_auth && pc_auth_check_call(r->grpc_auth, call)) {
         PC_DEBUG(r->c->id, "%s: gRPC call without valid credentials", call->peer);
+        r->stats[T_GRPC].refused_requests.n[PC_REFUSED_UNAUTHORIZED]++;
         pc_grpc_respond(call, PC_GRPC_UNAUTHENTICATED, "missing or invalid credentials", NULL, 0,
                         NULL);
         return;
@@ -490,6 +493,7 @@ static void on_call(pc_h2_call *call, void *arg)
         !(media_type_is(ct, "application/grpc") || media_type_is(ct, "application/grpc+proto"))) {
         pc_h2_header h[] = {{"content-type", "text/plain"}};
         static const char m[] = "415 unsupported media type: gRPC only (application/grpc)\n";
+        r->stats[T_GRPC].refused_requests.n[PC_REFUSED_UNSUPPORTED]++;
         pc_h2_respond(call, 415, h, 1, m, sizeof m - 1, NULL, 0);
         return;
     }
@@ -600,6 +604,7 @@ static int otlp_start(pc_component *c, pc_error *e)
     int rc = cfg->grpc_on ? start_grpc(c, e) : 0;
     if (rc < 0) return rc;
     if (!cfg->http_on) return 0;
+    r->http.refused = &r->stats[T_HTTP].refused_requests;
     rc = pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, e);
     if (rc < 0) return rc;
     register_metrics(c, T_HTTP);

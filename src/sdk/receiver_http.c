@@ -67,6 +67,7 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
 int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req)
 {
     if (!rh->auth || !pc_auth_check(rh->auth, req)) return 0;
+    if (rh->refused) rh->refused->n[PC_REFUSED_UNAUTHORIZED]++;
     static const char m[] = "401 unauthorized: missing or invalid credentials\n";
     pc_http_respond(req, 401, "text/plain", m, sizeof m - 1, pc_auth_challenge(rh->auth));
     return PC_EAUTH;

@@ -52,8 +52,9 @@ int pc_http_server_cfg_validate(const pc_http_server_cfg *cfg, const pc_node *no
 /* A started server for a receiver: the authenticator looked up, TLS set up, listening. */
 typedef struct pc_receiver_http {
     pc_http_server *srv;
-    pc_tls_ctx *tls; /* NULL: plain text */
-    pc_auth *auth;   /* NULL: no authenticator */
+    pc_tls_ctx *tls;              /* NULL: plain text */
+    pc_auth *auth;                /* NULL: no authenticator */
+    pc_refused_requests *refused; /* where a 401 is counted (the receiver's, set before start) */
     /* the server's connection counters, in the self-metrics */
     pc_conn_stats conns;
     char host[256];

@@ -117,7 +117,7 @@ void pc_receiver_register_refused_requests(pc_component *c, const char *transpor
                                            const pc_refused_requests *r)
 {
     static const char *const reasons[PC_REFUSED_COUNT] = {"invalid", "too_large", "unsupported",
-                                                          "memory", "pipeline"};
+                                                          "memory",  "pipeline",  "unauthorized"};
     for (int i = 0; i < PC_REFUSED_COUNT; i++) {
         char labels[300];
         snprintf(labels, sizeof labels, "receiver=\"%s\",transport=\"%s\",reason=\"%s\"", c->id,

@@ -53,6 +53,7 @@ typedef enum {
     PC_REFUSED_UNSUPPORTED,
     PC_REFUSED_MEMORY,
     PC_REFUSED_PIPELINE,
+    PC_REFUSED_UNAUTHORIZED, /* no valid credentials (401, UNAUTHENTICATED) */
     PC_REFUSED_COUNT
 } pc_refused_reason;
 typedef struct pc_refused_requests {

@@ -204,6 +204,41 @@ class CliTest(unittest.TestCase):
         self.assertEqual(services(m.message for m in sink.wait_requests(1)), ["svc-00003"])
         p.stop()
 
+    def test_refusals_before_decoding_are_counted(self):
+        """docs/limits.md: every refused request is counted by reason, those refused before any
+        decoding too: no credentials (401, gRPC UNAUTHENTICATED: reason unauthorized) and an
+        unsupported Content-Type or Content-Encoding (415: unsupported)."""
+        hport, gport, mport = h.free_port(), h.free_port(), h.free_port()
+        p = h.started_profcol(self, (
+            "receivers:\n  otlp:\n    protocols:\n"
+            "      http:\n        endpoint: 127.0.0.1:%d\n"
+            "        auth:\n          authenticator: bearertokenauth\n"
+            "      grpc:\n        endpoint: 127.0.0.1:%d\n"
+            "        auth:\n          authenticator: bearertokenauth\n"
+            "extensions:\n  bearertokenauth:\n    token: t0k\n"
+            "exporters:\n  debug:\n"
+            "service:\n  extensions: [bearertokenauth]\n"
+            "  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n"
+            "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [debug]\n")
+            % (hport, gport, mport), [hport, gport], "refusals")
+        body = request_for(1)
+        auth = {"Authorization": "Bearer t0k"}
+        self.assertEqual(h.post(hport, body).status, 401)
+        self.assertEqual(h.post(hport, body, content_type="text/plain", headers=auth).status, 415)
+        self.assertEqual(h.post(hport, body, headers=dict(auth, **{"Content-Encoding": "br"}))
+                         .status, 415)
+        self.assertEqual(h.post(hport, body, headers=auth).status, 200)
+        self.assertIn(b"grpc-status: 16", h.curl_grpc_export(gport, body).lower())
+        import signal_support as ss
+
+        def count(transport, reason):
+            return ss.self_metric(mport, "profcol_receiver_refused_requests",
+                                  transport=transport, reason=reason)
+        self.assertEqual(count("http", "unauthorized"), 1)
+        self.assertEqual(count("http", "unsupported"), 2)
+        self.assertEqual(count("grpc", "unauthorized"), 1)
+        p.stop()
+
     def test_metrics_port_in_use_stops_the_start(self):
         """Issue 28: as otelcol, a self-metrics port already taken ends the start with exit 1
         and the reason (running on would let a scraper read the other process)."""

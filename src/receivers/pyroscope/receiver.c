@@ -600,6 +600,7 @@ static int pyro_start(pc_component *c, pc_error *e)
 {
     pyro_recv *r = c->priv;
     pyro_cfg *cfg = c->cfg;
+    r->http.refused = &r->stats.refused_requests;
     int rc = pc_receiver_http_start(&r->http, c, &cfg->http, on_request, r, e);
     if (rc < 0) return rc;
     pc_receiver_register_in_flight(c, &r->core.in_flight);
