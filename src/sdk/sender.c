@@ -86,6 +86,14 @@ int pc_sender_validate_at(const pc_sender_cfg *cfg, const pc_node *node, const c
     if (cfg->storage && !cfg->queue_enabled)
         return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.storage"),
                                  "needs sending_queue::enabled: true");
+    /* the Collector names a file_storage extension here; profcol a directory: a Collector
+     * config would otherwise queue into ./file_storage */
+    if (cfg->storage &&
+        (!strcmp(cfg->storage, "file_storage") || !strncmp(cfg->storage, "file_storage/", 13)))
+        return pc_cfg_key_errorf(err, node, path, KEY("sending_queue.storage"),
+                                 "\"%s\" is the Collector's file_storage extension; profcol "
+                                 "takes the queue's directory here (e.g. /var/lib/profcol/queue)",
+                                 cfg->storage);
     if (cfg->initial_interval_ms == 0 || cfg->max_interval_ms < cfg->initial_interval_ms)
         return pc_cfg_key_errorf(err, node, path, KEY("retry_on_failure.initial_interval"),
                                  "need 0 < initial_interval <= max_interval");

@@ -112,6 +112,17 @@ class CliTest(unittest.TestCase):
             r = h.run_profcol(["validate", "--config", "yaml:" + frag])
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertIn(want, r.stderr)
+        # the Collector's sending_queue::storage names a file_storage extension; profcol's a
+        # directory: said, instead of queueing into ./file_storage
+        r = h.run_profcol(["validate", "--config", "yaml:receivers::otlp::protocols::http: {}",
+                           "--config", "yaml:exporters::otlphttp::endpoint: http://h:4318",
+                           "--config", "yaml:exporters::otlphttp::sending_queue::storage: "
+                           "file_storage/q",
+                           "--config", "yaml:service::pipelines::profiles: "
+                           "{receivers: [otlp], exporters: [otlphttp]}"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn('sending_queue::storage: "file_storage/q" is the Collector\'s file_storage '
+                      "extension; profcol takes the queue's directory here", r.stderr)
         r = h.run_profcol(["validate", "--config", "yaml:exporters::debug::verbosity: detailed"])
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("at least one pipeline is required", r.stderr)
