@@ -385,7 +385,8 @@ const pc_cfg_key *pc_cfgtable_flat(const pc_cfg_key *table)
         pc_cfg_key *rows = NULL;
         size_t n = 0, cap = 0;
         flatten(table, "", 0, &rows, &n, &cap);
-        rows[n] = (pc_cfg_key){0}; /* the terminator */
+        if (!rows) rows = pc_xmalloc(sizeof *rows); /* groups with no rows at all */
+        rows[n] = (pc_cfg_key){0};                  /* the terminator */
         g_flat = pc_xrealloc(g_flat, (g_n_flat + 1) * sizeof *g_flat);
         g_flat[g_n_flat++] = (flat_table){table, rows};
         flat = rows;

@@ -685,6 +685,71 @@ static void test_grpc_endpoint_path(void)
                    "scheme \"ftp\"");
 }
 
+/* Group rows (sdk/cfgtable.h): a table of its own, nested, under a prefix, at an offset. */
+typedef struct inner_cfg {
+    int64_t n;
+    char *name;
+} inner_cfg;
+typedef struct mid_cfg {
+    bool on;
+    inner_cfg in;
+} mid_cfg;
+typedef struct outer_cfg {
+    char *top;
+    mid_cfg a, b;
+} outer_cfg;
+
+/* clang-format off */
+static const pc_cfg_key inner_keys[] = {
+    {"inner.n", PC_CFG_INT, "7", offsetof(inner_cfg, n), "a number", NULL},
+    {"inner.name", PC_CFG_STRING, "", offsetof(inner_cfg, name), "a name", NULL},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+static const pc_cfg_key mid_keys[] = {
+    {"on", PC_CFG_BOOL, "false", offsetof(mid_cfg, on), "a switch", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(mid_cfg, in), "the inner part", inner_keys},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+static const pc_cfg_key outer_keys[] = {
+    {"top", PC_CFG_STRING, "t", offsetof(outer_cfg, top), "top", NULL},
+    {"a.", PC_CFG_GROUP, "", offsetof(outer_cfg, a), "part a", mid_keys},
+    {"b.", PC_CFG_GROUP, "", offsetof(outer_cfg, b), "part b", mid_keys},
+    {NULL, 0, NULL, 0, NULL, NULL},
+};
+/* clang-format on */
+
+static void test_groups(void)
+{
+    const pc_cfg_key *flat = pc_cfgtable_flat(outer_keys);
+    CHECK(flat == pc_cfgtable_flat(outer_keys)); /* built once */
+    const char *want[] = {"top",  "a.on",      "a.inner.n",   "a.inner.name",
+                          "b.on", "b.inner.n", "b.inner.name"};
+    size_t n = 0;
+    for (; flat[n].key; n++)
+        CHECK_STR(flat[n].key, n < 7 ? want[n] : "(more)");
+    CHECK_EQ_INT(n, 7);
+    CHECK(pc_cfgtable_flat(inner_keys) == inner_keys); /* nothing to expand */
+
+    pc_error_issues issues = {0};
+    pc_error err = PC_ERROR_WITH_ISSUES(&issues);
+    pc_node *root = parse("b:\n  on: true\n  inner:\n    n: 42\n    name: x\n", &err);
+    outer_cfg cfg = {0};
+    CHECK_EQ_INT(pc_cfgtable_apply(outer_keys, &cfg, root, "c", &err), 0);
+    CHECK_STR(cfg.top, "t");
+    CHECK(!cfg.a.on && cfg.a.in.n == 7 && cfg.a.in.name == NULL); /* defaults */
+    CHECK(cfg.b.on && cfg.b.in.n == 42);
+    CHECK_STR(cfg.b.in.name, "x");
+    pc_cfgtable_free(outer_keys, &cfg);
+    pc_node_free(root);
+
+    root = parse("a:\n  inner:\n    nn: 1\n", &err);
+    outer_cfg bad = {0};
+    CHECK(pc_cfgtable_apply(outer_keys, &bad, root, "c", &err) < 0);
+    CHECK_CONTAINS(all_errors(&err), "c::a::inner::nn: unknown key \"nn\" (did you mean \"n\"?)");
+    pc_cfgtable_free(outer_keys, &bad);
+    pc_node_free(root);
+}
+
 static void test_billion_laughs(void)
 {
     pc_error_issues issues = {0};
@@ -711,6 +776,7 @@ int main(void)
     RUN(test_seed_config);
     RUN(test_errors);
     RUN(test_billion_laughs);
+    RUN(test_groups);
     RUN(test_every_error);
     RUN(test_service_sections);
     RUN(test_providers);
