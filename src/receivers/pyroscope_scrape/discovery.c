@@ -18,7 +18,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "receivers/pyroscope_scrape/scrape.h"
+#include "receivers/pyroscope_scrape/model.h"
 
 #define TICK_MS 1000
 
@@ -308,7 +308,7 @@ static void gai_done(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     x->closing--;
     if (x->stopping) {
         uv_freeaddrinfo(res);
-        scrape_try_finish(x);
+        x->ops.try_finish(x);
         return;
     }
     if (status) {
@@ -389,7 +389,7 @@ static void srv_done(uv_work_t *w, int status)
             PC_WARN(x->c->id, "dns_sd_configs: %s: SRV lookup failed (its targets are kept)",
                     dn->name);
         sd_targets_free(ts, n);
-        scrape_try_finish(x);
+        x->ops.try_finish(x);
         return;
     }
     dns_sync(dn, ts, n);
@@ -477,7 +477,7 @@ static void tick_closed(uv_handle_t *h)
 {
     struct discovery *ds = h->data;
     ds->x->closing--;
-    scrape_try_finish(ds->x);
+    ds->x->ops.try_finish(ds->x);
 }
 
 void discovery_stop(scrape_recv *x)

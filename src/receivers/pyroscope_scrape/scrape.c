@@ -26,11 +26,8 @@
 #include "base/gzip.h"
 #include "formats/pprof.h"
 #include "pdata/dict.h"
-#include "receivers/pyroscope_scrape/scrape.h"
+#include "receivers/pyroscope_scrape/model.h"
 #include "sdk/tls_config.h"
-
-const char *const scrape_reason_names[R_COUNT] = {
-    "connect", "timeout", "http_status", "too_large", "not_pprof", "decode", "pipeline", "overlap"};
 
 static const char *const schemes[] = {"http", "https", NULL};
 
@@ -291,7 +288,7 @@ static void due(uv_timer_t *h)
     run(s);
 }
 
-void series_schedule(series *s)
+static void series_schedule(series *s)
 {
     scrape_recv *x = s->t->x;
     const scrape_cfg *cfg = x->c->cfg;
@@ -333,6 +330,8 @@ static void series_maybe_free(series *s)
 }
 
 /* The scrape is over, whatever its outcome. */
+static void scrape_try_finish(scrape_recv *x);
+
 static void scrape_end(series *s)
 {
     scrape_recv *x = s->t->x;
@@ -517,7 +516,7 @@ static void client_closed(void *arg)
     scrape_try_finish(x);
 }
 
-void target_release(target *t)
+static void target_release(target *t)
 {
     scrape_recv *x = t->x;
     t->removed = true;
@@ -554,6 +553,7 @@ static int scrape_create(pc_component *c, pc_error *err)
     (void)err;
     scrape_recv *x = pc_xcalloc(1, sizeof *x);
     x->c = c;
+    x->ops = (scrape_calls){series_schedule, target_release, scrape_try_finish};
     pc_receiver_core_init(&x->core, c);
     c->priv = x;
     return 0;
@@ -591,7 +591,7 @@ static int scrape_start(pc_component *c, pc_error *e)
     return 0;
 }
 
-void scrape_try_finish(scrape_recv *x)
+static void scrape_try_finish(scrape_recv *x)
 {
     if (!x->stopping || x->active || x->closing || x->core.in_flight || !x->shutdown_done) return;
     pc_shutdown_done done = x->shutdown_done;

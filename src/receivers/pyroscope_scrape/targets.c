@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "receivers/pyroscope_scrape/scrape.h"
+#include "receivers/pyroscope_scrape/model.h"
+
+const char *const scrape_reason_names[R_COUNT] = {
+    "connect", "timeout", "http_status", "too_large", "not_pprof", "decode", "pipeline", "overlap"};
 
 static void map_free(pc_strmap *m)
 {
@@ -273,7 +276,7 @@ static target *target_new(scrape_recv *x, const char *source, const sd_target *d
         series *s = series_new(t, &x->types[i], &d->labels);
         s->next = t->series;
         t->series = s;
-        series_schedule(s);
+        s->t->x->ops.schedule(s);
     }
     x->n_targets++;
     PC_INFO(x->c->id, "target %s://%s added (%s, %zu profile types)", t->scheme, t->address, source,
@@ -298,7 +301,7 @@ void scrape_sync(scrape_recv *x, const char *source, sd_target *ts, size_t n)
         *pp = t->next;
         if (t->address) x->n_targets--;
         PC_INFO(x->c->id, "target %s removed (%s)", t->address ? t->address : "-", source);
-        target_release(t);
+        t->x->ops.release(t);
     }
     for (size_t i = 0; i < n; i++) { /* the new ones come */
         bool have = false;
@@ -327,6 +330,6 @@ void scrape_drop_all(scrape_recv *x)
     while (x->targets) {
         target *t = x->targets;
         x->targets = t->next;
-        target_release(t);
+        t->x->ops.release(t);
     }
 }

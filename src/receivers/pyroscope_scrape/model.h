@@ -103,8 +103,18 @@ struct target {
     uint64_t last_log_ms, held_back;
 };
 
+/* What scrape.c does for targets.c and discovery.c, set when it creates the receiver: the two
+ * call down into scrape.c through these, never by name (the folder's files stay a chain: scrape.c
+ * on discovery.c on targets.c). */
+typedef struct scrape_calls {
+    void (*schedule)(series *s);        /* a series' first scrape is due */
+    void (*release)(target *t);         /* a target and its series are done with: freed once idle */
+    void (*try_finish)(scrape_recv *x); /* shutting down: done once nothing runs or closes */
+} scrape_calls;
+
 struct scrape_recv {
     pc_component *c;
+    scrape_calls ops;
     ptype *types;
     size_t n_types;
     target *targets;
@@ -138,12 +148,6 @@ int sd_parse_groups(const pc_node *list, const char *path, const char *const *me
 void scrape_sync(scrape_recv *x, const char *source, sd_target *ts, size_t n);
 /* Stop and let go of every target (shutdown). */
 void scrape_drop_all(scrape_recv *x);
-/* A series' first scrape is due: the schedule (scrape.c). */
-void series_schedule(series *s);
-/* A target and its series are done with (scrape.c frees them once nothing runs). */
-void target_release(target *t);
-/* Shutting down: done once nothing runs or closes any more. */
-void scrape_try_finish(scrape_recv *x);
 void series_release(series *s);
 
 /* discovery.c */
