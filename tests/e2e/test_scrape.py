@@ -403,15 +403,18 @@ class BadTargetsTest(WithTarget):
                          % (bad.port, i) for i in range(20))
         cfg = scrape_config(mport, sink.url, static, interval="2s", types={"goroutine"})
         pc = h.started_profcol(self, cfg, mport, "scrape-spread")
-        time.sleep(2.5)
+        time.sleep(4.5)
         pc.stop()
         with bad.lock:
-            first = {}
+            by_path = collections.defaultdict(list)
             for t, p in bad.arrivals:
-                first.setdefault(p, t)
-        self.assertEqual(len(first), 20)
-        times = sorted(first.values())
-        # offsets from the address and path, uniform over the 2 s: not all at once
+                by_path[p].append(t)
+        self.assertEqual(len(by_path), 20)
+        # the second scrape of each target: its phase from the address and path, uniform over the
+        # 2 s; the first ones may come together after a slow start (under ASan), the next ones
+        # are back on their phases (each fire re-arms from the phase, not from when it ran)
+        self.assertTrue(all(len(v) >= 2 for v in by_path.values()), by_path)
+        times = sorted(v[1] for v in by_path.values())
         self.assertGreater(times[-1] - times[0], 0.8, times)
         self.assertLess(max(sum(1 for u in times if t <= u < t + 0.1) for t in times), 8, times)
 

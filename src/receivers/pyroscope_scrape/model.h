@@ -79,6 +79,7 @@ typedef struct series {
     size_t n_attrs;
     pc_delta *delta; /* cumulative types; touched by one scrape at a time */
     uv_timer_t timer;
+    uint64_t offset_ms; /* its phase in the interval, from the address and path */
     bool timer_open, busy, queued;
     uint64_t started_ms;
     /* self-metrics */
@@ -115,6 +116,7 @@ typedef struct scrape_calls {
 struct scrape_recv {
     pc_component *c;
     scrape_calls ops;
+    uint64_t base_ms; /* uv_now when it started: the series' phases count from it */
     ptype *types;
     size_t n_types;
     target *targets;

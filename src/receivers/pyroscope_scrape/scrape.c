@@ -265,11 +265,24 @@ static bool cpu_busy(const series *s)
     return false;
 }
 
+/* Time until the series' next phase: offset + k x interval after the receiver started. Each fire
+ * re-arms from the phase, not from when it ran, so a stalled loop (a slow start, a long pause)
+ * spreads the targets again at their next interval instead of keeping them together. */
+static uint64_t until_phase(const series *s, bool now_ok)
+{
+    const scrape_recv *x = s->t->x;
+    uint64_t interval = ((const scrape_cfg *)x->c->cfg)->interval_ms;
+    uint64_t elapsed = uv_now(x->c->loop) - x->base_ms;
+    uint64_t r = (s->offset_ms + interval - elapsed % interval) % interval;
+    return r || now_ok ? r : interval;
+}
+
 static void due(uv_timer_t *h)
 {
     series *s = h->data;
     scrape_recv *x = s->t->x;
     const scrape_cfg *cfg = x->c->cfg;
+    uv_timer_start(&s->timer, due, until_phase(s, false), 0);
     if (x->stopping || s->t->removed || s->queued) return;
     if (s->busy || cpu_busy(s)) {
         fail(s, R_OVERLAP, "the previous scrape%s is still running: this one is skipped",
@@ -296,8 +309,8 @@ static void series_schedule(series *s)
     s->timer.data = s;
     s->timer_open = true;
     /* a stable offset within the interval per (address, path): spread, as Prometheus does */
-    uint64_t offset = hash_str(s->t->address, s->path) % cfg->interval_ms;
-    uv_timer_start(&s->timer, due, offset, cfg->interval_ms);
+    s->offset_ms = hash_str(s->t->address, s->path) % cfg->interval_ms;
+    uv_timer_start(&s->timer, due, until_phase(s, true), 0);
 }
 
 /* ---- one scrape ----------------------------------------------------------------------------- */
@@ -584,6 +597,8 @@ static int scrape_start(pc_component *c, pc_error *e)
     sd_target *ts = NULL;
     size_t n = 0;
     if (sd_parse_groups(cfg->static_configs, c->id, NULL, 0, &ts, &n, e)) return PC_EINVAL;
+    uv_update_time(c->loop);
+    x->base_ms = uv_now(c->loop);
     scrape_sync(x, "static", ts, n);
     if (discovery_start(x, e)) return e ? e->code : PC_EINVAL;
     PC_INFO(c->id, "scraping %llu target(s) every %llu ms (%zu profile types)",
