@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import unittest
 import zlib
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -329,6 +330,15 @@ def run_in_netns(test, inner_var, test_file, inner_class):
     test.assertIn("Ran 1 test", r.stderr)
     test.assertNotIn("skipped", r.stderr)
     return r.stderr
+
+
+def main(write_seeds=None):
+    """A test file's entry: unittest.main(verbosity=2), or, given `--write-seeds DIR`, the file's
+    fuzz seeds written into DIR by write_seeds(DIR) (tests/fuzz/README.md)."""
+    if write_seeds and len(sys.argv) == 3 and sys.argv[1] == "--write-seeds":
+        write_seeds(sys.argv[2])
+        sys.exit(0)
+    unittest.main(verbosity=2)
 
 
 def write_config(text, name="config"):

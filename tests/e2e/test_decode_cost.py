@@ -445,7 +445,4 @@ def write_seeds(d):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--write-seeds":
-        write_seeds(sys.argv[2])
-        sys.exit(0)
-    unittest.main(verbosity=2)
+    h.main(write_seeds)
