@@ -99,14 +99,19 @@ def sources(root):
     return files
 
 
-def main():
+def run(self_check, violations, what):
+    """A check's main: its self-check, then every source's violations printed; 1 if any."""
     self_check()
     files = sources(sys.argv[1] if len(sys.argv) > 1 else ".")
     bad = violations(files)
     for v in bad:
         print(v)
-    print("%d files, %d include(s) against the floors" % (len(files), len(bad)))
+    print("%d files, %d %s" % (len(files), len(bad), what))
     return 1 if bad else 0
+
+
+def main():
+    return run(self_check, violations, "include(s) against the floors")
 
 
 if __name__ == "__main__":

@@ -79,13 +79,7 @@ def self_check():
 
 
 def main():
-    self_check()
-    files = check_floors.sources(sys.argv[1] if len(sys.argv) > 1 else ".")
-    bad = violations(files)
-    for v in bad:
-        print(v)
-    print("%d files, %d over the size limits" % (len(files), len(bad)))
-    return 1 if bad else 0
+    return check_floors.run(self_check, violations, "over the size limits")
 
 
 if __name__ == "__main__":
