@@ -114,7 +114,7 @@ void pc_export_done(pc_export_req *r, const pc_export_outcome *o);
 typedef struct pc_exporter_def {
     /* bytes of the exporter's request type (starting with a pc_export_req); 0: a plain one */
     size_t req_size;
-    /* offsetof the pc_sender_cfg (PC_SENDER_KEYS) in the config struct */
+    /* offsetof the pc_sender_cfg (a group row over pc_sender_keys) in the config struct */
     size_t sender_cfg;
     /* no sender: a local sink (debug) that cannot fail in a way a resend would mend. Each batch
      * is encoded and sent at once, counted as sent or send_failed, and upstream is told OK once
