@@ -6,12 +6,14 @@
 #                         [--profilez]
 #
 # Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, otlp-decoded-large, small-flood,
-# pyroscope-relay, bridge, processors, overload, jfr-relay, fleet, kafka-relay.
+# pyroscope-relay, bridge, processors, overload, jfr-relay, fleet, kafka-relay, collector-relay,
+# collector-relay-small.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol, whose bench/ tools
 # are used), BENCH_PROFCOL (the profcol binary, default BUILD/profcol: compare.sh runs an older
 # one with the same tools), BENCH_PORT_BASE (default 24300: ports base+0..base+4; fleet also
 # base+10..base+15, kafka-relay base+5), BENCH_KEEP (keep the temp dir), PROFCOL_EXTRA_ENV
-# (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it).
+# (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it, and GOMAXPROCS for the Collector),
+# BENCH_COLLECTOR (the Collector binary of collector-relay, default the peer tools/peers.sh builds).
 # --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
 # and a viewer polling its JSON as the page does (series, flame graph and top every 3 s).
 #
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     --perf) PERF_OUT=$2; shift 2 ;;
     --profilez) PROFILEZ=1; shift ;;
     --profcol) PROFCOL=$2; shift 2 ;;
-    --threads) PROFCOL_EXTRA_ENV="${PROFCOL_EXTRA_ENV:-} UV_THREADPOOL_SIZE=$2"; shift 2 ;;
+    --threads) PROFCOL_EXTRA_ENV="${PROFCOL_EXTRA_ENV:-} UV_THREADPOOL_SIZE=$2 GOMAXPROCS=$2"; shift 2 ;;
     --no-floor) FLOOR=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -92,6 +94,7 @@ JFR_HDRS=(-H "Content-Type: application/octet-stream" -H "Content-Encoding: gzip
 
 SINK_DELAY=0
 FLEET=0
+COLLECTOR=0
 KAFKA=0
 LIMIT_MIB=0
 OTLP_EXP_EXTRA=""
@@ -153,12 +156,22 @@ kafka-relay)
     # gateway's CPU, memory and how long it took to catch up are reported beside them.
     SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[batch]"; RECV="[otlp]"; EXP="[kafka]"; KAFKA=1 ;;
+collector-relay | collector-relay-small)
+    # The relay of otlp-relay-large (or, -small, of otlp-relay: 1.3-3.5 KB requests on 128
+    # connections) run twice in one invocation, on the same payloads, load generator and sink:
+    # through profcol, then through the real OpenTelemetry Collector (the release and build the
+    # peer tests use, tests/peers/otelcol), both otlp -> batch -> OTLP/HTTP exporter with their
+    # defaults (the Collector batches in its exporter: below). The figures of both stand in one
+    # table with profcol's ratios to the Collector.
+    SET=otlp-large; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    [ "$SCENARIO" = collector-relay-small ] && { SET=otlp; MODE_CONNS=128; }
+    PROCS="[batch]"; RECV="[otlp]"; EXP="[otlphttp]"; COLLECTOR=1 ;;
 jfr-relay)
     # The Java agent's uploads: JFR in (gzip, as the agent compresses its jfr part), OTLP out.
     SET=jfr; URL=$JFR_URL; HDRS=("${JFR_HDRS[@]}")
     PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet|kafka-relay [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet|kafka-relay|collector-relay|collector-relay-small [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET
@@ -396,11 +409,50 @@ open(path.replace("profcol.yaml", "sidecar-otlp.yaml"), "w").write(
     head + relay + tail.replace("exporters: [otlphttp]", "exporters: [otlp]"))
 EOF
     PHASES="loadbalancing:$TMP/sidecar-lb.yaml otlp-relay:$TMP/sidecar-otlp.yaml"
+elif [ "$COLLECTOR" = 1 ]; then
+    COLLECTOR_BIN=${BENCH_COLLECTOR:-$(tools/peers.sh path otelcol)/otelcol}
+    if [ ! -x "$COLLECTOR_BIN" ]; then
+        tools/peers.sh build otelcol >&2 || { echo "the Collector peer did not build" >&2; exit 1; }
+    fi
+    # The Collector's config: the same pipeline under its names (otlp_http is 0.161's name of
+    # otlphttp) and its telemetry reader (it has no metrics::address any more). Its batch
+    # processor refuses profiles ("telemetry type is not supported"), so it batches where 0.161
+    # can: in the exporter's sending queue (sending_queue::batch, its defaults).
+    cat >"$TMP/collector.yaml" <<EOF
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:$P_OTLP
+exporters:
+  otlp_http:
+    endpoint: http://127.0.0.1:$P_SINK
+    sending_queue:
+      batch: {}
+service:
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: $P_METRICS
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [otlp_http]
+EOF
+    PHASES="profcol:$TMP/profcol.yaml collector:$TMP/collector.yaml"
 else
     PHASES="$SCENARIO:$TMP/profcol.yaml"
 fi
 
 ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# metric PORT NAME: the sum of a counter's series on a /metrics page (0 when absent)
+metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 {s += $NF} END {printf "%d", s}'; }
 
 summarize() {
 python3 - "$@" <<'EOF'
@@ -543,7 +595,9 @@ run_phase() {
     local label=$1 cfg=$2 dir=$3 pc up reason perf_file
     mkdir -p "$dir"
     curl -s "http://127.0.0.1:$P_SINK/stats" >"$dir/sink0.json"
-    env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$cfg" >"$dir/profcol.log" 2>&1 &
+    local cmd=("$PROFCOL" --config "$cfg")
+    [ "$label" = collector ] && cmd=("$COLLECTOR_BIN" --feature-gates=service.profilesSupport --config "$cfg")
+    env ${PROFCOL_EXTRA_ENV:-} "${cmd[@]}" >"$dir/profcol.log" 2>&1 &
     pc=$!
     PIDS+=($pc)
     up=0
@@ -626,12 +680,27 @@ print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]})
     idle_after_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
     kill "$rss_pid" 2>/dev/null
     [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null
+    if [ "$COLLECTOR" = 1 ]; then
+        # delivered: wait (60 s at most) until the exporter has sent every sample the receiver
+        # accepted, as both count them (the same metric names), and time it
+        local acc=0 snt=0 c0 j
+        c0=$(date +%s%N)
+        for j in $(seq 1 100000); do
+            [ $((($(date +%s%N) - c0) / 1000000000)) -ge 60 ] && break
+            acc=$(metric "$P_METRICS" otelcol_receiver_accepted_profile_samples)
+            snt=$(metric "$P_METRICS" otelcol_exporter_sent_profile_samples)
+            [ "$snt" -ge "$acc" ] && break
+            [ $((j % 50)) = 0 ] && echo "$label catching up: accepted $acc samples, sent $snt" >&2
+            sleep 0.1
+        done
+        printf '{"catch_up_ms":%d,"accepted":%d,"sent":%d}\n' \
+            $((($(date +%s%N) - c0) / 1000000)) "$acc" "$snt" >"$dir/delivery.json"
+    fi
     curl -s "http://127.0.0.1:$P_METRICS/metrics" >"$dir/metrics.txt"
     echo "{}" >"$dir/gateway.json"
     if [ "$KAFKA" = 1 ]; then
         # the gateway catches up: everything the broker acknowledged to the sidecar arrives
         local sent=0 got=0 queued t0 i
-        metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 {s += $NF} END {printf "%d", s}'; }
         t0=$(date +%s%N)
         for i in $(seq 1 600); do
             sent=$(metric "$P_METRICS" otelcol_exporter_sent_profile_samples)
@@ -694,6 +763,45 @@ for k in keys:
     print("  %-28s %14s %14s" % (k, r["loadbalancing"][k], r["otlp_relay"][k]), file=sys.stderr)
 print("  sidecar CPU per GB, loadbalancing / relay: %s" % r["sidecar_cpu_s_per_gb_ratio"],
       file=sys.stderr)
+print(json.dumps(r, separators=(",", ":")))
+EOF
+elif [ "$COLLECTOR" = 1 ]; then
+    python3 - "$SCENARIO" "$TMP/phase-profcol" "$TMP/phase-collector" <<'EOF'
+import json, sys
+scen = sys.argv[1]
+pc, oc = (json.loads(open(d + "/result.json").read()) for d in sys.argv[2:4])
+for r, d in ((pc, sys.argv[2]), (oc, sys.argv[3])):
+    dl = json.loads(open(d + "/delivery.json").read())
+    # delivered samples/s: what the exporter sent over the load plus the time it took to catch up
+    r["catch_up_s"] = round(dl["catch_up_ms"] / 1000, 2)
+    r["delivered_samples_per_s"] = round(dl["sent"] / (r["seconds"] + r["catch_up_s"]), 1)
+    r["delivered_all"] = dl["sent"] >= dl["accepted"] > 0
+keys = ("delivered_samples_per_s", "samples_per_s", "requests_per_s", "mb_per_s_in", "cpu_s",
+        "cpu_util", "cpu_s_per_gb", "p50_ms", "p99_ms", "errors", "peak_rss_mb", "idle_rss_mb",
+        "catch_up_s", "delivered_all")
+def per_cpu(r):  # accepted samples per CPU second of the relay (CPU counted over the load only)
+    return r["samples_per_s"] * r["seconds"] / r["cpu_s"] if r.get("cpu_s") else None
+def ratio(a, b):
+    return round(a / b, 2) if a and b else None
+r = {"scenario": scen,
+     "profcol": {k: pc.get(k) for k in keys}, "collector": {k: oc.get(k) for k in keys},
+     "samples_per_cpu_s": {"profcol": round(per_cpu(pc) or 0), "collector": round(per_cpu(oc) or 0)},
+     "samples_per_cpu_s_ratio": ratio(per_cpu(pc), per_cpu(oc)),
+     "samples_per_s_ratio": ratio(pc["samples_per_s"], oc["samples_per_s"]),
+     "cpu_s_per_gb_ratio": ratio(pc.get("cpu_s_per_gb"), oc.get("cpu_s_per_gb")),
+     "peak_rss_ratio": ratio(pc["peak_rss_mb"], oc["peak_rss_mb"]),
+     "zlib_floor_mb_per_s": pc.get("zlib_floor_mb_per_s"),
+     "loadavg_before": pc.get("loadavg_before"), "loadavg_after": oc.get("loadavg_after"),
+     "nproc": pc.get("nproc"), "seconds": pc.get("seconds"), "connections": pc.get("connections")}
+print("scenario %s: profcol and the OpenTelemetry Collector, one run" % scen, file=sys.stderr)
+print("  %-28s %14s %14s" % ("", "profcol", "Collector"), file=sys.stderr)
+for k in keys:
+    print("  %-28s %14s %14s" % (k, r["profcol"][k], r["collector"][k]), file=sys.stderr)
+print("  %-28s %14s %14s" % ("samples per CPU s", r["samples_per_cpu_s"]["profcol"],
+                             r["samples_per_cpu_s"]["collector"]), file=sys.stderr)
+print("  profcol / Collector: samples per CPU s %s, samples/s %s, CPU s per GB %s, peak RSS %s"
+      % (r["samples_per_cpu_s_ratio"], r["samples_per_s_ratio"], r["cpu_s_per_gb_ratio"],
+         r["peak_rss_ratio"]), file=sys.stderr)
 print(json.dumps(r, separators=(",", ":")))
 EOF
 else
