@@ -540,16 +540,85 @@ static int32_t *dup_i32s(pc_arena *a, const int32_t *v, size_t n)
     return n ? pc_arena_memdup(a, v, n * sizeof(int32_t)) : NULL;
 }
 
+/* The index of the entry key k stands for in table t: the one there, or copy(db, k) added. The
+ * key may point into the caller's memory; copy makes the arena's own entry from it. */
+typedef void *(*copy_fn)(pc_dict_builder *db, const void *k);
+
+static int32_t intern(pc_dict_builder *db, int t, const void *k, copy_fn copy)
+{
+    uint32_t h = fold(hash_entry(t, k));
+    size_t pos;
+    int32_t idx = lookup(db, t, h, k, &pos);
+    if (idx >= 0) return idx;
+    return add(db, t, h, pos, copy(db, k));
+}
+
+static void *copy_str(pc_dict_builder *db, const void *k)
+{
+    const str_key *sk = k;
+    return pc_arena_strndup(db->a, sk->s, sk->len);
+}
+
+static void *copy_fun(pc_dict_builder *db, const void *k)
+{
+    return pc_arena_memdup(db->a, k, sizeof(pc_function));
+}
+
+static void *copy_map(pc_dict_builder *db, const void *k)
+{
+    pc_mapping *e = pc_arena_memdup(db->a, k, sizeof *e);
+    e->attribute_indices = dup_i32s(db->a, e->attribute_indices, e->n_attribute_indices);
+    return e;
+}
+
+static void *copy_loc(pc_dict_builder *db, const void *k)
+{
+    pc_location *e = pc_arena_memdup(db->a, k, sizeof *e);
+    const pc_line *const *from = (const pc_line *const *)e->lines;
+    size_t n = e->n_lines;
+    e->attribute_indices = dup_i32s(db->a, e->attribute_indices, e->n_attribute_indices);
+    e->lines = n ? pc_arena_alloc(db->a, n * sizeof(pc_line *)) : NULL;
+    pc_line *lines = n ? pc_arena_alloc(db->a, n * sizeof(pc_line)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        opentelemetry__proto__profiles__v1development__line__init(&lines[i]);
+        if (from[i]) {
+            lines[i].function_index = from[i]->function_index;
+            lines[i].line = from[i]->line;
+            lines[i].column = from[i]->column;
+        }
+        e->lines[i] = &lines[i];
+    }
+    return e;
+}
+
+static void *copy_stack(pc_dict_builder *db, const void *k)
+{
+    const stack_key *sk = k;
+    pc_stack *e = pc_arena_alloc(db->a, sizeof *e);
+    opentelemetry__proto__profiles__v1development__stack__init(e);
+    e->n_location_indices = sk->n;
+    e->location_indices = dup_i32s(db->a, sk->v, sk->n);
+    return e;
+}
+
+static void *copy_link(pc_dict_builder *db, const void *k)
+{
+    const pc_link *l = k;
+    pc_link *e = pc_arena_alloc(db->a, sizeof *e);
+    opentelemetry__proto__profiles__v1development__link__init(e);
+    e->trace_id.data = pc_arena_memdup(db->a, l->trace_id.data, 16);
+    e->trace_id.len = 16;
+    e->span_id.data = pc_arena_memdup(db->a, l->span_id.data, 8);
+    e->span_id.len = 8;
+    return e;
+}
+
 int32_t pc_dict_string(pc_dict_builder *db, const char *s, size_t len)
 {
     if (!s) len = 0;
     len = len ? strnlen(s, len) : 0; /* protobuf strings end at the first NUL */
     str_key k = {s ? s : "", len};
-    uint32_t h = fold(hash_entry(T_STR, &k));
-    size_t pos;
-    int32_t idx = lookup(db, T_STR, h, &k, &pos);
-    if (idx >= 0) return idx;
-    return add(db, T_STR, h, pos, pc_arena_strndup(db->a, k.s, len));
+    return intern(db, T_STR, &k, copy_str);
 }
 
 int32_t pc_dict_cstring(pc_dict_builder *db, const char *s)
@@ -566,11 +635,7 @@ int32_t pc_dict_function(pc_dict_builder *db, int32_t name, int32_t system_name,
     k.system_name_strindex = system_name;
     k.filename_strindex = filename;
     k.start_line = start_line;
-    uint32_t h = fold(hash_entry(T_FUN, &k));
-    size_t pos;
-    int32_t idx = lookup(db, T_FUN, h, &k, &pos);
-    if (idx >= 0) return idx;
-    return add(db, T_FUN, h, pos, pc_arena_memdup(db->a, &k, sizeof k));
+    return intern(db, T_FUN, &k, copy_fun);
 }
 
 int32_t pc_dict_mapping(pc_dict_builder *db, const pc_mapping *m)
@@ -583,13 +648,7 @@ int32_t pc_dict_mapping(pc_dict_builder *db, const pc_mapping *m)
     k.filename_strindex = m->filename_strindex;
     k.n_attribute_indices = m->attribute_indices ? m->n_attribute_indices : 0;
     k.attribute_indices = m->attribute_indices;
-    uint32_t h = fold(hash_entry(T_MAP, &k));
-    size_t pos;
-    int32_t idx = lookup(db, T_MAP, h, &k, &pos);
-    if (idx >= 0) return idx;
-    pc_mapping *e = pc_arena_memdup(db->a, &k, sizeof k);
-    e->attribute_indices = dup_i32s(db->a, k.attribute_indices, k.n_attribute_indices);
-    return add(db, T_MAP, h, pos, e);
+    return intern(db, T_MAP, &k, copy_map);
 }
 
 int32_t pc_dict_location(pc_dict_builder *db, const pc_location *l)
@@ -602,38 +661,13 @@ int32_t pc_dict_location(pc_dict_builder *db, const pc_location *l)
     k.lines = l->lines;
     k.n_attribute_indices = l->attribute_indices ? l->n_attribute_indices : 0;
     k.attribute_indices = l->attribute_indices;
-    uint32_t h = fold(hash_entry(T_LOC, &k));
-    size_t pos;
-    int32_t idx = lookup(db, T_LOC, h, &k, &pos);
-    if (idx >= 0) return idx;
-    pc_location *e = pc_arena_memdup(db->a, &k, sizeof k);
-    e->attribute_indices = dup_i32s(db->a, k.attribute_indices, k.n_attribute_indices);
-    e->lines = k.n_lines ? pc_arena_alloc(db->a, k.n_lines * sizeof(pc_line *)) : NULL;
-    pc_line *lines = k.n_lines ? pc_arena_alloc(db->a, k.n_lines * sizeof(pc_line)) : NULL;
-    for (size_t i = 0; i < k.n_lines; i++) {
-        opentelemetry__proto__profiles__v1development__line__init(&lines[i]);
-        if (k.lines[i]) {
-            lines[i].function_index = k.lines[i]->function_index;
-            lines[i].line = k.lines[i]->line;
-            lines[i].column = k.lines[i]->column;
-        }
-        e->lines[i] = &lines[i];
-    }
-    return add(db, T_LOC, h, pos, e);
+    return intern(db, T_LOC, &k, copy_loc);
 }
 
 int32_t pc_dict_stack(pc_dict_builder *db, const int32_t *locs, size_t n)
 {
     stack_key k = {locs, locs ? n : 0};
-    uint32_t h = fold(hash_entry(T_STACK, &k));
-    size_t pos;
-    int32_t idx = lookup(db, T_STACK, h, &k, &pos);
-    if (idx >= 0) return idx;
-    pc_stack *e = pc_arena_alloc(db->a, sizeof *e);
-    opentelemetry__proto__profiles__v1development__stack__init(e);
-    e->n_location_indices = k.n;
-    e->location_indices = dup_i32s(db->a, k.v, k.n);
-    return add(db, T_STACK, h, pos, e);
+    return intern(db, T_STACK, &k, copy_stack);
 }
 
 /* Deep copy of an AnyValue into the arena; string_value_strindex and key_strindex go through
@@ -699,6 +733,18 @@ static pc_anyvalue *copy_any(pc_arena *a, const pc_anyvalue *v, const int32_t *s
     return c;
 }
 
+static void *copy_attr(pc_dict_builder *db, const void *k)
+{
+    pc_kvu *e = pc_arena_memdup(db->a, k, sizeof *e);
+    e->value = copy_any(db->a, e->value, NULL, 0);
+    return e;
+}
+
+static void *copy_attr_owned(pc_dict_builder *db, const void *k)
+{
+    return pc_arena_memdup(db->a, k, sizeof(pc_kvu));
+}
+
 /* Intern an attribute whose value is given by v; when owned, v already lives in the arena and is
  * stored as is, otherwise it is deep-copied on insert. */
 static int32_t attribute(pc_dict_builder *db, int32_t key, const pc_anyvalue *v, int32_t unit,
@@ -711,13 +757,7 @@ static int32_t attribute(pc_dict_builder *db, int32_t key, const pc_anyvalue *v,
     k.key_strindex = key;
     k.unit_strindex = unit;
     k.value = (pc_anyvalue *)v;
-    uint32_t h = fold(hash_entry(T_ATTR, &k));
-    size_t pos;
-    int32_t idx = lookup(db, T_ATTR, h, &k, &pos);
-    if (idx >= 0) return idx;
-    pc_kvu *e = pc_arena_memdup(db->a, &k, sizeof k);
-    if (!owned) e->value = copy_any(db->a, v, NULL, 0);
-    return add(db, T_ATTR, h, pos, e);
+    return intern(db, T_ATTR, &k, owned ? copy_attr_owned : copy_attr);
 }
 
 int32_t pc_dict_attribute(pc_dict_builder *db, int32_t key_strindex, const pc_anyvalue *v,
@@ -766,17 +806,7 @@ int32_t pc_dict_link(pc_dict_builder *db, const uint8_t trace_id[16], const uint
     k.trace_id.len = 16;
     k.span_id.data = (uint8_t *)span_id;
     k.span_id.len = 8;
-    uint32_t h = fold(hash_entry(T_LINK, &k));
-    size_t pos;
-    int32_t idx = lookup(db, T_LINK, h, &k, &pos);
-    if (idx >= 0) return idx;
-    pc_link *e = pc_arena_alloc(db->a, sizeof *e);
-    opentelemetry__proto__profiles__v1development__link__init(e);
-    e->trace_id.data = pc_arena_memdup(db->a, trace_id, 16);
-    e->trace_id.len = 16;
-    e->span_id.data = pc_arena_memdup(db->a, span_id, 8);
-    e->span_id.len = 8;
-    return add(db, T_LINK, h, pos, e);
+    return intern(db, T_LINK, &k, copy_link);
 }
 
 static void *snapshot(pc_arena *a, const table *t)
