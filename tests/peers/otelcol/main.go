@@ -1,6 +1,7 @@
 // A minimal OpenTelemetry Collector distribution for profcol's peer tests (tests/peers/README.md):
 // the otlp receiver, the otlp, otlphttp, debug and file exporters, the batch and memory_limiter
-// processors. Run it with --feature-gates=service.profilesSupport for profiles pipelines.
+// processors, and the forward connector (so that profcol's connector validation can be compared
+// with the Collector's own). Run it with --feature-gates=service.profilesSupport for profiles pipelines.
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/forwardconnector"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
 	"go.opentelemetry.io/collector/exporter/otlpexporter"
@@ -38,6 +41,9 @@ func components() (otelcol.Factories, error) {
 	}
 	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](otlpexporter.NewFactory(),
 		otlphttpexporter.NewFactory(), debugexporter.NewFactory(), fileexporter.NewFactory()); err != nil {
+		return f, err
+	}
+	if f.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](forwardconnector.NewFactory()); err != nil {
 		return f, err
 	}
 	f.Telemetry = otelconftelemetry.NewFactory()
