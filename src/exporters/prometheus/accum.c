@@ -380,6 +380,11 @@ static void add_metric(prom_accum *a, const metric_t *m, prom_labels *base, prom
     }
     bool from_gauge = m->data_case == OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE;
     char *name = prom_metric_name(a->cfg, pc_nz(m->name), pc_nz(m->unit), type, from_gauge);
+    if (!*name) { /* no letter or digit: no name to expose it by */
+        t->dropped_points += metric_points(m);
+        free(name);
+        return;
+    }
     point_ctx pc = {a, t, name, m->description, type, base};
     if (m->data_case == OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE) {
         for (size_t i = 0; i < m->gauge->n_data_points; i++)

@@ -130,6 +130,7 @@ char *prom_metric_name(const prom_cfg *cfg, const char *name, const char *unit, 
 {
     tokens t = {0};
     split(&t, name, strlen(name));
+    if (!t.n) return pc_xstrdup(""); /* not a name a unit alone could make */
     if (cfg->suffixes) {
         add_units(&t, unit ? unit : "");
         if (type == PROM_COUNTER) {
@@ -168,7 +169,8 @@ char *prom_metric_name(const prom_cfg *cfg, const char *name, const char *unit, 
 char *prom_label_name(const char *key)
 {
     size_t n = strlen(key);
-    bool digit = n && isdigit((unsigned char)key[0]);
+    /* "__" names are Prometheus' own (__name__ would rename the series) */
+    bool digit = n && (isdigit((unsigned char)key[0]) || (key[0] == '_' && n > 1 && key[1] == '_'));
     char *s = pc_xmalloc(n + 5);
     size_t o = 0;
     if (digit) memcpy(s, "key_", 4), o = 4;
