@@ -159,8 +159,8 @@ typedef struct point_ctx {
     prom_accum *a;
     prom_tally *t;
     const char *name, *help;
-    prom_type type;
-    prom_labels *base; /* resource, scope and constant labels */
+    pc_prom_type type;
+    pc_prom_labels *base; /* resource, scope and constant labels */
 } point_ctx;
 
 static prom_family *family_get(point_ctx *pc)
@@ -181,17 +181,11 @@ static prom_family *family_get(point_ctx *pc)
 static prom_series *series_get(point_ctx *pc, pc_keyvalue *const *kv, size_t n, uint32_t flags,
                                bool *fresh)
 {
-    prom_labels l = *pc->base;
-    l.names = pc_xmalloc((l.n + n + 1) * sizeof(char *));
-    l.vals = pc_xmalloc((l.n + n + 1) * sizeof(char *));
-    l.cap = l.n + n + 1;
-    for (size_t i = 0; i < l.n; i++) {
-        l.names[i] = pc_xstrdup(pc->base->names[i]);
-        l.vals[i] = pc_xstrdup(pc->base->vals[i]);
-    }
-    prom_labels_add_attrs(&l, kv, n);
-    char *labels = prom_labels_join(&l);
-    prom_labels_free(&l);
+    pc_prom_labels l;
+    pc_prom_labels_copy(&l, pc->base, n);
+    pc_prom_labels_add_attrs(&l, kv, n);
+    char *labels = pc_prom_labels_join(&l);
+    pc_prom_labels_free(&l);
     uint64_t h = prom_series_hash(pc->name, labels);
     prom_series *s = prom_series_find(pc->a, pc->name, labels, h);
     *fresh = false;
@@ -333,24 +327,26 @@ static void add_summary(point_ctx *pc, const summary_t *p)
 
 /* The type a metric is exposed as, and whether its points are deltas to add up; false: the
  * metric is dropped (the Collector's rules). */
-static bool metric_kind(const metric_t *m, prom_type *type, bool *delta)
+static bool metric_kind(const metric_t *m, pc_prom_type *type, bool *delta)
 {
     *delta = false;
     switch (m->data_case) {
-    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE: *type = PROM_GAUGE; return true;
+    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE: *type = PC_PROM_GAUGE; return true;
     case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUM:
         if (m->sum->aggregation_temporality == DELTA) {
             *delta = true;
-            *type = PROM_COUNTER;
+            *type = PC_PROM_COUNTER;
             return m->sum->is_monotonic; /* a delta up-down counter cannot be kept */
         }
-        *type = m->sum->is_monotonic ? PROM_COUNTER : PROM_GAUGE;
+        *type = m->sum->is_monotonic ? PC_PROM_COUNTER : PC_PROM_GAUGE;
         return m->sum->aggregation_temporality == CUMUL;
     case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_HISTOGRAM:
-        *type = PROM_HISTOGRAM;
+        *type = PC_PROM_HISTOGRAM;
         *delta = m->histogram->aggregation_temporality == DELTA;
         return *delta || m->histogram->aggregation_temporality == CUMUL;
-    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUMMARY: *type = PROM_SUMMARY; return true;
+    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUMMARY:
+        *type = PC_PROM_SUMMARY;
+        return true;
     default: return false; /* exponential histograms: the text formats have no form for them */
     }
 }
@@ -369,9 +365,9 @@ static size_t metric_points(const metric_t *m)
     }
 }
 
-static void add_metric(prom_accum *a, const metric_t *m, prom_labels *base, prom_tally *t)
+static void add_metric(prom_accum *a, const metric_t *m, pc_prom_labels *base, prom_tally *t)
 {
-    prom_type type;
+    pc_prom_type type;
     bool delta;
     if (!m) return;
     if (!metric_kind(m, &type, &delta)) {
@@ -379,7 +375,8 @@ static void add_metric(prom_accum *a, const metric_t *m, prom_labels *base, prom
         return;
     }
     bool from_gauge = m->data_case == OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE;
-    char *name = prom_metric_name(a->cfg, pc_nz(m->name), pc_nz(m->unit), type, from_gauge);
+    char *name = pc_prom_metric_name(a->cfg->namespace_, a->cfg->suffixes, pc_nz(m->name),
+                                     pc_nz(m->unit), type, from_gauge);
     if (!*name) { /* no letter or digit: no name to expose it by */
         t->dropped_points += metric_points(m);
         free(name);
@@ -405,41 +402,18 @@ static void add_metric(prom_accum *a, const metric_t *m, prom_labels *base, prom
 
 /* ---- resources ---- */
 
-static bool is_service_key(const char *k)
-{
-    return strcmp(k, "service.name") == 0 || strcmp(k, "service.namespace") == 0 ||
-           strcmp(k, "service.instance.id") == 0;
-}
-
-/* job (service.namespace/service.name) and instance (service.instance.id). */
-static void job_instance(const pc_resource *r, prom_labels *l)
-{
-    const char *name = r ? pc_resource_attr_str(NULL, r, "service.name") : NULL;
-    const char *ns = r ? pc_resource_attr_str(NULL, r, "service.namespace") : NULL;
-    const char *inst = r ? pc_resource_attr_str(NULL, r, "service.instance.id") : NULL;
-    if (name && ns && *ns) {
-        pc_buf b = {0};
-        pc_buf_printf(&b, "%s/%s", ns, name);
-        pc_buf_append(&b, "", 1);
-        prom_labels_add(l, "job", (char *)b.data);
-        pc_buf_free(&b);
-    } else {
-        prom_labels_add(l, "job", name);
-    }
-    prom_labels_add(l, "instance", inst);
-}
-
 /* target_info{job, instance, the other resource attributes} 1, when there are others. */
 static void target_info(prom_accum *a, const pc_resource *r, prom_tally *t)
 {
-    prom_labels l = {0};
+    pc_prom_labels l = {0};
     size_t others = 0;
     for (size_t i = 0; r && i < r->n_attributes; i++)
-        if (r->attributes[i] && r->attributes[i]->key && !is_service_key(r->attributes[i]->key))
-            prom_labels_add_attrs(&l, &r->attributes[i], 1), others++;
+        if (r->attributes[i] && r->attributes[i]->key &&
+            !pc_prom_is_service_key(r->attributes[i]->key))
+            pc_prom_labels_add_attrs(&l, &r->attributes[i], 1), others++;
     if (others) {
-        job_instance(r, &l);
-        point_ctx pc = {a, t, "target_info", "Target metadata", PROM_GAUGE, &l};
+        pc_prom_job_instance(r, &l);
+        point_ctx pc = {a, t, "target_info", "Target metadata", PC_PROM_GAUGE, &l};
         bool fresh;
         prom_series *s = series_get(&pc, NULL, 0, 0, &fresh);
         if (s) {
@@ -447,41 +421,36 @@ static void target_info(prom_accum *a, const pc_resource *r, prom_tally *t)
             s->seen_ms = prom_now_ms();
         }
     }
-    prom_labels_free(&l);
+    pc_prom_labels_free(&l);
 }
 
 static void add_resource(prom_accum *a, const resource_metrics_t *rm, prom_tally *t)
 {
     const pc_resource *r = rm->resource;
-    prom_labels res = {0};
+    pc_prom_labels res = {0};
     for (size_t i = 0; i < a->cfg->const_labels.n; i++)
-        prom_labels_add(&res, a->cfg->const_labels.keys[i], a->cfg->const_labels.vals[i]);
-    job_instance(r, &res);
+        pc_prom_labels_add(&res, a->cfg->const_labels.keys[i], a->cfg->const_labels.vals[i]);
+    pc_prom_job_instance(r, &res);
     if (a->cfg->resource_to_labels && r)
         for (size_t i = 0; i < r->n_attributes; i++)
-            if (r->attributes[i] && r->attributes[i]->key && !is_service_key(r->attributes[i]->key))
-                prom_labels_add_attrs(&res, &r->attributes[i], 1);
+            if (r->attributes[i] && r->attributes[i]->key &&
+                !pc_prom_is_service_key(r->attributes[i]->key))
+                pc_prom_labels_add_attrs(&res, &r->attributes[i], 1);
     target_info(a, r, t);
     for (size_t s = 0; s < rm->n_scope_metrics; s++) {
         const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm = rm->scope_metrics[s];
         if (!sm) continue;
-        prom_labels l = res;
-        l.names = pc_xmalloc((res.n + 2) * sizeof(char *));
-        l.vals = pc_xmalloc((res.n + 2) * sizeof(char *));
-        l.cap = res.n + 2;
-        for (size_t i = 0; i < res.n; i++) {
-            l.names[i] = pc_xstrdup(res.names[i]);
-            l.vals[i] = pc_xstrdup(res.vals[i]);
-        }
+        pc_prom_labels l;
+        pc_prom_labels_copy(&l, &res, 2);
         if (sm->scope) {
-            prom_labels_add(&l, "otel_scope_name", sm->scope->name);
-            prom_labels_add(&l, "otel_scope_version", sm->scope->version);
+            pc_prom_labels_add(&l, "otel_scope_name", sm->scope->name);
+            pc_prom_labels_add(&l, "otel_scope_version", sm->scope->version);
         }
         for (size_t m = 0; m < sm->n_metrics; m++)
             add_metric(a, sm->metrics[m], &l, t);
-        prom_labels_free(&l);
+        pc_prom_labels_free(&l);
     }
-    prom_labels_free(&res);
+    pc_prom_labels_free(&res);
 }
 
 static void expire_cb(prom_accum *a, prom_series *s, void *arg)

@@ -1,8 +1,9 @@
-/* The prometheus exporter's files share this: its settings, the accumulator of series (accum.c),
- * metric and label names (names.c) and the text rendering (render.c).
+/* The prometheus exporter's files share this: its settings, the accumulator of series (accum.c)
+ * and the text rendering (render.c).
  *
  * The accumulator keeps one point per series (metric name + label set), as the Collector's
- * prometheus exporter does (docs: /work/shared/spec/metrics.md §3). It is updated on the thread
+ * prometheus exporter does (docs: /work/shared/spec/metrics.md §3). Names and label sets are
+ * formats/prom.h's (shared with prometheusremotewrite). It is updated on the thread
  * pool (the exporter core's encode step) and read on the thread pool (a scrape's rendering), so a
  * mutex guards it; the loop thread never touches it. */
 #ifndef PC_PROM_MODEL_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "formats/prom.h"
 #include "pdata/pdata.h"
 #include "sdk/cfgtable.h"
 #include "sdk/receiver_http.h"
@@ -30,8 +32,6 @@ typedef struct prom_cfg {
     int64_t max_series;
 } prom_cfg;
 
-typedef enum { PROM_GAUGE, PROM_COUNTER, PROM_HISTOGRAM, PROM_SUMMARY } prom_type;
-
 /* A hash-table link: the first member of a family and of a series. */
 typedef struct prom_node {
     struct prom_node *next;
@@ -47,7 +47,7 @@ typedef struct prom_family {
     prom_node node;
     char *name; /* as exposed in 0.0.4 (a counter with its _total when suffixes are on) */
     char *help;
-    prom_type type;
+    pc_prom_type type;
     size_t n_series;
 } prom_family;
 
@@ -95,30 +95,7 @@ uint64_t prom_now_ms(void);
 prom_series *prom_series_find(prom_accum *a, const char *fam, const char *labels, uint64_t h);
 uint64_t prom_series_hash(const char *fam, const char *labels);
 
-/* names.c */
-/* The exposed name of a metric (namespace, sanitised, with unit and _total suffixes when
- * cfg->suffixes); malloc'd. */
-char *prom_metric_name(const prom_cfg *cfg, const char *name, const char *unit, prom_type type,
-                       bool gauge_from_metric);
-/* A label name: invalid characters to '_', a leading digit gets "key_"; malloc'd. */
-char *prom_label_name(const char *key);
-/* An attribute value as a label value (strings, bools, ints, doubles); false for other kinds. */
-bool prom_value_text(const pc_anyvalue *v, char *buf, size_t n, const char **out);
-
-/* A label set under construction: pairs, then sorted and joined. */
-typedef struct prom_labels {
-    size_t n, cap;
-    char **names; /* malloc'd, sanitised */
-    char **vals;  /* malloc'd */
-} prom_labels;
-void prom_labels_add(prom_labels *l, const char *name, const char *val); /* name raw */
-void prom_labels_add_attrs(prom_labels *l, pc_keyvalue *const *kv, size_t n);
-/* Sorted by name, duplicates joined with ';', empty values left out: a="x",b="y". */
-char *prom_labels_join(prom_labels *l);
-void prom_labels_free(prom_labels *l);
-
-/* render.c: a value as the formats want it (shortest exact, NaN, +Inf, -Inf). */
-void prom_fmt_double(char *buf, size_t n, double v);
+/* render.c */
 void prom_render_series(pc_buf *out, prom_series *const *s, size_t n, bool om, bool timestamps);
 
 #endif

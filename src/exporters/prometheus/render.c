@@ -9,29 +9,12 @@
 
 #include "exporters/prometheus/model.h"
 
-/* The shortest of %.15g..%.17g that reads back as v (a whole number has no decimal point). */
-void prom_fmt_double(char *buf, size_t n, double v)
-{
-    if (isnan(v)) {
-        snprintf(buf, n, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(buf, n, "%s", v > 0 ? "+Inf" : "-Inf");
-        return;
-    }
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, n, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v) return;
-    }
-}
-
-static const char *type_name(prom_type t)
+static const char *type_name(pc_prom_type t)
 {
     switch (t) {
-    case PROM_COUNTER: return "counter";
-    case PROM_HISTOGRAM: return "histogram";
-    case PROM_SUMMARY: return "summary";
+    case PC_PROM_COUNTER: return "counter";
+    case PC_PROM_HISTOGRAM: return "histogram";
+    case PC_PROM_SUMMARY: return "summary";
     default: return "gauge";
     }
 }
@@ -60,7 +43,7 @@ static void sample(const line_ctx *lc, const prom_series *s, const char *name, c
                    const char *extra, double v)
 {
     char num[64];
-    prom_fmt_double(num, sizeof num, v);
+    pc_prom_fmt_double(num, sizeof num, v);
     pc_buf_printf(lc->out, "%s%s", name, suffix);
     if (*s->labels || extra)
         pc_buf_printf(lc->out, "{%s%s%s}", s->labels, *s->labels && extra ? "," : "",
@@ -82,7 +65,7 @@ static void histogram(const line_ctx *lc, const prom_series *s, const char *name
     uint64_t cum = 0;
     for (size_t i = 0; i < s->n; i++) {
         cum += s->counts[i];
-        prom_fmt_double(num, sizeof num, s->bounds[i]);
+        pc_prom_fmt_double(num, sizeof num, s->bounds[i]);
         snprintf(le, sizeof le, "le=\"%s\"", num);
         sample(lc, s, name, "_bucket", le, (double)cum);
     }
@@ -96,7 +79,7 @@ static void summary(const line_ctx *lc, const prom_series *s, const char *name)
 {
     char q[80], num[64];
     for (size_t i = 0; i < s->n; i++) {
-        prom_fmt_double(num, sizeof num, s->bounds[i]);
+        pc_prom_fmt_double(num, sizeof num, s->bounds[i]);
         snprintf(q, sizeof q, "quantile=\"%s\"", num);
         sample(lc, s, name, "", q, s->qvals[i]);
     }
@@ -108,7 +91,7 @@ static void summary(const line_ctx *lc, const prom_series *s, const char *name)
 static void family_name(const prom_family *f, bool om, char *buf, size_t n)
 {
     size_t len = strlen(f->name);
-    if (om && f->type == PROM_COUNTER && len > 6 && strcmp(f->name + len - 6, "_total") == 0)
+    if (om && f->type == PC_PROM_COUNTER && len > 6 && strcmp(f->name + len - 6, "_total") == 0)
         len -= 6;
     snprintf(buf, n, "%.*s", (int)len, f->name);
 }
@@ -137,9 +120,9 @@ void prom_render_series(pc_buf *out, prom_series *const *v, size_t n, bool om, b
             header(&lc, cur, fam);
         }
         switch (cur->type) {
-        case PROM_HISTOGRAM: histogram(&lc, s, fam); break;
-        case PROM_SUMMARY: summary(&lc, s, fam); break;
-        case PROM_COUNTER: sample(&lc, s, fam, om ? "_total" : "", NULL, s->value); break;
+        case PC_PROM_HISTOGRAM: histogram(&lc, s, fam); break;
+        case PC_PROM_SUMMARY: summary(&lc, s, fam); break;
+        case PC_PROM_COUNTER: sample(&lc, s, fam, om ? "_total" : "", NULL, s->value); break;
         default: sample(&lc, s, fam, "", NULL, s->value);
         }
     }

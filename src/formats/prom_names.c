@@ -1,15 +1,16 @@
-/* Metric and label names for the prometheus exporter: the Collector's normalisation
+/* Prometheus metric and label names (formats/prom.h): the Collector's normalisation
  * (pkg/translator/prometheus, /work/shared/spec/metrics.md §3): the name's letters and digits
  * joined by '_', the UCUM unit spelled out and appended, "_total" on monotonic sums, "_ratio" on
  * gauges of unit "1". */
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
-#include "exporters/prometheus/model.h"
+#include "formats/prom.h"
 
 typedef struct unit_name {
     const char *ucum, *prom;
@@ -125,15 +126,15 @@ static void add_units(tokens *t, const char *unit)
         add_unit(t, "per", unit_lookup(per_units, slash + 1));
 }
 
-char *prom_metric_name(const prom_cfg *cfg, const char *name, const char *unit, prom_type type,
-                       bool gauge_from_metric)
+char *pc_prom_metric_name(const char *ns, bool suffixes, const char *name, const char *unit,
+                          pc_prom_type type, bool gauge_from_metric)
 {
     tokens t = {0};
     split(&t, name, strlen(name));
     if (!t.n) return pc_xstrdup(""); /* not a name a unit alone could make */
-    if (cfg->suffixes) {
+    if (suffixes) {
         add_units(&t, unit ? unit : "");
-        if (type == PROM_COUNTER) {
+        if (type == PC_PROM_COUNTER) {
             size_t k = 0;
             for (size_t i = 0; i < t.n; i++) {
                 if (strcmp(t.v[i], "total") == 0)
@@ -149,7 +150,7 @@ char *prom_metric_name(const prom_cfg *cfg, const char *name, const char *unit, 
             t.v[t.n++] = pc_xstrdup("ratio");
     }
     pc_buf b = {0};
-    if (cfg->namespace_ && *cfg->namespace_) pc_buf_printf(&b, "%s_", cfg->namespace_);
+    if (ns && *ns) pc_buf_printf(&b, "%s_", ns);
     for (size_t i = 0; i < t.n; i++) {
         pc_buf_printf(&b, "%s%s", i ? "_" : "", t.v[i]);
         free(t.v[i]);
@@ -166,7 +167,7 @@ char *prom_metric_name(const prom_cfg *cfg, const char *name, const char *unit, 
     return s;
 }
 
-char *prom_label_name(const char *key)
+char *pc_prom_label_name(const char *key)
 {
     size_t n = strlen(key);
     /* "__" names are Prometheus' own (__name__ would rename the series) */
@@ -180,21 +181,21 @@ char *prom_label_name(const char *key)
     return s;
 }
 
-bool prom_value_text(const pc_anyvalue *v, char *buf, size_t n, const char **out)
+bool pc_prom_value_text(const pc_anyvalue *v, char *buf, size_t n, const char **out)
 {
     if (!v) return false;
     switch (v->value_case) {
     case PC_AV_STRING: *out = pc_nz(v->string_value); return true;
     case PC_AV_BOOL: *out = v->bool_value ? "true" : "false"; return true;
     case PC_AV_INT: snprintf(buf, n, "%" PRId64, v->int_value); break;
-    case PC_AV_DOUBLE: prom_fmt_double(buf, n, v->double_value); break;
+    case PC_AV_DOUBLE: pc_prom_fmt_double(buf, n, v->double_value); break;
     default: return false;
     }
     *out = buf;
     return true;
 }
 
-void prom_labels_add(prom_labels *l, const char *name, const char *val)
+void pc_prom_labels_add(pc_prom_labels *l, const char *name, const char *val)
 {
     if (!val || !*val || !name || !*name) return; /* an empty value is an absent label */
     if (l->n == l->cap) {
@@ -202,17 +203,17 @@ void prom_labels_add(prom_labels *l, const char *name, const char *val)
         l->names = pc_xrealloc(l->names, l->cap * sizeof *l->names);
         l->vals = pc_xrealloc(l->vals, l->cap * sizeof *l->vals);
     }
-    l->names[l->n] = prom_label_name(name);
+    l->names[l->n] = pc_prom_label_name(name);
     l->vals[l->n++] = pc_xstrdup(val);
 }
 
-void prom_labels_add_attrs(prom_labels *l, pc_keyvalue *const *kv, size_t n)
+void pc_prom_labels_add_attrs(pc_prom_labels *l, pc_keyvalue *const *kv, size_t n)
 {
     char buf[64];
     for (size_t i = 0; i < n; i++) {
         const char *v;
-        if (kv[i] && kv[i]->key && prom_value_text(kv[i]->value, buf, sizeof buf, &v))
-            prom_labels_add(l, kv[i]->key, v);
+        if (kv[i] && kv[i]->key && pc_prom_value_text(kv[i]->value, buf, sizeof buf, &v))
+            pc_prom_labels_add(l, kv[i]->key, v);
     }
 }
 
@@ -231,7 +232,7 @@ static void escape_value(pc_buf *b, const char *v)
 }
 
 /* Insertion sort by name, stable so that duplicates join in the order they came. */
-static void sort_labels(prom_labels *l)
+void pc_prom_labels_sort(pc_prom_labels *l)
 {
     for (size_t i = 1; i < l->n; i++) {
         char *n = l->names[i], *v = l->vals[i];
@@ -245,9 +246,9 @@ static void sort_labels(prom_labels *l)
     }
 }
 
-char *prom_labels_join(prom_labels *l)
+char *pc_prom_labels_join(pc_prom_labels *l)
 {
-    sort_labels(l);
+    pc_prom_labels_sort(l);
     pc_buf b = {0};
     for (size_t i = 0; i < l->n; i++) {
         bool dup = i > 0 && strcmp(l->names[i - 1], l->names[i]) == 0;
@@ -264,7 +265,7 @@ char *prom_labels_join(prom_labels *l)
     return (char *)b.data;
 }
 
-void prom_labels_free(prom_labels *l)
+void pc_prom_labels_free(pc_prom_labels *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         free(l->names[i]);
@@ -272,5 +273,58 @@ void prom_labels_free(prom_labels *l)
     }
     free(l->names);
     free(l->vals);
-    *l = (prom_labels){0};
+    *l = (pc_prom_labels){0};
+}
+
+/* The shortest of %.15g..%.17g that reads back as v (a whole number has no decimal point). */
+void pc_prom_fmt_double(char *buf, size_t n, double v)
+{
+    if (isnan(v)) {
+        snprintf(buf, n, "NaN");
+        return;
+    }
+    if (isinf(v)) {
+        snprintf(buf, n, "%s", v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+bool pc_prom_is_service_key(const char *k)
+{
+    return strcmp(k, "service.name") == 0 || strcmp(k, "service.namespace") == 0 ||
+           strcmp(k, "service.instance.id") == 0;
+}
+
+/* job (service.namespace/service.name) and instance (service.instance.id). */
+void pc_prom_job_instance(const pc_resource *r, pc_prom_labels *l)
+{
+    const char *name = r ? pc_resource_attr_str(NULL, r, "service.name") : NULL;
+    const char *ns = r ? pc_resource_attr_str(NULL, r, "service.namespace") : NULL;
+    const char *inst = r ? pc_resource_attr_str(NULL, r, "service.instance.id") : NULL;
+    if (name && ns && *ns) {
+        pc_buf b = {0};
+        pc_buf_printf(&b, "%s/%s", ns, name);
+        pc_buf_append(&b, "", 1);
+        pc_prom_labels_add(l, "job", (char *)b.data);
+        pc_buf_free(&b);
+    } else {
+        pc_prom_labels_add(l, "job", name);
+    }
+    pc_prom_labels_add(l, "instance", inst);
+}
+
+void pc_prom_labels_copy(pc_prom_labels *to, const pc_prom_labels *from, size_t extra)
+{
+    to->n = from->n;
+    to->cap = from->n + extra + 1;
+    to->names = pc_xmalloc(to->cap * sizeof(char *));
+    to->vals = pc_xmalloc(to->cap * sizeof(char *));
+    for (size_t i = 0; i < from->n; i++) {
+        to->names[i] = pc_xstrdup(from->names[i]);
+        to->vals[i] = pc_xstrdup(from->vals[i]);
+    }
 }
