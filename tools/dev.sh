@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 # bench/codecs, which compares it (meson configures the bench tools with the rest).
 BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-dev
   protobuf-c-compiler zlib1g-dev libyaml-dev libjansson-dev node-llhttp libnghttp2-dev libssl-dev
-  libisal-dev libzstd-dev libdeflate-dev librdkafka-dev)
+  libisal-dev libzstd-dev libdeflate-dev librdkafka-dev libsnappy-dev)
 # zstd: the command-line tool the e2e tests make and check zstd bodies with
 TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio maven
   python3-grpc-tools openssl python3-yaml clang-format curl openjdk-17-jdk-headless

@@ -14,6 +14,10 @@ OpenMetrics rendering must parse with python3-prometheus-client's strict OpenMet
 A third exporter shows the bounds: max_series (new series counted and dropped) and
 metric_expiration (series gone once not updated).
 
+RemoteWriteTest: the prometheusremotewrite exporter into `prometheus
+--web.enable-remote-write-receiver` (spec §4, §5): the cumulative series sent are what
+/api/v1/query gives; deltas are dropped and counted; NoRecordedValue is the stale marker.
+
 Without the prometheus binary: "skipped: <reason>"."""
 
 import json
@@ -201,7 +205,8 @@ service:
     metrics/short:
       receivers: [otlp/short]
       exporters: [prometheus/short]
-""" % p, wait_ports=[p["otlp"], p["otlp2"], p["text"], p["om"], p["short"]], name="profcol-prom").start()
+""" % p, wait_ports=[p[k] for k in ("otlp", "otlp2", "text", "om", "short")],
+                                name="profcol-prom").start()
         cfg = os.path.join(cls.tmp, "prometheus.yml")
         with open(cfg, "w") as f:
             f.write("""global:
@@ -217,7 +222,8 @@ scrape_configs:
 """ % p)
         cls.prom_log = open(os.path.join(cls.tmp, "prometheus.log"), "wb")
         cls.prom = subprocess.Popen(
-            [PROMETHEUS, "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(cls.tmp, "db"),
+            [PROMETHEUS, "--config.file=" + cfg,
+             "--storage.tsdb.path=" + os.path.join(cls.tmp, "db"),
              "--web.listen-address=127.0.0.1:%d" % p["prom"]],
             stdout=cls.prom_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         if not h.wait_port(p["prom"], 30, cls.prom):
@@ -342,6 +348,132 @@ scrape_configs:
         while samples(body()) and time.time() < deadline:
             time.sleep(0.5)
         self.assertEqual(samples(body()), [])
+
+
+def remote_write_requests(t0):
+    """Cumulative series (sent), deltas and a stale gauge; what Prometheus must then hold."""
+    s = 10**9
+    reqs = [
+        _req(lambda sm: _sum(sm, "app.requests", "{request}", CUMULATIVE, True,
+                             [(t0, t0 + s, 100, {"route": "/a"})])),
+        _req(lambda sm: _sum(sm, "app.requests", "{request}", CUMULATIVE, True,
+                             [(t0, t0 + 2 * s, 150, {"route": "/a"})])),
+        _req(lambda sm: (_gauge(sm, "app.cpu.utilization", "1", t0 + s, 0.25),
+                         _gauge(sm, "app.temperature", "Cel", t0 + s, 21.5),
+                         _sum(sm, "app.queue.size", "{item}", CUMULATIVE, False,
+                              [(t0, t0 + s, 7, {})]),
+                         _sum(sm, "app.egress", "By", DELTA, True, [(t0, t0 + s, 10, {})]),
+                         _histogram(sm, "app.latency", "s", CUMULATIVE,
+                                    [(t0, t0 + s, [0.1, 1, 10], [1, 4, 3, 2], 23.5)]),
+                         _histogram(sm, "app.size", "By", DELTA,
+                                    [(t0, t0 + s, [100], [1, 2], 1500)]))),
+    ]
+    # the temperature series ends: NoRecordedValue -> the stale marker
+    stale = _req(lambda sm: _gauge(sm, "app.temperature", "Cel", t0 + 2 * s, 0))
+    stale.resource_metrics[0].scope_metrics[0].metrics[0].gauge.data_points[0].flags = 1
+    reqs.append(stale)
+    expected = {
+        'app_requests_total{route="/a"}': 150,
+        "app_cpu_utilization_ratio": 0.25,
+        "app_queue_size": 7,
+        'app_latency_seconds_bucket{le="0.1"}': 1,
+        'app_latency_seconds_bucket{le="1"}': 5,
+        'app_latency_seconds_bucket{le="10"}': 8,
+        'app_latency_seconds_bucket{le="+Inf"}': 10,
+        "app_latency_seconds_sum": 23.5,
+        "app_latency_seconds_count": 10,
+    }
+    absent = ["app_egress_bytes_total", "app_size_bytes_bucket", "app_temperature_celsius"]
+    return reqs, expected, absent
+
+
+@unittest.skipUnless(PROMETHEUS, "skipped: prometheus not installed (Debian package prometheus)")
+class RemoteWriteTest(unittest.TestCase):
+    """prometheusremotewrite into `prometheus --web.enable-remote-write-receiver` (spec §4-§6):
+    what /api/v1/query then gives equals the cumulative data sent; deltas are not sent (counted);
+    a NoRecordedValue point arrives as the stale marker (the series is gone at once)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="profcol-e2e-prw-")
+        p = cls.ports = {k: h.free_port() for k in ("otlp", "self", "prom")}
+        cfg = os.path.join(cls.tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 15s\n")
+        cls.prom_log = open(os.path.join(cls.tmp, "prometheus.log"), "wb")
+        cls.prom = subprocess.Popen(
+            [PROMETHEUS, "--config.file=" + cfg,
+             "--storage.tsdb.path=" + os.path.join(cls.tmp, "db"),
+             "--web.listen-address=127.0.0.1:%d" % p["prom"],
+             "--web.enable-remote-write-receiver"],
+            stdout=cls.prom_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        cls.profcol = None
+        if not h.wait_port(p["prom"], 30, cls.prom):
+            cls.tearDownClass()
+            raise AssertionError("prometheus did not listen")
+        cls.profcol = h.Profcol("""
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:%(otlp)d
+exporters:
+  prometheusremotewrite:
+    endpoint: http://127.0.0.1:%(prom)d/api/v1/write
+    external_labels:
+      cluster: e2e
+    sending_queue:
+      num_consumers: 1
+service:
+  telemetry:
+    metrics:
+      address: 127.0.0.1:%(self)d
+  pipelines:
+    metrics:
+      receivers: [otlp]
+      exporters: [prometheusremotewrite]
+""" % p, wait_ports=[p["otlp"]], name="profcol-prw").start()
+        t0 = now_ns() - 30 * 10**9
+        cls.reqs, cls.expected, cls.absent = remote_write_requests(t0)
+        for req in cls.reqs:
+            r = h.post(p["otlp"], req.SerializeToString(), path=METRICS.path)
+            assert r.status == 200, r
+            time.sleep(0.3)  # one request after the other: timestamps rise per series
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.prom.terminate()
+            cls.prom.wait(10)
+        finally:
+            cls.prom_log.close()
+            if cls.profcol:
+                h.stop_all(cls.profcol)
+            if not os.environ.get("E2E_KEEP"):
+                shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    wait_value = PrometheusExporterTest.wait_value
+
+    def test_values_in_prometheus(self):
+        base = 'job="prod/shop",instance="i-1",cluster="e2e",otel_scope_name="e2e.scope"'
+        for sel, want in self.expected.items():
+            self.wait_value(with_labels(sel, base), want)
+        self.wait_value('target_info{job="prod/shop",instance="i-1",host_name="h1",'
+                        'cluster="e2e"}', 1)
+
+    def test_not_sent_and_stale(self):
+        self.wait_value('app_requests_total{route="/a"}', 150)  # everything has arrived
+        for name in self.absent:
+            self.assertEqual(prom_query(self.ports["prom"], name), [], name)
+        # the temperature did arrive before its stale marker
+        got = prom_query(self.ports["prom"], "last_over_time(app_temperature_celsius[5m])")
+        self.assertEqual(len(got), 1, got)
+        _, text = http_get(self.ports["self"], "/metrics")
+        dropped = metric_value(text, "profcol_exporter_prometheusremotewrite_dropped_points",
+                               exporter="prometheusremotewrite")
+        self.assertEqual(dropped, 2)  # the delta sum's point and the delta histogram's
+        sent = metric_value(text, "otelcol_exporter_send_failed_metric_points")
+        self.assertIn(sent, (None, 0.0))
 
 
 if __name__ == "__main__":
