@@ -476,5 +476,23 @@ service:
         self.assertIn(sent, (None, 0.0))
 
 
+def write_seeds(d):
+    """The fuzz_prometheus seed corpus: a settings byte, then a metrics request of this test."""
+    os.makedirs(d, exist_ok=True)
+    t0 = 1_700_000_000 * 10**9
+    reqs, _ = sent_requests(t0)
+    both = METRICS.Req()
+    for r in reqs:
+        both.MergeFrom(r)
+    seeds = {"all_text": b"\x3d" + both.SerializeToString(),
+             "all_om_limited": b"\x1e" + both.SerializeToString(),
+             "remote_write": b"\x33" + METRICS.Req(resource_metrics=[
+                 rm for r in remote_write_requests(t0)[0] for rm in r.resource_metrics])
+             .SerializeToString()}
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
 if __name__ == "__main__":
-    h.main()
+    h.main(write_seeds)
