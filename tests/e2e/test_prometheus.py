@@ -23,6 +23,7 @@ Without the prometheus binary: "skipped: <reason>"."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -474,6 +475,57 @@ service:
         self.assertEqual(dropped, 2)  # the delta sum's point and the delta histogram's
         sent = metric_value(text, "otelcol_exporter_send_failed_metric_points")
         self.assertIn(sent, (None, 0.0))
+
+
+class ReloadTest(unittest.TestCase):
+    """SIGHUP with the prometheus exporter's config changed (its namespace): the old instance's
+    server is stopped before the new one binds the same port, so profcol keeps running and the
+    endpoint serves the new names (it stopped with 'address already in use' before)."""
+
+    def test_reload_changed_exporter(self):
+        ports = {k: h.free_port() for k in ("otlp", "prom", "self")}
+
+        def config(ns):
+            return """
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:%(otlp)d
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:%(prom)d
+    namespace: {ns}
+service:
+  telemetry:
+    metrics:
+      address: 127.0.0.1:%(self)d
+  pipelines:
+    metrics:
+      receivers: [otlp]
+      exporters: [prometheus]
+""".replace("{ns}", ns) % ports
+        p = h.started_profcol(self, config("one"), [ports["otlp"], ports["prom"]], "profcol-reload")
+        req = _req(lambda sm: _gauge(sm, "app.temperature", "Cel", now_ns(), 21.5))
+        self.assertEqual(h.post(ports["otlp"], req.SerializeToString(), path=METRICS.path).status,
+                         200)
+        _, text = http_get(ports["prom"], "/metrics")
+        self.assertIn("one_app_temperature_celsius", text)
+        tmp = p.config_paths[0] + ".new"
+        with open(tmp, "w") as f:
+            f.write(config("two"))
+        os.replace(tmp, p.config_paths[0])
+        p.proc.send_signal(signal.SIGHUP)
+        p.wait_stderr(lambda t: "reload: complete" in t, timeout=30)
+        self.assertIsNone(p.proc.poll(), p.stderr()[-3000:])
+        self.assertNotIn("address already in use", p.stderr())
+        req = _req(lambda sm: _gauge(sm, "app.temperature", "Cel", now_ns(), 22.5))
+        self.assertEqual(h.post(ports["otlp"], req.SerializeToString(), path=METRICS.path).status,
+                         200)
+        _, text = http_get(ports["prom"], "/metrics")
+        self.assertIn("two_app_temperature_celsius", text)
+        self.assertNotIn("one_app_temperature_celsius", text)
+        h.stop_all(p)
 
 
 def write_seeds(d):

@@ -233,6 +233,7 @@ const pc_component_type pc_exporter_prometheus = {
     .cfg = prom_keys,
     .validate = prom_validate,
     PC_EXPORTER_CORE(&prom_def),
+    .listens = true, /* a reload stops the old server before the new one binds */
     .signals = PC_SIGNAL_BIT(PC_SIGNAL_METRICS),
     .doc = "keeps the metrics that reach it as Prometheus series (cumulative; deltas added up) and "
            "serves them on GET /metrics, text 0.0.4 or OpenMetrics",
