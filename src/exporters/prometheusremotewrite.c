@@ -36,6 +36,7 @@ typedef struct prw_cfg {
     bool suffixes;
     bool resource_to_labels;
     bool target_info;
+    uint64_t max_bytes;
 } prw_cfg;
 
 /* clang-format off */
@@ -47,6 +48,7 @@ static const pc_cfg_key prw_keys[] = {
     {"external_labels", PC_CFG_MAP, "", offsetof(prw_cfg, external_labels), "labels added to every series", NULL},
     {"add_metric_suffixes", PC_CFG_BOOL, "true", offsetof(prw_cfg, suffixes), "append the unit, _total to monotonic sums and _ratio to gauges of unit 1", NULL},
     {"resource_to_telemetry_conversion.enabled", PC_CFG_BOOL, "false", offsetof(prw_cfg, resource_to_labels), "every resource attribute becomes a label of the resource's series", NULL},
+    {"max_batch_size_bytes", PC_CFG_SIZE, "3000000", offsetof(prw_cfg, max_bytes), "largest WriteRequest before compression: a batch above it goes as several requests, one after another", NULL},
     {"target_info.enabled", PC_CFG_BOOL, "true", offsetof(prw_cfg, target_info), "send target_info{job, instance, resource attributes} 1 per resource", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -76,7 +78,9 @@ typedef struct prw {
 typedef struct prw_req {
     pc_export_req base;
     uint64_t dropped_points;
-    size_t n_series;
+    pc_buf *parts; /* the compressed WriteRequests, sent one after another */
+    size_t n_parts, next;
+    pc_export_outcome acc;
 } prw_req;
 
 static bool label_name_ok(const char *s)
@@ -149,9 +153,36 @@ static void put_label(pc_buf *ts, const char *name, const char *value)
     pc_buf_free(&l);
 }
 
+typedef struct enc {
+    const prw_cfg *cfg;
+    prw_req *r;
+    pc_buf wr;
+    const pc_prom_labels *base;
+    int64_t now_ms;
+} enc;
+
+/* The WriteRequest so far as one more part (snappy block), and a new one begun. */
+static void flush(enc *e)
+{
+    if (!e->wr.len) return;
+    prw_req *r = e->r;
+    r->parts = pc_xrealloc(r->parts, (r->n_parts + 1) * sizeof *r->parts);
+    pc_buf *b = &r->parts[r->n_parts];
+    *b = (pc_buf){0};
+    size_t n = snappy_max_compressed_length(e->wr.len);
+    pc_buf_reserve(b, n);
+    if (snappy_compress((const char *)e->wr.data, e->wr.len, (char *)b->data, &n) == SNAPPY_OK) {
+        b->len = n;
+        r->n_parts++;
+    } else {
+        pc_buf_free(b);
+    }
+    e->wr.len = 0;
+}
+
 /* One TimeSeries{labels = 1, samples = 2} of one Sample{value = 1 (double), timestamp = 2 (ms)}
  * into the WriteRequest (timeseries = 1). l: sorted; name goes in as __name__ at its place. */
-static void put_series(pc_buf *wr, const pc_prom_labels *l, const char *name, const char *extra_k,
+static void put_series(enc *e, const pc_prom_labels *l, const char *name, const char *extra_k,
                        const char *extra_v, double v, int64_t ts_ms)
 {
     pc_prom_labels all;
@@ -186,21 +217,14 @@ static void put_series(pc_buf *wr, const pc_prom_labels *l, const char *name, co
     put_varint(&val, 2 << 3 | 0);
     put_varint(&val, (uint64_t)ts_ms);
     put_bytes(&ts, 2, val.data, val.len);
-    put_bytes(wr, 1, ts.data, ts.len);
+    if (e->wr.len + ts.len + 16 > e->cfg->max_bytes) flush(e);
+    put_bytes(&e->wr, 1, ts.data, ts.len);
     pc_buf_free(&ts);
     pc_buf_free(&val);
     pc_prom_labels_free(&all);
 }
 
 /* ---- a batch to a WriteRequest (thread pool) ---- */
-
-typedef struct enc {
-    const prw_cfg *cfg;
-    prw_req *r;
-    pc_buf wr;
-    const pc_prom_labels *base;
-    int64_t now_ms;
-} enc;
 
 static int64_t ms_of(const enc *e, uint64_t ns)
 {
@@ -233,9 +257,8 @@ static void put_numbers(enc *e, const char *name, number_t *const *p, size_t n)
             p[i]->value_case == OPENTELEMETRY__PROTO__METRICS__V1__NUMBER_DATA_POINT__VALUE_AS_INT
                 ? (double)p[i]->as_int
                 : p[i]->as_double;
-        put_series(&e->wr, &l, name, NULL, NULL, value_of(v, p[i]->flags),
+        put_series(e, &l, name, NULL, NULL, value_of(v, p[i]->flags),
                    ms_of(e, p[i]->time_unix_nano));
-        e->r->n_series++;
         pc_prom_labels_free(&l);
     }
 }
@@ -256,14 +279,13 @@ static void put_histogram(enc *e, const char *name, const histo_t *p)
     for (size_t i = 0; i < p->n_explicit_bounds; i++) {
         cum += i < p->n_bucket_counts ? p->bucket_counts[i] : 0;
         pc_prom_fmt_double(le, sizeof le, p->explicit_bounds[i]);
-        put_series(&e->wr, &l, n, "le", le, value_of((double)cum, p->flags), ts);
+        put_series(e, &l, n, "le", le, value_of((double)cum, p->flags), ts);
     }
-    put_series(&e->wr, &l, n, "le", "+Inf", value_of((double)p->count, p->flags), ts);
+    put_series(e, &l, n, "le", "+Inf", value_of((double)p->count, p->flags), ts);
     snprintf(n, len + 8, "%s_sum", name);
-    put_series(&e->wr, &l, n, NULL, NULL, value_of(p->sum, p->flags), ts);
+    put_series(e, &l, n, NULL, NULL, value_of(p->sum, p->flags), ts);
     snprintf(n, len + 8, "%s_count", name);
-    put_series(&e->wr, &l, n, NULL, NULL, value_of((double)p->count, p->flags), ts);
-    e->r->n_series += p->n_explicit_bounds + 3;
+    put_series(e, &l, n, NULL, NULL, value_of((double)p->count, p->flags), ts);
     free(n);
     pc_prom_labels_free(&l);
 }
@@ -278,14 +300,13 @@ static void put_summary(enc *e, const char *name, const summary_t *p)
     for (size_t i = 0; i < p->n_quantile_values; i++) {
         if (!p->quantile_values[i]) continue;
         pc_prom_fmt_double(q, sizeof q, p->quantile_values[i]->quantile);
-        put_series(&e->wr, &l, name, "quantile", q,
-                   value_of(p->quantile_values[i]->value, p->flags), ts);
+        put_series(e, &l, name, "quantile", q, value_of(p->quantile_values[i]->value, p->flags),
+                   ts);
     }
     snprintf(n, len + 8, "%s_sum", name);
-    put_series(&e->wr, &l, n, NULL, NULL, value_of(p->sum, p->flags), ts);
+    put_series(e, &l, n, NULL, NULL, value_of(p->sum, p->flags), ts);
     snprintf(n, len + 8, "%s_count", name);
-    put_series(&e->wr, &l, n, NULL, NULL, value_of((double)p->count, p->flags), ts);
-    e->r->n_series += p->n_quantile_values + 2;
+    put_series(e, &l, n, NULL, NULL, value_of((double)p->count, p->flags), ts);
     free(n);
     pc_prom_labels_free(&l);
 }
@@ -356,8 +377,7 @@ static void put_target_info(enc *e, const pc_resource *r)
             pc_prom_labels_add(&l, e->cfg->external_labels.keys[i],
                                e->cfg->external_labels.vals[i]);
         pc_prom_labels_sort(&l);
-        put_series(&e->wr, &l, "target_info", NULL, NULL, 1, e->now_ms);
-        e->r->n_series++;
+        put_series(e, &l, "target_info", NULL, NULL, 1, e->now_ms);
     }
     pc_prom_labels_free(&l);
 }
@@ -391,7 +411,8 @@ static void put_resource(enc *e, const Opentelemetry__Proto__Metrics__V1__Resour
     pc_prom_labels_free(&res);
 }
 
-/* The batch as one snappy-compressed WriteRequest in r->body (empty: nothing to send). */
+/* The batch as snappy-compressed WriteRequests of at most max_batch_size_bytes (none: nothing
+ * to send). */
 static void prw_encode(pc_export_req *r)
 {
     const pc_metrics_request *req = (const pc_metrics_request *)r->batch->msg;
@@ -401,46 +422,74 @@ static void prw_encode(pc_export_req *r)
     e.now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     for (size_t i = 0; req && i < req->n_resource_metrics; i++)
         if (req->resource_metrics[i]) put_resource(&e, req->resource_metrics[i]);
-    if (e.wr.len) {
-        size_t n = snappy_max_compressed_length(e.wr.len);
-        pc_buf_reserve(&r->body, n);
-        if (snappy_compress((const char *)e.wr.data, e.wr.len, (char *)r->body.data, &n) ==
-            SNAPPY_OK)
-            r->body.len = n;
-    }
+    flush(&e);
     pc_buf_free(&e.wr);
+}
+
+static void prw_release(pc_export_req *r)
+{
+    prw_req *q = (prw_req *)r;
+    for (size_t i = 0; i < q->n_parts; i++)
+        pc_buf_free(&q->parts[i]);
+    free(q->parts);
+    q->parts = NULL;
+    q->n_parts = 0;
 }
 
 /* ---- sending (loop) ---- */
 
+static void post_part(prw_req *q);
+
+/* The attempt's outcome. What encode dropped is counted once: by the attempt that is not retried
+ * (each attempt encodes the batch anew). */
+static void finish(prw_req *q)
+{
+    prw *x = q->base.e->priv;
+    if (q->acc.st != PC_EAGAIN && q->acc.st != PC_EBUSY) x->dropped_points += q->dropped_points;
+    pc_export_done(&q->base, &q->acc);
+}
+
+/* A part's answer: the next part, or the request's outcome (the first failure ends it). */
 static void on_response(const pc_http_response *resp, void *arg)
 {
-    pc_export_req *r = arg;
-    prw *x = r->e->priv;
+    prw_req *q = arg;
+    prw *x = q->base.e->priv;
     pc_export_outcome o;
     pc_exporter_http_outcome(resp, &x->url, &o);
     if (resp->status >= 500 && o.st == PC_EINVAL) o.st = PC_EAGAIN; /* spec §5: retry 5xx */
-    pc_export_done(r, &o);
+    pc_export_outcome_merge(&q->acc, &o);
+    if (q->acc.st == PC_OK && ++q->next < q->n_parts)
+        post_part(q);
+    else
+        finish(q);
 }
 
-static void prw_send(pc_export_req *r)
+static void post_part(prw_req *q)
 {
-    prw *x = r->e->priv;
-    const prw_cfg *cfg = r->e->c->cfg;
-    x->dropped_points += ((prw_req *)r)->dropped_points;
-    ((prw_req *)r)->dropped_points = 0; /* counted once, not per retry */
-    if (!r->body.len) {
-        pc_export_done(r, &PC_EXPORT_OK);
-        return;
-    }
+    prw *x = q->base.e->priv;
+    const prw_cfg *cfg = q->base.e->c->cfg;
     pc_buf h = {0};
     pc_buf_printf(&h, "%s", x->headers);
     if (x->auth) pc_auth_headers(x->auth, &h);
     pc_buf_append(&h, "", 1);
+    const pc_buf *b = &q->parts[q->next];
     pc_http_client_request(x->client, "POST", x->url.path[0] ? x->url.path : "/",
-                           (const char *)h.data, r->body.data, r->body.len,
-                           (unsigned)cfg->client.timeout_ms, on_response, r);
+                           (const char *)h.data, b->data, b->len, (unsigned)cfg->client.timeout_ms,
+                           on_response, q);
     pc_buf_free(&h);
+}
+
+/* One attempt: every part in order (a retry sends them all again: samples Prometheus already
+ * has are the same samples, which it takes again without complaint). */
+static void prw_send(pc_export_req *r)
+{
+    prw_req *q = (prw_req *)r;
+    q->acc = PC_EXPORT_OK;
+    q->next = 0;
+    if (!q->n_parts)
+        finish(q);
+    else
+        post_part(q);
 }
 
 /* ---- lifecycle ---- */
@@ -508,6 +557,7 @@ static const pc_exporter_def prw_def = {
     .start = prw_start,
     .encode = prw_encode,
     .send = prw_send,
+    .release = prw_release,
     .close = prw_close,
     .destroy = prw_destroy,
 };

@@ -425,6 +425,13 @@ exporters:
       cluster: e2e
     sending_queue:
       num_consumers: 1
+  prometheusremotewrite/split:
+    endpoint: http://127.0.0.1:%(prom)d/api/v1/write
+    external_labels:
+      cluster: split
+    max_batch_size_bytes: 300
+    sending_queue:
+      num_consumers: 1
 service:
   telemetry:
     metrics:
@@ -432,7 +439,7 @@ service:
   pipelines:
     metrics:
       receivers: [otlp]
-      exporters: [prometheusremotewrite]
+      exporters: [prometheusremotewrite, prometheusremotewrite/split]
 """ % p, wait_ports=[p["otlp"]], name="profcol-prw").start()
         t0 = now_ns() - 30 * 10**9
         cls.reqs, cls.expected, cls.absent = remote_write_requests(t0)
@@ -456,23 +463,39 @@ service:
     wait_value = PrometheusExporterTest.wait_value
 
     def test_values_in_prometheus(self):
-        base = 'job="prod/shop",instance="i-1",cluster="e2e",otel_scope_name="e2e.scope"'
-        for sel, want in self.expected.items():
-            self.wait_value(with_labels(sel, base), want)
-        self.wait_value('target_info{job="prod/shop",instance="i-1",host_name="h1",'
-                        'cluster="e2e"}', 1)
+        for cluster in ("e2e", "split"):
+            base = ('job="prod/shop",instance="i-1",cluster="%s",otel_scope_name="e2e.scope"'
+                    % cluster)
+            for sel, want in self.expected.items():
+                self.wait_value(with_labels(sel, base), want)
+            self.wait_value('target_info{job="prod/shop",instance="i-1",host_name="h1",'
+                            'cluster="%s"}' % cluster, 1)
+
+    def test_split_requests(self):
+        """max_batch_size_bytes 300: the split exporter's batches go as several requests (the
+        other exporter sends one per batch), all of them taken (Prometheus' own counts)."""
+        self.wait_value('app_requests_total{route="/a",cluster="split"}', 150)
+        _, text = http_get(self.ports["prom"], "/metrics")
+        writes = metric_value(text, "prometheus_http_requests_total", handler="/api/v1/write")
+        ok = metric_value(text, "prometheus_http_requests_total", handler="/api/v1/write",
+                          code="204")
+        self.assertGreater(writes, 2 * len(self.reqs), text)
+        self.assertEqual(ok, writes)
 
     def test_not_sent_and_stale(self):
-        self.wait_value('app_requests_total{route="/a"}', 150)  # everything has arrived
+        self.wait_value('app_requests_total{route="/a",cluster="e2e"}', 150)  # all arrived
         for name in self.absent:
             self.assertEqual(prom_query(self.ports["prom"], name), [], name)
         # the temperature did arrive before its stale marker
         got = prom_query(self.ports["prom"], "last_over_time(app_temperature_celsius[5m])")
-        self.assertEqual(len(got), 1, got)
+        self.assertEqual(len(got), 2, got)  # one per exporter (cluster)
         _, text = http_get(self.ports["self"], "/metrics")
         dropped = metric_value(text, "profcol_exporter_prometheusremotewrite_dropped_points",
                                exporter="prometheusremotewrite")
         self.assertEqual(dropped, 2)  # the delta sum's point and the delta histogram's
+        dropped = metric_value(text, "profcol_exporter_prometheusremotewrite_dropped_points",
+                               exporter="prometheusremotewrite/split")
+        self.assertEqual(dropped, 2)
         sent = metric_value(text, "otelcol_exporter_send_failed_metric_points")
         self.assertIn(sent, (None, 0.0))
 
