@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -388,6 +389,44 @@ def remote_write_requests(t0):
     return reqs, expected, absent
 
 
+class FlakyProxy(h.QuietHandler):
+    """In front of Prometheus' /api/v1/write: /flaky answers 500 to the first `fail` POSTs, then
+    forwards each body and the remote-write headers to Prometheus and relays its status;
+    /reject always answers 400. Records (path, status) of every POST."""
+    target = None
+    fail = 2
+    seen = []
+
+    def do_POST(self):
+        body = self.read_body()
+        if self.path == "/reject":
+            status = 400
+        elif FlakyProxy.fail > 0:
+            FlakyProxy.fail -= 1
+            status = 500
+        else:
+            req = urllib.request.Request(FlakyProxy.target, data=body, method="POST")
+            for k in ("Content-Encoding", "Content-Type", "X-Prometheus-Remote-Write-Version",
+                      "User-Agent"):
+                req.add_header(k, self.headers.get(k, ""))
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    status = r.status
+            except urllib.error.HTTPError as e:
+                status = e.code
+        FlakyProxy.seen.append((self.path, status))
+        self.reply(status, "text/plain", b"")
+
+
+def n_points(req):
+    n = 0
+    for rm in req.resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                n += len(getattr(m, m.WhichOneof("data")).data_points)
+    return n
+
+
 @unittest.skipUnless(PROMETHEUS, "skipped: prometheus not installed (Debian package prometheus)")
 class RemoteWriteTest(unittest.TestCase):
     """prometheusremotewrite into `prometheus --web.enable-remote-write-receiver` (spec §4-§6):
@@ -412,6 +451,9 @@ class RemoteWriteTest(unittest.TestCase):
         if not h.wait_port(p["prom"], 30, cls.prom):
             cls.tearDownClass()
             raise AssertionError("prometheus did not listen")
+        FlakyProxy.target = "http://127.0.0.1:%d/api/v1/write" % p["prom"]
+        cls.proxy = h.LocalServer(FlakyProxy).start()
+        p["proxy"] = cls.proxy.port
         cls.profcol = h.Profcol("""
 receivers:
   otlp:
@@ -419,6 +461,16 @@ receivers:
       http:
         endpoint: 127.0.0.1:%(otlp)d
 exporters:
+  prometheusremotewrite/flaky:
+    endpoint: http://127.0.0.1:%(proxy)d/flaky
+    external_labels: {cluster: flaky}
+    sending_queue: {num_consumers: 1}
+    retry_on_failure: {initial_interval: 100ms}
+  prometheusremotewrite/reject:
+    endpoint: http://127.0.0.1:%(proxy)d/reject
+    external_labels: {cluster: reject}
+    sending_queue: {num_consumers: 1}
+    retry_on_failure: {initial_interval: 100ms}
   prometheusremotewrite:
     endpoint: http://127.0.0.1:%(prom)d/api/v1/write
     external_labels:
@@ -439,7 +491,8 @@ service:
   pipelines:
     metrics:
       receivers: [otlp]
-      exporters: [prometheusremotewrite, prometheusremotewrite/split]
+      exporters: [prometheusremotewrite, prometheusremotewrite/split,
+                  prometheusremotewrite/flaky, prometheusremotewrite/reject]
 """ % p, wait_ports=[p["otlp"]], name="profcol-prw").start()
         t0 = now_ns() - 30 * 10**9
         cls.reqs, cls.expected, cls.absent = remote_write_requests(t0)
@@ -456,7 +509,7 @@ service:
         finally:
             cls.prom_log.close()
             if cls.profcol:
-                h.stop_all(cls.profcol)
+                h.stop_all(cls.profcol, cls.proxy)
             if not os.environ.get("E2E_KEEP"):
                 shutil.rmtree(cls.tmp, ignore_errors=True)
 
@@ -470,6 +523,28 @@ service:
                 self.wait_value(with_labels(sel, base), want)
             self.wait_value('target_info{job="prod/shop",instance="i-1",host_name="h1",'
                             'cluster="%s"}' % cluster, 1)
+
+    def test_retries(self):
+        """500 is retried (spec §5: 5xx) until Prometheus has it all; 400 is permanent: one
+        request per batch, counted as failed, nothing in Prometheus."""
+        base = 'job="prod/shop",instance="i-1",cluster="flaky"'
+        for sel, want in self.expected.items():
+            self.wait_value(with_labels(sel, base), want)
+        flaky = [st for path, st in FlakyProxy.seen if path == "/flaky"]
+        self.assertEqual(flaky[:2], [500, 500])
+        self.assertEqual(flaky[2:], [204] * len(self.reqs))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            _, text = http_get(self.ports["self"], "/metrics")
+            failed = metric_value(text, "otelcol_exporter_send_failed_metric_points",
+                                  exporter="prometheusremotewrite/reject")
+            if failed == sum(n_points(r) for r in self.reqs):
+                break
+            time.sleep(0.2)
+        self.assertEqual(failed, sum(n_points(r) for r in self.reqs))
+        rejected = [st for path, st in FlakyProxy.seen if path == "/reject"]
+        self.assertEqual(rejected, [400] * len(self.reqs))  # never retried
+        self.assertEqual(prom_query(self.ports["prom"], '{cluster="reject"}'), [])
 
     def test_split_requests(self):
         """max_batch_size_bytes 300: the split exporter's batches go as several requests (the
@@ -487,8 +562,9 @@ service:
         for name in self.absent:
             self.assertEqual(prom_query(self.ports["prom"], name), [], name)
         # the temperature did arrive before its stale marker
-        got = prom_query(self.ports["prom"], "last_over_time(app_temperature_celsius[5m])")
-        self.assertEqual(len(got), 2, got)  # one per exporter (cluster)
+        got = prom_query(self.ports["prom"],
+                         'last_over_time(app_temperature_celsius{cluster="e2e"}[5m])')
+        self.assertEqual(len(got), 1, got)
         _, text = http_get(self.ports["self"], "/metrics")
         dropped = metric_value(text, "profcol_exporter_prometheusremotewrite_dropped_points",
                                exporter="prometheusremotewrite")
@@ -496,8 +572,10 @@ service:
         dropped = metric_value(text, "profcol_exporter_prometheusremotewrite_dropped_points",
                                exporter="prometheusremotewrite/split")
         self.assertEqual(dropped, 2)
-        sent = metric_value(text, "otelcol_exporter_send_failed_metric_points")
-        self.assertIn(sent, (None, 0.0))
+        for exp in ("prometheusremotewrite", "prometheusremotewrite/split"):
+            failed = metric_value(text, "otelcol_exporter_send_failed_metric_points",
+                                  exporter=exp)
+            self.assertIn(failed, (None, 0.0), exp)
 
 
 class ReloadTest(unittest.TestCase):
