@@ -43,7 +43,7 @@ typedef struct prw_cfg {
 static const pc_cfg_key prw_keys[] = {
     {"endpoint", PC_CFG_STRING, "", offsetof(prw_cfg, endpoint), "remote write URL, e.g. http://prometheus:9090/api/v1/write", NULL},
     {"", PC_CFG_GROUP, "", offsetof(prw_cfg, client), "the HTTP client", pc_http_client_keys},
-    {"", PC_CFG_GROUP, "", offsetof(prw_cfg, sender), "the sending queue and retries", pc_sender_keys},
+    {"", PC_CFG_GROUP, "", offsetof(prw_cfg, sender), "the sending queue and retries (num_consumers: 1 unless set, so that a series' samples arrive in order)", pc_sender_keys},
     {"namespace", PC_CFG_STRING, "", offsetof(prw_cfg, namespace_), "prefix of every metric name (<namespace>_)", NULL},
     {"external_labels", PC_CFG_MAP, "", offsetof(prw_cfg, external_labels), "labels added to every series", NULL},
     {"add_metric_suffixes", PC_CFG_BOOL, "true", offsetof(prw_cfg, suffixes), "append the unit, _total to monotonic sums and _ratio to gauges of unit 1", NULL},
@@ -120,6 +120,10 @@ static int prw_validate(void *cfgp, const pc_node *node, const char *path, pc_er
     if (cfg->namespace_ && *cfg->namespace_ && !label_name_ok(cfg->namespace_))
         return pc_cfg_key_errorf(err, node, path, "namespace",
                                  "must be letters, digits and '_', not starting with a digit");
+    /* samples of one series must arrive in time order (Prometheus refuses the rest with 400):
+     * one request at a time unless the config asks otherwise */
+    if (!pc_node_get(pc_node_get(node, "sending_queue"), "num_consumers"))
+        cfg->sender.num_consumers = 1;
     return pc_sender_validate(&cfg->sender, node, path, err);
 }
 
@@ -572,5 +576,6 @@ const pc_component_type pc_exporter_prometheusremotewrite = {
     PC_EXPORTER_CORE(&prw_def),
     .signals = PC_SIGNAL_BIT(PC_SIGNAL_METRICS),
     .doc = "sends metrics with Prometheus remote write 1.0 (protobuf, snappy): cumulative series; "
-           "deltas and exponential histograms dropped",
+           "deltas and exponential histograms dropped; one request at a time (series in order) "
+           "unless sending_queue::num_consumers is set",
 };

@@ -475,8 +475,6 @@ exporters:
     endpoint: http://127.0.0.1:%(prom)d/api/v1/write
     external_labels:
       cluster: e2e
-    sending_queue:
-      num_consumers: 1
   prometheusremotewrite/split:
     endpoint: http://127.0.0.1:%(prom)d/api/v1/write
     external_labels:
