@@ -403,10 +403,7 @@ static void put_resource(enc *e, const Opentelemetry__Proto__Metrics__V1__Resour
         if (!sm) continue;
         pc_prom_labels l;
         pc_prom_labels_copy(&l, &res, 2);
-        if (sm->scope) {
-            pc_prom_labels_add(&l, "otel_scope_name", sm->scope->name);
-            pc_prom_labels_add(&l, "otel_scope_version", sm->scope->version);
-        }
+        pc_prom_scope_labels(sm->scope, sm->schema_url, &l);
         e->base = &l;
         for (size_t m = 0; m < sm->n_metrics; m++)
             if (sm->metrics[m]) put_metric(e, sm->metrics[m]);

@@ -42,6 +42,9 @@ void pc_prom_labels_free(pc_prom_labels *l);
 
 /* job (service.namespace/service.name) and instance (service.instance.id) of a resource. */
 void pc_prom_job_instance(const pc_resource *r, pc_prom_labels *l);
+/* otel_scope_name, otel_scope_version, otel_scope_schema_url and otel_scope_<key> for each
+ * scope attribute (the Collector's prometheus exporter, spec §3); scope may be NULL. */
+void pc_prom_scope_labels(const pc_scope *scope, const char *schema_url, pc_prom_labels *l);
 /* service.name, service.namespace, service.instance.id: job and instance, not target_info. */
 bool pc_prom_is_service_key(const char *key);
 

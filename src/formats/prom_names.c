@@ -328,3 +328,23 @@ void pc_prom_labels_copy(pc_prom_labels *to, const pc_prom_labels *from, size_t 
         to->vals[i] = pc_xstrdup(from->vals[i]);
     }
 }
+
+void pc_prom_scope_labels(const pc_scope *scope, const char *schema_url, pc_prom_labels *l)
+{
+    pc_prom_labels_add(l, "otel_scope_schema_url", schema_url);
+    if (!scope) return;
+    pc_prom_labels_add(l, "otel_scope_name", scope->name);
+    pc_prom_labels_add(l, "otel_scope_version", scope->version);
+    char buf[64];
+    for (size_t i = 0; i < scope->n_attributes; i++) {
+        const pc_keyvalue *kv = scope->attributes[i];
+        const char *v;
+        if (!kv || !kv->key || !pc_prom_value_text(kv->value, buf, sizeof buf, &v)) continue;
+        size_t n = strlen(kv->key);
+        char *k = pc_xmalloc(n + 12);
+        memcpy(k, "otel_scope_", 11);
+        memcpy(k + 11, kv->key, n + 1);
+        pc_prom_labels_add(l, k, v);
+        free(k);
+    }
+}

@@ -49,13 +49,16 @@ def _attrs(repeated, **kv):
 
 def _req(build):
     """A request of one resource (service shop in namespace prod, instance i-1, host h1) with
-    one scope; build(scope_metrics) adds the metrics."""
+    one scope (name, version, schema URL, an attribute); build(scope_metrics) adds the
+    metrics."""
     req = METRICS.Req()
     rm = req.resource_metrics.add()
     _attrs(rm.resource.attributes, service__name="shop", service__namespace="prod",
            service__instance__id="i-1", host__name="h1")
     sm = rm.scope_metrics.add()
     sm.scope.name, sm.scope.version = "e2e.scope", "1.2.3"
+    sm.schema_url = "https://opentelemetry.io/schemas/1.37.0"
+    _attrs(sm.scope.attributes, lib__kind="http")
     build(sm)
     return req
 
@@ -263,6 +266,9 @@ scrape_configs:
         for sel, want in self.expected.items():
             labels = self.wait_value(with_labels(sel, base), want)
             self.assertEqual(labels.get("otel_scope_version"), "1.2.3")
+            self.assertEqual(labels.get("otel_scope_lib_kind"), "http")
+            self.assertEqual(labels.get("otel_scope_schema_url"),
+                             "https://opentelemetry.io/schemas/1.37.0")
             self.assertNotIn("host_name", labels)  # resource attributes only in target_info
         self.wait_value('target_info{job="prod/shop",instance="i-1",host_name="h1"}', 1)
         # the delta up-down sum is dropped, not exposed

@@ -442,10 +442,7 @@ static void add_resource(prom_accum *a, const resource_metrics_t *rm, prom_tally
         if (!sm) continue;
         pc_prom_labels l;
         pc_prom_labels_copy(&l, &res, 2);
-        if (sm->scope) {
-            pc_prom_labels_add(&l, "otel_scope_name", sm->scope->name);
-            pc_prom_labels_add(&l, "otel_scope_version", sm->scope->version);
-        }
+        pc_prom_scope_labels(sm->scope, sm->schema_url, &l);
         for (size_t m = 0; m < sm->n_metrics; m++)
             add_metric(a, sm->metrics[m], &l, t);
         pc_prom_labels_free(&l);
