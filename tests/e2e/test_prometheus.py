@@ -20,6 +20,7 @@ RemoteWriteTest: the prometheusremotewrite exporter into `prometheus
 
 Without the prometheus binary: "skipped: <reason>"."""
 
+import gzip
 import json
 import os
 import shutil
@@ -291,12 +292,24 @@ scrape_configs:
             time.sleep(0.5)
         self.assertEqual(health, {"text": ("up", ""), "om": ("up", "")})
 
-    def scrape(self, port, accept=None):
+    def scrape(self, port, accept=None, gzipped=False):
         req = urllib.request.Request("http://127.0.0.1:%d/metrics" % port)
         if accept:
             req.add_header("Accept", accept)
+        if gzipped:
+            req.add_header("Accept-Encoding", "gzip")
         with urllib.request.urlopen(req, timeout=10) as r:
-            return r.headers.get("Content-Type"), r.read()
+            body = r.read()
+            if gzipped:
+                self.assertEqual(r.headers.get("Content-Encoding"), "gzip")
+                body = gzip.decompress(body)
+            return r.headers.get("Content-Type"), body
+
+    def test_gzip(self):
+        self.wait_value('app_requests_total{route="/a"}', 150)
+        for port, accept in ((self.ports["text"], None),
+                             (self.ports["om"], "application/openmetrics-text")):
+            self.assertEqual(self.scrape(port, accept, gzipped=True), self.scrape(port, accept))
 
     def test_promtool_checks_text(self):
         self.wait_value('app_requests_total{route="/a"}', 150)

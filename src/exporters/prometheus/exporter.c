@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/gzip.h"
 #include "base/log.h"
 #include "exporters/prometheus/model.h"
 #include "sdk/component.h"
@@ -83,7 +84,7 @@ typedef struct scrape {
     uv_work_t work;
     prom *p;
     pc_http_req *req;
-    bool om;
+    bool om, gzip;
     pc_buf out;
     prom_tally t;
 } scrape;
@@ -92,6 +93,12 @@ static void scrape_run(uv_work_t *w)
 {
     scrape *s = w->data;
     prom_accum_render(&s->p->acc, s->om, &s->out, &s->t);
+    if (s->gzip && s->out.len) { /* Prometheus asks for it: text shrinks several times */
+        pc_buf z = {0};
+        pc_gzip_deflate(s->out.data, s->out.len, 1, &z);
+        pc_buf_free(&s->out);
+        s->out = z;
+    }
 }
 
 static void scrape_done(uv_work_t *w, int status)
@@ -102,7 +109,9 @@ static void scrape_done(uv_work_t *w, int status)
                            : "text/plain; version=0.0.4; charset=utf-8";
     s->p->series = s->t.series;
     s->p->scrapes++;
-    pc_http_respond(s->req, 200, ct, s->out.data, s->out.len, NULL);
+    bool z = s->gzip && s->out.len;
+    pc_http_respond(s->req, 200, ct, s->out.data, s->out.len,
+                    z ? "Content-Encoding: gzip\r\n" : NULL);
     pc_buf_free(&s->out);
     free(s);
 }
@@ -130,6 +139,8 @@ static void on_request(pc_http_req *req, void *arg)
     s->p = p;
     s->req = req;
     s->om = wants_om(p->e->c->cfg, req);
+    const char *ae = pc_http_req_header(req, "accept-encoding");
+    s->gzip = ae && strstr(ae, "gzip");
     s->work.data = s;
     uv_queue_work(p->e->c->loop, &s->work, scrape_run, scrape_done);
 }
