@@ -456,9 +456,12 @@ static void expire_cb(prom_accum *a, prom_series *s, void *arg)
     if (now - s->seen_ms >= a->cfg->expiration_ms) series_delete(a, s);
 }
 
-static void expire(prom_accum *a)
+/* A walk over every series: at most once a second from the batches (a scrape always walks). */
+static void expire(prom_accum *a, bool always)
 {
     uint64_t now = prom_now_ms();
+    if (!always && now - a->expired_ms < 1000) return;
+    a->expired_ms = now;
     each_series(a, expire_cb, &now);
 }
 
@@ -467,7 +470,7 @@ void prom_accum_add(prom_accum *a, const pc_batch *b, prom_tally *t)
     const pc_metrics_request *req = (const pc_metrics_request *)b->msg;
     if (b->signal != PC_SIGNAL_METRICS || !req) return;
     pthread_mutex_lock(&a->mu);
-    expire(a);
+    expire(a, false);
     for (size_t i = 0; i < req->n_resource_metrics; i++)
         if (req->resource_metrics[i]) add_resource(a, req->resource_metrics[i], t);
     t->series = a->series.n;
@@ -496,7 +499,7 @@ static void collect_cb(prom_accum *a, prom_series *s, void *arg)
 void prom_accum_render(prom_accum *a, bool om, pc_buf *out, prom_tally *t)
 {
     pthread_mutex_lock(&a->mu);
-    expire(a);
+    expire(a, true);
     collect c = {pc_xmalloc((a->series.n + 1) * sizeof(prom_series *)), 0};
     each_series(a, collect_cb, &c);
     qsort(c.v, c.n, sizeof *c.v, series_cmp);

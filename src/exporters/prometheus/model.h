@@ -80,6 +80,7 @@ typedef struct prom_accum {
     pthread_mutex_t mu;
     const prom_cfg *cfg;
     prom_table fams, series;
+    uint64_t expired_ms; /* the last walk for expired series */
 } prom_accum;
 
 void prom_accum_init(prom_accum *a, const prom_cfg *cfg);
