@@ -305,6 +305,21 @@ MUTANTS = [
       "        if (sl->used && sl->slot != now && (!old || sl->slot > old->slot)) old = sl;",
       ["profilez"],
       "the budget drops the newest older slice instead of the oldest"),
+    M("prometheus-delta-replaces", "src/exporters/prometheus/accum.c",
+      "        s->value += v;",
+      "        s->value = v;",
+      ["test_prometheus"],
+      "a contiguous delta sum replaces the counter instead of adding to it"),
+    M("prometheus-unit-appended-twice", "src/formats/prom_names.c",
+      "        if (!has(t, (char *)b.data) && t->n < MAX_TOKENS)",
+      "        if (t->n < MAX_TOKENS)",
+      ["prometheus", "test_prometheus"],
+      "the unit is appended to a name that already has it (bytes_sent_bytes_total)"),
+    M("remotewrite-no-stale-marker", "src/exporters/prometheusremotewrite.c",
+      "    if (flags & NO_RECORD) {",
+      "    if (flags & NO_RECORD && 0) {",
+      ["test_prometheus"],
+      "a NoRecordedValue point is sent as its value, not as the stale marker"),
 ]
 del M
 

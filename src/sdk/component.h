@@ -63,6 +63,9 @@ typedef struct pc_component_type {
     void (*destroy)(pc_component *c);
     bool mutates;       /* processors: modifies batches (copy-on-write is then applied) */
     bool authenticator; /* extensions: priv starts with a pc_auth (sdk/auth.h) */
+    /* exporters that serve on a socket of their own (prometheus): a reload that replaces the
+     * instance stops the old one with the receivers, before the new one binds the same port */
+    bool listens;
     /* Extensions that watch the profiles passing through (profilez): the tap, a consumer the
      * service adds to every profiles pipeline as one more target of its exporters' fan-out
      * (ARCHITECTURE.md §2, "The tap"). It is asked for once the instance is created; it must

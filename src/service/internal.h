@@ -66,8 +66,9 @@ struct pc_service {
     bool log_level_set, log_json;
     pc_metrics_server *metrics;
     /* reload */
-    pc_service *from;                      /* the running service this one borrows from */
-    pc_component *retired[MAX_COMPONENTS]; /* stopped early by a reload, freed with the service */
+    pc_service *from; /* the running service this one borrows from */
+    /* stopped early by a reload (receivers, extensions, listening exporters), freed with it */
+    pc_component *retired[3 * MAX_COMPONENTS];
     size_t n_retired;
     pc_component *waiting[MAX_COMPONENTS]; /* exporters that start once their predecessor left
                                               its persistent queue; they refuse data until then */

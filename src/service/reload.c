@@ -223,17 +223,22 @@ void pc_service_reload(pc_service *old, pc_service *next, pc_reload_cb cb, void 
     for (size_t i = 0; i < old->n_exporters; i++)
         old->quick_handover[i] =
             old->exporters[i] && svc_find_in(next->waiting, next->n_waiting, old->exporters[i]->id);
-    /* first stop what holds a socket next may want: receivers and extensions not kept, and the
-     * metrics endpoint when it moves */
+    /* first stop what holds a socket next may want: receivers, extensions and listening
+     * exporters not kept, and the metrics endpoint when it moves */
     old->done_arg = j;
     old->cont = old_front_stopped;
     old->pending = 1;
-    for (size_t i = 0; i < old->n_receivers + old->n_extensions; i++) {
-        bool recv = i < old->n_receivers;
-        pc_component **slot = recv ? &old->receivers[i] : &old->extensions[i - old->n_receivers];
+    size_t nr = old->n_receivers, ne = old->n_extensions;
+    for (size_t i = 0; i < nr + ne + old->n_exporters; i++) {
+        pc_component **slot = i < nr        ? &old->receivers[i]
+                              : i < nr + ne ? &old->extensions[i - nr]
+                                            : &old->exporters[i - nr - ne];
         pc_component *c = *slot;
-        if (!c || (recv ? svc_find_in(next->receivers, next->n_receivers, c->id) == c
-                        : svc_find_in(next->extensions, next->n_extensions, c->id) == c))
+        if (!c || (i < nr && svc_find_in(next->receivers, next->n_receivers, c->id) == c) ||
+            (i >= nr && i < nr + ne &&
+             svc_find_in(next->extensions, next->n_extensions, c->id) == c) ||
+            (i >= nr + ne &&
+             (!c->type->listens || svc_find_in(next->exporters, next->n_exporters, c->id) == c)))
             continue;
         *slot = NULL;
         old->retired[old->n_retired++] = c;
