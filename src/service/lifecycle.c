@@ -32,6 +32,8 @@ int svc_start_inner(pc_service *s, pc_error *e)
         if ((rc = start_one(s, s->extensions[i], "extensions", e)) < 0) return rc;
     for (size_t i = 0; i < s->n_exporters; i++)
         if ((rc = start_one(s, s->exporters[i], "exporters", e)) < 0) return rc;
+    for (size_t i = 0; i < s->n_connectors; i++)
+        if ((rc = start_one(s, s->connectors[i], "connectors", e)) < 0) return rc;
     for (size_t p = 0; p < s->n_pipelines; p++)
         for (size_t i = 0; i < s->pipelines[p].n_processors; i++)
             if ((rc = start_one(s, s->pipelines[p].processors[i], "processors", e)) < 0) return rc;
@@ -124,6 +126,8 @@ void svc_shutdown_phase(pc_service *s)
                         s->quick_handover[i] ? now : now + s->shutdown_timeout_ms;
                 svc_shutdown_one(s, s->exporters[i]);
             }
+            for (size_t i = 0; i < s->n_connectors; i++)
+                svc_shutdown_one(s, s->connectors[i]);
         } else if ((size_t)phase == max_procs + 2) {
             for (size_t i = 0; i < s->n_extensions; i++)
                 svc_shutdown_one(s, s->extensions[i]);
