@@ -231,7 +231,7 @@ static int routing_create(pc_component *c, pc_error *err)
     routing *st = pc_xcalloc(1, sizeof *st);
     c->priv = st;
     char path[256];
-    snprintf(path, sizeof path, "connectors::%s", c->name);
+    snprintf(path, sizeof path, "connectors::%s", c->name ? c->name : c->id);
     return parse_table(c->cfg, path, &st->routes, &st->n_routes, err);
 }
 
@@ -256,7 +256,7 @@ static int routing_connect(pc_component *c, const char *path, pc_error *err)
     if (resolve(c, &cfg->default_pipelines, &st->defaults, path, err)) return PC_EINVAL;
     st->n_defaults = cfg->default_pipelines.n;
     char labels[300];
-    snprintf(labels, sizeof labels, "connector=\"%s\",signal=\"%s\"", c->name,
+    snprintf(labels, sizeof labels, "connector=\"%s\",signal=\"%s\"", c->name ? c->name : c->id,
              pc_signal_infos[c->router->to].name);
     pc_metric_u64(c, "profcol_connector_routed_items_total",
                   "Items (profile samples, spans, metric points, log records) a route matched",
