@@ -144,10 +144,15 @@ static int route_condition(const pc_node *m, route *r, const char **cond, const 
     } else if (strcmp(name, "resource") != 0) {
         return pc_cfg_errorf(err, ctx ? ctx : m, path, "invalid context: %s", name);
     }
-    if (c && st) return pc_cfg_errorf(err, m, path, "invalid route: both condition and statement provided");
-    if (!c && !st) return pc_cfg_errorf(err, m, path, "invalid route: no condition or statement provided");
-    if ((c ? c : st)->kind != PC_NODE_SCALAR) return pc_cfg_errorf(err, c ? c : st, path, "must be a string");
-    if (st && r->request) return pc_cfg_errorf(err, st, path, "invalid route: the request context requires a condition");
+    if (c && st)
+        return pc_cfg_errorf(err, m, path, "invalid route: both condition and statement provided");
+    if (!c && !st)
+        return pc_cfg_errorf(err, m, path, "invalid route: no condition or statement provided");
+    if ((c ? c : st)->kind != PC_NODE_SCALAR)
+        return pc_cfg_errorf(err, c ? c : st, path, "must be a string");
+    if (st && r->request)
+        return pc_cfg_errorf(err, st, path,
+                             "invalid route: the request context requires a condition");
     *cond = c ? c->scalar : eat(st->scalar, "route() where");
     if (!*cond)
         return pc_cfg_errorf(err, st, path,
@@ -181,7 +186,8 @@ static int parse_route(const pc_node *m, route *r, const char *path, pc_error *e
     r->pipelines.v = pc_xcalloc(pl->n, sizeof(char *));
     for (size_t i = 0; i < pl->n; i++) {
         if (pl->vals[i]->kind != PC_NODE_SCALAR)
-            return pc_cfg_errorf(err, pl->vals[i], path, "pipelines must be a list of pipeline ids");
+            return pc_cfg_errorf(err, pl->vals[i], path,
+                                 "pipelines must be a list of pipeline ids");
         r->pipelines.v[r->pipelines.n++] = pc_xstrdup(pl->vals[i]->scalar);
     }
     return 0;
@@ -252,7 +258,8 @@ static int routing_connect(pc_component *c, const char *path, pc_error *err)
     routing *st = c->priv;
     const routing_cfg *cfg = c->cfg;
     for (size_t i = 0; i < st->n_routes; i++)
-        if (resolve(c, &st->routes[i].pipelines, &st->routes[i].targets, path, err)) return PC_EINVAL;
+        if (resolve(c, &st->routes[i].pipelines, &st->routes[i].targets, path, err))
+            return PC_EINVAL;
     if (resolve(c, &cfg->default_pipelines, &st->defaults, path, err)) return PC_EINVAL;
     st->n_defaults = cfg->default_pipelines.n;
     char labels[300];
@@ -341,8 +348,10 @@ static void send_part(pc_component *c, pc_batch *p, size_t d, join *j)
     pc_consumer **targets = d < st->n_routes ? st->routes[d].targets : st->defaults;
     size_t n = d < st->n_routes ? st->routes[d].pipelines.n : st->n_defaults;
     size_t items = pc_batch_items(p);
-    if (d < st->n_routes) st->routed += items;
-    else st->unrouted += items;
+    if (d < st->n_routes)
+        st->routed += items;
+    else
+        st->unrouted += items;
     if (n == 0) {
         st->dropped += items;
         PC_WARN_RATELIMITED(&st->warn, c->id,

@@ -114,10 +114,10 @@ typedef struct pc_component_type {
  * pipelines by id, and one consumer feeding them all (the default for forward). */
 typedef struct pc_router {
     size_t n;
-    char **pipelines;         /* "profiles/a", ... */
-    pc_consumer **consumers;  /* each pipeline's entry */
-    pc_consumer *all;         /* every one of them */
-    pc_signal from, to;       /* the exporter-side and receiver-side signals of this instance */
+    char **pipelines;        /* "profiles/a", ... */
+    pc_consumer **consumers; /* each pipeline's entry */
+    pc_consumer *all;        /* every one of them */
+    pc_signal from, to;      /* the exporter-side and receiver-side signals of this instance */
 } pc_router;
 
 /* The consumer of the router's pipeline `id`, or NULL. */

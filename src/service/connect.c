@@ -32,7 +32,7 @@ static int check_ambiguous(pc_service *s, const pc_node *sec, pc_error *err)
     int rc = 0;
     for (size_t i = 0; i < sec->n; i++) {
         const char *id = sec->keys[i];
-        const char *kind = svc_find_definition(s, "exporters", id, NULL, NULL, NULL) ? "exporter"
+        const char *kind = svc_find_definition(s, "exporters", id, NULL, NULL, NULL)   ? "exporter"
                            : svc_find_definition(s, "receivers", id, NULL, NULL, NULL) ? "receiver"
                                                                                        : NULL;
         if (!kind) continue;

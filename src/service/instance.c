@@ -142,8 +142,10 @@ const pc_component_type *svc_lookup_type(pc_kind kind, const char *id, const pc_
         for (size_t i = 0; i < n; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
                      cands[i]);
-        pc_cfg_errorf(err, at, path, "connector factory not available for: \"%s\" (%s%s%sprofcol's connectors: %s)",
-                      type, close ? "did you mean \"" : "", close ? close : "", close ? "\"? " : "", list);
+        pc_cfg_errorf(
+            err, at, path,
+            "connector factory not available for: \"%s\" (%s%s%sprofcol's connectors: %s)", type,
+            close ? "did you mean \"" : "", close ? close : "", close ? "\"? " : "", list);
         return NULL;
     }
     if (close) {

@@ -36,7 +36,7 @@ static const char *service_error(const char *yaml)
 }
 
 #define HEAD                                                                                       \
-    "receivers:\n  otlp:\n    protocols:\n      http:\nprocessors:\n  batch:\n"                   \
+    "receivers:\n  otlp:\n    protocols:\n      http:\nprocessors:\n  batch:\n"                    \
     "exporters:\n  debug:\n"
 
 static void test_collector_errors(void)
@@ -203,10 +203,12 @@ static const char *names_of(tc_rec *r)
     for (size_t k = 0; k < r->n; k++) {
         pc_batch *b = r->got[k];
         for (size_t i = 0; i < b->req->n_resource_profiles; i++) {
-            const char *v = pc_resource_attr_str(b->req->dictionary,
-                                                 b->req->resource_profiles[i]->resource,
-                                                 "service.name");
-            snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", i ? "," : k ? "|" : "",
+            const char *v = pc_resource_attr_str(
+                b->req->dictionary, b->req->resource_profiles[i]->resource, "service.name");
+            snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s",
+                     i   ? ","
+                     : k ? "|"
+                         : "",
                      v ? v : "-");
         }
     }
