@@ -288,6 +288,34 @@ int svc_wire_connectors(pc_service *s, const pc_node *pls, pc_error *err)
     return rc;
 }
 
+static pipeline *pipeline_named(pc_service *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_pipelines; i++)
+        if (!strcmp(s->pipelines[i].name, name)) return &s->pipelines[i];
+    return NULL;
+}
+
+/* Longest path in the (acyclic) pipeline graph, counted in processors. */
+void svc_order_pipelines(pc_service *s, const pc_node *pls)
+{
+    for (size_t round = 0; round <= s->n_pipelines; round++) {
+        bool changed = false;
+        for (size_t k = 0; k < s->n_connectors; k++)
+            for (size_t u = 0; u < s->n_pipelines; u++) {
+                pipeline *up = &s->pipelines[u];
+                if (up->signal != s->routers[k].from ||
+                    !svc_lists(pc_node_get(pls, up->name), "exporters", s->conn_ids[k]))
+                    continue;
+                for (size_t i = 0; i < s->routers[k].n; i++) {
+                    pipeline *down = pipeline_named(s, s->routers[k].pipelines[i]);
+                    if (down && down->stage < up->stage + up->n_processors)
+                        down->stage = up->stage + up->n_processors, changed = true;
+                }
+            }
+        if (!changed) return;
+    }
+}
+
 void svc_free_connectors(pc_service *s)
 {
     for (size_t k = 0; k < s->n_connectors; k++) {

@@ -380,7 +380,9 @@ int svc_build_pipelines(pc_service *s, bool dry, pc_error *err)
     }
     if (rc || dry) return PC_EINVAL;
     build_routes(s, pls);
-    return svc_wire_connectors(s, pls, err);
+    if (svc_wire_connectors(s, pls, err)) return PC_EINVAL;
+    svc_order_pipelines(s, pls);
+    return 0;
 }
 
 /* ---- extensions ---- */

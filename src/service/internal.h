@@ -47,6 +47,8 @@ typedef struct pipeline {
     bool borrowed;                 /* processors, fan-out and entry belong to `from` until the
                                       switch (an unchanged pipeline of a reload) */
     bool built;
+    size_t stage; /* shutdown: phases before its first processor's (after every pipeline that
+                     feeds it through a connector: upstream flushes reach it still running) */
 } pipeline;
 
 struct pc_service {
@@ -139,6 +141,8 @@ size_t svc_connector_targets(pc_service *s, const char *id, pc_signal sig, pc_co
 /* Once the pipelines are built: each connector's router, then its type's connect. */
 int svc_wire_connectors(pc_service *s, const pc_node *pls, pc_error *err);
 void svc_free_connectors(pc_service *s);
+/* Each pipeline's shutdown stage: after the processors of the pipelines feeding it. */
+void svc_order_pipelines(pc_service *s, const pc_node *pls);
 
 /* ---- graph.c ---- */
 

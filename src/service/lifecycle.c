@@ -102,10 +102,13 @@ void svc_shutdown_one(pc_service *s, pc_component *c)
 
 void svc_shutdown_phase(pc_service *s)
 {
-    /* phase 0: receivers; 1..: processor stage k of every pipeline; last: exporters */
+    /* phase 0: receivers; 1..: processor stage k of every pipeline (a pipeline fed through a
+     * connector after those feeding it); last: exporters and connectors */
     size_t max_procs = 0;
-    for (size_t p = 0; p < s->n_pipelines; p++)
-        if (s->pipelines[p].n_processors > max_procs) max_procs = s->pipelines[p].n_processors;
+    for (size_t p = 0; p < s->n_pipelines; p++) {
+        size_t end = s->pipelines[p].stage + s->pipelines[p].n_processors;
+        if (end > max_procs) max_procs = end;
+    }
     for (;;) {
         int phase = s->phase++;
         s->pending = 1; /* guard against synchronous completions */
@@ -113,9 +116,12 @@ void svc_shutdown_phase(pc_service *s)
             for (size_t i = 0; i < s->n_receivers; i++)
                 svc_shutdown_one(s, s->receivers[i]);
         } else if ((size_t)phase <= max_procs) {
-            for (size_t p = 0; p < s->n_pipelines; p++)
-                if ((size_t)phase - 1 < s->pipelines[p].n_processors)
-                    svc_shutdown_one(s, s->pipelines[p].processors[phase - 1]);
+            for (size_t p = 0; p < s->n_pipelines; p++) {
+                pipeline *pl = &s->pipelines[p];
+                size_t k = (size_t)phase - 1 - pl->stage; /* wraps when below its stage */
+                if ((size_t)phase - 1 >= pl->stage && k < pl->n_processors)
+                    svc_shutdown_one(s, pl->processors[k]);
+            }
         } else if ((size_t)phase == max_procs + 1) {
             uint64_t now = uv_now(s->loop);
             for (size_t i = 0; i < s->n_exporters; i++) {

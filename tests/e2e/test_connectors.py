@@ -10,6 +10,7 @@ import copy
 import os
 import signal
 import sys
+import threading
 import time
 import unittest
 
@@ -224,6 +225,46 @@ class ConnectorsTest(h.Started, unittest.TestCase):
         self.assertEqual(h.summarize(got["checkout"][1:]), h.summarize(only(req, {"checkout"})))
         self.pc.stop()
         self.assertNotIn("Z error ", self.pc.stderr())
+
+
+class ShutdownTest(h.Started, unittest.TestCase):
+    def test_sigterm_flushes_through_connectors(self):
+        """Batches held by a batch processor on both sides of two connectors (10 s timeouts) are
+        flushed at SIGTERM and reach the sink before profcol exits 0. (The service stops a
+        downstream pipeline's processors after its upstream's; batch passes data on after its
+        own shutdown too, so this test does not tell that order from the old one.)"""
+        sink = self.sink()
+        port = h.free_port()
+        cfg = ("receivers:\n  otlp:\n    protocols:\n      http:\n"
+               "        endpoint: 127.0.0.1:%d\n"
+               "processors:\n  batch:\n    timeout: 10s\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n"
+               "connectors:\n  forward:\n  routing:\n    default_pipelines: [profiles/b]\n"
+               "    table:\n      - condition: attributes[\"service.name\"] == \"none\"\n"
+               "        pipelines: [profiles/b]\n"
+               "service:\n  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+               "      processors: [batch]\n      exporters: [routing]\n"
+               "    profiles/b:\n      receivers: [routing]\n      processors: [batch]\n"
+               "      exporters: [forward]\n"
+               "    profiles/c:\n      receivers: [forward]\n      processors: [batch]\n"
+               "      exporters: [otlphttp]\n") % (port, sink.url)
+        pc = self.start(cfg, port, name="connectors-shutdown")
+        reqs = [h.make_request(services=("s%d" % i,), seed=10 + i) for i in range(3)]
+        # batch answers a request once it flushed it: the clients wait while it is held
+        answers = [None] * len(reqs)
+
+        def send(i):
+            answers[i] = h.post(port, reqs[i].SerializeToString(), timeout=30).status
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(reqs))]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        self.assertEqual(sink.snapshot(), [])  # held by the batch processors
+        pc.stop()
+        for t in threads:
+            t.join(30)
+        self.assertEqual(answers, [200] * len(reqs))
+        self.assertEqual(h.summarize(sink.messages()), h.summarize(reqs))
 
 
 if __name__ == "__main__":
