@@ -224,7 +224,7 @@ typedef struct fixture {
     pc_component *c;
 } fixture;
 
-static void fixture_make(fixture *f, const char *yaml)
+static void fixture_make(fixture *f, pc_signal sig, const char *yaml)
 {
     memset(f, 0, sizeof *f);
     tc_rec_init(&f->a);
@@ -232,7 +232,7 @@ static void fixture_make(fixture *f, const char *yaml)
     tc_rec_init(&f->d);
     f->ids[0] = "profiles/a", f->ids[1] = "profiles/b", f->ids[2] = "profiles/d";
     f->cons[0] = &f->a.base, f->cons[1] = &f->b.base, f->cons[2] = &f->d.base;
-    f->router = (pc_router){3, f->ids, f->cons, NULL, PC_SIGNAL_PROFILES, PC_SIGNAL_PROFILES};
+    f->router = (pc_router){3, f->ids, f->cons, NULL, sig, sig};
     pc_error err = {0};
     f->c = tc_new(&pc_connector_routing, "connectors", yaml, uv_default_loop(), NULL, &err);
     CHECK(f->c != NULL);
@@ -251,13 +251,14 @@ static void fixture_send(fixture *f, pc_batch *b)
 static void test_routing_resources(void)
 {
     fixture f;
-    fixture_make(&f, "default_pipelines: [profiles/d]\ntable:\n"
-                     "  - condition: attributes[\"service.name\"] == \"a\"\n"
-                     "    pipelines: [profiles/a]\n"
-                     "  - condition: resource.attributes[\"service.name\"] == \"a\"\n"
-                     "    pipelines: [profiles/b]\n"
-                     "  - statement: route() where attributes[\"service.name\"] == \"b\"\n"
-                     "    pipelines: [profiles/a, profiles/b]\n");
+    fixture_make(&f, PC_SIGNAL_PROFILES,
+                 "default_pipelines: [profiles/d]\ntable:\n"
+                 "  - condition: attributes[\"service.name\"] == \"a\"\n"
+                 "    pipelines: [profiles/a]\n"
+                 "  - condition: resource.attributes[\"service.name\"] == \"a\"\n"
+                 "    pipelines: [profiles/b]\n"
+                 "  - statement: route() where attributes[\"service.name\"] == \"b\"\n"
+                 "    pipelines: [profiles/a, profiles/b]\n");
     const char *names[] = {"a", "b", "c", "", "a"};
     fixture_send(&f, batch_of(names, 5, NULL));
     /* match once: "a" goes to the first route only; "b" to both pipelines of the third */
@@ -288,11 +289,12 @@ static void test_routing_resources(void)
 static void test_routing_tenant(void)
 {
     fixture f;
-    fixture_make(&f, "table:\n  - context: request\n"
-                     "    condition: request[\"X-Scope-OrgID\"] == \"acme\"\n"
-                     "    pipelines: [profiles/a]\n"
-                     "  - condition: attributes[\"service.name\"] == \"x\"\n"
-                     "    pipelines: [profiles/b]\n");
+    fixture_make(&f, PC_SIGNAL_PROFILES,
+                 "table:\n  - context: request\n"
+                 "    condition: request[\"X-Scope-OrgID\"] == \"acme\"\n"
+                 "    pipelines: [profiles/a]\n"
+                 "  - condition: attributes[\"service.name\"] == \"x\"\n"
+                 "    pipelines: [profiles/b]\n");
     const char *names[] = {"x", "y"};
     fixture_send(&f, batch_of(names, 2, "acme"));
     CHECK_STR(names_of(&f.a), "x,y");
@@ -312,6 +314,46 @@ static void test_routing_tenant(void)
     tc_free(f.c);
 }
 
+/* Traces route as profiles do (the Collector's routing connector's own signals). */
+static void test_routing_traces(void)
+{
+    fixture f;
+    fixture_make(&f, PC_SIGNAL_TRACES,
+                 "default_pipelines: [profiles/d]\ntable:\n"
+                 "  - condition: attributes[\"service.name\"] == \"a\"\n"
+                 "    pipelines: [profiles/a]\n");
+    const char *json =
+        "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+        "\"value\":{\"stringValue\":\"a\"}}]},\"scopeSpans\":[{\"spans\":[{\"name\":\"x\"}]}]},"
+        "{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":"
+        "\"b\"}}]},\"scopeSpans\":[{\"spans\":[{\"name\":\"y\"},{\"name\":\"z\"}]}]}]}";
+    pc_batch *b = NULL;
+    pc_error e = {0};
+    CHECK_EQ_INT(
+        pc_batch_decode(PC_SIGNAL_TRACES, (const uint8_t *)json, strlen(json), true, NULL, &b, &e),
+        0);
+    fixture_send(&f, b);
+    CHECK(f.a.n == 1 && f.d.n == 1 && f.b.n == 0);
+    if (f.a.n == 1 && f.d.n == 1) {
+        const pc_traces_request *ra = (const pc_traces_request *)f.a.got[0]->msg;
+        const pc_traces_request *rd = (const pc_traces_request *)f.d.got[0]->msg;
+        CHECK(ra->n_resource_spans == 1 && rd->n_resource_spans == 1);
+        CHECK_STR(ra->resource_spans[0]->scope_spans[0]->spans[0]->name, "x");
+        CHECK_EQ_INT((int)rd->resource_spans[0]->scope_spans[0]->n_spans, 2);
+        CHECK_EQ_INT((int)pc_batch_items(f.d.got[0]), 2);
+    }
+    pc_buf m = {0};
+    pc_metrics_render(&m);
+    pc_buf_reserve(&m, 1);
+    m.data[m.len] = 0;
+    CHECK_CONTAINS((char *)m.data, "profcol_connector_unrouted_items_total{connector=\"routing\","
+                                   "signal=\"traces\"} 2\n");
+    pc_buf_free(&m);
+    tc_rec_clear(&f.a);
+    tc_rec_clear(&f.d);
+    tc_free(f.c);
+}
+
 int main(void)
 {
     RUN(test_collector_errors);
@@ -319,5 +361,6 @@ int main(void)
     RUN(test_routing_config);
     RUN(test_routing_resources);
     RUN(test_routing_tenant);
+    RUN(test_routing_traces);
     return check_report();
 }
