@@ -16,6 +16,7 @@
  * Conditions are the two OTTL forms the Collector's README shows: `request["<name>"] == | !=
  * "<value>"` (context request) and `attributes["<key>"] == | != "<value>"` (context resource;
  * also `resource.attributes[...]`); `statement: route() where <condition>` is the older spelling.
+ * Of a request's metadata profcol keeps the tenant only: request["X-Scope-OrgID"] (any case).
  * Other OTTL is refused with the forms that work. A request route decides for the whole batch; a
  * batch whose resources go different ways is split (the parts share nothing). Unrouted data with
  * no default_pipelines is dropped, counted and logged, never silently. */
@@ -180,6 +181,11 @@ static int parse_route(const pc_node *m, route *r, const char *path, pc_error *e
                              "== \"<value>\" (or !=)",
                              cond, r->request ? "request" : "attributes",
                              r->request ? "name" : "key");
+    if (r->request && strcmp(r->key, PC_META_TENANT) != 0) /* it would never match */
+        return pc_cfg_errorf(err, m, path,
+                             "request[\"%s\"]: profcol keeps only the tenant of a request's "
+                             "metadata (request[\"X-Scope-OrgID\"])",
+                             r->key);
     const pc_node *pl = pc_node_get(m, "pipelines");
     if (!pl || pl->kind != PC_NODE_SEQ || pl->n == 0)
         return pc_cfg_errorf(err, pl ? pl : m, path, "invalid route: no pipelines defined");

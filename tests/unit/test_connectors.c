@@ -162,6 +162,10 @@ static void test_routing_config(void)
     CHECK_CONTAINS(routing_service("    table:\n      - condition: 'IsMatch(attributes[\"k\"], "
                                    "\"v.*\")'\n        pipelines: [profiles/a]\n"),
                    "unsupported condition");
+    CHECK_CONTAINS(routing_service("    table:\n      - context: request\n"
+                                   "        condition: 'request[\"X-Tenant\"] == \"a\"'\n"
+                                   "        pipelines: [profiles/a]\n"),
+                   "request[\"x-tenant\"]: profcol keeps only the tenant");
     CHECK_CONTAINS(routing_service("    match_once: true\n    table:\n"
                                    "      - condition: 'attributes[\"k\"] == \"v\"'\n"
                                    "        pipelines: [profiles/a]\n"),
