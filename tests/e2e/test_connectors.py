@@ -206,6 +206,7 @@ class ConnectorsTest(h.Started, unittest.TestCase):
         self.pc.proc.send_signal(signal.SIGHUP)
         text = self.pc.wait_stderr(lambda t: t.count(marker) > n, timeout=30)
         self.assertGreater(text.count(marker), n, text[-3000:])
+        self.assertIn("connectors::routing (profiles to profiles)", text)  # the restart line
         req = h.make_request(services=("checkout", "cart"), seed=5)
         r = h.post(self.otlp, req.SerializeToString())
         self.assertEqual(r.status, 200, r.body)
