@@ -81,6 +81,7 @@ static int check_use(const pc_node *pls, const char *id, const pc_node *def, pc_
     char type[128];
     snprintf(type, sizeof type, "%.*s", (int)strcspn(id, "/"), id);
     const pc_component_type *t = pc_component_type_find(PC_KIND_CONNECTOR, type);
+    if (!t) return 0; /* its definition's error says so */
     unsigned exp = used_signals(pls, "exporters", id), rec = used_signals(pls, "receivers", id);
     unsigned exp_ok = 0, rec_ok = 0;
     for (int e = 0; e < PC_SIGNAL_COUNT; e++)

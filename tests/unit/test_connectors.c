@@ -78,6 +78,13 @@ static void test_collector_errors(void)
                                       "    profiles:\n      receivers: [otlp]\n"
                                       "      exporters: [debug]\n"),
                    "connectors::fwd: connector factory not available for: \"fwd\"");
+    /* used in pipelines: that error alone, not one about its (unknown) signal pairs too */
+    const char *one = service_error(HEAD "connectors:\n  fwd:\nservice:\n  pipelines:\n"
+                                         "    profiles:\n      receivers: [otlp]\n"
+                                         "      exporters: [fwd]\n    profiles/b:\n"
+                                         "      receivers: [fwd]\n      exporters: [debug]\n");
+    CHECK_CONTAINS(one, "connector factory not available for: \"fwd\"");
+    CHECK(strstr(one, "used as") == NULL);
 }
 
 static void test_cycles(void)
