@@ -236,8 +236,8 @@ MUTANTS = [
       ["connectors", "test_connectors"],
       "a resource goes to the last matching route, not the first (match once, in table order)"),
     M("connector-cycle-unchecked", "src/service/connect.c",
-      "    if (!cycle) return 0;",
-      "    if (!cycle || cycle) return 0;",
+      "    if (!*msg) return 0;",
+      "    if (!*msg || *msg) return 0;",
       ["connectors"],
       "pipelines joined by connectors in a circle are accepted"),
     # ---- exporters ----------------------------------------------------------------------------

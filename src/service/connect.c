@@ -2,6 +2,7 @@
  * signal pairs, whether the pipelines they join make a cycle, their instances (one per exporter
  * signal, receiver signal and id) and their routers (the pipelines each one feeds). The checks
  * give the Collector's own error texts. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,11 +127,15 @@ static void add_nodes(pc_service *s, const pc_node *pls, const char *id)
 
 /* ---- cycles ---- */
 
-/* The graph's nodes: pipelines 0..n_pl-1 (their processors in order), then connector nodes. */
+/* The graph's nodes: pipelines 0..n_pl-1 (their processors in order), then connector nodes. The
+ * Collector's graph has, per pipeline, a capabilities node, its processors and a fan-out node;
+ * each node's id is an FNV-1a hash of its name, and the cycle it reports is the one through the
+ * node of least id (as a signed 64-bit number), begun at the first connector from there. */
 typedef struct walk {
     pc_service *s;
     const pc_node *pls;
-    size_t n_pl;
+    size_t n_pl, n;
+    bool *adj;            /* n x n edges */
     unsigned char *color; /* 0 new, 1 on the path, 2 done */
     size_t *path, depth;
 } walk;
@@ -149,6 +154,40 @@ static bool edge(const walk *w, size_t a, size_t b)
                svc_lists(w->pls->vals[b], "receivers", w->s->conn_ids[k]);
     }
     return false;
+}
+
+/* The Collector's node id: FNV-1a 64 of the parts joined with "|", as a signed number. */
+static int64_t node_id(const char *a, const char *b, const char *c, const char *d)
+{
+    const char *parts[] = {a, b, c, d};
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < 4 && parts[i]; i++) {
+        if (i) h = (h ^ '|') * 0x100000001b3u;
+        for (const unsigned char *q = (const unsigned char *)parts[i]; *q; q++)
+            h = (h ^ *q) * 0x100000001b3u;
+    }
+    return (int64_t)h;
+}
+
+/* The least Collector node id among the nodes node stands for. */
+static int64_t least_id(const walk *w, size_t node)
+{
+    if (node >= w->n_pl) {
+        const pc_router *r = &w->s->routers[node - w->n_pl];
+        return node_id("connector", w->s->conn_ids[node - w->n_pl], pc_signal_infos[r->from].name,
+                       pc_signal_infos[r->to].name);
+    }
+    const char *name = w->pls->keys[node];
+    int64_t least = node_id("capabilities", name, NULL, NULL);
+    int64_t fan = node_id("fanout_to_exporters", name, NULL, NULL);
+    if (fan < least) least = fan;
+    const pc_node *procs = pc_node_get(w->pls->vals[node], "processors");
+    for (size_t i = 0; procs && procs->kind == PC_NODE_SEQ && i < procs->n; i++) {
+        if (procs->vals[i]->kind != PC_NODE_SCALAR) continue;
+        int64_t id = node_id("processor", name, procs->vals[i]->scalar, NULL);
+        if (id < least) least = id;
+    }
+    return least;
 }
 
 /* "connector "x" (profiles to profiles)" or the pipeline's processors, appended to out. */
@@ -171,46 +210,61 @@ static void describe(const walk *w, size_t node, char *out, size_t n)
     }
 }
 
-/* Depth first from node; on a cycle, its description in out (from the connector that closes
- * it: the cycle starts and ends there). */
-static bool dfs(walk *w, size_t node, char *out, size_t n)
+/* Depth first from node for a path back to goal (w->path holds it, goal first). */
+static bool path_to(walk *w, size_t node, size_t goal)
 {
     w->color[node] = 1;
     w->path[w->depth++] = node;
-    for (size_t next = 0; next < w->n_pl + w->s->n_connectors; next++) {
-        if (!edge(w, node, next) || w->color[next] == 2) continue;
-        if (w->color[next] == 1) {
-            size_t j = 0, c;
-            while (w->path[j] != next)
-                j++;
-            c = j;
-            while (w->path[c] < w->n_pl) /* begin with a connector, as the Collector */
-                c++;
-            size_t len = w->depth - j;
-            for (size_t i = 0; i <= len; i++)
-                describe(w, w->path[j + (c - j + i) % len], out, n);
-            return true;
-        }
-        if (dfs(w, next, out, n)) return true;
+    for (size_t next = 0; next < w->n; next++) {
+        if (!w->adj[node * w->n + next]) continue;
+        if (next == goal) return true;
+        if (!w->color[next] && path_to(w, next, goal)) return true;
     }
-    w->color[node] = 2;
     w->depth--;
     return false;
 }
 
+/* Whether node is on a cycle (a path leads back to it). */
+static bool on_cycle(walk *w, size_t node)
+{
+    memset(w->color, 0, w->n);
+    w->depth = 0;
+    return path_to(w, node, node);
+}
+
+/* The Collector's first cycle in out, or "" when there is none. */
+static void find_cycle(walk *w, char *out, size_t n)
+{
+    size_t best = w->n;
+    int64_t least = 0;
+    for (size_t x = 0; x < w->n; x++) {
+        if (!on_cycle(w, x)) continue;
+        int64_t id = least_id(w, x);
+        if (best == w->n || id < least) best = x, least = id;
+    }
+    if (best == w->n || !on_cycle(w, best)) return;
+    size_t len = w->depth, c = 0;
+    while (w->path[c] < w->n_pl) /* from the node of least id to the first connector */
+        c++;
+    for (size_t i = 0; i <= len; i++)
+        describe(w, w->path[(c + i) % len], out, n);
+}
+
 static int check_cycles(pc_service *s, const pc_node *pls, pc_error *err)
 {
-    walk w = {s, pls, pls->n, NULL, NULL, 0};
-    size_t total = pls->n + s->n_connectors;
-    w.color = pc_xcalloc(total, 1);
-    w.path = pc_xcalloc(total + 1, sizeof(size_t));
+    walk w = {s, pls, pls->n, pls->n + s->n_connectors, NULL, NULL, NULL, 0};
+    w.adj = pc_xcalloc(w.n * w.n + 1, sizeof(bool));
+    w.color = pc_xcalloc(w.n + 1, 1);
+    w.path = pc_xcalloc(w.n + 1, sizeof(size_t));
+    for (size_t a = 0; a < w.n; a++)
+        for (size_t b = 0; b < w.n; b++)
+            w.adj[a * w.n + b] = edge(&w, a, b);
     char msg[1024] = "";
-    bool cycle = false;
-    for (size_t k = 0; k < s->n_connectors && !cycle; k++)
-        if (!w.color[pls->n + k]) cycle = dfs(&w, pls->n + k, msg, sizeof msg);
+    if (s->n_connectors) find_cycle(&w, msg, sizeof msg);
+    free(w.adj);
     free(w.color);
     free(w.path);
-    if (!cycle) return 0;
+    if (!*msg) return 0;
     return pc_cfg_errorf(err, pls, "service::pipelines", "cycle detected: %s", msg);
 }
 

@@ -137,15 +137,15 @@ const pc_component_type *svc_lookup_type(pc_kind kind, const char *id, const pc_
     for (size_t i = 0; pc_component_types[i] && n < 64; i++)
         if (pc_component_types[i]->kind == kind) cands[n++] = pc_component_types[i]->name;
     const char *close = pc_closest(type, cands, n);
-    if (kind == PC_KIND_CONNECTOR) { /* the Collector's words, then profcol's list */
+    if (kind == PC_KIND_CONNECTOR) { /* as otelcol 0.161.0 words it, then a near name */
         char list[256] = "";
         for (size_t i = 0; i < n; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "",
                      cands[i]);
-        pc_cfg_errorf(
-            err, at, path,
-            "connector factory not available for: \"%s\" (%s%s%sprofcol's connectors: %s)", type,
-            close ? "did you mean \"" : "", close ? close : "", close ? "\"? " : "", list);
+        pc_cfg_errorf(err, at, path,
+                      "'connectors' unknown type: \"%s\" for id: \"%s\" (valid values: [%s])%s%s%s",
+                      type, id, list, close ? "; did you mean \"" : "", close ? close : "",
+                      close ? "\"?" : "");
         return NULL;
     }
     if (close) {

@@ -77,13 +77,19 @@ static void test_collector_errors(void)
     CHECK_CONTAINS(service_error(HEAD "connectors:\n  fwd:\nservice:\n  pipelines:\n"
                                       "    profiles:\n      receivers: [otlp]\n"
                                       "      exporters: [debug]\n"),
-                   "connectors::fwd: connector factory not available for: \"fwd\"");
+                   "connectors::fwd: 'connectors' unknown type: \"fwd\" for id: \"fwd\" (valid "
+                   "values: [forward routing])\n");
+    CHECK_CONTAINS(service_error(HEAD "connectors:\n  forwrd/x:\nservice:\n  pipelines:\n"
+                                      "    profiles:\n      receivers: [otlp]\n"
+                                      "      exporters: [debug]\n"),
+                   "'connectors' unknown type: \"forwrd\" for id: \"forwrd/x\" (valid values: "
+                   "[forward routing]); did you mean \"forward\"?\n");
     /* used in pipelines: that error alone, not one about its (unknown) signal pairs too */
     const char *one = service_error(HEAD "connectors:\n  fwd:\nservice:\n  pipelines:\n"
                                          "    profiles:\n      receivers: [otlp]\n"
                                          "      exporters: [fwd]\n    profiles/b:\n"
                                          "      receivers: [fwd]\n      exporters: [debug]\n");
-    CHECK_CONTAINS(one, "connector factory not available for: \"fwd\"");
+    CHECK_CONTAINS(one, "'connectors' unknown type: \"fwd\" for id: \"fwd\"");
     CHECK(strstr(one, "used as") == NULL);
 }
 
