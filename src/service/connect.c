@@ -129,8 +129,9 @@ static void add_nodes(pc_service *s, const pc_node *pls, const char *id)
 
 /* The graph's nodes: pipelines 0..n_pl-1 (their processors in order), then connector nodes. The
  * Collector's graph has, per pipeline, a capabilities node, its processors and a fan-out node;
- * each node's id is an FNV-1a hash of its name, and the cycle it reports is the one through the
- * node of least id (as a signed 64-bit number), begun at the first connector from there. */
+ * each node's id is a hash of its attributes, and the cycle it reports is the first Johnson's
+ * algorithm finds: through the node of least id (signed), begun at the first connector from
+ * there. Several cycles through that node: the Collector's pick depends on map order. */
 typedef struct walk {
     pc_service *s;
     const pc_node *pls;
@@ -156,35 +157,53 @@ static bool edge(const walk *w, size_t a, size_t b)
     return false;
 }
 
-/* The Collector's node id: FNV-1a 64 of the parts joined with "|", as a signed number. */
-static int64_t node_id(const char *a, const char *b, const char *c, const char *d)
+/* The Collector's node id (otelcol 0.161.0, service/internal/attribute): FNV-1a 64 over
+ * "(key|value)" for each of its attributes in order, as a signed number; NULL ends the list. */
+static int64_t node_id(const char *const *kv)
 {
-    const char *parts[] = {a, b, c, d};
     uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < 4 && parts[i]; i++) {
-        if (i) h = (h ^ '|') * 0x100000001b3u;
-        for (const unsigned char *q = (const unsigned char *)parts[i]; *q; q++)
-            h = (h ^ *q) * 0x100000001b3u;
-    }
+    for (size_t i = 0; kv[i]; i += 2)
+        for (const char *part[] = {"(", kv[i], "|", kv[i + 1], ")"}, **p = part; p < part + 5; p++)
+            for (const unsigned char *q = (const unsigned char *)*p; *q; q++)
+                h = (h ^ *q) * 0x100000001b3u;
     return (int64_t)h;
 }
+
+#define KIND   "otelcol.component.kind"
+#define SIG    "otelcol.signal"
+#define PIPE   "otelcol.pipeline.id"
+#define COMPID "otelcol.component.id"
 
 /* The least Collector node id among the nodes node stands for. */
 static int64_t least_id(const walk *w, size_t node)
 {
     if (node >= w->n_pl) {
         const pc_router *r = &w->s->routers[node - w->n_pl];
-        return node_id("connector", w->s->conn_ids[node - w->n_pl], pc_signal_infos[r->from].name,
-                       pc_signal_infos[r->to].name);
+        const char *kv[] = {KIND,
+                            "connector",
+                            SIG,
+                            pc_signal_infos[r->from].name,
+                            "otelcol.signal.output",
+                            pc_signal_infos[r->to].name,
+                            COMPID,
+                            w->s->conn_ids[node - w->n_pl],
+                            NULL};
+        return node_id(kv);
     }
     const char *name = w->pls->keys[node];
-    int64_t least = node_id("capabilities", name, NULL, NULL);
-    int64_t fan = node_id("fanout_to_exporters", name, NULL, NULL);
-    if (fan < least) least = fan;
+    const char *cap[] = {KIND, "capabilities", PIPE, name, NULL};
+    const char *fan[] = {KIND, "fanout", PIPE, name, NULL};
+    int64_t least = node_id(cap), f = node_id(fan);
+    if (f < least) least = f;
+    pc_signal sig = PC_SIGNAL_PROFILES;
+    pipeline_signal(name, &sig);
     const pc_node *procs = pc_node_get(w->pls->vals[node], "processors");
     for (size_t i = 0; procs && procs->kind == PC_NODE_SEQ && i < procs->n; i++) {
         if (procs->vals[i]->kind != PC_NODE_SCALAR) continue;
-        int64_t id = node_id("processor", name, procs->vals[i]->scalar, NULL);
+        const char *kv[] = {KIND, "processor", SIG,    pc_signal_infos[sig].name,
+                            PIPE, name,        COMPID, procs->vals[i]->scalar,
+                            NULL};
+        int64_t id = node_id(kv);
         if (id < least) least = id;
     }
     return least;

@@ -18,10 +18,10 @@ static pc_node *parse(const char *y, pc_error *err)
 /* Every error of an error object with a list, one per line. */
 static const char *all_errors(const pc_error *err)
 {
-    static char out[PC_ERROR_MAX_ISSUES * 700];
+    static char out[PC_ERROR_MAX_ISSUES * 1100];
     out[0] = 0;
     for (size_t i = 0; i < err->issues->n && i < PC_ERROR_MAX_ISSUES; i++) {
-        char line[700];
+        char line[1100];
         pc_error_issue_format(&err->issues->v[i], line, sizeof line);
         snprintf(out + strlen(out), sizeof out - strlen(out), "%s\n", line);
     }
