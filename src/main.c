@@ -209,7 +209,7 @@ static void reload_load_done(uv_work_t *w, int status)
         PC_ERROR(NULL, "reload: the new config is invalid, the running one stays (%zu error(s))",
                  l->issues.n);
         for (size_t i = 0; i < l->issues.n && i < PC_ERROR_MAX_ISSUES; i++) {
-            char line[700];
+            char line[1100];
             pc_error_issue_format(&l->issues.v[i], line, sizeof line);
             PC_ERROR(NULL, "reload: invalid config: %s", line);
         }

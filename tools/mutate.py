@@ -229,6 +229,17 @@ MUTANTS = [
       "    int over = rss > l->hard, hard = rss > l->hard;",
       ["test_reliability"],
       "memory_limiter refuses only above limit_mib, not above limit - spike"),
+    # ---- connectors ---------------------------------------------------------------------------
+    M("routing-matches-every-route", "src/connectors/routing.c",
+      "        for (size_t r = 0; r < st->n_routes && dest[i] == st->n_routes; r++)",
+      "        for (size_t r = 0; r < st->n_routes; r++)",
+      ["connectors", "test_connectors"],
+      "a resource goes to the last matching route, not the first (match once, in table order)"),
+    M("connector-cycle-unchecked", "src/service/connect.c",
+      "    if (!*msg) return 0;",
+      "    if (!*msg || *msg) return 0;",
+      ["connectors"],
+      "pipelines joined by connectors in a circle are accepted"),
     # ---- exporters ----------------------------------------------------------------------------
     # the HTTP exporters read answers in one place (sdk/exporter_http.c): the otlphttp and
     # pyroscope mutants of the 502 classification are one mutation, each with its exporter's tests

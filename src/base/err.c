@@ -184,7 +184,7 @@ void pc_error_print(const pc_error *e, FILE *f, const char *prefix)
         order[k] = i;
     }
     for (size_t i = 0; i < kept; i++) {
-        char line[700];
+        char line[1100];
         pc_error_issue_format(&l->v[order[i]], line, sizeof line);
         fprintf(f, "%s%s\n", prefix, line);
     }

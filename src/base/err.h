@@ -59,7 +59,7 @@ typedef struct pc_error_issue {
     const char *file; /* interned; NULL when no file applies */
     int line;         /* 0 when unknown */
     char path[192];
-    char msg[320];
+    char msg[640]; /* a Collector cycle message through several pipelines is long */
 } pc_error_issue;
 
 #define PC_ERROR_MAX_ISSUES 24

@@ -190,6 +190,9 @@ size_t pc_batch_items(const pc_batch *b);
  * arena). */
 size_t pc_batch_n_resources(const pc_batch *b);
 pc_resource **pc_batch_resource_slot(pc_batch *b, size_t i);
+/* Keep only the resources i with keep[i] (in order) of a writable batch of any signal (a
+ * profiles dictionary stays whole: what the others referenced is unused, not wrong). */
+void pc_batch_keep_resources(pc_batch *b, const bool *keep);
 /* One request of signal sig holding the data of every batch in bs (serialized requests
  * concatenated, then decoded once). Not for profiles (see pdata/merge.h). */
 pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n);

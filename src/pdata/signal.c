@@ -217,6 +217,34 @@ pc_resource **pc_batch_resource_slot(pc_batch *b, size_t i)
     }
 }
 
+void pc_batch_keep_resources(pc_batch *b, const bool *keep)
+{
+    void **v = NULL;
+    size_t *n = NULL;
+    switch (b->signal) {
+    case PC_SIGNAL_PROFILES:
+        v = (void **)b->req->resource_profiles, n = &b->req->n_resource_profiles;
+        break;
+    case PC_SIGNAL_TRACES:
+        v = (void **)((pc_traces_request *)b->msg)->resource_spans;
+        n = &((pc_traces_request *)b->msg)->n_resource_spans;
+        break;
+    case PC_SIGNAL_METRICS:
+        v = (void **)((pc_metrics_request *)b->msg)->resource_metrics;
+        n = &((pc_metrics_request *)b->msg)->n_resource_metrics;
+        break;
+    case PC_SIGNAL_LOGS:
+        v = (void **)((pc_logs_request *)b->msg)->resource_logs;
+        n = &((pc_logs_request *)b->msg)->n_resource_logs;
+        break;
+    default: return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (keep[i]) v[k++] = v[i];
+    *n = k;
+}
+
 pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n)
 {
     /* each request is only field 1 repeated: the concatenation is the merged request */

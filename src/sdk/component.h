@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <uv.h>
 
 #include "base/alloc.h"
@@ -11,7 +12,13 @@
 #include "sdk/cfgtable.h"
 #include "sdk/consumer.h"
 
-typedef enum { PC_KIND_RECEIVER, PC_KIND_PROCESSOR, PC_KIND_EXPORTER, PC_KIND_EXTENSION } pc_kind;
+typedef enum {
+    PC_KIND_RECEIVER,
+    PC_KIND_PROCESSOR,
+    PC_KIND_EXPORTER,
+    PC_KIND_CONNECTOR,
+    PC_KIND_EXTENSION
+} pc_kind;
 
 typedef struct pc_component pc_component;
 typedef void (*pc_shutdown_done)(pc_component *c);
@@ -98,7 +105,31 @@ typedef struct pc_component_type {
     /* Exporters on the exporter core (sdk/exporter.h, PC_EXPORTER_CORE): what the core's
      * callbacks above plug in. */
     const struct pc_exporter_def *exporter;
+    /* Connectors (the exporter of one pipeline, the receiver of others): per exporter-side
+     * signal, the PC_SIGNAL_BIT()s of the receiver-side signals it converts to. */
+    unsigned connects[PC_SIGNAL_COUNT];
+    /* Connectors: c->router is set (the pipelines it feeds); resolve what the config names in
+     * it. 0, or PC_EINVAL with the error in err (a config issue). Optional. */
+    int (*connect)(pc_component *c, const char *path, pc_error *err);
 } pc_component_type;
+
+/* Connectors: where an instance sends, as the Collector's connector router: the receiving
+ * pipelines by id, and one consumer feeding them all (the default for forward). */
+typedef struct pc_router {
+    size_t n;
+    char **pipelines;        /* "profiles/a", ... */
+    pc_consumer **consumers; /* each pipeline's entry */
+    pc_consumer *all;        /* every one of them */
+    pc_signal from, to;      /* the exporter-side and receiver-side signals of this instance */
+} pc_router;
+
+/* The consumer of the router's pipeline `id`, or NULL. */
+static inline pc_consumer *pc_router_consumer(const pc_router *r, const char *id)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(r->pipelines[i], id)) return r->consumers[i];
+    return NULL;
+}
 
 static inline bool pc_component_type_supports(const pc_component_type *t, pc_signal sig)
 {
@@ -122,6 +153,7 @@ struct pc_component {
      * service sets it per instance just before type->shutdown (a persistent queue handed to a
      * successor is left at once); 0 gives up at once. */
     uint64_t drain_deadline_ms;
+    pc_router *router; /* connectors: the pipelines it feeds (set before type->connect) */
     void *priv;
 };
 

@@ -46,7 +46,7 @@ static void scrub(char *msg, size_t cap, const pc_node *n, int mode)
 
 int pc_cfg_errorf(pc_error *e, const pc_node *at, const char *path, const char *fmt, ...)
 {
-    char msg[320];
+    char msg[640];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -58,7 +58,7 @@ int pc_cfg_errorf(pc_error *e, const pc_node *at, const char *path, const char *
 
 int pc_cfg_error_at(pc_error *e, const char *file, int line, const char *path, const char *fmt, ...)
 {
-    char msg[320];
+    char msg[640];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -29,6 +29,7 @@ const pc_component_type *pc_component_type_find(pc_kind kind, const char *name)
 
 const char *pc_kind_name(pc_kind kind)
 {
-    static const char *const names[] = {"receiver", "processor", "exporter", "extension"};
+    static const char *const names[] = {"receiver", "processor", "exporter", "connector",
+                                        "extension"};
     return names[kind];
 }

@@ -165,6 +165,7 @@ static int check_ref(pc_service *s, pc_kind kind, const char *section, const pc_
                      pc_signal sig, const char *path, pc_error *err)
 {
     if (id->kind != PC_NODE_SCALAR) return 0; /* id_list reported it */
+    if (kind != PC_KIND_PROCESSOR && svc_is_connector(s, id->scalar)) return 0;
     const pc_component_type *t = defined_type(s, kind, section, id->scalar);
     if (!svc_find_definition(s, section, id->scalar, id, path, err) ||
         (t && check_signal(NULL, t, sig, id, path, err)))
@@ -254,19 +255,24 @@ static int build_pipeline(pc_service *s, pipeline *pl, const pc_node *p, const c
     }
     if (rc) return rc;
     pc_consumer *targets[2 * MAX_COMPONENTS];
+    size_t n = 0;
     for (size_t i = 0; i < exps->n; i++) {
-        pc_component *c = shared_instance(s, PC_KIND_EXPORTER, exps->vals[i]->scalar, exps->vals[i],
-                                          path, false, err);
+        const char *id = exps->vals[i]->scalar;
+        if (svc_is_connector(s, id)) { /* its nodes for this signal (checked before) */
+            n += svc_connector_targets(s, id, pl->signal, targets + n);
+            continue;
+        }
+        pc_component *c = shared_instance(s, PC_KIND_EXPORTER, id, exps->vals[i], path, false, err);
         if (!c || check_signal(c, c->type, pl->signal, exps->vals[i], path, err)) {
             rc = PC_EINVAL;
             continue;
         }
-        targets[i] = &c->self;
+        targets[n++] = &c->self;
     }
     if (keep) return borrow_pipeline(s, pl, procs ? procs->n : 0, rc);
     pc_consumer *next = NULL;
     if (!rc) {
-        size_t n = exps->n + add_taps(s, pl->signal, targets + exps->n);
+        n += add_taps(s, pl->signal, targets + n);
         next = targets[0];
         if (n > 1) next = pl->exporters_fanout = pc_fanout_new(targets, n);
     }
@@ -327,6 +333,8 @@ int svc_build_pipelines(pc_service *s, bool dry, pc_error *err)
         pc_cfg_errorf(err, pls, "service::pipelines", "too many pipelines");
         return PC_EINVAL;
     }
+    if (svc_check_connectors(s, pls, err)) dry = true, rc = PC_EINVAL;
+    if (!dry && svc_build_connectors(s, err)) dry = true, rc = PC_EINVAL;
     if (s->from && !dry) svc_plan_pipelines(s, pls, keep);
     s->pipelines = pc_xcalloc(pls->n, sizeof(pipeline));
     for (size_t i = 0; i < pls->n; i++) {
@@ -359,6 +367,7 @@ int svc_build_pipelines(pc_service *s, bool dry, pc_error *err)
         for (size_t j = 0; j < recv->n; j++) {
             if (recv->vals[j]->kind != PC_NODE_SCALAR) continue;
             const char *id = recv->vals[j]->scalar;
+            if (svc_is_connector(s, id)) continue; /* svc_check_connectors */
             if (dry || rc) {
                 if (check_ref(s, PC_KIND_RECEIVER, "receivers", recv->vals[j], sig, path, err))
                     rc = PC_EINVAL;
@@ -371,6 +380,8 @@ int svc_build_pipelines(pc_service *s, bool dry, pc_error *err)
     }
     if (rc || dry) return PC_EINVAL;
     build_routes(s, pls);
+    if (svc_wire_connectors(s, pls, err)) return PC_EINVAL;
+    svc_order_pipelines(s, pls);
     return 0;
 }
 
@@ -488,9 +499,6 @@ int svc_check_authenticators(pc_service *s, pc_error *err)
 int svc_check_sections(pc_service *s, pc_error *err)
 {
     int rc = svc_check_keys(s->root, top_keys, N_OF(top_keys), "", err);
-    if (svc_unsupported(pc_node_get(s->root, "connectors"), "connectors",
-                        "it has no connector types (a pipeline ends in exporters)", err))
-        rc = PC_EINVAL;
     const pc_node *svc = pc_node_get(s->root, "service");
     if (svc && svc->kind != PC_NODE_MAP && svc->kind != PC_NODE_NULL) {
         pc_cfg_errorf(err, svc, "service", "must be a mapping");

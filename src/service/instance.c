@@ -39,6 +39,7 @@ static bool component_durable(pc_consumer *self, size_t batch_size)
 {
     pc_component *c = as_component(self);
     if (c->type->durable) return c->type->durable(c, batch_size);
+    if (c->type->kind == PC_KIND_CONNECTOR) return pc_consumer_durable(c->router->all, batch_size);
     return c->type->kind == PC_KIND_PROCESSOR && pc_consumer_durable(c->next, batch_size);
 }
 
@@ -50,6 +51,7 @@ static pc_admit component_admit(pc_consumer *self, size_t *room)
     pc_admit a = c->type->admit ? c->type->admit(c, room) : PC_ADMIT_OK;
     if (a != PC_ADMIT_OK) return a;
     if (c->type->full) return c->type->full(c) ? PC_ADMIT_QUEUE_FULL : PC_ADMIT_OK;
+    if (c->type->kind == PC_KIND_CONNECTOR) return pc_consumer_admit(c->router->all, room);
     return c->type->kind == PC_KIND_PROCESSOR ? pc_consumer_admit(c->next, room) : PC_ADMIT_OK;
 }
 
@@ -135,6 +137,17 @@ const pc_component_type *svc_lookup_type(pc_kind kind, const char *id, const pc_
     for (size_t i = 0; pc_component_types[i] && n < 64; i++)
         if (pc_component_types[i]->kind == kind) cands[n++] = pc_component_types[i]->name;
     const char *close = pc_closest(type, cands, n);
+    if (kind == PC_KIND_CONNECTOR) { /* as otelcol 0.161.0 words it, then a near name */
+        char list[256] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "",
+                     cands[i]);
+        pc_cfg_errorf(err, at, path,
+                      "'connectors' unknown type: \"%s\" for id: \"%s\" (valid values: [%s])%s%s%s",
+                      type, id, list, close ? "; did you mean \"" : "", close ? close : "",
+                      close ? "\"?" : "");
+        return NULL;
+    }
     if (close) {
         pc_cfg_errorf(err, at, path, "unknown %s type \"%s\" (did you mean \"%s\"?)",
                       pc_kind_name(kind), type, close);

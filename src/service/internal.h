@@ -3,6 +3,7 @@
  * in another. The files, by concern:
  *   service.c    the service object: creating it (validate, then build), freeing it
  *   graph.c      building the graph: extensions, pipelines, receivers' routes
+ *   connect.c    connectors in the graph: their checks, instances and routers
  *   plan.c       what a reload keeps of the running service
  *   reload.c     the switch from the running service to the reloaded one
  *   lifecycle.c  start and shutdown
@@ -46,6 +47,8 @@ typedef struct pipeline {
     bool borrowed;                 /* processors, fan-out and entry belong to `from` until the
                                       switch (an unchanged pipeline of a reload) */
     bool built;
+    size_t stage; /* shutdown: phases before its first processor's (after every pipeline that
+                     feeds it through a connector: upstream flushes reach it still running) */
 } pipeline;
 
 struct pc_service {
@@ -55,6 +58,12 @@ struct pc_service {
     pc_component *receivers[MAX_COMPONENTS], *exporters[MAX_COMPONENTS];
     pc_component *extensions[MAX_COMPONENTS];
     size_t n_receivers, n_exporters, n_extensions;
+    /* connector nodes: one per (exporter signal, receiver signal, id); never kept by a reload
+     * (they hold no state), their routers name this service's pipelines */
+    pc_component *connectors[MAX_COMPONENTS];
+    pc_router routers[MAX_COMPONENTS];
+    const char *conn_ids[MAX_COMPONENTS]; /* keys of root's connectors section */
+    size_t n_connectors;
     enum { SVC_STARTING, SVC_READY, SVC_STOPPING, SVC_FAILED } state;
     pipeline *pipelines;
     size_t n_pipelines;
@@ -120,6 +129,21 @@ int svc_unsupported(const pc_node *n, const char *path, const char *why, pc_erro
 /* The definition of id in the top-level section; NULL (and an error at `at` when err) if none. */
 const pc_node *svc_find_definition(pc_service *s, const char *section, const char *id,
                                    const pc_node *at, const char *path, pc_error *err);
+
+/* ---- connect.c ---- */
+
+/* id is defined in the top-level connectors section. */
+bool svc_is_connector(pc_service *s, const char *id);
+/* The Collector's connector checks (exact texts); records the connector nodes. */
+int svc_check_connectors(pc_service *s, const pc_node *pls, pc_error *err);
+int svc_build_connectors(pc_service *s, pc_error *err);
+/* Append the connector nodes a pipeline of sig exporting to id feeds; how many. */
+size_t svc_connector_targets(pc_service *s, const char *id, pc_signal sig, pc_consumer **out);
+/* Once the pipelines are built: each connector's router, then its type's connect. */
+int svc_wire_connectors(pc_service *s, const pc_node *pls, pc_error *err);
+void svc_free_connectors(pc_service *s);
+/* Each pipeline's shutdown stage: after the processors of the pipelines feeding it. */
+void svc_order_pipelines(pc_service *s, const pc_node *pls);
 
 /* ---- graph.c ---- */
 

@@ -32,6 +32,8 @@ int svc_start_inner(pc_service *s, pc_error *e)
         if ((rc = start_one(s, s->extensions[i], "extensions", e)) < 0) return rc;
     for (size_t i = 0; i < s->n_exporters; i++)
         if ((rc = start_one(s, s->exporters[i], "exporters", e)) < 0) return rc;
+    for (size_t i = 0; i < s->n_connectors; i++)
+        if ((rc = start_one(s, s->connectors[i], "connectors", e)) < 0) return rc;
     for (size_t p = 0; p < s->n_pipelines; p++)
         for (size_t i = 0; i < s->pipelines[p].n_processors; i++)
             if ((rc = start_one(s, s->pipelines[p].processors[i], "processors", e)) < 0) return rc;
@@ -100,10 +102,13 @@ void svc_shutdown_one(pc_service *s, pc_component *c)
 
 void svc_shutdown_phase(pc_service *s)
 {
-    /* phase 0: receivers; 1..: processor stage k of every pipeline; last: exporters */
+    /* phase 0: receivers; 1..: processor stage k of every pipeline (a pipeline fed through a
+     * connector after those feeding it); last: exporters and connectors */
     size_t max_procs = 0;
-    for (size_t p = 0; p < s->n_pipelines; p++)
-        if (s->pipelines[p].n_processors > max_procs) max_procs = s->pipelines[p].n_processors;
+    for (size_t p = 0; p < s->n_pipelines; p++) {
+        size_t end = s->pipelines[p].stage + s->pipelines[p].n_processors;
+        if (end > max_procs) max_procs = end;
+    }
     for (;;) {
         int phase = s->phase++;
         s->pending = 1; /* guard against synchronous completions */
@@ -111,9 +116,12 @@ void svc_shutdown_phase(pc_service *s)
             for (size_t i = 0; i < s->n_receivers; i++)
                 svc_shutdown_one(s, s->receivers[i]);
         } else if ((size_t)phase <= max_procs) {
-            for (size_t p = 0; p < s->n_pipelines; p++)
-                if ((size_t)phase - 1 < s->pipelines[p].n_processors)
-                    svc_shutdown_one(s, s->pipelines[p].processors[phase - 1]);
+            for (size_t p = 0; p < s->n_pipelines; p++) {
+                pipeline *pl = &s->pipelines[p];
+                size_t k = (size_t)phase - 1 - pl->stage; /* wraps when below its stage */
+                if ((size_t)phase - 1 >= pl->stage && k < pl->n_processors)
+                    svc_shutdown_one(s, pl->processors[k]);
+            }
         } else if ((size_t)phase == max_procs + 1) {
             uint64_t now = uv_now(s->loop);
             for (size_t i = 0; i < s->n_exporters; i++) {
@@ -124,6 +132,8 @@ void svc_shutdown_phase(pc_service *s)
                         s->quick_handover[i] ? now : now + s->shutdown_timeout_ms;
                 svc_shutdown_one(s, s->exporters[i]);
             }
+            for (size_t i = 0; i < s->n_connectors; i++)
+                svc_shutdown_one(s, s->connectors[i]);
         } else if ((size_t)phase == max_procs + 2) {
             for (size_t i = 0; i < s->n_extensions; i++)
                 svc_shutdown_one(s, s->extensions[i]);

@@ -41,6 +41,8 @@ static void log_plan(pc_service *old, pc_service *next)
         {"receivers", old->receivers, next->receivers, old->n_receivers, next->n_receivers},
         {"exporters", old->exporters, next->exporters, old->n_exporters, next->n_exporters},
         {"extensions", old->extensions, next->extensions, old->n_extensions, next->n_extensions},
+        /* never kept (no state): one of an id the old config had too restarts */
+        {"connectors", old->connectors, next->connectors, old->n_connectors, next->n_connectors},
     };
     for (size_t k = 0; k < N_OF(kinds); k++) {
         for (size_t i = 0; i < kinds[k].nb; i++) {

@@ -45,6 +45,7 @@ static pc_service *service_build(uv_loop_t *loop, pc_node *root, pc_service *fro
     svc_validate_section(s, "receivers", PC_KIND_RECEIVER, err);
     svc_validate_section(s, "processors", PC_KIND_PROCESSOR, err);
     svc_validate_section(s, "exporters", PC_KIND_EXPORTER, err);
+    svc_validate_section(s, "connectors", PC_KIND_CONNECTOR, err);
     svc_validate_section(s, "extensions", PC_KIND_EXTENSION, err);
     /* extensions first: a profiles pipeline's fan-out takes the taps of the enabled ones */
     bool dry = pc_error_count(err) != before;
@@ -74,6 +75,7 @@ pc_service *pc_service_new_reload(pc_service *running, pc_node *root, pc_error *
 void pc_service_free(pc_service *s)
 {
     if (!s) return;
+    svc_free_connectors(s); /* before the pipelines: their routers name them */
     for (size_t i = 0; i < s->n_receivers; i++) {
         if (svc_owned(s, s->receivers[i])) svc_component_free(s->receivers[i]);
         for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++)

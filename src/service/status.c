@@ -30,6 +30,7 @@ int pc_service_status_json(const pc_service *s, pc_buf *out)
         status_list(out, "processor", s->pipelines[p].processors, s->pipelines[p].n_processors, st,
                     &first);
     status_list(out, "exporter", s->exporters, s->n_exporters, st, &first);
+    status_list(out, "connector", s->connectors, s->n_connectors, st, &first);
     status_list(out, "extension", s->extensions, s->n_extensions, st, &first);
     pc_buf_printf(out, "}}");
     return s->state == SVC_READY;
