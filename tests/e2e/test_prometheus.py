@@ -151,6 +151,21 @@ def sent_requests(t0):
     return reqs, expected
 
 
+def prom_ready(port, proc, timeout=30):
+    """Prometheus listens before its TSDB is open and answers 503 to queries and writes until
+    then: wait for /-/ready to answer 200."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/-/ready" % port, timeout=5) as r:
+                if r.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    return False
+
+
 def prom_query(port, query):
     url = "http://127.0.0.1:%d/api/v1/query?%s" % (port, urllib.parse.urlencode({"query": query}))
     with urllib.request.urlopen(url, timeout=10) as r:
@@ -232,9 +247,9 @@ scrape_configs:
              "--storage.tsdb.path=" + os.path.join(cls.tmp, "db"),
              "--web.listen-address=127.0.0.1:%d" % p["prom"]],
             stdout=cls.prom_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        if not h.wait_port(p["prom"], 30, cls.prom):
+        if not h.wait_port(p["prom"], 30, cls.prom) or not prom_ready(p["prom"], cls.prom):
             cls.tearDownClass()
-            raise AssertionError("prometheus did not listen")
+            raise AssertionError("prometheus did not start (listen, then /-/ready)")
         t0 = now_ns() - 60 * 10**9
         cls.reqs, cls.expected = sent_requests(t0)
         for req in cls.reqs:
@@ -467,9 +482,9 @@ class RemoteWriteTest(unittest.TestCase):
              "--web.enable-remote-write-receiver"],
             stdout=cls.prom_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         cls.profcol = None
-        if not h.wait_port(p["prom"], 30, cls.prom):
+        if not h.wait_port(p["prom"], 30, cls.prom) or not prom_ready(p["prom"], cls.prom):
             cls.tearDownClass()
-            raise AssertionError("prometheus did not listen")
+            raise AssertionError("prometheus did not start (listen, then /-/ready)")
         FlakyProxy.target = "http://127.0.0.1:%d/api/v1/write" % p["prom"]
         cls.proxy = h.LocalServer(FlakyProxy).start()
         p["proxy"] = cls.proxy.port
