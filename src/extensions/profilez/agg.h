@@ -83,6 +83,26 @@ int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uin
 int pz_agg_top_json(pz_agg *a, const char *service, const char *type, size_t limit, uint64_t now_ms,
                     pc_buf *out);
 
+/* What a flame graph, top table or timeline looks at. Times are of the caller's clock: the
+ * aggregate's (now_ms) + clock_off_ms, so a page can ask in wall-clock milliseconds. */
+typedef struct pz_query {
+    const char *service, *type; /* type as "type:unit" */
+    int64_t from_ms, to_ms;     /* the slices overlapping [from_ms, to_ms); 0, 0: all of them */
+    int64_t clock_off_ms;
+    const char *const *focus; /* top: only the stacks under this path (root first, without the
+                               * root "total"), counted from its last frame down */
+    size_t n_focus;
+    const char *search; /* top: only the functions whose names contain it (ASCII case folded) */
+    size_t limit;       /* top: rows at most */
+} pz_query;
+
+/* As pz_agg_flamegraph_json and pz_agg_top_json, of the query's time range (and focus, search);
+ * timeline: {"service","type","unit","total","slice_ms","now_ms","points":[[start_ms,total,
+ * samples]...]} the window's slices oldest first, the current one last (empty ones as 0). */
+int pz_agg_flamegraph_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
+int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
+int pz_agg_timeline_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
+
 /* A JSON string (quoted, escaped) of s. */
 void pz_json_str(pc_buf *out, const char *s);
 

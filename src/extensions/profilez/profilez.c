@@ -15,6 +15,9 @@
  * GET /api/series       services and profile types seen in the window, limits and drops
  * GET /api/flamegraph?service=S&type=T     the merged stacks of one series as a tree
  * GET /api/top?service=S&type=T&limit=N    its top functions (the debug exporter's table)
+ * GET /api/timeline?service=S&type=T        its total per time slice of the window
+ * flamegraph and top also take from=MS&to=MS (wall clock, the slices overlapping them), top
+ * focus=A%1FB (only below that path, the zoomed frame) and search=TERM (only matching rows)
  *
  * Every request is checked first (issue 28): its Host (and Origin, when sent) must name an
  * allowed host, so a page of another site cannot reach it through DNS rebinding; with
@@ -71,14 +74,15 @@ static const pc_cfg_key pz_keys[] = {
 /* clang-format on */
 
 /* A unit of the work queue: a batch to aggregate or a request to answer. */
-typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP } task_kind;
+typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP, T_TIMELINE } task_kind;
 typedef struct task {
     struct task *next;
     task_kind kind;
     pc_batch *batch;
     pc_http_req *req;
-    char *service, *type;
-    size_t limit;
+    char *service, *type, *search, *focus_buf;
+    char **focus; /* into focus_buf */
+    pz_query q;
     size_t bytes; /* the batch's decoded size, counted in pending_bytes until done */
     int status;
     pc_buf body;
@@ -101,6 +105,7 @@ typedef struct pz {
     size_t api_active;    /* API requests queued or being answered */
     task *head, **tail;   /* queued, not yet handed to a work item */
     size_t pending_bytes; /* batches queued or being aggregated */
+    int64_t clock_off_ms; /* wall clock - now_ms(), taken once: slice starts must not jitter */
     bool busy, started, stopping, srv_open;
     counters m; /* self-metrics: loop thread */
     pc_shutdown_done done;
@@ -147,6 +152,14 @@ static uint64_t now_ms(void)
     return uv_hrtime() / 1000000u;
 }
 
+/* Wall-clock milliseconds: the API's from, to and timeline are in these, so a link holds. */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* ---- the work queue ---- */
 
 static uint64_t thread_cpu_ns(void)
@@ -181,10 +194,12 @@ static void run_tasks(uv_work_t *w)
             t->status = 200;
             break;
         case T_FLAME:
-        case T_TOP: {
-            int rc = t->kind == T_FLAME
-                         ? pz_agg_flamegraph_json(a, t->service, t->type, now, &t->body)
-                         : pz_agg_top_json(a, t->service, t->type, t->limit, now, &t->body);
+        case T_TOP:
+        case T_TIMELINE: {
+            t->q.clock_off_ms = j->z->clock_off_ms;
+            int rc = t->kind == T_FLAME ? pz_agg_flamegraph_q(a, &t->q, now, &t->body)
+                     : t->kind == T_TOP ? pz_agg_top_q(a, &t->q, now, &t->body)
+                                        : pz_agg_timeline_q(a, &t->q, now, &t->body);
             t->status = rc ? 404 : 200;
             if (rc) {
                 t->body.len = 0;
@@ -204,6 +219,9 @@ static void task_free(task *t)
     pc_buf_free(&t->body);
     free(t->service);
     free(t->type);
+    free(t->search);
+    free(t->focus_buf);
+    free(t->focus);
     free(t);
 }
 
@@ -368,6 +386,65 @@ static int admit(pz *z, pc_http_req *req)
     return 0;
 }
 
+/* A whole decimal number of [lo, hi] from the query's key into *v (left alone when absent);
+ * false when malformed. */
+static bool query_num(pc_http_req *req, const char *key, int64_t lo, int64_t hi, int64_t *v)
+{
+    char *s = pc_http_req_query(req, key);
+    if (!s) return true;
+    char *end;
+    long long x = strtoll(s, &end, 10);
+    bool ok = *s && !*end && x >= lo && x <= hi;
+    free(s);
+    if (ok) *v = x;
+    return ok;
+}
+
+/* focus: frame names root first, separated by U+001F (no frame name holds that control). */
+static void parse_focus(task *t, char *f)
+{
+    t->focus_buf = f;
+    size_t n = 1;
+    for (const char *p = f; *p; p++)
+        n += *p == '\x1f';
+    if (!*f) return;
+    if (n > PZ_MAX_DEPTH) {
+        t->q.n_focus = n; /* deeper than any stack: matches none (focus_cut never reads it) */
+        return;
+    }
+    t->focus = pc_xmalloc(n * sizeof *t->focus);
+    for (char *p = f, *q;; p = q + 1) {
+        q = strchr(p, '\x1f');
+        t->focus[t->q.n_focus++] = p;
+        if (!q) break;
+        *q = 0;
+    }
+    t->q.focus = (const char *const *)t->focus;
+}
+
+/* The series and view a flame graph, top or timeline request names: NULL, or why not. */
+static const char *parse_query(pc_http_req *req, task *t)
+{
+    t->service = pc_http_req_query(req, "service");
+    t->type = pc_http_req_query(req, "type");
+    if (!t->service || !t->type)
+        return "{\"error\":\"want ?service=...&type=... (as /api/series lists them)\"}";
+    t->q.service = t->service;
+    t->q.type = t->type;
+    int64_t limit = 50;
+    if (!query_num(req, "limit", 1, 10000, &limit))
+        return "{\"error\":\"limit: a number from 1 to 10000\"}";
+    t->q.limit = (size_t)limit;
+    if (!query_num(req, "from", 0, INT64_MAX / 2, &t->q.from_ms) ||
+        !query_num(req, "to", 0, INT64_MAX / 2, &t->q.to_ms))
+        return "{\"error\":\"from, to: milliseconds since 1970 (UTC)\"}";
+    t->search = pc_http_req_query(req, "search");
+    t->q.search = t->search;
+    char *f = pc_http_req_query(req, "focus");
+    if (f) parse_focus(t, f);
+    return NULL;
+}
+
 static void on_request(pc_http_req *req, void *arg)
 {
     pz *z = arg;
@@ -391,6 +468,8 @@ static void on_request(pc_http_req *req, void *arg)
         kind = T_FLAME;
     else if (!strcmp(req->path, "/api/top"))
         kind = T_TOP;
+    else if (!strcmp(req->path, "/api/timeline"))
+        kind = T_TIMELINE;
     else {
         respond_text(req, 404, "text/plain", "404 page not found\n");
         return;
@@ -407,34 +486,13 @@ static void on_request(pc_http_req *req, void *arg)
     task *t = pc_xcalloc(1, sizeof *t);
     t->kind = kind;
     t->req = req;
-    z->api_active++; /* until answer() */
-    if (kind != T_SERIES) {
-        t->service = pc_http_req_query(req, "service");
-        t->type = pc_http_req_query(req, "type");
-        if (!t->service || !t->type) {
-            task_free(t);
-            z->api_active--;
-            respond_text(req, 400, "application/json",
-                         "{\"error\":\"want ?service=...&type=... (as /api/series lists them)\"}");
-            return;
-        }
-        t->limit = 50;
-        char *lim = pc_http_req_query(req, "limit");
-        if (lim) {
-            char *end;
-            long v = strtol(lim, &end, 10);
-            bool bad = !*lim || *end || v < 1 || v > 10000;
-            free(lim);
-            if (bad) {
-                task_free(t);
-                z->api_active--;
-                respond_text(req, 400, "application/json",
-                             "{\"error\":\"limit: a number from 1 to 10000\"}");
-                return;
-            }
-            t->limit = (size_t)v;
-        }
+    const char *bad = kind == T_SERIES ? NULL : parse_query(req, t);
+    if (bad) {
+        task_free(t);
+        respond_text(req, 400, "application/json", bad);
+        return;
     }
+    z->api_active++; /* until answer() */
     enqueue(z, t);
 }
 
@@ -449,6 +507,7 @@ static int pz_create(pc_component *c, pc_error *err)
     z->tap.consume = tap_consume;
     z->tap.mutates = false;
     z->tail = &z->head;
+    z->clock_off_ms = wall_ms() - (int64_t)now_ms();
     pz_limits l = {.window_ms = cfg->window_ms,
                    .slices = (unsigned)cfg->slices,
                    .max_stacks = (size_t)cfg->max_stacks,

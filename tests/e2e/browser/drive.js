@@ -12,6 +12,16 @@
 // back, hovers `hover` (the tooltip's text), types `search` (data-matches, data-match-share, the
 // highlighted frames). With "update" it posts the file once more while the page stays open and
 // waits for the page (polling, no reload) to show the series' new total.
+//
+// Optional parts (each reported under its own key):
+//   "defaults": {} the page as first opened (no hash): title, hash, listed series, top rows.
+//   "view": {"service", "type", "click", "search"} zooms into `click`, types `search`, reads
+//      the top table (it follows both) and the URL; then opens that URL in a fresh page and reads
+//      the same, so the test can compare what the two draw.
+//   "timeline": {"service", "type"} reads the timeline's bars, clicks the first bar with a value
+//      (a range of that slice), reads the flame graph's root and the top table, then opens the URL
+//      in a fresh page and reads them again.
+//   "empty": URL of a page with no data: the lines it shows to send some.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 
@@ -68,6 +78,72 @@ async function one(page, s) {
   return out;
 }
 
+async function topRows(page) {
+  return page.$$eval('#top tbody tr', (trs) => trs.map((t) => ({ name: t.dataset.name,
+    flat: +t.dataset.flat, cum: +t.dataset.cum })));
+}
+
+// what a view draws: title, flame state, frames, top table, URL
+async function viewState(page) {
+  return { title: await page.$eval('#title', (t) => t.textContent), flame: await flameState(page),
+    frames: (await frames(page)).map((f) => [f.name, f.depth, f.total, f.anc, f.hit]),
+    top: await topRows(page), topState: await page.$eval('#top', (t) => ({ ...t.dataset })),
+    url: page.url() };
+}
+
+async function view(ctx, page, v) {
+  await selectSeries(page, v);
+  await page.locator('#flame .f:not(.anc)[data-name=' + JSON.stringify(v.click) + ']').first().click();
+  await page.waitForFunction((want) => document.getElementById('top').dataset.focus.endsWith(want),
+    v.click, { timeout: 30000 });
+  await page.fill('#search', v.search);
+  await page.waitForFunction((want) => document.getElementById('top').dataset.search === want,
+    v.search, { timeout: 30000 });
+  const out = { first: await viewState(page) };
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.first.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction((want) => {
+    const f = document.getElementById('flame'), t = document.getElementById('top');
+    return f.dataset.state === 'ready' && f.dataset.zoom === want.click && t.dataset.search === want.search;
+  }, v, { timeout: 30000, polling: 200 });
+  out.second = await viewState(fresh);
+  await fresh.close();
+  await page.fill('#search', '');
+  await page.locator('#reset').click();
+  return out;
+}
+
+async function rootTotal(page) {
+  return page.$eval('#flame .f[data-depth="0"]', (d) => +d.dataset.total);
+}
+
+async function timeline(ctx, page, v) {
+  await selectSeries(page, v);
+  await page.waitForSelector('#timeline .tb', { timeout: 30000 });
+  const out = {};
+  out.bars = await page.$$eval('#timeline .tb', (bs) => bs.map((b) => [+b.dataset.start, +b.dataset.total]));
+  out.whole = await rootTotal(page);
+  const i = out.bars.findIndex((b) => b[1] > 0);
+  out.clicked = out.bars[i];
+  await page.locator('#timeline .tb').nth(i).click();
+  await page.waitForFunction(() => !document.getElementById('range-clear').disabled &&
+    location.hash.includes('from='), null, { timeout: 30000 });
+  await page.waitForFunction((want) => {
+    const d = document.querySelector('#flame .f[data-depth="0"]');
+    return d && +d.dataset.total === want;
+  }, out.clicked[1], { timeout: 30000, polling: 200 }).catch(() => {});
+  out.first = { total: await rootTotal(page), top: await topRows(page), url: page.url(),
+    inRange: await page.$$eval('#timeline .tb.in', (bs) => bs.map((b) => +b.dataset.start)) };
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.first.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#top tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+  out.second = { total: await rootTotal(fresh), top: await topRows(fresh), url: fresh.url() };
+  await fresh.close();
+  await page.locator('#range-clear').click();
+  return out;
+}
+
 (async () => {
   const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const result = { series: [], errors: [] };
@@ -80,7 +156,23 @@ async function one(page, s) {
     page.on('console', (m) => { if (m.type() === 'error') result.errors.push('console: ' + m.text()); });
     await page.goto(plan.url, { waitUntil: 'load', timeout: 30000 });
     result.browser = ctx.browser() ? ctx.browser().version() : '';
+    if (plan.defaults) {
+      await page.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+        document.querySelectorAll('#top tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+      result.defaults = await viewState(page);
+      result.defaults.listed = await page.$$eval('nav button', (bs) => bs.map((b) => ({
+        service: b.dataset.service, type: b.dataset.type, companion: b.dataset.companion || '' })));
+    }
     for (const s of plan.series) result.series.push(await one(page, s));
+    if (plan.view) result.view = await view(ctx, page, plan.view);
+    if (plan.timeline) result.timeline = await timeline(ctx, page, plan.timeline);
+    if (plan.empty) {
+      const e = await ctx.newPage();
+      await e.goto(plan.empty, { waitUntil: 'load', timeout: 30000 });
+      await e.waitForSelector('#flame .send code', { timeout: 30000 });
+      result.empty = await e.$$eval('#flame .send code', (cs) => cs.map((c) => [c.dataset.send, c.textContent]));
+      await e.close();
+    }
     if (plan.update) {
       const u = plan.update;
       await selectSeries(page, u);
