@@ -119,7 +119,7 @@ async function rootTotal(page) {
 
 async function timeline(ctx, page, v) {
   await selectSeries(page, v);
-  await page.waitForSelector('#timeline .tb', { timeout: 30000 });
+  await page.waitForSelector('#timeline .tb:not(.zero)', { timeout: 30000 });
   const out = {};
   out.bars = await page.$$eval('#timeline .tb', (bs) => bs.map((b) => [+b.dataset.start, +b.dataset.total]));
   out.whole = await rootTotal(page);
