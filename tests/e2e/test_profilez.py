@@ -34,6 +34,15 @@ from/to of that slice answer one upload's totals and flat values (`go tool pprof
 browser a click on that bar restricts the flame graph and the top table to it, and the page's URL
 opened in a fresh page shows the same.
 
+LabelsTest: go-cpu.pb.gz (samples labelled handler, trace_id, span_id) goes through the
+tracelink processor (trace and span ids become a Link) with a name label env holding markup.
+/api/labels lists the keys, and grouped by span_id, handler or trace_id gives each value's total
+as `go tool pprof -raw` does (the stacks without the key in a null row); a label filter restricts
+/api/flamegraph, /api/top and /api/timeline. In the browser, a view grouped by span_id (the
+spans table) lists the spans by total; following a span's link shows that span's flame graph and
+top table (pprof's numbers for those samples), as its URL does in a fresh page; the markup of the
+env value is drawn as text and never runs.
+
 Without a browser (ReloadTest): the tap on SIGHUP reloads (profilez's config changed, removed,
 added back) while a client posts throughout: every post answered 200, everything acknowledged
 reaches the exporter unchanged, each new profilez instance counts what it saw since it started,
@@ -667,6 +676,99 @@ class ReloadTest(unittest.TestCase):
         # what was acknowledged reached the exporter, unchanged in amount
         got = {t: e["total"] for t, e in ps.by_type(ps.otlp_views(sink.messages())).items()}
         self.assertEqual(got, {t: len(statuses) * v for t, v in go.items()})
+
+
+
+def label_of(labels, key):
+    """A label's string value in go_pprof_raw's (key, ('s', value)) tuples, or None."""
+    for k, v in labels:
+        if k == key:
+            return v[1]
+    return None
+
+
+class LabelsTest(ProfilezPageTest):
+    MARKUP = "<img src=x onerror=window.__pz_pwned=1>"
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="profilez-", dir=h.TMP)
+        sink = h.started_sink(self)
+        self.port, self.zport = h.free_port(), h.free_port()
+        cfg = (ps.pyroscope_receiver_yaml(self.port) +
+               "processors:\n  tracelink:\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n"
+               "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n"
+               "service:\n  extensions: [profilez]\n"
+               "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
+               "      processors: [tracelink]\n      exporters: [otlphttp]\n" % (sink.url, self.zport))
+        self.pc = h.started_profcol(self, cfg, [self.port, self.zport], "profilez-labels")
+
+    def test_page(self):
+        pass  # ProfilezPageTest's
+
+    def test_labels(self):
+        go = ps.go_pprof_raw(GO_CPU, self.tmp)
+        counter = go["samples"][("cpu", "nanoseconds")]
+        total = sum(counter.values())
+        self.post_go("lbl{env=%s}" % self.MARKUP)
+        key = ("lbl", "cpu:nanoseconds")
+        self.wait_totals({key: total})
+
+        def groups(k):
+            g = {}
+            for (_names, labels), v in counter.items():
+                val = label_of(labels, k)
+                g[val] = g.get(val, 0) + v
+            return g
+        spans = groups("span_id")
+        self.assertGreaterEqual(len([s for s in spans if s]), 2, "go-cpu.pb.gz has spans")
+        for k in ("span_id", "handler", "trace_id"):
+            j = self.api("/api/labels", service=key[0], type=key[1], group_by=k)
+            self.assertEqual(j["total"], total)
+            self.assertEqual({r["value"]: r["total"] for r in j["rows"]}, groups(k), k)
+        keys = {x["key"]: x["values"] for x in j["keys"]}
+        for k in ("span_id", "handler", "trace_id"):
+            self.assertEqual(keys[k], len([v for v in groups(k) if v]), k)
+        self.assertEqual(keys["env"], 1)
+        # a filter: the flame graph, top table and timeline of one span's samples
+        span, stotal = max(((s, v) for s, v in spans.items() if s), key=lambda x: (x[1], x[0]))
+        sub = {k: v for k, v in counter.items() if label_of(k[1], "span_id") == span}
+        flt = {"labels": "span_id=" + span}
+        self.assertEqual(self.api("/api/flamegraph", service=key[0], type=key[1], **flt)["total"],
+                         stotal)
+        check_top(self, self.api("/api/top", service=key[0], type=key[1], limit=30, **flt)["rows"],
+                  top_oracle(sub))
+        pts = self.api("/api/timeline", service=key[0], type=key[1], **flt)["points"]
+        self.assertEqual(sum(p[1] for p in pts), stotal)
+        none = self.api("/api/flamegraph", service=key[0], type=key[1], labels="span_id=nope")
+        self.assertEqual(none["total"], 0)
+
+        view = "http://127.0.0.1:%d/#%s" % (self.zport, urllib.parse.urlencode(
+            {"service": key[0], "type": key[1], "group": "span_id"}))
+        res = self.drive({"url": view, "series": [],
+                          "labels": {"url": view, "markupKey": "env"}})
+        self.assertEqual(res.get("errors"), [], "errors in the page")
+        lb = res["labels"]
+        self.assertEqual(lb["whole"], total)
+        # the spans table: by total, each a link; the samples without a span in their own row
+        got = [(g["value"] if not g["none"] else None, g["total"]) for g in lb["groups"]]
+        want = sorted(((s, v) for s, v in spans.items() if s), key=lambda x: (-x[1], x[0]))
+        self.assertEqual([g for g in got if g[0]], want)
+        self.assertEqual([g[1] for g in got if g[0] is None], [spans.get(None)] if spans.get(None) else [])
+        # its link: that span's flame graph and top table, the same from its URL in a fresh page
+        f = lb["filtered"]
+        self.assertEqual(f["filters"], [["span_id", span]])
+        self.assertEqual(f["total"], stotal)
+        check_top(self, f["top"], top_oracle(sub))
+        frag = urllib.parse.parse_qs(urllib.parse.urlsplit(f["url"]).fragment)
+        self.assertEqual(frag["label"], ["span_id=" + span])
+        self.assertEqual((lb["fresh"]["total"], lb["fresh"]["top"], lb["fresh"]["filters"]),
+                         (f["total"], f["top"], f["filters"]))
+        # markup in a label value is text
+        m = lb["markup"]
+        self.assertEqual([g["text"] for g in m["groups"]], [self.MARKUP])
+        self.assertEqual(m["imgs"], 0)
+        self.assertFalse(m["pwned"])
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ static const char *name_cut(const char *s, char *out)
 }
 
 /* The id of s (cut as name_len says) with one more reference. */
-static uint32_t name_ref(names *nm, const char *s)
+uint32_t pz_name_ref(names *nm, const char *s)
 {
     size_t len = name_len(s);
     uint64_t h = pc_hash_mem(s, len);
@@ -113,7 +113,7 @@ static uint32_t name_ref(names *nm, const char *s)
     return id;
 }
 
-static void name_unref(names *nm, uint32_t id)
+void pz_name_unref(names *nm, uint32_t id)
 {
     name_ent *e = &nm->v[id];
     if (--e->refs) return;
@@ -140,11 +140,12 @@ static void names_free(names *nm)
 
 /* ---- stacks, slices, series ---- */
 
-static uint64_t stack_hash(const uint32_t *f, size_t n, bool over)
+static uint64_t stack_hash(const uint32_t *f, size_t n, bool over, uint32_t lset)
 {
     pc_hash h;
     pc_hash_begin(&h);
     pc_hash_word(&h, over);
+    pc_hash_word(&h, lset);
     pc_hash_bytes(&h, f, n * sizeof *f);
     return pc_hash_end(&h);
 }
@@ -155,7 +156,8 @@ static void slice_clear(pz_agg *a, series *se, slice *sl)
         stk *e = &sl->tab[i];
         if (!e->frames) continue;
         for (uint32_t k = 0; k < e->n; k++)
-            name_unref(&a->nm, e->frames[k]);
+            pz_name_unref(&a->nm, e->frames[k]);
+        pz_lset_unref(a, e->lset);
         free(e->frames);
     }
     free(sl->tab);
@@ -197,20 +199,23 @@ static slice *current_slice(pz_agg *a, series *se, uint64_t now)
     return sl;
 }
 
-static stk *slice_find(slice *sl, const uint32_t *f, size_t n, bool over, uint64_t h)
+/* A stack is its frames and its label set: the same frames with other labels are another. */
+static stk *slice_find(slice *sl, const uint32_t *f, size_t n, bool over, uint32_t lset, uint64_t h)
 {
     if (!sl->cap) return NULL;
     size_t j = (size_t)h & (sl->cap - 1);
     while (sl->tab[j].frames) {
         stk *e = &sl->tab[j];
-        if (e->hash == h && e->over == over && e->n == n && !memcmp(e->frames, f, n * sizeof *f))
+        if (e->hash == h && e->over == over && e->lset == lset && e->n == n &&
+            !memcmp(e->frames, f, n * sizeof *f))
             return e;
         j = (j + 1) & (sl->cap - 1);
     }
     return NULL;
 }
 
-static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool over, uint64_t h)
+static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool over,
+                         uint32_t lset, uint64_t h)
 {
     if ((sl->n + 1) * 10 > sl->cap * 7) {
         size_t ncap = sl->cap ? sl->cap * 2 : 64;
@@ -236,6 +241,8 @@ static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool
         a->nm.v[f[k]].refs++;
     e->n = (uint32_t)n;
     e->over = over;
+    e->lset = lset;
+    pz_lset_retain(a, lset);
     e->hash = h;
     sl->n++;
     return e;
@@ -322,26 +329,26 @@ static slice *slice_now(pz_agg *a, series *se, uint64_t now_ms)
     return current_slice(a, se, now);
 }
 
-/* One stack of interned frames (the caller holds its own references) into sl, se's current
- * slice at now_ms. */
-static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t n, int64_t value,
-                    uint64_t samples, uint64_t now_ms)
+/* One stack of interned frames and label set lset (the caller holds its own references) into
+ * sl, se's current slice at now_ms. */
+static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t n, uint32_t lset,
+                    int64_t value, uint64_t samples, uint64_t now_ms)
 {
-    uint64_t h = stack_hash(f, n, false);
-    stk *e = slice_find(sl, f, n, false, h);
+    uint64_t h = stack_hash(f, n, false, lset);
+    stk *e = slice_find(sl, f, n, false, lset, h);
     if (!e) {
         /* the budget: room for a new stack is made by dropping the oldest slices first */
         while (se->n_stacks >= a->l.max_stacks && evict_oldest(a, se, sl->slot))
             ;
         if (se->n_stacks < a->l.max_stacks) {
-            e = slice_insert(a, sl, f, n, false, h);
+            e = slice_insert(a, sl, f, n, false, lset, h);
             sl->counted++;
             se->n_stacks++;
             a->st.stacks++;
         } else {
-            uint64_t ho = stack_hash(&a->id_over, 1, true);
-            e = slice_find(sl, &a->id_over, 1, true, ho);
-            if (!e) e = slice_insert(a, sl, &a->id_over, 1, true, ho);
+            uint64_t ho = stack_hash(&a->id_over, 1, true, 0);
+            e = slice_find(sl, &a->id_over, 1, true, 0, ho);
+            if (!e) e = slice_insert(a, sl, &a->id_over, 1, true, 0, ho);
             se->over_samples += samples;
             a->st.over_budget_samples += samples;
         }
@@ -361,10 +368,10 @@ int pz_agg_add_stack(pz_agg *a, const char *service, const char *type, const cha
     size_t m = n < PZ_MAX_DEPTH ? n : PZ_MAX_DEPTH;
     uint32_t *ids = pc_xmalloc((m ? m : 1) * sizeof *ids);
     for (size_t i = 0; i < m; i++)
-        ids[i] = name_ref(&a->nm, i == PZ_MAX_DEPTH - 1 && n > m ? "[truncated]" : frames[i]);
-    add_ids(a, se, slice_now(a, se, now_ms), ids, m, value, samples, now_ms);
+        ids[i] = pz_name_ref(&a->nm, i == PZ_MAX_DEPTH - 1 && n > m ? "[truncated]" : frames[i]);
+    add_ids(a, se, slice_now(a, se, now_ms), ids, m, 0, value, samples, now_ms);
     for (size_t i = 0; i < m; i++)
-        name_unref(&a->nm, ids[i]);
+        pz_name_unref(&a->nm, ids[i]);
     free(ids);
     return 0;
 }
@@ -393,7 +400,7 @@ static void cache_visit(void *arg, const char *name, bool stable)
         c->capids = c->capids ? c->capids * 2 : 1024;
         c->ids = pc_xrealloc(c->ids, c->capids * sizeof *c->ids);
     }
-    c->ids[c->nids++] = name_ref(&c->a->nm, name);
+    c->ids[c->nids++] = pz_name_ref(&c->a->nm, name);
 }
 
 static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
@@ -436,18 +443,21 @@ static long stack_of(batch_ctx *c, int32_t si)
 
 typedef struct stack_val {
     int32_t stack;
+    uint32_t lset; /* one reference */
     int64_t val;
     uint64_t samples;
 } stack_val;
 
 static int cmp_stack_val(const void *x, const void *y)
 {
-    int32_t a = ((const stack_val *)x)->stack, b = ((const stack_val *)y)->stack;
-    return (a > b) - (a < b);
+    const stack_val *a = x, *b = y;
+    if (a->stack != b->stack) return (a->stack > b->stack) - (a->stack < b->stack);
+    return (a->lset > b->lset) - (a->lset < b->lset);
 }
 
 /* One profile; false when the batch's frame budget ran out. */
-static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t now_ms)
+static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc_profile *p,
+                        uint64_t now_ms)
 {
     pz_agg *a = c->a;
     const pc_dictionary *d = c->d;
@@ -462,7 +472,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t 
             s->stack_index > 0 && (size_t)s->stack_index < nstk && d->stack_table[s->stack_index]
                 ? s->stack_index
                 : 0; /* no stack: the root's own value */
-        sv[m++] = (stack_val){si, pc_sample_value(s), 1};
+        sv[m++] = (stack_val){si, pz_sample_lset(a, d, r, s, 1), pc_sample_value(s), 1};
     }
     if (m > 1) qsort(sv, m, sizeof *sv, cmp_stack_val);
     slice *sl = slice_now(a, se, now_ms);
@@ -471,7 +481,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t 
         size_t j = i;
         int64_t v = 0;
         uint64_t cnt = 0;
-        while (j < m && sv[j].stack == sv[i].stack) {
+        while (j < m && sv[j].stack == sv[i].stack && sv[j].lset == sv[i].lset) {
             v = sat_add(v, sv[j].val);
             cnt += sv[j++].samples;
         }
@@ -479,9 +489,11 @@ static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t 
         if (n < 0)
             ok = false;
         else
-            add_ids(a, se, sl, c->stack, (size_t)n, v, cnt, now_ms);
+            add_ids(a, se, sl, c->stack, (size_t)n, sv[i].lset, v, cnt, now_ms);
         i = j;
     }
+    for (size_t i = 0; i < m; i++)
+        pz_lset_unref(a, sv[i].lset);
     free(sv);
     return ok;
 }
@@ -521,7 +533,7 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
                     a->st.dropped_profiles++;
                     continue;
                 }
-                ok = add_profile(c, se, p, now_ms);
+                ok = add_profile(c, se, rp->resource, p, now_ms);
                 if (ok)
                     a->st.profiles++;
                 else
@@ -530,7 +542,7 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
         }
     }
     for (size_t i = 0; i < c->nids; i++)
-        name_unref(&a->nm, c->ids[i]);
+        pz_name_unref(&a->nm, c->ids[i]);
     free(c->ids);
     free(c->off);
     free(c->cnt);
@@ -547,8 +559,9 @@ pz_agg *pz_agg_new(const pz_limits *l)
     if (a->l.slices == 0) a->l.slices = 1;
     a->slice_ms = a->l.window_ms / a->l.slices;
     if (a->slice_ms == 0) a->slice_ms = 1;
-    a->id_over = name_ref(&a->nm, "[over budget]");
-    a->id_trunc = name_ref(&a->nm, "[truncated]");
+    a->id_over = pz_name_ref(&a->nm, "[over budget]");
+    a->id_trunc = pz_name_ref(&a->nm, "[truncated]");
+    pz_lsets_init(a);
     return a;
 }
 
@@ -558,6 +571,7 @@ void pz_agg_free(pz_agg *a)
     for (size_t i = 0; i < a->n_ser; i++)
         series_free(a, a->ser[i]);
     free(a->ser);
+    pz_lsets_free(a);
     names_free(&a->nm);
     free(a);
 }

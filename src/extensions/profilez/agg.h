@@ -36,15 +36,23 @@ typedef struct pz_limits {
     unsigned slices;
     size_t max_stacks; /* per series */
     size_t max_series;
+    size_t max_label_sets; /* distinct label sets kept over all series (0: no labels kept) */
 } pz_limits;
 
+/* Labels a label set keeps at most (more are dropped, counted); keys and values are names (cut
+ * at PZ_MAX_NAME bytes). */
+#define PZ_MAX_LABELS 16
+
 typedef struct pz_stats {
-    uint64_t profiles, samples;   /* aggregated */
-    uint64_t evicted_stacks;      /* dropped from older slices to make room (the budget) */
-    uint64_t over_budget_samples; /* folded into "[over budget]": no room even after that */
-    uint64_t dropped_profiles;    /* of new series beyond max_series */
-    uint64_t series, stacks;      /* now (gauges) */
-    uint64_t dropped_batches;     /* told by the caller: batches it released unread */
+    uint64_t profiles, samples;         /* aggregated */
+    uint64_t evicted_stacks;            /* dropped from older slices to make room (the budget) */
+    uint64_t over_budget_samples;       /* folded into "[over budget]": no room even after that */
+    uint64_t dropped_profiles;          /* of new series beyond max_series */
+    uint64_t series, stacks;            /* now (gauges) */
+    uint64_t dropped_batches;           /* told by the caller: batches it released unread */
+    uint64_t label_sets;                /* now (gauge) */
+    uint64_t over_budget_label_samples; /* samples whose label set found no room (max_label_sets) */
+    uint64_t dropped_labels;            /* labels of a sample beyond PZ_MAX_LABELS */
 } pz_stats;
 
 typedef struct pz_agg pz_agg;
@@ -94,6 +102,9 @@ typedef struct pz_query {
     size_t n_focus;
     const char *search; /* top: only the functions whose names contain it (ASCII case folded) */
     size_t limit;       /* top: rows at most */
+    const char *const *labels; /* key, value, key, value...: only stacks with all of them */
+    size_t n_labels;           /* pairs */
+    const char *group_by;      /* labels: the key whose values get a row each */
 } pz_query;
 
 /* As pz_agg_flamegraph_json and pz_agg_top_json, of the query's time range (and focus, search);
@@ -102,6 +113,11 @@ typedef struct pz_query {
 int pz_agg_flamegraph_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
 int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
 int pz_agg_timeline_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
+/* labels: {"service","type","unit","total","keys":[{"key","values"}...] (by key),
+ * "group_by","rows":[{"value","total","samples"}...]} the label keys of the stacks of the query
+ * (range, labels) with their number of values, and with group_by a row per value of that key
+ * by total, descending (the first `limit`; value null: the stacks without that key). */
+int pz_agg_labels_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
 
 /* A JSON string (quoted, escaped) of s. */
 void pz_json_str(pc_buf *out, const char *s);

@@ -30,9 +30,31 @@ typedef struct names {
     size_t nfree, capfree;
 } names;
 
+/* A label set: (key, value) name ids, sorted by key id, one value per key. Interned with a
+ * reference count (a stack holds one); ids 0 (no labels) and PZ_LSET_OVER ("[labels over
+ * budget]": a new set found no room under max_label_sets) are never freed. */
+typedef struct lset {
+    uint32_t *kv; /* 2 n ids; NULL: a free id */
+    uint32_t n, refs;
+    uint64_t hash;
+} lset;
+
+typedef struct lsets {
+    lset *v;
+    size_t n, cap;
+    uint32_t *slots; /* id + 1; 0 empty; LSET_TOMB a removed one */
+    size_t nslots, used;
+    uint32_t *freeids;
+    size_t nfree, capfree;
+    size_t live; /* sets but the two permanent ones */
+} lsets;
+#define PZ_LSET_OVER 1
+#define LSET_TOMB    UINT32_MAX
+
 typedef struct stk {
     uint32_t *frames; /* leaf first; NULL = empty slot (a stack of no frames has frames != NULL) */
     uint32_t n;
+    uint32_t lset;
     bool over; /* the slice's "[over budget]" entry: not counted in the budget */
     uint64_t hash;
     int64_t value;
@@ -63,6 +85,22 @@ struct pz_agg {
     size_t n_ser;
     pz_stats st;
     uint32_t id_over, id_trunc;
+    lsets ls;
 };
+
+uint32_t pz_name_ref(names *nm, const char *s);
+void pz_name_unref(names *nm, uint32_t id);
+
+/* labels.c */
+void pz_lsets_init(pz_agg *a);
+void pz_lsets_free(pz_agg *a);
+void pz_lset_retain(pz_agg *a, uint32_t id);
+void pz_lset_unref(pz_agg *a, uint32_t id);
+/* The label set of a sample: its resource's attributes (but service.name), its own attributes
+ * and its link's trace_id and span_id (hex), with one reference. */
+uint32_t pz_sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r, const pc_sample *s,
+                        uint64_t samples);
+/* Whether a stack's label set holds every key=value of the query. */
+bool pz_lset_match(const pz_agg *a, uint32_t id, const pz_query *q);
 
 #endif

@@ -16,6 +16,8 @@
  * GET /api/flamegraph?service=S&type=T     the merged stacks of one series as a tree
  * GET /api/top?service=S&type=T&limit=N    its top functions (the debug exporter's table)
  * GET /api/timeline?service=S&type=T        its total per time slice of the window
+ * GET /api/labels?service=S&type=T&group_by=K  its label keys, and a total per value of K
+ * all of these take labels=K%3DV%1FK2%3DV2 (only the stacks with those labels)
  * flamegraph and top also take from=MS&to=MS (wall clock, the slices overlapping them), top
  * focus=A%1FB (only below that path, the zoomed frame) and search=TERM (only matching rows)
  *
@@ -50,6 +52,7 @@ typedef struct pz_cfg {
     int64_t slices;
     int64_t max_stacks;
     int64_t max_series;
+    int64_t max_label_sets;
     uint64_t max_pending_size;
     pc_strlist allowed_hosts;
     int64_t max_requests;
@@ -64,6 +67,7 @@ static const pc_cfg_key pz_keys[] = {
     {"slices", PC_CFG_INT, "10", offsetof(pz_cfg, slices), "time slices the window is cut into: memory is given back a slice at a time, the oldest first", NULL},
     {"max_stacks", PC_CFG_INT, "5000", offsetof(pz_cfg, max_stacks), "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
     {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series), "services x profile types kept; profiles of more are dropped (counted)", NULL},
+    {"max_label_sets", PC_CFG_INT, "1000", offsetof(pz_cfg, max_label_sets), "distinct label sets (resource and sample attributes, trace and span ids of a stack) kept over all series; a stack with a new set beyond that keeps its frames under the set [labels]=[over budget] (counted); 0: no labels", NULL},
     {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size), "decoded size of the batches waiting for or in aggregation at most (at least one batch); more are released unread (counted)", NULL},
     {"allowed_hosts", PC_CFG_LIST, "", offsetof(pz_cfg, allowed_hosts), "host names the Host (and Origin) header of a request may name; others get 403, so another site's page cannot reach profilez by DNS rebinding (default: the endpoint's host, localhost, 127.0.0.1 and ::1; \"*\": any)", NULL},
     {"max_concurrent_requests", PC_CFG_INT, "8", offsetof(pz_cfg, max_requests), "API requests queued or being answered at once; more get 503 with Retry-After", NULL},
@@ -74,14 +78,15 @@ static const pc_cfg_key pz_keys[] = {
 /* clang-format on */
 
 /* A unit of the work queue: a batch to aggregate or a request to answer. */
-typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP, T_TIMELINE } task_kind;
+typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP, T_TIMELINE, T_LABELS } task_kind;
 typedef struct task {
     struct task *next;
     task_kind kind;
     pc_batch *batch;
     pc_http_req *req;
-    char *service, *type, *search, *focus_buf;
-    char **focus; /* into focus_buf */
+    char *service, *type, *search, *focus_buf, *labels_buf, *group_by;
+    char **focus;  /* into focus_buf */
+    char **labels; /* into labels_buf: key, value, ... */
     pz_query q;
     size_t bytes; /* the batch's decoded size, counted in pending_bytes until done */
     int status;
@@ -90,7 +95,7 @@ typedef struct task {
 
 typedef struct counters {
     uint64_t profiles, samples, evicted_stacks, over_budget_samples, dropped_profiles, series,
-        stacks, dropped_batches;
+        stacks, dropped_batches, label_sets, over_budget_label_samples, dropped_labels;
     uint64_t cpu_ns; /* thread CPU time of the work items */
 } counters;
 
@@ -139,6 +144,9 @@ static int pz_validate(void *cfgp, const pc_node *node, const char *path, pc_err
         return pc_cfg_key_errorf(err, node, path, "max_stacks", "must be between 1 and 10000000");
     if (cfg->max_series < 1 || cfg->max_series > 100000)
         return pc_cfg_key_errorf(err, node, path, "max_series", "must be between 1 and 100000");
+    if (cfg->max_label_sets < 0 || cfg->max_label_sets > 1000000)
+        return pc_cfg_key_errorf(err, node, path, "max_label_sets",
+                                 "must be between 0 and 1000000");
     if (cfg->max_pending_size < 1024 * 1024)
         return pc_cfg_key_errorf(err, node, path, "max_pending_size", "must be at least 1MiB");
     if (cfg->max_requests < 1 || cfg->max_requests > 10000)
@@ -195,11 +203,13 @@ static void run_tasks(uv_work_t *w)
             break;
         case T_FLAME:
         case T_TOP:
-        case T_TIMELINE: {
+        case T_TIMELINE:
+        case T_LABELS: {
             t->q.clock_off_ms = j->z->clock_off_ms;
-            int rc = t->kind == T_FLAME ? pz_agg_flamegraph_q(a, &t->q, now, &t->body)
-                     : t->kind == T_TOP ? pz_agg_top_q(a, &t->q, now, &t->body)
-                                        : pz_agg_timeline_q(a, &t->q, now, &t->body);
+            int rc = t->kind == T_FLAME      ? pz_agg_flamegraph_q(a, &t->q, now, &t->body)
+                     : t->kind == T_TOP      ? pz_agg_top_q(a, &t->q, now, &t->body)
+                     : t->kind == T_TIMELINE ? pz_agg_timeline_q(a, &t->q, now, &t->body)
+                                             : pz_agg_labels_q(a, &t->q, now, &t->body);
             t->status = rc ? 404 : 200;
             if (rc) {
                 t->body.len = 0;
@@ -222,6 +232,9 @@ static void task_free(task *t)
     free(t->search);
     free(t->focus_buf);
     free(t->focus);
+    free(t->labels_buf);
+    free(t->labels);
+    free(t->group_by);
     free(t);
 }
 
@@ -280,6 +293,9 @@ static void tasks_done(uv_work_t *w, int status)
     z->m.dropped_profiles = j->st.dropped_profiles;
     z->m.series = j->st.series;
     z->m.stacks = j->st.stacks;
+    z->m.label_sets = j->st.label_sets;
+    z->m.over_budget_label_samples = j->st.over_budget_label_samples;
+    z->m.dropped_labels = j->st.dropped_labels;
     z->m.cpu_ns += j->cpu_ns;
     for (task *t = j->tasks, *next; t; t = next) {
         next = t->next;
@@ -422,7 +438,31 @@ static void parse_focus(task *t, char *f)
     t->q.focus = (const char *const *)t->focus;
 }
 
-/* The series and view a flame graph, top or timeline request names: NULL, or why not. */
+/* labels: key=value pairs separated by U+001F (the first '=' splits); false when malformed. */
+static bool parse_labels(task *t, char *l)
+{
+    t->labels_buf = l;
+    if (!*l) return true;
+    size_t n = 1;
+    for (const char *p = l; *p; p++)
+        n += *p == '\x1f';
+    if (n > PZ_MAX_LABELS) return false; /* a set holds no more: it could match none */
+    t->labels = pc_xmalloc(2 * n * sizeof *t->labels);
+    for (char *p = l, *q;; p = q + 1) {
+        q = strchr(p, '\x1f');
+        if (q) *q = 0;
+        char *eq = strchr(p, '=');
+        if (!eq || eq == p) return false;
+        *eq = 0;
+        t->labels[2 * t->q.n_labels] = p;
+        t->labels[2 * t->q.n_labels++ + 1] = eq + 1;
+        if (!q) break;
+    }
+    t->q.labels = (const char *const *)t->labels;
+    return true;
+}
+
+/* The series and view a flame graph, top, timeline or labels request names: NULL, or why not. */
 static const char *parse_query(pc_http_req *req, task *t)
 {
     t->service = pc_http_req_query(req, "service");
@@ -442,6 +482,10 @@ static const char *parse_query(pc_http_req *req, task *t)
     t->q.search = t->search;
     char *f = pc_http_req_query(req, "focus");
     if (f) parse_focus(t, f);
+    char *l = pc_http_req_query(req, "labels");
+    if (l && !parse_labels(t, l)) return "{\"error\":\"labels: key=value pairs separated by %1F\"}";
+    t->group_by = pc_http_req_query(req, "group_by");
+    t->q.group_by = t->group_by;
     return NULL;
 }
 
@@ -470,6 +514,8 @@ static void on_request(pc_http_req *req, void *arg)
         kind = T_TOP;
     else if (!strcmp(req->path, "/api/timeline"))
         kind = T_TIMELINE;
+    else if (!strcmp(req->path, "/api/labels"))
+        kind = T_LABELS;
     else {
         respond_text(req, 404, "text/plain", "404 page not found\n");
         return;
@@ -511,7 +557,8 @@ static int pz_create(pc_component *c, pc_error *err)
     pz_limits l = {.window_ms = cfg->window_ms,
                    .slices = (unsigned)cfg->slices,
                    .max_stacks = (size_t)cfg->max_stacks,
-                   .max_series = (size_t)cfg->max_series};
+                   .max_series = (size_t)cfg->max_series,
+                   .max_label_sets = (size_t)cfg->max_label_sets};
     z->agg = pz_agg_new(&l);
     c->priv = z;
     return 0;
@@ -570,6 +617,14 @@ static int pz_start(pc_component *c, pc_error *err)
     metric(z, "profcol_profilez_series", "Series (service, profile type) in the window",
            PC_METRIC_GAUGE, &z->m.series);
     metric(z, "profcol_profilez_stacks", "Aggregated stacks held", PC_METRIC_GAUGE, &z->m.stacks);
+    metric(z, "profcol_profilez_label_sets", "Distinct label sets held (max_label_sets)",
+           PC_METRIC_GAUGE, &z->m.label_sets);
+    metric(z, "profcol_profilez_over_budget_label_samples_total",
+           "Samples whose label set found no room (max_label_sets): kept as [labels]=[over budget]",
+           PC_METRIC_COUNTER, &z->m.over_budget_label_samples);
+    metric(z, "profcol_profilez_dropped_labels_total",
+           "Labels of a sample beyond the 16 a label set keeps", PC_METRIC_COUNTER,
+           &z->m.dropped_labels);
     char labels[300];
     snprintf(labels, sizeof labels, "extension=\"%s\"", c->id);
     pc_metric_fn(c, "profcol_profilez_cpu_seconds_total",

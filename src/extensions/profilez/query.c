@@ -1,5 +1,6 @@
 /* The profilez aggregate's answers (agg.h): series, flame graph, top table, timeline. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,10 +78,12 @@ void pz_agg_series_json(pz_agg *a, uint64_t now_ms, pc_buf *out)
         ",\"slices\":%u,\"max_stacks\":%zu,\"max_series\":%zu,\"stats\":{\"profiles\":%" PRIu64
         ",\"samples\":%" PRIu64 ",\"evicted_stacks\":%" PRIu64 ",\"over_budget_samples\":%" PRIu64
         ",\"dropped_profiles\":%" PRIu64 ",\"dropped_batches\":%" PRIu64 ",\"series\":%" PRIu64
-        ",\"stacks\":%" PRIu64 "},\"series\":[",
+        ",\"stacks\":%" PRIu64 ",\"label_sets\":%" PRIu64 ",\"over_budget_label_samples\":%" PRIu64
+        ",\"dropped_labels\":%" PRIu64 "},\"max_label_sets\":%zu,\"series\":[",
         a->l.window_ms, a->slice_ms, a->l.slices, a->l.max_stacks, a->l.max_series, st->profiles,
         st->samples, st->evicted_stacks, st->over_budget_samples, st->dropped_profiles,
-        st->dropped_batches, st->series, st->stacks);
+        st->dropped_batches, st->series, st->stacks, st->label_sets, st->over_budget_label_samples,
+        st->dropped_labels, a->l.max_label_sets);
     for (size_t i = 0; i < a->n_ser; i++) {
         const series *se = a->ser[i];
         int64_t total;
@@ -115,6 +118,12 @@ static bool slice_in(const pz_agg *a, const slice *sl, const pz_query *q)
     int64_t start = (int64_t)(sl->slot * a->slice_ms) + q->clock_off_ms;
     int64_t end = start + (int64_t)a->slice_ms;
     return end > q->from_ms && (q->to_ms <= 0 || start < q->to_ms);
+}
+
+/* Whether e is a stack (not an empty slot) with the query's labels. */
+static bool stk_in(const pz_agg *a, const stk *e, const pz_query *q)
+{
+    return e->frames && pz_lset_match(a, e->lset, q);
 }
 
 static void series_head_json(const series *se, int64_t total, pc_buf *out)
@@ -198,7 +207,7 @@ static void tree_build(const pz_agg *a, const series *se, const pz_query *q, ftr
         const slice *sl = &se->sl[i];
         for (size_t k = 0; slice_in(a, sl, q) && k < sl->cap; k++) {
             const stk *e = &sl->tab[k];
-            if (!e->frames) continue;
+            if (!stk_in(a, e, q)) continue;
             uint32_t node = 0;
             t->v[0].total = sat_add(t->v[0].total, e->value);
             for (uint32_t f = e->n; f-- > 0;) {
@@ -336,7 +345,7 @@ int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out)
         const slice *sl = &se->sl[i];
         for (size_t k = 0; slice_in(a, sl, q) && k < sl->cap; k++) {
             const stk *e = &sl->tab[k];
-            long m = e->frames ? focus_cut(a, e, q) : -1;
+            long m = stk_in(a, e, q) ? focus_cut(a, e, q) : -1;
             if (m < 0) continue;
             total = sat_add(total, e->value);
             pc_top_stack(t, e->value);
@@ -374,7 +383,7 @@ int pz_agg_timeline_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out
         int64_t v = 0;
         uint64_t samples = 0;
         for (size_t k = 0; sl->used && sl->slot == slot && k < sl->cap; k++)
-            if (sl->tab[k].frames) {
+            if (stk_in(a, &sl->tab[k], q)) {
                 v = sat_add(v, sl->tab[k].value);
                 samples += sl->tab[k].samples;
             }
@@ -403,4 +412,136 @@ int pz_agg_top_json(pz_agg *a, const char *service, const char *type, size_t lim
 {
     pz_query q = {.service = service, .type = type, .limit = limit};
     return pz_agg_top_q(a, &q, now_ms, out);
+}
+
+/* ---- labels: the keys, and a row per value of one ---- */
+
+typedef struct lrow {
+    uint32_t key, value; /* name ids; value UINT32_MAX: keys[] counts its values */
+    int64_t total;
+    uint64_t samples;
+} lrow;
+
+typedef struct lmap {
+    lrow *v;
+    size_t n, cap; /* cap: a power of two, open addressing on (key, value) */
+} lmap;
+
+static lrow *lmap_get(lmap *m, uint32_t key, uint32_t value, bool *fresh)
+{
+    if ((m->n + 1) * 10 > m->cap * 7) {
+        lmap g = {pc_xcalloc(m->cap ? m->cap * 2 : 64, sizeof(lrow)), 0, m->cap ? m->cap * 2 : 64};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->v[i].key) *lmap_get(&g, m->v[i].key, m->v[i].value, NULL) = m->v[i];
+        free(m->v);
+        *m = g;
+    }
+    size_t j = (size_t)pc_hash_u64(((uint64_t)key << 32) | value) & (m->cap - 1);
+    while (m->v[j].key && (m->v[j].key != key || m->v[j].value != value))
+        j = (j + 1) & (m->cap - 1);
+    if (fresh) *fresh = !m->v[j].key;
+    if (!m->v[j].key) {
+        m->v[j] = (lrow){.key = key, .value = value};
+        m->n++;
+    }
+    return &m->v[j];
+}
+
+static _Thread_local const pz_agg *g_lsort; /* qsort has no argument */
+
+static int cmp_lrow(const void *x, const void *y)
+{
+    const lrow *a = x, *b = y;
+    if (a->total != b->total) return a->total < b->total ? 1 : -1;
+    return strcmp(g_lsort->nm.v[a->value].s, g_lsort->nm.v[b->value].s);
+}
+
+static int cmp_lkey(const void *x, const void *y)
+{
+    const lrow *a = x, *b = y;
+    return strcmp(g_lsort->nm.v[a->key].s, g_lsort->nm.v[b->key].s);
+}
+
+/* Every (key, value) of the query's stacks with its total, and each key's number of values
+ * (value UINT32_MAX); the total of them all. Key ids are names + 1 (0: an empty slot). */
+static int64_t labels_scan(const pz_agg *a, const series *se, const pz_query *q, lmap *m)
+{
+    int64_t total = 0;
+    for (unsigned i = 0; i < a->l.slices; i++) {
+        const slice *sl = &se->sl[i];
+        for (size_t k = 0; slice_in(a, sl, q) && k < sl->cap; k++) {
+            const stk *e = &sl->tab[k];
+            if (!stk_in(a, e, q)) continue;
+            total = sat_add(total, e->value);
+            const lset *ls = &a->ls.v[e->lset];
+            for (uint32_t p = 0; p < ls->n; p++) {
+                bool fresh;
+                lrow *r = lmap_get(m, ls->kv[2 * p] + 1, ls->kv[2 * p + 1], &fresh);
+                if (fresh) {
+                    lmap_get(m, ls->kv[2 * p] + 1, UINT32_MAX, NULL)->samples++;
+                    r = lmap_get(m, ls->kv[2 * p] + 1, ls->kv[2 * p + 1], NULL); /* moved? */
+                }
+                r->total = sat_add(r->total, e->value);
+                r->samples += e->samples;
+            }
+        }
+    }
+    return total;
+}
+
+/* keys: each key once with its number of values; rows: group_by's values, by total. */
+static void labels_emit(const pz_agg *a, const pz_query *q, const lmap *m, int64_t total,
+                        pc_buf *out)
+{
+    lrow *keys = pc_xmalloc((m->n + 1) * sizeof *keys),
+         *rows = pc_xmalloc((m->n + 1) * sizeof *rows);
+    size_t nk = 0, nr = 0;
+    int64_t grouped = 0;
+    for (size_t i = 0; i < m->cap; i++) {
+        lrow r = m->v[i];
+        if (!r.key) continue;
+        r.key--;
+        if (r.value == UINT32_MAX) {
+            keys[nk++] = r;
+        } else if (q->group_by && !strcmp(a->nm.v[r.key].s, q->group_by)) {
+            rows[nr++] = r;
+            grouped = sat_add(grouped, r.total);
+        }
+    }
+    g_lsort = a;
+    qsort(keys, nk, sizeof *keys, cmp_lkey);
+    qsort(rows, nr, sizeof *rows, cmp_lrow);
+    pc_buf_printf(out, ",\"keys\":[");
+    for (size_t i = 0; i < nk; i++) {
+        pc_buf_printf(out, "%s{\"key\":", i ? "," : "");
+        pz_json_str(out, a->nm.v[keys[i].key].s);
+        pc_buf_printf(out, ",\"values\":%" PRIu64 "}", keys[i].samples);
+    }
+    pc_buf_printf(out, "],\"group_by\":");
+    pz_json_str(out, q->group_by ? q->group_by : "");
+    pc_buf_printf(out, ",\"values\":%zu,\"rows\":[", nr);
+    for (size_t i = 0; i < nr && i < q->limit; i++) {
+        pc_buf_printf(out, "%s{\"value\":", i ? "," : "");
+        pz_json_str(out, a->nm.v[rows[i].value].s);
+        pc_buf_printf(out, ",\"total\":%" PRId64 ",\"samples\":%" PRIu64 "}", rows[i].total,
+                      rows[i].samples);
+    }
+    if (q->group_by && total != grouped) /* the stacks without that key */
+        pc_buf_printf(out, "%s{\"value\":null,\"total\":%" PRId64 "}", nr && q->limit ? "," : "",
+                      sat_add(total, -grouped));
+    pc_buf_printf(out, "]}");
+    free(keys);
+    free(rows);
+}
+
+int pz_agg_labels_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out)
+{
+    series *se = series_by_key(a, q->service, q->type, now_ms);
+    if (!se) return PC_ENOENT;
+    lmap m = {0};
+    int64_t total = labels_scan(a, se, q, &m);
+    series_head_json(se, total, out);
+    labels_emit(a, q, &m, total, out);
+    free(m.v);
+    return 0;
 }

@@ -22,6 +22,10 @@
 //      (a range of that slice), reads the flame graph's root and the top table, then opens the URL
 //      in a fresh page and reads them again.
 //   "empty": URL of a page with no data: the lines it shows to send some.
+//   "labels": {"url" (a view grouped by a key), "markupKey"} reads the groups table, follows the
+//      link of its first value (a label filter), reads the flame graph's root, the top table and
+//      the filter chips, opens that URL in a fresh page and reads them again; then groups by
+//      markupKey and reads the values drawn and whether any markup came alive.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 
@@ -144,6 +148,40 @@ async function timeline(ctx, page, v) {
   return out;
 }
 
+async function groups(page) {
+  return page.$$eval('#groups tbody tr', (trs) => trs.map((t) => ({ value: t.dataset.value,
+    none: t.dataset.none === '1', total: +t.dataset.total, text: t.cells[0].textContent })));
+}
+
+async function labels(ctx, page, v) {
+  await page.goto(v.url, { waitUntil: 'load', timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#groups tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+  const out = { groups: await groups(page), whole: await rootTotal(page) };
+  const first = out.groups.find((g) => !g.none);
+  await page.locator('#groups tbody tr td a').first().click();
+  await page.waitForFunction((want) => {
+    const d = document.querySelector('#flame .f[data-depth="0"]');
+    return location.hash.includes('label=') && d && +d.dataset.total === want &&
+      document.querySelectorAll('#filters button').length === 1;
+  }, first.total, { timeout: 30000, polling: 200 }).catch(() => {});
+  const state = async (p) => ({ total: await rootTotal(p), top: await topRows(p), url: p.url(),
+    filters: await p.$$eval('#filters button', (bs) => bs.map((b) => [b.dataset.key, b.dataset.value])) });
+  out.filtered = await state(page);
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.filtered.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#top tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+  out.fresh = await state(fresh);
+  await fresh.close();
+  await page.selectOption('#group-by', v.markupKey);
+  await page.waitForFunction((k) => document.getElementById('groups-key').textContent === k &&
+    document.querySelectorAll('#groups tbody tr').length > 0, v.markupKey, { timeout: 30000, polling: 200 });
+  out.markup = { groups: await groups(page), imgs: await page.$$eval('img', (i) => i.length),
+    pwned: await page.evaluate(() => window.__pz_pwned === 1) };
+  return out;
+}
+
 (async () => {
   const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const result = { series: [], errors: [] };
@@ -166,6 +204,7 @@ async function timeline(ctx, page, v) {
     for (const s of plan.series) result.series.push(await one(page, s));
     if (plan.view) result.view = await view(ctx, page, plan.view);
     if (plan.timeline) result.timeline = await timeline(ctx, page, plan.timeline);
+    if (plan.labels) result.labels = await labels(ctx, page, plan.labels);
     if (plan.empty) {
       const e = await ctx.newPage();
       await e.goto(plan.empty, { waitUntil: 'load', timeout: 30000 });
