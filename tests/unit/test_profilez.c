@@ -593,6 +593,65 @@ static void test_views(void)
     pz_agg_free(a);
 }
 
+/* Label sets: one per distinct set of attributes, max_label_sets of them (a new one beyond that
+ * is [labels]=[over budget], counted), given back when their stacks leave the window. */
+static const char *const labels_json =
+    "{\"resourceProfiles\":[{\"resource\":{\"attributes\":["
+    "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"s\"}}]},"
+    "\"scopeProfiles\":[{\"profiles\":[{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+    "\"samples\":[{\"stackIndex\":1,\"attributeIndices\":[1],\"values\":[\"1\"]},"
+    "{\"stackIndex\":1,\"attributeIndices\":[2],\"values\":[\"2\"]},"
+    "{\"stackIndex\":1,\"attributeIndices\":[2],\"values\":[\"16\"]},"
+    "{\"stackIndex\":1,\"attributeIndices\":[3],\"values\":[\"4\"]},"
+    "{\"stackIndex\":1,\"values\":[\"8\"]}]}]}]}],"
+    "\"dictionary\":{\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
+    "\"functionTable\":[{},{\"nameStrindex\":3}],\"stackTable\":[{},{\"locationIndices\":[1]}],"
+    "\"attributeTable\":[{},{\"keyStrindex\":4,\"value\":{\"stringValue\":\"a\"}},"
+    "{\"keyStrindex\":4,\"value\":{\"stringValue\":\"b\"}},"
+    "{\"keyStrindex\":4,\"value\":{\"stringValue\":\"c\"}}],"
+    "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\",\"k\"]}}";
+
+static void test_label_sets(void)
+{
+    pz_limits l = {.window_ms = 2 * SLICE,
+                   .slices = 2,
+                   .max_stacks = 100,
+                   .max_series = 4,
+                   .max_label_sets = 2};
+    pz_agg *a = pz_agg_new(&l);
+    pc_batch *b = batch_from_json(labels_json);
+    pz_agg_add_batch(a, b, 100);
+    pc_batch_unref(b);
+    CHECK_EQ_INT(stat(a, "label_sets", 100), 2);
+    CHECK_EQ_INT(stat(a, "over_budget_label_samples", 100), 1);
+    pz_query q = {.service = "s", .type = "cpu:nanoseconds", .limit = 50, .group_by = "k"};
+    pc_buf out = {0};
+    CHECK_EQ_INT(pz_agg_labels_q(a, &q, 100, &out), 0);
+    json_t *j = parse(&out);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "total")), 31);
+    json_t *rows = json_object_get(j, "rows");
+    CHECK_EQ_INT(json_array_size(rows), 3);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 0), "value")), "b");
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(rows, 0), "total")), 18);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 1), "value")), "a");
+    CHECK(json_is_null(json_object_get(json_array_get(rows, 2), "value")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(rows, 2), "total")), 12);
+    json_decref(j);
+    /* a filter: only the stacks with k=b */
+    const char *kv[] = {"k", "b"};
+    q.labels = kv;
+    q.n_labels = 1;
+    out = (pc_buf){0};
+    CHECK_EQ_INT(pz_agg_flamegraph_q(a, &q, 100, &out), 0);
+    j = parse(&out);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "total")), 18);
+    json_decref(j);
+    /* the window passed: stacks and label sets are given back */
+    CHECK_EQ_INT(stat(a, "series", 5000), 0);
+    CHECK_EQ_INT(stat(a, "label_sets", 5000), 0);
+    pz_agg_free(a);
+}
+
 int main(void)
 {
     RUN(test_same_stack_costs_one);
@@ -610,5 +669,6 @@ int main(void)
     RUN(test_empty);
     RUN(test_json_escaping);
     RUN(test_views);
+    RUN(test_label_sets);
     return check_report();
 }
