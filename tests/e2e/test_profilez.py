@@ -745,8 +745,11 @@ class LabelsTest(ProfilezPageTest):
 
         view = "http://127.0.0.1:%d/#%s" % (self.zport, urllib.parse.urlencode(
             {"service": key[0], "type": key[1], "group": "span_id"}))
+        base_view = "http://127.0.0.1:%d/#%s" % (self.zport, urllib.parse.urlencode(
+            {"service": key[0], "type": key[1], "label": "handler=checkout"}))
         res = self.drive({"url": view, "series": [],
-                          "labels": {"url": view, "markupKey": "env"}})
+                          "labels": {"url": view, "markupKey": "env"},
+                          "diff": {"url": base_view, "key": "handler", "value": "search"}})
         self.assertEqual(res.get("errors"), [], "errors in the page")
         lb = res["labels"]
         self.assertEqual(lb["whole"], total)
@@ -769,6 +772,50 @@ class LabelsTest(ProfilezPageTest):
         self.assertEqual([g["text"] for g in m["groups"]], [self.MARKUP])
         self.assertEqual(m["imgs"], 0)
         self.assertFalse(m["pwned"])
+        self.check_diff(res["diff"], counter)
+
+    def check_diff(self, d, counter):
+        """handler=search against the baseline handler=checkout: each frame's and function's share
+        of its own side's total, compared (pprof's numbers)."""
+        cmp_ = {k: v for k, v in counter.items() if label_of(k[1], "handler") == "search"}
+        base = {k: v for k, v in counter.items() if label_of(k[1], "handler") == "checkout"}
+        ct, bt = sum(cmp_.values()), sum(base.values())
+        a = d["first"]
+        frag = urllib.parse.parse_qs(urllib.parse.urlsplit(a["url"]).fragment)
+        self.assertEqual((frag["label"], frag["base_label"], frag["base"]),
+                         (["handler=search"], ["handler=checkout"], ["1"]))
+        # frames: share of the comparison minus share of the baseline, by path
+        tc, tb = Tree(cmp_), Tree(base)
+        paths = {}
+        for tree, side in ((tc, 0), (tb, 1)):
+            for path, total, _s, _k in tree.nodes():
+                paths.setdefault(path, [0, 0])[side] = total
+        by_pos = {}
+        for path, (c, b) in paths.items():
+            by_pos.setdefault((path[-1], len(path)), []).append(c / ct - b / bt)
+        checked = 0
+        for name, depth, _total, change in a["frames"]:
+            if depth == 0:
+                self.assertAlmostEqual(change, 0, places=5)
+                continue
+            want = by_pos.get((name, depth), [])
+            if len(want) == 1:  # a frame name met once at that depth: its path is known
+                self.assertAlmostEqual(change, want[0], places=5, msg=name)
+                checked += 1
+        self.assertGreater(checked, 3)
+        # the top table: by |change| (shares of flat values), then name
+        oc, ob = top_oracle(cmp_), top_oracle(base)
+        rows = []
+        for name in set(oc) | set(ob):
+            f, bf = oc.get(name, (0, 0))[0], ob.get(name, (0, 0))[0]
+            rows.append((-abs(f / ct - bf / bt), name, f, bf, f / ct - bf / bt))
+        rows.sort()
+        got = [(r["name"], r["flat"], r["baseFlat"]) for r in a["top"]]
+        self.assertEqual(got, [(r[1], r[2], r[3]) for r in rows[:30]])
+        for r, w in zip(a["top"], rows):
+            self.assertAlmostEqual(r["change"], w[4], places=7)
+        # the same URL in a fresh page draws the same diff
+        self.assertEqual(d["second"], a)
 
 
 if __name__ == "__main__":

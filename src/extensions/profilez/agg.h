@@ -102,9 +102,10 @@ typedef struct pz_query {
     size_t n_focus;
     const char *search; /* top: only the functions whose names contain it (ASCII case folded) */
     size_t limit;       /* top: rows at most */
-    const char *const *labels; /* key, value, key, value...: only stacks with all of them */
-    size_t n_labels;           /* pairs */
-    const char *group_by;      /* labels: the key whose values get a row each */
+    const char *const *labels;   /* key, value, key, value...: only stacks with all of them */
+    size_t n_labels;             /* pairs */
+    const char *group_by;        /* labels: the key whose values get a row each */
+    const struct pz_query *base; /* flamegraph, top: a baseline to compare with (a diff) */
 } pz_query;
 
 /* As pz_agg_flamegraph_json and pz_agg_top_json, of the query's time range (and focus, search);
@@ -113,7 +114,11 @@ typedef struct pz_query {
 int pz_agg_flamegraph_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
 int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
 int pz_agg_timeline_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
-/* labels: {"service","type","unit","total","keys":[{"key","values"}...] (by key),
+/* A diff (q->base): the flame graph's nodes get a fifth member, the baseline's total, and the
+ * answer "base_total"; the top's rows are {"name","flat","cum","base_flat","base_cum","change"},
+ * change = flat / total - base_flat / base_total (shares: the two totals normalised), by
+ * |change| descending, then name.
+ * labels: {"service","type","unit","total","keys":[{"key","values"}...] (by key),
  * "group_by","rows":[{"value","total","samples"}...]} the label keys of the stacks of the query
  * (range, labels) with their number of values, and with group_by a row per value of that key
  * by total, descending (the first `limit`; value null: the stacks without that key). */

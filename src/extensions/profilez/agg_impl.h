@@ -91,6 +91,13 @@ struct pz_agg {
 uint32_t pz_name_ref(names *nm, const char *s);
 void pz_name_unref(names *nm, uint32_t id);
 
+/* query.c: the top table of q's stacks (their total in *total); whether name has term in it */
+struct pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total);
+bool pz_search_hit(const char *name, const char *term);
+/* diff.c: a top table's rows against a baseline's (t and bt: pc_top), sorted by change */
+void pz_top_diff_json(const pz_query *q, struct pc_top *t, int64_t total, struct pc_top *bt,
+                      int64_t btotal, pc_buf *out);
+
 /* labels.c */
 void pz_lsets_init(pz_agg *a);
 void pz_lsets_free(pz_agg *a);

@@ -17,7 +17,8 @@
  * GET /api/top?service=S&type=T&limit=N    its top functions (the debug exporter's table)
  * GET /api/timeline?service=S&type=T        its total per time slice of the window
  * GET /api/labels?service=S&type=T&group_by=K  its label keys, and a total per value of K
- * all of these take labels=K%3DV%1FK2%3DV2 (only the stacks with those labels)
+ * all of these take labels=K%3DV%1FK2%3DV2 (only the stacks with those labels); flamegraph and
+ * top base_from, base_to, base_labels (a diff against that baseline: docs/profilez.md)
  * flamegraph and top also take from=MS&to=MS (wall clock, the slices overlapping them), top
  * focus=A%1FB (only below that path, the zoomed frame) and search=TERM (only matching rows)
  *
@@ -87,6 +88,8 @@ typedef struct task {
     char *service, *type, *search, *focus_buf, *labels_buf, *group_by;
     char **focus;  /* into focus_buf */
     char **labels; /* into labels_buf: key, value, ... */
+    char *base_labels_buf, **base_labels;
+    pz_query base_q; /* a diff's baseline (q.base) */
     pz_query q;
     size_t bytes; /* the batch's decoded size, counted in pending_bytes until done */
     int status;
@@ -234,6 +237,8 @@ static void task_free(task *t)
     free(t->focus);
     free(t->labels_buf);
     free(t->labels);
+    free(t->base_labels_buf);
+    free(t->base_labels);
     free(t->group_by);
     free(t);
 }
@@ -438,28 +443,50 @@ static void parse_focus(task *t, char *f)
     t->q.focus = (const char *const *)t->focus;
 }
 
-/* labels: key=value pairs separated by U+001F (the first '=' splits); false when malformed. */
-static bool parse_labels(task *t, char *l)
+/* labels: key=value pairs separated by U+001F (the first '=' splits) into *arr (key, value,
+ * ...) and *n pairs; false when malformed. */
+static bool split_labels(char *l, char ***arr, size_t *n)
 {
-    t->labels_buf = l;
     if (!*l) return true;
-    size_t n = 1;
+    size_t max = 1;
     for (const char *p = l; *p; p++)
-        n += *p == '\x1f';
-    if (n > PZ_MAX_LABELS) return false; /* a set holds no more: it could match none */
-    t->labels = pc_xmalloc(2 * n * sizeof *t->labels);
+        max += *p == '\x1f';
+    if (max > PZ_MAX_LABELS) return false; /* a set holds no more: it could match none */
+    *arr = pc_xmalloc(2 * max * sizeof **arr);
     for (char *p = l, *q;; p = q + 1) {
         q = strchr(p, '\x1f');
         if (q) *q = 0;
         char *eq = strchr(p, '=');
         if (!eq || eq == p) return false;
         *eq = 0;
-        t->labels[2 * t->q.n_labels] = p;
-        t->labels[2 * t->q.n_labels++ + 1] = eq + 1;
+        (*arr)[2 * *n] = p;
+        (*arr)[2 * (*n)++ + 1] = eq + 1;
         if (!q) break;
     }
-    t->q.labels = (const char *const *)t->labels;
     return true;
+}
+
+/* base_from, base_to, base_labels: a baseline, the query with those in place of its own. */
+static const char *parse_base(pc_http_req *req, task *t)
+{
+    t->base_q = t->q;
+    t->base_q.base = NULL;
+    bool any = false;
+    char *v = pc_http_req_query(req, "base_from");
+    any |= v != NULL;
+    free(v);
+    if (!query_num(req, "base_from", 0, INT64_MAX / 2, &t->base_q.from_ms) ||
+        !query_num(req, "base_to", 0, INT64_MAX / 2, &t->base_q.to_ms))
+        return "{\"error\":\"base_from, base_to: milliseconds since 1970 (UTC)\"}";
+    if ((t->base_labels_buf = pc_http_req_query(req, "base_labels"))) {
+        any = true;
+        t->base_q.n_labels = 0;
+        if (!split_labels(t->base_labels_buf, &t->base_labels, &t->base_q.n_labels))
+            return "{\"error\":\"base_labels: key=value pairs separated by %1F\"}";
+        t->base_q.labels = (const char *const *)t->base_labels;
+    }
+    if (any) t->q.base = &t->base_q;
+    return NULL;
 }
 
 /* The series and view a flame graph, top, timeline or labels request names: NULL, or why not. */
@@ -482,11 +509,14 @@ static const char *parse_query(pc_http_req *req, task *t)
     t->q.search = t->search;
     char *f = pc_http_req_query(req, "focus");
     if (f) parse_focus(t, f);
-    char *l = pc_http_req_query(req, "labels");
-    if (l && !parse_labels(t, l)) return "{\"error\":\"labels: key=value pairs separated by %1F\"}";
+    if ((t->labels_buf = pc_http_req_query(req, "labels"))) {
+        if (!split_labels(t->labels_buf, &t->labels, &t->q.n_labels))
+            return "{\"error\":\"labels: key=value pairs separated by %1F\"}";
+        t->q.labels = (const char *const *)t->labels;
+    }
     t->group_by = pc_http_req_query(req, "group_by");
     t->q.group_by = t->group_by;
-    return NULL;
+    return parse_base(req, t);
 }
 
 static void on_request(pc_http_req *req, void *arg)

@@ -136,6 +136,7 @@ static void series_head_json(const series *se, int64_t total, pc_buf *out)
 typedef struct fnode {
     uint32_t name, parent;
     int64_t total, self;
+    int64_t base;          /* the baseline's total (a diff) */
     uint32_t first, count; /* children in kids[first .. first + count) once built */
 } fnode;
 
@@ -197,24 +198,27 @@ static int cmp_kid(const void *x, const void *y)
 }
 
 /* The call tree of every stack of se's slices, root first (node 0). */
-static void tree_build(const pz_agg *a, const series *se, const pz_query *q, ftree *t)
+/* base: into the nodes' base totals (a diff's baseline; the tree is made by the first call). */
+static void tree_build(const pz_agg *a, const series *se, const pz_query *q, ftree *t, bool base)
 {
-    t->cap = 1024;
-    t->v = pc_xmalloc(t->cap * sizeof *t->v);
-    t->v[0] = (fnode){0};
-    t->n = 1;
+    if (!t->v) {
+        t->cap = 1024;
+        t->v = pc_xmalloc(t->cap * sizeof *t->v);
+        t->v[0] = (fnode){0};
+        t->n = 1;
+    }
     for (unsigned i = 0; i < a->l.slices; i++) {
         const slice *sl = &se->sl[i];
         for (size_t k = 0; slice_in(a, sl, q) && k < sl->cap; k++) {
             const stk *e = &sl->tab[k];
             if (!stk_in(a, e, q)) continue;
             uint32_t node = 0;
-            t->v[0].total = sat_add(t->v[0].total, e->value);
-            for (uint32_t f = e->n; f-- > 0;) {
-                node = ftree_child(t, node, e->frames[f]);
-                t->v[node].total = sat_add(t->v[node].total, e->value);
+            for (uint32_t f = e->n + 1; f-- > 0;) {
+                if (f < e->n) node = ftree_child(t, node, e->frames[f]);
+                int64_t *v = base ? &t->v[node].base : &t->v[node].total;
+                *v = sat_add(*v, e->value);
             }
-            t->v[node].self = sat_add(t->v[node].self, e->value);
+            if (!base) t->v[node].self = sat_add(t->v[node].self, e->value);
         }
     }
 }
@@ -243,11 +247,12 @@ static uint32_t *tree_children(pz_agg *a, ftree *t)
 
 /* The nodes in pre-order with an explicit stack into tree, their names into nms (numbered as
  * first used, 0 = "total"); nodes under 1/PZ_PRUNE_DIV of the total are left out, counted. */
-static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids, pc_buf *tree,
-                          pc_buf *nms)
+static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids, bool diff,
+                          pc_buf *tree, pc_buf *nms)
 {
-    int64_t root_total = t->v[0].total;
+    int64_t root_total = t->v[0].total, root_base = t->v[0].base;
     double min_total = root_total > 0 ? (double)root_total / PZ_PRUNE_DIV : 0;
+    double min_base = root_base > 0 ? (double)root_base / PZ_PRUNE_DIV : 0;
     uint32_t *remap = pc_xcalloc(a->nm.n ? a->nm.n : 1, sizeof *remap);
     pc_buf_printf(nms, "\"total\"");
     uint32_t next_name = 1;
@@ -258,7 +263,8 @@ static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids,
     frame *stack = pc_xmalloc((PZ_MAX_DEPTH + 2) * sizeof *stack);
     size_t depth = 0;
     stack[depth++] = (frame){0, 0};
-    pc_buf_printf(tree, "[0,%" PRId64 ",%" PRId64 ",0]", t->v[0].total, t->v[0].self);
+    pc_buf_printf(tree, "[0,%" PRId64 ",%" PRId64 ",0", t->v[0].total, t->v[0].self);
+    pc_buf_printf(tree, diff ? ",%" PRId64 "]" : "]", t->v[0].base);
     while (depth) {
         frame *fr = &stack[depth - 1];
         const fnode *n = &t->v[fr->node];
@@ -268,7 +274,8 @@ static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids,
         }
         uint32_t c = kids[n->first + fr->next++];
         const fnode *cn = &t->v[c];
-        if (root_total > 0 && (double)cn->total < min_total) {
+        bool small = root_total > 0 && (double)cn->total < min_total;
+        if (small && (!diff || (root_base > 0 && (double)cn->base < min_base))) {
             pruned++;
             continue;
         }
@@ -277,8 +284,9 @@ static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids,
             pc_buf_printf(nms, ",");
             pz_json_str(nms, a->nm.v[cn->name].s);
         }
-        pc_buf_printf(tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu]", remap[cn->name], cn->total,
+        pc_buf_printf(tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu", remap[cn->name], cn->total,
                       cn->self, depth);
+        pc_buf_printf(tree, diff ? ",%" PRId64 "]" : "]", cn->base);
         stack[depth++] = (frame){c, 0};
     }
     free(stack);
@@ -291,11 +299,13 @@ int pz_agg_flamegraph_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *o
     series *se = series_by_key(a, q->service, q->type, now_ms);
     if (!se) return PC_ENOENT;
     ftree t = {0};
-    tree_build(a, se, q, &t);
+    tree_build(a, se, q, &t, false);
+    if (q->base) tree_build(a, se, q->base, &t, true);
     uint32_t *kids = tree_children(a, &t);
     pc_buf tree = {0}, nms = {0};
-    uint64_t pruned = tree_emit(a, &t, kids, &tree, &nms);
+    uint64_t pruned = tree_emit(a, &t, kids, q->base != NULL, &tree, &nms);
     series_head_json(se, t.v[0].total, out);
+    if (q->base) pc_buf_printf(out, ",\"base_total\":%" PRId64, t.v[0].base);
     pc_buf_printf(out, ",\"pruned\":%" PRIu64 ",\"names\":[", pruned);
     pc_buf_append(out, nms.data, nms.len);
     pc_buf_printf(out, "],\"nodes\":[");
@@ -321,7 +331,7 @@ static long focus_cut(const pz_agg *a, const stk *e, const pz_query *q)
 
 /* Whether name contains the search term, ASCII letters in either case (as the page's search,
  * for ASCII). */
-static bool search_hit(const char *name, const char *term)
+bool pz_search_hit(const char *name, const char *term)
 {
     if (!term || !*term) return true;
     size_t tl = strlen(term);
@@ -335,10 +345,8 @@ static bool search_hit(const char *name, const char *term)
     return false;
 }
 
-int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out)
+pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total_out)
 {
-    series *se = series_by_key(a, q->service, q->type, now_ms);
-    if (!se) return PC_ENOENT;
     pc_top *t = pc_top_new();
     int64_t total = 0;
     for (unsigned i = 0; i < a->l.slices; i++) {
@@ -353,14 +361,33 @@ int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out)
                 pc_top_frame(t, a->nm.v[e->frames[f]].s, true);
         }
     }
+    *total_out = total;
+    return t;
+}
+
+int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out)
+{
+    series *se = series_by_key(a, q->service, q->type, now_ms);
+    if (!se) return PC_ENOENT;
+    int64_t total;
+    pc_top *t = pz_top_collect(a, se, q, &total);
+    if (q->base) {
+        int64_t btotal;
+        pc_top *bt = pz_top_collect(a, se, q->base, &btotal);
+        series_head_json(se, total, out);
+        pz_top_diff_json(q, t, total, bt, btotal, out);
+        pc_top_free(bt);
+        pc_top_free(t);
+        return 0;
+    }
     size_t n, shown = 0, hits = 0;
     pc_top_row *rows = pc_top_rows(t, &n);
     for (size_t i = 0; i < n; i++)
-        hits += search_hit(rows[i].name, q->search);
+        hits += pz_search_hit(rows[i].name, q->search);
     series_head_json(se, total, out);
     pc_buf_printf(out, ",\"functions\":%zu,\"rows\":[", hits);
     for (size_t i = 0; i < n && shown < q->limit; i++) {
-        if (!search_hit(rows[i].name, q->search)) continue;
+        if (!pz_search_hit(rows[i].name, q->search)) continue;
         pc_buf_printf(out, "%s{\"name\":", shown++ ? "," : "");
         pz_json_str(out, rows[i].name);
         pc_buf_printf(out, ",\"flat\":%" PRId64 ",\"cum\":%" PRId64 "}", rows[i].flat, rows[i].cum);

@@ -26,6 +26,10 @@
 //      link of its first value (a label filter), reads the flame graph's root, the top table and
 //      the filter chips, opens that URL in a fresh page and reads them again; then groups by
 //      markupKey and reads the values drawn and whether any markup came alive.
+//   "diff": {"url" (a view filtered by one label), "key", "value"} sets that view as the
+//      baseline, drops its filter, follows the groups table's link of key=value, and reads the
+//      frames' changes and the diff's top table; then opens the URL in a fresh page and reads
+//      them again.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 
@@ -124,12 +128,15 @@ async function rootTotal(page) {
 async function timeline(ctx, page, v) {
   await selectSeries(page, v);
   await page.waitForSelector('#timeline .tb:not(.zero)', { timeout: 30000 });
+  // no polling while bars are read and clicked: with 1 s slices they slide at every poll
+  await page.uncheck('#live');
+  await page.waitForTimeout(500); // a poll already under way lands
   const out = {};
   out.bars = await page.$$eval('#timeline .tb', (bs) => bs.map((b) => [+b.dataset.start, +b.dataset.total]));
   out.whole = await rootTotal(page);
   const i = out.bars.findIndex((b) => b[1] > 0);
   out.clicked = out.bars[i];
-  await page.locator('#timeline .tb').nth(i).click();
+  await page.locator('#timeline .tb[data-start="' + out.bars[i][0] + '"]').click();
   await page.waitForFunction(() => !document.getElementById('range-clear').disabled &&
     location.hash.includes('from='), null, { timeout: 30000 });
   await page.waitForFunction((want) => {
@@ -145,6 +152,7 @@ async function timeline(ctx, page, v) {
   out.second = { total: await rootTotal(fresh), top: await topRows(fresh), url: fresh.url() };
   await fresh.close();
   await page.locator('#range-clear').click();
+  await page.check('#live');
   return out;
 }
 
@@ -182,6 +190,41 @@ async function labels(ctx, page, v) {
   return out;
 }
 
+async function diffState(p) {
+  return { url: p.url(),
+    frames: await p.$$eval('#flame .f', (ds) => ds.map((d) => [d.dataset.name, +d.dataset.depth,
+      +d.dataset.total, d.dataset.change === undefined ? null : +d.dataset.change])),
+    top: await p.$$eval('#top tbody tr', (trs) => trs.map((t) => ({ name: t.dataset.name,
+      flat: +t.dataset.flat, baseFlat: +t.dataset.baseFlat, change: +t.dataset.change }))) };
+}
+
+const diffReady = () => document.getElementById('top').dataset.diff === '1' &&
+  document.querySelectorAll('#top tbody tr').length > 0 &&
+  document.querySelectorAll('#filters button').length === 1 &&
+  document.querySelector('#flame .f[data-change]') !== null;
+
+async function diff(ctx, page, v) {
+  await page.goto(v.url, { waitUntil: 'load', timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#filters button').length === 1, null, { timeout: 30000, polling: 200 });
+  await page.locator('#base-set').click();
+  await page.waitForFunction(() => location.hash.includes('base=1'), null, { timeout: 30000 });
+  await page.locator('#filters button').first().click();
+  await page.waitForFunction(() => document.querySelectorAll('#filters button').length === 0, null,
+    { timeout: 30000 });
+  await page.selectOption('#group-by', v.key);
+  const link = '#groups tbody tr[data-value=' + JSON.stringify(v.value) + '] a';
+  await page.locator(link).click({ timeout: 30000 });
+  await page.waitForFunction(diffReady, null, { timeout: 30000, polling: 200 });
+  const out = { first: await diffState(page) };
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.first.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction(diffReady, null, { timeout: 30000, polling: 200 });
+  out.second = await diffState(fresh);
+  await fresh.close();
+  return out;
+}
+
 (async () => {
   const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const result = { series: [], errors: [] };
@@ -205,6 +248,7 @@ async function labels(ctx, page, v) {
     if (plan.view) result.view = await view(ctx, page, plan.view);
     if (plan.timeline) result.timeline = await timeline(ctx, page, plan.timeline);
     if (plan.labels) result.labels = await labels(ctx, page, plan.labels);
+    if (plan.diff) result.diff = await diff(ctx, page, plan.diff);
     if (plan.empty) {
       const e = await ctx.newPage();
       await e.goto(plan.empty, { waitUntil: 'load', timeout: 30000 });
