@@ -583,6 +583,29 @@ static void test_views(void)
     CHECK_EQ_INT(top_row(t, "x", &cum), 11);
     CHECK_EQ_INT(cum, 11);
     json_decref(t);
+    /* a diff: slot 2 against the baseline slots 0 and 1 (shares of their own totals) */
+    pz_query base = q;
+    base.to_ms = 2007;
+    q.from_ms = 2007;
+    q.search = NULL;
+    q.base = &base;
+    t = top_q(a, &q, 2999);
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "base_total")), 11);
+    json_t *r0 = json_array_get(json_object_get(t, "rows"), 0);
+    CHECK_STR(json_string_value(json_object_get(r0, "name")), "x"); /* 11/11 -> 0/100 */
+    CHECK_EQ_INT(json_integer_value(json_object_get(r0, "base_flat")), 11);
+    CHECK(json_real_value(json_object_get(r0, "change")) == -1.0);
+    json_decref(t);
+    b = (pc_buf){0};
+    CHECK_EQ_INT(pz_agg_flamegraph_q(a, &q, 2999, &b), 0);
+    f = parse(&b);
+    CHECK_EQ_INT(json_integer_value(json_object_get(f, "base_total")), 11);
+    json_t *root = json_array_get(json_object_get(f, "nodes"), 0);
+    CHECK_EQ_INT(json_integer_value(json_array_get(root, 1)), 100);
+    CHECK_EQ_INT(json_integer_value(json_array_get(root, 4)), 11);
+    json_decref(f);
+    q.base = NULL;
+    q.from_ms = 0;
     /* a focus deeper than any stack matches nothing */
     q.search = NULL;
     q.focus = NULL;
