@@ -32,7 +32,8 @@ TimelineTest (1 s slices): uploads 2.5 s apart land in different slices; /api/ti
 add up to the uploads, the first non-empty one is one upload; /api/flamegraph and /api/top with
 from/to of that slice answer one upload's totals and flat values (`go tool pprof -raw`); in the
 browser a click on that bar restricts the flame graph and the top table to it, and the page's URL
-opened in a fresh page shows the same.
+opened in a fresh page shows the same; a drag from the first bar with a value to the last shows
+all three uploads.
 
 LabelsTest: go-cpu.pb.gz (samples labelled handler, trace_id, span_id) goes through the
 tracelink processor (trace and span ids become a Link) with a name label env holding markup.
@@ -468,6 +469,11 @@ class TimelineTest(ProfilezPageTest):
         self.assertEqual((int(frag["from"][0]), int(frag["to"][0])), (rng["from"], rng["to"]))
         self.assertEqual(t["second"]["total"], one)
         self.assertEqual(t["second"]["top"], t["first"]["top"])
+        # a drag over the bars from the first upload's slice to the last's: all three uploads
+        dr = t["dragged"]
+        self.assertEqual(sum(b[1] for b in dr["bars"]), 3 * one)
+        self.assertEqual(dr["total"], 3 * one)
+        self.assertEqual((dr["inRange"][0], dr["inRange"][-1]), (dr["bars"][0][0], dr["bars"][-1][0]))
 
 
 def read_all(s):

@@ -152,6 +152,25 @@ async function timeline(ctx, page, v) {
   out.second = { total: await rootTotal(fresh), top: await topRows(fresh), url: fresh.url() };
   await fresh.close();
   await page.locator('#range-clear').click();
+  await page.waitForFunction(() => document.getElementById('range-clear').disabled &&
+    !location.hash.includes('from='), null, { timeout: 30000 });
+  await page.waitForTimeout(500); // the redraw after it lands
+  // a drag from the first bar with a value to the last: the slices between them
+  const nz = (await page.$$eval('#timeline .tb', (bs) => bs.map((b) => [+b.dataset.start, +b.dataset.total])))
+    .filter((b) => b[1] > 0);
+  const box = (b) => page.locator('#timeline .tb[data-start="' + b[0] + '"]').boundingBox();
+  const a = await box(nz[0]), b = await box(nz[nz.length - 1]);
+  await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction(() => location.hash.includes('from='), null, { timeout: 30000 });
+  await page.waitForFunction((want) => {
+    const d = document.querySelector('#flame .f[data-depth="0"]');
+    return d && +d.dataset.total === want;
+  }, nz.reduce((s, x) => s + x[1], 0), { timeout: 30000, polling: 200 }).catch(() => {});
+  out.dragged = { bars: nz, total: await rootTotal(page),
+    inRange: await page.$$eval('#timeline .tb.in', (bs) => bs.map((x) => +x.dataset.start)) };
   await page.check('#live');
   return out;
 }
