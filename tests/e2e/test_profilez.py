@@ -53,7 +53,8 @@ GuardsTest (no browser; issue 28): a Host or Origin that is not an allowed host 
 rebinding), with allowed_hosts the list decides; with auth::authenticator (bearertokenauth) the
 page and the API need the token (401 with the challenge otherwise); a 200 KB service name is
 kept cut to 1 KiB as frames are; at most max_concurrent_requests API requests are pending, the
-rest get 503 with Retry-After.
+rest get 503 with Retry-After. The APIs of the view (timeline, labels, top with focus, search,
+labels and a baseline) are guarded the same way, and malformed arguments get 400.
 
 Without chromium or npm's playwright-core the test prints "skipped: <reason>"."""
 
@@ -502,6 +503,11 @@ def raw_get(port, path, headers):
     return int(lines[0].split()[1]), hdrs, body
 
 
+# the APIs the view added (issue 26): guarded as the others
+NEW_APIS = ("/api/timeline?service=a&type=b", "/api/labels?service=a&type=b&group_by=k",
+            "/api/top?service=a&type=b&focus=x&search=y&labels=k%3Dv&base_from=0")
+
+
 class GuardsTest(unittest.TestCase):
     def start(self, extra="", ext_extra="", extensions="profilez"):
         self.port, self.zport, self.oport = h.free_port(), h.free_port(), h.free_port()
@@ -526,6 +532,13 @@ class GuardsTest(unittest.TestCase):
         for host in ("evil.example:%d" % self.zport, "127.0.0.1.evil.example", ""):
             self.assertEqual(self.get(Host=host)[0], 403, host)
             self.assertEqual(self.get("/", Host=host)[0], 403, host)
+            for path in NEW_APIS:
+                self.assertEqual(self.get(path, Host=host)[0], 403, (host, path))
+        # malformed view arguments are refused before anything is looked at
+        for path in ("/api/top?service=a&type=b&from=x", "/api/labels?service=a&type=b&labels=novalue",
+                     "/api/flamegraph?service=a&type=b&base_to=-1",
+                     "/api/top?service=a&type=b&labels=" + "%1F".join(["k=v"] * 17)):
+            self.assertEqual(self.get(path)[0], 400, path)
         self.assertEqual(self.get(Origin="http://127.0.0.1:%d" % self.zport)[0], 200)
         self.assertEqual(self.get(Origin="http://evil.example")[0], 403)
         self.assertEqual(self.get(Origin="null")[0], 403)
@@ -538,12 +551,14 @@ class GuardsTest(unittest.TestCase):
     def test_authenticator(self):
         self.start("    auth:\n      authenticator: bearertokenauth\n",
                    "  bearertokenauth:\n    token: z-token\n", "bearertokenauth, profilez")
-        for path in ("/", "/api/series"):
+        for path in ("/", "/api/series") + NEW_APIS:
             status, hdrs, _ = self.get(path)
             self.assertEqual(status, 401, path)
             self.assertIn("Bearer", hdrs.get("www-authenticate", ""))
             self.assertEqual(self.get(path, Authorization="Bearer nope")[0], 401, path)
-            self.assertEqual(self.get(path, Authorization="Bearer z-token")[0], 200, path)
+            # past the guard: the page and series, or 404 for a series not in the window
+            self.assertEqual(self.get(path, Authorization="Bearer z-token")[0],
+                             200 if path in ("/", "/api/series") else 404, path)
         r = h.run_profcol(["validate", "--config", h.write_config(
             "receivers:\n  otlp:\n    protocols:\n      http:\n"
             "exporters:\n  debug:\n"
