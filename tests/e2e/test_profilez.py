@@ -455,6 +455,18 @@ class TimelineTest(ProfilezPageTest):
         top = self.api("/api/top", service=key[0], type=key[1], limit=30, **rng)
         oracle = top_oracle(go["samples"][gk])
         check_top(self, top["rows"], oracle)
+        # a diff by time range: the first upload against the two later ones (twice as much of the
+        # same stacks): every node's baseline is twice its value, every change of share is 0
+        base = {"base_from": rng["to"], "base_to": 0}
+        fd = self.api("/api/flamegraph", service=key[0], type=key[1], **dict(rng, **base))
+        self.assertEqual((fd["total"], fd["base_total"]), (one, 2 * one))
+        self.assertTrue(all(n[4] == 2 * n[1] for n in fd["nodes"]), fd["nodes"][:5])
+        td = self.api("/api/top", service=key[0], type=key[1], limit=30, **dict(rng, **base))
+        self.assertEqual(td["base_total"], 2 * one)
+        self.assertEqual({r["name"]: (r["flat"], r["base_flat"]) for r in td["rows"]},
+                         {n: (v[0], 2 * v[0]) for n, v in oracle.items()} if len(oracle) <= 30 else
+                         {r["name"]: (oracle[r["name"]][0], 2 * oracle[r["name"]][0]) for r in td["rows"]})
+        self.assertTrue(all(r["change"] == 0 for r in td["rows"]))
 
         res = self.drive({"url": "http://127.0.0.1:%d/#%s" % (self.zport, urllib.parse.urlencode(
             {"service": key[0], "type": key[1]})), "series": [],

@@ -208,7 +208,7 @@ static void run_tasks(uv_work_t *w)
         case T_TOP:
         case T_TIMELINE:
         case T_LABELS: {
-            t->q.clock_off_ms = j->z->clock_off_ms;
+            t->q.clock_off_ms = t->base_q.clock_off_ms = j->z->clock_off_ms;
             int rc = t->kind == T_FLAME      ? pz_agg_flamegraph_q(a, &t->q, now, &t->body)
                      : t->kind == T_TOP      ? pz_agg_top_q(a, &t->q, now, &t->body)
                      : t->kind == T_TIMELINE ? pz_agg_timeline_q(a, &t->q, now, &t->body)
