@@ -13,6 +13,9 @@
  *   (dropped_profiles). A series with nothing left in the window is removed.
  * - Frame names are cut at PZ_MAX_NAME bytes (on a UTF-8 boundary) and interned once with a
  *   reference count; a stack keeps its PZ_MAX_DEPTH - 1 leaf-most frames under "[truncated]".
+ * - A stack is its frames and its label set (resource and sample attributes, link ids; labels.c):
+ *   at most max_label_sets distinct sets over all series, interned with a reference count; a
+ *   new one beyond that is "[labels]=[over budget]" (over_budget_label_samples counts samples).
  *
  * Not thread-safe: the extension touches one aggregate from one work item at a time. Times are
  * milliseconds of a clock that does not go backwards (the extension uses uv_hrtime). */
