@@ -509,6 +509,172 @@ static void test_json_escaping(void)
     pc_buf_free(&b);
 }
 
+/* ---- views: time range, focus, search, timeline ---- */
+
+static json_t *top_q(pz_agg *a, const pz_query *q, uint64_t t)
+{
+    pc_buf b = {0};
+    CHECK_EQ_INT(pz_agg_top_q(a, q, t, &b), 0);
+    return parse(&b);
+}
+
+/* name's row of a top answer: flat and cum, or -1 when not listed */
+static long long top_row(json_t *t, const char *name, long long *cum)
+{
+    json_t *rows = json_object_get(t, "rows");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i);
+        if (strcmp(json_string_value(json_object_get(r, "name")), name)) continue;
+        if (cum) *cum = json_integer_value(json_object_get(r, "cum"));
+        return json_integer_value(json_object_get(r, "flat"));
+    }
+    return -1;
+}
+
+static void test_views(void)
+{
+    pz_agg *a = agg(3, 100, 8);
+    add(a, "svc", "m;a;x", 1, 1, 500);    /* slot 0 */
+    add(a, "svc", "m;b;x", 10, 2, 1500);  /* slot 1 */
+    add(a, "svc", "m;a;y", 100, 3, 2500); /* slot 2 */
+    pz_query q = {.service = "svc", .type = "cpu:nanoseconds", .limit = 50, .clock_off_ms = 7};
+    /* the timeline: every slice of the window, oldest first, in the caller's clock */
+    pc_buf b = {0};
+    CHECK_EQ_INT(pz_agg_timeline_q(a, &q, 2999, &b), 0);
+    json_t *tl = parse(&b);
+    json_t *pts = json_object_get(tl, "points");
+    CHECK_EQ_INT(json_array_size(pts), 3);
+    CHECK_EQ_INT(json_integer_value(json_array_get(json_array_get(pts, 1), 0)), 1007);
+    CHECK_EQ_INT(json_integer_value(json_array_get(json_array_get(pts, 1), 1)), 10);
+    CHECK_EQ_INT(json_integer_value(json_array_get(json_array_get(pts, 2), 2)), 3);
+    CHECK_EQ_INT(json_integer_value(json_object_get(tl, "total")), 111);
+    json_decref(tl);
+    /* a time range: the slices overlapping [from, to) */
+    q.from_ms = 1007;
+    q.to_ms = 2007;
+    b = (pc_buf){0};
+    CHECK_EQ_INT(pz_agg_flamegraph_q(a, &q, 2999, &b), 0);
+    json_t *f = parse(&b);
+    CHECK_EQ_INT(json_integer_value(json_object_get(f, "total")), 10);
+    json_decref(f);
+    q.to_ms = 0; /* no end */
+    json_t *t = top_q(a, &q, 2999);
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "total")), 110);
+    json_decref(t);
+    /* focus m;a: the stacks under it, from a down (m is not in the table) */
+    q.from_ms = 0;
+    const char *path[] = {"m", "a"};
+    q.focus = path;
+    q.n_focus = 2;
+    long long cum = 0;
+    t = top_q(a, &q, 2999);
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "total")), 101);
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "functions")), 3);
+    CHECK_EQ_INT(top_row(t, "y", NULL), 100);
+    CHECK_EQ_INT(top_row(t, "a", &cum), 0);
+    CHECK_EQ_INT(cum, 101);
+    CHECK_EQ_INT(top_row(t, "m", NULL), -1);
+    json_decref(t);
+    /* search: only the matching functions, any case */
+    q.n_focus = 0;
+    q.search = "X";
+    t = top_q(a, &q, 2999);
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "functions")), 1);
+    CHECK_EQ_INT(top_row(t, "x", &cum), 11);
+    CHECK_EQ_INT(cum, 11);
+    json_decref(t);
+    /* a diff: slot 2 against the baseline slots 0 and 1 (shares of their own totals) */
+    pz_query base = q;
+    base.to_ms = 2007;
+    q.from_ms = 2007;
+    q.search = NULL;
+    q.base = &base;
+    t = top_q(a, &q, 2999);
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "base_total")), 11);
+    json_t *r0 = json_array_get(json_object_get(t, "rows"), 0);
+    CHECK_STR(json_string_value(json_object_get(r0, "name")), "x"); /* 11/11 -> 0/100 */
+    CHECK_EQ_INT(json_integer_value(json_object_get(r0, "base_flat")), 11);
+    CHECK(json_real_value(json_object_get(r0, "change")) == -1.0);
+    json_decref(t);
+    b = (pc_buf){0};
+    CHECK_EQ_INT(pz_agg_flamegraph_q(a, &q, 2999, &b), 0);
+    f = parse(&b);
+    CHECK_EQ_INT(json_integer_value(json_object_get(f, "base_total")), 11);
+    json_t *root = json_array_get(json_object_get(f, "nodes"), 0);
+    CHECK_EQ_INT(json_integer_value(json_array_get(root, 1)), 100);
+    CHECK_EQ_INT(json_integer_value(json_array_get(root, 4)), 11);
+    json_decref(f);
+    q.base = NULL;
+    q.from_ms = 0;
+    /* a focus deeper than any stack matches nothing */
+    q.search = NULL;
+    q.focus = NULL;
+    q.n_focus = PZ_MAX_DEPTH + 1;
+    t = top_q(a, &q, 2999);
+    CHECK_EQ_INT(json_integer_value(json_object_get(t, "total")), 0);
+    json_decref(t);
+    pz_agg_free(a);
+}
+
+/* Label sets: one per distinct set of attributes, max_label_sets of them (a new one beyond that
+ * is [labels]=[over budget], counted), given back when their stacks leave the window. */
+static const char *const labels_json =
+    "{\"resourceProfiles\":[{\"resource\":{\"attributes\":["
+    "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"s\"}}]},"
+    "\"scopeProfiles\":[{\"profiles\":[{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+    "\"samples\":[{\"stackIndex\":1,\"attributeIndices\":[1],\"values\":[\"1\"]},"
+    "{\"stackIndex\":1,\"attributeIndices\":[2],\"values\":[\"2\"]},"
+    "{\"stackIndex\":1,\"attributeIndices\":[2],\"values\":[\"16\"]},"
+    "{\"stackIndex\":1,\"attributeIndices\":[3],\"values\":[\"4\"]},"
+    "{\"stackIndex\":1,\"values\":[\"8\"]}]}]}]}],"
+    "\"dictionary\":{\"locationTable\":[{},{\"lines\":[{\"functionIndex\":1}]}],"
+    "\"functionTable\":[{},{\"nameStrindex\":3}],\"stackTable\":[{},{\"locationIndices\":[1]}],"
+    "\"attributeTable\":[{},{\"keyStrindex\":4,\"value\":{\"stringValue\":\"a\"}},"
+    "{\"keyStrindex\":4,\"value\":{\"stringValue\":\"b\"}},"
+    "{\"keyStrindex\":4,\"value\":{\"stringValue\":\"c\"}}],"
+    "\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\",\"k\"]}}";
+
+static void test_label_sets(void)
+{
+    pz_limits l = {.window_ms = 2 * SLICE,
+                   .slices = 2,
+                   .max_stacks = 100,
+                   .max_series = 4,
+                   .max_label_sets = 2};
+    pz_agg *a = pz_agg_new(&l);
+    pc_batch *b = batch_from_json(labels_json);
+    pz_agg_add_batch(a, b, 100);
+    pc_batch_unref(b);
+    CHECK_EQ_INT(stat(a, "label_sets", 100), 2);
+    CHECK_EQ_INT(stat(a, "over_budget_label_samples", 100), 1);
+    pz_query q = {.service = "s", .type = "cpu:nanoseconds", .limit = 50, .group_by = "k"};
+    pc_buf out = {0};
+    CHECK_EQ_INT(pz_agg_labels_q(a, &q, 100, &out), 0);
+    json_t *j = parse(&out);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "total")), 31);
+    json_t *rows = json_object_get(j, "rows");
+    CHECK_EQ_INT(json_array_size(rows), 3);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 0), "value")), "b");
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(rows, 0), "total")), 18);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 1), "value")), "a");
+    CHECK(json_is_null(json_object_get(json_array_get(rows, 2), "value")));
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(rows, 2), "total")), 12);
+    json_decref(j);
+    /* a filter: only the stacks with k=b */
+    const char *kv[] = {"k", "b"};
+    q.labels = kv;
+    q.n_labels = 1;
+    out = (pc_buf){0};
+    CHECK_EQ_INT(pz_agg_flamegraph_q(a, &q, 100, &out), 0);
+    j = parse(&out);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "total")), 18);
+    json_decref(j);
+    /* the window passed: stacks and label sets are given back */
+    CHECK_EQ_INT(stat(a, "series", 5000), 0);
+    CHECK_EQ_INT(stat(a, "label_sets", 5000), 0);
+    pz_agg_free(a);
+}
+
 int main(void)
 {
     RUN(test_same_stack_costs_one);
@@ -525,5 +691,7 @@ int main(void)
     RUN(test_batch_deep);
     RUN(test_empty);
     RUN(test_json_escaping);
+    RUN(test_views);
+    RUN(test_label_sets);
     return check_report();
 }

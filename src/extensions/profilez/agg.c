@@ -1,5 +1,5 @@
 /* The profilez aggregate (agg.h): series of time slices of stacks, a stack budget per series. */
-#include "extensions/profilez/agg.h"
+#include "extensions/profilez/agg_impl.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -16,34 +16,10 @@
  * stacks cannot make aggregation run away; the profiles after it are dropped and counted. */
 #define PZ_MAX_FRAMES_PER_BATCH ((size_t)1 << 25)
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
-    return a + b;
-}
-
 /* The names, stacks and trees below hash with the process's seeded hash (base/hash.h): frames and
  * stacks are the clients', and a fixed hash would let a client fill one probe run. */
 
 /* ---- interned frame names, reference counted ---- */
-
-typedef struct name_ent {
-    char *s; /* NULL: dead (its slot in the hash table is a tombstone until the next rebuild) */
-    uint64_t hash;
-    uint32_t refs;
-    bool free_listed;
-} name_ent;
-
-typedef struct names {
-    name_ent *v;
-    size_t n, cap;
-    uint32_t *slots; /* id + 1, 0 = empty */
-    size_t nslots, used_slots;
-    size_t live, dead;
-    uint32_t *freeids;
-    size_t nfree, capfree;
-} names;
 
 static void names_rebuild(names *nm, size_t nslots)
 {
@@ -95,7 +71,7 @@ static const char *name_cut(const char *s, char *out)
 }
 
 /* The id of s (cut as name_len says) with one more reference. */
-static uint32_t name_ref(names *nm, const char *s)
+uint32_t pz_name_ref(names *nm, const char *s)
 {
     size_t len = name_len(s);
     uint64_t h = pc_hash_mem(s, len);
@@ -137,7 +113,7 @@ static uint32_t name_ref(names *nm, const char *s)
     return id;
 }
 
-static void name_unref(names *nm, uint32_t id)
+void pz_name_unref(names *nm, uint32_t id)
 {
     name_ent *e = &nm->v[id];
     if (--e->refs) return;
@@ -164,46 +140,12 @@ static void names_free(names *nm)
 
 /* ---- stacks, slices, series ---- */
 
-typedef struct stk {
-    uint32_t *frames; /* leaf first; NULL = empty slot (a stack of no frames has frames != NULL) */
-    uint32_t n;
-    bool over; /* the slice's "[over budget]" entry: not counted in the budget */
-    uint64_t hash;
-    int64_t value;
-    uint64_t samples;
-} stk;
-
-typedef struct slice {
-    uint64_t slot; /* now_ms / slice_ms when it was filled */
-    bool used;
-    stk *tab;
-    size_t cap, n;  /* n: entries, the over entry included */
-    size_t counted; /* entries counted in the budget */
-} slice;
-
-typedef struct series {
-    char *service, *type, *unit, *key; /* key: "type:unit" */
-    slice *sl;
-    size_t n_stacks;
-    uint64_t last_ms;
-    uint64_t evicted, over_samples;
-} series;
-
-struct pz_agg {
-    pz_limits l;
-    uint64_t slice_ms;
-    names nm;
-    series **ser;
-    size_t n_ser;
-    pz_stats st;
-    uint32_t id_over, id_trunc;
-};
-
-static uint64_t stack_hash(const uint32_t *f, size_t n, bool over)
+static uint64_t stack_hash(const uint32_t *f, size_t n, bool over, uint32_t lset)
 {
     pc_hash h;
     pc_hash_begin(&h);
     pc_hash_word(&h, over);
+    pc_hash_word(&h, lset);
     pc_hash_bytes(&h, f, n * sizeof *f);
     return pc_hash_end(&h);
 }
@@ -214,7 +156,8 @@ static void slice_clear(pz_agg *a, series *se, slice *sl)
         stk *e = &sl->tab[i];
         if (!e->frames) continue;
         for (uint32_t k = 0; k < e->n; k++)
-            name_unref(&a->nm, e->frames[k]);
+            pz_name_unref(&a->nm, e->frames[k]);
+        pz_lset_unref(a, e->lset);
         free(e->frames);
     }
     free(sl->tab);
@@ -256,20 +199,23 @@ static slice *current_slice(pz_agg *a, series *se, uint64_t now)
     return sl;
 }
 
-static stk *slice_find(slice *sl, const uint32_t *f, size_t n, bool over, uint64_t h)
+/* A stack is its frames and its label set: the same frames with other labels are another. */
+static stk *slice_find(slice *sl, const uint32_t *f, size_t n, bool over, uint32_t lset, uint64_t h)
 {
     if (!sl->cap) return NULL;
     size_t j = (size_t)h & (sl->cap - 1);
     while (sl->tab[j].frames) {
         stk *e = &sl->tab[j];
-        if (e->hash == h && e->over == over && e->n == n && !memcmp(e->frames, f, n * sizeof *f))
+        if (e->hash == h && e->over == over && e->lset == lset && e->n == n &&
+            !memcmp(e->frames, f, n * sizeof *f))
             return e;
         j = (j + 1) & (sl->cap - 1);
     }
     return NULL;
 }
 
-static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool over, uint64_t h)
+static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool over,
+                         uint32_t lset, uint64_t h)
 {
     if ((sl->n + 1) * 10 > sl->cap * 7) {
         size_t ncap = sl->cap ? sl->cap * 2 : 64;
@@ -295,6 +241,8 @@ static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool
         a->nm.v[f[k]].refs++;
     e->n = (uint32_t)n;
     e->over = over;
+    e->lset = lset;
+    pz_lset_retain(a, lset);
     e->hash = h;
     sl->n++;
     return e;
@@ -381,26 +329,26 @@ static slice *slice_now(pz_agg *a, series *se, uint64_t now_ms)
     return current_slice(a, se, now);
 }
 
-/* One stack of interned frames (the caller holds its own references) into sl, se's current
- * slice at now_ms. */
-static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t n, int64_t value,
-                    uint64_t samples, uint64_t now_ms)
+/* One stack of interned frames and label set lset (the caller holds its own references) into
+ * sl, se's current slice at now_ms. */
+static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t n, uint32_t lset,
+                    int64_t value, uint64_t samples, uint64_t now_ms)
 {
-    uint64_t h = stack_hash(f, n, false);
-    stk *e = slice_find(sl, f, n, false, h);
+    uint64_t h = stack_hash(f, n, false, lset);
+    stk *e = slice_find(sl, f, n, false, lset, h);
     if (!e) {
         /* the budget: room for a new stack is made by dropping the oldest slices first */
         while (se->n_stacks >= a->l.max_stacks && evict_oldest(a, se, sl->slot))
             ;
         if (se->n_stacks < a->l.max_stacks) {
-            e = slice_insert(a, sl, f, n, false, h);
+            e = slice_insert(a, sl, f, n, false, lset, h);
             sl->counted++;
             se->n_stacks++;
             a->st.stacks++;
         } else {
-            uint64_t ho = stack_hash(&a->id_over, 1, true);
-            e = slice_find(sl, &a->id_over, 1, true, ho);
-            if (!e) e = slice_insert(a, sl, &a->id_over, 1, true, ho);
+            uint64_t ho = stack_hash(&a->id_over, 1, true, 0);
+            e = slice_find(sl, &a->id_over, 1, true, 0, ho);
+            if (!e) e = slice_insert(a, sl, &a->id_over, 1, true, 0, ho);
             se->over_samples += samples;
             a->st.over_budget_samples += samples;
         }
@@ -420,10 +368,10 @@ int pz_agg_add_stack(pz_agg *a, const char *service, const char *type, const cha
     size_t m = n < PZ_MAX_DEPTH ? n : PZ_MAX_DEPTH;
     uint32_t *ids = pc_xmalloc((m ? m : 1) * sizeof *ids);
     for (size_t i = 0; i < m; i++)
-        ids[i] = name_ref(&a->nm, i == PZ_MAX_DEPTH - 1 && n > m ? "[truncated]" : frames[i]);
-    add_ids(a, se, slice_now(a, se, now_ms), ids, m, value, samples, now_ms);
+        ids[i] = pz_name_ref(&a->nm, i == PZ_MAX_DEPTH - 1 && n > m ? "[truncated]" : frames[i]);
+    add_ids(a, se, slice_now(a, se, now_ms), ids, m, 0, value, samples, now_ms);
     for (size_t i = 0; i < m; i++)
-        name_unref(&a->nm, ids[i]);
+        pz_name_unref(&a->nm, ids[i]);
     free(ids);
     return 0;
 }
@@ -452,7 +400,7 @@ static void cache_visit(void *arg, const char *name, bool stable)
         c->capids = c->capids ? c->capids * 2 : 1024;
         c->ids = pc_xrealloc(c->ids, c->capids * sizeof *c->ids);
     }
-    c->ids[c->nids++] = name_ref(&c->a->nm, name);
+    c->ids[c->nids++] = pz_name_ref(&c->a->nm, name);
 }
 
 static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
@@ -495,18 +443,21 @@ static long stack_of(batch_ctx *c, int32_t si)
 
 typedef struct stack_val {
     int32_t stack;
+    uint32_t lset; /* one reference */
     int64_t val;
     uint64_t samples;
 } stack_val;
 
 static int cmp_stack_val(const void *x, const void *y)
 {
-    int32_t a = ((const stack_val *)x)->stack, b = ((const stack_val *)y)->stack;
-    return (a > b) - (a < b);
+    const stack_val *a = x, *b = y;
+    if (a->stack != b->stack) return (a->stack > b->stack) - (a->stack < b->stack);
+    return (a->lset > b->lset) - (a->lset < b->lset);
 }
 
 /* One profile; false when the batch's frame budget ran out. */
-static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t now_ms)
+static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc_profile *p,
+                        uint64_t now_ms)
 {
     pz_agg *a = c->a;
     const pc_dictionary *d = c->d;
@@ -521,7 +472,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t 
             s->stack_index > 0 && (size_t)s->stack_index < nstk && d->stack_table[s->stack_index]
                 ? s->stack_index
                 : 0; /* no stack: the root's own value */
-        sv[m++] = (stack_val){si, pc_sample_value(s), 1};
+        sv[m++] = (stack_val){si, pz_sample_lset(a, d, r, s, 1), pc_sample_value(s), 1};
     }
     if (m > 1) qsort(sv, m, sizeof *sv, cmp_stack_val);
     slice *sl = slice_now(a, se, now_ms);
@@ -530,7 +481,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t 
         size_t j = i;
         int64_t v = 0;
         uint64_t cnt = 0;
-        while (j < m && sv[j].stack == sv[i].stack) {
+        while (j < m && sv[j].stack == sv[i].stack && sv[j].lset == sv[i].lset) {
             v = sat_add(v, sv[j].val);
             cnt += sv[j++].samples;
         }
@@ -538,9 +489,11 @@ static bool add_profile(batch_ctx *c, series *se, const pc_profile *p, uint64_t 
         if (n < 0)
             ok = false;
         else
-            add_ids(a, se, sl, c->stack, (size_t)n, v, cnt, now_ms);
+            add_ids(a, se, sl, c->stack, (size_t)n, sv[i].lset, v, cnt, now_ms);
         i = j;
     }
+    for (size_t i = 0; i < m; i++)
+        pz_lset_unref(a, sv[i].lset);
     free(sv);
     return ok;
 }
@@ -580,7 +533,7 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
                     a->st.dropped_profiles++;
                     continue;
                 }
-                ok = add_profile(c, se, p, now_ms);
+                ok = add_profile(c, se, rp->resource, p, now_ms);
                 if (ok)
                     a->st.profiles++;
                 else
@@ -589,7 +542,7 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
         }
     }
     for (size_t i = 0; i < c->nids; i++)
-        name_unref(&a->nm, c->ids[i]);
+        pz_name_unref(&a->nm, c->ids[i]);
     free(c->ids);
     free(c->off);
     free(c->cnt);
@@ -606,8 +559,9 @@ pz_agg *pz_agg_new(const pz_limits *l)
     if (a->l.slices == 0) a->l.slices = 1;
     a->slice_ms = a->l.window_ms / a->l.slices;
     if (a->slice_ms == 0) a->slice_ms = 1;
-    a->id_over = name_ref(&a->nm, "[over budget]");
-    a->id_trunc = name_ref(&a->nm, "[truncated]");
+    a->id_over = pz_name_ref(&a->nm, "[over budget]");
+    a->id_trunc = pz_name_ref(&a->nm, "[truncated]");
+    pz_lsets_init(a);
     return a;
 }
 
@@ -617,6 +571,7 @@ void pz_agg_free(pz_agg *a)
     for (size_t i = 0; i < a->n_ser; i++)
         series_free(a, a->ser[i]);
     free(a->ser);
+    pz_lsets_free(a);
     names_free(&a->nm);
     free(a);
 }
@@ -629,318 +584,4 @@ const pz_stats *pz_agg_stats(const pz_agg *a)
 void pz_agg_set_dropped_batches(pz_agg *a, uint64_t n)
 {
     a->st.dropped_batches = n;
-}
-
-/* ---- JSON ---- */
-
-void pz_json_str(pc_buf *out, const char *s)
-{
-    pc_buf_append(out, "\"", 1);
-    const char *run = s;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != 0x7f) continue;
-        pc_buf_append(out, run, (size_t)(s - run));
-        if (c == '"' || c == '\\')
-            pc_buf_printf(out, "\\%c", c);
-        else
-            pc_buf_printf(out, "\\u%04x", c);
-        run = s + 1;
-    }
-    pc_buf_append(out, run, (size_t)(s - run));
-    pc_buf_append(out, "\"", 1);
-}
-
-static int cmp_series(const void *x, const void *y)
-{
-    const series *a = *(series *const *)x, *b = *(series *const *)y;
-    int c = strcmp(a->service, b->service);
-    return c ? c : strcmp(a->key, b->key);
-}
-
-static void series_totals(const pz_agg *a, const series *se, int64_t *total, uint64_t *samples)
-{
-    *total = 0;
-    *samples = 0;
-    for (unsigned i = 0; i < a->l.slices; i++) {
-        const slice *sl = &se->sl[i];
-        for (size_t k = 0; sl->used && k < sl->cap; k++)
-            if (sl->tab[k].frames) {
-                *total = sat_add(*total, sl->tab[k].value);
-                *samples += sl->tab[k].samples;
-            }
-    }
-}
-
-/* Opens a series' object: {"service", "type", ("sample_type",) "unit". */
-static void series_id_json(const series *se, bool sample_type, pc_buf *out)
-{
-    pc_buf_printf(out, "{\"service\":");
-    pz_json_str(out, se->service);
-    pc_buf_printf(out, ",\"type\":");
-    pz_json_str(out, se->key);
-    if (sample_type) {
-        pc_buf_printf(out, ",\"sample_type\":");
-        pz_json_str(out, se->type);
-    }
-    pc_buf_printf(out, ",\"unit\":");
-    pz_json_str(out, se->unit);
-}
-
-void pz_agg_series_json(pz_agg *a, uint64_t now_ms, pc_buf *out)
-{
-    pz_agg_advance(a, now_ms);
-    if (a->n_ser > 1) qsort(a->ser, a->n_ser, sizeof *a->ser, cmp_series);
-    const pz_stats *st = &a->st;
-    pc_buf_printf(
-        out,
-        "{\"window_ms\":%" PRIu64 ",\"slice_ms\":%" PRIu64
-        ",\"slices\":%u,\"max_stacks\":%zu,\"max_series\":%zu,\"stats\":{\"profiles\":%" PRIu64
-        ",\"samples\":%" PRIu64 ",\"evicted_stacks\":%" PRIu64 ",\"over_budget_samples\":%" PRIu64
-        ",\"dropped_profiles\":%" PRIu64 ",\"dropped_batches\":%" PRIu64 ",\"series\":%" PRIu64
-        ",\"stacks\":%" PRIu64 "},\"series\":[",
-        a->l.window_ms, a->slice_ms, a->l.slices, a->l.max_stacks, a->l.max_series, st->profiles,
-        st->samples, st->evicted_stacks, st->over_budget_samples, st->dropped_profiles,
-        st->dropped_batches, st->series, st->stacks);
-    for (size_t i = 0; i < a->n_ser; i++) {
-        const series *se = a->ser[i];
-        int64_t total;
-        uint64_t samples;
-        series_totals(a, se, &total, &samples);
-        if (i) pc_buf_printf(out, ",");
-        series_id_json(se, true, out);
-        pc_buf_printf(
-            out,
-            ",\"total\":%" PRId64 ",\"samples\":%" PRIu64 ",\"stacks\":%zu,\"age_ms\":%" PRIu64
-            ",\"evicted_stacks\":%" PRIu64 ",\"over_budget_samples\":%" PRIu64 "}",
-            total, samples, se->n_stacks, now_ms >= se->last_ms ? now_ms - se->last_ms : 0,
-            se->evicted, se->over_samples);
-    }
-    pc_buf_printf(out, "]}");
-}
-
-static series *series_by_key(pz_agg *a, const char *service, const char *type, uint64_t now_ms)
-{
-    if (!service || !type) return NULL;
-    pz_agg_advance(a, now_ms);
-    for (size_t i = 0; i < a->n_ser; i++)
-        if (!strcmp(a->ser[i]->service, service) && !strcmp(a->ser[i]->key, type)) return a->ser[i];
-    return NULL;
-}
-
-static void series_head_json(const series *se, int64_t total, pc_buf *out)
-{
-    series_id_json(se, false, out);
-    pc_buf_printf(out, ",\"total\":%" PRId64, total);
-}
-
-/* The flame graph: a tree of (parent, name) nodes with total and self values. */
-typedef struct fnode {
-    uint32_t name, parent;
-    int64_t total, self;
-    uint32_t first, count; /* children in kids[first .. first + count) once built */
-} fnode;
-
-typedef struct ftree {
-    fnode *v;
-    size_t n, cap;
-    uint32_t *slots; /* node index + 1 keyed by (parent, name) */
-    size_t nslots;
-} ftree;
-
-static uint64_t pair_hash(uint32_t parent, uint32_t name)
-{
-    return pc_hash_u64(((uint64_t)parent << 32) | name);
-}
-
-static void ftree_grow(ftree *t)
-{
-    size_t ns = t->nslots ? t->nslots * 2 : 1024;
-    uint32_t *s = pc_xcalloc(ns, sizeof *s);
-    for (size_t i = 1; i < t->n; i++) {
-        size_t j = (size_t)pair_hash(t->v[i].parent, t->v[i].name) & (ns - 1);
-        while (s[j])
-            j = (j + 1) & (ns - 1);
-        s[j] = (uint32_t)i + 1;
-    }
-    free(t->slots);
-    t->slots = s;
-    t->nslots = ns;
-}
-
-static uint32_t ftree_child(ftree *t, uint32_t parent, uint32_t name)
-{
-    if ((t->n + 1) * 10 > t->nslots * 7) ftree_grow(t);
-    size_t j = (size_t)pair_hash(parent, name) & (t->nslots - 1);
-    while (t->slots[j]) {
-        fnode *c = &t->v[t->slots[j] - 1];
-        if (c->parent == parent && c->name == name) return t->slots[j] - 1;
-        j = (j + 1) & (t->nslots - 1);
-    }
-    if (t->n == t->cap) {
-        t->cap *= 2;
-        t->v = pc_xrealloc(t->v, t->cap * sizeof *t->v);
-    }
-    t->v[t->n] = (fnode){.name = name, .parent = parent};
-    t->slots[j] = (uint32_t)t->n + 1;
-    return (uint32_t)t->n++;
-}
-
-typedef struct kid_sort {
-    const names *nm;
-    const fnode *v;
-} kid_sort;
-static _Thread_local kid_sort g_sort; /* qsort has no argument */
-
-static int cmp_kid(const void *x, const void *y)
-{
-    const fnode *a = &g_sort.v[*(const uint32_t *)x], *b = &g_sort.v[*(const uint32_t *)y];
-    return strcmp(g_sort.nm->v[a->name].s, g_sort.nm->v[b->name].s);
-}
-
-/* The call tree of every stack of se's slices, root first (node 0). */
-static void tree_build(const pz_agg *a, const series *se, ftree *t)
-{
-    t->cap = 1024;
-    t->v = pc_xmalloc(t->cap * sizeof *t->v);
-    t->v[0] = (fnode){0};
-    t->n = 1;
-    for (unsigned i = 0; i < a->l.slices; i++) {
-        const slice *sl = &se->sl[i];
-        for (size_t k = 0; sl->used && k < sl->cap; k++) {
-            const stk *e = &sl->tab[k];
-            if (!e->frames) continue;
-            uint32_t node = 0;
-            t->v[0].total = sat_add(t->v[0].total, e->value);
-            for (uint32_t f = e->n; f-- > 0;) {
-                node = ftree_child(t, node, e->frames[f]);
-                t->v[node].total = sat_add(t->v[node].total, e->value);
-            }
-            t->v[node].self = sat_add(t->v[node].self, e->value);
-        }
-    }
-}
-
-/* Children lists, each sorted by name: node i's are kids[first .. first + count). */
-static uint32_t *tree_children(pz_agg *a, ftree *t)
-{
-    uint32_t *kids = pc_xmalloc(t->n * sizeof *kids);
-    for (size_t i = 1; i < t->n; i++)
-        t->v[t->v[i].parent].count++;
-    uint32_t at = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        t->v[i].first = at;
-        at += t->v[i].count;
-        t->v[i].count = 0;
-    }
-    for (size_t i = 1; i < t->n; i++) {
-        fnode *p = &t->v[t->v[i].parent];
-        kids[p->first + p->count++] = (uint32_t)i;
-    }
-    g_sort = (kid_sort){&a->nm, t->v};
-    for (size_t i = 0; i < t->n; i++)
-        if (t->v[i].count > 1) qsort(kids + t->v[i].first, t->v[i].count, sizeof *kids, cmp_kid);
-    return kids;
-}
-
-/* The nodes in pre-order with an explicit stack into tree, their names into nms (numbered as
- * first used, 0 = "total"); nodes under 1/PZ_PRUNE_DIV of the total are left out, counted. */
-static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids, pc_buf *tree,
-                          pc_buf *nms)
-{
-    int64_t root_total = t->v[0].total;
-    double min_total = root_total > 0 ? (double)root_total / PZ_PRUNE_DIV : 0;
-    uint32_t *remap = pc_xcalloc(a->nm.n ? a->nm.n : 1, sizeof *remap);
-    pc_buf_printf(nms, "\"total\"");
-    uint32_t next_name = 1;
-    uint64_t pruned = 0;
-    typedef struct {
-        uint32_t node, next;
-    } frame;
-    frame *stack = pc_xmalloc((PZ_MAX_DEPTH + 2) * sizeof *stack);
-    size_t depth = 0;
-    stack[depth++] = (frame){0, 0};
-    pc_buf_printf(tree, "[0,%" PRId64 ",%" PRId64 ",0]", t->v[0].total, t->v[0].self);
-    while (depth) {
-        frame *fr = &stack[depth - 1];
-        const fnode *n = &t->v[fr->node];
-        if (fr->next == n->count) {
-            depth--;
-            continue;
-        }
-        uint32_t c = kids[n->first + fr->next++];
-        const fnode *cn = &t->v[c];
-        if (root_total > 0 && (double)cn->total < min_total) {
-            pruned++;
-            continue;
-        }
-        if (!remap[cn->name]) {
-            remap[cn->name] = next_name++;
-            pc_buf_printf(nms, ",");
-            pz_json_str(nms, a->nm.v[cn->name].s);
-        }
-        pc_buf_printf(tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu]", remap[cn->name], cn->total,
-                      cn->self, depth);
-        stack[depth++] = (frame){c, 0};
-    }
-    free(stack);
-    free(remap);
-    return pruned;
-}
-
-int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uint64_t now_ms,
-                           pc_buf *out)
-{
-    series *se = series_by_key(a, service, type, now_ms);
-    if (!se) return PC_ENOENT;
-    ftree t = {0};
-    tree_build(a, se, &t);
-    uint32_t *kids = tree_children(a, &t);
-    pc_buf tree = {0}, nms = {0};
-    uint64_t pruned = tree_emit(a, &t, kids, &tree, &nms);
-    series_head_json(se, t.v[0].total, out);
-    pc_buf_printf(out, ",\"pruned\":%" PRIu64 ",\"names\":[", pruned);
-    pc_buf_append(out, nms.data, nms.len);
-    pc_buf_printf(out, "],\"nodes\":[");
-    pc_buf_append(out, tree.data, tree.len);
-    pc_buf_printf(out, "]}");
-    pc_buf_free(&tree);
-    pc_buf_free(&nms);
-    free(kids);
-    free(t.v);
-    free(t.slots);
-    return 0;
-}
-
-int pz_agg_top_json(pz_agg *a, const char *service, const char *type, size_t limit, uint64_t now_ms,
-                    pc_buf *out)
-{
-    series *se = series_by_key(a, service, type, now_ms);
-    if (!se) return PC_ENOENT;
-    pc_top *t = pc_top_new();
-    int64_t total = 0;
-    for (unsigned i = 0; i < a->l.slices; i++) {
-        const slice *sl = &se->sl[i];
-        for (size_t k = 0; sl->used && k < sl->cap; k++) {
-            const stk *e = &sl->tab[k];
-            if (!e->frames) continue;
-            total = sat_add(total, e->value);
-            pc_top_stack(t, e->value);
-            for (uint32_t f = 0; f < e->n; f++)
-                pc_top_frame(t, a->nm.v[e->frames[f]].s, true);
-        }
-    }
-    size_t n;
-    pc_top_row *rows = pc_top_rows(t, &n);
-    series_head_json(se, total, out);
-    pc_buf_printf(out, ",\"functions\":%zu,\"rows\":[", n);
-    for (size_t i = 0; i < n && i < limit; i++) {
-        pc_buf_printf(out, "%s{\"name\":", i ? "," : "");
-        pz_json_str(out, rows[i].name);
-        pc_buf_printf(out, ",\"flat\":%" PRId64 ",\"cum\":%" PRId64 "}", rows[i].flat, rows[i].cum);
-    }
-    pc_buf_printf(out, "]}");
-    free(rows);
-    pc_top_free(t);
-    return 0;
 }

@@ -13,6 +13,9 @@
  *   (dropped_profiles). A series with nothing left in the window is removed.
  * - Frame names are cut at PZ_MAX_NAME bytes (on a UTF-8 boundary) and interned once with a
  *   reference count; a stack keeps its PZ_MAX_DEPTH - 1 leaf-most frames under "[truncated]".
+ * - A stack is its frames and its label set (resource and sample attributes, link ids; labels.c):
+ *   at most max_label_sets distinct sets over all series, interned with a reference count; a
+ *   new one beyond that is "[labels]=[over budget]" (over_budget_label_samples counts samples).
  *
  * Not thread-safe: the extension touches one aggregate from one work item at a time. Times are
  * milliseconds of a clock that does not go backwards (the extension uses uv_hrtime). */
@@ -36,15 +39,23 @@ typedef struct pz_limits {
     unsigned slices;
     size_t max_stacks; /* per series */
     size_t max_series;
+    size_t max_label_sets; /* distinct label sets kept over all series (0: no labels kept) */
 } pz_limits;
 
+/* Labels a label set keeps at most (more are dropped, counted); keys and values are names (cut
+ * at PZ_MAX_NAME bytes). */
+#define PZ_MAX_LABELS 16
+
 typedef struct pz_stats {
-    uint64_t profiles, samples;   /* aggregated */
-    uint64_t evicted_stacks;      /* dropped from older slices to make room (the budget) */
-    uint64_t over_budget_samples; /* folded into "[over budget]": no room even after that */
-    uint64_t dropped_profiles;    /* of new series beyond max_series */
-    uint64_t series, stacks;      /* now (gauges) */
-    uint64_t dropped_batches;     /* told by the caller: batches it released unread */
+    uint64_t profiles, samples;         /* aggregated */
+    uint64_t evicted_stacks;            /* dropped from older slices to make room (the budget) */
+    uint64_t over_budget_samples;       /* folded into "[over budget]": no room even after that */
+    uint64_t dropped_profiles;          /* of new series beyond max_series */
+    uint64_t series, stacks;            /* now (gauges) */
+    uint64_t dropped_batches;           /* told by the caller: batches it released unread */
+    uint64_t label_sets;                /* now (gauge) */
+    uint64_t over_budget_label_samples; /* samples whose label set found no room (max_label_sets) */
+    uint64_t dropped_labels;            /* labels of a sample beyond PZ_MAX_LABELS */
 } pz_stats;
 
 typedef struct pz_agg pz_agg;
@@ -82,6 +93,39 @@ int pz_agg_flamegraph_json(pz_agg *a, const char *service, const char *type, uin
                            pc_buf *out);
 int pz_agg_top_json(pz_agg *a, const char *service, const char *type, size_t limit, uint64_t now_ms,
                     pc_buf *out);
+
+/* What a flame graph, top table or timeline looks at. Times are of the caller's clock: the
+ * aggregate's (now_ms) + clock_off_ms, so a page can ask in wall-clock milliseconds. */
+typedef struct pz_query {
+    const char *service, *type; /* type as "type:unit" */
+    int64_t from_ms, to_ms;     /* the slices overlapping [from_ms, to_ms); 0, 0: all of them */
+    int64_t clock_off_ms;
+    const char *const *focus; /* top: only the stacks under this path (root first, without the
+                               * root "total"), counted from its last frame down */
+    size_t n_focus;
+    const char *search; /* top: only the functions whose names contain it (ASCII case folded) */
+    size_t limit;       /* top: rows at most */
+    const char *const *labels;   /* key, value, key, value...: only stacks with all of them */
+    size_t n_labels;             /* pairs */
+    const char *group_by;        /* labels: the key whose values get a row each */
+    const struct pz_query *base; /* flamegraph, top: a baseline to compare with (a diff) */
+} pz_query;
+
+/* As pz_agg_flamegraph_json and pz_agg_top_json, of the query's time range (and focus, search);
+ * timeline: {"service","type","unit","total","slice_ms","now_ms","points":[[start_ms,total,
+ * samples]...]} the window's slices oldest first, the current one last (empty ones as 0). */
+int pz_agg_flamegraph_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
+int pz_agg_top_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
+int pz_agg_timeline_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
+/* A diff (q->base): the flame graph's nodes get a fifth member, the baseline's total, and the
+ * answer "base_total"; the top's rows are {"name","flat","cum","base_flat","base_cum","change"},
+ * change = flat / total - base_flat / base_total (shares: the two totals normalised), by
+ * |change| descending, then name.
+ * labels: {"service","type","unit","total","keys":[{"key","values"}...] (by key),
+ * "group_by","rows":[{"value","total","samples"}...]} the label keys of the stacks of the query
+ * (range, labels) with their number of values, and with group_by a row per value of that key
+ * by total, descending (the first `limit`; value null: the stacks without that key). */
+int pz_agg_labels_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out);
 
 /* A JSON string (quoted, escaped) of s. */
 void pz_json_str(pc_buf *out, const char *s);

@@ -15,6 +15,12 @@
  * GET /api/series       services and profile types seen in the window, limits and drops
  * GET /api/flamegraph?service=S&type=T     the merged stacks of one series as a tree
  * GET /api/top?service=S&type=T&limit=N    its top functions (the debug exporter's table)
+ * GET /api/timeline?service=S&type=T        its total per time slice of the window
+ * GET /api/labels?service=S&type=T&group_by=K  its label keys, and a total per value of K
+ * all of these take labels=K%3DV%1FK2%3DV2 (only the stacks with those labels); flamegraph and
+ * top base_from, base_to, base_labels (a diff against that baseline: docs/profilez.md)
+ * flamegraph and top also take from=MS&to=MS (wall clock, the slices overlapping them), top
+ * focus=A%1FB (only below that path, the zoomed frame) and search=TERM (only matching rows)
  *
  * Every request is checked first (issue 28): its Host (and Origin, when sent) must name an
  * allowed host, so a page of another site cannot reach it through DNS rebinding; with
@@ -47,6 +53,7 @@ typedef struct pz_cfg {
     int64_t slices;
     int64_t max_stacks;
     int64_t max_series;
+    int64_t max_label_sets;
     uint64_t max_pending_size;
     pc_strlist allowed_hosts;
     int64_t max_requests;
@@ -61,6 +68,7 @@ static const pc_cfg_key pz_keys[] = {
     {"slices", PC_CFG_INT, "10", offsetof(pz_cfg, slices), "time slices the window is cut into: memory is given back a slice at a time, the oldest first", NULL},
     {"max_stacks", PC_CFG_INT, "5000", offsetof(pz_cfg, max_stacks), "aggregated stacks kept per service and profile type (the oldest slices make room)", NULL},
     {"max_series", PC_CFG_INT, "32", offsetof(pz_cfg, max_series), "services x profile types kept; profiles of more are dropped (counted)", NULL},
+    {"max_label_sets", PC_CFG_INT, "1000", offsetof(pz_cfg, max_label_sets), "distinct label sets (resource and sample attributes, trace and span ids of a stack) kept over all series; a stack with a new set beyond that keeps its frames under the set [labels]=[over budget] (counted); 0: no labels", NULL},
     {"max_pending_size", PC_CFG_SIZE, "32MiB", offsetof(pz_cfg, max_pending_size), "decoded size of the batches waiting for or in aggregation at most (at least one batch); more are released unread (counted)", NULL},
     {"allowed_hosts", PC_CFG_LIST, "", offsetof(pz_cfg, allowed_hosts), "host names the Host (and Origin) header of a request may name; others get 403, so another site's page cannot reach profilez by DNS rebinding (default: the endpoint's host, localhost, 127.0.0.1 and ::1; \"*\": any)", NULL},
     {"max_concurrent_requests", PC_CFG_INT, "8", offsetof(pz_cfg, max_requests), "API requests queued or being answered at once; more get 503 with Retry-After", NULL},
@@ -71,14 +79,18 @@ static const pc_cfg_key pz_keys[] = {
 /* clang-format on */
 
 /* A unit of the work queue: a batch to aggregate or a request to answer. */
-typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP } task_kind;
+typedef enum { T_BATCH, T_SERIES, T_FLAME, T_TOP, T_TIMELINE, T_LABELS } task_kind;
 typedef struct task {
     struct task *next;
     task_kind kind;
     pc_batch *batch;
     pc_http_req *req;
-    char *service, *type;
-    size_t limit;
+    char *service, *type, *search, *focus_buf, *labels_buf, *group_by;
+    char **focus;  /* into focus_buf */
+    char **labels; /* into labels_buf: key, value, ... */
+    char *base_labels_buf, **base_labels;
+    pz_query base_q; /* a diff's baseline (q.base) */
+    pz_query q;
     size_t bytes; /* the batch's decoded size, counted in pending_bytes until done */
     int status;
     pc_buf body;
@@ -86,7 +98,7 @@ typedef struct task {
 
 typedef struct counters {
     uint64_t profiles, samples, evicted_stacks, over_budget_samples, dropped_profiles, series,
-        stacks, dropped_batches;
+        stacks, dropped_batches, label_sets, over_budget_label_samples, dropped_labels;
     uint64_t cpu_ns; /* thread CPU time of the work items */
 } counters;
 
@@ -101,6 +113,7 @@ typedef struct pz {
     size_t api_active;    /* API requests queued or being answered */
     task *head, **tail;   /* queued, not yet handed to a work item */
     size_t pending_bytes; /* batches queued or being aggregated */
+    int64_t clock_off_ms; /* wall clock - now_ms(), taken once: slice starts must not jitter */
     bool busy, started, stopping, srv_open;
     counters m; /* self-metrics: loop thread */
     pc_shutdown_done done;
@@ -134,6 +147,9 @@ static int pz_validate(void *cfgp, const pc_node *node, const char *path, pc_err
         return pc_cfg_key_errorf(err, node, path, "max_stacks", "must be between 1 and 10000000");
     if (cfg->max_series < 1 || cfg->max_series > 100000)
         return pc_cfg_key_errorf(err, node, path, "max_series", "must be between 1 and 100000");
+    if (cfg->max_label_sets < 0 || cfg->max_label_sets > 1000000)
+        return pc_cfg_key_errorf(err, node, path, "max_label_sets",
+                                 "must be between 0 and 1000000");
     if (cfg->max_pending_size < 1024 * 1024)
         return pc_cfg_key_errorf(err, node, path, "max_pending_size", "must be at least 1MiB");
     if (cfg->max_requests < 1 || cfg->max_requests > 10000)
@@ -145,6 +161,14 @@ static int pz_validate(void *cfgp, const pc_node *node, const char *path, pc_err
 static uint64_t now_ms(void)
 {
     return uv_hrtime() / 1000000u;
+}
+
+/* Wall-clock milliseconds: the API's from, to and timeline are in these, so a link holds. */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- the work queue ---- */
@@ -181,10 +205,14 @@ static void run_tasks(uv_work_t *w)
             t->status = 200;
             break;
         case T_FLAME:
-        case T_TOP: {
-            int rc = t->kind == T_FLAME
-                         ? pz_agg_flamegraph_json(a, t->service, t->type, now, &t->body)
-                         : pz_agg_top_json(a, t->service, t->type, t->limit, now, &t->body);
+        case T_TOP:
+        case T_TIMELINE:
+        case T_LABELS: {
+            t->q.clock_off_ms = t->base_q.clock_off_ms = j->z->clock_off_ms;
+            int rc = t->kind == T_FLAME      ? pz_agg_flamegraph_q(a, &t->q, now, &t->body)
+                     : t->kind == T_TOP      ? pz_agg_top_q(a, &t->q, now, &t->body)
+                     : t->kind == T_TIMELINE ? pz_agg_timeline_q(a, &t->q, now, &t->body)
+                                             : pz_agg_labels_q(a, &t->q, now, &t->body);
             t->status = rc ? 404 : 200;
             if (rc) {
                 t->body.len = 0;
@@ -204,6 +232,14 @@ static void task_free(task *t)
     pc_buf_free(&t->body);
     free(t->service);
     free(t->type);
+    free(t->search);
+    free(t->focus_buf);
+    free(t->focus);
+    free(t->labels_buf);
+    free(t->labels);
+    free(t->base_labels_buf);
+    free(t->base_labels);
+    free(t->group_by);
     free(t);
 }
 
@@ -262,6 +298,9 @@ static void tasks_done(uv_work_t *w, int status)
     z->m.dropped_profiles = j->st.dropped_profiles;
     z->m.series = j->st.series;
     z->m.stacks = j->st.stacks;
+    z->m.label_sets = j->st.label_sets;
+    z->m.over_budget_label_samples = j->st.over_budget_label_samples;
+    z->m.dropped_labels = j->st.dropped_labels;
     z->m.cpu_ns += j->cpu_ns;
     for (task *t = j->tasks, *next; t; t = next) {
         next = t->next;
@@ -368,6 +407,118 @@ static int admit(pz *z, pc_http_req *req)
     return 0;
 }
 
+/* A whole decimal number of [lo, hi] from the query's key into *v (left alone when absent);
+ * false when malformed. */
+static bool query_num(pc_http_req *req, const char *key, int64_t lo, int64_t hi, int64_t *v)
+{
+    char *s = pc_http_req_query(req, key);
+    if (!s) return true;
+    char *end;
+    long long x = strtoll(s, &end, 10);
+    bool ok = *s && !*end && x >= lo && x <= hi;
+    free(s);
+    if (ok) *v = x;
+    return ok;
+}
+
+/* focus: frame names root first, separated by U+001F (no frame name holds that control). */
+static void parse_focus(task *t, char *f)
+{
+    t->focus_buf = f;
+    size_t n = 1;
+    for (const char *p = f; *p; p++)
+        n += *p == '\x1f';
+    if (!*f) return;
+    if (n > PZ_MAX_DEPTH) {
+        t->q.n_focus = n; /* deeper than any stack: matches none (focus_cut never reads it) */
+        return;
+    }
+    t->focus = pc_xmalloc(n * sizeof *t->focus);
+    for (char *p = f, *q;; p = q + 1) {
+        q = strchr(p, '\x1f');
+        t->focus[t->q.n_focus++] = p;
+        if (!q) break;
+        *q = 0;
+    }
+    t->q.focus = (const char *const *)t->focus;
+}
+
+/* labels: key=value pairs separated by U+001F (the first '=' splits) into *arr (key, value,
+ * ...) and *n pairs; false when malformed. */
+static bool split_labels(char *l, char ***arr, size_t *n)
+{
+    if (!*l) return true;
+    size_t max = 1;
+    for (const char *p = l; *p; p++)
+        max += *p == '\x1f';
+    if (max > PZ_MAX_LABELS) return false; /* a set holds no more: it could match none */
+    *arr = pc_xmalloc(2 * max * sizeof **arr);
+    for (char *p = l, *q;; p = q + 1) {
+        q = strchr(p, '\x1f');
+        if (q) *q = 0;
+        char *eq = strchr(p, '=');
+        if (!eq || eq == p) return false;
+        *eq = 0;
+        (*arr)[2 * *n] = p;
+        (*arr)[2 * (*n)++ + 1] = eq + 1;
+        if (!q) break;
+    }
+    return true;
+}
+
+/* base_from, base_to, base_labels: a baseline, the query with those in place of its own. */
+static const char *parse_base(pc_http_req *req, task *t)
+{
+    t->base_q = t->q;
+    t->base_q.base = NULL;
+    bool any = false;
+    char *v = pc_http_req_query(req, "base_from");
+    any |= v != NULL;
+    free(v);
+    if (!query_num(req, "base_from", 0, INT64_MAX / 2, &t->base_q.from_ms) ||
+        !query_num(req, "base_to", 0, INT64_MAX / 2, &t->base_q.to_ms))
+        return "{\"error\":\"base_from, base_to: milliseconds since 1970 (UTC)\"}";
+    if ((t->base_labels_buf = pc_http_req_query(req, "base_labels"))) {
+        any = true;
+        t->base_q.n_labels = 0;
+        if (!split_labels(t->base_labels_buf, &t->base_labels, &t->base_q.n_labels))
+            return "{\"error\":\"base_labels: key=value pairs separated by %1F\"}";
+        t->base_q.labels = (const char *const *)t->base_labels;
+    }
+    if (any) t->q.base = &t->base_q;
+    return NULL;
+}
+
+/* The series and view a flame graph, top, timeline or labels request names: NULL, or why not. */
+static const char *parse_query(pc_http_req *req, task *t)
+{
+    t->service = pc_http_req_query(req, "service");
+    t->type = pc_http_req_query(req, "type");
+    if (!t->service || !t->type)
+        return "{\"error\":\"want ?service=...&type=... (as /api/series lists them)\"}";
+    t->q.service = t->service;
+    t->q.type = t->type;
+    int64_t limit = 50;
+    if (!query_num(req, "limit", 1, 10000, &limit))
+        return "{\"error\":\"limit: a number from 1 to 10000\"}";
+    t->q.limit = (size_t)limit;
+    if (!query_num(req, "from", 0, INT64_MAX / 2, &t->q.from_ms) ||
+        !query_num(req, "to", 0, INT64_MAX / 2, &t->q.to_ms))
+        return "{\"error\":\"from, to: milliseconds since 1970 (UTC)\"}";
+    t->search = pc_http_req_query(req, "search");
+    t->q.search = t->search;
+    char *f = pc_http_req_query(req, "focus");
+    if (f) parse_focus(t, f);
+    if ((t->labels_buf = pc_http_req_query(req, "labels"))) {
+        if (!split_labels(t->labels_buf, &t->labels, &t->q.n_labels))
+            return "{\"error\":\"labels: key=value pairs separated by %1F\"}";
+        t->q.labels = (const char *const *)t->labels;
+    }
+    t->group_by = pc_http_req_query(req, "group_by");
+    t->q.group_by = t->group_by;
+    return parse_base(req, t);
+}
+
 static void on_request(pc_http_req *req, void *arg)
 {
     pz *z = arg;
@@ -391,6 +542,10 @@ static void on_request(pc_http_req *req, void *arg)
         kind = T_FLAME;
     else if (!strcmp(req->path, "/api/top"))
         kind = T_TOP;
+    else if (!strcmp(req->path, "/api/timeline"))
+        kind = T_TIMELINE;
+    else if (!strcmp(req->path, "/api/labels"))
+        kind = T_LABELS;
     else {
         respond_text(req, 404, "text/plain", "404 page not found\n");
         return;
@@ -407,34 +562,13 @@ static void on_request(pc_http_req *req, void *arg)
     task *t = pc_xcalloc(1, sizeof *t);
     t->kind = kind;
     t->req = req;
-    z->api_active++; /* until answer() */
-    if (kind != T_SERIES) {
-        t->service = pc_http_req_query(req, "service");
-        t->type = pc_http_req_query(req, "type");
-        if (!t->service || !t->type) {
-            task_free(t);
-            z->api_active--;
-            respond_text(req, 400, "application/json",
-                         "{\"error\":\"want ?service=...&type=... (as /api/series lists them)\"}");
-            return;
-        }
-        t->limit = 50;
-        char *lim = pc_http_req_query(req, "limit");
-        if (lim) {
-            char *end;
-            long v = strtol(lim, &end, 10);
-            bool bad = !*lim || *end || v < 1 || v > 10000;
-            free(lim);
-            if (bad) {
-                task_free(t);
-                z->api_active--;
-                respond_text(req, 400, "application/json",
-                             "{\"error\":\"limit: a number from 1 to 10000\"}");
-                return;
-            }
-            t->limit = (size_t)v;
-        }
+    const char *bad = kind == T_SERIES ? NULL : parse_query(req, t);
+    if (bad) {
+        task_free(t);
+        respond_text(req, 400, "application/json", bad);
+        return;
     }
+    z->api_active++; /* until answer() */
     enqueue(z, t);
 }
 
@@ -449,10 +583,12 @@ static int pz_create(pc_component *c, pc_error *err)
     z->tap.consume = tap_consume;
     z->tap.mutates = false;
     z->tail = &z->head;
+    z->clock_off_ms = wall_ms() - (int64_t)now_ms();
     pz_limits l = {.window_ms = cfg->window_ms,
                    .slices = (unsigned)cfg->slices,
                    .max_stacks = (size_t)cfg->max_stacks,
-                   .max_series = (size_t)cfg->max_series};
+                   .max_series = (size_t)cfg->max_series,
+                   .max_label_sets = (size_t)cfg->max_label_sets};
     z->agg = pz_agg_new(&l);
     c->priv = z;
     return 0;
@@ -511,6 +647,14 @@ static int pz_start(pc_component *c, pc_error *err)
     metric(z, "profcol_profilez_series", "Series (service, profile type) in the window",
            PC_METRIC_GAUGE, &z->m.series);
     metric(z, "profcol_profilez_stacks", "Aggregated stacks held", PC_METRIC_GAUGE, &z->m.stacks);
+    metric(z, "profcol_profilez_label_sets", "Distinct label sets held (max_label_sets)",
+           PC_METRIC_GAUGE, &z->m.label_sets);
+    metric(z, "profcol_profilez_over_budget_label_samples_total",
+           "Samples whose label set found no room (max_label_sets): kept as [labels]=[over budget]",
+           PC_METRIC_COUNTER, &z->m.over_budget_label_samples);
+    metric(z, "profcol_profilez_dropped_labels_total",
+           "Labels of a sample beyond the 16 a label set keeps", PC_METRIC_COUNTER,
+           &z->m.dropped_labels);
     char labels[300];
     snprintf(labels, sizeof labels, "extension=\"%s\"", c->id);
     pc_metric_fn(c, "profcol_profilez_cpu_seconds_total",

@@ -12,6 +12,24 @@
 // back, hovers `hover` (the tooltip's text), types `search` (data-matches, data-match-share, the
 // highlighted frames). With "update" it posts the file once more while the page stays open and
 // waits for the page (polling, no reload) to show the series' new total.
+//
+// Optional parts (each reported under its own key):
+//   "defaults": {} the page as first opened (no hash): title, hash, listed series, top rows.
+//   "view": {"service", "type", "click", "search"} zooms into `click`, types `search`, reads
+//      the top table (it follows both) and the URL; then opens that URL in a fresh page and reads
+//      the same, so the test can compare what the two draw.
+//   "timeline": {"service", "type"} reads the timeline's bars, clicks the first bar with a value
+//      (a range of that slice), reads the flame graph's root and the top table, then opens the URL
+//      in a fresh page and reads them again.
+//   "empty": URL of a page with no data: the lines it shows to send some.
+//   "labels": {"url" (a view grouped by a key), "markupKey"} reads the groups table, follows the
+//      link of its first value (a label filter), reads the flame graph's root, the top table and
+//      the filter chips, opens that URL in a fresh page and reads them again; then groups by
+//      markupKey and reads the values drawn and whether any markup came alive.
+//   "diff": {"url" (a view filtered by one label), "key", "value"} sets that view as the
+//      baseline, drops its filter, follows the groups table's link of key=value, and reads the
+//      frames' changes and the diff's top table; then opens the URL in a fresh page and reads
+//      them again.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 
@@ -68,6 +86,164 @@ async function one(page, s) {
   return out;
 }
 
+async function topRows(page) {
+  return page.$$eval('#top tbody tr', (trs) => trs.map((t) => ({ name: t.dataset.name,
+    flat: +t.dataset.flat, cum: +t.dataset.cum })));
+}
+
+// what a view draws: title, flame state, frames, top table, URL
+async function viewState(page) {
+  return { title: await page.$eval('#title', (t) => t.textContent), flame: await flameState(page),
+    frames: (await frames(page)).map((f) => [f.name, f.depth, f.total, f.anc, f.hit]),
+    top: await topRows(page), topState: await page.$eval('#top', (t) => ({ ...t.dataset })),
+    url: page.url() };
+}
+
+async function view(ctx, page, v) {
+  await selectSeries(page, v);
+  await page.locator('#flame .f:not(.anc)[data-name=' + JSON.stringify(v.click) + ']').first().click();
+  await page.waitForFunction((want) => document.getElementById('top').dataset.focus.endsWith(want),
+    v.click, { timeout: 30000 });
+  await page.fill('#search', v.search);
+  await page.waitForFunction((want) => document.getElementById('top').dataset.search === want,
+    v.search, { timeout: 30000 });
+  const out = { first: await viewState(page) };
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.first.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction((want) => {
+    const f = document.getElementById('flame'), t = document.getElementById('top');
+    return f.dataset.state === 'ready' && f.dataset.zoom === want.click && t.dataset.search === want.search;
+  }, v, { timeout: 30000, polling: 200 });
+  out.second = await viewState(fresh);
+  await fresh.close();
+  await page.fill('#search', '');
+  await page.locator('#reset').click();
+  return out;
+}
+
+async function rootTotal(page) {
+  return page.$eval('#flame .f[data-depth="0"]', (d) => +d.dataset.total);
+}
+
+async function timeline(ctx, page, v) {
+  await selectSeries(page, v);
+  await page.waitForSelector('#timeline .tb:not(.zero)', { timeout: 30000 });
+  // no polling while bars are read and clicked: with 1 s slices they slide at every poll
+  await page.uncheck('#live');
+  await page.waitForTimeout(500); // a poll already under way lands
+  const out = {};
+  out.bars = await page.$$eval('#timeline .tb', (bs) => bs.map((b) => [+b.dataset.start, +b.dataset.total]));
+  out.whole = await rootTotal(page);
+  const i = out.bars.findIndex((b) => b[1] > 0);
+  out.clicked = out.bars[i];
+  await page.locator('#timeline .tb[data-start="' + out.bars[i][0] + '"]').click();
+  await page.waitForFunction(() => !document.getElementById('range-clear').disabled &&
+    location.hash.includes('from='), null, { timeout: 30000 });
+  await page.waitForFunction((want) => {
+    const d = document.querySelector('#flame .f[data-depth="0"]');
+    return d && +d.dataset.total === want;
+  }, out.clicked[1], { timeout: 30000, polling: 200 }).catch(() => {});
+  out.first = { total: await rootTotal(page), top: await topRows(page), url: page.url(),
+    inRange: await page.$$eval('#timeline .tb.in', (bs) => bs.map((b) => +b.dataset.start)) };
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.first.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#top tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+  out.second = { total: await rootTotal(fresh), top: await topRows(fresh), url: fresh.url() };
+  await fresh.close();
+  await page.locator('#range-clear').click();
+  await page.waitForFunction(() => document.getElementById('range-clear').disabled &&
+    !location.hash.includes('from='), null, { timeout: 30000 });
+  await page.waitForTimeout(500); // the redraw after it lands
+  // a drag from the first bar with a value to the last: the slices between them
+  const nz = (await page.$$eval('#timeline .tb', (bs) => bs.map((b) => [+b.dataset.start, +b.dataset.total])))
+    .filter((b) => b[1] > 0);
+  const box = (b) => page.locator('#timeline .tb[data-start="' + b[0] + '"]').boundingBox();
+  const a = await box(nz[0]), b = await box(nz[nz.length - 1]);
+  await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForFunction(() => location.hash.includes('from='), null, { timeout: 30000 });
+  await page.waitForFunction((want) => {
+    const d = document.querySelector('#flame .f[data-depth="0"]');
+    return d && +d.dataset.total === want;
+  }, nz.reduce((s, x) => s + x[1], 0), { timeout: 30000, polling: 200 }).catch(() => {});
+  out.dragged = { bars: nz, total: await rootTotal(page),
+    inRange: await page.$$eval('#timeline .tb.in', (bs) => bs.map((x) => +x.dataset.start)) };
+  await page.check('#live');
+  return out;
+}
+
+async function groups(page) {
+  return page.$$eval('#groups tbody tr', (trs) => trs.map((t) => ({ value: t.dataset.value,
+    none: t.dataset.none === '1', total: +t.dataset.total, text: t.cells[0].textContent })));
+}
+
+async function labels(ctx, page, v) {
+  await page.goto(v.url, { waitUntil: 'load', timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#groups tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+  const out = { groups: await groups(page), whole: await rootTotal(page) };
+  const first = out.groups.find((g) => !g.none);
+  await page.locator('#groups tbody tr td a').first().click();
+  await page.waitForFunction((want) => {
+    const d = document.querySelector('#flame .f[data-depth="0"]');
+    return location.hash.includes('label=') && d && +d.dataset.total === want &&
+      document.querySelectorAll('#filters button').length === 1;
+  }, first.total, { timeout: 30000, polling: 200 }).catch(() => {});
+  const state = async (p) => ({ total: await rootTotal(p), top: await topRows(p), url: p.url(),
+    filters: await p.$$eval('#filters button', (bs) => bs.map((b) => [b.dataset.key, b.dataset.value])) });
+  out.filtered = await state(page);
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.filtered.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#top tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+  out.fresh = await state(fresh);
+  await fresh.close();
+  await page.selectOption('#group-by', v.markupKey);
+  await page.waitForFunction((k) => document.getElementById('groups-key').textContent === k &&
+    document.querySelectorAll('#groups tbody tr').length > 0, v.markupKey, { timeout: 30000, polling: 200 });
+  out.markup = { groups: await groups(page), imgs: await page.$$eval('img', (i) => i.length),
+    pwned: await page.evaluate(() => window.__pz_pwned === 1) };
+  return out;
+}
+
+async function diffState(p) {
+  return { url: p.url(),
+    frames: await p.$$eval('#flame .f', (ds) => ds.map((d) => [d.dataset.name, +d.dataset.depth,
+      +d.dataset.total, d.dataset.change === undefined ? null : +d.dataset.change])),
+    top: await p.$$eval('#top tbody tr', (trs) => trs.map((t) => ({ name: t.dataset.name,
+      flat: +t.dataset.flat, baseFlat: +t.dataset.baseFlat, change: +t.dataset.change }))) };
+}
+
+const diffReady = () => document.getElementById('top').dataset.diff === '1' &&
+  document.querySelectorAll('#top tbody tr').length > 0 &&
+  document.querySelectorAll('#filters button').length === 1 &&
+  document.querySelector('#flame .f[data-change]') !== null;
+
+async function diff(ctx, page, v) {
+  await page.goto(v.url, { waitUntil: 'load', timeout: 30000 });
+  await page.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+    document.querySelectorAll('#filters button').length === 1, null, { timeout: 30000, polling: 200 });
+  await page.locator('#base-set').click();
+  await page.waitForFunction(() => location.hash.includes('base=1'), null, { timeout: 30000 });
+  await page.locator('#filters button').first().click();
+  await page.waitForFunction(() => document.querySelectorAll('#filters button').length === 0, null,
+    { timeout: 30000 });
+  await page.selectOption('#group-by', v.key);
+  const link = '#groups tbody tr[data-value=' + JSON.stringify(v.value) + '] a';
+  await page.locator(link).click({ timeout: 30000 });
+  await page.waitForFunction(diffReady, null, { timeout: 30000, polling: 200 });
+  const out = { first: await diffState(page) };
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.first.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction(diffReady, null, { timeout: 30000, polling: 200 });
+  out.second = await diffState(fresh);
+  await fresh.close();
+  return out;
+}
+
 (async () => {
   const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const result = { series: [], errors: [] };
@@ -80,7 +256,25 @@ async function one(page, s) {
     page.on('console', (m) => { if (m.type() === 'error') result.errors.push('console: ' + m.text()); });
     await page.goto(plan.url, { waitUntil: 'load', timeout: 30000 });
     result.browser = ctx.browser() ? ctx.browser().version() : '';
+    if (plan.defaults) {
+      await page.waitForFunction(() => document.getElementById('flame').dataset.state === 'ready' &&
+        document.querySelectorAll('#top tbody tr').length > 0, null, { timeout: 30000, polling: 200 });
+      result.defaults = await viewState(page);
+      result.defaults.listed = await page.$$eval('nav button', (bs) => bs.map((b) => ({
+        service: b.dataset.service, type: b.dataset.type, companion: b.dataset.companion || '' })));
+    }
     for (const s of plan.series) result.series.push(await one(page, s));
+    if (plan.view) result.view = await view(ctx, page, plan.view);
+    if (plan.timeline) result.timeline = await timeline(ctx, page, plan.timeline);
+    if (plan.labels) result.labels = await labels(ctx, page, plan.labels);
+    if (plan.diff) result.diff = await diff(ctx, page, plan.diff);
+    if (plan.empty) {
+      const e = await ctx.newPage();
+      await e.goto(plan.empty, { waitUntil: 'load', timeout: 30000 });
+      await e.waitForSelector('#flame .send code', { timeout: 30000 });
+      result.empty = await e.$$eval('#flame .send code', (cs) => cs.map((c) => [c.dataset.send, c.textContent]));
+      await e.close();
+    }
     if (plan.update) {
       const u = plan.update;
       await selectSeries(page, u);

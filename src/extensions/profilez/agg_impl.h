@@ -1,0 +1,113 @@
+/* The profilez aggregate's insides, shared by agg.c (aggregating) and query.c (the JSON). */
+#ifndef PC_PZ_AGG_IMPL_H
+#define PC_PZ_AGG_IMPL_H
+
+#include <stdbool.h>
+
+#include "extensions/profilez/agg.h"
+
+static inline int64_t sat_add(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
+    return a + b;
+}
+
+typedef struct name_ent {
+    char *s; /* NULL: dead (its slot in the hash table is a tombstone until the next rebuild) */
+    uint64_t hash;
+    uint32_t refs;
+    bool free_listed;
+} name_ent;
+
+typedef struct names {
+    name_ent *v;
+    size_t n, cap;
+    uint32_t *slots; /* id + 1, 0 = empty */
+    size_t nslots, used_slots;
+    size_t live, dead;
+    uint32_t *freeids;
+    size_t nfree, capfree;
+} names;
+
+/* A label set: (key, value) name ids, sorted by key id, one value per key. Interned with a
+ * reference count (a stack holds one); ids 0 (no labels) and PZ_LSET_OVER ("[labels over
+ * budget]": a new set found no room under max_label_sets) are never freed. */
+typedef struct lset {
+    uint32_t *kv; /* 2 n ids; NULL: a free id */
+    uint32_t n, refs;
+    uint64_t hash;
+} lset;
+
+typedef struct lsets {
+    lset *v;
+    size_t n, cap;
+    uint32_t *slots; /* id + 1; 0 empty; LSET_TOMB a removed one */
+    size_t nslots, used;
+    uint32_t *freeids;
+    size_t nfree, capfree;
+    size_t live; /* sets but the two permanent ones */
+} lsets;
+#define PZ_LSET_OVER 1
+#define LSET_TOMB    UINT32_MAX
+
+typedef struct stk {
+    uint32_t *frames; /* leaf first; NULL = empty slot (a stack of no frames has frames != NULL) */
+    uint32_t n;
+    uint32_t lset;
+    bool over; /* the slice's "[over budget]" entry: not counted in the budget */
+    uint64_t hash;
+    int64_t value;
+    uint64_t samples;
+} stk;
+
+typedef struct slice {
+    uint64_t slot; /* now_ms / slice_ms when it was filled */
+    bool used;
+    stk *tab;
+    size_t cap, n;  /* n: entries, the over entry included */
+    size_t counted; /* entries counted in the budget */
+} slice;
+
+typedef struct series {
+    char *service, *type, *unit, *key; /* key: "type:unit" */
+    slice *sl;
+    size_t n_stacks;
+    uint64_t last_ms;
+    uint64_t evicted, over_samples;
+} series;
+
+struct pz_agg {
+    pz_limits l;
+    uint64_t slice_ms;
+    names nm;
+    series **ser;
+    size_t n_ser;
+    pz_stats st;
+    uint32_t id_over, id_trunc;
+    lsets ls;
+};
+
+uint32_t pz_name_ref(names *nm, const char *s);
+void pz_name_unref(names *nm, uint32_t id);
+
+/* query.c: the top table of q's stacks (their total in *total); whether name has term in it */
+struct pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total);
+bool pz_search_hit(const char *name, const char *term);
+/* diff.c: a top table's rows against a baseline's (t and bt: pc_top), sorted by change */
+void pz_top_diff_json(const pz_query *q, struct pc_top *t, int64_t total, struct pc_top *bt,
+                      int64_t btotal, pc_buf *out);
+
+/* labels.c */
+void pz_lsets_init(pz_agg *a);
+void pz_lsets_free(pz_agg *a);
+void pz_lset_retain(pz_agg *a, uint32_t id);
+void pz_lset_unref(pz_agg *a, uint32_t id);
+/* The label set of a sample: its resource's attributes (but service.name), its own attributes
+ * and its link's trace_id and span_id (hex), with one reference. */
+uint32_t pz_sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r, const pc_sample *s,
+                        uint64_t samples);
+/* Whether a stack's label set holds every key=value of the query. */
+bool pz_lset_match(const pz_agg *a, uint32_t id, const pz_query *q);
+
+#endif

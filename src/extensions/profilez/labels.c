@@ -1,0 +1,248 @@
+/* Label sets of the profilez aggregate (agg.h, agg_impl.h): interned, reference counted, at most
+ * max_label_sets of them; and the /api/labels answer (the keys, a table per value of one). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/hash.h"
+#include "base/hex.h"
+#include "extensions/profilez/agg_impl.h"
+
+#define ARR_N(arr, n) ((arr) ? (n) : 0)
+
+static uint64_t kv_hash(const uint32_t *kv, size_t n)
+{
+    pc_hash h;
+    pc_hash_begin(&h);
+    pc_hash_bytes(&h, kv, 2 * n * sizeof *kv);
+    return pc_hash_end(&h);
+}
+
+static void slot_put(lsets *ls, uint32_t id)
+{
+    size_t j = (size_t)ls->v[id].hash & (ls->nslots - 1);
+    while (ls->slots[j] && ls->slots[j] != LSET_TOMB)
+        j = (j + 1) & (ls->nslots - 1);
+    if (!ls->slots[j]) ls->used++;
+    ls->slots[j] = id + 1;
+}
+
+static void lsets_rebuild(lsets *ls)
+{
+    size_t ns = 64;
+    while ((ls->live + 1) * 10 > ns * 5)
+        ns *= 2;
+    free(ls->slots);
+    ls->slots = pc_xcalloc(ns, sizeof *ls->slots);
+    ls->nslots = ns;
+    ls->used = 0;
+    for (size_t id = 2; id < ls->n; id++)
+        if (ls->v[id].kv) slot_put(ls, (uint32_t)id);
+}
+
+void pz_lsets_init(pz_agg *a)
+{
+    lsets *ls = &a->ls;
+    ls->cap = 16;
+    ls->v = pc_xcalloc(ls->cap, sizeof *ls->v);
+    ls->n = 2;
+    ls->v[0].kv = pc_xmalloc(sizeof *ls->v[0].kv); /* no labels */
+    uint32_t *over = pc_xmalloc(2 * sizeof *over);
+    over[0] = pz_name_ref(&a->nm, "[labels]");
+    over[1] = pz_name_ref(&a->nm, "[over budget]");
+    ls->v[PZ_LSET_OVER] = (lset){.kv = over, .n = 1};
+    lsets_rebuild(ls);
+}
+
+void pz_lsets_free(pz_agg *a)
+{
+    for (size_t i = 0; i < a->ls.n; i++)
+        free(a->ls.v[i].kv);
+    free(a->ls.v);
+    free(a->ls.slots);
+    free(a->ls.freeids);
+}
+
+void pz_lset_retain(pz_agg *a, uint32_t id)
+{
+    if (id > PZ_LSET_OVER) a->ls.v[id].refs++;
+}
+
+void pz_lset_unref(pz_agg *a, uint32_t id)
+{
+    lsets *ls = &a->ls;
+    if (id <= PZ_LSET_OVER || --ls->v[id].refs) return;
+    lset *e = &ls->v[id];
+    size_t j = (size_t)e->hash & (ls->nslots - 1);
+    while (ls->slots[j] != id + 1)
+        j = (j + 1) & (ls->nslots - 1);
+    ls->slots[j] = LSET_TOMB;
+    for (uint32_t i = 0; i < 2 * e->n; i++)
+        pz_name_unref(&a->nm, e->kv[i]);
+    free(e->kv);
+    e->kv = NULL;
+    if (ls->nfree == ls->capfree) {
+        ls->capfree = ls->capfree ? ls->capfree * 2 : 64;
+        ls->freeids = pc_xrealloc(ls->freeids, ls->capfree * sizeof *ls->freeids);
+    }
+    ls->freeids[ls->nfree++] = id;
+    ls->live--;
+    a->st.label_sets = ls->live;
+}
+
+/* The id of the set kv (n pairs, sorted) with one more reference, PZ_LSET_OVER when a new one
+ * finds no room. */
+static uint32_t lset_ref(pz_agg *a, const uint32_t *kv, size_t n)
+{
+    lsets *ls = &a->ls;
+    if (!n) return 0;
+    uint64_t h = kv_hash(kv, n);
+    for (size_t j = (size_t)h & (ls->nslots - 1); ls->slots[j]; j = (j + 1) & (ls->nslots - 1)) {
+        if (ls->slots[j] == LSET_TOMB) continue;
+        lset *e = &ls->v[ls->slots[j] - 1];
+        if (e->hash == h && e->n == n && !memcmp(e->kv, kv, 2 * n * sizeof *kv)) {
+            e->refs++;
+            return ls->slots[j] - 1;
+        }
+    }
+    if (ls->live >= a->l.max_label_sets) return PZ_LSET_OVER;
+    if ((ls->used + 1) * 10 > ls->nslots * 7) lsets_rebuild(ls);
+    uint32_t id;
+    if (ls->nfree) {
+        id = ls->freeids[--ls->nfree];
+    } else {
+        if (ls->n == ls->cap) {
+            ls->cap *= 2;
+            ls->v = pc_xrealloc(ls->v, ls->cap * sizeof *ls->v);
+        }
+        id = (uint32_t)ls->n++;
+    }
+    lset *e = &ls->v[id];
+    *e = (lset){.kv = pc_xmalloc(2 * n * sizeof *kv), .n = (uint32_t)n, .refs = 1, .hash = h};
+    memcpy(e->kv, kv, 2 * n * sizeof *kv);
+    for (size_t i = 0; i < 2 * n; i++)
+        a->nm.v[kv[i]].refs++;
+    slot_put(ls, id);
+    ls->live++;
+    a->st.label_sets = ls->live;
+    return id;
+}
+
+/* A value as text (buf holds 64 bytes): strings as they are, numbers and bools printed, bytes in
+ * hex (their first 31); NULL for other kinds. */
+static const char *value_text(const pc_dictionary *d, const pc_anyvalue *v, char *buf)
+{
+    if (!v) return NULL;
+    const char *s = pc_anyvalue_str(d, v);
+    if (s) return s;
+    switch (v->value_case) {
+    case PC_AV_INT: snprintf(buf, 64, "%" PRId64, v->int_value); return buf;
+    case PC_AV_BOOL: return v->bool_value ? "true" : "false";
+    case PC_AV_DOUBLE: snprintf(buf, 64, "%.17g", v->double_value); return buf;
+    case PC_AV_BYTES:
+        pc_hex_encode(buf, v->bytes_value.data, v->bytes_value.len < 31 ? v->bytes_value.len : 31);
+        return buf;
+    default: return NULL;
+    }
+}
+
+typedef struct pairs {
+    uint32_t kv[2 * PZ_MAX_LABELS];
+    size_t n;
+    uint64_t dropped;
+} pairs;
+
+static void pair_add(pz_agg *a, pairs *p, const char *key, const char *value)
+{
+    if (!key || !*key || !value) return;
+    if (p->n == PZ_MAX_LABELS) {
+        p->dropped++;
+        return;
+    }
+    p->kv[2 * p->n] = pz_name_ref(&a->nm, key);
+    p->kv[2 * p->n + 1] = pz_name_ref(&a->nm, value);
+    p->n++;
+}
+
+static void link_pairs(pz_agg *a, pairs *p, const pc_dictionary *d, int32_t li)
+{
+    if (!d || li <= 0 || (size_t)li >= ARR_N(d->link_table, d->n_link_table) || !d->link_table[li])
+        return;
+    const pc_link *l = d->link_table[li];
+    char hex[2 * 16 + 1];
+    static const uint8_t zero[16];
+    if (l->trace_id.len == 16 && memcmp(l->trace_id.data, zero, 16)) {
+        pc_hex_encode(hex, l->trace_id.data, 16);
+        pair_add(a, p, "trace_id", hex);
+    }
+    if (l->span_id.len == 8 && memcmp(l->span_id.data, zero, 8)) {
+        pc_hex_encode(hex, l->span_id.data, 8);
+        pair_add(a, p, "span_id", hex);
+    }
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+uint32_t pz_sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r, const pc_sample *s,
+                        uint64_t samples)
+{
+    if (!a->l.max_label_sets) return 0;
+    pairs p = {.n = 0};
+    char buf[64];
+    for (size_t i = 0; r && i < ARR_N(r->attributes, r->n_attributes); i++) {
+        const pc_keyvalue *kv = r->attributes[i];
+        const char *key = pc_keyvalue_key(d, kv);
+        if (kv && strcmp(key, "service.name")) pair_add(a, &p, key, value_text(d, kv->value, buf));
+    }
+    for (size_t i = 0; i < ARR_N(s->attribute_indices, s->n_attribute_indices); i++) {
+        const pc_kvu *kv = pc_dict_attr_at(d, s->attribute_indices[i]);
+        if (kv) pair_add(a, &p, pc_dict_str(d, kv->key_strindex), value_text(d, kv->value, buf));
+    }
+    link_pairs(a, &p, d, s->link_index);
+    a->st.dropped_labels += p.dropped;
+    /* one value per key (the first given), sorted by key id: the same labels, the same set */
+    size_t m = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        bool dup = false;
+        for (size_t k = 0; k < m && !dup; k++)
+            dup = p.kv[2 * k] == p.kv[2 * i];
+        if (dup) {
+            pz_name_unref(&a->nm, p.kv[2 * i]);
+            pz_name_unref(&a->nm, p.kv[2 * i + 1]);
+            continue;
+        }
+        p.kv[2 * m] = p.kv[2 * i];
+        p.kv[2 * m + 1] = p.kv[2 * i + 1];
+        m++;
+    }
+    if (m > 1) qsort(p.kv, m, 2 * sizeof *p.kv, cmp_pair);
+    uint32_t id = lset_ref(a, p.kv, m);
+    if (id == PZ_LSET_OVER) a->st.over_budget_label_samples += samples;
+    for (size_t i = 0; i < 2 * m; i++)
+        pz_name_unref(&a->nm, p.kv[i]);
+    return id;
+}
+
+/* The value of key in set id, or NULL. */
+static const char *lset_get(const pz_agg *a, uint32_t id, const char *key)
+{
+    const lset *e = &a->ls.v[id];
+    for (uint32_t i = 0; i < e->n; i++)
+        if (!strcmp(a->nm.v[e->kv[2 * i]].s, key)) return a->nm.v[e->kv[2 * i + 1]].s;
+    return NULL;
+}
+
+bool pz_lset_match(const pz_agg *a, uint32_t id, const pz_query *q)
+{
+    for (size_t i = 0; i < q->n_labels; i++) {
+        const char *v = lset_get(a, id, q->labels[2 * i]);
+        if (!v || strcmp(v, q->labels[2 * i + 1])) return false;
+    }
+    return true;
+}
