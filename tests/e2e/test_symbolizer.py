@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""The symbolizer processor end to end (issue 23). C (with a shared library) and C++ programs are
+compiled here with -O2 -g (tests/e2e/symbolizer/), their debug info split off with objcopy
+(--only-keep-debug, --strip-all/--strip-debug, --add-gnu-debuglink) into a /usr/lib/debug style
+build-id directory; profiles shaped like the OpenTelemetry eBPF profiler's (mappings with
+`process.executable.build_id.gnu`, `profile.frame.type: native`, no lines; ELF addresses, and
+runtime addresses of a mapping loaded elsewhere) go through profcol (otlp -> symbolizer ->
+otlphttp -> Sink). The oracle is binutils' `addr2line -a -f -i -C -e` on the unstripped binaries:
+every location's lines (function, file, line, innermost first) must equal its output. Also the
+symbol-table fallback (a binary without -g, as an `elf_files` entry), unresolved locations
+counted by reason (hostile and unknown build ids) with `fallback_name`, and the cache."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import signal_support as ss  # noqa: E402
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "symbolizer")
+BIAS = 0x7F3A12340000  # where the runtime-address profiles say a binary was loaded
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+    if r.returncode != 0:
+        raise AssertionError("%s failed: %s" % (" ".join(cmd), r.stderr[-2000:]))
+    return r.stdout
+
+
+def build_id(path):
+    m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-nW", path]))
+    return m.group(1)
+
+
+def exec_load(path):
+    """(offset, vaddr, filesz, memsz) of the executable PT_LOAD, from readelf -lW."""
+    for line in run(["readelf", "-lW", path]).splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD" and "E" in f[6:-1]:
+            return tuple(int(x, 16) for x in f[1:3] + f[4:6])
+    raise AssertionError("no executable PT_LOAD in " + path)
+
+
+def text_addresses(path, want):
+    """Instruction addresses (objdump -d) of the functions whose symbol want(name) accepts,
+    inside the symbol's size (nm -S): the padding after a function is no frame."""
+    sizes = {}
+    for line in run(["nm", "-S", "--defined-only", path]).splitlines():
+        f = line.split()
+        if len(f) == 4:
+            sizes[int(f[0], 16)] = int(f[1], 16)
+    out, keep, start = [], False, 0
+    for line in run(["objdump", "-d", "--no-show-raw-insn", path]).splitlines():
+        m = re.match(r"^([0-9a-f]+) <(.+)>:$", line)
+        if m:
+            start = int(m.group(1), 16)
+            keep = want(m.group(2)) and start in sizes
+            continue
+        m = re.match(r"^\s+([0-9a-f]+):\s", line)
+        if keep and m and int(m.group(1), 16) < start + sizes[start]:
+            out.append(int(m.group(1), 16))
+    return sorted(set(out))
+
+
+def addr2line(path, addrs):
+    """{address: [(function, file, line), ...] innermost first} from binutils' addr2line."""
+    text = run(["addr2line", "-a", "-f", "-i", "-C", "-e", path],
+               input="".join("0x%x\n" % a for a in addrs))
+    out, cur, lines = {}, None, text.splitlines()
+    i = 0
+    while i < len(lines):
+        if re.match(r"^0x[0-9a-f]{16}$", lines[i]):
+            cur = int(lines[i], 16)
+            out[cur] = []
+            i += 1
+            continue
+        func, pos = lines[i], lines[i + 1]
+        i += 2
+        pos = re.sub(r" \(discriminator \d+\)$", "", pos)
+        file, _, line = pos.rpartition(":")
+        out[cur].append((func, file, int(line) if line.isdigit() else 0))
+    return out
+
+
+def symbols(path):
+    """[(start, end, demangled name)] of the function symbols (nm -C -S)."""
+    out = []
+    for line in run(["nm", "-C", "-S", "--defined-only", path]).splitlines():
+        m = re.match(r"^([0-9a-f]+) ([0-9a-f]+) [tTwW] (.+)$", line)
+        if m:
+            start = int(m.group(1), 16)
+            out.append((start, start + int(m.group(2), 16), m.group(3)))
+    return out
+
+
+def binutils_names(got, want, syms, addr):
+    """got with binutils' one naming rule applied: a function whose DWARF name is not a linkage
+    name (a lambda's artificial `operator()`) is shown by addr2line under the ELF symbol when that
+    symbol starts where the inlined instance does (bfd's dwarf2.c). profcol keeps the DWARF name;
+    only that case is mapped, and only to the symbol that holds the address."""
+    sym = next((n for s, e, n in syms if s <= addr < e), None)
+    out = []
+    for i, (name, file, line) in enumerate(got):
+        if (i < len(want) and name != want[i][0] and want[i][0] == sym and
+                "::" not in name):
+            name = sym
+        out.append((name, file, line))
+    return out
+
+
+class Binary:
+    """One compiled program: the unstripped file (the oracle's), its split debug file in the
+    build-id directory and its stripped executable."""
+
+    def __init__(self, tmp, name, full, dbgdir, exe_in_dir, strip):
+        self.name, self.full = name, full
+        self.id = build_id(full)
+        self.load = exec_load(full)
+        sub = os.path.join(dbgdir, ".build-id", self.id[:2])
+        os.makedirs(sub, exist_ok=True)
+        self.debug = os.path.join(sub, self.id[2:] + ".debug")
+        run(["objcopy", "--only-keep-debug", full, self.debug])
+        self.stripped = os.path.join(tmp, "stripped", name)
+        os.makedirs(os.path.dirname(self.stripped), exist_ok=True)
+        run(["objcopy", strip, full, self.stripped])
+        run(["objcopy", "--add-gnu-debuglink=" + self.debug, self.stripped])
+        if exe_in_dir:
+            shutil.copy(self.stripped, os.path.join(sub, self.id[2:]))
+
+
+def build_all(tmp):
+    src = os.path.join(tmp, "src")
+    shutil.copytree(HERE, src)
+    out = os.path.join(tmp, "full")
+    os.makedirs(out)
+    dbg = os.path.join(tmp, "debug")
+    lib = os.path.join(out, "libshared.so")
+    run(["gcc", "-O2", "-g", "-fPIC", "-shared", "-Wl,--build-id", "-o", lib,
+         os.path.join(src, "shared.c")])
+    prog = os.path.join(out, "prog")
+    run(["gcc", "-O2", "-g", "-Wl,--build-id", "-o", prog, os.path.join(src, "prog.c"),
+         "-L" + out, "-lshared"])
+    progxx = os.path.join(out, "progxx")
+    run(["g++", "-O2", "-g", "-Wl,--build-id", "-o", progxx, os.path.join(src, "prog.cc")])
+    nodebug = os.path.join(out, "prog-nodebug")
+    run(["gcc", "-O2", "-Wl,--build-id", "-o", nodebug, os.path.join(src, "prog.c"),
+         "-L" + out, "-lshared"])
+    return {
+        # the library: only its debug file (the eBPF profiler's ELF addresses need no more)
+        "lib": Binary(tmp, "libshared.so", lib, dbg, False, "--strip-debug"),
+        # prog: debug file in the directory, the stripped executable as an elf_files entry
+        "prog": Binary(tmp, "prog", prog, dbg, False, "--strip-all"),
+        # progxx: both in the directory
+        "progxx": Binary(tmp, "progxx", progxx, dbg, True, "--strip-debug"),
+    }, dbg, nodebug
+
+
+WANT = {
+    "lib": lambda s: s == "shared_hash",
+    "prog": lambda s: s in ("crunch", "main"),
+    "progxx": lambda s: "shop" in s or s == "main",
+}
+
+
+class Request:
+    """An ExportProfilesServiceRequest shaped like the eBPF profiler's: one mapping per binary,
+    one native location per address (no lines), one sample per location."""
+
+    def __init__(self):
+        self.req = h.pb.Request()
+        d = self.d = self.req.dictionary
+        self.strings = {}
+        d.string_table.append("")
+        for t in (d.mapping_table, d.location_table, d.function_table, d.attribute_table,
+                  d.stack_table):
+            t.add()
+        d.link_table.add(trace_id=b"\0" * 16, span_id=b"\0" * 8)
+        rp = self.req.resource_profiles.add()
+        rp.resource.attributes.add(key="service.name").value.string_value = "symbolizer-e2e"
+        self.p = rp.scope_profiles.add().profiles.add()
+        self.p.sample_type.type_strindex = self.s("cpu")
+        self.p.sample_type.unit_strindex = self.s("nanoseconds")
+        self.native = self.attr("profile.frame.type", "native")
+        self.where = {}  # location index -> (mapping key, address as the oracle knows it)
+
+    def s(self, text):
+        if text not in self.strings:
+            self.strings[text] = len(self.d.string_table)
+            self.d.string_table.append(text)
+        return self.strings[text]
+
+    def attr(self, key, value):
+        a = self.d.attribute_table.add(key_strindex=self.s(key))
+        a.value.string_value = value
+        return len(self.d.attribute_table) - 1
+
+    def mapping(self, name, build_id, load, bias=0):
+        off, vaddr, _, memsz = load
+        page = ~0xFFF
+        attrs = [self.attr("process.executable.build_id.gnu", build_id)] if build_id else []
+        start = bias + (vaddr & page)
+        self.d.mapping_table.add(memory_start=start, memory_limit=start + memsz + 0x1000,
+                                 file_offset=off & page, filename_strindex=self.s(name),
+                                 attribute_indices=attrs)
+        return len(self.d.mapping_table) - 1
+
+    def location(self, mapping, address, key, oracle_addr):
+        self.d.location_table.add(mapping_index=mapping, address=address,
+                                  attribute_indices=[self.native])
+        li = len(self.d.location_table) - 1
+        self.d.stack_table.add(location_indices=[li])
+        self.p.samples.add(stack_index=len(self.d.stack_table) - 1, values=[1])
+        self.where[li] = (key, oracle_addr)
+        return li
+
+    def body(self):
+        return self.req.SerializeToString()
+
+
+def lines_of(msg, li):
+    """(function name, file, line) of each Line of location li in a received request."""
+    d = msg.dictionary
+    out = []
+    for ln in d.location_table[li].lines:
+        f = d.function_table[ln.function_index]
+        out.append((d.string_table[f.name_strindex], d.string_table[f.filename_strindex], ln.line))
+    return out
+
+
+def config(port, mport, sink, dbgdir, elf_files, extra=""):
+    s = h.otlp_receiver_yaml(port)
+    s += "processors:\n  symbolizer:\n    debug_dirs: [%s]\n    elf_files: [%s]\n%s" % (
+        dbgdir, ", ".join(elf_files), extra)
+    s += "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink
+    s += ("service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport +
+          "  pipelines:\n    profiles:\n      receivers: [otlp]\n"
+          "      processors: [symbolizer]\n      exporters: [otlphttp]\n")
+    return s
+
+
+class SymbolizerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("gcc", "g++", "objcopy", "addr2line", "readelf", "objdump", "nm"):
+            if not shutil.which(tool):
+                raise unittest.SkipTest("skipped: %s not installed" % tool)
+        cls.tmp = tempfile.mkdtemp(prefix="profcol-sym-")
+        cls.bins, cls.dbgdir, cls.nodebug = build_all(cls.tmp)
+        cls.addrs = {k: text_addresses(b.full, WANT[k]) for k, b in cls.bins.items()}
+        cls.oracle = {k: addr2line(cls.bins[k].full, a) for k, a in cls.addrs.items()}
+        cls.symbols = {k: symbols(b.full) for k, b in cls.bins.items()}
+
+    @classmethod
+    def tearDownClass(cls):
+        if not os.environ.get("E2E_KEEP"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def start(self, extra="", elf_files=None):
+        sink = h.Sink().start()
+        self.addCleanup(sink.stop)
+        port, mport = h.free_port(), h.free_port()
+        files = elf_files if elf_files is not None else [self.bins["prog"].stripped]
+        pc = h.Profcol(config(port, mport, sink.url, self.dbgdir, files, extra),
+                       wait_ports=[port, mport], name="symbolizer").start()
+        self.addCleanup(pc.kill)
+        return sink, port, mport, pc
+
+    def send(self, sink, port, req, n_before=0):
+        r = h.post(port, req.body())
+        self.assertEqual(r.status, 200, r.body[:300])
+        sink.wait_requests(n_before + 1, timeout=30)
+        return sink.messages()[n_before]
+
+    def check_against_oracle(self, msg, req):
+        checked = inlined = 0
+        for li, (key, addr) in req.where.items():
+            want = self.oracle[key][addr]
+            got = lines_of(msg, li)
+            if want and want[0][0] == "??":
+                self.assertEqual(got, [], "%s 0x%x: addr2line knows nothing" % (key, addr))
+                continue
+            self.assertEqual(binutils_names(got, want, self.symbols[key], addr), want,
+                             "%s 0x%x" % (key, addr))
+            checked += 1
+            inlined += len(want) > 1
+        return checked, inlined
+
+    def test_ebpf_addresses_equal_addr2line(self):
+        """ELF addresses (the eBPF profiler's), every instruction of the chosen functions."""
+        sink, port, mport, pc = self.start()
+        req = Request()
+        for key, b in self.bins.items():
+            m = req.mapping(b.name, b.id, b.load)
+            for a in self.addrs[key]:
+                req.location(m, a, key, a)
+        msg = self.send(sink, port, req)
+        checked, inlined = self.check_against_oracle(msg, req)
+        self.assertGreater(checked, 100)
+        self.assertGreater(inlined, 20, "the programs have inlined frames at many addresses")
+        names = {n for li in req.where for n, _, _ in lines_of(msg, li)}
+        for n in ("mix", "step", "crunch", "shared_hash", "fold", "rot",
+                  "shop::price(shop::Cart<long> const&, int)", "shop::Cart<int>::total() const"):
+            self.assertIn(n, names)
+        # the strings are shared: each function name is once in the string table
+        st = list(msg.dictionary.string_table)
+        self.assertEqual(len(st), len(set(st)))
+        resolved = ss.self_metric(mport, "profcol_processor_symbolizer_locations_resolved")
+        self.assertEqual(resolved, checked)
+        # the same request again: answered from the cache, the same lines
+        msg2 = self.send(sink, port, req, 1)
+        self.check_against_oracle(msg2, req)
+        self.assertGreaterEqual(ss.self_metric(mport, "profcol_processor_symbolizer_cache_hits"),
+                                len(req.where))
+        pc.stop()
+
+    def test_runtime_addresses_equal_addr2line(self):
+        """A mapping loaded at BIAS with runtime addresses (as a Go pprof would say them): the
+        executable's PT_LOAD headers place them (prog: elf_files; progxx: the directory)."""
+        sink, port, mport, pc = self.start()
+        req = Request()
+        for key in ("prog", "progxx"):
+            b = self.bins[key]
+            m = req.mapping(b.name, b.id, b.load, bias=BIAS)
+            for a in self.addrs[key][::3]:
+                req.location(m, BIAS + a, key, a)
+        msg = self.send(sink, port, req)
+        checked, _ = self.check_against_oracle(msg, req)
+        self.assertGreater(checked, 30)
+        pc.stop()
+
+    def test_symbol_table_fallback(self):
+        """No DWARF anywhere (built without -g, given in elf_files, matched by build id): the
+        function names are addr2line's from the symbol table, with no file or line."""
+        sink, port, mport, pc = self.start(elf_files=[self.nodebug])
+        addrs = text_addresses(self.nodebug, lambda s: s in ("crunch", "main"))
+        want = addr2line(self.nodebug, addrs)
+        req = Request()
+        m = req.mapping("prog-nodebug", build_id(self.nodebug), exec_load(self.nodebug))
+        for a in addrs:
+            req.location(m, a, "nodebug", a)
+        msg = self.send(sink, port, req)
+        for li, (_, a) in req.where.items():
+            self.assertEqual([(n, f) for n, f, _ in lines_of(msg, li)],
+                             [(want[a][0][0], "")], "0x%x" % a)
+        pc.stop()
+
+    def test_unresolved_counted_with_fallback_names(self):
+        """Hostile and unknown build ids and a file name nobody has stay unresolved, counted by
+        reason; fallback_name gives them binary+0xoffset."""
+        sink, port, mport, pc = self.start(extra="    fallback_name: true\n")
+        req = Request()
+        load = (0x1000, 0x1000, 0x100, 0x100)
+        hostile = ["../../../../etc/passwd", "ab/../cd", "xyz", "a", "0" * 2000, "%2e%2e"]
+        for i, bid in enumerate(hostile):
+            req.location(req.mapping("evil%d" % i, bid, load), 0x1010, "x", 0)
+        unknown = req.location(req.mapping("libnothere.so", "ab" * 20, load), 0x1020, "x", 0)
+        noname = req.location(req.mapping("nobody.so", None, load), 0x1030, "x", 0)
+        msg = self.send(sink, port, req)
+        self.assertEqual(lines_of(msg, unknown), [("libnothere.so+0x1020", "", 0)])
+        self.assertEqual(lines_of(msg, noname), [("nobody.so+0x1030", "", 0)])
+        self.assertEqual(lines_of(msg, 1), [("evil0+0x1010", "", 0)])
+        metric = "profcol_processor_symbolizer_locations_unresolved"
+        self.assertEqual(ss.self_metric(mport, metric, reason="bad_build_id"), len(hostile))
+        self.assertEqual(ss.self_metric(mport, metric, reason="no_file"), 2)
+        pc.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
