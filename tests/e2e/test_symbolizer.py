@@ -15,7 +15,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -235,7 +238,7 @@ def lines_of(msg, li):
 def config(port, mport, sink, dbgdir, elf_files, extra=""):
     s = h.otlp_receiver_yaml(port)
     s += "processors:\n  symbolizer:\n    debug_dirs: [%s]\n    elf_files: [%s]\n%s" % (
-        dbgdir, ", ".join(elf_files), extra)
+        dbgdir or "", ", ".join(elf_files), extra)
     s += "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink
     s += ("service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport +
           "  pipelines:\n    profiles:\n      receivers: [otlp]\n"
@@ -243,7 +246,9 @@ def config(port, mport, sink, dbgdir, elf_files, extra=""):
     return s
 
 
-class SymbolizerTest(unittest.TestCase):
+class Programs(unittest.TestCase):
+    """Builds the programs once per class; starts profcol on a symbolizer config."""
+
     @classmethod
     def setUpClass(cls):
         for tool in ("gcc", "g++", "objcopy", "addr2line", "readelf", "objdump", "nm"):
@@ -289,6 +294,11 @@ class SymbolizerTest(unittest.TestCase):
             checked += 1
             inlined += len(want) > 1
         return checked, inlined
+
+
+
+class SymbolizerTest(Programs):
+    """Local sources: the build-id directory and elf_files."""
 
     def test_ebpf_addresses_equal_addr2line(self):
         """ELF addresses (the eBPF profiler's), every instruction of the chosen functions."""
@@ -367,6 +377,142 @@ class SymbolizerTest(unittest.TestCase):
         metric = "profcol_processor_symbolizer_locations_unresolved"
         self.assertEqual(ss.self_metric(mport, metric, reason="bad_build_id"), len(hostile))
         self.assertEqual(ss.self_metric(mport, metric, reason="no_file"), 2)
+        pc.stop()
+
+
+class Debuginfod:
+    """elfutils' real debuginfod (Debian package debuginfod) on a loopback port, scanning (-F) a
+    directory of the test's debug files, its database in memory."""
+
+    def __init__(self, tmp, files):
+        self.dir = tempfile.mkdtemp(prefix="srv-", dir=tmp)
+        for f in files:
+            shutil.copy(f, self.dir)
+        self.port = h.free_port()
+        self.log = open(os.path.join(tmp, "debuginfod-%d.log" % self.port), "w")
+        self.proc = subprocess.Popen(["debuginfod", "-F", "-p", str(self.port), "-d", ":memory:",
+                                      "-t", "0", self.dir], stdout=self.log, stderr=self.log)
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def wait_serves(self, build_id, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen("%s/buildid/%s/debuginfo" % (self.url, build_id),
+                                            timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.3)
+        raise AssertionError("debuginfod did not serve %s within %ds" % (build_id, timeout))
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+class SlowGarbage(h.QuietHandler):
+    """A server that answers every build id after SLOW seconds with a truncated ELF."""
+    SLOW = 3.0
+
+    def do_GET(self):
+        time.sleep(self.SLOW)
+        self.reply(200, "application/octet-stream", b"\x7fELF\x02\x01\x01" + b"\0" * 9 + b"junk")
+
+
+METRIC = "profcol_processor_symbolizer_"
+
+
+class DebuginfodTest(Programs):
+    """The same programs, their debug files only on debuginfod servers (no local source)."""
+
+    def start_with(self, urls, extra=""):
+        cache = tempfile.mkdtemp(prefix="cache-", dir=self.tmp)
+        extra = ("    debuginfod:\n      urls: [%s]\n      cache_dir: %s\n" % (", ".join(urls), cache)
+                 + extra)
+        sink = h.Sink().start()
+        self.addCleanup(sink.stop)
+        port, mport = h.free_port(), h.free_port()
+        pc = h.Profcol(config(port, mport, sink.url, None, [], extra),
+                       wait_ports=[port, mport], name="symbolizer-debuginfod").start()
+        self.addCleanup(pc.kill)
+        return sink, port, mport, pc
+
+    def metric(self, mport, name, **labels):
+        return ss.self_metric(mport, METRIC + name, **labels) or 0
+
+    def test_real_debuginfod_equals_addr2line(self):
+        if not shutil.which("debuginfod"):
+            self.skipTest("skipped: debuginfod (Debian package debuginfod) not installed")
+        srv = Debuginfod(self.tmp, [b.debug for b in self.bins.values()])
+        self.addCleanup(srv.stop)
+        for b in self.bins.values():
+            srv.wait_serves(b.id)
+        sink, port, mport, pc = self.start_with([srv.url], "      wait: 30s\n")
+        req = Request()
+        for key, b in self.bins.items():
+            m = req.mapping(b.name, b.id, b.load)
+            for a in self.addrs[key][::2]:
+                req.location(m, a, key, a)
+        msg = self.send(sink, port, req)
+        checked, inlined = self.check_against_oracle(msg, req)
+        self.assertGreater(checked, 50)
+        self.assertGreater(inlined, 10)
+        # one fetch per build id, however many locations and requests
+        self.send(sink, port, req, 1)
+        self.assertEqual(self.metric(mport, "fetches"), 3)
+        self.assertEqual(self.metric(mport, "fetches_found"), 3)
+        size = sum(os.path.getsize(b.debug) for b in self.bins.values())
+        self.assertEqual(self.metric(mport, "fetched_bytes"), size)
+        # a build id the server does not have: 404, counted, not asked again
+        req = Request()
+        unknown = req.location(req.mapping("libgone.so", "cd" * 20, self.bins["lib"].load),
+                               self.addrs["lib"][0], "x", 0)
+        msg = self.send(sink, port, req, 2)
+        self.assertEqual(lines_of(msg, unknown), [])
+        self.send(sink, port, req, 3)
+        self.assertEqual(self.metric(mport, "fetches_not_found"), 1)
+        self.assertEqual(self.metric(mport, "locations_unresolved", reason="no_file"), 2)
+        pc.stop()
+
+    def test_server_down_opens_the_breaker(self):
+        down = "http://127.0.0.1:%d" % h.free_port()
+        sink, port, mport, pc = self.start_with([down], "      breaker_failures: 2\n")
+        req = Request()
+        locs = [req.location(req.mapping("lib%d.so" % i, "%02x" % i * 20, self.bins["lib"].load),
+                             self.addrs["lib"][0], "x", 0) for i in range(4)]
+        t0 = time.monotonic()
+        msg = self.send(sink, port, req)
+        self.assertLess(time.monotonic() - t0, 10)
+        for li in locs:
+            self.assertEqual(lines_of(msg, li), [])
+        self.assertEqual(self.metric(mport, "locations_unresolved", reason="fetch_error"), 4)
+        self.assertEqual(self.metric(mport, "fetch_errors"), 2, "the breaker stops the rest")
+        self.assertEqual(self.metric(mport, "breakers_open"), 1)
+        pc.stop()
+
+    def test_slow_server_then_garbage(self):
+        slow = h.LocalServer(SlowGarbage).start()
+        self.addCleanup(slow.stop)
+        sink, port, mport, pc = self.start_with([slow.url], "      wait: 1s\n")
+        b = self.bins["prog"]
+        req = Request()
+        li = req.location(req.mapping(b.name, b.id, b.load), self.addrs["prog"][0], "x", 0)
+        t0 = time.monotonic()
+        msg = self.send(sink, port, req)
+        self.assertLess(time.monotonic() - t0, SlowGarbage.SLOW, "the batch waited 1 s, not 3")
+        self.assertEqual(lines_of(msg, li), [])
+        self.assertEqual(self.metric(mport, "locations_unresolved", reason="fetch_wait"), 1)
+        time.sleep(SlowGarbage.SLOW + 1)
+        msg = self.send(sink, port, req, 1)
+        self.assertEqual(lines_of(msg, li), [])
+        self.assertEqual(self.metric(mport, "locations_unresolved", reason="bad_file"), 1)
+        self.assertEqual(self.metric(mport, "fetches"), 1)
         pc.stop()
 
 

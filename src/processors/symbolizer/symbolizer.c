@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "cache.h"
+#include "fetch.h"
 #include "pdata/dict.h"
 #include "resolver.h"
 #include "sdk/component.h"
@@ -29,6 +30,7 @@ typedef struct symbolizer_cfg {
     pc_strlist debug_dirs, elf_files;
     bool fallback_name;
     int64_t cache_size, max_open_files;
+    sym_fetch_cfg fetch;
 } symbolizer_cfg;
 
 /* clang-format off */
@@ -38,6 +40,7 @@ static const pc_cfg_key symbolizer_keys[] = {
     {"fallback_name", PC_CFG_BOOL, "false", offsetof(symbolizer_cfg, fallback_name), "give an unresolved location one line named binary+0xoffset", NULL},
     {"cache_size", PC_CFG_INT, "65536", offsetof(symbolizer_cfg, cache_size), "resolved (build id, address) pairs kept (LRU)", NULL},
     {"max_open_files", PC_CFG_INT, "16", offsetof(symbolizer_cfg, max_open_files), "debug files kept open and parsed (LRU)", NULL},
+    {"", PC_CFG_GROUP, "", offsetof(symbolizer_cfg, fetch), "debuginfod servers for build ids no local source has", sym_fetch_keys},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
 /* clang-format on */
@@ -63,7 +66,9 @@ typedef struct sym_state {
     sym_lru *files;     /* "b:<id>" or "f:<name>" -> sym_elf* */
     elf_entry *elves;   /* elf_files, read at create */
     size_t n_elves;
-    sym_counts total; /* self-metrics (loop thread) */
+    sym_fetch *fetch;        /* NULL without debuginfod urls */
+    sym_counts total;        /* self-metrics (loop thread) */
+    sym_fetch_stats fetched; /* the fetcher's, copied after each batch (loop thread) */
     uint64_t batches, open_files;
 } sym_state;
 
@@ -76,6 +81,16 @@ static int symbolizer_validate(void *cfgp, const pc_node *node, const char *path
         return pc_cfg_errorf(err, node, path, "cache_size: must be at least 1");
     if (cfg->max_open_files < 1)
         return pc_cfg_errorf(err, node, path, "max_open_files: must be at least 1");
+    const sym_fetch_cfg *f = &cfg->fetch;
+    if (f->max_concurrent < 1 || f->max_concurrent > 64)
+        return pc_cfg_errorf(err, node, path, "debuginfod.max_concurrent: must be 1 to 64");
+    if (f->breaker_failures < 1)
+        return pc_cfg_errorf(err, node, path, "debuginfod.breaker_failures: must be at least 1");
+    if (f->timeout_ms < 1)
+        return pc_cfg_errorf(err, node, path, "debuginfod.timeout: must be positive");
+    for (size_t i = 0; i < f->urls.n; i++)
+        if (strncmp(f->urls.v[i], "http://", 7) && strncmp(f->urls.v[i], "https://", 8))
+            return pc_cfg_errorf(err, node, path, "debuginfod.urls[%zu]: not an http(s) URL", i);
     return 0;
 }
 
@@ -87,6 +102,7 @@ static void frames_release(void *p)
 
 static void state_free(sym_state *st)
 {
+    sym_fetch_free(st->fetch);
     sym_lru_free(st->results);
     sym_lru_free(st->files);
     for (size_t i = 0; i < st->n_elves; i++)
@@ -130,6 +146,31 @@ static void register_metrics(pc_component *c, sym_state *st)
     }
     pc_metric_u64(c, "profcol_processor_symbolizer_open_files", "Debug files open", PC_METRIC_GAUGE,
                   labels, &st->open_files);
+    if (!st->fetch) return;
+    const struct {
+        const char *name, *help;
+        const uint64_t *v;
+        bool gauge;
+    } m[] = {
+        {"fetches", "debuginfod requests (one server, one build id)", &st->fetched.fetches, false},
+        {"fetches_found", "debuginfod requests that brought a debug file", &st->fetched.found,
+         false},
+        {"fetches_not_found", "debuginfod requests answered not found", &st->fetched.not_found,
+         false},
+        {"fetch_errors", "debuginfod requests failed (no answer, timeout, breaker)",
+         &st->fetched.errors, false},
+        {"fetched_bytes", "Bytes of debug files fetched", &st->fetched.bytes, false},
+        {"fetch_duration_ms", "Milliseconds spent in debuginfod requests", &st->fetched.duration_ms,
+         false},
+        {"breakers_open", "debuginfod servers whose circuit breaker is open",
+         &st->fetched.breaker_open, true},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "profcol_processor_symbolizer_%s", m[i].name);
+        pc_metric_u64(c, name, m[i].help, m[i].gauge ? PC_METRIC_GAUGE : PC_METRIC_COUNTER, labels,
+                      m[i].v);
+    }
 }
 
 static int symbolizer_create(pc_component *c, pc_error *err)
@@ -141,6 +182,7 @@ static int symbolizer_create(pc_component *c, pc_error *err)
     st->results = sym_lru_new((size_t)st->cfg->cache_size, frames_release);
     st->files = sym_lru_new((size_t)st->cfg->max_open_files, sym_elf_close);
     read_elves(st, c->id);
+    st->fetch = sym_fetch_new(&st->cfg->fetch, c->id);
     c->priv = st;
     register_metrics(c, st);
     return 0;
@@ -254,8 +296,25 @@ static void map_info_read(const pc_dictionary *d, const pc_mapping *pm, map_info
 }
 
 /* The frames at one address (lock held): a copy the caller frees, or NULL with *why. */
-static sym_frames *lookup(sym_state *st, const map_info *mi, uint64_t addr, sym_counts *n,
-                          sym_reason *why)
+/* The debug file of a build id no local source has, from debuginfod (lock held, released while
+ * the fetcher is asked: other jobs go on meanwhile). */
+static sym_elf *fetched(sym_state *st, const char *id, uint64_t deadline, sym_reason *why)
+{
+    pthread_mutex_unlock(&st->mu);
+    char *path = sym_fetch_get(st->fetch, id, deadline, why);
+    pthread_mutex_lock(&st->mu);
+    if (!path) return NULL;
+    char key[600];
+    snprintf(key, sizeof key, "b:%s", id);
+    sym_elf *e = sym_lru_get(st->files, key, strlen(key));
+    if (!e) e = sym_elf_open(path, NULL, why);
+    if (e) sym_lru_put(st->files, key, strlen(key), e);
+    free(path);
+    return e;
+}
+
+static sym_frames *lookup(sym_state *st, const map_info *mi, uint64_t addr, uint64_t deadline,
+                          sym_counts *n, sym_reason *why)
 {
     struct {
         uint64_t start, offset, addr;
@@ -274,6 +333,8 @@ static sym_frames *lookup(sym_state *st, const map_info *mi, uint64_t addr, sym_
     }
     n->cache_misses++;
     sym_elf *e = elf_for(st, mi->has_id ? mi->id : NULL, mi->name, why);
+    if (!e && mi->has_id && st->fetch && *why == SYM_NO_FILE)
+        e = fetched(st, mi->id, deadline, why);
     if (!e) return NULL;
     uint64_t vaddr;
     sym_frames fr = {0};
@@ -340,7 +401,7 @@ static bool wants_symbols(const pc_dictionary *d, const pc_location *loc)
 }
 
 static void symbolize_location(sym_state *st, pc_dict_builder *db, const pc_dictionary *d,
-                               pc_location *loc, sym_counts *n)
+                               pc_location *loc, uint64_t deadline, sym_counts *n)
 {
     map_info mi;
     map_info_read(d, d->mapping_table[loc->mapping_index], &mi);
@@ -350,7 +411,7 @@ static void symbolize_location(sym_state *st, pc_dict_builder *db, const pc_dict
         why = SYM_BAD_ID;
     } else if (mi.has_id || mi.name[0]) {
         pthread_mutex_lock(&st->mu);
-        fr = lookup(st, &mi, loc->address, n, &why);
+        fr = lookup(st, &mi, loc->address, deadline, n, &why);
         pthread_mutex_unlock(&st->mu);
     }
     if (fr) {
@@ -375,9 +436,11 @@ static void symbolizer_run(pc_proc_job *pj)
     pc_batch_make_writable(&pj->b);
     d = pj->b->req->dictionary;
     pc_dict_builder *db = pc_dict_builder_from(pj->b->arena, d);
+    /* one wait for the whole batch, however many build ids are being fetched */
+    uint64_t deadline = sym_now_ms() + st->cfg->fetch.wait_ms;
     for (size_t i = 1; i < d->n_location_table; i++)
         if (wants_symbols(d, d->location_table[i]))
-            symbolize_location(st, db, d, d->location_table[i], &job->n);
+            symbolize_location(st, db, d, d->location_table[i], deadline, &job->n);
     pj->b->req->dictionary = pc_dict_builder_finish(db);
     pc_dict_builder_free(db);
 }
@@ -395,6 +458,7 @@ static void symbolizer_after(pc_proc_job *pj)
     pthread_mutex_lock(&st->mu);
     st->open_files = sym_lru_size(st->files);
     pthread_mutex_unlock(&st->mu);
+    if (st->fetch) sym_fetch_stats_get(st->fetch, &st->fetched);
 }
 
 static void symbolizer_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
@@ -435,6 +499,6 @@ const pc_component_type pc_processor_symbolizer = {
     .shutdown = symbolizer_shutdown,
     .destroy = symbolizer_destroy,
     .mutates = true,
-    .doc = "names native frames (function, file, line, inline chain) from local debug files by "
-           "build id",
+    .doc = "names native frames (function, file, line, inline chain) from debug files found by "
+           "build id locally or on debuginfod servers",
 };
