@@ -153,20 +153,28 @@ def build_all(tmp):
     nodebug = os.path.join(out, "prog-nodebug")
     run(["gcc", "-O2", "-Wl,--build-id", "-o", nodebug, os.path.join(src, "prog.c"),
          "-L" + out, "-lshared"])
-    return {
+    bins = {}
+    rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
+    if os.access(rustc, os.X_OK):
+        progrs = os.path.join(out, "progrs")
+        run([rustc, "-C", "opt-level=2", "-C", "debuginfo=2", "-C", "link-arg=-Wl,--build-id",
+             "-o", progrs, os.path.join(src, "prog.rs")])
+        bins["rust"] = Binary(tmp, "progrs", progrs, dbg, True, "--strip-debug")
+    return dict(bins, **{
         # the library: only its debug file (the eBPF profiler's ELF addresses need no more)
         "lib": Binary(tmp, "libshared.so", lib, dbg, False, "--strip-debug"),
         # prog: debug file in the directory, the stripped executable as an elf_files entry
         "prog": Binary(tmp, "prog", prog, dbg, False, "--strip-all"),
         # progxx: both in the directory
         "progxx": Binary(tmp, "progxx", progxx, dbg, True, "--strip-debug"),
-    }, dbg, nodebug
+    }), dbg, nodebug
 
 
 WANT = {
     "lib": lambda s: s == "shared_hash",
     "prog": lambda s: s in ("crunch", "main"),
     "progxx": lambda s: "shop" in s or s == "main",
+    "rust": lambda s: s.startswith("_ZN4prog"),  # prog::shop::*, prog::main (mangled, legacy)
 }
 
 
@@ -316,6 +324,11 @@ class SymbolizerTest(Programs):
         for n in ("mix", "step", "crunch", "shared_hash", "fold", "rot",
                   "shop::price(shop::Cart<long> const&, int)", "shop::Cart<int>::total() const"):
             self.assertIn(n, names)
+        if "rust" in self.bins:  # demangled as addr2line -C does: no hash, $LT$ decoded
+            self.assertIn("prog::shop::Cart<u64>::total", names)
+            self.assertIn("prog::shop::price", names)
+        else:
+            print("skipped: the Rust program (no rustc)")
         # the strings are shared: each function name is once in the string table
         st = list(msg.dictionary.string_table)
         self.assertEqual(len(st), len(set(st)))
@@ -465,8 +478,8 @@ class DebuginfodTest(Programs):
         self.assertGreater(inlined, 10)
         # one fetch per build id, however many locations and requests
         self.send(sink, port, req, 1)
-        self.assertEqual(self.metric(mport, "fetches"), 3)
-        self.assertEqual(self.metric(mport, "fetches_found"), 3)
+        self.assertEqual(self.metric(mport, "fetches"), len(self.bins))
+        self.assertEqual(self.metric(mport, "fetches_found"), len(self.bins))
         size = sum(os.path.getsize(b.debug) for b in self.bins.values())
         self.assertEqual(self.metric(mport, "fetched_bytes"), size)
         # a build id the server does not have: 404, counted, not asked again

@@ -291,6 +291,39 @@ static void walk_scopes(Dwarf_Die *scopes, int n, const char *file, int line, in
     }
 }
 
+/* The chain of scopes holding pc below die, outermost first, into chain[depth..]; returns the new
+ * depth. Our own walk rather than dwarf_getscopes, which finds nothing for some of rustc's
+ * monomorphized functions (a subprogram under namespaces whose inlined callees come from other
+ * units) where binutils' addr2line does. Types and namespaces have no pc: they are searched. */
+static int scope_chain(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int depth)
+{
+    Dwarf_Die child;
+    if (depth >= MAX_FRAMES || dwarf_child(die, &child) != 0) return depth;
+    do {
+        switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine:
+        case DW_TAG_lexical_block:
+            if (dwarf_haspc(&child, pc) == 1) {
+                chain[depth] = child;
+                return scope_chain(&chain[depth], pc, chain, depth + 1);
+            }
+            break;
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+        case DW_TAG_structure_type:
+        case DW_TAG_class_type:
+        case DW_TAG_union_type: {
+            int d = scope_chain(&child, pc, chain, depth);
+            if (d > depth) return d;
+            break;
+        }
+        default: break;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return depth;
+}
+
 static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
 {
     Dwarf_Addr bias = 0;
@@ -300,22 +333,11 @@ static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
     int line = 0, col = 0;
     Dwfl_Line *l = dwfl_module_getsrc(e->mod, vaddr);
     if (l) file = dwfl_lineinfo(l, NULL, &line, &col, NULL, NULL);
-    Dwarf_Die *scopes = NULL;
-    int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
-    if (n > 0) {
-        /* the physical nesting of the innermost scope (dwarf_getscopes continues into the
-         * abstract origin of an inlined function instead of its caller) */
-        Dwarf_Die inner;
-        Dwarf_Addr b2;
-        Dwarf *dw = dwfl_module_getdwarf(e->mod, &b2);
-        if (dw && dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &inner)) {
-            free(scopes);
-            scopes = NULL;
-            n = dwarf_getscopes_die(&inner, &scopes);
-        }
-    }
-    if (n > 0) walk_scopes(scopes, n, file, line, col, out);
-    free(scopes);
+    Dwarf_Die chain[MAX_FRAMES], inner_first[MAX_FRAMES];
+    int n = scope_chain(cu, vaddr - bias, chain, 0);
+    for (int i = 0; i < n; i++)
+        inner_first[i] = chain[n - 1 - i];
+    if (n > 0) walk_scopes(inner_first, n, file, line, col, out);
 }
 
 sym_reason sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_frames *out)
