@@ -243,14 +243,16 @@ def lines_of(msg, li):
     return out
 
 
-def config(port, mport, sink, dbgdir, elf_files, extra=""):
-    s = h.otlp_receiver_yaml(port)
+def config(port, mport, sink, dbgdir, elf_files, extra="", receiver="otlp"):
+    s = (h.otlp_receiver_yaml(port) if receiver == "otlp" else
+         "receivers:\n  pyroscope:\n    endpoint: 127.0.0.1:%d\n" % port)
     s += "processors:\n  symbolizer:\n    debug_dirs: [%s]\n    elf_files: [%s]\n%s" % (
         dbgdir or "", ", ".join(elf_files), extra)
     s += "exporters:\n  otlphttp:\n    endpoint: %s\n" % sink
     s += ("service:\n  telemetry:\n    metrics:\n      address: 127.0.0.1:%d\n" % mport +
           "  pipelines:\n    profiles:\n      receivers: [otlp]\n"
-          "      processors: [symbolizer]\n      exporters: [otlphttp]\n")
+          "      processors: [symbolizer]\n      exporters: [otlphttp]\n").replace(
+              "receivers: [otlp]", "receivers: [%s]" % receiver)
     return s
 
 
@@ -273,12 +275,12 @@ class Programs(unittest.TestCase):
         if not os.environ.get("E2E_KEEP"):
             shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def start(self, extra="", elf_files=None):
+    def start(self, extra="", elf_files=None, receiver="otlp"):
         sink = h.Sink().start()
         self.addCleanup(sink.stop)
         port, mport = h.free_port(), h.free_port()
         files = elf_files if elf_files is not None else [self.bins["prog"].stripped]
-        pc = h.Profcol(config(port, mport, sink.url, self.dbgdir, files, extra),
+        pc = h.Profcol(config(port, mport, sink.url, self.dbgdir, files, extra, receiver),
                        wait_ports=[port, mport], name="symbolizer").start()
         self.addCleanup(pc.kill)
         return sink, port, mport, pc
@@ -354,6 +356,40 @@ class SymbolizerTest(Programs):
         msg = self.send(sink, port, req)
         checked, _ = self.check_against_oracle(msg, req)
         self.assertGreater(checked, 30)
+        pc.stop()
+
+    def test_pprof_upload(self):
+        """A pprof (Pyroscope /ingest) with runtime addresses, a mapping with its build_id and no
+        functions: the pyroscope receiver's batch is symbolized like the eBPF profiler's."""
+        import pyro_support as ps
+        sink, port, mport, pc = self.start(receiver="pyroscope")
+        b = self.bins["progxx"]
+        p = ps.ppb.Profile()
+        p.string_table.extend(["", "cpu", "nanoseconds", b.name, b.id])
+        p.sample_type.add(type=1, unit=2)
+        off, vaddr, _, memsz = b.load
+        start = BIAS + (vaddr & ~0xFFF)
+        p.mapping.add(id=1, memory_start=start, memory_limit=start + memsz + 0x1000,
+                      file_offset=off & ~0xFFF, filename=3, build_id=4)
+        addrs = self.addrs["progxx"][::2]
+        for i, a in enumerate(addrs):
+            p.location.add(id=i + 1, mapping_id=1, address=BIAS + a)
+            p.sample.add(location_id=[i + 1], value=[10])
+        r = h.post(port, p.SerializeToString(), "application/octet-stream",
+                   path="/ingest?name=symbolizer-pprof&format=pprof")
+        self.assertEqual(r.status, 200, r.body[:300])
+        sink.wait_requests(1, timeout=30)
+        msg = sink.messages()[0]
+        seen = 0
+        for li, loc in enumerate(msg.dictionary.location_table):
+            if li == 0:
+                continue
+            a = loc.address - BIAS
+            want = self.oracle["progxx"][a]
+            self.assertEqual(binutils_names(lines_of(msg, li), want, self.symbols["progxx"], a),
+                             want, "pprof 0x%x" % a)
+            seen += 1
+        self.assertEqual(seen, len(addrs))
         pc.stop()
 
     def test_symbol_table_fallback(self):
@@ -526,6 +562,23 @@ class DebuginfodTest(Programs):
         self.assertEqual(lines_of(msg, li), [])
         self.assertEqual(self.metric(mport, "locations_unresolved", reason="bad_file"), 1)
         self.assertEqual(self.metric(mport, "fetches"), 1)
+        pc.stop()
+
+    def test_timeout_shorter_than_the_server(self):
+        """timeout 1 s against a server that answers after 3 s: the request is aborted (counted
+        as an error) well before the server answers, inside a wait of 10 s."""
+        slow = h.LocalServer(SlowGarbage).start()
+        self.addCleanup(slow.stop)
+        sink, port, mport, pc = self.start_with([slow.url], "      timeout: 1s\n      wait: 10s\n")
+        b = self.bins["prog"]
+        req = Request()
+        li = req.location(req.mapping(b.name, b.id, b.load), self.addrs["prog"][0], "x", 0)
+        t0 = time.monotonic()
+        msg = self.send(sink, port, req)
+        self.assertLess(time.monotonic() - t0, SlowGarbage.SLOW)
+        self.assertEqual(lines_of(msg, li), [])
+        self.assertEqual(self.metric(mport, "locations_unresolved", reason="fetch_error"), 1)
+        self.assertEqual(self.metric(mport, "fetch_errors"), 1)
         pc.stop()
 
 
