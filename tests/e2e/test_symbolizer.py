@@ -582,5 +582,33 @@ class DebuginfodTest(Programs):
         pc.stop()
 
 
+def write_seeds(d):
+    """The fuzz_symbolizer seed corpus: eBPF-shaped requests whose mappings name the fuzz
+    executable by file name ("exe", its elf_files entry), by build ids nobody has, by hostile
+    ids, and a zero mapping (addresses already the ELF's)."""
+    os.makedirs(d, exist_ok=True)
+    load = (0x1000, 0x1000, 0x400000, 0x400000)
+    seeds = {}
+    req = Request()
+    m = req.mapping("exe", None, load)
+    for a in range(0x2000, 0x2000 + 64 * 0x333, 0x333):
+        req.location(m, a, "x", 0)
+    seeds["by_name"] = req.body()
+    req = Request()
+    for i, bid in enumerate(["ab" * 20, "../../etc/passwd", "AB" * 8, "x"]):
+        req.location(req.mapping("lib%d.so" % i, bid, load), 0x1010 + i, "x", 0)
+    req.d.mapping_table.add()  # a mapping of zeros
+    req.location(len(req.d.mapping_table) - 1, 0x1234, "x", 0)
+    seeds["ids"] = req.body()
+    req = Request()
+    m = req.mapping("exe", None, load, bias=BIAS)
+    for a in range(0x3000, 0x3000 + 16 * 0x111, 0x111):
+        req.location(m, BIAS + a, "x", 0)
+    seeds["runtime"] = req.body()
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    h.main(write_seeds)
