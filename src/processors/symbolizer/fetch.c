@@ -279,6 +279,14 @@ sym_fetch *sym_fetch_new(const sym_fetch_cfg *cfg, const char *id)
     pthread_condattr_destroy(&ca);
     f->entries = sym_lru_new(4096, fentry_free);
     servers_init(f);
+    /* Add the variables now, at start: a later setenv then replaces a value in place instead of
+     * growing the environment array under another thread's getenv. */
+    static const char *const vars[] = {"DEBUGINFOD_URLS", "DEBUGINFOD_CACHE_PATH",
+                                       "DEBUGINFOD_TIMEOUT", "DEBUGINFOD_RETRY_LIMIT"};
+    pthread_mutex_lock(&env_mu);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        setenv(vars[i], "", 0);
+    pthread_mutex_unlock(&env_mu);
     size_t n = cfg->max_concurrent > 0 ? (size_t)cfg->max_concurrent : 1;
     f->threads = pc_xcalloc(n, sizeof *f->threads);
     for (size_t i = 0; i < n; i++) {

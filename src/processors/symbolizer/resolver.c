@@ -295,10 +295,11 @@ static void walk_scopes(Dwarf_Die *scopes, int n, const char *file, int line, in
  * depth. Our own walk rather than dwarf_getscopes, which finds nothing for some of rustc's
  * monomorphized functions (a subprogram under namespaces whose inlined callees come from other
  * units) where binutils' addr2line does. Types and namespaces have no pc: they are searched. */
-static int scope_chain(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int depth)
+static int scope_chain(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int depth, int level)
 {
     Dwarf_Die child;
-    if (depth >= MAX_FRAMES || dwarf_child(die, &child) != 0) return depth;
+    /* level: nesting of any kind, bounded against a hostile file's DIE tree */
+    if (depth >= MAX_FRAMES || level > 256 || dwarf_child(die, &child) != 0) return depth;
     do {
         switch (dwarf_tag(&child)) {
         case DW_TAG_subprogram:
@@ -306,7 +307,7 @@ static int scope_chain(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int dept
         case DW_TAG_lexical_block:
             if (dwarf_haspc(&child, pc) == 1) {
                 chain[depth] = child;
-                return scope_chain(&chain[depth], pc, chain, depth + 1);
+                return scope_chain(&chain[depth], pc, chain, depth + 1, level + 1);
             }
             break;
         case DW_TAG_namespace:
@@ -314,7 +315,7 @@ static int scope_chain(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int dept
         case DW_TAG_structure_type:
         case DW_TAG_class_type:
         case DW_TAG_union_type: {
-            int d = scope_chain(&child, pc, chain, depth);
+            int d = scope_chain(&child, pc, chain, depth, level + 1);
             if (d > depth) return d;
             break;
         }
@@ -334,7 +335,7 @@ static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
     Dwfl_Line *l = dwfl_module_getsrc(e->mod, vaddr);
     if (l) file = dwfl_lineinfo(l, NULL, &line, &col, NULL, NULL);
     Dwarf_Die chain[MAX_FRAMES], inner_first[MAX_FRAMES];
-    int n = scope_chain(cu, vaddr - bias, chain, 0);
+    int n = scope_chain(cu, vaddr - bias, chain, 0, 0);
     for (int i = 0; i < n; i++)
         inner_first[i] = chain[n - 1 - i];
     if (n > 0) walk_scopes(inner_first, n, file, line, col, out);
