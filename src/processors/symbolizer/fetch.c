@@ -33,6 +33,7 @@ const pc_cfg_key sym_fetch_keys[] = {
     {"debuginfod.wait", PC_CFG_DURATION, "2s", offsetof(sym_fetch_cfg, wait_ms), "longest a batch waits for fetches before it goes on with those locations unsymbolized", NULL},
     {"debuginfod.max_concurrent", PC_CFG_INT, "2", offsetof(sym_fetch_cfg, max_concurrent), "fetches at once (threads of the fetcher)", NULL},
     {"debuginfod.negative_ttl", PC_CFG_DURATION, "10m", offsetof(sym_fetch_cfg, negative_ttl_ms), "how long a build id no server had (or a failed fetch) is not asked again", NULL},
+    {"debuginfod.executables", PC_CFG_BOOL, "false", offsetof(sym_fetch_cfg, executables), "also fetch each executable: its program headers place runtime addresses (a pprof's); the eBPF profiler's ELF addresses need none", NULL},
     {"debuginfod.breaker_failures", PC_CFG_INT, "5", offsetof(sym_fetch_cfg, breaker_failures), "consecutive failures (no answer, timeout) that open a server's circuit breaker", NULL},
     {"debuginfod.breaker_cooldown", PC_CFG_DURATION, "1m", offsetof(sym_fetch_cfg, breaker_cooldown_ms), "how long an open breaker skips its server before one request tries again", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
@@ -45,7 +46,7 @@ enum { FE_PENDING, FE_OK, FE_FAILED };
 
 typedef struct fentry {
     int state;
-    char *path;
+    char *path, *exe; /* exe: only with debuginfod.executables, NULL when the server had none */
     sym_reason why;
     uint64_t until; /* FE_FAILED: asked again after this */
 } fentry;
@@ -85,7 +86,7 @@ uint64_t sym_now_ms(void)
 static void fentry_free(void *p)
 {
     fentry *e = p;
-    if (e) free(e->path);
+    if (e) free(e->path), free(e->exe);
     free(e);
 }
 
@@ -112,8 +113,10 @@ static int progress(debuginfod_client *c, long a, long b)
     return __atomic_load_n(&x->f->stop, __ATOMIC_RELAXED) || sym_now_ms() > x->deadline;
 }
 
-/* One server: fd's path (malloc'd) and *rc 0, or NULL and *rc the -errno. */
-static char *ask(sym_fetch *f, debuginfod_client *c, const server *s, const char *id, int *rc)
+/* One server, the debug file or the executable: fd's path (malloc'd) and *rc 0, or NULL and *rc
+ * the -errno. */
+static char *ask(sym_fetch *f, debuginfod_client *c, const server *s, const char *id, bool exe,
+                 int *rc)
 {
     char tmo[32];
     snprintf(tmo, sizeof tmo, "%" PRIu64, (f->cfg->timeout_ms + 999) / 1000);
@@ -126,7 +129,8 @@ static char *ask(sym_fetch *f, debuginfod_client *c, const server *s, const char
     debuginfod_set_user_data(c, &x);
     debuginfod_set_progressfn(c, progress);
     char *path = NULL;
-    int fd = debuginfod_find_debuginfo(c, (const unsigned char *)id, 0, &path);
+    int fd = exe ? debuginfod_find_executable(c, (const unsigned char *)id, 0, &path)
+                 : debuginfod_find_debuginfo(c, (const unsigned char *)id, 0, &path);
     env_release(&x);
     if (fd < 0) {
         free(path);
@@ -162,15 +166,18 @@ static fentry fetch_one(sym_fetch *f, debuginfod_client *c, const char *id)
         }
         uint64_t t0 = sym_now_ms();
         int rc;
-        char *path = ask(f, c, s, id, &rc);
+        char *path = ask(f, c, s, id, false, &rc);
+        char *exe = path && f->cfg->executables ? ask(f, c, s, id, true, &rc) : NULL;
         struct stat sb;
         pthread_mutex_lock(&f->mu);
         f->stats.fetches++;
         f->stats.duration_ms += sym_now_ms() - t0;
         if (path) {
-            out = (fentry){.state = FE_OK, .path = path};
+            out = (fentry){.state = FE_OK, .path = path, .exe = exe};
             f->stats.found++;
             if (stat(path, &sb) == 0) f->stats.bytes += (uint64_t)sb.st_size;
+            if (exe && stat(exe, &sb) == 0) f->stats.bytes += (uint64_t)sb.st_size;
+            rc = 0; /* a missing executable is no failure of the server */
         }
         if (path || rc == -ENOENT) { /* the server answered */
             s->failures = 0;
@@ -342,7 +349,7 @@ static void enqueue(sym_fetch *f, const char *id)
     pthread_cond_signal(&f->work);
 }
 
-char *sym_fetch_get(sym_fetch *f, const char *id, uint64_t deadline_ms, sym_reason *why)
+char *sym_fetch_get(sym_fetch *f, const char *id, uint64_t deadline_ms, char **exe, sym_reason *why)
 {
     size_t n = strlen(id);
     char *path = NULL;
@@ -360,9 +367,10 @@ char *sym_fetch_get(sym_fetch *f, const char *id, uint64_t deadline_ms, sym_reas
             pthread_cond_timedwait(&f->done, &f->mu, &ts);
             continue;
         }
-        if (e->state == FE_OK)
+        if (e->state == FE_OK) {
             path = pc_xstrdup(e->path);
-        else
+            *exe = e->exe ? pc_xstrdup(e->exe) : NULL;
+        } else
             *why = e->why;
         break;
     }

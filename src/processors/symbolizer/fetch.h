@@ -6,6 +6,7 @@
 #ifndef PC_SYMBOLIZER_FETCH_H
 #define PC_SYMBOLIZER_FETCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "resolver.h"
@@ -16,6 +17,7 @@ typedef struct sym_fetch_cfg {
     char *cache_dir;
     uint64_t timeout_ms, wait_ms, negative_ttl_ms, breaker_cooldown_ms;
     int64_t max_concurrent, breaker_failures;
+    bool executables;
 } sym_fetch_cfg;
 
 extern const pc_cfg_key sym_fetch_keys[];
@@ -34,8 +36,10 @@ void sym_fetch_free(sym_fetch *f);
 
 /* The local path of the debug file for build id (lower-case hex), fetching it if needed and
  * waiting at most until deadline_ms (CLOCK_MONOTONIC); malloc'd, or NULL with *why
- * (SYM_FETCH_WAIT, SYM_FETCH_ERROR, SYM_NO_FILE for a 404 everywhere). */
-char *sym_fetch_get(sym_fetch *f, const char *build_id, uint64_t deadline_ms, sym_reason *why);
+ * (SYM_FETCH_WAIT, SYM_FETCH_ERROR, SYM_NO_FILE for a 404 everywhere). With a path, *exe is the
+ * executable's (malloc'd) or NULL. */
+char *sym_fetch_get(sym_fetch *f, const char *build_id, uint64_t deadline_ms, char **exe,
+                    sym_reason *why);
 
 void sym_fetch_stats_get(sym_fetch *f, sym_fetch_stats *out);
 /* ms on CLOCK_MONOTONIC */

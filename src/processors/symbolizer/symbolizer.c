@@ -301,15 +301,17 @@ static void map_info_read(const pc_dictionary *d, const pc_mapping *pm, map_info
 static sym_elf *fetched(sym_state *st, const char *id, uint64_t deadline, sym_reason *why)
 {
     pthread_mutex_unlock(&st->mu);
-    char *path = sym_fetch_get(st->fetch, id, deadline, why);
+    char *exe = NULL;
+    char *path = sym_fetch_get(st->fetch, id, deadline, &exe, why);
     pthread_mutex_lock(&st->mu);
     if (!path) return NULL;
     char key[600];
     snprintf(key, sizeof key, "b:%s", id);
     sym_elf *e = sym_lru_get(st->files, key, strlen(key));
-    if (!e) e = sym_elf_open(path, NULL, why);
+    if (!e) e = sym_elf_open(path, exe, why);
     if (e) sym_lru_put(st->files, key, strlen(key), e);
     free(path);
+    free(exe);
     return e;
 }
 
