@@ -295,7 +295,6 @@ static void map_info_read(const pc_dictionary *d, const pc_mapping *pm, map_info
     }
 }
 
-/* The frames at one address (lock held): a copy the caller frees, or NULL with *why. */
 /* The debug file of a build id no local source has, from debuginfod (lock held, released while
  * the fetcher is asked: other jobs go on meanwhile). */
 static sym_elf *fetched(sym_state *st, const char *id, uint64_t deadline, sym_reason *why)
@@ -307,14 +306,15 @@ static sym_elf *fetched(sym_state *st, const char *id, uint64_t deadline, sym_re
     if (!path) return NULL;
     char key[600];
     snprintf(key, sizeof key, "b:%s", id);
+    /* another job may have opened it meanwhile (putting it again would free it) */
     sym_elf *e = sym_lru_get(st->files, key, strlen(key));
-    if (!e) e = sym_elf_open(path, exe, why);
-    if (e) sym_lru_put(st->files, key, strlen(key), e);
+    if (!e && (e = sym_elf_open(path, exe, why))) sym_lru_put(st->files, key, strlen(key), e);
     free(path);
     free(exe);
     return e;
 }
 
+/* The frames at one address (lock held): a copy the caller frees, or NULL with *why. */
 static sym_frames *lookup(sym_state *st, const map_info *mi, uint64_t addr, uint64_t deadline,
                           sym_counts *n, sym_reason *why)
 {
