@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -474,6 +475,20 @@ class SlowGarbage(h.QuietHandler):
         self.reply(200, "application/octet-stream", b"\x7fELF\x02\x01\x01" + b"\0" * 9 + b"junk")
 
 
+class SlowDebug(h.QuietHandler):
+    """Serves one debug file for its build id after 2 s (404 for anything else), counting the
+    requests."""
+    body, build_id, requests = b"", "", []
+
+    def do_GET(self):
+        type(self).requests.append(self.path)
+        time.sleep(2)
+        if self.path == "/buildid/%s/debuginfo" % self.build_id:
+            self.reply(200, "application/octet-stream", self.body)
+        else:
+            self.reply(404, "text/plain", b"not found")
+
+
 METRIC = "profcol_processor_symbolizer_"
 
 
@@ -575,6 +590,35 @@ class DebuginfodTest(Programs):
         msg = self.send(sink, port, req, 1)
         self.assertEqual(lines_of(msg, li), [])
         self.assertEqual(self.metric(mport, "locations_unresolved", reason="bad_file"), 1)
+        self.assertEqual(self.metric(mport, "fetches"), 1)
+        pc.stop()
+
+    def test_one_fetch_for_concurrent_batches(self):
+        """Four requests needing the same build id at once: one request reaches the server, every
+        batch waits for that fetch and is symbolized as addr2line says."""
+        b = self.bins["prog"]
+        with open(b.debug, "rb") as f:
+            SlowDebug.body = f.read()
+        SlowDebug.build_id, SlowDebug.requests = b.id, []
+        srv = h.LocalServer(SlowDebug).start()
+        self.addCleanup(srv.stop)
+        sink, port, mport, pc = self.start_with([srv.url], "      wait: 20s\n")
+        req = Request()
+        m = req.mapping(b.name, b.id, b.load)
+        for a in self.addrs["prog"][::5]:
+            req.location(m, a, "prog", a)
+        statuses = []
+        threads = [threading.Thread(target=lambda: statuses.append(h.post(port, req.body()).status))
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(statuses, [200] * 4)
+        sink.wait_requests(4, timeout=30)
+        for msg in sink.messages():
+            self.assertGreater(self.check_against_oracle(msg, req)[0], 10)
+        self.assertEqual(SlowDebug.requests, ["/buildid/%s/debuginfo" % b.id])
         self.assertEqual(self.metric(mport, "fetches"), 1)
         pc.stop()
 
