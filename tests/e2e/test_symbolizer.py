@@ -545,6 +545,7 @@ class DebuginfodTest(Programs):
         self.send(sink, port, req, 1)
         self.assertEqual(self.metric(mport, "fetches"), len(self.bins))
         self.assertEqual(self.metric(mport, "fetches_found"), len(self.bins))
+        self.assertEqual(self.metric(mport, "fetch_duration_seconds_count"), len(self.bins))
         size = sum(os.path.getsize(f) for f in served)
         self.assertEqual(self.metric(mport, "fetched_bytes"), size)
         # a build id the server does not have: 404, counted, not asked again

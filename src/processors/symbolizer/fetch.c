@@ -171,7 +171,7 @@ static fentry fetch_one(sym_fetch *f, debuginfod_client *c, const char *id)
         struct stat sb;
         pthread_mutex_lock(&f->mu);
         f->stats.fetches++;
-        f->stats.duration_ms += sym_now_ms() - t0;
+        pc_histogram_observe(&f->stats.latency, (double)(sym_now_ms() - t0) / 1000.0);
         if (path) {
             out = (fentry){.state = FE_OK, .path = path, .exe = exe};
             f->stats.found++;
@@ -284,6 +284,9 @@ sym_fetch *sym_fetch_new(const sym_fetch_cfg *cfg, const char *id)
     pthread_cond_init(&f->done, &ca);
     pthread_cond_init(&f->work, NULL);
     pthread_condattr_destroy(&ca);
+    static const double bounds[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+    f->stats.latency.bounds = bounds;
+    f->stats.latency.n_bounds = sizeof bounds / sizeof bounds[0];
     f->entries = sym_lru_new(4096, fentry_free);
     servers_init(f);
     /* Add the variables now, at start: a later setenv then replaces a value in place instead of

@@ -11,6 +11,7 @@
 
 #include "resolver.h"
 #include "sdk/cfgtable.h"
+#include "sdk/telemetry.h"
 
 typedef struct sym_fetch_cfg {
     pc_strlist urls;
@@ -24,7 +25,8 @@ extern const pc_cfg_key sym_fetch_keys[];
 
 /* What the fetcher did, copied out for the self-metrics. */
 typedef struct sym_fetch_stats {
-    uint64_t fetches, found, not_found, errors, bytes, duration_ms, breaker_open;
+    uint64_t fetches, found, not_found, errors, bytes, breaker_open;
+    pc_histogram latency; /* seconds per request */
 } sym_fetch_stats;
 
 typedef struct sym_fetch sym_fetch;

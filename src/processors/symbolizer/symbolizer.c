@@ -160,11 +160,12 @@ static void register_metrics(pc_component *c, sym_state *st)
         {"fetch_errors", "debuginfod requests failed (no answer, timeout, breaker)",
          &st->fetched.errors, false},
         {"fetched_bytes", "Bytes of debug files fetched", &st->fetched.bytes, false},
-        {"fetch_duration_ms", "Milliseconds spent in debuginfod requests", &st->fetched.duration_ms,
-         false},
         {"breakers_open", "debuginfod servers whose circuit breaker is open",
          &st->fetched.breaker_open, true},
     };
+    pc_metric_histogram(c, "profcol_processor_symbolizer_fetch_duration_seconds",
+                        "Time of debuginfod requests (one server, one build id)", labels,
+                        &st->fetched.latency);
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         char name[128];
         snprintf(name, sizeof name, "profcol_processor_symbolizer_%s", m[i].name);
