@@ -144,8 +144,10 @@ def build_all(tmp):
     os.makedirs(out)
     dbg = os.path.join(tmp, "debug")
     lib = os.path.join(out, "libshared.so")
-    run(["gcc", "-O2", "-g", "-fPIC", "-shared", "-Wl,--build-id", "-o", lib,
-         os.path.join(src, "shared.c")])
+    # compiled from its own directory: DWARF file names relative to DW_AT_comp_dir, which
+    # addr2line joins (the others are compiled by absolute path)
+    run(["gcc", "-O2", "-g", "-fPIC", "-shared", "-Wl,--build-id", "-o", lib, "shared.c"],
+        cwd=src)
     prog = os.path.join(out, "prog")
     run(["gcc", "-O2", "-g", "-Wl,--build-id", "-o", prog, os.path.join(src, "prog.c"),
          "-L" + out, "-lshared"])

@@ -272,8 +272,21 @@ static int64_t die_int(Dwarf_Die *die, int at)
 
 /* Walk the scopes out from the innermost: each inlined subroutine is a frame whose position is
  * the line table's (innermost) or the call site recorded in the frame inside it. */
-static void walk_scopes(Dwarf_Die *scopes, int n, const char *file, int line, int col,
-                        sym_frames *out)
+/* A source path as addr2line shows it: a relative one joined to the unit's DW_AT_comp_dir. */
+static char *full_path(const char *comp_dir, const char *file)
+{
+    if (!file) return NULL;
+    if (file[0] == '/' || !comp_dir || !comp_dir[0]) return pc_xstrdup(file);
+    size_t a = strlen(comp_dir), b = strlen(file);
+    char *out = pc_xmalloc(a + b + 2);
+    memcpy(out, comp_dir, a);
+    out[a] = '/';
+    memcpy(out + a + 1, file, b + 1);
+    return out;
+}
+
+static void walk_scopes(Dwarf_Die *scopes, int n, const char *comp_dir, const char *file, int line,
+                        int col, sym_frames *out)
 {
     const char *cur_file = file;
     int64_t cur_line = line, cur_col = col;
@@ -281,7 +294,7 @@ static void walk_scopes(Dwarf_Die *scopes, int n, const char *file, int line, in
         int tag = dwarf_tag(&scopes[i]);
         if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
         sym_frame *f = die_frame(out, &scopes[i]);
-        f->file = cur_file ? pc_xstrdup(cur_file) : NULL;
+        f->file = full_path(comp_dir, cur_file);
         f->line = cur_line;
         f->column = cur_col;
         if (tag == DW_TAG_subprogram) break;
@@ -338,7 +351,8 @@ static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
     int n = scope_chain(cu, vaddr - bias, chain, 0, 0);
     for (int i = 0; i < n; i++)
         inner_first[i] = chain[n - 1 - i];
-    if (n > 0) walk_scopes(inner_first, n, file, line, col, out);
+    const char *comp_dir = die_string(cu, DW_AT_comp_dir);
+    if (n > 0) walk_scopes(inner_first, n, comp_dir, file, line, col, out);
 }
 
 sym_reason sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_frames *out)
