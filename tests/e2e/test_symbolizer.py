@@ -157,6 +157,11 @@ def build_all(tmp):
     run(["gcc", "-O2", "-Wl,--build-id", "-o", nodebug, os.path.join(src, "prog.c"),
          "-L" + out, "-lshared"])
     bins = {}
+    if shutil.which("clang"):  # DWARF 5 without .debug_aranges: units found by their ranges
+        progcl = os.path.join(out, "progcl")
+        run(["clang", "-O2", "-g", "-Wl,--build-id", "-o", progcl, os.path.join(src, "prog.c"),
+             "-L" + out, "-lshared"])
+        bins["clang"] = Binary(tmp, "progcl", progcl, dbg, True, "--strip-all")
     rustc = shutil.which("rustc") or os.path.expanduser("~/.cargo/bin/rustc")
     if os.access(rustc, os.X_OK):
         progrs = os.path.join(out, "progrs")
@@ -177,6 +182,7 @@ WANT = {
     "lib": lambda s: s == "shared_hash",
     "prog": lambda s: s in ("crunch", "main"),
     "progxx": lambda s: "shop" in s or s == "main",
+    "clang": lambda s: s in ("crunch", "main"),
     "rust": lambda s: s.startswith("_ZN4prog"),  # prog::shop::*, prog::main (mangled, legacy)
 }
 
@@ -301,6 +307,16 @@ class Programs(unittest.TestCase):
             got = lines_of(msg, li)
             if want and want[0][0] == "??":
                 self.assertEqual(got, [], "%s 0x%x: addr2line knows nothing" % (key, addr))
+                continue
+            if key == "clang":
+                # clang's DWARF 5 gives inlined instances DW_AT_ranges (rnglistx, offset pairs)
+                # that binutils 2.40 does not see: at 0x1170 of progcl it names `crunch` at
+                # step's line 19. There only what both read alike is compared: the position
+                # from the line table and the function that was not inlined.
+                self.assertTrue(got, "%s 0x%x" % (key, addr))
+                self.assertEqual((got[0][1:], got[-1][0]), (want[0][1:], want[-1][0]),
+                                 "%s 0x%x" % (key, addr))
+                checked += 1
                 continue
             self.assertEqual(binutils_names(got, want, self.symbols[key], addr), want,
                              "%s 0x%x" % (key, addr))
@@ -648,11 +664,11 @@ def write_seeds(d):
     executable by file name ("exe", its elf_files entry), by build ids nobody has, by hostile
     ids, and a zero mapping (addresses already the ELF's)."""
     os.makedirs(d, exist_ok=True)
-    load = (0x1000, 0x1000, 0x400000, 0x400000)
+    load = (0x1000, 0x1000, 0x4000000, 0x4000000)
     seeds = {}
     req = Request()
     m = req.mapping("exe", None, load)
-    for a in range(0x2000, 0x2000 + 64 * 0x333, 0x333):
+    for a in range(0x1000, 0x1000 + 256 * 0x4001, 0x4001):  # over 4 MiB: the text is in there
         req.location(m, a, "x", 0)
     seeds["by_name"] = req.body()
     req = Request()

@@ -338,15 +338,34 @@ static int scope_chain(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int dept
     return depth;
 }
 
+/* The unit holding vaddr. libdw 0.188 finds it through .debug_aranges only, which clang does not
+ * emit by default; without a hit every unit's ranges are asked (linear, and cached above). */
+static Dwarf_Die *unit_at(sym_elf *e, uint64_t vaddr, Dwarf_Addr *bias)
+{
+    Dwarf_Die *cu = dwfl_module_addrdie(e->mod, vaddr, bias);
+    if (cu) return cu;
+    Dwarf_Addr b = 0;
+    while ((cu = dwfl_module_nextcu(e->mod, cu, &b)) != NULL)
+        if (dwarf_haspc(cu, vaddr - b) == 1) {
+            *bias = b;
+            return cu;
+        }
+    return NULL;
+}
+
 static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
 {
     Dwarf_Addr bias = 0;
-    Dwarf_Die *cu = dwfl_module_addrdie(e->mod, vaddr, &bias);
+    Dwarf_Die *cu = unit_at(e, vaddr, &bias);
     if (!cu) return;
     const char *file = NULL;
     int line = 0, col = 0;
-    Dwfl_Line *l = dwfl_module_getsrc(e->mod, vaddr);
-    if (l) file = dwfl_lineinfo(l, NULL, &line, &col, NULL, NULL);
+    Dwarf_Line *l = dwarf_getsrc_die(cu, vaddr - bias);
+    if (l) {
+        file = dwarf_linesrc(l, NULL, NULL);
+        dwarf_lineno(l, &line);
+        dwarf_linecol(l, &col);
+    }
     Dwarf_Die chain[MAX_FRAMES], inner_first[MAX_FRAMES];
     int n = scope_chain(cu, vaddr - bias, chain, 0, 0);
     for (int i = 0; i < n; i++)
