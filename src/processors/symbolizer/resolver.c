@@ -1,0 +1,389 @@
+/* ELF and DWARF lookups through elfutils' libdwfl/libdw (docs/symbolization.md §3), names
+ * demangled by libiberty (§7: the one Debian library that does both C++ and Rust, legacy and v0,
+ * as binutils' addr2line -C does). */
+#include "resolver.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libiberty/demangle.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+
+enum { MAX_SEGS = 16, MAX_FRAMES = 64, PAGE = 4096 };
+
+typedef struct seg {
+    uint64_t offset, vaddr, filesz, memsz;
+    bool exec;
+} seg;
+
+struct sym_elf {
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    seg segs[MAX_SEGS];
+    size_t n_segs;
+    bool file_offsets; /* segs come from a file whose code segment has file contents (a split
+                        * debug file keeps the headers with no file offsets) */
+};
+
+void sym_frames_free(sym_frames *fr)
+{
+    if (!fr) return;
+    for (size_t i = 0; i < fr->n; i++) {
+        free(fr->f[i].name);
+        free(fr->f[i].system_name);
+        free(fr->f[i].file);
+    }
+    free(fr->f);
+    fr->f = NULL;
+    fr->n = 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? pc_xstrdup(s) : NULL;
+}
+
+sym_frames *sym_frames_dup(const sym_frames *fr)
+{
+    sym_frames *out = pc_xcalloc(1, sizeof *out);
+    out->n = fr->n;
+    out->f = pc_xcalloc(fr->n ? fr->n : 1, sizeof *out->f);
+    for (size_t i = 0; i < fr->n; i++) {
+        out->f[i] = fr->f[i];
+        out->f[i].name = dup_or_null(fr->f[i].name);
+        out->f[i].system_name = dup_or_null(fr->f[i].system_name);
+        out->f[i].file = dup_or_null(fr->f[i].file);
+    }
+    return out;
+}
+
+char *sym_demangle(const char *name)
+{
+    if (!name || !name[0]) return NULL;
+    /* DMGL_PARAMS | DMGL_ANSI: what addr2line -C asks of the same library */
+    return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+}
+
+/* ---- ELF headers ---------------------------------------------------------------------- */
+
+static void read_segs(sym_elf *e, Elf *elf)
+{
+    size_t n;
+    if (elf_getphdrnum(elf, &n) != 0) return;
+    bool any_file = false;
+    for (size_t i = 0; i < n && e->n_segs < MAX_SEGS; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+        e->segs[e->n_segs++] = (seg){.offset = ph.p_offset,
+                                     .vaddr = ph.p_vaddr,
+                                     .filesz = ph.p_filesz,
+                                     .memsz = ph.p_memsz,
+                                     .exec = (ph.p_flags & PF_X) != 0};
+        if (ph.p_filesz && (ph.p_flags & PF_X)) any_file = true;
+    }
+    e->file_offsets = any_file;
+}
+
+static int segs_from_file(sym_elf *e, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    int rc = elf && elf_kind(elf) == ELF_K_ELF ? 0 : -1;
+    if (rc == 0) read_segs(e, elf);
+    if (elf) elf_end(elf);
+    close(fd);
+    return rc;
+}
+
+int sym_read_build_id(const char *path, char *hex, size_t cap)
+{
+    elf_version(EV_CURRENT);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    const void *id = NULL;
+    ssize_t n = elf ? dwelf_elf_gnu_build_id(elf, &id) : -1;
+    int rc = -1;
+    if (n > 0 && (size_t)n * 2 < cap) {
+        for (ssize_t i = 0; i < n; i++) {
+            static const char digits[] = "0123456789abcdef";
+            hex[2 * i] = digits[((const unsigned char *)id)[i] >> 4];
+            hex[2 * i + 1] = digits[((const unsigned char *)id)[i] & 15];
+        }
+        hex[2 * n] = 0;
+        rc = 0;
+    }
+    if (elf) elf_end(elf);
+    close(fd);
+    return rc;
+}
+
+/* ---- opening --------------------------------------------------------------------------- */
+
+/* Never search: the symbolizer found the file itself (no debuglink, no debuginfod behind our
+ * back through $DEBUGINFOD_URLS). */
+static int no_debuginfo(Dwfl_Module *m, void **u, const char *mn, Dwarf_Addr a, const char *f,
+                        const char *dl, GElf_Word crc, char **name)
+{
+    (void)m, (void)u, (void)mn, (void)a, (void)f, (void)dl, (void)crc, (void)name;
+    return -1;
+}
+
+static const Dwfl_Callbacks callbacks = {
+    .find_debuginfo = no_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+sym_elf *sym_elf_open(const char *path, const char *exec_path, sym_reason *why)
+{
+    elf_version(EV_CURRENT);
+    sym_elf *e = pc_xcalloc(1, sizeof *e);
+    *why = SYM_BAD_FILE;
+    if (segs_from_file(e, path) < 0) goto fail;
+    if (exec_path && !e->file_offsets) {
+        sym_elf probe = {0};
+        if (segs_from_file(&probe, exec_path) == 0 && probe.file_offsets) {
+            memcpy(e->segs, probe.segs, sizeof e->segs);
+            e->n_segs = probe.n_segs;
+            e->file_offsets = true;
+        }
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) goto fail;
+    e->dwfl = dwfl_begin(&callbacks);
+    if (!e->dwfl) {
+        close(fd);
+        goto fail;
+    }
+    dwfl_report_begin(e->dwfl);
+    /* base 0, add_p_vaddr: the module sits at its own ELF addresses (bias 0 for ET_DYN) */
+    e->mod = dwfl_report_elf(e->dwfl, "sym", path, fd, 0, true); /* takes fd */
+    dwfl_report_end(e->dwfl, NULL, NULL);
+    if (!e->mod) goto fail;
+    return e;
+fail:
+    sym_elf_close(e);
+    return NULL;
+}
+
+void sym_elf_close(void *p)
+{
+    sym_elf *e = p;
+    if (!e) return;
+    if (e->dwfl) dwfl_end(e->dwfl);
+    free(e);
+}
+
+/* ---- addresses ------------------------------------------------------------------------- */
+
+sym_reason sym_elf_normalize(const sym_elf *e, const sym_mapping *m, uint64_t addr, uint64_t *vaddr)
+{
+    /* a mapping of zeros says the address is already the ELF's own */
+    if (m->start == 0 && m->file_offset == 0 && (m->limit == 0 || m->limit == UINT64_MAX)) {
+        *vaddr = addr;
+        return SYM_OK;
+    }
+    if (e->file_offsets) {
+        const seg *hit = NULL;
+        for (int pass = 0; pass < 2 && !hit; pass++)
+            for (size_t i = 0; i < e->n_segs && !hit; i++) {
+                const seg *s = &e->segs[i];
+                uint64_t lo = s->offset & ~(uint64_t)(PAGE - 1);
+                if ((pass || s->exec) && lo <= m->file_offset &&
+                    m->file_offset < s->offset + s->filesz)
+                    hit = s;
+            }
+        if (!hit) return SYM_NO_SEGMENT;
+        uint64_t base = m->start - m->file_offset + hit->offset - hit->vaddr;
+        *vaddr = addr - base;
+        return SYM_OK;
+    }
+    /* Only a split debug file's headers (no file offsets): the address is taken as an ELF
+     * address (the eBPF profiler's) when an executable segment holds it. */
+    for (size_t i = 0; i < e->n_segs; i++) {
+        const seg *s = &e->segs[i];
+        if (s->exec && addr >= s->vaddr && addr - s->vaddr < s->memsz) {
+            *vaddr = addr;
+            return SYM_OK;
+        }
+    }
+    return SYM_NO_SEGMENT;
+}
+
+/* ---- DWARF ----------------------------------------------------------------------------- */
+
+static const char *die_string(Dwarf_Die *die, int at)
+{
+    Dwarf_Attribute a;
+    return dwarf_attr_integrate(die, at, &a) ? dwarf_formstring(&a) : NULL;
+}
+
+static sym_frame *push_frame(sym_frames *out, const char *sysname)
+{
+    if (out->n == 0) out->f = pc_xcalloc(MAX_FRAMES, sizeof *out->f);
+    sym_frame *f = &out->f[out->n++];
+    memset(f, 0, sizeof *f);
+    f->system_name = sysname ? pc_xstrdup(sysname) : NULL;
+    char *dm = sym_demangle(sysname);
+    f->name = dm ? dm : (sysname ? pc_xstrdup(sysname) : NULL);
+    return f;
+}
+
+/* The function a scope DIE names: its linkage name (mangled) when it has one, as addr2line. */
+static sym_frame *die_frame(sym_frames *out, Dwarf_Die *die)
+{
+    const char *n = die_string(die, DW_AT_linkage_name);
+    if (!n) n = die_string(die, DW_AT_MIPS_linkage_name);
+    if (!n) n = die_string(die, DW_AT_name);
+    sym_frame *f = push_frame(out, n ? n : "??");
+    int line;
+    if (dwarf_decl_line(die, &line) == 0) f->start_line = line;
+    return f;
+}
+
+static const char *call_file(Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    Dwarf_Word idx;
+    Dwarf_Die cu;
+    Dwarf_Files *files;
+    size_t nfiles;
+    if (!dwarf_attr(die, DW_AT_call_file, &a) || dwarf_formudata(&a, &idx) != 0) return NULL;
+    if (!dwarf_diecu(die, &cu, NULL, NULL) || dwarf_getsrcfiles(&cu, &files, &nfiles) != 0)
+        return NULL;
+    return idx < nfiles ? dwarf_filesrc(files, idx, NULL, NULL) : NULL;
+}
+
+static int64_t die_int(Dwarf_Die *die, int at)
+{
+    Dwarf_Attribute a;
+    Dwarf_Word v;
+    return dwarf_attr(die, at, &a) && dwarf_formudata(&a, &v) == 0 ? (int64_t)v : 0;
+}
+
+/* Walk the scopes out from the innermost: each inlined subroutine is a frame whose position is
+ * the line table's (innermost) or the call site recorded in the frame inside it. */
+/* A source path as addr2line shows it: a relative one joined to the unit's DW_AT_comp_dir. */
+static char *full_path(const char *comp_dir, const char *file)
+{
+    if (!file) return NULL;
+    if (file[0] == '/' || !comp_dir || !comp_dir[0]) return pc_xstrdup(file);
+    size_t a = strlen(comp_dir), b = strlen(file);
+    char *out = pc_xmalloc(a + b + 2);
+    memcpy(out, comp_dir, a);
+    out[a] = '/';
+    memcpy(out + a + 1, file, b + 1);
+    return out;
+}
+
+static void walk_scopes(Dwarf_Die *scopes, int n, const char *comp_dir, const char *file, int line,
+                        int col, sym_frames *out)
+{
+    const char *cur_file = file;
+    int64_t cur_line = line, cur_col = col;
+    for (int i = 0; i < n && out->n < MAX_FRAMES; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
+        sym_frame *f = die_frame(out, &scopes[i]);
+        f->file = full_path(comp_dir, cur_file);
+        f->line = cur_line;
+        f->column = cur_col;
+        if (tag == DW_TAG_subprogram) break;
+        cur_file = call_file(&scopes[i]);
+        cur_line = die_int(&scopes[i], DW_AT_call_line);
+        cur_col = die_int(&scopes[i], DW_AT_call_column);
+    }
+}
+
+/* The chain of scopes holding pc below die, outermost first, into chain[depth..]; returns the new
+ * depth. Our own walk rather than dwarf_getscopes, which finds nothing for some of rustc's
+ * monomorphized functions (a subprogram under namespaces whose inlined callees come from other
+ * units) where binutils' addr2line does. Types and namespaces have no pc: they are searched. */
+static int scope_chain(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int depth, int level)
+{
+    Dwarf_Die child;
+    /* level: nesting of any kind, bounded against a hostile file's DIE tree */
+    if (depth >= MAX_FRAMES || level > 256 || dwarf_child(die, &child) != 0) return depth;
+    do {
+        switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine:
+        case DW_TAG_lexical_block:
+            if (dwarf_haspc(&child, pc) == 1) {
+                chain[depth] = child;
+                return scope_chain(&chain[depth], pc, chain, depth + 1, level + 1);
+            }
+            break;
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+        case DW_TAG_structure_type:
+        case DW_TAG_class_type:
+        case DW_TAG_union_type: {
+            int d = scope_chain(&child, pc, chain, depth, level + 1);
+            if (d > depth) return d;
+            break;
+        }
+        default: break;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return depth;
+}
+
+/* The unit holding vaddr. libdw 0.188 finds it through .debug_aranges only, which clang does not
+ * emit by default; without a hit every unit's ranges are asked (linear, and cached above). */
+static Dwarf_Die *unit_at(sym_elf *e, uint64_t vaddr, Dwarf_Addr *bias)
+{
+    Dwarf_Die *cu = dwfl_module_addrdie(e->mod, vaddr, bias);
+    if (cu) return cu;
+    Dwarf_Addr b = 0;
+    while ((cu = dwfl_module_nextcu(e->mod, cu, &b)) != NULL)
+        if (dwarf_haspc(cu, vaddr - b) == 1) {
+            *bias = b;
+            return cu;
+        }
+    return NULL;
+}
+
+static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = unit_at(e, vaddr, &bias);
+    if (!cu) return;
+    const char *file = NULL;
+    int line = 0, col = 0;
+    Dwarf_Line *l = dwarf_getsrc_die(cu, vaddr - bias);
+    if (l) {
+        file = dwarf_linesrc(l, NULL, NULL);
+        dwarf_lineno(l, &line);
+        dwarf_linecol(l, &col);
+    }
+    Dwarf_Die chain[MAX_FRAMES], inner_first[MAX_FRAMES];
+    int n = scope_chain(cu, vaddr - bias, chain, 0, 0);
+    for (int i = 0; i < n; i++)
+        inner_first[i] = chain[n - 1 - i];
+    const char *comp_dir = die_string(cu, DW_AT_comp_dir);
+    if (n > 0) walk_scopes(inner_first, n, comp_dir, file, line, col, out);
+}
+
+sym_reason sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_frames *out)
+{
+    out->n = 0;
+    out->f = NULL;
+    dwarf_frames(e, vaddr, out);
+    if (out->n) return SYM_OK;
+    GElf_Off off;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(e->mod, vaddr, &off, &sym, NULL, NULL, NULL);
+    if (!name || !name[0]) return SYM_NO_SYMBOL;
+    push_frame(out, name);
+    return SYM_OK;
+}
