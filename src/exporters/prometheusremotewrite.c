@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/dynlib.h"
 #include "base/log.h"
 #include "formats/prom.h"
 #include "net/url.h"
@@ -66,7 +67,15 @@ typedef Opentelemetry__Proto__Metrics__V1__SummaryDataPoint summary_t;
 #define CUMUL                                                                                      \
     OPENTELEMETRY__PROTO__METRICS__V1__AGGREGATION_TEMPORALITY__AGGREGATION_TEMPORALITY_CUMULATIVE
 
+/* snappy's C API, loaded at create (base/dynlib.h: libsnappy brings the C++ runtime) */
+typedef struct snappy_api {
+    size_t (*max_compressed_length)(size_t source_length);
+    snappy_status (*compress)(const char *input, size_t input_length, char *compressed,
+                              size_t *compressed_length);
+} snappy_api;
+
 typedef struct prw {
+    snappy_api snappy;
     pc_url url;
     char *headers; /* fixed "Name: value\r\n" lines */
     pc_http_client *client;
@@ -159,6 +168,7 @@ static void put_label(pc_buf *ts, const char *name, const char *value)
 
 typedef struct enc {
     const prw_cfg *cfg;
+    const snappy_api *snappy;
     prw_req *r;
     pc_buf wr;
     const pc_prom_labels *base;
@@ -173,9 +183,10 @@ static void flush(enc *e)
     r->parts = pc_xrealloc(r->parts, (r->n_parts + 1) * sizeof *r->parts);
     pc_buf *b = &r->parts[r->n_parts];
     *b = (pc_buf){0};
-    size_t n = snappy_max_compressed_length(e->wr.len);
+    size_t n = e->snappy->max_compressed_length(e->wr.len);
     pc_buf_reserve(b, n);
-    if (snappy_compress((const char *)e->wr.data, e->wr.len, (char *)b->data, &n) == SNAPPY_OK) {
+    if (e->snappy->compress((const char *)e->wr.data, e->wr.len, (char *)b->data, &n) ==
+        SNAPPY_OK) {
         b->len = n;
         r->n_parts++;
     } else {
@@ -419,7 +430,8 @@ static void prw_encode(pc_export_req *r)
     const pc_metrics_request *req = (const pc_metrics_request *)r->batch->msg;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    enc e = {.cfg = r->e->c->cfg, .r = (prw_req *)r};
+    const prw *x = r->e->priv;
+    enc e = {.cfg = r->e->c->cfg, .snappy = &x->snappy, .r = (prw_req *)r};
     e.now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     for (size_t i = 0; req && i < req->n_resource_metrics; i++)
         if (req->resource_metrics[i]) put_resource(&e, req->resource_metrics[i]);
@@ -497,9 +509,17 @@ static void prw_send(pc_export_req *r)
 
 static int prw_create(pc_exporter *e, pc_error *err)
 {
-    (void)err;
     const prw_cfg *cfg = e->c->cfg;
+    static const char *const names[] = {"snappy_max_compressed_length", "snappy_compress"};
+    snappy_api api;
+    void *fns[2];
+    int rc = pc_dynlib_load("libsnappy.so.1", "libsnappy1v5", names, fns, 2, err);
+    if (rc) return rc;
+    /* a function pointer travels through void * here as dlsym(3) documents */
+    memcpy(&api.max_compressed_length, &fns[0], sizeof fns[0]);
+    memcpy(&api.compress, &fns[1], sizeof fns[1]);
     prw *x = pc_xcalloc(1, sizeof *x);
+    x->snappy = api;
     e->priv = x;
     pc_url_parse(cfg->endpoint, &x->url, NULL);
     pc_buf h = {0};

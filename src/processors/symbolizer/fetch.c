@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/dynlib.h"
 #include "base/log.h"
 #include "cache.h"
 
@@ -62,8 +63,19 @@ typedef struct qitem {
     char id[];
 } qitem;
 
+/* libdebuginfod's calls, loaded when a symbolizer has urls (base/dynlib.h: the library pulls
+ * libcurl, GnuTLS and Kerberos into every process that links it) */
+typedef struct dfn {
+    debuginfod_client *(*begin)(void);
+    void (*end)(debuginfod_client *c);
+    int (*find_debuginfo)(debuginfod_client *c, const unsigned char *id, int len, char **path);
+    int (*find_executable)(debuginfod_client *c, const unsigned char *id, int len, char **path);
+    void (*set_progressfn)(debuginfod_client *c, debuginfod_progressfn_t fn);
+} dfn;
+
 struct sym_fetch {
     const sym_fetch_cfg *cfg;
+    dfn d;
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     sym_lru *entries; /* build id -> fentry* */
@@ -105,10 +117,13 @@ static void env_release(fctx *x)
     pthread_mutex_unlock(&env_mu);
 }
 
+/* The request this fetch thread is making (one client per thread): progress's context. */
+static _Thread_local fctx *current;
+
 static int progress(debuginfod_client *c, long a, long b)
 {
-    (void)a, (void)b;
-    fctx *x = debuginfod_get_user_data(c);
+    (void)c, (void)a, (void)b;
+    fctx *x = current;
     env_release(x);
     return __atomic_load_n(&x->f->stop, __ATOMIC_RELAXED) || sym_now_ms() > x->deadline;
 }
@@ -126,11 +141,12 @@ static char *ask(sym_fetch *f, debuginfod_client *c, const server *s, const char
     setenv("DEBUGINFOD_CACHE_PATH", s->cache, 1);
     setenv("DEBUGINFOD_TIMEOUT", tmo, 1);
     setenv("DEBUGINFOD_RETRY_LIMIT", "0", 1); /* our breaker and negative cache decide */
-    debuginfod_set_user_data(c, &x);
-    debuginfod_set_progressfn(c, progress);
+    current = &x;
+    f->d.set_progressfn(c, progress);
     char *path = NULL;
-    int fd = exe ? debuginfod_find_executable(c, (const unsigned char *)id, 0, &path)
-                 : debuginfod_find_debuginfo(c, (const unsigned char *)id, 0, &path);
+    int fd = exe ? f->d.find_executable(c, (const unsigned char *)id, 0, &path)
+                 : f->d.find_debuginfo(c, (const unsigned char *)id, 0, &path);
+    current = NULL;
     env_release(&x);
     if (fd < 0) {
         free(path);
@@ -197,7 +213,7 @@ static fentry fetch_one(sym_fetch *f, debuginfod_client *c, const char *id)
 static void *worker(void *arg)
 {
     sym_fetch *f = arg;
-    debuginfod_client *c = debuginfod_begin();
+    debuginfod_client *c = f->d.begin();
     pthread_mutex_lock(&f->mu);
     while (!f->stop) {
         qitem *q = f->head;
@@ -219,7 +235,7 @@ static void *worker(void *arg)
         pthread_cond_broadcast(&f->done);
     }
     pthread_mutex_unlock(&f->mu);
-    if (c) debuginfod_end(c);
+    if (c) f->d.end(c);
     return NULL;
 }
 
@@ -272,11 +288,33 @@ static void servers_init(sym_fetch *f)
     free(root);
 }
 
-sym_fetch *sym_fetch_new(const sym_fetch_cfg *cfg, const char *id)
+static int load_debuginfod(dfn *d, pc_error *e)
 {
-    if (!cfg->urls.n) return NULL;
+    static const char *const names[] = {"debuginfod_begin", "debuginfod_end",
+                                        "debuginfod_find_debuginfo", "debuginfod_find_executable",
+                                        "debuginfod_set_progressfn"};
+    void *fns[5];
+    int rc = pc_dynlib_load("libdebuginfod.so.1", "libdebuginfod1", names, fns, 5, e);
+    if (rc) return rc;
+    /* a function pointer travels through void * here as dlsym(3) documents */
+    memcpy(&d->begin, &fns[0], sizeof fns[0]);
+    memcpy(&d->end, &fns[1], sizeof fns[1]);
+    memcpy(&d->find_debuginfo, &fns[2], sizeof fns[2]);
+    memcpy(&d->find_executable, &fns[3], sizeof fns[3]);
+    memcpy(&d->set_progressfn, &fns[4], sizeof fns[4]);
+    return 0;
+}
+
+int sym_fetch_new(const sym_fetch_cfg *cfg, const char *id, sym_fetch **out, pc_error *e)
+{
+    *out = NULL;
+    if (!cfg->urls.n) return 0;
+    dfn d;
+    int rc = load_debuginfod(&d, e);
+    if (rc) return rc;
     sym_fetch *f = pc_xcalloc(1, sizeof *f);
     f->cfg = cfg;
+    f->d = d;
     pthread_mutex_init(&f->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -306,7 +344,8 @@ sym_fetch *sym_fetch_new(const sym_fetch_cfg *cfg, const char *id)
         }
         f->n_threads++;
     }
-    return f;
+    *out = f;
+    return 0;
 }
 
 void sym_fetch_free(sym_fetch *f)

@@ -31,8 +31,9 @@ typedef struct sym_fetch_stats {
 
 typedef struct sym_fetch sym_fetch;
 
-/* NULL when no urls are configured. */
-sym_fetch *sym_fetch_new(const sym_fetch_cfg *cfg, const char *id);
+/* *out: the fetcher, or NULL when no urls are configured; PC_ENOTSUP when libdebuginfod.so.1
+ * cannot be loaded (base/dynlib.h). */
+int sym_fetch_new(const sym_fetch_cfg *cfg, const char *id, sym_fetch **out, pc_error *e);
 /* Stops the threads (a fetch in progress is aborted at its next progress call). */
 void sym_fetch_free(sym_fetch *f);
 

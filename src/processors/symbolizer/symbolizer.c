@@ -176,14 +176,17 @@ static void register_metrics(pc_component *c, sym_state *st)
 
 static int symbolizer_create(pc_component *c, pc_error *err)
 {
-    (void)err;
+    const symbolizer_cfg *cfg = c->cfg;
+    sym_fetch *fetch = NULL;
+    int rc = sym_fetch_new(&cfg->fetch, c->id, &fetch, err);
+    if (rc) return rc;
     sym_state *st = pc_xcalloc(1, sizeof *st);
     st->cfg = c->cfg;
     pthread_mutex_init(&st->mu, NULL);
     st->results = sym_lru_new((size_t)st->cfg->cache_size, frames_release);
     st->files = sym_lru_new((size_t)st->cfg->max_open_files, sym_elf_close);
     read_elves(st, c->id);
-    st->fetch = sym_fetch_new(&st->cfg->fetch, c->id);
+    st->fetch = fetch;
     c->priv = st;
     register_metrics(c, st);
     return 0;
