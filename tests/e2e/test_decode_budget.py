@@ -45,9 +45,12 @@ MARGIN = 200 * MiB
 LATENCY_BOUND = 6.0 if h.SANITIZED else 2.5
 # On a machine other work slows down, everything takes longer: a good request may then wait for
 # two waves of bad requests on the two pool threads, each as long as the slowest bad request took
-# alone in the same run (measured first), on top of what a good request took before any bad one
-# was sent (twice that, for a wake-up missed on each side). Anything longer means the good client
-# was starved, not merely sharing a slow machine. Quiet runs stay under LATENCY_BOUND.
+# in the same phase (alone, or among the four sent at once: measured while the good clients ran,
+# so a load that slows one slows the other), on top of what a good request took before any bad
+# one was sent (twice that, for a wake-up missed on each side). Anything longer means the good
+# client was starved, not merely sharing a slow machine. Quiet runs stay under LATENCY_BOUND.
+# (A bound from the requests sent alone only, before the rest, failed once under a load of 20 on
+# two cores: 7.1 s against 3.4 s.)
 WAVES = 3
 # the good clients' own timeout: the bound above decides, not a socket timeout
 GOOD_TIMEOUT = 60.0
@@ -173,8 +176,11 @@ class BudgetTest(Base):
         ]
 
     def send(self, what, port, path, body, headers, results):
+        t = time.monotonic()
         r = h.post(port, body, content_type=None, path=path, headers=headers, timeout=60)
         results.append((what, r))
+        with self.bad_lock:  # the senders of one phase are threads
+            self.slowest_bad = max(self.slowest_bad, time.monotonic() - t)
 
     def check_refused(self, results):
         for what, r in results:
@@ -186,11 +192,11 @@ class BudgetTest(Base):
         time.sleep(1)  # the good clients alone, for their latency on this machine now
         calm = max(self.good.latencies + self.good_ingest.latencies)
         results = []
-        alone = 0.0  # the slowest bad request, sent alone
+        self.bad_lock = threading.Lock()
+        self.slowest_bad = 0.0  # the slowest bad request, alone or among others (send)
         for b in bad:
-            t = time.monotonic()
             self.send(*b, results)
-            alone = max(alone, time.monotonic() - t)
+        alone = self.slowest_bad
         self.check_refused(results)
         results = []
         threads = [threading.Thread(target=self.send, args=b + (results,)) for b in bad]
@@ -220,10 +226,10 @@ class BudgetTest(Base):
         ok2, failures2 = self.good_ingest.finish()
         self.assertEqual(failures + failures2, [])
         worst = max(self.good.latencies + self.good_ingest.latencies)
-        bound = max(LATENCY_BOUND, WAVES * alone + 2 * calm)
+        bound = max(LATENCY_BOUND, WAVES * self.slowest_bad + 2 * calm)
         sys.stderr.write("worst good-client latency: %.2fs (bound %.2fs; before the bad requests "
-                         "%.2fs, the slowest bad request alone %.2fs)\n"
-                         % (worst, bound, calm, alone))
+                         "%.2fs, the slowest bad request alone %.2fs, at all %.2fs)\n"
+                         % (worst, bound, calm, alone, self.slowest_bad))
         self.assertLess(worst, bound, "a good request waited %.2fs" % worst)
         # only the good data reached the sink
         want = ok * h.count_samples([self.good_req])
