@@ -92,16 +92,6 @@ typedef struct prw_req {
     pc_export_outcome acc;
 } prw_req;
 
-static bool label_name_ok(const char *s)
-{
-    if (!*s || (s[0] >= '0' && s[0] <= '9') || (s[0] == '_' && s[1] == '_')) return false;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return false;
-    return true;
-}
-
 static int prw_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     prw_cfg *cfg = cfgp;
@@ -121,12 +111,12 @@ static int prw_validate(void *cfgp, const pc_node *node, const char *path, pc_er
                                          "%s is set by the exporter (remote write 1.0)",
                                          cfg->client.headers.keys[i]);
     for (size_t i = 0; i < cfg->external_labels.n; i++)
-        if (!label_name_ok(cfg->external_labels.keys[i]) || !*cfg->external_labels.vals[i])
+        if (!pc_prom_label_name_ok(cfg->external_labels.keys[i]) || !*cfg->external_labels.vals[i])
             return pc_cfg_key_errorf(err, node, path, "external_labels",
                                      "\"%s\": a label name ([A-Za-z_][A-Za-z0-9_]*, not __) with "
                                      "a value that is not empty",
                                      cfg->external_labels.keys[i]);
-    if (cfg->namespace_ && *cfg->namespace_ && !label_name_ok(cfg->namespace_))
+    if (cfg->namespace_ && *cfg->namespace_ && !pc_prom_label_name_ok(cfg->namespace_))
         return pc_cfg_key_errorf(err, node, path, "namespace",
                                  "must be letters, digits and '_', not starting with a digit");
     /* samples of one series must arrive in time order (Prometheus refuses the rest with 400):
@@ -401,13 +391,8 @@ static void put_resource(enc *e, const Opentelemetry__Proto__Metrics__V1__Resour
 {
     const pc_resource *r = rm->resource;
     pc_prom_labels res = {0};
-    for (size_t i = 0; i < e->cfg->external_labels.n; i++)
-        pc_prom_labels_add(&res, e->cfg->external_labels.keys[i], e->cfg->external_labels.vals[i]);
-    pc_prom_job_instance(r, &res);
-    for (size_t i = 0; e->cfg->resource_to_labels && r && i < r->n_attributes; i++)
-        if (r->attributes[i] && r->attributes[i]->key &&
-            !pc_prom_is_service_key(r->attributes[i]->key))
-            pc_prom_labels_add_attrs(&res, &r->attributes[i], 1);
+    const pc_strmap *xl = &e->cfg->external_labels;
+    pc_prom_resource_labels(r, xl->keys, xl->vals, xl->n, e->cfg->resource_to_labels, &res);
     if (e->cfg->target_info) put_target_info(e, r);
     for (size_t s = 0; s < rm->n_scope_metrics; s++) {
         const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm = rm->scope_metrics[s];

@@ -42,6 +42,13 @@ void pc_prom_labels_free(pc_prom_labels *l);
 
 /* job (service.namespace/service.name) and instance (service.instance.id) of a resource. */
 void pc_prom_job_instance(const pc_resource *r, pc_prom_labels *l);
+/* The labels every series of a resource carries: the n configured ones (const_labels,
+ * external_labels), job and instance, and with attrs every other resource attribute
+ * (resource_to_telemetry_conversion). r may be NULL. */
+void pc_prom_resource_labels(const pc_resource *r, char *const *keys, char *const *vals, size_t n,
+                             bool attrs, pc_prom_labels *l);
+/* A label name Prometheus takes as it is and does not reserve ("__" names are its own). */
+bool pc_prom_label_name_ok(const char *s);
 /* otel_scope_name, otel_scope_version, otel_scope_schema_url and otel_scope_<key> for each
  * scope attribute (the Collector's prometheus exporter, spec §3); scope may be NULL. */
 void pc_prom_scope_labels(const pc_scope *scope, const char *schema_url, pc_prom_labels *l);

@@ -348,3 +348,25 @@ void pc_prom_scope_labels(const pc_scope *scope, const char *schema_url, pc_prom
         free(k);
     }
 }
+
+void pc_prom_resource_labels(const pc_resource *r, char *const *keys, char *const *vals, size_t n,
+                             bool attrs, pc_prom_labels *l)
+{
+    for (size_t i = 0; i < n; i++)
+        pc_prom_labels_add(l, keys[i], vals[i]);
+    pc_prom_job_instance(r, l);
+    for (size_t i = 0; attrs && r && i < r->n_attributes; i++)
+        if (r->attributes[i] && r->attributes[i]->key &&
+            !pc_prom_is_service_key(r->attributes[i]->key))
+            pc_prom_labels_add_attrs(l, &r->attributes[i], 1);
+}
+
+bool pc_prom_label_name_ok(const char *s)
+{
+    if (!*s || (s[0] >= '0' && s[0] <= '9') || (s[0] == '_' && s[1] == '_')) return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return false;
+    return true;
+}

@@ -428,14 +428,8 @@ static void add_resource(prom_accum *a, const resource_metrics_t *rm, prom_tally
 {
     const pc_resource *r = rm->resource;
     pc_prom_labels res = {0};
-    for (size_t i = 0; i < a->cfg->const_labels.n; i++)
-        pc_prom_labels_add(&res, a->cfg->const_labels.keys[i], a->cfg->const_labels.vals[i]);
-    pc_prom_job_instance(r, &res);
-    if (a->cfg->resource_to_labels && r)
-        for (size_t i = 0; i < r->n_attributes; i++)
-            if (r->attributes[i] && r->attributes[i]->key &&
-                !pc_prom_is_service_key(r->attributes[i]->key))
-                pc_prom_labels_add_attrs(&res, &r->attributes[i], 1);
+    const pc_strmap *cl = &a->cfg->const_labels;
+    pc_prom_resource_labels(r, cl->keys, cl->vals, cl->n, a->cfg->resource_to_labels, &res);
     target_info(a, r, t);
     for (size_t s = 0; s < rm->n_scope_metrics; s++) {
         const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm = rm->scope_metrics[s];

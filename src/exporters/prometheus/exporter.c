@@ -49,16 +49,6 @@ typedef struct prom_req {
     prom_tally t;
 } prom_req;
 
-static bool label_name_ok(const char *s)
-{
-    if (!*s || (s[0] >= '0' && s[0] <= '9') || (s[0] == '_' && s[1] == '_')) return false;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-              *s == '_'))
-            return false;
-    return true;
-}
-
 static int prom_validate(void *cfgp, const pc_node *node, const char *path, pc_error *err)
 {
     prom_cfg *cfg = cfgp;
@@ -68,11 +58,11 @@ static int prom_validate(void *cfgp, const pc_node *node, const char *path, pc_e
         return pc_cfg_key_errorf(err, node, path, "metric_expiration", "must be > 0");
     if (cfg->max_series <= 0)
         return pc_cfg_key_errorf(err, node, path, "max_series", "must be > 0");
-    if (cfg->namespace_ && *cfg->namespace_ && !label_name_ok(cfg->namespace_))
+    if (cfg->namespace_ && *cfg->namespace_ && !pc_prom_label_name_ok(cfg->namespace_))
         return pc_cfg_key_errorf(err, node, path, "namespace",
                                  "must be letters, digits and '_', not starting with a digit");
     for (size_t i = 0; i < cfg->const_labels.n; i++)
-        if (!label_name_ok(cfg->const_labels.keys[i]))
+        if (!pc_prom_label_name_ok(cfg->const_labels.keys[i]))
             return pc_cfg_key_errorf(err, node, path, "const_labels", "invalid label name \"%s\"",
                                      cfg->const_labels.keys[i]);
     return 0;
