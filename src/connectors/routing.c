@@ -295,26 +295,6 @@ static void routing_destroy(pc_component *c)
 
 /* ---- routing data ---- */
 
-typedef struct join {
-    size_t pending;
-    int st;
-    char msg[256];
-    pc_done_fn done;
-    void *arg;
-} join;
-
-static void join_done(void *arg, int st, const char *msg)
-{
-    join *j = arg;
-    if (st != PC_OK && pc_err_worse(j->st, st) != j->st) {
-        j->st = pc_err_worse(j->st, st);
-        snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
-    }
-    if (--j->pending) return;
-    j->done(j->arg, j->st, j->st == PC_OK ? NULL : j->msg);
-    free(j);
-}
-
 /* Whether route r matches resource i of b (request routes: the batch's metadata). */
 static bool matches(const route *r, pc_batch *b, size_t i)
 {
@@ -348,7 +328,7 @@ static pc_batch *part(pc_batch *b, const size_t *dest, size_t n, size_t d)
 }
 
 /* Send part p (one reference) to targets; counted by dest (route index, or n_routes: none). */
-static void send_part(pc_component *c, pc_batch *p, size_t d, join *j)
+static void send_part(pc_component *c, pc_batch *p, size_t d, pc_join *j)
 {
     routing *st = c->priv;
     pc_consumer **targets = d < st->n_routes ? st->routes[d].targets : st->defaults;
@@ -365,8 +345,8 @@ static void send_part(pc_component *c, pc_batch *p, size_t d, join *j)
                             items, pc_signal_infos[p->signal].items);
     }
     for (size_t i = 0; i < n; i++) {
-        j->pending++;
-        pc_consume(targets[i], pc_batch_ref(p), join_done, j);
+        pc_join_add(j);
+        pc_consume(targets[i], pc_batch_ref(p), pc_join_done, j);
     }
     pc_batch_unref(p);
 }
@@ -381,17 +361,14 @@ static void routing_consume(pc_component *c, pc_batch *b, pc_done_fn done, void 
         for (size_t r = 0; r < st->n_routes && dest[i] == st->n_routes; r++)
             if ((n || st->routes[r].request) && matches(&st->routes[r], b, i)) dest[i] = r;
     }
-    join *j = pc_xcalloc(1, sizeof *j);
-    j->pending = 1; /* so a synchronous completion cannot finish the join early */
-    j->done = done;
-    j->arg = arg;
+    pc_join *j = pc_join_new(done, arg);
     for (size_t d = 0; d <= st->n_routes; d++) {
         pc_batch *p = n ? part(b, dest, n, d) : (dest[0] == d ? pc_batch_ref(b) : NULL);
         if (p) send_part(c, p, d, j);
     }
     free(dest);
     pc_batch_unref(b);
-    join_done(j, PC_OK, NULL);
+    pc_join_done(j, PC_OK, NULL);
 }
 
 const pc_component_type pc_connector_routing = {

@@ -185,6 +185,8 @@ typedef struct pc_counts {
 pc_counts pc_batch_counts(const pc_batch *b); /* profiles; zeros for other signals */
 /* What a signal counts: profile samples, spans, metric data points or log records. */
 size_t pc_batch_items(const pc_batch *b);
+/* The data points of one metric, whatever its kind (0 for none). */
+size_t pc_metric_points(const Opentelemetry__Proto__Metrics__V1__Metric *m);
 /* The resources of any signal: n entries (ResourceProfiles, ResourceSpans, ...) whose Resource
  * pointer is *pc_batch_resource_slot(b, i) (may be NULL: the processor may set it, from the
  * arena). */

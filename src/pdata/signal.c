@@ -147,7 +147,7 @@ void pc_batch_make_writable(pc_batch **bp)
     *bp = copy;
 }
 
-static size_t metric_points(const Opentelemetry__Proto__Metrics__V1__Metric *m)
+size_t pc_metric_points(const Opentelemetry__Proto__Metrics__V1__Metric *m)
 {
     switch (m->data_case) {
     case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE: return m->gauge->n_data_points;
@@ -180,7 +180,7 @@ size_t pc_batch_items(const pc_batch *b)
                 const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm =
                     r->resource_metrics[i]->scope_metrics[j];
                 for (size_t k = 0; k < sm->n_metrics; k++)
-                    n += metric_points(sm->metrics[k]);
+                    n += pc_metric_points(sm->metrics[k]);
             }
         return n;
     }

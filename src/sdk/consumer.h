@@ -47,6 +47,15 @@ static inline bool pc_consumer_durable(pc_consumer *c, size_t batch_size)
     return c && c->durable && c->durable(c, batch_size);
 }
 
+/* Several consumers' outcomes as one (a fan-out, a connector's routes): done(arg) is called once,
+ * with the worst code and its message, when every pc_join_add has had its pc_join_done and the
+ * creator has let go of its own hold, also with pc_join_done(j, PC_OK, NULL), so an outcome that
+ * comes back synchronously cannot end the join before the last consumer was called. */
+typedef struct pc_join pc_join;
+pc_join *pc_join_new(pc_done_fn done, void *arg);
+void pc_join_add(pc_join *j);
+void pc_join_done(void *j, int rc, const char *msg); /* a pc_done_fn */
+
 /* A fan-out to several consumers; completes when all have. Shares the batch by reference. */
 pc_consumer *pc_fanout_new(pc_consumer **targets, size_t n);
 void pc_fanout_free(pc_consumer *fanout);

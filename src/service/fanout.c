@@ -12,37 +12,16 @@ typedef struct fanout {
     pc_consumer **targets;
 } fanout;
 
-typedef struct join {
-    size_t pending;
-    int st;
-    char msg[256];
-    pc_done_fn done;
-    void *arg;
-} join;
-
-static void join_done(void *arg, int st, const char *msg)
-{
-    join *j = arg;
-    if (st != PC_OK && pc_err_worse(j->st, st) != j->st) {
-        j->st = pc_err_worse(j->st, st);
-        snprintf(j->msg, sizeof j->msg, "%s", msg ? msg : "");
-    }
-    if (--j->pending) return;
-    j->done(j->arg, j->st, j->st == PC_OK ? NULL : j->msg);
-    free(j);
-}
-
 static void fanout_consume(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg)
 {
     fanout *f = (fanout *)self;
-    join *j = pc_xcalloc(1, sizeof(*j));
-    j->pending = f->n + 1; /* +1 so a synchronous completion cannot finish the join early */
-    j->done = done;
-    j->arg = arg;
-    for (size_t i = 0; i < f->n; i++)
-        pc_consume(f->targets[i], pc_batch_ref(b), join_done, j);
+    pc_join *j = pc_join_new(done, arg);
+    for (size_t i = 0; i < f->n; i++) {
+        pc_join_add(j);
+        pc_consume(f->targets[i], pc_batch_ref(b), pc_join_done, j);
+    }
     pc_batch_unref(b);
-    join_done(j, PC_OK, NULL);
+    pc_join_done(j, PC_OK, NULL);
 }
 
 /* Full when any target is: the request would be refused as a whole. */

@@ -351,34 +351,20 @@ static bool metric_kind(const metric_t *m, pc_prom_type *type, bool *delta)
     }
 }
 
-static size_t metric_points(const metric_t *m)
-{
-    switch (m->data_case) {
-    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE: return m->gauge->n_data_points;
-    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUM: return m->sum->n_data_points;
-    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_HISTOGRAM:
-        return m->histogram->n_data_points;
-    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_EXPONENTIAL_HISTOGRAM:
-        return m->exponential_histogram->n_data_points;
-    case OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_SUMMARY: return m->summary->n_data_points;
-    default: return 0;
-    }
-}
-
 static void add_metric(prom_accum *a, const metric_t *m, pc_prom_labels *base, prom_tally *t)
 {
     pc_prom_type type;
     bool delta;
     if (!m) return;
     if (!metric_kind(m, &type, &delta)) {
-        t->dropped_points += metric_points(m);
+        t->dropped_points += pc_metric_points(m);
         return;
     }
     bool from_gauge = m->data_case == OPENTELEMETRY__PROTO__METRICS__V1__METRIC__DATA_GAUGE;
     char *name = pc_prom_metric_name(a->cfg->namespace_, a->cfg->suffixes, pc_nz(m->name),
                                      pc_nz(m->unit), type, from_gauge);
     if (!*name) { /* no letter or digit: no name to expose it by */
-        t->dropped_points += metric_points(m);
+        t->dropped_points += pc_metric_points(m);
         free(name);
         return;
     }
