@@ -30,11 +30,19 @@ typedef struct w1 {
 } w1;
 
 /* The oneof of a message occurrence (AnyValue's is the schema's only one): the last member
- * seen, and whether it was empty bytes (merge_messages does not carry that over). */
+ * seen, and whether merge_messages drops it when a later occurrence has none (it carries a
+ * string over only when the field has no default, and protobuf-c gives proto3 strings "" as
+ * theirs; bytes only when not empty). */
 typedef struct oneof_st {
     uint32_t which;
-    bool empty_bytes;
+    bool lost;
 } oneof_st;
+
+static bool lost_in_merge(const ProtobufCFieldDescriptor *f, size_t len)
+{
+    if (f->type == PROTOBUF_C_TYPE_STRING) return f->default_value != NULL;
+    return f->type == PROTOBUF_C_TYPE_BYTES && len == 0;
+}
 
 static int rd_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 {
@@ -118,7 +126,7 @@ static void merge_step(w1 *c, const ProtobufCMessageDescriptor *d, oneof_st *st,
         *st = next;
     else if (!st->which)
         c->unpack_fails = c->unpack_fails || has_oneof(d);
-    else if (st->empty_bytes)
+    else if (st->lost)
         *st = (oneof_st){0};
 }
 
@@ -199,7 +207,7 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         }
         if (!wire_type_ok(f, wt)) c->unpack_fails = true;
         if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
-            *sum = (oneof_st){num, f->type == PROTOBUF_C_TYPE_BYTES && wt == 2 && l == 0};
+            *sum = (oneof_st){num, lost_in_merge(f, wt == 2 ? (size_t)l : 1)};
         if (wt != 2) continue;
         const uint8_t *v = p + i;
         i += (size_t)l;
@@ -304,7 +312,8 @@ typedef struct av {
     fld m;
 } av;
 
-/* One AnyValue occurrence: its last oneof member (every field of AnyValue is one). */
+/* One AnyValue occurrence: its last oneof member (every field of AnyValue is one; string_value
+ * (1) and empty bytes_value (7) are lost in a merge, as lost_in_merge says). */
 static av av_one(const uint8_t *d, size_t n)
 {
     av a = {.present = true};
@@ -312,7 +321,7 @@ static av av_one(const uint8_t *d, size_t n)
     fld f;
     while (next(&r, &f))
         if (f.num >= 1 && f.num <= 8) {
-            a.st = (oneof_st){f.num, f.num == 7 && f.n == 0};
+            a.st = (oneof_st){f.num, f.num == 1 || (f.num == 7 && f.n == 0)};
             a.m = f;
         }
     return a;
@@ -324,7 +333,7 @@ static void av_merge(av *a, const fld *f)
     av nx = av_one(f->d, f->n);
     if (!a->present || nx.st.which)
         *a = nx;
-    else if (a->st.empty_bytes)
+    else if (a->st.lost)
         a->st = (oneof_st){0};
 }
 

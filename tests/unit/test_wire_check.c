@@ -392,6 +392,20 @@ static void test_nesting_and_merges(void)
     p = (pb){0};
     p_msg(&p, 2, &d);
     expect(&p, 0, 0, __LINE__);
+    /* and so do a string, but not a string index */
+    for (int k = 0; k < 2; k++) {
+        d = a = v = (pb){0};
+        if (k)
+            p_int(&v, 8, 0);
+        else
+            p_str(&v, 1, "x");
+        p_msg(&a, 2, &v);
+        p_msg(&a, 2, &(pb){0});
+        p_msg(&d, 6, &a);
+        p = (pb){0};
+        p_msg(&p, 2, &d);
+        expect(&p, k ? PC_EINVAL : 0, 0, __LINE__);
+    }
     /* two dictionaries: their tables concatenate, so index 1 exists */
     pb d1 = {0}, d2 = {0};
     p_str(&d1, 5, "");
@@ -428,8 +442,59 @@ static void test_prefixes_and_mutations(void)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* What wire_check.c assumes of the schema (protobuf-c's descriptors, so a new .proto shows): a
+ * message has at most 16 fields (MERGE_MAX) and one oneof; a singular message field's type
+ * holds no singular message field outside a oneof (merges then go one level deep); AnyValue's
+ * fields are its oneof's, numbered 1 to 8. */
+static void check_schema(const ProtobufCMessageDescriptor *d,
+                         const ProtobufCMessageDescriptor **seen, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (seen[i] == d) return;
+    if (*n == 64) abort();
+    seen[(*n)++] = d;
+    CHECK(d->n_fields <= 16);
+    unsigned oneofs = 0, last_q = 0;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        bool oneof = (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
+        if (oneof && f->quantifier_offset != last_q) {
+            oneofs++;
+            last_q = f->quantifier_offset;
+        }
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+        if (f->label != PROTOBUF_C_LABEL_REPEATED && !oneof) {
+            const ProtobufCMessageDescriptor *m = f->descriptor;
+            for (unsigned j = 0; j < m->n_fields; j++)
+                CHECK(m->fields[j].type != PROTOBUF_C_TYPE_MESSAGE ||
+                      m->fields[j].label == PROTOBUF_C_LABEL_REPEATED ||
+                      (m->fields[j].flags & PROTOBUF_C_FIELD_FLAG_ONEOF));
+        }
+        check_schema(f->descriptor, seen, n);
+    }
+    CHECK(oneofs <= 1);
+}
+
+static void test_schema_assumptions(void)
+{
+    const ProtobufCMessageDescriptor *seen[64];
+    size_t n = 0;
+    check_schema(PC_REQUEST_DESC, seen, &n);
+    CHECK(n >= 15);
+    const ProtobufCMessageDescriptor *av = &opentelemetry__proto__common__v1__any_value__descriptor;
+    CHECK_EQ_INT(av->n_fields, 8);
+    for (unsigned i = 0; i < av->n_fields; i++) {
+        CHECK_EQ_INT(av->fields[i].id, i + 1);
+        CHECK(av->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF);
+    }
+    /* wire_check.c's av_one: a merge drops string_value (a default) and empty bytes_value */
+    CHECK(av->fields[0].default_value != NULL);
+    CHECK(av->fields[6].default_value == NULL);
+}
+
 int main(void)
 {
+    RUN(test_schema_assumptions);
     RUN(test_valid);
     RUN(test_profile_rules);
     RUN(test_dictionary_rules);
