@@ -133,6 +133,14 @@ static void merge_step(w1 *c, const ProtobufCMessageDescriptor *d, oneof_st *st,
 static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
                  int depth, oneof_st *sum);
 
+/* protobuf-c's lookup, without its call for the usual case: fields numbered 1, 2, 3... (the
+ * descriptor keeps them sorted by number) */
+static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d, unsigned num)
+{
+    if (num - 1 < d->n_fields && d->fields[num - 1].id == num) return &d->fields[num - 1];
+    return protobuf_c_message_descriptor_get_field(d, num);
+}
+
 /* A length-delimited value v of field f (known) in a message of desc: the scan's checks, then
  * the bookkeeping. */
 static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f,
@@ -200,7 +208,7 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         if (skip1(p, len, wt, &i, &l)) return fail1(c, PC_EPROTO, "malformed protobuf");
         /* protobuf-c reads a tag and a length prefix of 5 bytes at most */
         if (klen > 5 || (wt == 2 && (i - v0 > 5 || l > INT_MAX))) c->unpack_fails = true;
-        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
+        const ProtobufCFieldDescriptor *f = field_of(desc, num);
         if (!f) {
             if (wt == 2) i += (size_t)l;
             continue;
