@@ -21,6 +21,8 @@
  *                   the arena freed
  *   pc_batch_decode profcol's decode entry point (scan, arena, unpack, the batch), then unref
  *   pc_decode_validate pc_batch_decode + pc_batch_validate, what the receivers do per request
+ *   wire_check      pc_wire_check_profiles: the same verdict and counts as pc_decode_validate,
+ *                   on the bytes, building nothing (pdata/wire_check.h)
  *   upb             upb_decode (Debian libupb-dev 0.0.0~git200730) into a upb arena, then
  *                   upb_arena_free; only when meson found libupb (PC_BENCH_UPB). Its message
  *                   layouts are built at start-up by upb's own reflection library from the .proto
@@ -41,6 +43,7 @@
 #include "base/gzip.h"
 #include "pdata/pdata.h"
 #include "pdata/proto_scan.h"
+#include "pdata/wire_check.h"
 #include "payloads.h"
 
 #ifdef PC_BENCH_UPB
@@ -100,9 +103,10 @@ extern const upb_msglayout google_protobuf_FileDescriptorSet_msginit;
 #include "otlp_descset.h"
 #endif
 
-enum { D_WALK, D_SCAN, D_PBC, D_BATCH, D_VALIDATE, D_UPB, D_UPB_BLOCK, D_N };
+enum { D_WALK, D_SCAN, D_PBC, D_BATCH, D_VALIDATE, D_WIRE, D_UPB, D_UPB_BLOCK, D_N };
 static const char *const dec_names[D_N] = {
-    "walk", "scan", "pbc_unpack", "pc_batch_decode", "pc_decode_validate", "upb", "upb_block"};
+    "walk",       "scan", "pbc_unpack", "pc_batch_decode", "pc_decode_validate",
+    "wire_check", "upb",  "upb_block"};
 
 typedef struct file {
     uint8_t *data; /* inflated protobuf */
@@ -382,6 +386,20 @@ __attribute__((noinline)) static int pass_validate(const set *s)
     return 0;
 }
 
+/* the same verdict and counts as pc_decode_validate, on the bytes (pdata/wire_check.h) */
+__attribute__((noinline)) static int pass_wire(const set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        pc_wire_counts c;
+        pc_error e = {0};
+        if (pc_wire_check_profiles(s->f[i].data, s->f[i].len, PC_PROTO_MAX_DEPTH, &c, &e) < 0 ||
+            c.rejected)
+            return -1;
+        sink_acc += c.samples;
+    }
+    return 0;
+}
+
 #ifdef PC_BENCH_UPB
 __attribute__((noinline)) static int pass_upb(const set *s)
 {
@@ -421,6 +439,7 @@ static int run_pass(int d, const set *s)
     case D_PBC: return pass_pbc(s);
     case D_BATCH: return pass_batch(s);
     case D_VALIDATE: return pass_validate(s);
+    case D_WIRE: return pass_wire(s);
 #ifdef PC_BENCH_UPB
     case D_UPB: return pass_upb(s);
     case D_UPB_BLOCK: return pass_upb_block(s);
@@ -500,7 +519,7 @@ static int check_set(const set *s)
             fprintf(stderr, "decode: %s refuses a file of %s\n", dec_names[d], s->name);
             return -1;
         }
-    long prof = 0, samp = 0;
+    long prof = 0, samp = 0, wprof = 0, wsamp = 0;
     for (size_t i = 0; i < s->n; i++) {
         pc_batch *b;
         pc_error e = {0};
@@ -512,6 +531,16 @@ static int check_set(const set *s)
             samp += (long)pc_profile_n_samples(it.prof);
         }
         pc_batch_unref(b);
+        pc_wire_counts c;
+        pc_wire_check_profiles(s->f[i].data, s->f[i].len, PC_PROTO_MAX_DEPTH, &c, &e);
+        wprof += (long)c.profiles;
+        wsamp += (long)c.samples;
+    }
+    if (wprof != prof || wsamp != samp) {
+        fprintf(stderr,
+                "decode: %s: wire_check counts %ld profiles, %ld samples; protobuf-c %ld, %ld\n",
+                s->name, wprof, wsamp, prof, samp);
+        return -1;
     }
     if (s->samples >= 0 && (prof != s->profiles || samp != s->samples)) {
         fprintf(stderr,

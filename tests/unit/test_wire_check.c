@@ -1,0 +1,505 @@
+/* The wire walk (src/pdata/wire_check.h) against the decoded path (wire_oracle.h) on hand-made
+ * requests: one rule broken at a time (each table's indices, zero elements, UTF-8, wire types,
+ * nesting, field 0, protobuf-c's merges), every prefix of a valid request, and every byte of it
+ * changed. Each case also states the verdict it must reach, so a rule both paths lost would show.
+ */
+#include <stdbool.h>
+
+#include "check.h"
+#include "wire_oracle.h"
+
+typedef struct pb {
+    uint8_t b[4096];
+    size_t n;
+} pb;
+
+static void p_raw(pb *p, const void *d, size_t n)
+{
+    if (p->n + n > sizeof p->b) abort();
+    memcpy(p->b + p->n, d, n);
+    p->n += n;
+}
+
+static void p_var(pb *p, uint64_t v)
+{
+    do {
+        uint8_t c = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+        p_raw(p, &c, 1);
+        v >>= 7;
+    } while (v);
+}
+
+static void p_key(pb *p, unsigned num, unsigned wt)
+{
+    p_var(p, (uint64_t)num << 3 | wt);
+}
+
+static void p_int(pb *p, unsigned num, int64_t v)
+{
+    p_key(p, num, 0);
+    p_var(p, (uint64_t)v);
+}
+
+static void p_bytes(pb *p, unsigned num, const void *d, size_t n)
+{
+    p_key(p, num, 2);
+    p_var(p, n);
+    p_raw(p, d, n);
+}
+
+static void p_msg(pb *p, unsigned num, const pb *m)
+{
+    p_bytes(p, num, m->b, m->n);
+}
+
+static void p_str(pb *p, unsigned num, const char *s)
+{
+    p_bytes(p, num, s, strlen(s));
+}
+
+/* What the request holds; the defaults (spec_ok) make a valid one. Tables: 7 strings, then 2
+ * mappings, locations, functions, links, stacks, and 3 attributes (element 0 each the zero). */
+typedef struct spec {
+    int32_t stack, link, sample_attr, profile_attr, type_str, n_values, n_ts;
+    size_t profile_id_len;
+    int32_t stack_loc, loc_mapping, line_func, loc_attr, map_file, map_attr, func_name;
+    size_t link_trace_len;
+    int32_t attr_key, attr_unit, attr_val, kvlist_key, res_key, scope_val;
+    const char *string0, *string6;
+    int32_t map0_file, stack0_loc;
+    bool dict_after, one_profile;
+} spec;
+
+static spec spec_ok(void)
+{
+    return (spec){.stack = 1,
+                  .link = 1,
+                  .sample_attr = 1,
+                  .profile_attr = 2,
+                  .type_str = 1,
+                  .n_values = 2,
+                  .n_ts = 2,
+                  .profile_id_len = 16,
+                  .stack_loc = 1,
+                  .loc_mapping = 1,
+                  .line_func = 1,
+                  .loc_attr = 1,
+                  .map_file = 4,
+                  .map_attr = 2,
+                  .func_name = 3,
+                  .link_trace_len = 16,
+                  .attr_key = 5,
+                  .attr_unit = 2,
+                  .attr_val = 6,
+                  .kvlist_key = 5,
+                  .res_key = 5,
+                  .scope_val = 6,
+                  .string0 = "",
+                  .string6 = "v"};
+}
+
+/* AnyValue{string_value_strindex = idx} */
+static void av_strindex(pb *out, int32_t idx)
+{
+    *out = (pb){0};
+    p_int(out, 8, idx);
+}
+
+static void kv_strindex(pb *out, int32_t key, int32_t val)
+{
+    pb v;
+    av_strindex(&v, val);
+    *out = (pb){0};
+    p_int(out, 3, key);
+    p_msg(out, 2, &v);
+}
+
+static void build_tables(pb *d, const spec *s)
+{
+    pb m = {0}, l = {0}, line = {0}, f = {0}, k = {0}, st = {0}, v = {0}, kv = {0}, kl = {0};
+    const char *strs[] = {s->string0, "cpu", "ns", "main", "file.c", "k", s->string6};
+    for (size_t i = 0; i < 7; i++)
+        p_str(d, 5, strs[i]);
+    if (s->map0_file) p_int(&m, 4, s->map0_file);
+    p_msg(d, 1, &m);
+    m = (pb){0};
+    p_int(&m, 1, 0x1000);
+    p_int(&m, 4, s->map_file);
+    p_int(&m, 5, s->map_attr);
+    p_msg(d, 1, &m);
+    p_msg(d, 2, &(pb){0});
+    p_int(&l, 1, s->loc_mapping);
+    p_int(&line, 1, s->line_func);
+    p_msg(&l, 3, &line);
+    p_int(&l, 4, s->loc_attr);
+    p_msg(d, 2, &l);
+    p_msg(d, 3, &(pb){0});
+    p_int(&f, 1, s->func_name);
+    p_int(&f, 3, 4);
+    p_msg(d, 3, &f);
+    static const uint8_t zero[16], id[16] = {1, 2, 3};
+    p_bytes(&k, 1, zero, 16);
+    p_bytes(&k, 2, zero, 8);
+    p_msg(d, 4, &k);
+    k = (pb){0};
+    p_bytes(&k, 1, id, s->link_trace_len);
+    p_bytes(&k, 2, id, 8);
+    p_msg(d, 4, &k);
+    p_msg(d, 6, &(pb){0});
+    p_int(&kv, 1, s->attr_key); /* a KeyValueAndUnit: key 1, value 2, unit 3 */
+    av_strindex(&v, s->attr_val);
+    p_msg(&kv, 2, &v);
+    p_int(&kv, 3, s->attr_unit);
+    p_msg(d, 6, &kv);
+    kv_strindex(&kl, s->kvlist_key, 6); /* attribute 2: a kvlist value holding one KeyValue */
+    v = (pb){0};
+    pb list = {0};
+    p_msg(&list, 1, &kl);
+    p_msg(&v, 6, &list);
+    kv = (pb){0};
+    p_int(&kv, 1, 5);
+    p_msg(&kv, 2, &v);
+    p_msg(d, 6, &kv);
+    if (s->stack0_loc) p_int(&st, 1, s->stack0_loc);
+    p_msg(d, 7, &st);
+    st = (pb){0};
+    p_int(&st, 1, s->stack_loc);
+    p_msg(d, 7, &st);
+}
+
+/* A profile; ok: the fixed valid one, else as s says. */
+static void build_profile(pb *p, const spec *s, bool ok)
+{
+    pb vt = {0}, sm = {0}, packed = {0};
+    p_int(&vt, 1, ok ? 1 : s->type_str);
+    p_int(&vt, 2, 2);
+    p_msg(p, 1, &vt);
+    p_int(&sm, 1, ok ? 1 : s->stack);
+    p_int(&sm, 2, ok ? 1 : s->sample_attr);
+    p_int(&sm, 3, ok ? 1 : s->link);
+    for (int i = 0; i < (ok ? 2 : s->n_values); i++)
+        p_var(&packed, 300 + (uint64_t)i);
+    if (packed.n) p_msg(&sm, 4, &packed);
+    packed = (pb){0};
+    for (int i = 0; i < (ok ? 2 : s->n_ts); i++)
+        p_raw(&packed, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+    if (packed.n) p_msg(&sm, 5, &packed);
+    p_msg(p, 2, &sm);
+    p_msg(p, 2, &sm);
+    static const uint8_t id[32] = {9};
+    p_bytes(p, 7, id, ok ? 16 : s->profile_id_len);
+    p_int(p, 11, ok ? 2 : s->profile_attr);
+}
+
+static void build(pb *out, const spec *s)
+{
+    pb d = {0}, rp = {0}, res = {0}, kv = {0}, sp = {0}, scope = {0}, prof = {0}, v = {0};
+    build_tables(&d, s);
+    *out = (pb){0};
+    if (!s->dict_after) p_msg(out, 2, &d);
+    p_str(&v, 1, "svc");
+    p_str(&kv, 1, "service.name");
+    p_msg(&kv, 2, &v);
+    p_msg(&res, 1, &kv);
+    kv_strindex(&kv, s->res_key, 6);
+    p_msg(&res, 1, &kv);
+    p_msg(&rp, 1, &res);
+    p_str(&scope, 1, "scope");
+    kv_strindex(&kv, 5, s->scope_val);
+    p_msg(&scope, 3, &kv);
+    p_msg(&sp, 1, &scope);
+    build_profile(&prof, s, false);
+    p_msg(&sp, 2, &prof);
+    if (!s->one_profile) {
+        prof = (pb){0};
+        build_profile(&prof, s, true);
+        p_msg(&sp, 2, &prof);
+    }
+    p_msg(&rp, 2, &sp);
+    p_msg(out, 1, &rp);
+    if (s->dict_after) p_msg(out, 2, &d);
+}
+
+/* Both paths agree on p, and the walk's verdict is want (rejected: profiles taken out). */
+static void expect(const pb *p, int want, int64_t rejected, int line)
+{
+    char why[600] = "";
+    int verdict = 0;
+    int diff = wire_compare(p->b, p->n, &verdict, why, sizeof why);
+    pc_wire_counts w;
+    pc_error e = {0};
+    pc_wire_check_profiles(p->b, p->n, PC_PROTO_MAX_DEPTH, &w, &e);
+    if (diff || verdict != want || (want == 0 && w.rejected != rejected)) {
+        pc_batch *b = NULL;
+        pc_error de = {0};
+        int64_t rej = 0;
+        if (pc_batch_decode_proto(p->b, p->n, &b, &de) == 0) pc_batch_validate(b, &rej, &de);
+        pc_batch_unref(b);
+        fprintf(stderr, "line %d: %s; verdict %s (%s), want %s; rejected %lld; decoded: %s\n", line,
+                why, pc_err_name(verdict), e.msg, pc_err_name(want), (long long)w.rejected, de.msg);
+    }
+    CHECK(diff == 0);
+    CHECK_EQ_INT(verdict, want);
+    if (want == 0) CHECK_EQ_INT(w.rejected, rejected);
+}
+
+#define EXPECT(s, want, rej)                                                                       \
+    do {                                                                                           \
+        pb p_;                                                                                     \
+        build(&p_, &(s));                                                                          \
+        expect(&p_, want, rej, __LINE__);                                                          \
+    } while (0)
+
+/* One field of the spec changed: the request must reach want. */
+#define CASE(field, value, want, rej)                                                              \
+    do {                                                                                           \
+        spec s_ = spec_ok();                                                                       \
+        s_.field = value;                                                                          \
+        EXPECT(s_, want, rej);                                                                     \
+    } while (0)
+
+static void test_valid(void)
+{
+    spec s = spec_ok();
+    EXPECT(s, 0, 0);
+    s.dict_after = true; /* the tables' sizes are known only at the end */
+    EXPECT(s, 0, 0);
+    pb p;
+    build(&p, &s);
+    pc_wire_counts w;
+    pc_error e = {0};
+    CHECK_EQ_INT(pc_wire_check_profiles(p.b, p.n, PC_PROTO_MAX_DEPTH, &w, &e), 0);
+    CHECK_EQ_INT(w.profiles, 2);
+    CHECK_EQ_INT(w.samples, 4);
+    CHECK_EQ_INT(w.kept_samples, 4);
+    pb empty = {0};
+    expect(&empty, 0, 0, __LINE__);
+}
+
+static void test_profile_rules(void)
+{
+    CASE(stack, 2, 0, 1); /* stack_table has 2 entries */
+    CASE(stack, -1, 0, 1);
+    CASE(link, 2, 0, 1);
+    CASE(sample_attr, 3, 0, 1);
+    CASE(profile_attr, 3, 0, 1);
+    CASE(type_str, 7, 0, 1);
+    CASE(profile_id_len, 5, 0, 1);
+    CASE(n_values, 3, 0, 1);
+    CASE(n_values, 0, 0, 0); /* timestamps only */
+    CASE(n_ts, 0, 0, 0);
+    CASE(dict_after, true, 0, 0);
+    spec s = spec_ok();
+    s.one_profile = true;
+    s.stack = 2; /* every profile invalid: the request is */
+    EXPECT(s, PC_EINVAL, 0);
+}
+
+static void test_dictionary_rules(void)
+{
+    CASE(stack_loc, 2, PC_EINVAL, 0);
+    CASE(loc_mapping, 2, PC_EINVAL, 0);
+    CASE(line_func, 2, PC_EINVAL, 0);
+    CASE(loc_attr, 3, PC_EINVAL, 0);
+    CASE(map_file, 7, PC_EINVAL, 0);
+    CASE(map_attr, -5, PC_EINVAL, 0);
+    CASE(func_name, 7, PC_EINVAL, 0);
+    CASE(link_trace_len, 15, PC_EINVAL, 0);
+    CASE(attr_key, 7, PC_EINVAL, 0);
+    CASE(attr_unit, 7, PC_EINVAL, 0);
+    CASE(attr_val, 7, PC_EINVAL, 0);
+    CASE(kvlist_key, 7, PC_EINVAL, 0);
+    CASE(res_key, 7, PC_EINVAL, 0);
+    CASE(scope_val, 7, PC_EINVAL, 0);
+    CASE(string0, "x", PC_EINVAL, 0);
+    CASE(map0_file, 1, PC_EINVAL, 0);
+    CASE(stack0_loc, 1, PC_EINVAL, 0);
+    CASE(string6, "\xc3\x28", PC_EINVAL, 0); /* bad UTF-8 */
+    CASE(string6, "\xed\xa0\x80", PC_EINVAL, 0);
+}
+
+static void test_wire_rules(void)
+{
+    pb p = {0};
+    p_int(&p, 3, 1); /* an unknown field is kept */
+    expect(&p, 0, 0, __LINE__);
+    p = (pb){0};
+    p_raw(&p, "\x00\x01", 2); /* field 0 */
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    p = (pb){0};
+    p_raw(&p, "\x88\x80\x80\x80\x80\x00\x01", 7); /* field 1 in a 6-byte tag */
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    p = (pb){0};
+    p_raw(&p, "\x12\x80\x80\x80\x80\x80\x00", 7); /* an empty dictionary, 6-byte length */
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    p = (pb){0};
+    p_int(&p, 2, 1); /* the dictionary as a varint */
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    p = (pb){0};
+    p_raw(&p, "\x0b\x0c", 2); /* a group */
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    pb d = {0}, st = {0};
+    p_raw(&st, "\x0a\x02\x81\x81", 4); /* a packed run cut short */
+    p_msg(&d, 7, &st);
+    p = (pb){0};
+    p_msg(&p, 2, &d);
+    expect(&p, PC_EPROTO, 0, __LINE__);
+}
+
+/* AnyValue nested n deep in a resource attribute. */
+static void deep(pb *out, int n)
+{
+    pb v = {0};
+    p_str(&v, 1, "leaf");
+    for (int i = 0; i < n; i++) {
+        pb arr = {0}, nv = {0};
+        p_msg(&arr, 1, &v);
+        p_msg(&nv, 5, &arr);
+        v = nv;
+    }
+    pb kv = {0}, res = {0}, rp = {0};
+    p_str(&kv, 1, "k");
+    p_msg(&kv, 2, &v);
+    p_msg(&res, 1, &kv);
+    p_msg(&rp, 1, &res);
+    *out = (pb){0};
+    p_msg(out, 1, &rp);
+}
+
+static void test_nesting_and_merges(void)
+{
+    pb p;
+    deep(&p, 20);
+    expect(&p, 0, 0, __LINE__);
+    deep(&p, 40);
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    /* a KeyValue's value twice, unset both times: protobuf-c cannot merge them */
+    pb kv = {0}, res = {0}, rp = {0};
+    p_str(&kv, 1, "k");
+    p_msg(&kv, 2, &(pb){0});
+    p_msg(&kv, 2, &(pb){0});
+    p_msg(&res, 1, &kv);
+    p_msg(&rp, 1, &res);
+    p = (pb){0};
+    p_msg(&p, 1, &rp);
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    /* attribute_table[0]: empty bytes then unset merge to unset, which is the zero element */
+    pb d = {0}, a = {0}, v = {0};
+    p_bytes(&v, 7, "", 0);
+    p_msg(&a, 2, &v);
+    p_msg(&a, 2, &(pb){0});
+    p_msg(&d, 6, &a);
+    p = (pb){0};
+    p_msg(&p, 2, &d);
+    expect(&p, 0, 0, __LINE__);
+    /* and so do a string, but not a string index */
+    for (int k = 0; k < 2; k++) {
+        d = a = v = (pb){0};
+        if (k)
+            p_int(&v, 8, 0);
+        else
+            p_str(&v, 1, "x");
+        p_msg(&a, 2, &v);
+        p_msg(&a, 2, &(pb){0});
+        p_msg(&d, 6, &a);
+        p = (pb){0};
+        p_msg(&p, 2, &d);
+        expect(&p, k ? PC_EINVAL : 0, 0, __LINE__);
+    }
+    /* two dictionaries: their tables concatenate, so index 1 exists */
+    pb d1 = {0}, d2 = {0};
+    p_str(&d1, 5, "");
+    p_str(&d2, 5, "x");
+    p_msg(&d1, 7, &(pb){0});
+    pb st = {0};
+    p_int(&st, 1, 0);
+    p_msg(&d2, 7, &st);
+    p = (pb){0};
+    p_msg(&p, 2, &d1);
+    p_msg(&p, 2, &d2);
+    expect(&p, 0, 0, __LINE__);
+}
+
+/* Every prefix of a valid request, and every byte of it changed three ways. */
+static void test_prefixes_and_mutations(void)
+{
+    spec s = spec_ok();
+    pb p, q;
+    build(&p, &s);
+    char why[600];
+    int bad = 0;
+    for (size_t n = 0; n <= p.n; n++)
+        bad += wire_compare(p.b, n, NULL, why, sizeof why);
+    static const uint8_t flips[] = {0x01, 0x80, 0xff};
+    for (size_t i = 0; i < p.n; i++)
+        for (size_t k = 0; k < sizeof flips; k++) {
+            q = p;
+            q.b[i] ^= flips[k];
+            if (wire_compare(q.b, q.n, NULL, why, sizeof why)) {
+                if (!bad++) fprintf(stderr, "byte %zu ^ 0x%02x: %s\n", i, flips[k], why);
+            }
+        }
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* What wire_check.c assumes of the schema (protobuf-c's descriptors, so a new .proto shows): a
+ * message has at most 16 fields (MERGE_MAX) and one oneof; a singular message field's type
+ * holds no singular message field outside a oneof (merges then go one level deep); AnyValue's
+ * fields are its oneof's, numbered 1 to 8. */
+static void check_schema(const ProtobufCMessageDescriptor *d,
+                         const ProtobufCMessageDescriptor **seen, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (seen[i] == d) return;
+    if (*n == 64) abort();
+    seen[(*n)++] = d;
+    CHECK(d->n_fields <= 16);
+    unsigned oneofs = 0, last_q = 0;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        bool oneof = (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
+        if (oneof && f->quantifier_offset != last_q) {
+            oneofs++;
+            last_q = f->quantifier_offset;
+        }
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+        if (f->label != PROTOBUF_C_LABEL_REPEATED && !oneof) {
+            const ProtobufCMessageDescriptor *m = f->descriptor;
+            for (unsigned j = 0; j < m->n_fields; j++)
+                CHECK(m->fields[j].type != PROTOBUF_C_TYPE_MESSAGE ||
+                      m->fields[j].label == PROTOBUF_C_LABEL_REPEATED ||
+                      (m->fields[j].flags & PROTOBUF_C_FIELD_FLAG_ONEOF));
+        }
+        check_schema(f->descriptor, seen, n);
+    }
+    CHECK(oneofs <= 1);
+}
+
+static void test_schema_assumptions(void)
+{
+    const ProtobufCMessageDescriptor *seen[64];
+    size_t n = 0;
+    check_schema(PC_REQUEST_DESC, seen, &n);
+    CHECK(n >= 15);
+    const ProtobufCMessageDescriptor *av = &opentelemetry__proto__common__v1__any_value__descriptor;
+    CHECK_EQ_INT(av->n_fields, 8);
+    for (unsigned i = 0; i < av->n_fields; i++) {
+        CHECK_EQ_INT(av->fields[i].id, i + 1);
+        CHECK(av->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF);
+    }
+    /* wire_check.c's av_one: a merge drops string_value (a default) and empty bytes_value */
+    CHECK(av->fields[0].default_value != NULL);
+    CHECK(av->fields[6].default_value == NULL);
+}
+
+int main(void)
+{
+    RUN(test_schema_assumptions);
+    RUN(test_valid);
+    RUN(test_profile_rules);
+    RUN(test_dictionary_rules);
+    RUN(test_wire_rules);
+    RUN(test_nesting_and_merges);
+    RUN(test_prefixes_and_mutations);
+    return check_report();
+}
