@@ -43,20 +43,13 @@ static void put_esc_or_dash(pc_buf *o, const char *s)
     put_esc(o, s && *s ? s : "-");
 }
 
-static int64_t sat_add(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
-    return a + b;
-}
-
 int64_t pc_sample_value(const pc_sample *s)
 {
     size_t nv = ARR_N(s->values, s->n_values);
     if (nv) {
         int64_t v = 0;
         for (size_t i = 0; i < nv; i++)
-            v = sat_add(v, s->values[i]);
+            v = pc_sat_add(v, s->values[i]);
         return v;
     }
     size_t nt = ARR_N(s->timestamps_unix_nano, s->n_timestamps_unix_nano);
@@ -277,7 +270,7 @@ static prof_stats profile_stats(const pc_profile *p)
         const pc_sample *s = p->samples[i];
         if (!s) continue;
         st.samples++;
-        st.total = sat_add(st.total, pc_sample_value(s));
+        st.total = pc_sat_add(st.total, pc_sample_value(s));
         if (s->link_index != 0) st.linked++;
     }
     return st;
@@ -392,12 +385,12 @@ void pc_top_frame(pc_top *t, const char *name, bool stable)
 {
     fn_ent *e = fn_get(t, name, !stable);
     if (t->leaf) {
-        e->flat = sat_add(e->flat, t->val);
+        e->flat = pc_sat_add(e->flat, t->val);
         t->leaf = false;
     }
     if (e->stamp != t->stamp) { /* once per stack, even when the function recurses */
         e->stamp = t->stamp;
-        e->cum = sat_add(e->cum, t->val);
+        e->cum = pc_sat_add(e->cum, t->val);
     }
 }
 
@@ -515,7 +508,7 @@ static void put_top(pc_buf *o, const char *who, const pc_dictionary *d, const pc
         size_t j = i;
         int64_t v = 0;
         while (j < m && sv[j].stack == sv[i].stack)
-            v = sat_add(v, sv[j++].val);
+            v = pc_sat_add(v, sv[j++].val);
         pc_top_stack(t, v);
         if (!pc_stack_frames(d, d->stack_table[sv[i].stack], &budget, top_visit, t)) partial = true;
         i = j;
@@ -540,7 +533,7 @@ static void put_top(pc_buf *o, const char *who, const pc_dictionary *d, const pc
     for (size_t i = 0; i < shown; i++) {
         const pc_top_row *e = &ents[i];
         char flat[48], cum[48], fp[16], sp[16], cp[16];
-        sum = sat_add(sum, e->flat);
+        sum = pc_sat_add(sum, e->flat);
         fmt_value(flat, sizeof flat, e->flat, uk);
         fmt_value(cum, sizeof cum, e->cum, uk);
         fmt_pct(fp, sizeof fp, e->flat, total);

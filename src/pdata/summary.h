@@ -9,6 +9,14 @@
 
 #include "pdata/pdata.h"
 
+/* a + b, held at INT64_MAX / INT64_MIN instead of overflowing (sample values are int64) */
+static inline int64_t pc_sat_add(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
+    return a + b;
+}
+
 typedef enum {
     PC_VERBOSITY_BASIC = 0,
     PC_VERBOSITY_NORMAL = 1,

@@ -6,13 +6,6 @@
 
 #include "extensions/profilez/agg.h"
 
-static inline int64_t sat_add(int64_t a, int64_t b)
-{
-    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
-    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
-    return a + b;
-}
-
 typedef struct name_ent {
     char *s; /* NULL: dead (its slot in the hash table is a tombstone until the next rebuild) */
     uint64_t hash;
@@ -90,6 +83,9 @@ struct pz_agg {
 
 uint32_t pz_name_ref(names *nm, const char *s);
 void pz_name_unref(names *nm, uint32_t id);
+/* s as a name keeps it (names.c), copied into out (PZ_MAX_NAME + 1 bytes) */
+const char *pz_name_cut(const char *s, char *out);
+void pz_names_free(names *nm);
 
 /* query.c: the top table of q's stacks (their total in *total); whether name has term in it */
 struct pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total);

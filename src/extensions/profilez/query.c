@@ -11,26 +11,6 @@
 #include "extensions/profilez/agg_impl.h"
 #include "pdata/summary.h"
 
-/* ---- JSON ---- */
-
-void pz_json_str(pc_buf *out, const char *s)
-{
-    pc_buf_append(out, "\"", 1);
-    const char *run = s;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != 0x7f) continue;
-        pc_buf_append(out, run, (size_t)(s - run));
-        if (c == '"' || c == '\\')
-            pc_buf_printf(out, "\\%c", c);
-        else
-            pc_buf_printf(out, "\\u%04x", c);
-        run = s + 1;
-    }
-    pc_buf_append(out, run, (size_t)(s - run));
-    pc_buf_append(out, "\"", 1);
-}
-
 static int cmp_series(const void *x, const void *y)
 {
     const series *a = *(series *const *)x, *b = *(series *const *)y;
@@ -46,7 +26,7 @@ static void series_totals(const pz_agg *a, const series *se, int64_t *total, uin
         const slice *sl = &se->sl[i];
         for (size_t k = 0; sl->used && k < sl->cap; k++)
             if (sl->tab[k].frames) {
-                *total = sat_add(*total, sl->tab[k].value);
+                *total = pc_sat_add(*total, sl->tab[k].value);
                 *samples += sl->tab[k].samples;
             }
     }
@@ -216,9 +196,9 @@ static void tree_build(const pz_agg *a, const series *se, const pz_query *q, ftr
             for (uint32_t f = e->n + 1; f-- > 0;) {
                 if (f < e->n) node = ftree_child(t, node, e->frames[f]);
                 int64_t *v = base ? &t->v[node].base : &t->v[node].total;
-                *v = sat_add(*v, e->value);
+                *v = pc_sat_add(*v, e->value);
             }
-            if (!base) t->v[node].self = sat_add(t->v[node].self, e->value);
+            if (!base) t->v[node].self = pc_sat_add(t->v[node].self, e->value);
         }
     }
 }
@@ -329,22 +309,6 @@ static long focus_cut(const pz_agg *a, const stk *e, const pz_query *q)
     return (long)(e->n - q->n_focus) + (q->n_focus ? 1 : 0);
 }
 
-/* Whether name contains the search term, ASCII letters in either case (as the page's search,
- * for ASCII). */
-bool pz_search_hit(const char *name, const char *term)
-{
-    if (!term || !*term) return true;
-    size_t tl = strlen(term);
-    for (; *name; name++) {
-        size_t i = 0;
-        while (i < tl && name[i] &&
-               tolower((unsigned char)name[i]) == tolower((unsigned char)term[i]))
-            i++;
-        if (i == tl) return true;
-    }
-    return false;
-}
-
 pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total_out)
 {
     pc_top *t = pc_top_new();
@@ -355,7 +319,7 @@ pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int
             const stk *e = &sl->tab[k];
             long m = stk_in(a, e, q) ? focus_cut(a, e, q) : -1;
             if (m < 0) continue;
-            total = sat_add(total, e->value);
+            total = pc_sat_add(total, e->value);
             pc_top_stack(t, e->value);
             for (long f = 0; f < m; f++)
                 pc_top_frame(t, a->nm.v[e->frames[f]].s, true);
@@ -411,10 +375,10 @@ int pz_agg_timeline_q(pz_agg *a, const pz_query *q, uint64_t now_ms, pc_buf *out
         uint64_t samples = 0;
         for (size_t k = 0; sl->used && sl->slot == slot && k < sl->cap; k++)
             if (stk_in(a, &sl->tab[k], q)) {
-                v = sat_add(v, sl->tab[k].value);
+                v = pc_sat_add(v, sl->tab[k].value);
                 samples += sl->tab[k].samples;
             }
-        all = sat_add(all, v);
+        all = pc_sat_add(all, v);
         pc_buf_printf(&pts, "%s[%" PRId64 ",%" PRId64 ",%" PRIu64 "]", pts.len ? "," : "",
                       (int64_t)(slot * a->slice_ms) + q->clock_off_ms, v, samples);
     }
@@ -499,7 +463,7 @@ static int64_t labels_scan(const pz_agg *a, const series *se, const pz_query *q,
         for (size_t k = 0; slice_in(a, sl, q) && k < sl->cap; k++) {
             const stk *e = &sl->tab[k];
             if (!stk_in(a, e, q)) continue;
-            total = sat_add(total, e->value);
+            total = pc_sat_add(total, e->value);
             const lset *ls = &a->ls.v[e->lset];
             for (uint32_t p = 0; p < ls->n; p++) {
                 bool fresh;
@@ -508,7 +472,7 @@ static int64_t labels_scan(const pz_agg *a, const series *se, const pz_query *q,
                     lmap_get(m, ls->kv[2 * p] + 1, UINT32_MAX, NULL)->samples++;
                     r = lmap_get(m, ls->kv[2 * p] + 1, ls->kv[2 * p + 1], NULL); /* moved? */
                 }
-                r->total = sat_add(r->total, e->value);
+                r->total = pc_sat_add(r->total, e->value);
                 r->samples += e->samples;
             }
         }
@@ -532,7 +496,7 @@ static void labels_emit(const pz_agg *a, const pz_query *q, const lmap *m, int64
             keys[nk++] = r;
         } else if (q->group_by && !strcmp(a->nm.v[r.key].s, q->group_by)) {
             rows[nr++] = r;
-            grouped = sat_add(grouped, r.total);
+            grouped = pc_sat_add(grouped, r.total);
         }
     }
     g_lsort = a;
@@ -555,7 +519,7 @@ static void labels_emit(const pz_agg *a, const pz_query *q, const lmap *m, int64
     }
     if (q->group_by && total != grouped) /* the stacks without that key */
         pc_buf_printf(out, "%s{\"value\":null,\"total\":%" PRId64 "}", nr && q->limit ? "," : "",
-                      sat_add(total, -grouped));
+                      pc_sat_add(total, -grouped));
     pc_buf_printf(out, "]}");
     free(keys);
     free(rows);
