@@ -48,7 +48,7 @@ static size_t elt_size(ProtobufCType t)
 }
 
 /* 0, or PC_EPROTO for a truncated or overlong varint. */
-static int read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 {
     uint64_t x = 0;
     for (int shift = 0; shift < 70; shift += 7) {
@@ -113,7 +113,7 @@ static int read_key(scan_ctx *c, const uint8_t *p, size_t len, size_t *i, unsign
                     unsigned *wt)
 {
     uint64_t key;
-    if (read_varint(p, len, i, &key)) return MALFORMED(c);
+    if (pc_proto_read_varint(p, len, i, &key)) return MALFORMED(c);
     /* protobuf-c accepts a padded tag for field 0 but cannot re-encode it */
     if (key >> 3 == 0) return fail(c, PC_EPROTO, "malformed protobuf (field number 0)");
     if (key >> 3 > UINT32_MAX) return MALFORMED(c);
@@ -124,10 +124,10 @@ static int read_key(scan_ctx *c, const uint8_t *p, size_t len, size_t *i, unsign
 
 /* Past the value of wire type wt at p[*i] (a length-delimited one: *l its length, *i at its
  * start). 0, or PC_EPROTO when it is cut short or of a wire type protobuf-c refuses. */
-static int read_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l)
+int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l)
 {
     switch (wt) {
-    case 0: return read_varint(p, len, i, l);
+    case 0: return pc_proto_read_varint(p, len, i, l);
     case 1:
         if (len - *i < 8) return PC_EPROTO;
         *i += 8;
@@ -136,7 +136,7 @@ static int read_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint
         if (len - *i < 4) return PC_EPROTO;
         *i += 4;
         return 0;
-    case 2: return read_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
+    case 2: return pc_proto_read_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
     default: return PC_EPROTO; /* groups and reserved wire types */
     }
 }
@@ -177,7 +177,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
         unsigned wt, num;
         if (read_key(c, p, len, &i, &num, &wt) < 0) return c->code;
         size_t start = i;
-        if (read_value(p, len, wt, &i, &l)) return MALFORMED(c);
+        if (pc_proto_skip_value(p, len, wt, &i, &l)) return MALFORMED(c);
         occurrences++;
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(desc, num);
         if (!f) { /* kept as an unknown field: a copy of the value and a slot */

@@ -23,6 +23,13 @@ typedef struct pc_proto_scan {
  * protobuf-c would refuse too, field number 0, nesting deeper than max_depth); PC_EINVAL for
  * invalid UTF-8 in a string field. e gets the message: "malformed protobuf", "nested too
  * deeply", "invalid UTF-8 in string field resource_profiles[0].resource...", ... */
+/* The wire format's steps the scan and pdata/wire_check.c share: a varint at p[*i] (*i past it;
+ * PC_EPROTO when cut short or over 10 bytes), and past the value of wire type wt (a
+ * length-delimited one: *l its length, *i at its start; PC_EPROTO when cut short or of a wire
+ * type protobuf-c refuses). */
+int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v);
+int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l);
+
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                           int max_depth, pc_proto_scan *out, pc_error *e);
 

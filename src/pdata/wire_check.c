@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "pdata/pdata.h"
+#include "pdata/proto_scan.h"
 #include "base/utf8.h"
 
 /* singular message fields merged per message are tracked for its first fields only: the
@@ -42,21 +43,6 @@ static bool lost_in_merge(const ProtobufCFieldDescriptor *f, size_t len)
 {
     if (f->type == PROTOBUF_C_TYPE_STRING) return f->default_value != NULL;
     return f->type == PROTOBUF_C_TYPE_BYTES && len == 0;
-}
-
-static int rd_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-        if (*i >= len) return PC_EPROTO;
-        uint8_t b = p[(*i)++];
-        if (shift < 64) x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return 0;
-        }
-    }
-    return PC_EPROTO;
 }
 
 static int fail1(w1 *c, int code, const char *what)
@@ -106,7 +92,7 @@ static int packed_run(ProtobufCType t, const uint8_t *p, size_t l)
     default:
         for (size_t i = 0; i < l;) {
             uint64_t v;
-            if (rd_varint(p, l, &i, &v)) return 1;
+            if (pc_proto_read_varint(p, l, &i, &v)) return 1;
         }
         return 0;
     }
@@ -170,24 +156,6 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
     return 0;
 }
 
-/* Past the value of wire type wt at p[*i]: as proto_scan.c's read_value. */
-static int skip1(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l)
-{
-    switch (wt) {
-    case 0: return rd_varint(p, len, i, l);
-    case 1:
-        if (len - *i < 8) return PC_EPROTO;
-        *i += 8;
-        return 0;
-    case 5:
-        if (len - *i < 4) return PC_EPROTO;
-        *i += 4;
-        return 0;
-    case 2: return rd_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
-    default: return PC_EPROTO;
-    }
-}
-
 static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
                  int depth, oneof_st *sum)
 {
@@ -199,13 +167,15 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
     while (i < len) {
         uint64_t key, l = 0;
         size_t k0 = i;
-        if (rd_varint(p, len, &i, &key)) return fail1(c, PC_EPROTO, "malformed protobuf");
+        if (pc_proto_read_varint(p, len, &i, &key))
+            return fail1(c, PC_EPROTO, "malformed protobuf");
         size_t klen = i - k0;
         if (key >> 3 == 0) return fail1(c, PC_EPROTO, "malformed protobuf (field number 0)");
         if (key >> 3 > UINT32_MAX) return fail1(c, PC_EPROTO, "malformed protobuf");
         unsigned wt = (unsigned)(key & 7), num = (unsigned)(key >> 3);
         size_t v0 = i;
-        if (skip1(p, len, wt, &i, &l)) return fail1(c, PC_EPROTO, "malformed protobuf");
+        if (pc_proto_skip_value(p, len, wt, &i, &l))
+            return fail1(c, PC_EPROTO, "malformed protobuf");
         /* protobuf-c reads a tag and a length prefix of 5 bytes at most */
         if (klen > 5 || (wt == 2 && (i - v0 > 5 || l > INT_MAX))) c->unpack_fails = true;
         const ProtobufCFieldDescriptor *f = field_of(desc, num);
@@ -257,11 +227,11 @@ static uint64_t le(const uint8_t *p, int n)
 static bool next(rd *r, fld *f)
 {
     uint64_t key, l;
-    if (r->i >= r->len || rd_varint(r->p, r->len, &r->i, &key)) return false;
+    if (r->i >= r->len || pc_proto_read_varint(r->p, r->len, &r->i, &key)) return false;
     f->num = (unsigned)(key >> 3);
     f->wt = (unsigned)(key & 7);
     size_t at = r->i;
-    if (skip1(r->p, r->len, f->wt, &r->i, &l)) return false;
+    if (pc_proto_skip_value(r->p, r->len, f->wt, &r->i, &l)) return false;
     f->v = f->wt == 0 ? l : f->wt == 1 ? le(r->p + at, 8) : f->wt == 5 ? le(r->p + at, 4) : 0;
     f->d = r->p + r->i;
     f->n = f->wt == 2 ? (size_t)l : 0;
@@ -295,7 +265,7 @@ static bool indices_ok(const fld *f, size_t table, size_t *count)
     bool ok = true;
     for (size_t i = 0; i < f->n;) {
         uint64_t v = 0;
-        if (rd_varint(f->d, f->n, &i, &v)) break;
+        if (pc_proto_read_varint(f->d, f->n, &i, &v)) break;
         ++*count;
         ok = ok && idx_ok(i32(v), table);
     }
