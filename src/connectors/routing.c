@@ -287,7 +287,6 @@ static void routing_destroy(pc_component *c)
 {
     routing *st = c->priv;
     if (!st) return;
-    pc_metric_unregister(c);
     free_routes(st->routes, st->n_routes);
     free(st->defaults);
     free(st);

@@ -268,6 +268,20 @@ static void put_numbers(enc *e, const char *name, number_t *const *p, size_t n)
     }
 }
 
+/* <name>_sum and <name>_count of a histogram or summary point; frees l. */
+static void put_sum_count(enc *e, pc_prom_labels *l, const char *name, double sum, uint64_t count,
+                          uint32_t flags, int64_t ts)
+{
+    size_t len = strlen(name);
+    char *n = pc_xmalloc(len + 8);
+    snprintf(n, len + 8, "%s_sum", name);
+    put_series(e, l, n, NULL, NULL, value_of(sum, flags), ts);
+    snprintf(n, len + 8, "%s_count", name);
+    put_series(e, l, n, NULL, NULL, value_of((double)count, flags), ts);
+    free(n);
+    pc_prom_labels_free(l);
+}
+
 static void put_histogram(enc *e, const char *name, const histo_t *p)
 {
     if (p->n_bucket_counts && p->n_bucket_counts != p->n_explicit_bounds + 1) {
@@ -287,12 +301,8 @@ static void put_histogram(enc *e, const char *name, const histo_t *p)
         put_series(e, &l, n, "le", le, value_of((double)cum, p->flags), ts);
     }
     put_series(e, &l, n, "le", "+Inf", value_of((double)p->count, p->flags), ts);
-    snprintf(n, len + 8, "%s_sum", name);
-    put_series(e, &l, n, NULL, NULL, value_of(p->sum, p->flags), ts);
-    snprintf(n, len + 8, "%s_count", name);
-    put_series(e, &l, n, NULL, NULL, value_of((double)p->count, p->flags), ts);
     free(n);
-    pc_prom_labels_free(&l);
+    put_sum_count(e, &l, name, p->sum, p->count, p->flags, ts);
 }
 
 static void put_summary(enc *e, const char *name, const summary_t *p)
@@ -300,20 +310,14 @@ static void put_summary(enc *e, const char *name, const summary_t *p)
     pc_prom_labels l;
     point_labels(e, p->attributes, p->n_attributes, &l);
     int64_t ts = ms_of(e, p->time_unix_nano);
-    size_t len = strlen(name);
-    char *n = pc_xmalloc(len + 8), q[64];
+    char q[64];
     for (size_t i = 0; i < p->n_quantile_values; i++) {
         if (!p->quantile_values[i]) continue;
         pc_prom_fmt_double(q, sizeof q, p->quantile_values[i]->quantile);
         put_series(e, &l, name, "quantile", q, value_of(p->quantile_values[i]->value, p->flags),
                    ts);
     }
-    snprintf(n, len + 8, "%s_sum", name);
-    put_series(e, &l, n, NULL, NULL, value_of(p->sum, p->flags), ts);
-    snprintf(n, len + 8, "%s_count", name);
-    put_series(e, &l, n, NULL, NULL, value_of((double)p->count, p->flags), ts);
-    free(n);
-    pc_prom_labels_free(&l);
+    put_sum_count(e, &l, name, p->sum, p->count, p->flags, ts);
 }
 
 /* The exposed type, or false: the metric is not sent (delta, exponential histogram). */
@@ -387,25 +391,19 @@ static void put_target_info(enc *e, const pc_resource *r)
     pc_prom_labels_free(&l);
 }
 
+static void put_scope_metric(const metric_t *m, pc_prom_labels *l, void *arg)
+{
+    enc *e = arg;
+    e->base = l;
+    put_metric(e, m);
+}
+
 static void put_resource(enc *e, const Opentelemetry__Proto__Metrics__V1__ResourceMetrics *rm)
 {
-    const pc_resource *r = rm->resource;
-    pc_prom_labels res = {0};
     const pc_strmap *xl = &e->cfg->external_labels;
-    pc_prom_resource_labels(r, xl->keys, xl->vals, xl->n, e->cfg->resource_to_labels, &res);
-    if (e->cfg->target_info) put_target_info(e, r);
-    for (size_t s = 0; s < rm->n_scope_metrics; s++) {
-        const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm = rm->scope_metrics[s];
-        if (!sm) continue;
-        pc_prom_labels l;
-        pc_prom_labels_copy(&l, &res, 2);
-        pc_prom_scope_labels(sm->scope, sm->schema_url, &l);
-        e->base = &l;
-        for (size_t m = 0; m < sm->n_metrics; m++)
-            if (sm->metrics[m]) put_metric(e, sm->metrics[m]);
-        pc_prom_labels_free(&l);
-    }
-    pc_prom_labels_free(&res);
+    if (e->cfg->target_info) put_target_info(e, rm->resource);
+    pc_prom_each_metric(rm, xl->keys, xl->vals, xl->n, e->cfg->resource_to_labels, put_scope_metric,
+                        e);
 }
 
 /* The batch as snappy-compressed WriteRequests of at most max_batch_size_bytes (none: nothing

@@ -52,6 +52,14 @@ bool pc_prom_label_name_ok(const char *s);
 /* otel_scope_name, otel_scope_version, otel_scope_schema_url and otel_scope_<key> for each
  * scope attribute (the Collector's prometheus exporter, spec §3); scope may be NULL. */
 void pc_prom_scope_labels(const pc_scope *scope, const char *schema_url, pc_prom_labels *l);
+/* Every metric of one ResourceMetrics with the labels its series carry: the resource's
+ * (pc_prom_resource_labels with keys, vals, n and attrs) and its scope's. NULL scopes and metrics
+ * are skipped. */
+typedef void (*pc_prom_metric_fn)(const Opentelemetry__Proto__Metrics__V1__Metric *m,
+                                  pc_prom_labels *labels, void *arg);
+void pc_prom_each_metric(const Opentelemetry__Proto__Metrics__V1__ResourceMetrics *rm,
+                         char *const *keys, char *const *vals, size_t n, bool attrs,
+                         pc_prom_metric_fn fn, void *arg);
 /* service.name, service.namespace, service.instance.id: job and instance, not target_info. */
 bool pc_prom_is_service_key(const char *key);
 

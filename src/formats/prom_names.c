@@ -370,3 +370,22 @@ bool pc_prom_label_name_ok(const char *s)
             return false;
     return true;
 }
+
+void pc_prom_each_metric(const Opentelemetry__Proto__Metrics__V1__ResourceMetrics *rm,
+                         char *const *keys, char *const *vals, size_t n, bool attrs,
+                         pc_prom_metric_fn fn, void *arg)
+{
+    pc_prom_labels res = {0};
+    pc_prom_resource_labels(rm->resource, keys, vals, n, attrs, &res);
+    for (size_t s = 0; s < rm->n_scope_metrics; s++) {
+        const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm = rm->scope_metrics[s];
+        if (!sm) continue;
+        pc_prom_labels l;
+        pc_prom_labels_copy(&l, &res, 2);
+        pc_prom_scope_labels(sm->scope, sm->schema_url, &l);
+        for (size_t m = 0; m < sm->n_metrics; m++)
+            if (sm->metrics[m]) fn(sm->metrics[m], &l, arg);
+        pc_prom_labels_free(&l);
+    }
+    pc_prom_labels_free(&res);
+}

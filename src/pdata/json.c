@@ -53,20 +53,11 @@ static size_t camel_name(const char *snake, char *out, size_t outlen)
     return n;
 }
 
+/* Whether key is snake's JSON name (field names are short: a longer one is never matched). */
 static bool key_is_camel(const char *snake, const char *key)
 {
-    bool up = false;
-    for (; *snake; snake++) {
-        if (*snake == '_') {
-            up = true;
-            continue;
-        }
-        char c = *snake;
-        if (up && c >= 'a' && c <= 'z') c = (char)(c - 'a' + 'A');
-        up = false;
-        if (*key++ != c) return false;
-    }
-    return *key == 0;
+    char camel[128];
+    return camel_name(snake, camel, sizeof camel) < sizeof camel && strcmp(camel, key) == 0;
 }
 
 static size_t elem_size(ProtobufCType t)
@@ -322,35 +313,43 @@ static int get_bytes(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *v
 static int decode_message(dctx *c, const ProtobufCMessageDescriptor *desc, const json_t *obj,
                           ProtobufCMessage **out);
 
+/* An integer of a signed or unsigned 32- or 64-bit field, range-checked, into dst. */
+static int decode_integer(dctx *c, const json_t *v, bool sgn, bool wide, void *dst)
+{
+    if (sgn) {
+        int64_t s = 0;
+        if (get_signed(c, v, wide ? INT64_MIN : INT32_MIN, wide ? INT64_MAX : INT32_MAX, &s) < 0)
+            return PC_EINVAL;
+        if (wide)
+            *(int64_t *)dst = s;
+        else
+            *(int32_t *)dst = (int32_t)s;
+        return 0;
+    }
+    uint64_t u = 0;
+    if (get_unsigned(c, v, wide ? UINT64_MAX : UINT32_MAX, &u) < 0) return PC_EINVAL;
+    if (wide)
+        *(uint64_t *)dst = u;
+    else
+        *(uint32_t *)dst = (uint32_t)u;
+    return 0;
+}
+
 /* One (non-repeated) value of field f from v into dst. */
 static int decode_value(dctx *c, const ProtobufCFieldDescriptor *f, const json_t *v, void *dst)
 {
-    int64_t s = 0;
-    uint64_t u = 0;
     double d = 0;
     switch (f->type) {
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        if (get_signed(c, v, INT32_MIN, INT32_MAX, &s) < 0) return PC_EINVAL;
-        *(int32_t *)dst = (int32_t)s;
-        return 0;
+    case PROTOBUF_C_TYPE_SFIXED32: return decode_integer(c, v, true, false, dst);
     case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        if (get_unsigned(c, v, UINT32_MAX, &u) < 0) return PC_EINVAL;
-        *(uint32_t *)dst = (uint32_t)u;
-        return 0;
+    case PROTOBUF_C_TYPE_FIXED32: return decode_integer(c, v, false, false, dst);
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        if (get_signed(c, v, INT64_MIN, INT64_MAX, &s) < 0) return PC_EINVAL;
-        *(int64_t *)dst = s;
-        return 0;
+    case PROTOBUF_C_TYPE_SFIXED64: return decode_integer(c, v, true, true, dst);
     case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        if (get_unsigned(c, v, UINT64_MAX, &u) < 0) return PC_EINVAL;
-        *(uint64_t *)dst = u;
-        return 0;
+    case PROTOBUF_C_TYPE_FIXED64: return decode_integer(c, v, false, true, dst);
     case PROTOBUF_C_TYPE_DOUBLE:
         if (get_double(c, v, &d) < 0) return PC_EINVAL;
         *(double *)dst = d;
@@ -374,9 +373,7 @@ static int decode_value(dctx *c, const ProtobufCFieldDescriptor *f, const json_t
                 return 0;
             }
         }
-        if (get_signed(c, v, INT32_MIN, INT32_MAX, &s) < 0) return PC_EINVAL;
-        *(int *)dst = (int)s;
-        return 0;
+        return decode_integer(c, v, true, false, dst); /* an int: protobuf-c's enum storage */
     case PROTOBUF_C_TYPE_STRING:
         if (!json_is_string(v)) return fail(c, "expected a string (got %s)", json_type_name(v));
         *(char **)dst = pc_arena_strndup(c->arena, json_string_value(v), json_string_length(v));

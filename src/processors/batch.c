@@ -526,7 +526,6 @@ static void batch_destroy(pc_component *c)
 {
     batch_proc *bp = c->priv;
     if (!bp) return;
-    pc_metric_unregister(c);
     const batch_cfg *cfg = c->cfg;
     /* only reached with data pending if the service never ran: refuse it, lose nothing silently */
     for (size_t i = 0; i < bp->n_shards; i++) {
@@ -539,7 +538,6 @@ static void batch_destroy(pc_component *c)
     }
     free(bp->shards);
     free(bp);
-    c->priv = NULL;
 }
 
 const pc_component_type pc_processor_batch = {

@@ -198,11 +198,9 @@ static void filter_destroy(pc_component *c)
 {
     filter_proc *fp = c->priv;
     if (!fp) return;
-    pc_metric_unregister(c);
     matcher_free(&fp->include);
     matcher_free(&fp->exclude);
     free(fp);
-    c->priv = NULL;
 }
 
 /* ---- matching ------------------------------------------------------------------------------- */

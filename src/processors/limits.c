@@ -87,9 +87,7 @@ static int limits_create(pc_component *c, pc_error *err)
 
 static void limits_destroy(pc_component *c)
 {
-    pc_metric_unregister(c);
     free(c->priv);
-    c->priv = NULL;
 }
 
 /* A location whose only frame is the (otherwise empty) function `name`. */

@@ -244,7 +244,6 @@ static void ml_shutdown(pc_component *c, pc_shutdown_done done)
 
 static void ml_destroy(pc_component *c)
 {
-    pc_metric_unregister(c);
     free(c->priv);
 }
 

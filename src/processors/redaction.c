@@ -154,9 +154,7 @@ static int redaction_create(pc_component *c, pc_error *err)
 
 static void redaction_destroy(pc_component *c)
 {
-    if (c->priv) pc_metric_unregister(c);
     if (c->priv) state_free(c->priv);
-    c->priv = NULL;
 }
 
 /* ---- matching ----------------------------------------------------------------------------- */

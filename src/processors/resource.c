@@ -430,10 +430,8 @@ static void resource_destroy(pc_component *c)
 {
     resource_state *st = c->priv;
     if (!st) return;
-    pc_metric_unregister(c);
     rules_free(st->rules, st->n_rules);
     free(st);
-    c->priv = NULL;
 }
 
 /* ---- applying the rules to one Resource ------------------------------------------------- */

@@ -280,12 +280,8 @@ static int tracelink_create(pc_component *c, pc_error *err)
 static void tracelink_destroy(pc_component *c)
 {
     tracelink_state *st = c->priv;
-    if (st) {
-        pc_metric_unregister(c);
-        pc_shared_release(st->ix);
-    }
+    if (st) pc_shared_release(st->ix);
     free(st);
-    c->priv = NULL;
 }
 
 /* ---- ids -------------------------------------------------------------------------------- */

@@ -861,7 +861,6 @@ static void kafka_recv_shutdown(pc_component *c, pc_shutdown_done done)
 static void kafka_recv_destroy(pc_component *c)
 {
     kafka_recv *x = c->priv;
-    pc_metric_unregister(c);
     if (!x) return;
     for (tp *t = x->tps, *next; t; t = next) {
         next = t->next;
@@ -878,7 +877,6 @@ static void kafka_recv_destroy(pc_component *c)
         free(x->re[sig]);
     }
     free(x);
-    c->priv = NULL;
 }
 
 const pc_component_type pc_receiver_kafka = {

@@ -652,7 +652,6 @@ static void otlp_shutdown(pc_component *c, pc_shutdown_done done)
 static void otlp_destroy(pc_component *c)
 {
     otlp_recv *r = c->priv;
-    pc_metric_unregister(c);
     if (r) {
         pc_receiver_http_free(&r->http);
         pc_tls_ctx_free(r->grpc_tls);

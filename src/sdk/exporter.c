@@ -669,7 +669,6 @@ void pc_exporter_destroy(pc_component *c)
 {
     pc_exporter *e = pc_exporter_of(c);
     if (!e) return;
-    pc_metric_unregister(c);
     pc_sender_free(e->sender);
     if (e->def->destroy) e->def->destroy(e);
     pc_ring_unref(e->ring);
@@ -679,5 +678,4 @@ void pc_exporter_destroy(pc_component *c)
         free(b);
     }
     free(e);
-    c->priv = NULL;
 }

@@ -69,8 +69,8 @@ size_t pc_proc_counters_copy(const pc_proc_counter *all, size_t n, pc_proc_count
 /* The value of one named counter (0 if absent). */
 uint64_t pc_proc_counter_get(const pc_proc_counter *v, size_t n, const char *name);
 
-/* Register one of c's counters as a self-metric (unregister with pc_metric_unregister(c) in
- * destroy), labelled processor (its id in the config) and pipeline. */
+/* Register one of c's counters as a self-metric, labelled processor (its id in the config) and
+ * pipeline; the service unregisters what c owns before c's destroy. */
 void pc_proc_metric(pc_component *c, const char *name, const char *help, const uint64_t *value);
 /* Those labels, for a processor's other metrics (histograms, gauges). */
 void pc_proc_labels(const pc_component *c, char *labels, size_t cap);

@@ -39,7 +39,8 @@ void pc_metric_unregister(const void *owner);
 /* Prometheus text exposition format 0.0.4. */
 void pc_metrics_render(pc_buf *out);
 
-/* The standard per-component metrics, owned by c (unregister with pc_metric_unregister(c)). */
+/* The standard per-component metrics, owned by c. What a component registers under its own
+ * address the service unregisters before its destroy; a destroy unregisters only other owners. */
 struct pc_component;
 /* otelcol_receiver_{accepted,refused}_<profile_samples|spans|metric_points|log_records> */
 void pc_receiver_register_metrics(struct pc_component *c, pc_signal sig, const char *transport,

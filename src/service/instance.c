@@ -110,6 +110,9 @@ bool svc_owned(const pc_service *s, const pc_component *c)
 void svc_component_free(pc_component *c)
 {
     if (!c) return;
+    /* the self-metrics a component registered under its own address (sdk/telemetry.h) go here,
+     * once, before its state is freed, so no destroy has to remember it */
+    pc_metric_unregister(c);
     if (c->type->destroy) c->type->destroy(c);
     pc_cfgtable_free(c->type->cfg, c->cfg);
     free(c->cfg);

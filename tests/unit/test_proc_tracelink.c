@@ -561,6 +561,7 @@ static void rename_driver(driver *d, const char *name, const char *pipeline)
     pc_error err = {0};
     char id[200];
     snprintf(id, sizeof id, "%s in %s", name, pipeline);
+    pc_metric_unregister(&d->c); /* as the service does before a destroy */
     d->c.type->destroy(&d->c);
     free(d->c.id);
     free(d->c.name);

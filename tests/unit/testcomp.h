@@ -14,6 +14,7 @@
 #include "check.h"
 #include "pdata/pdata.h"
 #include "sdk/component.h"
+#include "sdk/telemetry.h"
 
 /* ---- a component configured from YAML ---- */
 
@@ -55,6 +56,7 @@ fail:
 /* Destroy what tc_init created (after a shutdown, when the type has one) and free its config. */
 static inline void tc_fini(pc_component *c, pc_node *root)
 {
+    pc_metric_unregister(c); /* as the service does before a destroy */
     if (c->type->destroy) c->type->destroy(c);
     pc_cfgtable_free(c->type->cfg, c->cfg);
     free(c->cfg);

@@ -227,27 +227,42 @@ static double number_value(const number_t *p)
     return p->as_double;
 }
 
+/* The series of a point, or NULL when there is none or the point is older than what it keeps
+ * (counted as dropped). */
+static prom_series *point_series(point_ctx *pc, pc_keyvalue *const *kv, size_t n, uint32_t flags,
+                                 uint64_t time_ns, bool *fresh)
+{
+    prom_series *s = series_get(pc, kv, n, flags, fresh);
+    if (s && !*fresh && time_ns < s->time_ns) {
+        pc->t->dropped_points++;
+        return NULL;
+    }
+    return s;
+}
+
+/* A point taken into its series. */
+static void point_kept(point_ctx *pc, prom_series *s, uint64_t time_ns)
+{
+    s->time_ns = time_ns;
+    s->seen_ms = prom_now_ms();
+    pc->t->points++;
+}
+
 /* Gauges, cumulative sums, and delta monotonic sums (delta: add when contiguous). */
 static void add_number(point_ctx *pc, const number_t *p, bool delta)
 {
     bool fresh;
-    prom_series *s = series_get(pc, p->attributes, p->n_attributes, p->flags, &fresh);
+    prom_series *s =
+        point_series(pc, p->attributes, p->n_attributes, p->flags, p->time_unix_nano, &fresh);
     if (!s) return;
-    uint64_t now = prom_now_ms();
     double v = number_value(p);
-    if (!fresh && p->time_unix_nano < s->time_ns) { /* older than what is kept */
-        pc->t->dropped_points++;
-        return;
-    }
     if (!fresh && delta && p->start_time_unix_nano == s->time_ns) {
         s->value += v;
     } else {
         s->value = v;
         s->start_ns = p->start_time_unix_nano;
     }
-    s->time_ns = p->time_unix_nano;
-    s->seen_ms = now;
-    pc->t->points++;
+    point_kept(pc, s, p->time_unix_nano);
 }
 
 static bool same_bounds(const prom_series *s, const histo_t *p)
@@ -277,12 +292,9 @@ static void add_histogram(point_ctx *pc, const histo_t *p, bool delta)
         return;
     }
     bool fresh;
-    prom_series *s = series_get(pc, p->attributes, p->n_attributes, p->flags, &fresh);
+    prom_series *s =
+        point_series(pc, p->attributes, p->n_attributes, p->flags, p->time_unix_nano, &fresh);
     if (!s) return;
-    if (!fresh && p->time_unix_nano < s->time_ns) {
-        pc->t->dropped_points++;
-        return;
-    }
     bool add = !fresh && delta && p->start_time_unix_nano == s->time_ns && same_bounds(s, p);
     if (!fresh && delta && !add && p->start_time_unix_nano < s->time_ns) {
         pc->t->dropped_points++; /* overlaps what was added up: neither a sequel nor a reset */
@@ -294,20 +306,15 @@ static void add_histogram(point_ctx *pc, const histo_t *p, bool delta)
     s->count += p->count;
     if (p->_sum_case == OPENTELEMETRY__PROTO__METRICS__V1__HISTOGRAM_DATA_POINT___SUM_SUM)
         s->sum += p->sum;
-    s->time_ns = p->time_unix_nano;
-    s->seen_ms = prom_now_ms();
-    pc->t->points++;
+    point_kept(pc, s, p->time_unix_nano);
 }
 
 static void add_summary(point_ctx *pc, const summary_t *p)
 {
     bool fresh;
-    prom_series *s = series_get(pc, p->attributes, p->n_attributes, p->flags, &fresh);
+    prom_series *s =
+        point_series(pc, p->attributes, p->n_attributes, p->flags, p->time_unix_nano, &fresh);
     if (!s) return;
-    if (!fresh && p->time_unix_nano < s->time_ns) {
-        pc->t->dropped_points++;
-        return;
-    }
     free(s->bounds);
     free(s->qvals);
     s->n = p->n_quantile_values;
@@ -320,9 +327,7 @@ static void add_summary(point_ctx *pc, const summary_t *p)
     s->count = p->count;
     s->sum = p->sum;
     s->start_ns = p->start_time_unix_nano;
-    s->time_ns = p->time_unix_nano;
-    s->seen_ms = prom_now_ms();
-    pc->t->points++;
+    point_kept(pc, s, p->time_unix_nano);
 }
 
 /* The type a metric is exposed as, and whether its points are deltas to add up; false: the
@@ -410,24 +415,24 @@ static void target_info(prom_accum *a, const pc_resource *r, prom_tally *t)
     pc_prom_labels_free(&l);
 }
 
+typedef struct resource_ctx {
+    prom_accum *a;
+    prom_tally *t;
+} resource_ctx;
+
+static void add_scope_metric(const metric_t *m, pc_prom_labels *l, void *arg)
+{
+    resource_ctx *rc = arg;
+    add_metric(rc->a, m, l, rc->t);
+}
+
 static void add_resource(prom_accum *a, const resource_metrics_t *rm, prom_tally *t)
 {
-    const pc_resource *r = rm->resource;
-    pc_prom_labels res = {0};
     const pc_strmap *cl = &a->cfg->const_labels;
-    pc_prom_resource_labels(r, cl->keys, cl->vals, cl->n, a->cfg->resource_to_labels, &res);
-    target_info(a, r, t);
-    for (size_t s = 0; s < rm->n_scope_metrics; s++) {
-        const Opentelemetry__Proto__Metrics__V1__ScopeMetrics *sm = rm->scope_metrics[s];
-        if (!sm) continue;
-        pc_prom_labels l;
-        pc_prom_labels_copy(&l, &res, 2);
-        pc_prom_scope_labels(sm->scope, sm->schema_url, &l);
-        for (size_t m = 0; m < sm->n_metrics; m++)
-            add_metric(a, sm->metrics[m], &l, t);
-        pc_prom_labels_free(&l);
-    }
-    pc_prom_labels_free(&res);
+    target_info(a, rm->resource, t);
+    resource_ctx rc = {a, t};
+    pc_prom_each_metric(rm, cl->keys, cl->vals, cl->n, a->cfg->resource_to_labels, add_scope_metric,
+                        &rc);
 }
 
 static void expire_cb(prom_accum *a, prom_series *s, void *arg)

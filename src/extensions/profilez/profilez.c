@@ -594,13 +594,28 @@ static int pz_create(pc_component *c, pc_error *err)
     return 0;
 }
 
-static void metric(pz *z, const char *name, const char *help, pc_metric_kind kind,
-                   const uint64_t *v)
-{
-    char labels[300];
-    snprintf(labels, sizeof labels, "extension=\"%s\"", z->c->id);
-    pc_metric_u64(z->c, name, help, kind, labels, v);
-}
+/* The self-metrics, each a field of counters, labelled extension (its id). */
+typedef struct pz_metric {
+    const char *name, *help;
+    pc_metric_kind kind;
+    size_t offset;
+} pz_metric;
+
+/* clang-format off */
+static const pz_metric pz_metrics[] = {
+    {"profcol_profilez_profiles_total", "Profiles aggregated for the profilez page", PC_METRIC_COUNTER, offsetof(counters, profiles)},
+    {"profcol_profilez_samples_total", "Samples aggregated for the profilez page", PC_METRIC_COUNTER, offsetof(counters, samples)},
+    {"profcol_profilez_evicted_stacks_total", "Aggregated stacks dropped from the oldest time slices to make room (max_stacks)", PC_METRIC_COUNTER, offsetof(counters, evicted_stacks)},
+    {"profcol_profilez_over_budget_samples_total", "Samples whose stack found no room in the current slice, shown as [over budget]", PC_METRIC_COUNTER, offsetof(counters, over_budget_samples)},
+    {"profcol_profilez_dropped_profiles_total", "Profiles not aggregated: a new series over max_series, or a batch over its frame budget", PC_METRIC_COUNTER, offsetof(counters, dropped_profiles)},
+    {"profcol_profilez_dropped_batches_total", "Batches released unread: max_pending_size was held by batches waiting for aggregation", PC_METRIC_COUNTER, offsetof(counters, dropped_batches)},
+    {"profcol_profilez_series", "Series (service, profile type) in the window", PC_METRIC_GAUGE, offsetof(counters, series)},
+    {"profcol_profilez_stacks", "Aggregated stacks held", PC_METRIC_GAUGE, offsetof(counters, stacks)},
+    {"profcol_profilez_label_sets", "Distinct label sets held (max_label_sets)", PC_METRIC_GAUGE, offsetof(counters, label_sets)},
+    {"profcol_profilez_over_budget_label_samples_total", "Samples whose label set found no room (max_label_sets): kept as [labels]=[over budget]", PC_METRIC_COUNTER, offsetof(counters, over_budget_label_samples)},
+    {"profcol_profilez_dropped_labels_total", "Labels of a sample beyond the 16 a label set keeps", PC_METRIC_COUNTER, offsetof(counters, dropped_labels)},
+};
+/* clang-format on */
 
 static double cpu_seconds(const void *arg)
 {
@@ -627,36 +642,13 @@ static int pz_start(pc_component *c, pc_error *err)
     z->srv_open = true;
     int rc = pc_http_server_start(z->srv, err);
     if (rc < 0) return rc;
-    metric(z, "profcol_profilez_profiles_total", "Profiles aggregated for the profilez page",
-           PC_METRIC_COUNTER, &z->m.profiles);
-    metric(z, "profcol_profilez_samples_total", "Samples aggregated for the profilez page",
-           PC_METRIC_COUNTER, &z->m.samples);
-    metric(z, "profcol_profilez_evicted_stacks_total",
-           "Aggregated stacks dropped from the oldest time slices to make room (max_stacks)",
-           PC_METRIC_COUNTER, &z->m.evicted_stacks);
-    metric(z, "profcol_profilez_over_budget_samples_total",
-           "Samples whose stack found no room in the current slice, shown as [over budget]",
-           PC_METRIC_COUNTER, &z->m.over_budget_samples);
-    metric(
-        z, "profcol_profilez_dropped_profiles_total",
-        "Profiles not aggregated: a new series over max_series, or a batch over its frame budget",
-        PC_METRIC_COUNTER, &z->m.dropped_profiles);
-    metric(z, "profcol_profilez_dropped_batches_total",
-           "Batches released unread: max_pending_size was held by batches waiting for aggregation",
-           PC_METRIC_COUNTER, &z->m.dropped_batches);
-    metric(z, "profcol_profilez_series", "Series (service, profile type) in the window",
-           PC_METRIC_GAUGE, &z->m.series);
-    metric(z, "profcol_profilez_stacks", "Aggregated stacks held", PC_METRIC_GAUGE, &z->m.stacks);
-    metric(z, "profcol_profilez_label_sets", "Distinct label sets held (max_label_sets)",
-           PC_METRIC_GAUGE, &z->m.label_sets);
-    metric(z, "profcol_profilez_over_budget_label_samples_total",
-           "Samples whose label set found no room (max_label_sets): kept as [labels]=[over budget]",
-           PC_METRIC_COUNTER, &z->m.over_budget_label_samples);
-    metric(z, "profcol_profilez_dropped_labels_total",
-           "Labels of a sample beyond the 16 a label set keeps", PC_METRIC_COUNTER,
-           &z->m.dropped_labels);
     char labels[300];
     snprintf(labels, sizeof labels, "extension=\"%s\"", c->id);
+    for (size_t i = 0; i < sizeof pz_metrics / sizeof pz_metrics[0]; i++) {
+        const pz_metric *m = &pz_metrics[i];
+        pc_metric_u64(c, m->name, m->help, m->kind, labels,
+                      (const uint64_t *)((const char *)&z->m + m->offset));
+    }
     pc_metric_fn(c, "profcol_profilez_cpu_seconds_total",
                  "CPU time of profilez's work items on the thread pool (aggregating, answering)",
                  PC_METRIC_COUNTER, labels, cpu_seconds, z);
@@ -725,7 +717,6 @@ static void pz_shutdown(pc_component *c, pc_shutdown_done done)
 static void pz_destroy(pc_component *c)
 {
     pz *z = c->priv;
-    pc_metric_unregister(c);
     if (!z) return;
     for (task *t = z->head, *next; t; t = next) {
         next = t->next;

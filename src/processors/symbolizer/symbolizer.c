@@ -195,9 +195,7 @@ static int symbolizer_create(pc_component *c, pc_error *err)
 static void symbolizer_destroy(pc_component *c)
 {
     if (!c->priv) return;
-    pc_metric_unregister(c);
     state_free(c->priv);
-    c->priv = NULL;
 }
 
 /* ---- finding the file ------------------------------------------------------------------- */

@@ -652,7 +652,6 @@ static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
 static void pyro_destroy(pc_component *c)
 {
     pyro_recv *r = c->priv;
-    pc_metric_unregister(c);
     if (r) pc_receiver_http_free(&r->http);
     free(c->priv);
 }

@@ -635,7 +635,6 @@ static void scrape_shutdown(pc_component *c, pc_shutdown_done done)
 static void scrape_destroy(pc_component *c)
 {
     scrape_recv *x = c->priv;
-    pc_metric_unregister(c);
     if (!x) return;
     for (size_t i = 0; i < x->n_types; i++)
         free(x->types[i].name), free(x->types[i].report), free(x->types[i].path);
@@ -644,7 +643,6 @@ static void scrape_destroy(pc_component *c)
     discovery_free(x);
     if (x->tls) pc_tls_ctx_free(x->tls);
     free(x);
-    c->priv = NULL;
 }
 
 const pc_component_type pc_receiver_pyroscope_scrape = {
