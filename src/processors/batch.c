@@ -37,7 +37,7 @@ static const pc_cfg_key batch_keys[] = {
     {"timeout", PC_CFG_DURATION, "200ms", offsetof(batch_cfg, timeout_ms), "send a batch this long after its first data arrived, whatever its size (0: at once)", NULL},
     {"send_batch_size", PC_CFG_INT, "8192", offsetof(batch_cfg, send_batch_size), "send as soon as this many samples (spans, data points, log records) are pending (0: only the timeout sends)", NULL},
     {"send_batch_max_size", PC_CFG_INT, "0", offsetof(batch_cfg, send_batch_max_size), "split requests above this many samples, inside a profile if need be (0: no limit)", NULL},
-    {"metadata_keys", PC_CFG_LIST, "", offsetof(batch_cfg, metadata_keys), "request metadata (e.g. x-scope-orgid) whose distinct values are batched separately", NULL},
+    {"metadata_keys", PC_CFG_LIST, "", offsetof(batch_cfg, metadata_keys), "request metadata (header names) whose distinct values are batched separately; the tenant (x-scope-orgid) always is", NULL},
     {"metadata_cardinality_limit", PC_CFG_INT, "1000", offsetof(batch_cfg, metadata_cardinality_limit), "most distinct metadata value combinations pending at once; more are refused (retryable)", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},
 };
@@ -127,9 +127,25 @@ static int batch_create(pc_component *c, pc_error *err)
     (void)err;
     batch_cfg *cfg = c->cfg;
     /* batch metadata keys are lower-case header names */
-    for (size_t i = 0; i < cfg->metadata_keys.n; i++)
+    bool tenant = false;
+    for (size_t i = 0; i < cfg->metadata_keys.n; i++) {
         for (char *p = cfg->metadata_keys.v[i]; *p; p++)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+        tenant |= strcmp(cfg->metadata_keys.v[i], PC_META_TENANT) == 0;
+    }
+    /* Tenants are always batched apart: a batch of two tenants' data would reach the backend
+     * under neither (its metadata keeps only what every input agrees on; docs/components.md). */
+    if (!tenant && cfg->metadata_keys.n < PC_META_MAX) {
+        size_t n = cfg->metadata_keys.n;
+        cfg->metadata_keys.v = pc_xrealloc(cfg->metadata_keys.v, (n + 1) * sizeof(char *));
+        cfg->metadata_keys.v[n] = pc_xstrdup(PC_META_TENANT);
+        cfg->metadata_keys.n = n + 1;
+    } else if (!tenant) {
+        PC_WARN(c->id,
+                "metadata_keys has %d keys and not " PC_META_TENANT
+                ": batches may hold several tenants' data, sent under none",
+                PC_META_MAX);
+    }
     batch_proc *bp = pc_xcalloc(1, sizeof *bp);
     bp->c = c;
     c->priv = bp;

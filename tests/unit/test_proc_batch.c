@@ -481,6 +481,45 @@ static void test_metadata_keys(void)
     uv_loop_close(&loop);
 }
 
+/* Without metadata_keys, tenants are still batched apart (and data without one apart from
+ * theirs): each flushed batch holds one tenant's requests, under that tenant. */
+static void test_tenants_apart(void)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    tc_rec r;
+    tc_rec_init(&r);
+    pc_component *c = make("timeout: 20ms\n", &loop, &r.base, NULL);
+    static const char *const tenants[3] = {"tenant-a", "tenant-b", NULL};
+    tc_up ups[9] = {{0}};
+    totals in[3];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < 9; i++) {
+        pc_batch *b = request(i, 0);
+        pc_batch_set_tenant(b, tenants[i % 3]);
+        add_totals(b, &in[i % 3]);
+        c->type->consume(c, b, tc_up_done, &ups[i]);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(r.n, 3);
+    bool seen[3] = {false};
+    for (size_t i = 0; i < r.n; i++) {
+        const char *t = pc_batch_tenant(r.got[i]);
+        int k = !t ? 2 : strcmp(t, "tenant-b") == 0 ? 1 : 0;
+        CHECK(!seen[k]);
+        seen[k] = true;
+        totals out = {0};
+        add_totals(r.got[i], &out);
+        CHECK(same_totals(&in[k], &out));
+    }
+    for (int i = 0; i < 9; i++)
+        CHECK_EQ_INT(ups[i].st, PC_OK);
+    tc_rec_clear(&r);
+    tc_shutdown(c);
+    tc_free(c);
+    uv_loop_close(&loop);
+}
+
 static void test_shutdown_flushes(void)
 {
     uv_loop_t loop;
@@ -543,6 +582,7 @@ int main(void)
     RUN(test_size_trigger_exact);
     RUN(test_status_propagation);
     RUN(test_metadata_keys);
+    RUN(test_tenants_apart);
     RUN(test_shutdown_flushes);
     RUN(test_config_errors);
     return check_report();
