@@ -53,25 +53,13 @@ typedef struct kafka_exp_cfg {
     pc_sender_cfg sender;
 } kafka_exp_cfg;
 
-#define SIGNAL_KEYS(sig, name, deftopic)                                                           \
-    {name ".topic",                                                                                \
-     PC_CFG_STRING,                                                                                \
-     deftopic,                                                                                     \
-     offsetof(kafka_exp_cfg, topic[sig]),                                                          \
-     "topic " name " are produced to (default " deftopic ", or the top-level topic)",              \
-     NULL},                                                                                        \
-    {                                                                                              \
-        name ".encoding", PC_CFG_ENUM, "otlp_proto", offsetof(kafka_exp_cfg, encoding[sig]),       \
-            "message encoding of " name " (or the top-level encoding)", encodings                  \
-    }
-
 /* clang-format off */
+#define SIGNAL_KEYS(sig, name, path, deftopic) \
+    {name ".topic", PC_CFG_STRING, deftopic, offsetof(kafka_exp_cfg, topic[sig]), "topic " name " are produced to (default " deftopic ", or the top-level topic)", NULL}, \
+    {name ".encoding", PC_CFG_ENUM, "otlp_proto", offsetof(kafka_exp_cfg, encoding[sig]), "message encoding of " name " (or the top-level encoding)", encodings},
 static const pc_cfg_key kafka_exp_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(kafka_exp_cfg, client), "the Kafka client", pc_kafka_client_keys},
-    SIGNAL_KEYS(PC_SIGNAL_PROFILES, "profiles", "otlp_profiles"),
-    SIGNAL_KEYS(PC_SIGNAL_TRACES, "traces", "otlp_spans"),
-    SIGNAL_KEYS(PC_SIGNAL_METRICS, "metrics", "otlp_metrics"),
-    SIGNAL_KEYS(PC_SIGNAL_LOGS, "logs", "otlp_logs"),
+    PC_SIGNALS_EACH(SIGNAL_KEYS)
     {"topic", PC_CFG_STRING, "", offsetof(kafka_exp_cfg, old_topic), "deprecated in the Collector: the topic of every signal whose <signal>::topic is not set", NULL},
     {"encoding", PC_CFG_STRING, "", offsetof(kafka_exp_cfg, old_encoding), "deprecated in the Collector: the encoding of every signal whose <signal>::encoding is not set (otlp_proto, otlp_json)", NULL},
     {"partition_profiles_by_resource_attributes", PC_CFG_BOOL, "false", offsetof(kafka_exp_cfg, partition_by_resource[PC_SIGNAL_PROFILES]), "a message per resource, keyed by the hash of its attributes (one resource, one partition)", NULL},

@@ -25,6 +25,13 @@ typedef enum {
     PC_SIGNAL_LOGS,
     PC_SIGNAL_COUNT
 } pc_signal;
+/* The signals' names as compile-time strings, for tables written per signal (config keys):
+ * X(signal, name, OTLP/HTTP path, Kafka topic), the Collector's defaults, in enum order. */
+#define PC_SIGNALS_EACH(X)                                                                         \
+    X(PC_SIGNAL_PROFILES, "profiles", "/v1development/profiles", "otlp_profiles")                  \
+    X(PC_SIGNAL_TRACES, "traces", "/v1/traces", "otlp_spans")                                      \
+    X(PC_SIGNAL_METRICS, "metrics", "/v1/metrics", "otlp_metrics")                                 \
+    X(PC_SIGNAL_LOGS, "logs", "/v1/logs", "otlp_logs")
 #define PC_SIGNAL_BIT(s) (1u << (s))
 #define PC_SIGNALS_ALL   ((1u << PC_SIGNAL_COUNT) - 1)
 

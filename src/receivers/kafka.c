@@ -66,31 +66,14 @@ typedef struct kafka_recv_cfg {
     pc_strlist headers;
 } kafka_recv_cfg;
 
-#define SIGNAL_KEYS(sig, name, deftopic)                                                           \
-    {name ".topics",                                                                               \
-     PC_CFG_LIST,                                                                                  \
-     deftopic,                                                                                     \
-     offsetof(kafka_recv_cfg, topics[sig]),                                                        \
-     "topics " name " are consumed from (a leading ^ makes one a regular expression)",             \
-     NULL},                                                                                        \
-        {name ".topic",                                                                            \
-         PC_CFG_STRING,                                                                            \
-         NULL,                                                                                     \
-         offsetof(kafka_recv_cfg, topic[sig]),                                                     \
-         "deprecated in the Collector: one topic, instead of " name "::topics",                    \
-         NULL},                                                                                    \
-    {                                                                                              \
-        name ".encoding", PC_CFG_ENUM, "otlp_proto", offsetof(kafka_recv_cfg, encoding[sig]),      \
-            "message encoding of " name, encodings                                                 \
-    }
-
 /* clang-format off */
+#define SIGNAL_KEYS(sig, name, path, deftopic) \
+    {name ".topics", PC_CFG_LIST, deftopic, offsetof(kafka_recv_cfg, topics[sig]), "topics " name " are consumed from (a leading ^ makes one a regular expression)", NULL}, \
+    {name ".topic", PC_CFG_STRING, NULL, offsetof(kafka_recv_cfg, topic[sig]), "deprecated in the Collector: one topic, instead of " name "::topics", NULL}, \
+    {name ".encoding", PC_CFG_ENUM, "otlp_proto", offsetof(kafka_recv_cfg, encoding[sig]), "message encoding of " name, encodings},
 static const pc_cfg_key kafka_recv_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(kafka_recv_cfg, client), "the Kafka client", pc_kafka_client_keys},
-    SIGNAL_KEYS(PC_SIGNAL_PROFILES, "profiles", "otlp_profiles"),
-    SIGNAL_KEYS(PC_SIGNAL_TRACES, "traces", "otlp_spans"),
-    SIGNAL_KEYS(PC_SIGNAL_METRICS, "metrics", "otlp_metrics"),
-    SIGNAL_KEYS(PC_SIGNAL_LOGS, "logs", "otlp_logs"),
+    PC_SIGNALS_EACH(SIGNAL_KEYS)
     {"group_id", PC_CFG_STRING, "otel-collector", offsetof(kafka_recv_cfg, group_id), "consumer group", NULL},
     {"initial_offset", PC_CFG_ENUM, "latest", offsetof(kafka_recv_cfg, initial_offset), "where a partition without a committed offset starts", offsets},
     {"session_timeout", PC_CFG_DURATION, "10s", offsetof(kafka_recv_cfg, session_timeout_ms), "a member not heard from for this long leaves the group", NULL},

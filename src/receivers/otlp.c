@@ -43,13 +43,11 @@ typedef struct otlp_cfg {
 } otlp_cfg;
 
 /* clang-format off */
+#define URL_PATH_KEY(sig, name, path, topic) {"protocols.http." name "_url_path", PC_CFG_STRING, path, offsetof(otlp_cfg, url_path[sig]), "URL path " name " are posted to", NULL},
 static const pc_cfg_key otlp_keys[] = {
     {"protocols.http.endpoint", PC_CFG_STRING, "localhost:4318", offsetof(otlp_cfg, http.endpoint), "host:port to listen on (0.0.0.0 for all interfaces)", NULL},
     {"protocols.http.", PC_CFG_GROUP, "", offsetof(otlp_cfg, http), "the HTTP server", pc_http_server_keys},
-    {"protocols.http.profiles_url_path", PC_CFG_STRING, "/v1development/profiles", offsetof(otlp_cfg, url_path[PC_SIGNAL_PROFILES]), "URL path profiles are posted to", NULL},
-    {"protocols.http.traces_url_path", PC_CFG_STRING, "/v1/traces", offsetof(otlp_cfg, url_path[PC_SIGNAL_TRACES]), "URL path traces are posted to", NULL},
-    {"protocols.http.metrics_url_path", PC_CFG_STRING, "/v1/metrics", offsetof(otlp_cfg, url_path[PC_SIGNAL_METRICS]), "URL path metrics are posted to", NULL},
-    {"protocols.http.logs_url_path", PC_CFG_STRING, "/v1/logs", offsetof(otlp_cfg, url_path[PC_SIGNAL_LOGS]), "URL path logs are posted to", NULL},
+    PC_SIGNALS_EACH(URL_PATH_KEY)
     {"protocols.grpc.endpoint", PC_CFG_STRING, "localhost:4317", offsetof(otlp_cfg, grpc_endpoint), "host:port for OTLP/gRPC (HTTP/2 cleartext, or TLS with protocols::grpc::tls; 0.0.0.0 for all interfaces)", NULL},
     {"protocols.grpc.max_recv_msg_size_mib", PC_CFG_INT, "4", offsetof(otlp_cfg, grpc_max_recv_mib), "largest request message in MiB, before and after decompression (RESOURCE_EXHAUSTED above)", NULL},
     {"protocols.grpc.max_recv_msg_decoded_size_mib", PC_CFG_INT, "0", offsetof(otlp_cfg, grpc_max_decoded_mib), "most memory in MiB one request message may take decoded, counted before decoding (RESOURCE_EXHAUSTED above; 0: 16 x max_recv_msg_size_mib)", NULL},

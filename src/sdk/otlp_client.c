@@ -568,12 +568,10 @@ const pc_cfg_key pc_otlp_grpc_keys[] = {
 /* clang-format on */
 
 /* clang-format off */
+#define ENDPOINT_KEY(sig, name, path, topic) {name "_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[sig]), "full URL for " name ", used as is (overrides endpoint)", NULL},
 const pc_cfg_key pc_otlp_http_keys[] = {
     {"endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, endpoint), "base URL; the signal's path is appended (/v1development/profiles, /v1/traces, /v1/metrics, /v1/logs)", NULL},
-    {"profiles_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_PROFILES]), "full URL for profiles, used as is (overrides endpoint)", NULL},
-    {"traces_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_TRACES]), "full URL for traces, used as is (overrides endpoint)", NULL},
-    {"metrics_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_METRICS]), "full URL for metrics, used as is (overrides endpoint)", NULL},
-    {"logs_endpoint", PC_CFG_STRING, "", offsetof(pc_otlp_http_cfg, signal_endpoint[PC_SIGNAL_LOGS]), "full URL for logs, used as is (overrides endpoint)", NULL},
+    PC_SIGNALS_EACH(ENDPOINT_KEY)
     {"compression", PC_CFG_ENUM, "gzip", offsetof(pc_otlp_http_cfg, compression), "request body compression", pc_otlp_compressions},
     {"compression_params.level", PC_CFG_INT, "1", offsetof(pc_otlp_http_cfg, compression_level), "gzip level 1 (fastest) to 9 (smallest): 1-3 through ISA-L's igzip, 6-11x cheaper than zlib for 7-12% more bytes, 4-9 through zlib; zstd level 1 to 19", NULL},
     {"passthrough", PC_CFG_BOOL, "true", offsetof(pc_otlp_http_cfg, passthrough), "send a request's bytes as received (compressed, if the compression matches) when nothing in the pipeline changed its data and its encoding is this exporter's", NULL},
