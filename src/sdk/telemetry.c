@@ -160,7 +160,9 @@ void pc_receiver_register_conn_metrics(pc_component *c, const char *server, cons
          offsetof(pc_conn_stats, accept_errors)},
     };
     char labels[300], name[128];
-    snprintf(labels, sizeof labels, "receiver=\"%s\"", c->id);
+    /* an exporter serves too (prometheus' scrape endpoint): labelled as what it is */
+    snprintf(labels, sizeof labels, "%s=\"%s\"",
+             c->type->kind == PC_KIND_EXPORTER ? "exporter" : "receiver", c->id);
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         snprintf(name, sizeof name, "profcol_%s_server_%s", server, m[i].name);
         pc_metric_u64(c, name, m[i].help, m[i].kind, labels,

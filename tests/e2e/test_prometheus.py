@@ -380,6 +380,11 @@ scrape_configs:
         dropped = metric_value(text, "profcol_exporter_prometheus_dropped_series",
                                exporter="prometheus/short")
         self.assertGreater(dropped or 0, 0, text)
+        # the scrape endpoint's connections are the exporter's, labelled as such
+        self.assertIsNotNone(metric_value(text, "profcol_http_server_open_connections",
+                                          exporter="prometheus/short"), text)
+        self.assertIsNone(metric_value(text, "profcol_http_server_open_connections",
+                                       receiver="prometheus/short"), text)
         deadline = time.time() + 15
         while samples(body()) and time.time() < deadline:
             time.sleep(0.5)
