@@ -361,6 +361,7 @@ static void conn_process(conn *c)
             dispatch(c);
         } else {
             int st = c->err_status ? c->err_status : 400;
+            if ((st == 413 || st == 431) && srv(c)->o.too_large) (*srv(c)->o.too_large)++;
             if (st == 400)
                 PC_DEBUG(srv(c)->log_id, "parse error from %s: %s (%s)", c->base.peer,
                          llhttp_errno_name(e), llhttp_get_error_reason(&c->parser));

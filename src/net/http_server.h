@@ -57,6 +57,7 @@ typedef struct pc_http_server_opts {
     const char *log_id;          /* component id for log lines */
     struct pc_tls_ctx *tls;      /* NULL: plain text; else HTTPS (borrowed: outlives the server) */
     struct pc_conn_stats *stats; /* NULL, or counters to keep (net/listener.h; outlive server) */
+    uint64_t *too_large; /* NULL, or counts the requests the server refuses itself: 413, 431 */
 } pc_http_server_opts;
 
 /* The options of a small endpoint that answers GETs (self-metrics, health, the profilez page):

@@ -48,6 +48,8 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
         .max_connections = (unsigned)cfg->max_connections,
         .log_id = c->id,
         .stats = &rh->conns,
+        /* refused before the handler sees them (Content-Length, header size): counted too */
+        .too_large = rh->refused ? &rh->refused->n[PC_REFUSED_TOO_LARGE] : NULL,
     };
     if (cfg->authenticator && !(rh->auth = pc_host_authenticator(c, cfg->authenticator, true, e)))
         return PC_EINVAL;

@@ -20,6 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (re-execs under /usr/bin/python3 if needed)
+import signal_support as ss  # noqa: E402
 
 MAX_BODY = 1 << 20
 MAX_BODY_YAML = "1MiB"
@@ -43,7 +44,11 @@ class BadInputTest(unittest.TestCase):
         self.sink = h.Sink().start()
         self.port = h.free_port()
         cfg = h.relay_config(self.port, self.sink.url, max_body=MAX_BODY_YAML)
-        self.profcol = h.Profcol(cfg, wait_ports=[self.port], name="profcol-bad").start()
+        self.mport = h.free_port()
+        cfg = cfg.replace("service:\n", "service:\n  telemetry:\n    metrics:\n"
+                          "      address: 127.0.0.1:%d\n" % self.mport, 1)
+        self.profcol = h.Profcol(cfg, wait_ports=[self.port, self.mport],
+                                 name="profcol-bad").start()
         self.good_req = h.make_request(("good-client",), seed=7, samples=12)
         self.good = h.GoodClient(self.port, self.good_req.SerializeToString())
         self.good.start()
@@ -157,11 +162,16 @@ class BadInputTest(unittest.TestCase):
                 "Content-Length: %d\r\n\r\n" % (h.PROFILES_PATH, h.CT_PROTO, len(body))).encode()
         chunks = [body[i:i + 65536] for i in range(0, len(body), 65536)]
         self.assert_status(h.raw_request(self.port, head, chunks), 413, "2 MB body")
+        # refused on its Content-Length, before any handler: still counted
+        self.assertEqual(ss.self_metric(self.mport, "profcol_receiver_refused_requests",
+                                        reason="too_large"), 1)
         # the same with chunked transfer encoding (no Content-Length up front)
         head = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n"
                 "Transfer-Encoding: chunked\r\n\r\n" % (h.PROFILES_PATH, h.CT_PROTO)).encode()
         cchunks = [b"%x\r\n%s\r\n" % (len(c), c) for c in chunks] + [b"0\r\n\r\n"]
         self.assert_status(h.raw_request(self.port, head, cchunks), 413, "2 MB chunked body")
+        self.assertEqual(ss.self_metric(self.mport, "profcol_receiver_refused_requests",
+                                        reason="too_large"), 2)
         # just under the limit is fine
         ok = padded(good, MAX_BODY - 1024)
         r = h.post(self.port, ok, h.CT_PROTO)
