@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "sdk/component.h"
+#include "sdk/processor.h"
 #include "sdk/telemetry.h"
 
 typedef struct routing_cfg {
@@ -60,6 +61,7 @@ typedef struct routing {
     size_t n_defaults;
     uint64_t routed, unrouted, dropped; /* items; self-metrics */
     pc_log_limiter warn;
+    pc_proc_core core; /* splits in flight on the pool */
 } routing;
 
 static const char *const route_keys[] = {"context", "condition", "statement", "pipelines"};
@@ -350,24 +352,73 @@ static void send_part(pc_component *c, pc_batch *p, size_t d, pc_join *j)
     pc_batch_unref(p);
 }
 
+/* A batch whose resources go different ways: the parts are copies (pc_batch_make_writable), made
+ * on the pool, since a copy is as large as the batch (ARCHITECTURE.md §4). */
+typedef struct split_work {
+    pc_proc_work w; /* first */
+    pc_batch *b;
+    size_t *dest, n;
+    pc_batch **parts; /* by dest: route index, or n_routes for none */
+    pc_done_fn done;
+    void *arg;
+} split_work;
+
+static void split_run(pc_proc_work *w)
+{
+    split_work *x = (split_work *)w;
+    routing *st = w->c->priv;
+    for (size_t d = 0; d <= st->n_routes; d++)
+        x->parts[d] = part(x->b, x->dest, x->n, d);
+}
+
+static void split_after(pc_proc_work *w)
+{
+    split_work *x = (split_work *)w;
+    routing *st = w->c->priv;
+    pc_join *j = pc_join_new(x->done, x->arg);
+    for (size_t d = 0; d <= st->n_routes; d++)
+        if (x->parts[d]) send_part(w->c, x->parts[d], d, j);
+    pc_batch_unref(x->b);
+    free(x->parts);
+    free(x->dest);
+    free(x);
+    pc_join_done(j, PC_OK, NULL);
+}
+
 static void routing_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     routing *st = c->priv;
     size_t n = pc_batch_n_resources(b), nd = n ? n : 1;
     size_t *dest = pc_xcalloc(nd, sizeof(size_t));
+    bool one_way = true;
     for (size_t i = 0; i < nd; i++) { /* the first route that matches, else none (n_routes) */
         dest[i] = st->n_routes;
         for (size_t r = 0; r < st->n_routes && dest[i] == st->n_routes; r++)
             if ((n || st->routes[r].request) && matches(&st->routes[r], b, i)) dest[i] = r;
+        one_way &= dest[i] == dest[0];
+    }
+    if (!one_way) {
+        split_work *x = pc_xcalloc(1, sizeof *x);
+        *x = (split_work){.w = {.c = c, .core = &st->core, .run = split_run, .after = split_after},
+                          .b = b,
+                          .dest = dest,
+                          .n = n,
+                          .parts = pc_xcalloc(st->n_routes + 1, sizeof(pc_batch *)),
+                          .done = done,
+                          .arg = arg};
+        pc_proc_work_submit(&x->w);
+        return;
     }
     pc_join *j = pc_join_new(done, arg);
-    for (size_t d = 0; d <= st->n_routes; d++) {
-        pc_batch *p = n ? part(b, dest, n, d) : (dest[0] == d ? pc_batch_ref(b) : NULL);
-        if (p) send_part(c, p, d, j);
-    }
+    send_part(c, b, dest[0], j); /* the whole batch one way: no copy */
     free(dest);
-    pc_batch_unref(b);
     pc_join_done(j, PC_OK, NULL);
+}
+
+static void routing_shutdown(pc_component *c, pc_shutdown_done done)
+{
+    routing *st = c->priv;
+    pc_proc_core_shutdown(&st->core, c, done);
 }
 
 const pc_component_type pc_connector_routing = {
@@ -380,6 +431,7 @@ const pc_component_type pc_connector_routing = {
     .create = routing_create,
     .connect = routing_connect,
     .consume = routing_consume,
+    .shutdown = routing_shutdown,
     .destroy = routing_destroy,
     .signals = PC_SIGNALS_ALL,
     .connects = {[PC_SIGNAL_PROFILES] = PC_SIGNAL_BIT(PC_SIGNAL_PROFILES),

@@ -263,6 +263,7 @@ static void fixture_send(fixture *f, pc_batch *b)
 {
     tc_up up = {0};
     pc_connector_routing.consume(f->c, b, tc_up_done, &up);
+    uv_run(uv_default_loop(), UV_RUN_DEFAULT); /* a split is made on the pool */
     CHECK_EQ_INT(up.calls, 1);
     CHECK_EQ_INT(up.st, PC_OK);
 }
@@ -302,6 +303,15 @@ static void test_routing_resources(void)
     CHECK_CONTAINS((char *)m.data, "profcol_connector_unrouted_items_total{connector=\"routing\","
                                    "signal=\"profiles\"} 4\n");
     pc_buf_free(&m);
+    /* a batch to split is copied on the pool: nothing is sent before the loop runs it */
+    const char *two[] = {"a", "c"};
+    tc_up up = {0};
+    pc_connector_routing.consume(f.c, batch_of(two, 2, NULL), tc_up_done, &up);
+    CHECK(up.calls == 0 && f.a.n == 0 && f.d.n == 0);
+    uv_run(uv_default_loop(), UV_RUN_DEFAULT);
+    CHECK(up.calls == 1 && up.st == PC_OK);
+    CHECK_STR(names_of(&f.a), "a");
+    CHECK_STR(names_of(&f.d), "c");
     tc_free(f.c);
 }
 
