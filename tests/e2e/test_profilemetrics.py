@@ -82,7 +82,7 @@ def make_pprof(stacks, period=10000000):
 class PromServer:
     """Debian's prometheus on loopback scraping targets every second, with rule files."""
 
-    def __init__(self, tmp, targets, rules=None):
+    def __init__(self, tmp, targets, rules=None, args=()):
         self.port = h.free_port()
         cfg = os.path.join(tmp, "prometheus.yml")
         text = "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
@@ -91,15 +91,16 @@ class PromServer:
             with open(rpath, "w") as f:
                 f.write(rules)
             text += "rule_files: ['%s']\n" % rpath
-        text += "scrape_configs:\n  - job_name: profcol\n    honor_labels: true\n"
-        text += "    static_configs: [{targets: [%s]}]\n" % ", ".join(
-            "'127.0.0.1:%d'" % t for t in targets)
+        if targets:
+            text += "scrape_configs:\n  - job_name: profcol\n    honor_labels: true\n"
+            text += "    static_configs: [{targets: [%s]}]\n" % ", ".join(
+                "'127.0.0.1:%d'" % t for t in targets)
         with open(cfg, "w") as f:
             f.write(text)
         self.log = open(os.path.join(tmp, "prometheus.log"), "wb")
         self.proc = subprocess.Popen(
             [PROMETHEUS, "--config.file=" + cfg, "--storage.tsdb.path=" + os.path.join(tmp, "db"),
-             "--web.listen-address=127.0.0.1:%d" % self.port],
+             "--web.listen-address=127.0.0.1:%d" % self.port] + list(args),
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         if not h.wait_port(self.port, 30, self.proc) or not prom_ready(self.port, self.proc):
             self.stop()
@@ -193,19 +194,10 @@ class ExampleConfigTest(unittest.TestCase):
         uploads = 2
         for _ in range(uploads):
             self.ingest("goapp", body)
-        go = ps.go_pprof_raw(GO_CPU, self.tmp)
-        cpu = go["samples"][("cpu", "nanoseconds")]
-        total = sum(cpu.values()) * uploads
-        self_ns, total_ns = {}, {}
-        for (names, _), v in cpu.items():
-            if names:
-                self_ns[names[0]] = self_ns.get(names[0], 0) + v * uploads
-            for n in set(names):
-                total_ns[n] = total_ns.get(n, 0) + v * uploads
+        total, self_ns, total_ns, samples = go_cpu_oracle(self.tmp, uploads)
         self.assertGreater(total, 0)
         self.wait_value('profile_cpu_seconds_total{job="goapp"}', total / 1e9)
-        self.wait_value('profile_samples_total{job="goapp"}',
-                        sum(go["samples"][("samples", "count")].values()) * uploads)
+        self.wait_value('profile_samples_total{job="goapp"}', samples)
         # top_n 20 of the example: the file's functions are fewer, so every one is tracked
         self.assertLessEqual(len(total_ns), 20)
         for fn, v in total_ns.items():
@@ -222,8 +214,11 @@ class ExampleConfigTest(unittest.TestCase):
         wait_for("uploads at the Pyroscope endpoint",
                  lambda: sum(1 for u in self.pyro.snapshot() if u.app == "goapp") >= uploads, 30)
         text = http_get(self.mport, "/metrics")[1]
-        self.assertGreaterEqual(metric_value(text, "profcol_connector_profilemetrics_samples_total"),
-                                sum(go["samples"][("samples", "count")].values()) * uploads)
+        # the self-metric counts OTLP Sample records: the file's pprof samples, once per sample
+        # type (each type is a profile of its own in OTLP); the alert test may have added more
+        records = len(ps.pprof_profile(body).sample) * 2 * uploads
+        self.assertGreaterEqual(
+            metric_value(text, "profcol_connector_profilemetrics_samples_total"), records)
 
     def test_alert_fires_after_shift(self):
         stop = threading.Event()
@@ -257,6 +252,70 @@ class ExampleConfigTest(unittest.TestCase):
         alerts = wait_for("FunctionTakesCPU firing", firing, 90)
         self.assertEqual(alerts[0]["labels"]["severity"], "page")
         self.assertGreater(float(alerts[0]["value"]), 0.4)
+
+
+def go_cpu_oracle(tmp, uploads):
+    """From `go tool pprof -raw` of GO_CPU: (total ns, {function: self ns}, {function: total
+    ns}, samples) for that many uploads of the file."""
+    go = ps.go_pprof_raw(GO_CPU, tmp)
+    cpu = go["samples"][("cpu", "nanoseconds")]
+    self_ns, total_ns = {}, {}
+    for (names, _), v in cpu.items():
+        if names:
+            self_ns[names[0]] = self_ns.get(names[0], 0) + v * uploads
+        for n in set(names):
+            total_ns[n] = total_ns.get(n, 0) + v * uploads
+    samples = sum(go["samples"][("samples", "count")].values()) * uploads
+    return sum(cpu.values()) * uploads, self_ns, total_ns, samples
+
+
+@unittest.skipUnless(PROMETHEUS, "skipped: prometheus not installed (Debian package prometheus)")
+class RemoteWriteTest(unittest.TestCase):
+    """The same metrics through prometheusremotewrite into `prometheus
+    --web.enable-remote-write-receiver` (spec metrics.md §5, §6)."""
+
+    def test_go_cpu_remote_write(self):
+        tmp = tempfile.mkdtemp(prefix="profcol-e2e-pmrw-", dir=h.TMP)
+        prom = PromServer(tmp, [], args=["--web.enable-remote-write-receiver"])
+        self.addCleanup(prom.stop)
+        pport = h.free_port()
+        profcol = h.Profcol("""
+receivers:
+  pyroscope:
+    endpoint: 127.0.0.1:%d
+exporters:
+  prometheusremotewrite:
+    endpoint: http://127.0.0.1:%d/api/v1/write
+connectors:
+  profilemetrics:
+    metrics_flush_interval: 1s
+service:
+  pipelines:
+    profiles:
+      receivers: [pyroscope]
+      exporters: [profilemetrics]
+    metrics:
+      receivers: [profilemetrics]
+      exporters: [prometheusremotewrite]
+""" % (pport, prom.port), wait_ports=[pport], name="profcol-pmrw").start()
+        self.addCleanup(h.stop_all, profcol)
+        with open(GO_CPU, "rb") as f:
+            r = h.post(pport, f.read(), "application/octet-stream",
+                       path="/ingest?name=rwapp&format=pprof")
+        self.assertEqual(r.status, 200)
+        total, self_ns, total_ns, _ = go_cpu_oracle(tmp, 1)
+
+        def near(q, want):
+            got = prom.query(q)
+            return len(got) == 1 and abs(float(got[0]["value"][1]) - want) <= 1e-9 * max(1, want)
+        checks = [('profile_cpu_seconds_total{job="rwapp"}', total / 1e9)]
+        for fn, v in total_ns.items():
+            sel = '{job="rwapp",function="%s"}' % fn
+            checks.append(("profile_cpu_function_self_seconds_total" + sel,
+                           self_ns.get(fn, 0) / 1e9))
+            checks.append(("profile_cpu_function_seconds_total" + sel, v / 1e9))
+        for q, want in checks:
+            wait_for("%s == %r" % (q, want), lambda: near(q, want), 60)
 
 
 # 100 services x 100 functions of their own = 10,000 functions
