@@ -8,9 +8,14 @@ pyroscope receiver reach the Pyroscope endpoint (a recording server) and, throug
 the prometheus exporter. PromQL (/api/v1/query) gives per service the CPU seconds and samples, and
 per function the self and total CPU seconds, that `go tool pprof -raw` computes from the very file
 sent (summed over the uploads); sum of function.self (other included) equals the service's total.
-An alerting rule file ("function F takes more than 40 % of service S's CPU for 1m", with `for: 5s`
+A JFR recorded at run time (test_jfr.py's record.sh, JDK 17) gives per function what `jfr print
+--json` of the same file folds to (Pyroscope's mapping, test_jfr.fold): the top 20 by self tracked,
+the rest in function="other". An alerting rule file ("function F takes more than 40 % of service S's CPU for 1m", with `for: 5s`
 here) is not firing while F has a small share and fires once profiles shift toward F (profiles
 written here as pprof with Python protobuf).
+
+RemoteWriteTest: the Go file through prometheusremotewrite into `prometheus
+--web.enable-remote-write-receiver`, the same `go tool pprof -raw` oracle.
 
 CardinalityTest: 10,000 distinct functions across 100 services: the series Prometheus holds for
 the connector's metrics stay within max_series (and what top_n allows), the connector's series
@@ -219,6 +224,35 @@ class ExampleConfigTest(unittest.TestCase):
         records = len(ps.pprof_profile(body).sample) * 2 * uploads
         self.assertGreaterEqual(
             metric_value(text, "profcol_connector_profilemetrics_samples_total"), records)
+
+    def test_java_cpu_matches_jfr(self):
+        """A JFR recorded here (tests/data/gen/jfr/record.sh, JDK 17) through the pyroscope
+        receiver; the oracle is `jfr print --json` of the same file folded as Pyroscope maps it
+        (test_jfr.py's fold: ExecutionSample x 1e9/sampleRate ns). One upload is one batch, so
+        one window: the tracked functions are its top 20 by self, other the rest."""
+        import test_jfr as tj
+        recs = tj.recordings()  # skips without java, javac, jfr
+        r, _, _ = tj.upload(self.pport, "javaapp", recs.files["A"], "raw")
+        self.assertEqual(r.status, 200)
+        folded = recs.oracle("A")
+        cpu = folded[("process_cpu", ("cpu", "nanoseconds"), ("cpu", "nanoseconds"))]
+        total = sum(cpu.values())
+        self.assertGreater(total, 0)
+        self.wait_value('profile_cpu_seconds_total{job="javaapp"}', total / 1e9)
+        self_ns, incl_ns = tj.per_method(cpu, True), tj.per_method(cpu, False)
+        got = wait_for("javaapp's functions", lambda: self.prom.query(
+            'profile_cpu_function_self_seconds_total{job="javaapp"}'), 60)
+        tracked = {x["metric"]["function"]: float(x["value"][1]) for x in got}
+        other = tracked.pop("other")
+        self.assertEqual(len(tracked), min(20, len(incl_ns)))
+        for fn, v in tracked.items():
+            self.assertAlmostEqual(v, self_ns.get(fn, 0) / 1e9, places=9, msg=fn)
+            self.wait_value('profile_cpu_function_seconds_total{job="javaapp",function="%s"}'
+                            % fn, incl_ns[fn] / 1e9)
+        untracked = [v for fn, v in self_ns.items() if fn not in tracked]
+        self.assertGreaterEqual(min(self_ns.get(fn, 0) for fn in tracked),
+                                max(untracked, default=0))
+        self.assertAlmostEqual(other, sum(untracked) / 1e9, places=9)
 
     def test_alert_fires_after_shift(self):
         stop = threading.Event()
