@@ -104,9 +104,10 @@ static void expect_add(expect *e, const sample_in *in, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         e->value += in[i].value;
+        e->linked[in[i].linked] += in[i].value;
+        if (in[i].depth == 0) continue; /* no function: its self is other's */
         e->self[in[i].fns[0]] += in[i].value;
         e->frames[in[i].fns[0] % 3] += in[i].value;
-        e->linked[in[i].linked] += in[i].value;
         bool seen[NFN] = {0};
         for (int d = 0; d < in[i].depth; d++)
             if (!seen[in[i].fns[d]]) {
@@ -231,11 +232,17 @@ static void test_one_window(void)
     unsigned seed = 7;
     sample_in in[NS];
     expect ea = {0}, eb = {0};
+    int64_t in_nostack = 0;
     for (int k = 0; k < 3; k++) {
         random_samples(in, NS, &seed, 3);
         feed(&s, "a", in, NS, 10);
         expect_add(&ea, in, NS);
     }
+    random_samples(in, NS, &seed, 3);
+    in[0].depth = in[1].depth = 0; /* samples without a stack */
+    in_nostack = in[0].value + in[1].value;
+    feed(&s, "a", in, NS, 10);
+    expect_add(&ea, in, NS);
     random_samples(in, NS, &seed, 11);
     feed(&s, "b", in, NS, 10);
     expect_add(&eb, in, NS);
@@ -246,7 +253,9 @@ static void test_one_window(void)
     /* the hot leaf is tracked; no untracked function has more self than a tracked one */
     const metric_t *self = find_metric(b, "a", "profile.cpu.function.self");
     CHECK(point_with(self, "function", fn_name(3)) != NULL);
-    CHECK(find_metric(b, "a", "profile.cpu.frame_type") != NULL);
+    const point_t *unk =
+        point_with(find_metric(b, "a", "profile.cpu.frame_type"), "frame.type", "unknown");
+    CHECK(unk && ns(unk) == in_nostack);
     CHECK(find_metric(b, "a", "profile.cpu.span") != NULL);
     int64_t min_tracked = INT64_MAX, max_untracked = 0;
     for (int f = 0; f < NFN; f++) {
@@ -256,7 +265,7 @@ static void test_one_window(void)
             max_untracked = ea.self[f] > max_untracked ? ea.self[f] : max_untracked;
     }
     CHECK(min_tracked >= max_untracked);
-    CHECK_EQ_INT(s.series, 2 * (1 + 1 + 2 + 2 * 5 + 3));
+    CHECK_EQ_INT(s.series, 2 * (1 + 1 + 2 + 2 * 5 + 3) + 1); /* + a's frame type unknown */
     pc_batch_unref(b);
     pm_state_free(&s);
 }

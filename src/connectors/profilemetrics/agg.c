@@ -191,6 +191,8 @@ static void add_profile(pm_part *p, pm_group *g, const pm_cfg *cfg, const pc_dic
             size_t budget = PM_MAX_FRAMES;
             pc_top_stack(top, v);
             if (st) pc_stack_frames(d, st, &budget, top_visit, top);
+            if (budget == PM_MAX_FRAMES) /* no frame to own it: other, so the sum holds */
+                g->win_other = pc_sat_add(g->win_other, v);
         }
         if (cfg->frame_types) {
             pm_ent *e = ent_at(&g->frames, frame_type(d, st));

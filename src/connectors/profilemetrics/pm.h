@@ -48,7 +48,8 @@ typedef struct pm_group {
     uint64_t start_ns, seen_ms;
     pm_map fns;        /* partial: the batch's functions; state: the tracked ones */
     pm_map window;     /* state: this window's functions, folded at flush */
-    int64_t win_other; /* state: window self of functions beyond the window table */
+    int64_t win_other; /* window self of samples without frames (partial: only those), and of
+                          functions beyond the window table */
     pm_ent other;      /* state: cumulative self of untracked functions */
     pm_map frames;     /* frame types */
     int64_t linked[2]; /* self value of samples without / with a span link */

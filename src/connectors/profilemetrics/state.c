@@ -83,6 +83,7 @@ static void add_frames(pm_state *s, pm_group *g, pm_group *pg, uint64_t now, uin
 /* The batch's functions into the window (folded into series at flush). */
 static void add_window(pm_state *s, pm_group *g, pm_group *pg)
 {
+    g->win_other = pc_sat_add(g->win_other, pg->win_other);
     for (size_t i = 0; i < pg->fns.cap; i++) {
         pm_ent *pe = pg->fns.slots[i];
         if (!pe) continue;
