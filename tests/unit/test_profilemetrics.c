@@ -11,6 +11,10 @@
 #include "check.h"
 #include "connectors/profilemetrics/pm.h"
 #include "pdata/dict.h"
+#include "testcomp.h"
+#include "testloop.h"
+
+extern const pc_component_type pc_connector_profilemetrics;
 
 #define NFN   24
 #define DEPTH 6
@@ -378,11 +382,54 @@ static void test_max_series(void)
     pm_state_free(&s);
 }
 
+static int got_metrics(void *arg)
+{
+    return ((tc_rec *)arg)->n > 0;
+}
+
+/* The type as the service runs it: a batch is answered OK once added up (the connector ends its
+ * profiles pipeline), and the timer sends the metrics to the router's pipelines. */
+static void test_component(void)
+{
+    CHECK(tc_config_error(&pc_connector_profilemetrics, "connectors", "max_series: 0\n"));
+    CHECK(tc_config_error(&pc_connector_profilemetrics, "connectors", "functions: {top_n: 0}\n"));
+    CHECK(tc_config_error(&pc_connector_profilemetrics, "connectors", "nope: 1\n"));
+    tc_rec rec;
+    tc_rec_init(&rec);
+    char *ids[] = {"metrics/a"};
+    pc_consumer *cons[] = {&rec.base};
+    pc_router router = {1, ids, cons, &rec.base, PC_SIGNAL_PROFILES, PC_SIGNAL_METRICS};
+    pc_error err = {0};
+    pc_component *c = tc_new(&pc_connector_profilemetrics, "connectors",
+                             "metrics_flush_interval: 100ms\nfunctions: {top_n: 3}\n",
+                             uv_default_loop(), NULL, &err);
+    CHECK(c != NULL);
+    if (!c) return;
+    c->router = &router;
+    CHECK_EQ_INT(pc_connector_profilemetrics.start(c, &err), 0);
+    unsigned seed = 9;
+    sample_in in[NS];
+    expect e = {0};
+    random_samples(in, NS, &seed, 4);
+    expect_add(&e, in, NS);
+    tc_up up = {0};
+    pc_connector_profilemetrics.consume(c, make_batch("svc", in, NS), tc_up_done, &up);
+    CHECK(wait_until(c->loop, got_metrics, &rec, 10000));
+    CHECK_EQ_INT(up.calls, 1);
+    CHECK_EQ_INT(up.st, PC_OK);
+    CHECK(rec.n > 0 && rec.got[rec.n - 1]->signal == PC_SIGNAL_METRICS);
+    if (rec.n) CHECK_EQ_INT(check_group(rec.got[rec.n - 1], "svc", &e, 3, true), 3);
+    tc_shutdown(c);
+    tc_free(c);
+    tc_rec_clear(&rec);
+}
+
 int main(void)
 {
     test_one_window();
     test_windows_cumulative();
     test_expiry();
     test_max_series();
+    test_component();
     return check_report();
 }
