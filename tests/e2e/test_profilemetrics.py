@@ -403,32 +403,41 @@ service:
             r = h.post(pport, make_pprof(stacks), "application/octet-stream",
                        path="/ingest?name=svc%d&format=pprof" % svc)
             self.assertEqual(r.status, 200)
-        # every service's value is there (groups first: 100 x (value, other, frame type))
-        wait_for("100 services in Prometheus",
-                 lambda: (lambda r: r and float(r[0]["value"][1]) == SERVICES)(
-                     prom.query("count(profile_cpu_seconds_total)")), 60)
-
         def self_metric():
             text = http_get(mport, "/metrics")[1]
             return (metric_value(text, "profcol_connector_profilemetrics_series"),
                     metric_value(text, "profcol_connector_profilemetrics_series_dropped_total"))
+        # full: a new group costs 2 (value, other), a function 2, a frame type 1, so the last
+        # refusal may leave one series free
         series, dropped = wait_for("the connector at max_series",
-                                   lambda: (lambda v: v if v[0] == MAX_SERIES else None)(
-                                       self_metric()), 60)
+                                   lambda: (lambda v: v if v[0] and v[0] >= MAX_SERIES - 1
+                                            else None)(self_metric()), 60)
+        self.assertLessEqual(series, MAX_SERIES)
         self.assertGreater(dropped, 0)
-        # what top_n alone allows: per service value, other, one frame type, 2 per function
-        allowed = min(MAX_SERIES, SERVICES * (3 + 2 * TOP_N))
-        got = wait_for("the connector's series in Prometheus",
-                       lambda: (lambda r: float(r[0]["value"][1]) if r else None)(
-                           prom.query('count({__name__=~"profile_.*"})')), 60)
+
+        def prom_count():
+            r = prom.query('count({__name__=~"profile_.*"})')
+            return float(r[0]["value"][1]) if r else None
+        # every series the connector holds is one series in Prometheus, no more
+        wait_for("Prometheus holding the connector's %d series" % series,
+                 lambda: prom_count() == series, 60)
         time.sleep(3)  # a few more scrapes: nothing beyond the bound appears later
-        got = float(prom.query('count({__name__=~"profile_.*"})')[0]["value"][1])
-        self.assertLessEqual(got, allowed)
-        self.assertGreaterEqual(got, SERVICES * 3)
-        # each service's value is the sum of its samples (the bound never loses a total)
-        r = prom.query('profile_cpu_seconds_total{job="svc7"}')
-        self.assertAlmostEqual(float(r[0]["value"][1]),
-                               sum((1 + f) * 10000000 for f in range(FUNCS)) / 1e9, places=9)
+        # what top_n allows: per service value, other, one frame type, 2 per function
+        allowed = min(MAX_SERIES, SERVICES * (3 + 2 * TOP_N))
+        self.assertLessEqual(prom_count(), allowed)
+        self.assertEqual(prom_count(), self_metric()[0])
+        # which services got a group depends on how the uploads fell into flush windows (the
+        # first window's functions take room later services then lack); each one that did has
+        # its exact total: the bound drops series, it never makes one wrong
+        want = sum((1 + f) * 10000000 for f in range(FUNCS)) / 1e9
+        totals = prom.query("profile_cpu_seconds_total")
+        self.assertGreater(len(totals), 0)
+        self.assertLessEqual(len(totals), SERVICES)
+        for r in totals:
+            self.assertAlmostEqual(float(r["value"][1]), want, places=9, msg=r["metric"])
+            selfs = prom.query('sum(profile_cpu_function_self_seconds_total{job="%s"})'
+                               % r["metric"]["job"])
+            self.assertAlmostEqual(float(selfs[0]["value"][1]), want, places=9)
         rss = vm_rss(profcol.proc.pid)
         self.assertLess(rss, rss0 + BOUND_EXTRA, "VmRSS %d before, %d after" % (rss0, rss))
 
