@@ -22,6 +22,9 @@ the connector's metrics stay within max_series (and what top_n allows), the conn
 gauge is at max_series with the rest counted as dropped, and profcol's VmRSS stays under a bound
 (module docstring of the test, BOUND_RSS).
 
+RuleFilesTest: the alerting rule file above and the one docs/profilemetrics.md shows pass
+`promtool check rules`.
+
 Without the prometheus binary: skipped with the reason."""
 
 import gzip
@@ -43,6 +46,7 @@ from signal_support import http_get, metric_value  # noqa: E402
 from test_prometheus import prom_query, prom_ready  # noqa: E402
 
 PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
 GO_CPU = os.path.join(h.SRC, "tests", "data", "go-cpu.pb.gz")
 EXAMPLE = os.path.join(h.SRC, "config", "profilemetrics.yaml")
 SECOND = 10**9
@@ -350,6 +354,26 @@ service:
             checks.append(("profile_cpu_function_seconds_total" + sel, v / 1e9))
         for q, want in checks:
             wait_for("%s == %r" % (q, want), lambda: near(q, want), 60)
+
+
+@unittest.skipUnless(PROMTOOL, "skipped: promtool not installed (Debian package prometheus)")
+class RuleFilesTest(unittest.TestCase):
+    def test_rules_check(self):
+        """The test's rule file and the one docs/profilemetrics.md shows pass `promtool check
+        rules`."""
+        with open(os.path.join(h.SRC, "docs", "profilemetrics.md")) as f:
+            doc = f.read()
+        block = doc.split("<!-- not a profcol config: a Prometheus rule file -->\n```yaml\n")[1]
+        block = block.split("```")[0]
+        tmp = tempfile.mkdtemp(prefix="profcol-e2e-pmrules-", dir=h.TMP)
+        for name, text in (("test.yml", ALERT_RULES), ("doc.yml", block)):
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            r = subprocess.run([PROMTOOL, "check", "rules", path], capture_output=True, text=True,
+                               timeout=60, stdin=subprocess.DEVNULL)
+            self.assertEqual(r.returncode, 0, name + ": " + r.stdout + r.stderr)
+            self.assertIn("SUCCESS: 1 rules found", r.stdout)
 
 
 # 100 services x 100 functions of their own = 10,000 functions
