@@ -10,9 +10,9 @@ per function the self and total CPU seconds, that `go tool pprof -raw` computes 
 sent (summed over the uploads); sum of function.self (other included) equals the service's total.
 A JFR recorded at run time (test_jfr.py's record.sh, JDK 17) gives per function what `jfr print
 --json` of the same file folds to (Pyroscope's mapping, test_jfr.fold): the top 20 by self tracked,
-the rest in function="other". An alerting rule file ("function F takes more than 40 % of service S's CPU for 1m", with `for: 5s`
-here) is not firing while F has a small share and fires once profiles shift toward F (profiles
-written here as pprof with Python protobuf).
+the rest in function="other". An alerting rule file ("function F takes more than 40 % of service
+S's CPU for 1m", with `for: 5s` here) is not firing while F has a small share and fires once
+profiles shift toward F (profiles written here as pprof with Python protobuf).
 
 RemoteWriteTest: the Go file through prometheusremotewrite into `prometheus
 --web.enable-remote-write-receiver`, the same `go tool pprof -raw` oracle.
@@ -149,7 +149,8 @@ ALERT_RULES = """groups:
       # function F takes more than 40 % of service S's CPU (self time) for 1m; for: 5s here
       - alert: FunctionTakesCPU
         expr: |
-          sum by (job) (rate(profile_cpu_function_self_seconds_total{job="shifty",function="main.hot"}[10s]))
+          sum by (job) (rate(
+              profile_cpu_function_self_seconds_total{job="shifty",function="main.hot"}[10s]))
             / sum by (job) (rate(profile_cpu_seconds_total{job="shifty"}[10s])) > 0.4
         for: 5s
         labels: {severity: page}
