@@ -245,6 +245,17 @@ MUTANTS = [
       "    if (!*msg || *msg) return 0;",
       ["connectors"],
       "pipelines joined by connectors in a circle are accepted"),
+    M("profilemetrics-frameless-self-lost", "src/connectors/profilemetrics/agg.c",
+      "                g->win_other = pc_sat_add(g->win_other, v);",
+      "                (void)v;",
+      ["profilemetrics"],
+      "a sample without frames is in the value but no function's self: the self series no "
+      "longer add up to it"),
+    M("profilemetrics-ns-as-10ns", "src/connectors/profilemetrics/emit.c",
+      '    } t[] = {{"nanoseconds", {"s", 1e-9}},',
+      '    } t[] = {{"nanoseconds", {"s", 1e-8}},',
+      ["test_profilemetrics"],
+      "CPU nanoseconds converted to seconds ten times too large"),
     # ---- exporters ----------------------------------------------------------------------------
     # the HTTP exporters read answers in one place (sdk/exporter_http.c): the otlphttp and
     # pyroscope mutants of the 502 classification are one mutation, each with its exporter's tests

@@ -138,7 +138,7 @@ class ConnectorValidationTest(unittest.TestCase):
         # the same words; the valid values are each binary's own
         prefix = "'connectors' unknown type: \"fwd\" for id: \"fwd/x\" (valid values: ["
         self.assertIn(prefix + "forward])", oout)
-        self.assertIn(prefix + "forward routing])", pout)
+        self.assertIn(prefix + "forward routing profilemetrics])", pout)
 
 
 if __name__ == "__main__":

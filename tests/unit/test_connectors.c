@@ -78,12 +78,12 @@ static void test_collector_errors(void)
                                       "    profiles:\n      receivers: [otlp]\n"
                                       "      exporters: [debug]\n"),
                    "connectors::fwd: 'connectors' unknown type: \"fwd\" for id: \"fwd\" (valid "
-                   "values: [forward routing])\n");
+                   "values: [forward routing profilemetrics])\n");
     CHECK_CONTAINS(service_error(HEAD "connectors:\n  forwrd/x:\nservice:\n  pipelines:\n"
                                       "    profiles:\n      receivers: [otlp]\n"
                                       "      exporters: [debug]\n"),
                    "'connectors' unknown type: \"forwrd\" for id: \"forwrd/x\" (valid values: "
-                   "[forward routing]); did you mean \"forward\"?\n");
+                   "[forward routing profilemetrics]); did you mean \"forward\"?\n");
     /* used in pipelines: that error alone, not one about its (unknown) signal pairs too */
     const char *one = service_error(HEAD "connectors:\n  fwd:\nservice:\n  pipelines:\n"
                                          "    profiles:\n      receivers: [otlp]\n"
