@@ -185,7 +185,6 @@ static void pm_destroy(pc_component *c)
 {
     pm *p = c->priv;
     if (!p) return;
-    pc_metric_unregister(c);
     pm_state_free(&p->st);
     free(p);
 }
