@@ -25,8 +25,8 @@ size_t pc_proto_pack(const ProtobufCMessage *m, pc_buf *out);
 /* Bytes of v as a protobuf varint (1..10). */
 static inline size_t pc_proto_varint_len(uint64_t v)
 {
-    /* 9/64 is 1/7 rounded up far enough for 1..64 significant bits */
-    return (size_t)((64 - __builtin_clzll(v | 1)) * 9 + 64) / 64;
+    /* 9/64 is 1/7 rounded up far enough for 1..64 significant bits; most values are small */
+    return v < 0x80 ? 1 : (size_t)((64 - __builtin_clzll(v)) * 9 + 64) / 64;
 }
 
 #endif
