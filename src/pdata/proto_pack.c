@@ -13,6 +13,12 @@
 
 #include "base/alloc.h"
 
+/* fixed-width values and packed arrays are copied as they lie in memory, as protobuf-c's
+ * little-endian path does; a big-endian host would need its byte swaps */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "pc_proto_pack writes fixed-width values as little-endian memory"
+#endif
+
 /* Slots on the stack cover a typical request; larger ones grow a heap array (once per pack). */
 #define STACK_SLOTS 1024
 
