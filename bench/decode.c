@@ -31,8 +31,14 @@
  *   upb_block       the same with profcol's arena strategy: upb's arena gets a first block of
  *                   the scan's estimate (computed before timing), malloc'd and freed per request
  *
+ * And two encoders of the request decoded once before timing (protobuf-c's structs;
+ * bench/README.md, "Encoder"), each writing into one reused buffer: pbc_pack
+ * protobuf_c_message_get_packed_size + protobuf_c_message_pack, as pc_batch_encode_proto did before
+ * pc_proto_pack pc_proto_pack   profcol's two-pass encoder (pdata/proto_pack.h)
+ *
  * Every decoder is checked once per file before timing: it must accept the file, and the decoders
- * that build messages must find the manifest's profiles and samples. */
+ * that build messages must find the manifest's profiles and samples; both encoders must write the
+ * file's bytes back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +48,7 @@
 #include "base/buf.h"
 #include "base/gzip.h"
 #include "pdata/pdata.h"
+#include "pdata/proto_pack.h"
 #include "pdata/proto_scan.h"
 #include "pdata/wire_check.h"
 #include "payloads.h"
@@ -103,15 +110,28 @@ extern const upb_msglayout google_protobuf_FileDescriptorSet_msginit;
 #include "otlp_descset.h"
 #endif
 
-enum { D_WALK, D_SCAN, D_PBC, D_BATCH, D_VALIDATE, D_WIRE, D_UPB, D_UPB_BLOCK, D_N };
+enum {
+    D_WALK,
+    D_SCAN,
+    D_PBC,
+    D_BATCH,
+    D_VALIDATE,
+    D_WIRE,
+    D_UPB,
+    D_UPB_BLOCK,
+    D_PBC_PACK,
+    D_PC_PACK,
+    D_N
+};
 static const char *const dec_names[D_N] = {
     "walk",       "scan", "pbc_unpack", "pc_batch_decode", "pc_decode_validate",
-    "wire_check", "upb",  "upb_block"};
+    "wire_check", "upb",  "upb_block",  "pbc_pack",        "pc_proto_pack"};
 
 typedef struct file {
     uint8_t *data; /* inflated protobuf */
     size_t len;
     size_t cost; /* the scan's arena estimate */
+    pc_batch *b; /* decoded once, for the encoders */
 } file;
 
 typedef struct set {
@@ -400,6 +420,29 @@ __attribute__((noinline)) static int pass_wire(const set *s)
     return 0;
 }
 
+static pc_buf enc_buf; /* the encoders' output, reused */
+
+__attribute__((noinline)) static int pass_pbc_pack(const set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const ProtobufCMessage *m = pc_batch_message(s->f[i].b);
+        enc_buf.len = 0;
+        pc_buf_reserve(&enc_buf, protobuf_c_message_get_packed_size(m) + 1);
+        enc_buf.len = protobuf_c_message_pack(m, enc_buf.data);
+        sink_acc += enc_buf.len;
+    }
+    return 0;
+}
+
+__attribute__((noinline)) static int pass_pc_pack(const set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        enc_buf.len = 0;
+        sink_acc += pc_proto_pack(pc_batch_message(s->f[i].b), &enc_buf);
+    }
+    return 0;
+}
+
 #ifdef PC_BENCH_UPB
 __attribute__((noinline)) static int pass_upb(const set *s)
 {
@@ -440,6 +483,8 @@ static int run_pass(int d, const set *s)
     case D_BATCH: return pass_batch(s);
     case D_VALIDATE: return pass_validate(s);
     case D_WIRE: return pass_wire(s);
+    case D_PBC_PACK: return pass_pbc_pack(s);
+    case D_PC_PACK: return pass_pc_pack(s);
 #ifdef PC_BENCH_UPB
     case D_UPB: return pass_upb(s);
     case D_UPB_BLOCK: return pass_upb_block(s);
@@ -499,6 +544,8 @@ static int load_set(const char *dir, set *out)
             return -1;
         }
         f->cost = scan.cost;
+        if (pc_batch_decode(PC_SIGNAL_PROFILES, f->data, f->len, false, NULL, &f->b, &e) < 0)
+            return -1;
         out->bytes += f->len;
         if (p->samples < 0 || out->samples < 0) {
             out->samples = out->profiles = -1;
@@ -511,9 +558,28 @@ static int load_set(const char *dir, set *out)
     return 0;
 }
 
+/* both encoders write every file's bytes back */
+static int check_encoders(const set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        for (int d = D_PBC_PACK; d <= D_PC_PACK; d++) {
+            set one = *s;
+            one.f = &s->f[i];
+            one.n = 1;
+            run_pass(d, &one);
+            if (enc_buf.len != s->f[i].len || memcmp(enc_buf.data, s->f[i].data, enc_buf.len)) {
+                fprintf(stderr, "decode: %s does not write file %zu of %s back\n", dec_names[d], i,
+                        s->name);
+                return -1;
+            }
+        }
+    return 0;
+}
+
 /* every decoder accepts every file; those that build messages find the manifest's counts */
 static int check_set(const set *s)
 {
+    if (check_encoders(s) < 0) return -1;
     for (int d = 0; d < D_N; d++)
         if (dec_available(d) && run_pass(d, s) < 0) {
             fprintf(stderr, "decode: %s refuses a file of %s\n", dec_names[d], s->name);
@@ -592,7 +658,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: decode --payload DIR [--payload DIR ...] [--seconds S] [--rounds N] "
                     "[--iterations N] [--only walk|scan|pbc_unpack|pc_batch_decode|"
-                    "pc_decode_validate|upb|upb_block]\n");
+                    "pc_decode_validate|wire_check|upb|upb_block|pbc_pack|pc_proto_pack]\n");
     exit(2);
 }
 

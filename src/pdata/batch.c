@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "pdata/pdata.h"
+#include "pdata/proto_pack.h"
 #include "base/alloc.h"
 #include "base/log.h"
 
@@ -120,11 +121,9 @@ void pc_batch_copy_meta(const pc_batch *from, pc_batch *to)
 
 void pc_batch_encode_proto(const pc_batch *b, pc_buf *out)
 {
-    const ProtobufCMessage *m = pc_batch_message(b);
-    size_t n = protobuf_c_message_get_packed_size(m);
+    /* protobuf-c's bytes, sized once (pdata/proto_pack.h) */
     out->len = 0;
-    pc_buf_reserve(out, n + 1);
-    out->len = protobuf_c_message_pack(m, out->data);
+    pc_proto_pack(pc_batch_message(b), out);
 }
 
 pc_counts pc_batch_counts(const pc_batch *b)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pdata/dict.h"
+#include "pdata/proto_pack.h"
 #include "base/alloc.h"
 #include "base/hash.h"
 
@@ -23,20 +24,10 @@ struct pc_dict_used {
     size_t bytes;
 };
 
-static size_t varint_len(size_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 /* Bytes one repeated field element of payload size n costs on the wire. */
 static size_t field_len(size_t n)
 {
-    return 1 + varint_len(n) + n;
+    return 1 + pc_proto_varint_len(n) + n;
 }
 
 pc_dict_used *pc_dict_used_new(const pc_dictionary *d)

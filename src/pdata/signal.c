@@ -6,6 +6,7 @@
 
 #include "pdata/json.h"
 #include "pdata/pdata.h"
+#include "pdata/proto_pack.h"
 #include "pdata/proto_scan.h"
 #include "base/log.h"
 
@@ -249,12 +250,8 @@ pc_batch *pc_batch_concat(pc_signal sig, pc_batch *const *bs, size_t n)
 {
     /* each request is only field 1 repeated: the concatenation is the merged request */
     pc_buf buf = {0};
-    for (size_t i = 0; i < n; i++) {
-        const ProtobufCMessage *m = pc_batch_message(bs[i]);
-        size_t sz = protobuf_c_message_get_packed_size(m);
-        pc_buf_reserve(&buf, sz + 1);
-        buf.len += protobuf_c_message_pack(m, buf.data + buf.len);
-    }
+    for (size_t i = 0; i < n; i++)
+        pc_proto_pack(pc_batch_message(bs[i]), &buf);
     pc_batch *out = NULL;
     pc_error e = {0};
     if (pc_batch_decode(sig, buf.data ? buf.data : (const uint8_t *)"", buf.len, false, NULL, &out,

@@ -8,6 +8,7 @@
 #include "base/hash.h"
 #include "base/alloc.h"
 #include "base/log.h"
+#include "pdata/proto_pack.h"
 
 /* ---- a plan over profiles ------------------------------------------------------------------- */
 
@@ -244,8 +245,7 @@ static pc_batch *build(const pc_batch *b, const piece *v, size_t n)
     }
     set_children(rq, F_RESOURCES, rs, nr);
     pc_buf buf = {0};
-    pc_buf_reserve(&buf, protobuf_c_message_get_packed_size(rq) + 1);
-    buf.len = protobuf_c_message_pack(rq, buf.data);
+    pc_proto_pack(rq, &buf);
     pc_arena_free(a);
     pc_batch *out = NULL;
     pc_error e = {0};

@@ -16,6 +16,7 @@
 #include "net/http_server.h"
 #include "net/url.h"
 #include "pdata/json.h"
+#include "pdata/proto_pack.h"
 #include "sdk/auth.h"
 #include "net/tls.h"
 #include "sdk/tls_config.h"
@@ -228,8 +229,8 @@ static void encode_message(const ProtobufCMessage *m, int json, pc_buf *out)
     if (json) {
         pc_json_encode(m, out);
     } else {
-        pc_buf_reserve(out, protobuf_c_message_get_packed_size(m) + 1);
-        out->len = protobuf_c_message_pack(m, out->data);
+        out->len = 0;
+        pc_proto_pack(m, out);
     }
 }
 
