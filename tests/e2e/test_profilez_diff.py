@@ -38,8 +38,10 @@ Without chromium, npm's playwright-core or go the test prints "skipped: <reason>
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import urllib.parse
@@ -197,6 +199,93 @@ class DiffTest(tp.ProfilezPageTest):
                     self.assertGreater(red, blue, "a larger share is drawn red")
         self.assertEqual({f[0] for f in a["frames"]} & set(CHANGED), set(CHANGED))
         self.assertEqual(d["second"], a)
+
+
+def label_of(labels, key):
+    return tp.label_of(labels, key)
+
+
+class ScreenshotsTest(tp.ProfilezPageTest):
+    """PNGs of every view from real data (see the module's docstring)."""
+    SIZE = (1280, 800)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="profilez-", dir=h.TMP)
+        sink = h.started_sink(self)
+        self.port, self.zport = h.free_port(), h.free_port()
+        cfg = (ps.pyroscope_receiver_yaml(self.port) +
+               "processors:\n  tracelink:\n"
+               "exporters:\n  otlphttp:\n    endpoint: %s\n"
+               "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n"
+               "    window: 2m\n    slices: 40\n"
+               "service:\n  extensions: [profilez]\n"
+               "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
+               "      processors: [tracelink]\n      exporters: [otlphttp]\n" % (sink.url, self.zport))
+        self.pc = h.started_profcol(self, cfg, [self.port, self.zport], "profilez-shots")
+
+    def test_page(self):
+        pass  # test_profilez.py's
+
+    def test_screenshots(self):
+        out_dir = os.environ.get("PROFILEZ_SCREENSHOTS") or os.path.join(tp.ARTIFACTS, "views")
+        out_dir = os.path.abspath(os.path.join(h.SRC, out_dir))
+        os.makedirs(out_dir, exist_ok=True)
+        a, b = record_versions(self.tmp)
+        go = ps.go_pprof_raw(tp.GO_CPU, self.tmp)
+        counter = go["samples"][CPU]
+        key = "cpu:nanoseconds"
+        for i in range(3):  # three 3 s slices with data
+            if i:
+                time.sleep(3.5)
+            self.post_go("shop", tp.GO_CPU)
+        self.post_go("diffapp{version=a}", a)
+        self.post_go("diffapp{version=b}", b)
+        self.wait_totals({("shop", key): 3 * go["totals"][CPU]})
+        tree = tp.Tree(counter)
+        cands = [n for n in tree.nodes() if len(n[0]) >= 2 and n[3]]
+        zoom = max(cands, key=lambda n: (n[1], n[0]))[0]
+        below = [n for n in tree.nodes() if n[0][:len(zoom)] == zoom]
+        term = max(below, key=lambda n: (n[2], n[0]))[0][-1][:6]
+        spans = {}
+        for (_n, labels), v in counter.items():
+            s = label_of(labels, "span_id")
+            if s:
+                spans[s] = spans.get(s, 0) + v
+        span = max(spans, key=lambda s: (spans[s], s))
+        tl = self.api("/api/timeline", service="shop", type=key)
+        first = [p for p in tl["points"] if p[1]][0][0]
+        base = "http://127.0.0.1:%d/#" % self.zport
+        shop = {"service": "shop", "type": key}
+
+        def url(**kw):
+            return base + urllib.parse.urlencode(list(kw.items()), doseq=True)
+        views = [
+            ("flamegraph", url(**shop), {}),
+            ("top-zoom-search", url(zoom=tp.SEP.join(zoom), search=term, **shop),
+             {"zoom": zoom[-1], "search": term, "scroll": "#top"}),
+            ("timeline-range", url(**{"from": first, "to": first + tl["slice_ms"]}, **shop), {}),
+            ("labels-grouped", url(group="handler", **shop), {"groups": True}),
+            ("spans", url(group="span_id", **shop), {"groups": True}),
+            ("span-flamegraph", url(label="span_id=" + span, **shop), {}),
+            ("diff", url(service="diffapp", type=key, label="version=b", base=1,
+                         base_label="version=a"), {"diff": True}),
+        ]
+        plan = {"url": base, "series": [], "shots": {
+            "width": self.SIZE[0], "height": self.SIZE[1],
+            "views": [dict(w, file=os.path.join(out_dir, "profilez-%s.png" % n), url=u)
+                      for n, u, w in views]}}
+        res = self.drive(plan)
+        self.assertEqual(res.get("errors"), [], "errors in the page")
+        self.assertEqual(len(res["shots"]), len(views))
+        for s in res["shots"]:
+            with open(s["file"], "rb") as f:
+                png = f.read()
+            self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n", s["file"])
+            # the width and height in the IHDR chunk: the fixed viewport
+            self.assertEqual(struct.unpack(">II", png[16:24]), self.SIZE, s["file"])
+            self.assertLess(len(png), 200 * 1024, s["file"])
+            self.assertGreater(len(png), 10000, s["file"])
+        print("screenshots: %s" % out_dir, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@
 //   "timeDiff": {"url" (a series' view)} clicks the timeline's first bar with a value, sets it
 //      as the baseline, clicks the last bar with a value and reads the diff (as "diff" does), then
 //      opens the URL in a fresh page and reads it again.
+//   "shots": {"width", "height", "views": [{"file", "url", and what to wait for: "groups",
+//      "diff" (true), "search", "zoom" (the data-zoom frame name); "scroll": a selector scrolled to the top}]} a PNG of each.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 
@@ -286,6 +288,29 @@ async function timeDiff(ctx, page, v) {
   return out;
 }
 
+// screenshots: each view opened from its URL in a fresh page of a fixed size, once drawn
+async function shots(ctx, v) {
+  const out = [];
+  for (const s of v.views) {
+    const p = await ctx.newPage();
+    await p.setViewportSize({ width: v.width, height: v.height });
+    await p.goto(s.url, { waitUntil: 'load', timeout: 30000 });
+    await p.waitForFunction((w) => {
+      const f = document.getElementById('flame'), t = document.getElementById('top');
+      return f.dataset.state === 'ready' && document.querySelectorAll('#top tbody tr').length > 0 &&
+        (!w.groups || document.querySelectorAll('#groups tbody tr').length > 0) &&
+        (!w.diff || t.dataset.diff === '1') && (!w.search || t.dataset.search === w.search) &&
+        (!w.zoom || f.dataset.zoom === w.zoom);
+    }, s, { timeout: 30000, polling: 200 });
+    if (s.scroll) await p.$eval(s.scroll, (e) => e.scrollIntoView({ block: 'start' }));
+    await p.waitForTimeout(300); // the last load's redraw
+    await p.screenshot({ path: s.file });
+    out.push({ file: s.file, url: p.url(), title: await p.$eval('#title', (t) => t.textContent) });
+    await p.close();
+  }
+  return out;
+}
+
 (async () => {
   const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const result = { series: [], errors: [] };
@@ -311,6 +336,7 @@ async function timeDiff(ctx, page, v) {
     if (plan.labels) result.labels = await labels(ctx, page, plan.labels);
     if (plan.diff) result.diff = await diff(ctx, page, plan.diff);
     if (plan.timeDiff) result.timeDiff = await timeDiff(ctx, page, plan.timeDiff);
+    if (plan.shots) result.shots = await shots(ctx, plan.shots);
     if (plan.empty) {
       const e = await ctx.newPage();
       await e.goto(plan.empty, { waitUntil: 'load', timeout: 30000 });
