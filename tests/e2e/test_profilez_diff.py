@@ -201,10 +201,6 @@ class DiffTest(tp.ProfilezPageTest):
         self.assertEqual(d["second"], a)
 
 
-def label_of(labels, key):
-    return tp.label_of(labels, key)
-
-
 class ScreenshotsTest(tp.ProfilezPageTest):
     """PNGs of every view from real data (see the module's docstring)."""
     SIZE = (1280, 800)
@@ -248,7 +244,7 @@ class ScreenshotsTest(tp.ProfilezPageTest):
         term = max(below, key=lambda n: (n[2], n[0]))[0][-1][:6]
         spans = {}
         for (_n, labels), v in counter.items():
-            s = label_of(labels, "span_id")
+            s = tp.label_of(labels, "span_id")
             if s:
                 spans[s] = spans.get(s, 0) + v
         span = max(spans, key=lambda s: (spans[s], s))
