@@ -75,7 +75,8 @@ def record_versions(tmp):
     return out
 
 
-_TOP_ROW = re.compile(r"^\s*(-?\d+)(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(-?\d+)(?:ns)?\s+[\d.]+%\s+(.+)$")
+# flat, flat%, sum%, cum, cum%, name; a share may print as "5.1e-08%"
+_TOP_ROW = re.compile(r"^\s*(-?\d+)(?:ns)?\s+\S+%\s+\S+%\s+(-?\d+)(?:ns)?\s+\S+%\s+(.+)$")
 
 
 def pprof_diff(base, path, tmp):
@@ -89,10 +90,16 @@ def pprof_diff(base, path, tmp):
         raise RuntimeError("go tool pprof -diff_base failed:\n%s" % r.stderr)
     total = int(re.search(r"of (\d+)ns total", r.stdout).group(1))
     rows = {}
-    for ln in r.stdout.splitlines():
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.split()[:2] == ["flat", "flat%"])
+    for ln in lines[head + 1:]:
         m = _TOP_ROW.match(ln)
-        if m:
-            rows[m.group(3).strip()] = (int(m.group(1)), int(m.group(2)))
+        if not m:  # every row is read, or the oracle would miss a function
+            raise RuntimeError("unread pprof -top row %r in:\n%s" % (ln, r.stdout))
+        name = m.group(3).strip()  # pprof marks a function inlined at its call site
+        name = name[:-len(" (inline)")] if name.endswith(" (inline)") else name
+        was = rows.get(name, (0, 0))  # a function both inlined and not: one row of the page
+        rows[name] = (was[0] + int(m.group(1)), was[1] + int(m.group(2)))
     return total, rows
 
 
