@@ -3,7 +3,7 @@
 #
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
 #                         [--build DIR] [--profcol BINARY] [--threads T] [--perf FILE] [--no-floor]
-#                         [--profilez]
+#                         [--profilez [--viewer old|new]]
 #
 # Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, otlp-decoded-large, small-flood,
 # pyroscope-relay, bridge, processors, overload, jfr-relay, fleet, kafka-relay, collector-relay,
@@ -15,7 +15,9 @@
 # (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it, and GOMAXPROCS for the Collector),
 # BENCH_COLLECTOR (the Collector binary of collector-relay, default the peer tools/peers.sh builds).
 # --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
-# and a viewer polling its JSON as the page does (series, flame graph and top every 3 s).
+# and a viewer polling its JSON as the page does every 3 s (bench/profilez_viewer.py; --viewer new,
+# the default: the live view's timeline, labels, group-by, label filter, top with focus and
+# search, a time-range diff; --viewer old: series, flame graph and top, as the first page did).
 #
 # Steps: measure the zlib and ISA-L floors on the scenario's payloads (before anything else runs), start the
 # sink and profcol (config written here), record profcol's idle RSS and CPU ticks, drive the load
@@ -35,6 +37,7 @@ BUILD=${BENCH_BUILD:-build-bench}
 PROFCOL=${BENCH_PROFCOL:-}
 PERF_OUT=""
 PROFILEZ=0
+VIEWER=new
 FLOOR=1
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
     --build) BUILD=$2; shift 2 ;;
     --perf) PERF_OUT=$2; shift 2 ;;
     --profilez) PROFILEZ=1; shift ;;
+    --viewer) VIEWER=$2; shift 2 ;;
     --profcol) PROFCOL=$2; shift 2 ;;
     --threads) PROFCOL_EXTRA_ENV="${PROFCOL_EXTRA_ENV:-} UV_THREADPOOL_SIZE=$2 GOMAXPROCS=$2"; shift 2 ;;
     --no-floor) FLOOR=0; shift ;;
@@ -53,6 +57,7 @@ while [ $# -gt 0 ]; do
 done
 case "$SECONDS_RUN" in '' | *[!0-9]*) echo "--seconds takes whole seconds" >&2; exit 2 ;; esac
 [ "$SECONDS_RUN" -ge 1 ] && [ "$SECONDS_RUN" -le 600 ] || { echo "--seconds: 1..600" >&2; exit 2; }
+case "$VIEWER" in old | new) ;; *) echo "--viewer: old or new" >&2; exit 2 ;; esac
 
 BIN=$BUILD/bench
 [ -n "$PROFCOL" ] || PROFCOL=$BUILD/profcol
@@ -530,6 +535,11 @@ if profilez == "1":
     r["profilez_cpu_share"] = (round(r["profilez_cpu_seconds_total"] / cpu_s, 3)
                                if cpu_s > 0 and r["profilez_cpu_seconds_total"] is not None
                                else None)
+    try:  # which viewer polled, how often, how many of its polls failed
+        v = json.loads(open(tmp + "/viewer.json").read())
+        r["profilez_viewer"], r["viewer_polls"], r["viewer_errors"] = v["viewer"], v["polls"], v["errors"]
+    except Exception:
+        r["profilez_viewer"] = None
 if int(limit) > 0:
     r["memory_limit_mib"] = int(limit)
     r["peak_rss_within_limit"] = int(hwm) / 1024 <= int(limit)
@@ -583,6 +593,8 @@ if profilez == "1":
     rows.append(("profilez: batches dropped (behind)", r["profilez_dropped_batches_total"]))
     rows.append(("profilez: CPU s (share of profcol)", "%s (%s)" % (
         r["profilez_cpu_seconds_total"], r["profilez_cpu_share"])))
+    rows.append(("profilez: viewer, polls, failed polls", "%s, %s, %s" % (
+        r["profilez_viewer"], r.get("viewer_polls"), r.get("viewer_errors"))))
 print("scenario %s%s" % (scen, " (with profilez)" if profilez == "1" else ""), file=sys.stderr)
 for k, v in rows:
     print("  %-34s %s" % (k, v), file=sys.stderr)
@@ -621,7 +633,7 @@ run_phase() {
         exit 1
     fi
     sleep 0.5
-    local idle_kb cpu0 cpu1 hwm_kb perf_pid="" rss_pid load0 load1 flt0 flt1 idle_after_kb
+    local idle_kb cpu0 cpu1 hwm_kb perf_pid="" viewer_pid="" rss_pid load0 load1 flt0 flt1 idle_after_kb
     idle_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
     flt0=$(sed 's/^.*) //' "/proc/$pc/stat" | awk '{print $8}')
     cpu0=$(ticks "$pc")
@@ -647,22 +659,13 @@ run_phase() {
     rss_pid=$!
     PIDS+=($rss_pid)
 
-    # A viewer: the page's requests every 3 s while the load runs.
+    # A viewer: the page's requests every 3 s while the load runs (bench/profilez_viewer.py:
+    # --viewer old asks what the first page did, new the live view's APIs as well).
     if [ "$PROFILEZ" = 1 ]; then
-        (
-            Z="http://127.0.0.1:$P_PROFILEZ"
-            for _ in $(seq 1 $((SECONDS_RUN / 3 + 1))); do
-                q=$(curl -s "$Z/api/series" | python3 -c 'import json, sys, urllib.parse
-s = json.load(sys.stdin)["series"]
-print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]}) if s else "")' 2>/dev/null)
-                if [ -n "$q" ]; then
-                    curl -s -o /dev/null "$Z/api/flamegraph?$q"
-                    curl -s -o /dev/null "$Z/api/top?$q&limit=30"
-                fi
-                sleep 3
-            done
-        ) >/dev/null 2>&1 &
-        PIDS+=($!)
+        python3 "$ROOT/bench/profilez_viewer.py" "http://127.0.0.1:$P_PROFILEZ" "$SECONDS_RUN" \
+            "$VIEWER" >"$dir/viewer.json" 2>/dev/null &
+        viewer_pid=$!
+        PIDS+=($viewer_pid)
     fi
 
     # 3. load.
@@ -679,6 +682,7 @@ print(urllib.parse.urlencode({"service": s[0]["service"], "type": s[0]["type"]})
     for _ in 1 2 3 4 5 6; do sleep 1; awk '/^VmRSS:/ {print "rss after load: " $2 " kB"}' "/proc/$pc/status" >&2; done
     idle_after_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
     kill "$rss_pid" 2>/dev/null
+    [ -n "$viewer_pid" ] && wait "$viewer_pid" 2>/dev/null # its last poll, before the metrics
     [ -n "$perf_pid" ] && wait "$perf_pid" 2>/dev/null
     if [ "$COLLECTOR" = 1 ]; then
         # delivered: wait (60 s at most) until the exporter has sent every sample the receiver

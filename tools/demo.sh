@@ -7,8 +7,11 @@
 # Builds profcol if needed (meson), builds the demo app (deploy/demo/go-app, Go standard library
 # only, offline), starts a recording sink, the gateway and the sidecar on free 127.0.0.1 ports,
 # lets the app profile itself and upload, waits until everything it sent has passed both
-# profcols, stops them (SIGTERM: flush and exit 0), prints the gateway's top-functions tables and
-# writes a flame graph (self-contained HTML) of what went through.
+# profcols, prints the gateway's top-functions tables, writes a flame graph (self-contained HTML)
+# of what went through and ends on the live view: the gateway's profilez page (docs/profilez.md),
+# whose URL it prints last. On a terminal (or with DEMO_STAY=1) the gateway stays up for it until
+# Ctrl-C; otherwise (DEMO_STAY=0, tests, CI) both profcols stop (SIGTERM: flush and exit 0) once
+# the URL is printed.
 #
 # Needs: meson + the build dependencies (tools/dev.sh installs them), golang-go, /usr/bin/python3.
 # Environment:
@@ -18,6 +21,8 @@
 #   DEMO_UPLOADS    profiles the app uploads (default 2)
 #   DEMO_INTERVAL   length of each profile (default 3s)
 #   DEMO_KEEP=1     keep the temp dir (configs, queue, go build) and print its path
+#   DEMO_STAY       1: keep the live view up until Ctrl-C (SIGINT or SIGTERM), 0: stop at the end
+#                   (default: 1 when stdin and stderr are terminals)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -83,9 +88,9 @@ GO111MODULE=off GOFLAGS="" GOPATH=$TMP/gopath \
   go build -o "$TMP/go-app" "$ROOT/deploy/demo/go-app/main.go" || die "go build failed"
 
 # ---- 3. ports, recorder, gateway, sidecar ----
-read -r G_OTLP G_PYRO G_HEALTH G_METRICS S_OTLP S_PYRO S_HEALTH S_METRICS < <("$PY" -c '
+read -r G_OTLP G_PYRO G_HEALTH G_METRICS G_PROFILEZ S_OTLP S_PYRO S_HEALTH S_METRICS < <("$PY" -c '
 import socket
-socks = [socket.socket() for _ in range(8)]
+socks = [socket.socket() for _ in range(9)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])')
@@ -121,7 +126,7 @@ RECORDER_PORT=$(cat "$TMP/recorder.port")
 say "gateway: config/demo.yaml on 127.0.0.1:$G_OTLP (OTLP) and :$G_PYRO (Pyroscope), log $OUT/gateway.log"
 DEMO_GATEWAY_OTLP=127.0.0.1:$G_OTLP DEMO_GATEWAY_PYROSCOPE=127.0.0.1:$G_PYRO \
   DEMO_GATEWAY_HEALTH=127.0.0.1:$G_HEALTH DEMO_GATEWAY_METRICS=127.0.0.1:$G_METRICS \
-  DEMO_RECORDER=http://127.0.0.1:$RECORDER_PORT \
+  DEMO_GATEWAY_PROFILEZ=127.0.0.1:$G_PROFILEZ DEMO_RECORDER=http://127.0.0.1:$RECORDER_PORT \
   "$BIN" --config "$ROOT/config/demo.yaml" 2>"$OUT/gateway.log" &
 GATEWAY=$!
 PIDS+=("$GATEWAY")
@@ -192,12 +197,31 @@ stop() { # PID NAME: SIGTERM, then it must exit 0 within 20 s
   PIDS=("${keep[@]}") # reaped: never signal that pid again
   [ "$rc" = 0 ] || die "$2 exited with status $rc (see $OUT/$2.log)"
 }
-stop "$SIDECAR" sidecar
-stop "$GATEWAY" gateway
-
 # ---- 6. what went through ----
+stop "$SIDECAR" sidecar # everything it took has reached the gateway
+wait_drained "$G_METRICS" debug gateway
 say "the gateway's debug exporter (verbosity: detailed) printed:"
 grep -E '^debug: ' "$OUT/gateway.log" || die "no debug output in $OUT/gateway.log"
 "$PY" "$ROOT/deploy/demo/flamegraph.py" --out "$OUT/flamegraph.html" "$OUT/recorded" ||
   die "no flame graph"
 say "flame graph: $OUT/flamegraph.html ($(find "$OUT/recorded" -name "*.json" | wc -l) OTLP request(s) recorded in $OUT/recorded)"
+
+# ---- 7. the live view: the gateway's profilez page, on the app's CPU ----
+LIVE="http://127.0.0.1:$G_PROFILEZ/#service=demo-go-app&type=cpu%3Ananoseconds"
+wait_http "http://127.0.0.1:$G_PROFILEZ/api/series" 15 "$GATEWAY" || die "no live view (see $OUT/gateway.log)"
+STAY=${DEMO_STAY:-}
+if [ -z "$STAY" ]; then
+  if [ -t 0 ] && [ -t 2 ]; then STAY=1; else STAY=0; fi
+fi
+if [ "$STAY" = 1 ]; then
+  say "live view (open it in a browser; Ctrl-C ends the demo): $LIVE"
+  STOPPED=""
+  trap 'STOPPED=1' INT TERM
+  while [ -z "$STOPPED" ] && kill -0 "$GATEWAY" 2>/dev/null; do sleep 0.5; done
+  trap 'exit 130' INT TERM
+  stop "$GATEWAY" gateway
+  say "stopped"
+else
+  stop "$GATEWAY" gateway
+  say "live view (up while the demo ran; DEMO_STAY=1 keeps it up until Ctrl-C): $LIVE"
+fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Deployments, end to end: the offline demo (tools/demo.sh: a real Go app -> sidecar profcol ->
-gateway profcol -> debug exporter + recording sink -> flame graph), `profcol validate` on every
+gateway profcol -> debug exporter + recording sink -> flame graph; it ends on the gateway's live
+view, whose URL it prints last: the page and the app's CPU series with its spans answer there
+until the test sends SIGINT, as Ctrl-C), `profcol validate` on every
 shipped config (config/*.yaml and the configs embedded in deploy/kubernetes ConfigMaps, merged as
 the manifests' `--config` arguments merge them), the compose file through `docker-compose config`
 or `docker compose config` when either is installed, and the container image's package lists
@@ -18,7 +20,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402  (the e2e tests' shared Go build cache)
@@ -315,30 +321,74 @@ class DemoTest(unittest.TestCase):
         if not shutil.which("go"):
             self.skipTest("go is not installed (golang-go; tools/dev.sh test installs it)")
         out_dir = tempfile.mkdtemp(prefix="profcol-demo-test-")
+        # DEMO_STAY=1: the demo ends on the live view and keeps it up until SIGINT, as on a
+        # terminal until Ctrl-C
         env = dict(os.environ, PROFCOL_BIN=BIN, DEMO_OUT=out_dir, DEMO_UPLOADS="2",
-                   PROFCOL_E2E_GOCACHE=h.GO_CACHE,
+                   PROFCOL_E2E_GOCACHE=h.GO_CACHE, DEMO_STAY="1",
                    DEMO_INTERVAL="2s")
         proc = subprocess.Popen(["bash", os.path.join(SRC, "tools", "demo.sh")], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        out, err = [], []
+        readers = [threading.Thread(target=lambda f=f, acc=acc: acc.extend(f), daemon=True)
+                   for f, acc in ((proc.stdout, out), (proc.stderr, err))]
+        for t in readers:
+            t.start()
+        live = None
+        end = time.time() + DEMO_TIMEOUT
+        while time.time() < end and proc.poll() is None and live is None:
+            live = next((ln for ln in list(err) if "live view" in ln), None)
+            time.sleep(0.2)
         try:
-            stdout, stderr = proc.communicate(timeout=DEMO_TIMEOUT)
-        except subprocess.TimeoutExpired:
+            self.assertIsNotNone(live, "no live view URL within %d s:\n%s" % (
+                DEMO_TIMEOUT, "".join(err)[-3000:]))
+            self.check_live(live)
+            os.kill(proc.pid, signal.SIGINT)  # Ctrl-C: the script stops what it started
+            proc.wait(timeout=30)
+        except BaseException:
             os.killpg(proc.pid, signal.SIGTERM)  # the script's trap stops what it started
             try:
-                stdout, stderr = proc.communicate(timeout=15)
+                proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-                stdout, stderr = proc.communicate()
-            self.fail("tools/demo.sh took more than %d s:\n%s\n%s" % (DEMO_TIMEOUT, stdout,
-                                                                       stderr))
+            raise
+        for t in readers:
+            t.join(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+        stdout, stderr = "".join(out), "".join(err)
         try:
             self.check_demo(proc.returncode, stdout, stderr, out_dir)
+            says = [ln for ln in stderr.splitlines() if ln.startswith("demo: ")]
+            self.assertEqual(says[-2:], [live.rstrip("\n"), "demo: stopped"],
+                             "the demo ends on the live view")
         finally:
             if os.environ.get("DEMO_KEEP") == "1":
                 print("demo output kept in %s" % out_dir, file=sys.stderr)
             else:
                 shutil.rmtree(out_dir, ignore_errors=True)
+
+    def check_live(self, line):
+        """The live view's URL opens the app's CPU series, with its spans (tracelink's links)."""
+        url = urllib.parse.urlsplit(line.split(": ", 2)[-1].strip())
+        frag = urllib.parse.parse_qs(url.fragment)
+        self.assertEqual((frag["service"], frag["type"]), (["demo-go-app"], ["cpu:nanoseconds"]))
+        base = "http://%s" % url.netloc
+
+        def get(path, **q):
+            with urllib.request.urlopen(base + path + "?" + urllib.parse.urlencode(q),
+                                        timeout=10) as r:
+                return r.status, r.read()
+        status, page = get("/")
+        self.assertEqual(status, 200)
+        self.assertIn(b"profilez", page)
+        series = json.loads(get("/api/series")[1])["series"]
+        cpu = [s for s in series if (s["service"], s["type"]) == ("demo-go-app", "cpu:nanoseconds")]
+        self.assertEqual(len(cpu), 1, series)
+        self.assertGreater(cpu[0]["total"], 0)
+        spans = json.loads(get("/api/labels", service="demo-go-app", type="cpu:nanoseconds",
+                               group_by="span_id")[1])
+        self.assertTrue([r for r in spans["rows"] if r["value"]], spans)
 
     def check_demo(self, rc, stdout, stderr, out_dir):
         self.assertEqual(rc, 0, "tools/demo.sh failed:\n%s\n%s" % (stdout, stderr))

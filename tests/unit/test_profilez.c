@@ -4,6 +4,7 @@
  * back with jansson. */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -675,6 +676,84 @@ static void test_label_sets(void)
     pz_agg_free(a);
 }
 
+/* The memo of a profile's label sets (labels.c) keeps the per-sample counts: two samples with the
+ * same attribute indices over budget count twice; the memo's references are given back. */
+static void test_label_memo(void)
+{
+    pz_limits l = {.window_ms = 2 * SLICE,
+                   .slices = 2,
+                   .max_stacks = 100,
+                   .max_series = 4,
+                   .max_label_sets = 1};
+    pz_agg *a = pz_agg_new(&l);
+    pc_batch *b = batch_from_json(labels_json);
+    pz_agg_add_batch(a, b, 100);
+    pc_batch_unref(b);
+    CHECK_EQ_INT(stat(a, "label_sets", 100), 1);
+    CHECK_EQ_INT(stat(a, "over_budget_label_samples", 100), 3); /* k=b twice, k=c */
+    pz_query q = {.service = "s", .type = "cpu:nanoseconds", .limit = 50, .group_by = "k"};
+    pc_buf out = {0};
+    CHECK_EQ_INT(pz_agg_labels_q(a, &q, 100, &out), 0);
+    json_t *j = parse(&out);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "total")), 31);
+    json_t *rows = json_object_get(j, "rows");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 0), "value")), "a");
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(rows, 0), "total")), 1);
+    json_decref(j);
+    CHECK_EQ_INT(stat(a, "label_sets", 5000), 0);
+    pz_agg_free(a);
+}
+
+/* Samples with the same (no) attributes but other links are other spans: 100 links, so some
+ * share a slot of the 64-entry memo (a memo that ignored the link would merge them). */
+static void test_label_memo_links(void)
+{
+    enum { N = 100 };
+    pz_agg *a = pz_agg_new(&(pz_limits){.window_ms = 2 * SLICE,
+                                        .slices = 2,
+                                        .max_stacks = 1000,
+                                        .max_series = 4,
+                                        .max_label_sets = 1000});
+    pc_buf j = {0};
+    pc_buf_printf(&j, "{\"resourceProfiles\":[{\"resource\":{\"attributes\":[{\"key\":"
+                      "\"service.name\",\"value\":{\"stringValue\":\"s\"}}]},\"scopeProfiles\":"
+                      "[{\"profiles\":[{\"sampleType\":{\"typeStrindex\":1,\"unitStrindex\":2},"
+                      "\"samples\":[");
+    for (int i = 1; i <= N; i++)
+        pc_buf_printf(&j, "%s{\"stackIndex\":1,\"linkIndex\":%d,\"values\":[\"%d\"]}",
+                      i > 1 ? "," : "", i, i);
+    pc_buf_printf(&j, "]}]}]}],\"dictionary\":{\"locationTable\":[{},{\"lines\":[{"
+                      "\"functionIndex\":1}]}],\"functionTable\":[{},{\"nameStrindex\":3}],"
+                      "\"stackTable\":[{},{\"locationIndices\":[1]}],\"linkTable\":[{}");
+    for (int i = 1; i <= N; i++)
+        pc_buf_printf(&j,
+                      ",{\"traceId\":\"0102030405060708090a0b0c0d0e0f10\",\"spanId\":"
+                      "\"%016x\"}",
+                      i);
+    pc_buf_printf(&j, "],\"stringTable\":[\"\",\"cpu\",\"nanoseconds\",\"main\"]}}");
+    pc_buf_append(&j, "", 1);
+    pc_batch *b = batch_from_json((const char *)j.data);
+    pc_buf_free(&j);
+    pz_agg_add_batch(a, b, 100);
+    pc_batch_unref(b);
+    CHECK_EQ_INT(stat(a, "label_sets", 100), N);
+    pz_query q = {.service = "s", .type = "cpu:nanoseconds", .limit = 200, .group_by = "span_id"};
+    pc_buf out = {0};
+    CHECK_EQ_INT(pz_agg_labels_q(a, &q, 100, &out), 0);
+    json_t *r = parse(&out);
+    json_t *rows = json_object_get(r, "rows");
+    CHECK_EQ_INT(json_array_size(rows), N);
+    int ok = 0; /* each span's row holds its own sample: value i for span id i */
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *row = json_array_get(rows, i);
+        const char *v = json_string_value(json_object_get(row, "value"));
+        ok += v && strtol(v, NULL, 16) == json_integer_value(json_object_get(row, "total"));
+    }
+    CHECK_EQ_INT(ok, N);
+    json_decref(r);
+    pz_agg_free(a);
+}
+
 int main(void)
 {
     RUN(test_same_stack_costs_one);
@@ -693,5 +772,7 @@ int main(void)
     RUN(test_json_escaping);
     RUN(test_views);
     RUN(test_label_sets);
+    RUN(test_label_memo);
+    RUN(test_label_memo_links);
     return check_report();
 }

@@ -344,6 +344,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc
     size_t nstk = d ? ARR_N(d->stack_table, d->n_stack_table) : 0;
     stack_val *sv = pc_xmalloc((ns ? ns : 1) * sizeof *sv);
     size_t m = 0;
+    pz_lset_memo *memo = pc_xcalloc(1, sizeof *memo);
     for (size_t i = 0; i < ns; i++) {
         const pc_sample *s = p->samples[i];
         if (!s) continue;
@@ -351,8 +352,10 @@ static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc
             s->stack_index > 0 && (size_t)s->stack_index < nstk && d->stack_table[s->stack_index]
                 ? s->stack_index
                 : 0; /* no stack: the root's own value */
-        sv[m++] = (stack_val){si, pz_sample_lset(a, d, r, s, 1), pc_sample_value(s), 1};
+        sv[m++] = (stack_val){si, pz_sample_lset(a, memo, d, r, s), pc_sample_value(s), 1};
     }
+    pz_lset_memo_clear(a, memo);
+    free(memo);
     if (m > 1) qsort(sv, m, sizeof *sv, cmp_stack_val);
     slice *sl = slice_now(a, se, now_ms);
     bool ok = true;

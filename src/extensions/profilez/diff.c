@@ -12,7 +12,7 @@
 typedef struct drow {
     const char *name;
     int64_t flat, cum, bflat, bcum;
-    double change;
+    double change, cum_change;
 } drow;
 
 static int cmp_name(const void *x, const void *y)
@@ -66,6 +66,7 @@ void pz_top_diff_json(const pz_query *q, pc_top *t, int64_t total, pc_top *bt, i
     size_t hits = 0;
     for (size_t i = 0; i < m; i++) {
         d[i].change = share(d[i].flat, total) - share(d[i].bflat, btotal);
+        d[i].cum_change = share(d[i].cum, total) - share(d[i].bcum, btotal);
         if (pz_search_hit(d[i].name, q->search)) d[hits++] = d[i];
     }
     if (hits > 1) qsort(d, hits, sizeof *d, cmp_change);
@@ -75,8 +76,8 @@ void pz_top_diff_json(const pz_query *q, pc_top *t, int64_t total, pc_top *bt, i
         pz_json_str(out, d[i].name);
         pc_buf_printf(out,
                       ",\"flat\":%" PRId64 ",\"cum\":%" PRId64 ",\"base_flat\":%" PRId64
-                      ",\"base_cum\":%" PRId64 ",\"change\":%.9f}",
-                      d[i].flat, d[i].cum, d[i].bflat, d[i].bcum, d[i].change);
+                      ",\"base_cum\":%" PRId64 ",\"change\":%.9f,\"cum_change\":%.9f}",
+                      d[i].flat, d[i].cum, d[i].bflat, d[i].bcum, d[i].change, d[i].cum_change);
     }
     pc_buf_printf(out, "]}");
     free(d);

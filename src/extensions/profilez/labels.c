@@ -189,10 +189,9 @@ static int cmp_pair(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-uint32_t pz_sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r, const pc_sample *s,
-                        uint64_t samples)
+static uint32_t sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r,
+                            const pc_sample *s, uint64_t *dropped)
 {
-    if (!a->l.max_label_sets) return 0;
     pairs p = {.n = 0};
     char buf[64];
     for (size_t i = 0; r && i < ARR_N(r->attributes, r->n_attributes); i++) {
@@ -205,7 +204,7 @@ uint32_t pz_sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r,
         if (kv) pair_add(a, &p, pc_dict_str(d, kv->key_strindex), value_text(d, kv->value, buf));
     }
     link_pairs(a, &p, d, s->link_index);
-    a->st.dropped_labels += p.dropped;
+    *dropped = p.dropped;
     /* one value per key (the first given), sorted by key id: the same labels, the same set */
     size_t m = 0;
     for (size_t i = 0; i < p.n; i++) {
@@ -223,10 +222,44 @@ uint32_t pz_sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r,
     }
     if (m > 1) qsort(p.kv, m, 2 * sizeof *p.kv, cmp_pair);
     uint32_t id = lset_ref(a, p.kv, m);
-    if (id == PZ_LSET_OVER) a->st.over_budget_label_samples += samples;
     for (size_t i = 0; i < 2 * m; i++)
         pz_name_unref(&a->nm, p.kv[i]);
     return id;
+}
+
+static size_t memo_slot(const pc_sample *s)
+{
+    uint64_t h = (uint64_t)(uint32_t)s->link_index * 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < ARR_N(s->attribute_indices, s->n_attribute_indices); i++)
+        h = (h ^ (uint32_t)s->attribute_indices[i]) * 0x100000001b3u;
+    return (size_t)(h >> 32) % PZ_LSET_MEMO;
+}
+
+uint32_t pz_sample_lset(pz_agg *a, pz_lset_memo *m, const pc_dictionary *d, const pc_resource *r,
+                        const pc_sample *s)
+{
+    if (!a->l.max_label_sets) return 0;
+    size_t n = ARR_N(s->attribute_indices, s->n_attribute_indices);
+    pz_lset_memo_entry *e = &m->e[memo_slot(s)];
+    if (!(e->used && e->n == n && e->link == s->link_index &&
+          (!n || !memcmp(e->attrs, s->attribute_indices, n * sizeof *e->attrs)))) {
+        if (e->used) pz_lset_unref(a, e->id);
+        *e = (pz_lset_memo_entry){
+            .attrs = s->attribute_indices, .n = n, .link = s->link_index, .used = true};
+        e->id = sample_lset(a, d, r, s, &e->dropped); /* the memo's reference */
+    }
+    /* counted per sample, as without the memo */
+    a->st.dropped_labels += e->dropped;
+    if (e->id == PZ_LSET_OVER) a->st.over_budget_label_samples++;
+    pz_lset_retain(a, e->id);
+    return e->id;
+}
+
+void pz_lset_memo_clear(pz_agg *a, pz_lset_memo *m)
+{
+    for (size_t i = 0; i < PZ_LSET_MEMO; i++)
+        if (m->e[i].used) pz_lset_unref(a, m->e[i].id);
+    memset(m, 0, sizeof *m);
 }
 
 /* The value of key in set id, or NULL. */

@@ -30,6 +30,11 @@
 //      baseline, drops its filter, follows the groups table's link of key=value, and reads the
 //      frames' changes and the diff's top table; then opens the URL in a fresh page and reads
 //      them again.
+//   "timeDiff": {"url" (a series' view)} clicks the timeline's first bar with a value, sets it
+//      as the baseline, clicks the last bar with a value and reads the diff (as "diff" does), then
+//      opens the URL in a fresh page and reads it again.
+//   "shots": {"width", "height", "views": [{"file", "url", and what to wait for: "groups",
+//      "diff" (true), "search", "zoom" (the data-zoom frame name); "scroll": a selector scrolled to the top}]} a PNG of each.
 const fs = require('fs');
 const { chromium } = require('playwright-core');
 
@@ -213,8 +218,13 @@ async function diffState(p) {
   return { url: p.url(),
     frames: await p.$$eval('#flame .f', (ds) => ds.map((d) => [d.dataset.name, +d.dataset.depth,
       +d.dataset.total, d.dataset.change === undefined ? null : +d.dataset.change])),
+    // the colour drawn, as the browser computed it: "rgb(r, g, b)"
+    colors: await p.$$eval('#flame .f', (ds) => ds.map((d) => [d.dataset.name, +d.dataset.depth,
+      getComputedStyle(d).backgroundColor])),
     top: await p.$$eval('#top tbody tr', (trs) => trs.map((t) => ({ name: t.dataset.name,
-      flat: +t.dataset.flat, baseFlat: +t.dataset.baseFlat, change: +t.dataset.change }))) };
+      flat: +t.dataset.flat, baseFlat: +t.dataset.baseFlat, change: +t.dataset.change,
+      cum: +t.dataset.cum, baseCum: +t.dataset.baseCum, cumChange: +t.dataset.cumChange,
+      text: Array.from(t.cells).map((c) => c.textContent) }))) };
 }
 
 const diffReady = () => document.getElementById('top').dataset.diff === '1' &&
@@ -244,6 +254,63 @@ async function diff(ctx, page, v) {
   return out;
 }
 
+const barsOf = (p) => p.$$eval('#timeline .tb', (bs) => bs.map((b) => [+b.dataset.start, +b.dataset.total]));
+const hashHas = (p, k) => p.waitForFunction((key) => new URLSearchParams(location.hash.slice(1)).has(key), k,
+  { timeout: 30000 });
+const timeDiffReady = () => document.getElementById('top').dataset.diff === '1' &&
+  document.querySelectorAll('#top tbody tr').length > 0 &&
+  document.querySelector('#flame .f[data-change]') !== null;
+
+// a diff by time range chosen in the page: the first bar with a value is the baseline, the last
+// the comparison
+async function timeDiff(ctx, page, v) {
+  await page.goto(v.url, { waitUntil: 'load', timeout: 30000 });
+  await page.waitForSelector('#timeline .tb:not(.zero)', { timeout: 30000 });
+  await page.uncheck('#live'); // bars of 1 s slices slide at every poll
+  await page.waitForTimeout(500);
+  const nz = (await barsOf(page)).filter((b) => b[1] > 0);
+  const bar = (b) => page.locator('#timeline .tb[data-start="' + b[0] + '"]');
+  await bar(nz[0]).click();
+  await hashHas(page, 'from');
+  await page.locator('#base-set').click();
+  await hashHas(page, 'base_from');
+  await bar(nz[nz.length - 1]).click();
+  await page.waitForFunction((want) => new URLSearchParams(location.hash.slice(1)).get('from') === String(want),
+    nz[nz.length - 1][0], { timeout: 30000 });
+  await page.waitForFunction(timeDiffReady, null, { timeout: 30000, polling: 200 });
+  await page.waitForTimeout(500); // a load started before the last click lands
+  const out = { bars: nz, first: await diffState(page), info: await page.$eval('#base-info', (b) => b.textContent) };
+  const fresh = await ctx.newPage();
+  await fresh.goto(out.first.url, { waitUntil: 'load', timeout: 30000 });
+  await fresh.waitForFunction(timeDiffReady, null, { timeout: 30000, polling: 200 });
+  out.second = await diffState(fresh);
+  await fresh.close();
+  return out;
+}
+
+// screenshots: each view opened from its URL in a fresh page of a fixed size, once drawn
+async function shots(ctx, v) {
+  const out = [];
+  for (const s of v.views) {
+    const p = await ctx.newPage();
+    await p.setViewportSize({ width: v.width, height: v.height });
+    await p.goto(s.url, { waitUntil: 'load', timeout: 30000 });
+    await p.waitForFunction((w) => {
+      const f = document.getElementById('flame'), t = document.getElementById('top');
+      return f.dataset.state === 'ready' && document.querySelectorAll('#top tbody tr').length > 0 &&
+        (!w.groups || document.querySelectorAll('#groups tbody tr').length > 0) &&
+        (!w.diff || t.dataset.diff === '1') && (!w.search || t.dataset.search === w.search) &&
+        (!w.zoom || f.dataset.zoom === w.zoom);
+    }, s, { timeout: 30000, polling: 200 });
+    if (s.scroll) await p.$eval(s.scroll, (e) => e.scrollIntoView({ block: 'start' }));
+    await p.waitForTimeout(300); // the last load's redraw
+    await p.screenshot({ path: s.file });
+    out.push({ file: s.file, url: p.url(), title: await p.$eval('#title', (t) => t.textContent) });
+    await p.close();
+  }
+  return out;
+}
+
 (async () => {
   const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const result = { series: [], errors: [] };
@@ -268,6 +335,8 @@ async function diff(ctx, page, v) {
     if (plan.timeline) result.timeline = await timeline(ctx, page, plan.timeline);
     if (plan.labels) result.labels = await labels(ctx, page, plan.labels);
     if (plan.diff) result.diff = await diff(ctx, page, plan.diff);
+    if (plan.timeDiff) result.timeDiff = await timeDiff(ctx, page, plan.timeDiff);
+    if (plan.shots) result.shots = await shots(ctx, plan.shots);
     if (plan.empty) {
       const e = await ctx.newPage();
       await e.goto(plan.empty, { waitUntil: 'load', timeout: 30000 });

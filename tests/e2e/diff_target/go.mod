@@ -1,0 +1,3 @@
+module profcol.test/difftarget
+
+go 1.22
