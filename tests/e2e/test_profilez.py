@@ -720,6 +720,18 @@ def label_of(labels, key):
     return None
 
 
+def tracelink_profilez_config(port, zport, sink_url, profilez_extra=""):
+    """pyroscope receiver on port -> tracelink -> otlphttp to sink_url, profilez on zport."""
+    return (ps.pyroscope_receiver_yaml(port) +
+            "processors:\n  tracelink:\n"
+            "exporters:\n  otlphttp:\n    endpoint: %s\n"
+            "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n%s"
+            "service:\n  extensions: [profilez]\n"
+            "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
+            "      processors: [tracelink]\n      exporters: [otlphttp]\n"
+            % (sink_url, zport, profilez_extra))
+
+
 class LabelsTest(ProfilezPageTest):
     MARKUP = "<img src=x onerror=window.__pz_pwned=1>"
 
@@ -727,13 +739,7 @@ class LabelsTest(ProfilezPageTest):
         self.tmp = tempfile.mkdtemp(prefix="profilez-", dir=h.TMP)
         sink = h.started_sink(self)
         self.port, self.zport = h.free_port(), h.free_port()
-        cfg = (ps.pyroscope_receiver_yaml(self.port) +
-               "processors:\n  tracelink:\n"
-               "exporters:\n  otlphttp:\n    endpoint: %s\n"
-               "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n"
-               "service:\n  extensions: [profilez]\n"
-               "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
-               "      processors: [tracelink]\n      exporters: [otlphttp]\n" % (sink.url, self.zport))
+        cfg = tracelink_profilez_config(self.port, self.zport, sink.url)
         self.pc = h.started_profcol(self, cfg, [self.port, self.zport], "profilez-labels")
 
     def test_page(self):

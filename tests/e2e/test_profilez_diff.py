@@ -216,14 +216,8 @@ class ScreenshotsTest(tp.ProfilezPageTest):
         self.tmp = tempfile.mkdtemp(prefix="profilez-", dir=h.TMP)
         sink = h.started_sink(self)
         self.port, self.zport = h.free_port(), h.free_port()
-        cfg = (ps.pyroscope_receiver_yaml(self.port) +
-               "processors:\n  tracelink:\n"
-               "exporters:\n  otlphttp:\n    endpoint: %s\n"
-               "extensions:\n  profilez:\n    endpoint: 127.0.0.1:%d\n"
-               "    window: 2m\n    slices: 40\n"
-               "service:\n  extensions: [profilez]\n"
-               "  pipelines:\n    profiles:\n      receivers: [pyroscope]\n"
-               "      processors: [tracelink]\n      exporters: [otlphttp]\n" % (sink.url, self.zport))
+        cfg = tp.tracelink_profilez_config(self.port, self.zport, sink.url,
+                                           "    window: 2m\n    slices: 40\n")
         self.pc = h.started_profcol(self, cfg, [self.port, self.zport], "profilez-shots")
 
     def test_page(self):
