@@ -2,13 +2,14 @@
 # profcol's offline demo, for machines without Docker: one command, everything on 127.0.0.1.
 #
 #   Go app (runtime/pprof) --/ingest--> sidecar profcol --OTLP+gzip--> gateway profcol --+--> debug exporter (top functions)
-#                                        config/sidecar.yaml             config/demo.yaml  +--> recorder (OTLP JSON) --> flame graph
+#                                        config/sidecar.yaml             config/demo.yaml  +--> recorder (OTLP JSON)
+#                                                                                         +--> profilez (the live view)
 #
 # Builds profcol if needed (meson), builds the demo app (deploy/demo/go-app, Go standard library
 # only, offline), starts a recording sink, the gateway and the sidecar on free 127.0.0.1 ports,
 # lets the app profile itself and upload, waits until everything it sent has passed both
-# profcols, prints the gateway's top-functions tables, writes a flame graph (self-contained HTML)
-# of what went through and ends on the live view: the gateway's profilez page (docs/profilez.md),
+# profcols, prints the gateway's top-functions tables and ends on the live view: the gateway's
+# profilez page (docs/profilez.md, the one flame graph profcol draws),
 # whose URL it prints last. On a terminal (or with DEMO_STAY=1) the gateway stays up for it until
 # Ctrl-C; otherwise (DEMO_STAY=0, tests, CI) both profcols stop (SIGTERM: flush and exit 0) once
 # the URL is printed.
@@ -16,7 +17,7 @@
 # Needs: meson + the build dependencies (tools/dev.sh installs them), golang-go, /usr/bin/python3.
 # Environment:
 #   PROFCOL_BIN     profcol binary to use (default: build/profcol, built or rebuilt first)
-#   DEMO_OUT        output directory (default /tmp/profcol-demo): flamegraph.html, gateway.log,
+#   DEMO_OUT        output directory (default /tmp/profcol-demo): gateway.log,
 #                   sidecar.log, app.log, recorded/ (the OTLP JSON bodies the gateway sent)
 #   DEMO_UPLOADS    profiles the app uploads (default 2)
 #   DEMO_INTERVAL   length of each profile (default 3s)
@@ -76,7 +77,7 @@ trap 'exit 130' INT TERM
 mkdir -p "$OUT"
 # only what an earlier run wrote: DEMO_OUT may be a directory with other things in it
 rm -rf "$OUT/recorded"
-rm -f "$OUT"/{flamegraph.html,gateway.log,sidecar.log,app.log,recorder.log}
+rm -f "$OUT"/{gateway.log,sidecar.log,app.log,recorder.log}
 mkdir "$OUT/recorded"
 
 # ---- 2. the demo app (Go standard library, offline) ----
@@ -202,9 +203,7 @@ stop "$SIDECAR" sidecar # everything it took has reached the gateway
 wait_drained "$G_METRICS" debug gateway
 say "the gateway's debug exporter (verbosity: detailed) printed:"
 grep -E '^debug: ' "$OUT/gateway.log" || die "no debug output in $OUT/gateway.log"
-"$PY" "$ROOT/deploy/demo/flamegraph.py" --out "$OUT/flamegraph.html" "$OUT/recorded" ||
-  die "no flame graph"
-say "flame graph: $OUT/flamegraph.html ($(find "$OUT/recorded" -name "*.json" | wc -l) OTLP request(s) recorded in $OUT/recorded)"
+say "$(find "$OUT/recorded" -name "*.json" | wc -l) OTLP request(s) recorded in $OUT/recorded"
 
 # ---- 7. the live view: the gateway's profilez page, on the app's CPU ----
 LIVE="http://127.0.0.1:$G_PROFILEZ/#service=demo-go-app&type=cpu%3Ananoseconds"
