@@ -168,6 +168,12 @@ def build_all(tmp):
         run([rustc, "-C", "opt-level=2", "-C", "debuginfo=2", "-C", "link-arg=-Wl,--build-id",
              "-o", progrs, os.path.join(src, "prog.rs")])
         bins["rust"] = Binary(tmp, "progrs", progrs, dbg, True, "--strip-debug")
+        # the same program with v0 mangling (_R...; stable since rustc 1.59): demangled by
+        # libiberty as by addr2line -C (docs/symbolization.md §7)
+        progv0 = os.path.join(out, "progv0")
+        run([rustc, "-C", "opt-level=2", "-C", "debuginfo=2", "-C", "link-arg=-Wl,--build-id",
+             "-C", "symbol-mangling-version=v0", "-o", progv0, os.path.join(src, "prog.rs")])
+        bins["rustv0"] = Binary(tmp, "progv0", progv0, dbg, True, "--strip-debug")
     return dict(bins, **{
         # the library: only its debug file (the eBPF profiler's ELF addresses need no more)
         "lib": Binary(tmp, "libshared.so", lib, dbg, False, "--strip-debug"),
@@ -184,6 +190,8 @@ WANT = {
     "progxx": lambda s: "shop" in s or s == "main",
     "clang": lambda s: s in ("crunch", "main"),
     "rust": lambda s: s.startswith("_ZN4prog"),  # prog::shop::*, prog::main (mangled, legacy)
+    # v0: a path rooted in the crate prog (Cs<hash>_4prog), generic instances included
+    "rustv0": lambda s: re.match(r"^_R[A-Za-z0-9_]*Cs[0-9A-Za-z]*_4prog4(shop|main)", s),
 }
 
 
@@ -348,6 +356,9 @@ class SymbolizerTest(Programs):
         if "rust" in self.bins:  # demangled as addr2line -C does: no hash, $LT$ decoded
             self.assertIn("prog::shop::Cart<u64>::total", names)
             self.assertIn("prog::shop::price", names)
+            # v0 names carry the generic arguments, as addr2line -C prints them
+            self.assertIn("<prog::shop::Cart<u64>>::total", names)
+            self.assertIn("prog::shop::price::<u32>", names)
         else:
             print("skipped: the Rust program (no rustc)")
         # the strings are shared: each function name is once in the string table
