@@ -10,8 +10,10 @@ every location's lines (function, file, line, innermost first) must equal its ou
 symbol-table fallback (a binary without -g, as an `elf_files` entry), unresolved locations
 counted by reason (hostile and unknown build ids) with `fallback_name`, and the cache."""
 import os
+import hashlib
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,46 @@ def run(cmd, **kw):
 def build_id(path):
     m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-nW", path]))
     return m.group(1)
+
+
+def htlhash(path):
+    """The htlhash of a file (../shared/spec/symbolization.md §1.5) with hashlib: SHA-256 of the
+    first 4096 bytes, the last 4096 bytes and the length as a big-endian u64; 16 bytes in hex."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return hashlib.sha256(data[:4096] + data[-4096:] + struct.pack(">Q", len(data))).hexdigest()[:32]
+
+
+def go_env(tmp):
+    return dict(os.environ, GOCACHE=h.GO_CACHE, GOPATH=os.path.join(tmp, "gopath"),
+                GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="off")
+
+
+def build_go(tmp, src, out, *flags):
+    """The Go test program built with the machine's go (None without one)."""
+    if not shutil.which("go"):
+        return None
+    run(["go", "build", *flags, "-o", out, src], env=go_env(tmp), cwd=tmp)
+    return out
+
+
+def go_addr2line(tmp, path, addrs):
+    """{address: (function, file, line)} from `go tool addr2line`, which reads the binary's
+    .gopclntab itself: the function not inlined, and the position of the innermost inlined
+    code. (binutils 2.40 reads Go 1.2x's DWARF 5 line table as file go.go, line 0.)"""
+    text = run(["go", "tool", "addr2line", path], input="".join("0x%x\n" % a for a in addrs),
+               env=go_env(tmp))
+    lines = text.splitlines()
+    out = {}
+    for i, a in enumerate(addrs):
+        file, _, line = lines[2 * i + 1].rpartition(":")
+        out[a] = (lines[2 * i], file, int(line) if line.isdigit() else 0)
+    return out
+
+
+def go_matches(got, want):
+    """profcol's lines (innermost first) against go tool addr2line's (function, file, line)."""
+    return bool(got) and (got[-1][0], got[0][1], got[0][2]) == want
 
 
 def exec_load(path):
@@ -227,10 +269,12 @@ class Request:
         a.value.string_value = value
         return len(self.d.attribute_table) - 1
 
-    def mapping(self, name, build_id, load, bias=0):
+    def mapping(self, name, build_id, load, bias=0, ids=None):
+        """ids: {attribute key: value} of build ids instead of build_id (the GNU one)."""
         off, vaddr, _, memsz = load
         page = ~0xFFF
         attrs = [self.attr("process.executable.build_id.gnu", build_id)] if build_id else []
+        attrs += [self.attr(k, v) for k, v in (ids or {}).items()]
         start = bias + (vaddr & page)
         self.d.mapping_table.add(memory_start=start, memory_limit=start + memsz + 0x1000,
                                  file_offset=off & page, filename_strindex=self.s(name),
@@ -420,6 +464,50 @@ class SymbolizerTest(Programs):
                              want, "pprof 0x%x" % a)
             seen += 1
         self.assertEqual(seen, len(addrs))
+        pc.stop()
+
+    def test_htlhash_and_go_build_id(self):
+        """Mappings with no GNU build id: only an htlhash (upper case, as semconv's example; the
+        profiler sends lower case) or only a Go build id (`go tool buildid`). The files are found
+        in an elf_files directory, indexed at start by both; every line equals addr2line's."""
+        d = os.path.join(self.tmp, "byhash")
+        os.makedirs(d, exist_ok=True)
+        progxx = shutil.copy(self.bins["progxx"].full, d)
+        with open(os.path.join(d, "notelf.txt"), "w") as f:
+            f.write("not an ELF file: skipped")
+        keys = ["progxx"]
+        goprog = build_go(self.tmp, os.path.join(HERE, "prog.go"), os.path.join(d, "progo"))
+        sink, port, mport, pc = self.start(elf_files=[d])
+        req = Request()
+        m = req.mapping("progxx", None, self.bins["progxx"].load,
+                        ids={"process.executable.build_id.htlhash": htlhash(progxx).upper()})
+        for a in self.addrs["progxx"][::2]:
+            req.location(m, a, "progxx", a)
+        oracle = {"progxx": self.oracle["progxx"]}
+        if goprog:
+            goid = run(["go", "tool", "buildid", goprog], env=go_env(self.tmp)).strip()
+            addrs = text_addresses(goprog, lambda s: s.startswith("main."))
+            oracle["go"] = go_addr2line(self.tmp, goprog, addrs)
+            m = req.mapping("progo", None, exec_load(goprog),
+                            ids={"process.executable.build_id.go": goid})
+            for a in addrs:
+                req.location(m, a, "go", a)
+            keys.append("go")
+        else:
+            print("skipped: the Go program (no go)")
+        msg = self.send(sink, port, req)
+        seen = set()
+        for li, (key, a) in req.where.items():
+            want = oracle[key][a]
+            got = lines_of(msg, li)
+            if key == "go":
+                self.assertTrue(go_matches(got, want), "go 0x%x: %s != %s" % (a, got, want))
+            else:
+                got = binutils_names(got, want, self.symbols["progxx"], a)
+                self.assertEqual(got, want, "%s 0x%x" % (key, a))
+            seen.add(key)
+        self.assertEqual(seen, set(keys))
+        self.assertEqual(ss.self_metric(mport, METRIC + "locations_resolved"), len(req.where))
         pc.stop()
 
     def test_symbol_table_fallback(self):
