@@ -69,10 +69,10 @@ typedef struct sym_state {
     sym_lru *files;     /* "b:<id>" or "f:<name>" -> sym_elf* */
     elf_entry *elves;   /* elf_files, read at create */
     size_t n_elves;
-    sym_fetch *fetch;        /* NULL without debuginfod urls */
-    sym_counts total;        /* self-metrics (loop thread) */
-    sym_fetch_stats fetched; /* the fetcher's, copied after each batch (loop thread) */
-    uint64_t batches, open_files;
+    sym_fetch *fetch;                     /* NULL without debuginfod urls */
+    sym_counts total;                     /* self-metrics (loop thread) */
+    sym_fetch_stats fetched;              /* the fetcher's, copied after each batch (loop thread) */
+    uint64_t batches, open_files, cached; /* gauges of the two caches' sizes */
 } sym_state;
 
 /* ---- config ----------------------------------------------------------------------------- */
@@ -174,6 +174,9 @@ static void register_metrics(pc_component *c, sym_state *st)
     }
     pc_metric_u64(c, "profcol_processor_symbolizer_open_files", "Debug files open", PC_METRIC_GAUGE,
                   labels, &st->open_files);
+    pc_metric_u64(c, "profcol_processor_symbolizer_cached_locations",
+                  "Resolved (build id, address) pairs in the cache (at most cache_size)",
+                  PC_METRIC_GAUGE, labels, &st->cached);
     if (!st->fetch) return;
     const struct {
         const char *name, *help;
@@ -523,6 +526,7 @@ static void symbolizer_after(pc_proc_job *pj)
         st->total.unresolved[r] += job->n.unresolved[r];
     pthread_mutex_lock(&st->mu);
     st->open_files = sym_lru_size(st->files);
+    st->cached = sym_lru_size(st->results);
     pthread_mutex_unlock(&st->mu);
     if (st->fetch) sym_fetch_stats_get(st->fetch, &st->fetched);
 }
