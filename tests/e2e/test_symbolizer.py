@@ -510,6 +510,44 @@ class SymbolizerTest(Programs):
         self.assertEqual(ss.self_metric(mport, METRIC + "locations_resolved"), len(req.where))
         pc.stop()
 
+    def test_go_pclntab_stripped(self):
+        """A Go binary built with -ldflags='-s -w' (no symbol table, no DWARF, .gopclntab kept),
+        matched by its Go build id: functions, files and lines come from profcol's .gopclntab
+        reader and equal `go tool addr2line` on the same stripped file (Go's own reader)."""
+        d = os.path.join(self.tmp, "gostrip")
+        os.makedirs(d, exist_ok=True)
+        src = os.path.join(HERE, "prog.go")
+        full = build_go(self.tmp, src, os.path.join(d, "progo-full"))
+        if not full:
+            self.skipTest("skipped: go not installed")
+        stripped = build_go(self.tmp, src, os.path.join(self.tmp, "progo-stripped"),
+                            "-ldflags=-s -w")
+        sections = run(["readelf", "-SW", stripped])
+        self.assertNotIn(".symtab", sections)
+        self.assertNotIn(".debug_info", sections)
+        self.assertIn(".gopclntab", sections)
+        # the addresses from the unstripped build of the same source (-s -w moves no code; the
+        # oracle below reads the stripped file and would name other functions if it did)
+        addrs = text_addresses(full, lambda s: s.startswith("main.") or s in (
+            "runtime.mallocgc", "fmt.Fprintln", "runtime.main"))
+        self.assertGreater(len(addrs), 100)
+        want = go_addr2line(self.tmp, stripped, addrs)
+        goid = run(["go", "tool", "buildid", stripped], env=go_env(self.tmp)).strip()
+        sink, port, mport, pc = self.start(elf_files=[stripped])
+        req = Request()
+        m = req.mapping("progo", None, exec_load(stripped),
+                        ids={"process.executable.build_id.go": goid})
+        for a in addrs:
+            req.location(m, a, "go", a)
+        msg = self.send(sink, port, req)
+        names = set()
+        for li, (_, a) in req.where.items():
+            got = lines_of(msg, li)
+            self.assertTrue(go_matches(got, want[a]), "0x%x: %s != %s" % (a, got, want[a]))
+            names.add(got[-1][0])
+        self.assertTrue({"main.crunch", "main.(*cart).total", "main.main"} <= names, names)
+        pc.stop()
+
     def test_symbol_table_fallback(self):
         """No DWARF anywhere (built without -g, given in elf_files, matched by build id): the
         function names are addr2line's from the symbol table, with no file or line."""

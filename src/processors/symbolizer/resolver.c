@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "gopclntab.h"
 
 enum { MAX_SEGS = 16, MAX_FRAMES = 64, PAGE = 4096 };
 
@@ -29,6 +30,8 @@ struct sym_elf {
     Dwfl_Module *mod;
     seg segs[MAX_SEGS];
     size_t n_segs;
+    sym_gopcln *go; /* the .gopclntab of a Go binary, read at the first lookup DWARF misses */
+    bool go_tried;
     bool file_offsets; /* segs come from a file whose code segment has file contents (a split
                         * debug file keeps the headers with no file offsets) */
 };
@@ -179,7 +182,8 @@ void sym_elf_close(void *p)
 {
     sym_elf *e = p;
     if (!e) return;
-    if (e->dwfl) dwfl_end(e->dwfl);
+    sym_gopcln_free(e->go);
+    if (e->dwfl) dwfl_end(e->dwfl); /* after go: its bytes are the Elf's */
     free(e);
 }
 
@@ -374,12 +378,39 @@ static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
     if (n > 0) walk_scopes(inner_first, n, comp_dir, file, line, col, out);
 }
 
+/* The module's .gopclntab (by section name, as Go's internal linker writes it), once. */
+static sym_gopcln *go_table(sym_elf *e)
+{
+    if (e->go_tried) return e->go;
+    e->go_tried = true;
+    GElf_Addr bias;
+    Elf *elf = dwfl_module_getelf(e->mod, &bias);
+    size_t shstrndx;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return NULL;
+    Elf_Scn *scn = NULL;
+    Elf_Data *data = NULL;
+    uint64_t text = 0;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        const char *name;
+        if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name))) continue;
+        if (strcmp(name, ".text") == 0) text = sh.sh_addr;
+        if (strcmp(name, ".gopclntab") == 0 && sh.sh_type != SHT_NOBITS)
+            data = elf_rawdata(scn, NULL);
+    }
+    if (data && data->d_buf) e->go = sym_gopcln_open(data->d_buf, data->d_size, text);
+    return e->go;
+}
+
 sym_reason sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_frames *out)
 {
     out->n = 0;
     out->f = NULL;
     dwarf_frames(e, vaddr, out);
     if (out->n) return SYM_OK;
+    /* a Go binary without DWARF (-ldflags=-s -w) keeps .gopclntab: functions, files, lines */
+    sym_gopcln *go = go_table(e);
+    if (go && sym_gopcln_resolve(go, vaddr, out) == SYM_OK) return SYM_OK;
     GElf_Off off;
     GElf_Sym sym;
     const char *name = dwfl_module_addrinfo(e->mod, vaddr, &off, &sym, NULL, NULL, NULL);
