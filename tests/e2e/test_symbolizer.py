@@ -8,7 +8,11 @@ runtime addresses of a mapping loaded elsewhere) go through profcol (otlp -> sym
 otlphttp -> Sink). The oracle is binutils' `addr2line -a -f -i -C -e` on the unstripped binaries:
 every location's lines (function, file, line, innermost first) must equal its output. Also the
 symbol-table fallback (a binary without -g, as an `elf_files` entry), unresolved locations
-counted by reason (hostile and unknown build ids) with `fallback_name`, and the cache."""
+counted by reason (hostile and unknown build ids) with `fallback_name`, and the cache. Rust is
+built twice (legacy and v0 mangling). Mappings with only an htlhash or a Go build id are matched
+in an `elf_files` directory; a Go program stripped with -ldflags='-s -w' is resolved from its
+.gopclntab, the oracle `go tool addr2line` (Go's own reader). The faults are in
+test_symbolizer_faults.py."""
 import os
 import hashlib
 import re
@@ -811,6 +815,10 @@ def write_seeds(d):
     req = Request()
     for i, bid in enumerate(["ab" * 20, "../../etc/passwd", "AB" * 8, "x"]):
         req.location(req.mapping("lib%d.so" % i, bid, load), 0x1010 + i, "x", 0)
+    for i, (key, bid) in enumerate([("htlhash", "AB" * 16), ("htlhash", "../" * 11),
+                                     ("go", "abc/def"), ("go", "../../etc passwd")]):
+        m = req.mapping("go%d" % i, None, load, ids={"process.executable.build_id." + key: bid})
+        req.location(m, 0x2000 + i, "x", 0)
     req.d.mapping_table.add()  # a mapping of zeros
     req.location(len(req.d.mapping_table) - 1, 0x1234, "x", 0)
     seeds["ids"] = req.body()
