@@ -168,9 +168,10 @@ class FaultTest(ts.Programs):
                                              attribute_indices=[req.native])
             req.d.stack_table.add(location_indices=list(range(1, len(req.d.location_table))))
             req.p.samples.add(stack_index=1, values=[1])
-            r = h.post(port, req.body())
+            # 100,000 lookups answer the request only once done: minutes on a loaded machine
+            r = h.post(port, req.body(), timeout=600)
             self.assertEqual(r.status, 200, r.body[:300])
-            sink.wait_requests(n + 1, timeout=300)
+            sink.wait_requests(n + 1, timeout=600)
             self.assertLessEqual(self.metric(mport, "cached_locations"), cap)
             self.assertLessEqual(self.metric(mport, "open_files"), 2)
             rss.append(rss_kib(pc.proc.pid))
