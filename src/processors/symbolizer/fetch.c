@@ -34,7 +34,7 @@ const pc_cfg_key sym_fetch_keys[] = {
     {"debuginfod.wait", PC_CFG_DURATION, "2s", offsetof(sym_fetch_cfg, wait_ms), "longest a batch waits for fetches before it goes on with those locations unsymbolized", NULL},
     {"debuginfod.max_concurrent", PC_CFG_INT, "2", offsetof(sym_fetch_cfg, max_concurrent), "fetches at once (threads of the fetcher)", NULL},
     {"debuginfod.negative_ttl", PC_CFG_DURATION, "10m", offsetof(sym_fetch_cfg, negative_ttl_ms), "how long a build id no server had (or a failed fetch) is not asked again", NULL},
-    {"debuginfod.max_size", PC_CFG_SIZE, "1GiB", offsetof(sym_fetch_cfg, max_size), "largest debug file or executable fetched (as DEBUGINFOD_MAXSIZE): a server announcing more is refused", NULL},
+    {"debuginfod.max_size", PC_CFG_SIZE, "1GiB", offsetof(sym_fetch_cfg, max_size), "largest debug file or executable fetched (as DEBUGINFOD_MAXSIZE; 0: no limit): a server announcing more is refused", NULL},
     {"debuginfod.executables", PC_CFG_BOOL, "false", offsetof(sym_fetch_cfg, executables), "also fetch each executable: its program headers place runtime addresses (a pprof's); the eBPF profiler's ELF addresses need none", NULL},
     {"debuginfod.breaker_failures", PC_CFG_INT, "5", offsetof(sym_fetch_cfg, breaker_failures), "consecutive failures (no answer, timeout) that open a server's circuit breaker", NULL},
     {"debuginfod.breaker_cooldown", PC_CFG_DURATION, "1m", offsetof(sym_fetch_cfg, breaker_cooldown_ms), "how long an open breaker skips its server before one request tries again", NULL},
