@@ -10,7 +10,10 @@
  *   (u32 each), [1.20+: startLine i32], funcID, flag, pad, nfuncdata (u8 each);
  *   pcfile/pcln: offsets into pctab of "pcvalue" streams, pairs of uvarints (value delta
  *   zig-zag, pc delta in quanta) starting at value -1 at the entry, ended by a 0 value delta;
- *   file number -> cutab[cuOffset + n] -> NUL-terminated name at filetab + that offset. */
+ *   file number -> cutab[cuOffset + n] -> NUL-terminated name at filetab + that offset;
+ *   after the fixed part, pcdata[npcdata] (pctab offsets; [2] the inline tree index at a pc) and
+ *   funcdata[nfuncdata] (offsets from moduledata.gofunc; [3] the inline tree, 16-byte
+ *   inlinedCall entries: funcID, 3 pad, nameOff, parentPc, startLine; runtime/symtabinl.go). */
 #include "gopclntab.h"
 
 #include <stdbool.h>
@@ -23,6 +26,10 @@ enum {
     MAGIC_118 = 0xfffffff0, /* Go 1.18, 1.19 */
     MAGIC_120 = 0xfffffff1, /* Go 1.20 and later: _func gains startLine */
     MAX_STEPS = 1 << 22,    /* pcvalue pairs walked for one lookup, against a looping stream */
+    MAX_DEPTH = 64,         /* frames of one inline chain */
+    PCDATA_INLTREEINDEX = 2,
+    FUNCDATA_INLTREE = 3,
+    INLCALL_SIZE = 16, /* inlinedCall: funcID u8, 3 pad, nameOff i32, parentPc i32, startLine i32 */
 };
 
 struct sym_gopcln {
@@ -32,14 +39,29 @@ struct sym_gopcln {
     uint32_t quantum, ptr;
     uint64_t nfunc, text;
     uint64_t funcname, cu, filetab, pctab, ftab; /* offsets into d */
+    const uint8_t *inl;                          /* the section holding gofunc, or NULL */
+    size_t inl_len;
+    uint64_t inl_vaddr, gofunc;
 };
+
+/* One function's _func record. */
+typedef struct gofn {
+    uint64_t base, entry, fixed; /* fixed: size of the record before pcdata[] */
+    uint32_t f[10]; /* entryOff, nameOff, args, deferreturn, pcsp, pcfile, pcln, npcdata,
+                     * cuOffset, startLine */
+} gofn;
+
+static bool rd32_in(const uint8_t *d, size_t n, uint64_t off, uint32_t *v)
+{
+    if (off > n || n - off < 4) return false;
+    const uint8_t *p = d + off;
+    *v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return true;
+}
 
 static bool rd32(const sym_gopcln *g, uint64_t off, uint32_t *v)
 {
-    if (off > g->n || g->n - off < 4) return false;
-    const uint8_t *p = g->d + off;
-    *v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    return true;
+    return rd32_in(g->d, g->n, off, v);
 }
 
 static bool rdword(const sym_gopcln *g, uint64_t off, uint64_t *v)
@@ -81,6 +103,21 @@ sym_gopcln *sym_gopcln_open(const uint8_t *data, size_t len, uint64_t text)
     sym_gopcln *out = pc_xmalloc(sizeof *out);
     *out = g;
     return out;
+}
+
+void sym_gopcln_set_gofunc(sym_gopcln *g, uint64_t gofunc, const uint8_t *sec, size_t len,
+                           uint64_t vaddr)
+{
+    if (!g || !g->v120) return;
+    g->gofunc = gofunc;
+    g->inl = sec;
+    g->inl_len = len;
+    g->inl_vaddr = vaddr;
+}
+
+uint64_t sym_gopcln_funcname_offset(const sym_gopcln *g)
+{
+    return g && g->v120 && g->ptr == 8 ? g->funcname : 0;
 }
 
 void sym_gopcln_free(sym_gopcln *g)
@@ -164,30 +201,84 @@ static const char *file_of(const sym_gopcln *g, uint32_t cu_off, int32_t fileno)
     return cstr(g, g->filetab, foff);
 }
 
-sym_reason sym_gopcln_resolve(const sym_gopcln *g, uint64_t pc, sym_frames *out)
+static bool read_fn(const sym_gopcln *g, uint64_t pc, gofn *fn)
 {
     uint64_t i;
-    uint32_t funcoff, f[10]; /* entryOff, nameOff, args, deferreturn, pcsp, pcfile, pcln,
-                              * npcdata, cuOffset, startLine */
+    uint32_t funcoff;
     if (!g || pc < g->text || !find_func(g, pc - g->text, &i) ||
         !rd32(g, g->ftab + i * 8 + 4, &funcoff))
-        return SYM_NO_SYMBOL;
-    uint64_t base = g->ftab + funcoff;
+        return false;
+    fn->base = g->ftab + funcoff;
+    fn->fixed = g->v120 ? 44 : 40;
     for (int k = 0; k < (g->v120 ? 10 : 9); k++)
-        if (!rd32(g, base + (uint64_t)k * 4, &f[k])) return SYM_NO_SYMBOL;
-    const char *name = cstr(g, g->funcname, f[1]);
-    if (!name || !name[0]) return SYM_NO_SYMBOL;
-    uint64_t entry = g->text + f[0];
+        if (!rd32(g, fn->base + (uint64_t)k * 4, &fn->f[k])) return false;
+    if (!g->v120) fn->f[9] = 0;
+    fn->entry = g->text + fn->f[0];
+    return true;
+}
+
+/* The inline tree index at pc (PCDATA_InlTreeIndex), -1 when pc is in no inlined call. */
+static int32_t inl_index(const sym_gopcln *g, const gofn *fn, uint64_t pc)
+{
+    uint32_t off;
+    int32_t v;
+    if (fn->f[7] <= PCDATA_INLTREEINDEX ||
+        !rd32(g, fn->base + fn->fixed + PCDATA_INLTREEINDEX * 4, &off) ||
+        !pcvalue(g, off, fn->entry, pc, &v))
+        return -1;
+    return v;
+}
+
+/* Entry idx of the function's inline tree, in the section holding gofunc. */
+static bool inl_call(const sym_gopcln *g, const gofn *fn, int32_t idx, uint32_t call[4])
+{
+    uint32_t off;
+    if (!g->inl || idx < 0 || fn->base + fn->fixed > g->n) return false;
+    uint8_t nfuncdata = g->d[fn->base + fn->fixed - 1];
+    uint64_t at = fn->base + fn->fixed + (uint64_t)fn->f[7] * 4 + FUNCDATA_INLTREE * 4;
+    if (nfuncdata <= FUNCDATA_INLTREE || !rd32(g, at, &off) || off == UINT32_MAX) return false;
+    uint64_t addr = g->gofunc + off + (uint64_t)idx * INLCALL_SIZE;
+    if (addr < g->inl_vaddr || addr - g->inl_vaddr > g->inl_len) return false;
+    for (int k = 0; k < 4; k++)
+        if (!rd32_in(g->inl, g->inl_len, addr - g->inl_vaddr + (uint64_t)k * 4, &call[k]))
+            return false;
+    return true;
+}
+
+static void push(const sym_gopcln *g, const gofn *fn, sym_frames *out, const char *name,
+                 uint64_t pc, int32_t start_line)
+{
     int32_t fileno, line;
-    const char *file = pcvalue(g, f[5], entry, pc, &fileno) ? file_of(g, f[8], fileno) : NULL;
-    bool has_line = pcvalue(g, f[6], entry, pc, &line);
-    out->f = pc_xcalloc(1, sizeof *out->f);
-    out->n = 1;
-    sym_frame *fr = &out->f[0];
+    const char *file =
+        pcvalue(g, fn->f[5], fn->entry, pc, &fileno) ? file_of(g, fn->f[8], fileno) : NULL;
+    sym_frame *fr = &out->f[out->n++];
     fr->name = pc_xstrdup(name);
     fr->system_name = pc_xstrdup(name);
     fr->file = file && file[0] ? pc_xstrdup(file) : NULL;
-    fr->line = has_line && line > 0 ? line : 0;
-    fr->start_line = g->v120 && (int32_t)f[9] > 0 ? (int32_t)f[9] : 0;
+    fr->line = pcvalue(g, fn->f[6], fn->entry, pc, &line) && line > 0 ? line : 0;
+    fr->start_line = start_line > 0 ? start_line : 0;
+}
+
+/* As Go's runtime unwinds inlined calls (runtime/symtabinl.go): the frame at pc is the inline
+ * tree entry PCDATA_InlTreeIndex names there, its caller's position the entry's parentPc, until
+ * the index is -1: the function itself. */
+sym_reason sym_gopcln_resolve(const sym_gopcln *g, uint64_t pc, sym_frames *out)
+{
+    gofn fn;
+    if (!read_fn(g, pc, &fn)) return SYM_NO_SYMBOL;
+    const char *name = cstr(g, g->funcname, fn.f[1]);
+    if (!name || !name[0]) return SYM_NO_SYMBOL;
+    out->f = pc_xcalloc(MAX_DEPTH, sizeof *out->f);
+    out->n = 0;
+    int32_t idx = inl_index(g, &fn, pc);
+    uint32_t call[4]; /* funcID, nameOff, parentPc, startLine */
+    while (out->n < MAX_DEPTH - 1 && inl_call(g, &fn, idx, call)) {
+        const char *callee = cstr(g, g->funcname, call[1]);
+        if (!callee || !callee[0] || (int32_t)call[2] < 0) break;
+        push(g, &fn, out, callee, pc, (int32_t)call[3]);
+        pc = fn.entry + call[2];
+        idx = inl_index(g, &fn, pc);
+    }
+    push(g, &fn, out, name, pc, (int32_t)fn.f[9]);
     return SYM_OK;
 }

@@ -18,9 +18,22 @@ typedef struct sym_gopcln sym_gopcln;
 sym_gopcln *sym_gopcln_open(const uint8_t *data, size_t len, uint64_t text);
 void sym_gopcln_free(sym_gopcln *g);
 
-/* The function at an ELF address, with the file and line of pc (the innermost inlined code's
- * position, as `go tool addr2line` prints it): one frame into out, or SYM_NO_SYMBOL. */
+/* The frames at an ELF address, innermost first, as Go's runtime unwinds inlined calls: with the
+ * inline trees (sym_gopcln_set_gofunc) one frame per inlined call, each at its position, and the
+ * function itself last; without, that function at the innermost position (what
+ * `go tool addr2line` prints). SYM_NO_SYMBOL when no function holds pc. */
 sym_reason sym_gopcln_resolve(const sym_gopcln *g, uint64_t pc, sym_frames *out);
+
+/* Go 1.20+'s inline trees (FUNCDATA_InlTree) sit at offsets from the module's gofunc address
+ * (runtime.moduledata.gofunc), outside the table: the resolver finds moduledata (the word
+ * pointing at the table, ptr_vaddr + 8 pointing at its funcnametab), passes the word at
+ * SYM_GOPCLN_GOFUNC_120 bytes from it, and the bytes of the section holding gofunc at vaddr.
+ * Without it every location has one frame. */
+enum { SYM_GOPCLN_GOFUNC_120 = 320 };
+void sym_gopcln_set_gofunc(sym_gopcln *g, uint64_t gofunc, const uint8_t *sec, size_t len,
+                           uint64_t vaddr);
+/* Offset of funcnametab from the table's start; 0 for a table of Go before 1.20 (no inlines). */
+uint64_t sym_gopcln_funcname_offset(const sym_gopcln *g);
 
 /* Number of functions, and the entry address of function i (for tests and the fuzz target). */
 size_t sym_gopcln_count(const sym_gopcln *g);

@@ -378,6 +378,56 @@ static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
     if (n > 0) walk_scopes(inner_first, n, comp_dir, file, line, col, out);
 }
 
+/* Little-endian u64 at p. */
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The section holding vaddr (allocated, with file contents): its bytes, or NULL. */
+static Elf_Data *section_at(Elf *elf, uint64_t vaddr, uint64_t *start)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+            vaddr < sh.sh_addr || vaddr - sh.sh_addr >= sh.sh_size)
+            continue;
+        Elf_Data *d = elf_rawdata(scn, NULL);
+        *start = sh.sh_addr;
+        return d && d->d_buf && d->d_size == sh.sh_size ? d : NULL;
+    }
+    return NULL;
+}
+
+/* Go 1.20+'s inline trees hang off runtime.moduledata.gofunc: moduledata is the writable word
+ * pointing at the table followed by the one pointing at its funcnametab (runtime/symtab.go);
+ * a PIE's words are relocated at run time (zero in the file), so it gets no inline frames. */
+static void go_inline(sym_gopcln *go, Elf *elf, uint64_t pcln_addr)
+{
+    uint64_t names = sym_gopcln_funcname_offset(go), start = 0;
+    Elf_Scn *scn = NULL;
+    while (names && (scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        Elf_Data *d;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            (sh.sh_flags & (SHF_ALLOC | SHF_WRITE)) != (SHF_ALLOC | SHF_WRITE) ||
+            !(d = elf_rawdata(scn, NULL)) || !d->d_buf)
+            continue;
+        const uint8_t *b = d->d_buf;
+        for (size_t i = 0; i + SYM_GOPCLN_GOFUNC_120 + 8 <= d->d_size; i += 8) {
+            if (le64(b + i) != pcln_addr || le64(b + i + 8) != pcln_addr + names) continue;
+            uint64_t gofunc = le64(b + i + SYM_GOPCLN_GOFUNC_120);
+            Elf_Data *sec = section_at(elf, gofunc, &start);
+            if (sec) sym_gopcln_set_gofunc(go, gofunc, sec->d_buf, sec->d_size, start);
+            return;
+        }
+    }
+}
+
 /* The module's .gopclntab (by section name, as Go's internal linker writes it), once. */
 static sym_gopcln *go_table(sym_elf *e)
 {
@@ -389,16 +439,19 @@ static sym_gopcln *go_table(sym_elf *e)
     if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return NULL;
     Elf_Scn *scn = NULL;
     Elf_Data *data = NULL;
-    uint64_t text = 0;
+    uint64_t text = 0, pcln_addr = 0;
     while ((scn = elf_nextscn(elf, scn)) != NULL) {
         GElf_Shdr sh;
         const char *name;
         if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name))) continue;
         if (strcmp(name, ".text") == 0) text = sh.sh_addr;
-        if (strcmp(name, ".gopclntab") == 0 && sh.sh_type != SHT_NOBITS)
+        if (strcmp(name, ".gopclntab") == 0 && sh.sh_type != SHT_NOBITS) {
             data = elf_rawdata(scn, NULL);
+            pcln_addr = sh.sh_addr;
+        }
     }
     if (data && data->d_buf) e->go = sym_gopcln_open(data->d_buf, data->d_size, text);
+    if (e->go) go_inline(e->go, elf, pcln_addr);
     return e->go;
 }
 
