@@ -403,9 +403,40 @@ static Elf_Data *section_at(Elf *elf, uint64_t vaddr, uint64_t *start)
     return NULL;
 }
 
+/* The addend of the relocation that fills the word at vaddr, in section rela, or 0. */
+static uint64_t rela_addend(Elf_Data *rela, size_t n, uint64_t vaddr)
+{
+    GElf_Rela r;
+    for (size_t i = 0; i < n; i++)
+        if (gelf_getrela(rela, (int)i, &r) && r.r_offset == vaddr) return (uint64_t)r.r_addend;
+    return 0;
+}
+
+/* gofunc of a PIE: its moduledata words are relative relocations (r_offset, addend) in the
+ * file, so moduledata is the word whose addend is the table and the next one's its funcnametab. */
+static uint64_t gofunc_from_rela(Elf *elf, uint64_t pcln_addr, uint64_t names)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        Elf_Data *d;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+            !(d = elf_getdata(scn, NULL)))
+            continue;
+        size_t n = sh.sh_size / sh.sh_entsize;
+        GElf_Rela r;
+        for (size_t i = 0; i < n; i++) {
+            if (!gelf_getrela(d, (int)i, &r) || (uint64_t)r.r_addend != pcln_addr) continue;
+            if (rela_addend(d, n, r.r_offset + 8) != pcln_addr + names) continue;
+            return rela_addend(d, n, r.r_offset + SYM_GOPCLN_GOFUNC_120);
+        }
+    }
+    return 0;
+}
+
 /* Go 1.20+'s inline trees hang off runtime.moduledata.gofunc: moduledata is the writable word
  * pointing at the table followed by the one pointing at its funcnametab (runtime/symtab.go);
- * a PIE's words are relocated at run time (zero in the file), so it gets no inline frames. */
+ * a PIE's words are zero in the file, filled by relocations (gofunc_from_rela). */
 static void go_inline(sym_gopcln *go, Elf *elf, uint64_t pcln_addr)
 {
     uint64_t names = sym_gopcln_funcname_offset(go), start = 0;
@@ -426,6 +457,9 @@ static void go_inline(sym_gopcln *go, Elf *elf, uint64_t pcln_addr)
             return;
         }
     }
+    uint64_t gofunc = names ? gofunc_from_rela(elf, pcln_addr, names) : 0;
+    Elf_Data *sec = gofunc ? section_at(elf, gofunc, &start) : NULL;
+    if (sec) sym_gopcln_set_gofunc(go, gofunc, sec->d_buf, sec->d_size, start);
 }
 
 /* The module's .gopclntab (by section name, as Go's internal linker writes it), once. */
