@@ -425,8 +425,10 @@ static uint64_t gofunc_from_rela(Elf *elf, uint64_t pcln_addr, uint64_t names)
             continue;
         size_t n = sh.sh_size / sh.sh_entsize;
         GElf_Rela r;
-        for (size_t i = 0; i < n; i++) {
+        int tries = 0; /* candidates checked (each a scan): bounded against a hostile file */
+        for (size_t i = 0; i < n && tries < 4; i++) {
             if (!gelf_getrela(d, (int)i, &r) || (uint64_t)r.r_addend != pcln_addr) continue;
+            tries++;
             if (rela_addend(d, n, r.r_offset + 8) != pcln_addr + names) continue;
             return rela_addend(d, n, r.r_offset + SYM_GOPCLN_GOFUNC_120);
         }
