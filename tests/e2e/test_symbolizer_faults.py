@@ -30,7 +30,7 @@ class Huge(h.QuietHandler):
         self.send_header("Content-Length", str(2 * 1024 ** 3))
         self.end_headers()
         try:
-            for _ in range(20):
+            for _ in range(120):  # 60 s, twice the batch's wait
                 self.wfile.write(b"\x7fELF" + b"\0" * 60)
                 self.wfile.flush()
                 time.sleep(0.5)
@@ -94,8 +94,9 @@ class FaultTest(ts.Programs):
         pc.stop()
 
     def test_claimed_2gb_refused(self):
-        """A server announcing Content-Length 2147483648 and trickling: refused by max_size
-        (100MiB) long before the trickle ends; the location goes on unsymbolized, counted."""
+        """A server announcing Content-Length 2147483648 and trickling 64 bytes every 0.5 s:
+        refused by max_size (100MiB) long before the trickle ends; the location goes on
+        unsymbolized, counted as too_large."""
         Huge.requests = []
         srv = h.LocalServer(Huge).start()
         self.addCleanup(srv.stop)
@@ -106,8 +107,9 @@ class FaultTest(ts.Programs):
         li = req.location(req.mapping(b.name, b.id, b.load), self.addrs["prog"][0], "x", 0)
         t0 = time.monotonic()
         msg = self.send(sink, port, req)
-        # the trickle lasts 10 s: a client that read it would still be waiting
-        self.assertLess(time.monotonic() - t0, 8)
+        # the trickle lasts 60 s: a client reading it would still be at it when the batch's
+        # 30 s wait ran out (and count fetch_wait, not too_large)
+        self.assertLess(time.monotonic() - t0, 30)
         self.assertEqual(ts.lines_of(msg, li), [])
         self.assertEqual(self.metric(mport, "locations_unresolved", reason="too_large"), 1)
         self.assertEqual(self.metric(mport, "fetches_too_large"), 1)
