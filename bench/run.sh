@@ -29,6 +29,9 @@ ROOT=$PWD
 
 SCENARIO=${1:-}
 [ -n "$SCENARIO" ] && shift
+# symbolize (issue 23): three phases (baseline, cold, warm) and a binary built for it, in its own
+# script; it takes --seconds, --connections, --build and --profcol
+[ "$SCENARIO" = symbolize ] && exec python3 bench/symbolize.py "$@"
 SECONDS_RUN=10
 CONNS=""
 RATE=""
@@ -176,7 +179,7 @@ jfr-relay)
     SET=jfr; URL=$JFR_URL; HDRS=("${JFR_HDRS[@]}")
     PROCS="[]"; RECV="[pyroscope]"; EXP="[otlphttp]" ;;
 *)
-    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet|kafka-relay|collector-relay|collector-relay-small [--seconds N]" >&2
+    echo "usage: bench/run.sh otlp-relay|otlp-relay-large|otlp-passthrough-large|otlp-decoded-large|small-flood|pyroscope-relay|bridge|processors|overload|jfr-relay|fleet|kafka-relay|collector-relay|collector-relay-small|symbolize [--seconds N]" >&2
     exit 2 ;;
 esac
 [ -n "$PAYLOADS" ] && SET_DIR=$PAYLOADS || SET_DIR=$PL/$SET

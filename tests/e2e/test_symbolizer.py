@@ -8,10 +8,17 @@ runtime addresses of a mapping loaded elsewhere) go through profcol (otlp -> sym
 otlphttp -> Sink). The oracle is binutils' `addr2line -a -f -i -C -e` on the unstripped binaries:
 every location's lines (function, file, line, innermost first) must equal its output. Also the
 symbol-table fallback (a binary without -g, as an `elf_files` entry), unresolved locations
-counted by reason (hostile and unknown build ids) with `fallback_name`, and the cache."""
+counted by reason (hostile and unknown build ids) with `fallback_name`, and the cache. Rust is
+built twice (legacy and v0 mangling). Mappings with only an htlhash or a Go build id are matched
+in an `elf_files` directory; a Go program stripped with -ldflags='-s -w' is resolved from its
+.gopclntab, the oracle `go tool addr2line` (Go's own reader). The faults are in
+test_symbolizer_faults.py."""
 import os
+import glob
+import hashlib
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,6 +46,63 @@ def run(cmd, **kw):
 def build_id(path):
     m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-nW", path]))
     return m.group(1)
+
+
+def htlhash(path):
+    """The htlhash of a file (../shared/spec/symbolization.md §1.5) with hashlib: SHA-256 of the
+    first 4096 bytes, the last 4096 bytes and the length as a big-endian u64; 16 bytes in hex."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return hashlib.sha256(data[:4096] + data[-4096:] + struct.pack(">Q", len(data))).hexdigest()[:32]
+
+
+def go_env(tmp):
+    return dict(os.environ, GOCACHE=h.GO_CACHE, GOPATH=os.path.join(tmp, "gopath"),
+                GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="off")
+
+
+def build_go(tmp, src, out, *flags):
+    """The Go test program built with the machine's go (None without one)."""
+    if not shutil.which("go"):
+        return None
+    run(["go", "build", *flags, "-o", out, src], env=go_env(tmp), cwd=tmp)
+    return out
+
+
+def go_addr2line(tmp, path, addrs):
+    """{address: (function, file, line)} from `go tool addr2line`, which reads the binary's
+    .gopclntab itself: the function not inlined, and the position of the innermost inlined
+    code. (binutils 2.40 reads Go 1.2x's DWARF 5 line table as file go.go, line 0.)"""
+    text = run(["go", "tool", "addr2line", path], input="".join("0x%x\n" % a for a in addrs),
+               env=go_env(tmp))
+    lines = text.splitlines()
+    out = {}
+    for i, a in enumerate(addrs):
+        file, _, line = lines[2 * i + 1].rpartition(":")
+        out[a] = (lines[2 * i], file, int(line) if line.isdigit() else 0)
+    return out
+
+
+def llvm_symbolizer(path, addrs):
+    """{address: [(function, file, line), ...] innermost first} from LLVM's llvm-symbolizer
+    --inlining on a Go binary with DWARF (an independent DWARF reader that, unlike binutils
+    2.40, reads Go 1.2x's line tables and inlined subroutines); None without the tool."""
+    tool = shutil.which("llvm-symbolizer") or next(iter(sorted(glob.glob(
+        "/usr/bin/llvm-symbolizer-*"))), None)
+    if not tool:
+        return None
+    text = run([tool, "--obj=" + path, "--inlining"], input="".join("0x%x\n" % a for a in addrs))
+    out = {}
+    for a, block in zip(addrs, text.strip("\n").split("\n\n")):
+        lines = block.splitlines()
+        out[a] = [(lines[i], lines[i + 1].rsplit(":", 2)[0], int(lines[i + 1].rsplit(":", 2)[1]))
+                  for i in range(0, len(lines) - 1, 2)]
+    return out
+
+
+def go_matches(got, want):
+    """profcol's lines (innermost first) against go tool addr2line's (function, file, line)."""
+    return bool(got) and (got[-1][0], got[0][1], got[0][2]) == want
 
 
 def exec_load(path):
@@ -168,6 +232,12 @@ def build_all(tmp):
         run([rustc, "-C", "opt-level=2", "-C", "debuginfo=2", "-C", "link-arg=-Wl,--build-id",
              "-o", progrs, os.path.join(src, "prog.rs")])
         bins["rust"] = Binary(tmp, "progrs", progrs, dbg, True, "--strip-debug")
+        # the same program with v0 mangling (_R...; stable since rustc 1.59): demangled by
+        # libiberty as by addr2line -C (docs/symbolization.md §7)
+        progv0 = os.path.join(out, "progv0")
+        run([rustc, "-C", "opt-level=2", "-C", "debuginfo=2", "-C", "link-arg=-Wl,--build-id",
+             "-C", "symbol-mangling-version=v0", "-o", progv0, os.path.join(src, "prog.rs")])
+        bins["rustv0"] = Binary(tmp, "progv0", progv0, dbg, True, "--strip-debug")
     return dict(bins, **{
         # the library: only its debug file (the eBPF profiler's ELF addresses need no more)
         "lib": Binary(tmp, "libshared.so", lib, dbg, False, "--strip-debug"),
@@ -184,6 +254,8 @@ WANT = {
     "progxx": lambda s: "shop" in s or s == "main",
     "clang": lambda s: s in ("crunch", "main"),
     "rust": lambda s: s.startswith("_ZN4prog"),  # prog::shop::*, prog::main (mangled, legacy)
+    # v0: a path rooted in the crate prog (Cs<hash>_4prog), generic instances included
+    "rustv0": lambda s: re.match(r"^_R[A-Za-z0-9_]*Cs[0-9A-Za-z]*_4prog4(shop|main)", s),
 }
 
 
@@ -219,10 +291,12 @@ class Request:
         a.value.string_value = value
         return len(self.d.attribute_table) - 1
 
-    def mapping(self, name, build_id, load, bias=0):
+    def mapping(self, name, build_id, load, bias=0, ids=None):
+        """ids: {attribute key: value} of build ids instead of build_id (the GNU one)."""
         off, vaddr, _, memsz = load
         page = ~0xFFF
         attrs = [self.attr("process.executable.build_id.gnu", build_id)] if build_id else []
+        attrs += [self.attr(k, v) for k, v in (ids or {}).items()]
         start = bias + (vaddr & page)
         self.d.mapping_table.add(memory_start=start, memory_limit=start + memsz + 0x1000,
                                  file_offset=off & page, filename_strindex=self.s(name),
@@ -348,6 +422,9 @@ class SymbolizerTest(Programs):
         if "rust" in self.bins:  # demangled as addr2line -C does: no hash, $LT$ decoded
             self.assertIn("prog::shop::Cart<u64>::total", names)
             self.assertIn("prog::shop::price", names)
+            # v0 names carry the generic arguments, as addr2line -C prints them
+            self.assertIn("<prog::shop::Cart<u64>>::total", names)
+            self.assertIn("prog::shop::price::<u32>", names)
         else:
             print("skipped: the Rust program (no rustc)")
         # the strings are shared: each function name is once in the string table
@@ -409,6 +486,104 @@ class SymbolizerTest(Programs):
                              want, "pprof 0x%x" % a)
             seen += 1
         self.assertEqual(seen, len(addrs))
+        pc.stop()
+
+    def test_htlhash_and_go_build_id(self):
+        """Mappings with no GNU build id: only an htlhash (upper case, as semconv's example; the
+        profiler sends lower case) or only a Go build id (`go tool buildid`). The files are found
+        in an elf_files directory, indexed at start by both; every line equals addr2line's."""
+        d = os.path.join(self.tmp, "byhash")
+        os.makedirs(d, exist_ok=True)
+        progxx = shutil.copy(self.bins["progxx"].full, d)
+        with open(os.path.join(d, "notelf.txt"), "w") as f:
+            f.write("not an ELF file: skipped")
+        keys = ["progxx"]
+        goprog = build_go(self.tmp, os.path.join(HERE, "prog.go"), os.path.join(d, "progo"))
+        sink, port, mport, pc = self.start(elf_files=[d])
+        req = Request()
+        m = req.mapping("progxx", None, self.bins["progxx"].load,
+                        ids={"process.executable.build_id.htlhash": htlhash(progxx).upper()})
+        for a in self.addrs["progxx"][::2]:
+            req.location(m, a, "progxx", a)
+        oracle = {"progxx": self.oracle["progxx"]}
+        if goprog:
+            goid = run(["go", "tool", "buildid", goprog], env=go_env(self.tmp)).strip()
+            addrs = text_addresses(goprog, lambda s: s.startswith("main."))
+            oracle["go"] = go_addr2line(self.tmp, goprog, addrs)
+            m = req.mapping("progo", None, exec_load(goprog),
+                            ids={"process.executable.build_id.go": goid})
+            for a in addrs:
+                req.location(m, a, "go", a)
+            keys.append("go")
+        else:
+            print("skipped: the Go program (no go)")
+        msg = self.send(sink, port, req)
+        seen = set()
+        for li, (key, a) in req.where.items():
+            want = oracle[key][a]
+            got = lines_of(msg, li)
+            if key == "go":
+                self.assertTrue(go_matches(got, want), "go 0x%x: %s != %s" % (a, got, want))
+            else:
+                got = binutils_names(got, want, self.symbols["progxx"], a)
+                self.assertEqual(got, want, "%s 0x%x" % (key, a))
+            seen.add(key)
+        self.assertEqual(seen, set(keys))
+        self.assertEqual(ss.self_metric(mport, METRIC + "locations_resolved"), len(req.where))
+        pc.stop()
+
+    def test_go_pclntab_stripped(self):
+        """Go binaries built with -ldflags='-s -w' (no symbol table, no DWARF, .gopclntab kept),
+        an executable and a PIE, matched by their Go build ids: functions, files, lines and
+        inline chains come from profcol's .gopclntab reader (the inline trees found through
+        runtime.moduledata.gofunc: a word in the file, or in a PIE a relocation's addend).
+        Oracles: `go tool addr2line` on the same stripped file (Go's own reader: the function
+        not inlined and the innermost position) and, when installed, LLVM's `llvm-symbolizer
+        --inlining` on the unstripped build of the same source (DWARF: the whole chain)."""
+        if not shutil.which("go"):
+            self.skipTest("skipped: go not installed")
+        d = os.path.join(self.tmp, "gostrip")
+        os.makedirs(d, exist_ok=True)
+        src = os.path.join(HERE, "prog.go")
+        req, elves, want, chains = Request(), [], {}, {}
+        for kind, flags in (("exe", []), ("pie", ["-buildmode=pie"])):
+            full = build_go(self.tmp, src, os.path.join(d, "progo-full-" + kind), *flags)
+            stripped = build_go(self.tmp, src, os.path.join(self.tmp, "progo-" + kind),
+                                "-ldflags=-s -w", *flags)
+            sections = run(["readelf", "-SW", stripped])
+            self.assertNotIn(".symtab", sections)
+            self.assertNotIn(".debug_info", sections)
+            self.assertIn(".gopclntab", sections)
+            # the addresses from the unstripped build of the same source (-s -w moves no code;
+            # the oracle below reads the stripped file and would name other functions if it did)
+            addrs = text_addresses(full, lambda s: s.startswith("main.") or s in (
+                "runtime.mallocgc", "fmt.Fprintln", "runtime.main"))
+            self.assertGreater(len(addrs), 100)
+            want[kind] = go_addr2line(self.tmp, stripped, addrs)
+            # the inline chains: LLVM's DWARF reader on the unstripped build
+            chains[kind] = llvm_symbolizer(full, addrs)
+            goid = run(["go", "tool", "buildid", stripped], env=go_env(self.tmp)).strip()
+            m = req.mapping("progo-" + kind, None, exec_load(stripped),
+                            ids={"process.executable.build_id.go": goid})
+            for a in addrs:
+                req.location(m, a, kind, a)
+            elves.append(stripped)
+        sink, port, mport, pc = self.start(elf_files=elves)
+        msg = self.send(sink, port, req)
+        names, inlined = set(), {"exe": 0, "pie": 0}
+        for li, (kind, a) in req.where.items():
+            got = lines_of(msg, li)
+            self.assertTrue(go_matches(got, want[kind][a]),
+                            "%s 0x%x: %s != %s" % (kind, a, got, want[kind][a]))
+            names.add(got[-1][0])
+            if chains[kind] is not None:
+                self.assertEqual(got, chains[kind][a], "%s 0x%x" % (kind, a))
+                inlined[kind] += len(got) > 1
+        self.assertTrue({"main.crunch", "main.(*cart).total", "main.main"} <= names, names)
+        if chains["exe"] is None:
+            print("skipped: the inline chains (no llvm-symbolizer, Debian package llvm)")
+        else:  # main.mix inlined into crunch and total, the runtime's many small helpers
+            self.assertGreater(min(inlined.values()), 20, inlined)
         pc.stop()
 
     def test_symbol_table_fallback(self):
@@ -674,6 +849,10 @@ def write_seeds(d):
     req = Request()
     for i, bid in enumerate(["ab" * 20, "../../etc/passwd", "AB" * 8, "x"]):
         req.location(req.mapping("lib%d.so" % i, bid, load), 0x1010 + i, "x", 0)
+    for i, (key, bid) in enumerate([("htlhash", "AB" * 16), ("htlhash", "../" * 11),
+                                     ("go", "abc/def"), ("go", "../../etc passwd")]):
+        m = req.mapping("go%d" % i, None, load, ids={"process.executable.build_id." + key: bid})
+        req.location(m, 0x2000 + i, "x", 0)
     req.d.mapping_table.add()  # a mapping of zeros
     req.location(len(req.d.mapping_table) - 1, 0x1234, "x", 0)
     seeds["ids"] = req.body()

@@ -34,6 +34,7 @@ const pc_cfg_key sym_fetch_keys[] = {
     {"debuginfod.wait", PC_CFG_DURATION, "2s", offsetof(sym_fetch_cfg, wait_ms), "longest a batch waits for fetches before it goes on with those locations unsymbolized", NULL},
     {"debuginfod.max_concurrent", PC_CFG_INT, "2", offsetof(sym_fetch_cfg, max_concurrent), "fetches at once (threads of the fetcher)", NULL},
     {"debuginfod.negative_ttl", PC_CFG_DURATION, "10m", offsetof(sym_fetch_cfg, negative_ttl_ms), "how long a build id no server had (or a failed fetch) is not asked again", NULL},
+    {"debuginfod.max_size", PC_CFG_SIZE, "1GiB", offsetof(sym_fetch_cfg, max_size), "largest debug file or executable fetched (as DEBUGINFOD_MAXSIZE; 0: no limit): a server announcing more is refused", NULL},
     {"debuginfod.executables", PC_CFG_BOOL, "false", offsetof(sym_fetch_cfg, executables), "also fetch each executable: its program headers place runtime addresses (a pprof's); the eBPF profiler's ELF addresses need none", NULL},
     {"debuginfod.breaker_failures", PC_CFG_INT, "5", offsetof(sym_fetch_cfg, breaker_failures), "consecutive failures (no answer, timeout) that open a server's circuit breaker", NULL},
     {"debuginfod.breaker_cooldown", PC_CFG_DURATION, "1m", offsetof(sym_fetch_cfg, breaker_cooldown_ms), "how long an open breaker skips its server before one request tries again", NULL},
@@ -141,6 +142,11 @@ static char *ask(sym_fetch *f, debuginfod_client *c, const server *s, const char
     setenv("DEBUGINFOD_CACHE_PATH", s->cache, 1);
     setenv("DEBUGINFOD_TIMEOUT", tmo, 1);
     setenv("DEBUGINFOD_RETRY_LIMIT", "0", 1); /* our breaker and negative cache decide */
+    char maxsize[32];
+    snprintf(maxsize, sizeof maxsize, "%" PRIu64, f->cfg->max_size);
+    /* libdebuginfod refuses (-EFBIG) a Content-Length above it, before the body is read
+     * (docs/symbolization.md, ../shared/spec/symbolization.md §4.2) */
+    setenv("DEBUGINFOD_MAXSIZE", maxsize, 1);
     current = &x;
     f->d.set_progressfn(c, progress);
     char *path = NULL;
@@ -170,7 +176,7 @@ static bool breaker_allows(sym_fetch *f, server *s, uint64_t now)
 static fentry fetch_one(sym_fetch *f, debuginfod_client *c, const char *id)
 {
     fentry out = {.state = FE_FAILED, .why = SYM_NO_FILE};
-    bool errors = false;
+    bool errors = false, big = false;
     for (size_t i = 0; i < f->n_servers && out.state != FE_OK; i++) {
         server *s = &f->servers[i];
         pthread_mutex_lock(&f->mu);
@@ -195,9 +201,11 @@ static fentry fetch_one(sym_fetch *f, debuginfod_client *c, const char *id)
             if (exe && stat(exe, &sb) == 0) f->stats.bytes += (uint64_t)sb.st_size;
             rc = 0; /* a missing executable is no failure of the server */
         }
-        if (path || rc == -ENOENT) { /* the server answered */
+        if (path || rc == -ENOENT || rc == -EFBIG) { /* the server answered */
             s->failures = 0;
-            f->stats.not_found += !path;
+            f->stats.not_found += !path && rc == -ENOENT;
+            f->stats.too_large += !path && rc == -EFBIG;
+            big |= !path && rc == -EFBIG;
         } else {
             errors = true;
             f->stats.errors++;
@@ -206,6 +214,7 @@ static fentry fetch_one(sym_fetch *f, debuginfod_client *c, const char *id)
         }
         pthread_mutex_unlock(&f->mu);
     }
+    if (out.state != FE_OK && big) out.why = SYM_TOO_LARGE;
     if (out.state != FE_OK && errors) out.why = SYM_FETCH_ERROR;
     return out;
 }
@@ -330,7 +339,8 @@ int sym_fetch_new(const sym_fetch_cfg *cfg, const char *id, sym_fetch **out, pc_
     /* Add the variables now, at start: a later setenv then replaces a value in place instead of
      * growing the environment array under another thread's getenv. */
     static const char *const vars[] = {"DEBUGINFOD_URLS", "DEBUGINFOD_CACHE_PATH",
-                                       "DEBUGINFOD_TIMEOUT", "DEBUGINFOD_RETRY_LIMIT"};
+                                       "DEBUGINFOD_TIMEOUT", "DEBUGINFOD_RETRY_LIMIT",
+                                       "DEBUGINFOD_MAXSIZE"};
     pthread_mutex_lock(&env_mu);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         setenv(vars[i], "", 0);

@@ -16,7 +16,7 @@
 typedef struct sym_fetch_cfg {
     pc_strlist urls;
     char *cache_dir;
-    uint64_t timeout_ms, wait_ms, negative_ttl_ms, breaker_cooldown_ms;
+    uint64_t timeout_ms, wait_ms, negative_ttl_ms, breaker_cooldown_ms, max_size;
     int64_t max_concurrent, breaker_failures;
     bool executables;
 } sym_fetch_cfg;
@@ -25,7 +25,7 @@ extern const pc_cfg_key sym_fetch_keys[];
 
 /* What the fetcher did, copied out for the self-metrics. */
 typedef struct sym_fetch_stats {
-    uint64_t fetches, found, not_found, errors, bytes, breaker_open;
+    uint64_t fetches, found, not_found, too_large, errors, bytes, breaker_open;
     pc_histogram latency; /* seconds per request */
 } sym_fetch_stats;
 

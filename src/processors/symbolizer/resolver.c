@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "gopclntab.h"
 
 enum { MAX_SEGS = 16, MAX_FRAMES = 64, PAGE = 4096 };
 
@@ -29,6 +30,8 @@ struct sym_elf {
     Dwfl_Module *mod;
     seg segs[MAX_SEGS];
     size_t n_segs;
+    sym_gopcln *go; /* the .gopclntab of a Go binary, read at the first lookup DWARF misses */
+    bool go_tried;
     bool file_offsets; /* segs come from a file whose code segment has file contents (a split
                         * debug file keeps the headers with no file offsets) */
 };
@@ -179,7 +182,8 @@ void sym_elf_close(void *p)
 {
     sym_elf *e = p;
     if (!e) return;
-    if (e->dwfl) dwfl_end(e->dwfl);
+    sym_gopcln_free(e->go);
+    if (e->dwfl) dwfl_end(e->dwfl); /* after go: its bytes are the Elf's */
     free(e);
 }
 
@@ -374,12 +378,128 @@ static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
     if (n > 0) walk_scopes(inner_first, n, comp_dir, file, line, col, out);
 }
 
+/* Little-endian u64 at p. */
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The section holding vaddr (allocated, with file contents): its bytes, or NULL. */
+static Elf_Data *section_at(Elf *elf, uint64_t vaddr, uint64_t *start)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+            vaddr < sh.sh_addr || vaddr - sh.sh_addr >= sh.sh_size)
+            continue;
+        Elf_Data *d = elf_rawdata(scn, NULL);
+        *start = sh.sh_addr;
+        return d && d->d_buf && d->d_size == sh.sh_size ? d : NULL;
+    }
+    return NULL;
+}
+
+/* The addend of the relocation that fills the word at vaddr, in section rela, or 0. */
+static uint64_t rela_addend(Elf_Data *rela, size_t n, uint64_t vaddr)
+{
+    GElf_Rela r;
+    for (size_t i = 0; i < n; i++)
+        if (gelf_getrela(rela, (int)i, &r) && r.r_offset == vaddr) return (uint64_t)r.r_addend;
+    return 0;
+}
+
+/* gofunc of a PIE: its moduledata words are relative relocations (r_offset, addend) in the
+ * file, so moduledata is the word whose addend is the table and the next one's its funcnametab. */
+static uint64_t gofunc_from_rela(Elf *elf, uint64_t pcln_addr, uint64_t names)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        Elf_Data *d;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+            !(d = elf_getdata(scn, NULL)))
+            continue;
+        size_t n = sh.sh_size / sh.sh_entsize;
+        GElf_Rela r;
+        int tries = 0; /* candidates checked (each a scan): bounded against a hostile file */
+        for (size_t i = 0; i < n && tries < 4; i++) {
+            if (!gelf_getrela(d, (int)i, &r) || (uint64_t)r.r_addend != pcln_addr) continue;
+            tries++;
+            if (rela_addend(d, n, r.r_offset + 8) != pcln_addr + names) continue;
+            return rela_addend(d, n, r.r_offset + SYM_GOPCLN_GOFUNC_120);
+        }
+    }
+    return 0;
+}
+
+/* Go 1.20+'s inline trees hang off runtime.moduledata.gofunc: moduledata is the writable word
+ * pointing at the table followed by the one pointing at its funcnametab (runtime/symtab.go);
+ * a PIE's words are zero in the file, filled by relocations (gofunc_from_rela). */
+static void go_inline(sym_gopcln *go, Elf *elf, uint64_t pcln_addr)
+{
+    uint64_t names = sym_gopcln_funcname_offset(go), start = 0;
+    Elf_Scn *scn = NULL;
+    while (names && (scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        Elf_Data *d;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            (sh.sh_flags & (SHF_ALLOC | SHF_WRITE)) != (SHF_ALLOC | SHF_WRITE) ||
+            !(d = elf_rawdata(scn, NULL)) || !d->d_buf)
+            continue;
+        const uint8_t *b = d->d_buf;
+        for (size_t i = 0; i + SYM_GOPCLN_GOFUNC_120 + 8 <= d->d_size; i += 8) {
+            if (le64(b + i) != pcln_addr || le64(b + i + 8) != pcln_addr + names) continue;
+            uint64_t gofunc = le64(b + i + SYM_GOPCLN_GOFUNC_120);
+            Elf_Data *sec = section_at(elf, gofunc, &start);
+            if (sec) sym_gopcln_set_gofunc(go, gofunc, sec->d_buf, sec->d_size, start);
+            return;
+        }
+    }
+    uint64_t gofunc = names ? gofunc_from_rela(elf, pcln_addr, names) : 0;
+    Elf_Data *sec = gofunc ? section_at(elf, gofunc, &start) : NULL;
+    if (sec) sym_gopcln_set_gofunc(go, gofunc, sec->d_buf, sec->d_size, start);
+}
+
+/* The module's .gopclntab (by section name, as Go's internal linker writes it), once. */
+static sym_gopcln *go_table(sym_elf *e)
+{
+    if (e->go_tried) return e->go;
+    e->go_tried = true;
+    GElf_Addr bias;
+    Elf *elf = dwfl_module_getelf(e->mod, &bias);
+    size_t shstrndx;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return NULL;
+    Elf_Scn *scn = NULL;
+    Elf_Data *data = NULL;
+    uint64_t text = 0, pcln_addr = 0;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        GElf_Shdr sh;
+        const char *name;
+        if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name))) continue;
+        if (strcmp(name, ".text") == 0) text = sh.sh_addr;
+        if (strcmp(name, ".gopclntab") == 0 && sh.sh_type != SHT_NOBITS) {
+            data = elf_rawdata(scn, NULL);
+            pcln_addr = sh.sh_addr;
+        }
+    }
+    if (data && data->d_buf) e->go = sym_gopcln_open(data->d_buf, data->d_size, text);
+    if (e->go) go_inline(e->go, elf, pcln_addr);
+    return e->go;
+}
+
 sym_reason sym_elf_resolve(sym_elf *e, uint64_t vaddr, sym_frames *out)
 {
     out->n = 0;
     out->f = NULL;
     dwarf_frames(e, vaddr, out);
     if (out->n) return SYM_OK;
+    /* a Go binary without DWARF (-ldflags=-s -w) keeps .gopclntab: functions, files, lines */
+    sym_gopcln *go = go_table(e);
+    if (go && sym_gopcln_resolve(go, vaddr, out) == SYM_OK) return SYM_OK;
     GElf_Off off;
     GElf_Sym sym;
     const char *name = dwfl_module_addrinfo(e->mod, vaddr, &off, &sym, NULL, NULL, NULL);

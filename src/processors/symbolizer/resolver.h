@@ -19,6 +19,7 @@ typedef enum {
     SYM_BAD_ID,      /* a build id that is not lower-case hex of even length */
     SYM_FETCH_WAIT,  /* debuginfod still fetching when the wait ran out */
     SYM_FETCH_ERROR, /* debuginfod failed (down, 404, timeout, breaker open) */
+    SYM_TOO_LARGE,   /* a server announced a file above debuginfod.max_size */
     SYM_N_REASONS
 } sym_reason;
 

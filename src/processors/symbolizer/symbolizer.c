@@ -1,9 +1,10 @@
 /* Processor "symbolizer": names the native frames the OpenTelemetry eBPF profiler sends as bare
  * addresses (docs/symbolization.md). A location with an address, no function, and a mapping with
- * a GNU build id (`process.executable.build_id.gnu`) or a file name is looked up in the local
- * sources, in order: `debug_dirs` in the /usr/lib/debug layout (.build-id/xx/rest.debug, and
- * .build-id/xx/rest for the executable), then `elf_files` matched by build id (read once at
- * start) or, without a build id, by the mapping's file name. The address is placed in the ELF
+ * a build id (`process.executable.build_id.gnu`, `.htlhash`, `.go`) or a file name is looked up in
+ * the local sources, in order: `debug_dirs` in the /usr/lib/debug layout (.build-id/xx/rest.debug,
+ * and .build-id/xx/rest for the executable; GNU build ids only), then `elf_files` indexed by their
+ * three ids (read once at start) or, without any id, by the mapping's file name; debuginfod for
+ * GNU build ids. The address is placed in the ELF
  * through the executable's PT_LOAD headers; DWARF gives function, file, line and the inline chain
  * (one Line per frame, innermost first), the symbol table is the fallback; C++ and Rust names are
  * demangled (libiberty). What was found is written through the dictionary builder, so strings and
@@ -17,10 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "cache.h"
 #include "fetch.h"
+#include "ids.h"
 #include "pdata/dict.h"
 #include "resolver.h"
 #include "sdk/component.h"
@@ -36,7 +39,7 @@ typedef struct symbolizer_cfg {
 /* clang-format off */
 static const pc_cfg_key symbolizer_keys[] = {
     {"debug_dirs", PC_CFG_LIST, "", offsetof(symbolizer_cfg, debug_dirs), "directories in the /usr/lib/debug layout: .build-id/xx/rest.debug (debug file) and .build-id/xx/rest (executable)", NULL},
-    {"elf_files", PC_CFG_LIST, "", offsetof(symbolizer_cfg, elf_files), "ELF files (with symbols or DWARF) matched by their GNU build id, or by file name when a mapping has none", NULL},
+    {"elf_files", PC_CFG_LIST, "", offsetof(symbolizer_cfg, elf_files), "ELF files (with symbols or DWARF), or directories of them (not recursive), matched by GNU build id, htlhash or Go build id, or by file name when a mapping has no id", NULL},
     {"fallback_name", PC_CFG_BOOL, "false", offsetof(symbolizer_cfg, fallback_name), "give an unresolved location one line named binary+0xoffset", NULL},
     {"cache_size", PC_CFG_INT, "65536", offsetof(symbolizer_cfg, cache_size), "resolved (build id, address) pairs kept (LRU)", NULL},
     {"max_open_files", PC_CFG_INT, "16", offsetof(symbolizer_cfg, max_open_files), "debug files kept open and parsed (LRU)", NULL},
@@ -45,13 +48,13 @@ static const pc_cfg_key symbolizer_keys[] = {
 };
 /* clang-format on */
 
-static const char *const reason_names[SYM_N_REASONS] = {"",           "no_file",    "bad_file",
-                                                        "no_segment", "no_symbol",  "bad_build_id",
-                                                        "fetch_wait", "fetch_error"};
+static const char *const reason_names[SYM_N_REASONS] = {"",           "no_file",     "bad_file",
+                                                        "no_segment", "no_symbol",   "bad_build_id",
+                                                        "fetch_wait", "fetch_error", "too_large"};
 
 typedef struct elf_entry {
     char *path, *base;
-    char id[520]; /* "" when the file has no build id */
+    sym_ids ids; /* "" for an id the file does not have */
 } elf_entry;
 
 typedef struct sym_counts {
@@ -66,10 +69,10 @@ typedef struct sym_state {
     sym_lru *files;     /* "b:<id>" or "f:<name>" -> sym_elf* */
     elf_entry *elves;   /* elf_files, read at create */
     size_t n_elves;
-    sym_fetch *fetch;        /* NULL without debuginfod urls */
-    sym_counts total;        /* self-metrics (loop thread) */
-    sym_fetch_stats fetched; /* the fetcher's, copied after each batch (loop thread) */
-    uint64_t batches, open_files;
+    sym_fetch *fetch;                     /* NULL without debuginfod urls */
+    sym_counts total;                     /* self-metrics (loop thread) */
+    sym_fetch_stats fetched;              /* the fetcher's, copied after each batch (loop thread) */
+    uint64_t batches, open_files, cached; /* gauges of the two caches' sizes */
 } sym_state;
 
 /* ---- config ----------------------------------------------------------------------------- */
@@ -112,19 +115,44 @@ static void state_free(sym_state *st)
     free(st);
 }
 
+enum { MAX_ELVES = 4096 }; /* files read from elf_files directories, in all */
+
+static void add_elf(sym_state *st, const char *path, const char *id, bool quiet)
+{
+    sym_ids ids;
+    if (sym_read_ids(path, &ids) < 0) {
+        if (!quiet) PC_WARN(id, "elf_files: %s: not an ELF file", path);
+        return;
+    }
+    if (st->n_elves % 16 == 0)
+        st->elves = pc_xrealloc(st->elves, (st->n_elves + 16) * sizeof *st->elves);
+    elf_entry *e = &st->elves[st->n_elves++];
+    e->path = pc_xstrdup(path);
+    const char *slash = strrchr(e->path, '/');
+    e->base = slash ? (char *)slash + 1 : e->path;
+    e->ids = ids;
+}
+
+/* elf_files, each indexed by its GNU and Go build ids and htlhash (a directory: the ELF files in
+ * it, not recursively), once at start. */
 static void read_elves(sym_state *st, const char *id)
 {
     const pc_strlist *l = &st->cfg->elf_files;
-    st->elves = pc_xcalloc(l->n ? l->n : 1, sizeof *st->elves);
     for (size_t i = 0; i < l->n; i++) {
-        elf_entry *e = &st->elves[st->n_elves++];
-        e->path = pc_xstrdup(l->v[i]);
-        const char *slash = strrchr(e->path, '/');
-        e->base = slash ? (char *)slash + 1 : e->path;
-        if (sym_read_build_id(e->path, e->id, sizeof e->id) < 0) {
-            e->id[0] = 0;
-            PC_WARN(id, "elf_files: %s: no GNU build id (matched by file name only)", e->path);
+        struct stat sb;
+        DIR *dir = stat(l->v[i], &sb) == 0 && S_ISDIR(sb.st_mode) ? opendir(l->v[i]) : NULL;
+        if (!dir) {
+            add_elf(st, l->v[i], id, false);
+            continue;
         }
+        struct dirent *de;
+        char p[4096];
+        while ((de = readdir(dir)) != NULL && st->n_elves < MAX_ELVES) {
+            if (de->d_name[0] == '.') continue;
+            snprintf(p, sizeof p, "%s/%s", l->v[i], de->d_name);
+            if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) add_elf(st, p, id, true);
+        }
+        closedir(dir);
     }
 }
 
@@ -146,6 +174,9 @@ static void register_metrics(pc_component *c, sym_state *st)
     }
     pc_metric_u64(c, "profcol_processor_symbolizer_open_files", "Debug files open", PC_METRIC_GAUGE,
                   labels, &st->open_files);
+    pc_metric_u64(c, "profcol_processor_symbolizer_cached_locations",
+                  "Resolved (build id, address) pairs in the cache (at most cache_size)",
+                  PC_METRIC_GAUGE, labels, &st->cached);
     if (!st->fetch) return;
     const struct {
         const char *name, *help;
@@ -157,6 +188,8 @@ static void register_metrics(pc_component *c, sym_state *st)
          false},
         {"fetches_not_found", "debuginfod requests answered not found", &st->fetched.not_found,
          false},
+        {"fetches_too_large", "debuginfod answers refused for a size above debuginfod.max_size",
+         &st->fetched.too_large, false},
         {"fetch_errors", "debuginfod requests failed (no answer, timeout, breaker)",
          &st->fetched.errors, false},
         {"fetched_bytes", "Bytes of debug files fetched", &st->fetched.bytes, false},
@@ -198,23 +231,18 @@ static void symbolizer_destroy(pc_component *c)
     state_free(c->priv);
 }
 
-/* ---- finding the file ------------------------------------------------------------------- */
+/* What a mapping says about its binary: clean build ids, or only a file name. key names the
+ * binary in both caches: the GNU build id, else the htlhash, else the Go build id, else the
+ * file name. */
+typedef struct map_info {
+    sym_ids ids;
+    char key[1100];
+    bool has_id, bad_id;
+    const char *name;
+    sym_mapping m;
+} map_info;
 
-/* A GNU build id as the lookup key: lower-case hex, even length, 2..512 digits; else false
- * (hostile ids never reach a path). */
-static bool clean_build_id(const char *in, char *out, size_t cap)
-{
-    size_t n = strlen(in);
-    if (n < 2 || n % 2 || n >= cap) return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = in[i];
-        if (ch >= 'A' && ch <= 'F') ch = (char)(ch - 'A' + 'a');
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return false;
-        out[i] = ch;
-    }
-    out[n] = 0;
-    return true;
-}
+/* ---- finding the file ------------------------------------------------------------------- */
 
 static bool is_file(const char *p)
 {
@@ -223,6 +251,7 @@ static bool is_file(const char *p)
 }
 
 /* Debug file and executable for a build id from the local sources (either may stay NULL). */
+/* Debug file and executable for a GNU build id from the local sources (either may stay NULL). */
 static void local_by_id(const sym_state *st, const char *id, char **dbg, char **exe)
 {
     const pc_strlist *dirs = &st->cfg->debug_dirs;
@@ -234,7 +263,19 @@ static void local_by_id(const sym_state *st, const char *id, char **dbg, char **
         if (!*exe && is_file(p)) *exe = pc_xstrdup(p);
     }
     for (size_t i = 0; i < st->n_elves && !*exe; i++)
-        if (strcmp(st->elves[i].id, id) == 0) *exe = pc_xstrdup(st->elves[i].path);
+        if (strcmp(st->elves[i].ids.gnu, id) == 0) *exe = pc_xstrdup(st->elves[i].path);
+}
+
+/* The elf_files entry with the mapping's htlhash or Go build id, or NULL. */
+static const elf_entry *local_by_other(const sym_state *st, const sym_ids *ids)
+{
+    for (size_t i = 0; i < st->n_elves; i++) {
+        const sym_ids *e = &st->elves[i].ids;
+        if ((ids->htl[0] && strcmp(e->htl, ids->htl) == 0) ||
+            (ids->go[0] && strcmp(e->go, ids->go) == 0))
+            return &st->elves[i];
+    }
+    return NULL;
 }
 
 static void local_by_name(const sym_state *st, const char *name, char **exe)
@@ -246,23 +287,31 @@ static void local_by_name(const sym_state *st, const char *name, char **exe)
             *exe = pc_xstrdup(st->elves[i].path);
 }
 
-/* The open object for a mapping (lock held): from the cache or opened now. */
-static sym_elf *elf_for(sym_state *st, const char *id, const char *name, sym_reason *why)
+/* The open object for a mapping (lock held): from the cache or opened now. By GNU build id,
+ * else by htlhash or Go build id (then the debug file of the file's own GNU build id, if the
+ * debug_dirs have it), else, with no id at all, by file name. */
+static sym_elf *elf_for(sym_state *st, const map_info *mi, sym_reason *why)
 {
-    char key[1100];
-    snprintf(key, sizeof key, "%s:%.1000s", id ? "b" : "f", id ? id : name);
-    sym_elf *e = sym_lru_get(st->files, key, strlen(key));
+    sym_elf *e = sym_lru_get(st->files, mi->key, strlen(mi->key));
     if (e) return e;
     char *dbg = NULL, *exe = NULL;
-    if (id)
-        local_by_id(st, id, &dbg, &exe);
-    else
-        local_by_name(st, name, &exe);
+    const sym_ids *ids = &mi->ids;
+    if (ids->gnu[0]) local_by_id(st, ids->gnu, &dbg, &exe);
+    const elf_entry *other = !dbg && !exe ? local_by_other(st, ids) : NULL;
+    if (other) {
+        exe = pc_xstrdup(other->path);
+        if (other->ids.gnu[0]) {
+            char *unused = NULL;
+            local_by_id(st, other->ids.gnu, &dbg, &unused);
+            free(unused);
+        }
+    }
+    if (!mi->has_id) local_by_name(st, mi->name, &exe);
     *why = SYM_NO_FILE;
     if (dbg || exe) e = sym_elf_open(dbg ? dbg : exe, exe, why);
     free(dbg);
     free(exe);
-    if (e) sym_lru_put(st->files, key, strlen(key), e);
+    if (e) sym_lru_put(st->files, mi->key, strlen(mi->key), e);
     return e;
 }
 
@@ -273,13 +322,20 @@ typedef struct sym_job {
     sym_counts n;
 } sym_job;
 
-/* What a mapping says about its binary: a clean GNU build id, or only a file name. */
-typedef struct map_info {
-    char id[520];
-    bool has_id, bad_id;
-    const char *name;
-    sym_mapping m;
-} map_info;
+/* One build-id attribute into mi (hostile values are dropped and remembered). */
+static void map_id(map_info *mi, const char *key, const char *v)
+{
+    bool ok;
+    if (strcmp(key, "process.executable.build_id.gnu") == 0)
+        ok = sym_clean_hex(v, mi->ids.gnu, sizeof mi->ids.gnu);
+    else if (strcmp(key, "process.executable.build_id.htlhash") == 0)
+        ok = strlen(v) == SYM_HTL_LEN && sym_clean_hex(v, mi->ids.htl, sizeof mi->ids.htl);
+    else if (strcmp(key, "process.executable.build_id.go") == 0)
+        ok = sym_clean_go_id(v, mi->ids.go, sizeof mi->ids.go);
+    else
+        return;
+    mi->bad_id |= !ok;
+}
 
 static void map_info_read(const pc_dictionary *d, const pc_mapping *pm, map_info *mi)
 {
@@ -288,13 +344,20 @@ static void map_info_read(const pc_dictionary *d, const pc_mapping *pm, map_info
     mi->m = (sym_mapping){pm->memory_start, pm->memory_limit, pm->file_offset};
     for (size_t i = 0; i < pm->n_attribute_indices; i++) {
         const pc_kvu *a = pc_dict_attr_at(d, pm->attribute_indices[i]);
-        if (!a || strcmp(pc_dict_str(d, a->key_strindex), "process.executable.build_id.gnu"))
-            continue;
-        const char *v = pc_anyvalue_str(d, a->value);
-        if (!v || !v[0]) continue;
-        mi->has_id = clean_build_id(v, mi->id, sizeof mi->id);
-        mi->bad_id = !mi->has_id;
+        const char *v = a ? pc_anyvalue_str(d, a->value) : NULL;
+        if (v && v[0]) map_id(mi, pc_dict_str(d, a->key_strindex), v);
     }
+    const sym_ids *ids = &mi->ids;
+    mi->has_id = ids->gnu[0] || ids->htl[0] || ids->go[0];
+    if (mi->has_id) mi->bad_id = false; /* one good id is enough */
+    if (ids->gnu[0])
+        snprintf(mi->key, sizeof mi->key, "b:%s", ids->gnu);
+    else if (ids->htl[0])
+        snprintf(mi->key, sizeof mi->key, "h:%s", ids->htl);
+    else if (ids->go[0])
+        snprintf(mi->key, sizeof mi->key, "g:%s", ids->go);
+    else
+        snprintf(mi->key, sizeof mi->key, "f:%.1000s", mi->name);
 }
 
 /* The debug file of a build id no local source has, from debuginfod (lock held, released while
@@ -326,8 +389,7 @@ static sym_frames *lookup(sym_state *st, const map_info *mi, uint64_t addr, uint
     } key;
     memset(&key, 0, sizeof key);
     key.start = mi->m.start, key.offset = mi->m.file_offset, key.addr = addr;
-    snprintf(key.id, sizeof key.id, "%s:%.1000s", mi->has_id ? "b" : "f",
-             mi->has_id ? mi->id : mi->name);
+    snprintf(key.id, sizeof key.id, "%s", mi->key);
     size_t klen = offsetof(__typeof__(key), id) + strlen(key.id);
     sym_frames *hit = sym_lru_get(st->results, &key, klen);
     if (hit) {
@@ -336,9 +398,10 @@ static sym_frames *lookup(sym_state *st, const map_info *mi, uint64_t addr, uint
         return hit->n ? sym_frames_dup(hit) : NULL;
     }
     n->cache_misses++;
-    sym_elf *e = elf_for(st, mi->has_id ? mi->id : NULL, mi->name, why);
-    if (!e && mi->has_id && st->fetch && *why == SYM_NO_FILE)
-        e = fetched(st, mi->id, deadline, why);
+    sym_elf *e = elf_for(st, mi, why);
+    /* debuginfod knows GNU build ids only (docs/symbolization.md) */
+    if (!e && mi->ids.gnu[0] && st->fetch && *why == SYM_NO_FILE)
+        e = fetched(st, mi->ids.gnu, deadline, why);
     if (!e) return NULL;
     uint64_t vaddr;
     sym_frames fr = {0};
@@ -461,6 +524,7 @@ static void symbolizer_after(pc_proc_job *pj)
         st->total.unresolved[r] += job->n.unresolved[r];
     pthread_mutex_lock(&st->mu);
     st->open_files = sym_lru_size(st->files);
+    st->cached = sym_lru_size(st->results);
     pthread_mutex_unlock(&st->mu);
     if (st->fetch) sym_fetch_stats_get(st->fetch, &st->fetched);
 }
