@@ -704,6 +704,42 @@ static void test_label_memo(void)
     pz_agg_free(a);
 }
 
+/* With the label-set table full, labels are only looked up (labels.c): a set already held is
+ * still found, one with a name never seen is over budget at once. */
+static void test_label_sets_full(void)
+{
+    pz_limits l = {.window_ms = 2 * SLICE,
+                   .slices = 2,
+                   .max_stacks = 100,
+                   .max_series = 4,
+                   .max_label_sets = 1};
+    pz_agg *a = pz_agg_new(&l);
+    for (int i = 0; i < 2; i++) { /* the second time, k=a arrives while the table is full */
+        pc_batch *b = batch_from_json(labels_json);
+        pz_agg_add_batch(a, b, 100);
+        pc_batch_unref(b);
+    }
+    CHECK_EQ_INT(stat(a, "label_sets", 100), 1);
+    CHECK_EQ_INT(stat(a, "over_budget_label_samples", 100), 6);
+    pz_query q = {.service = "s", .type = "cpu:nanoseconds", .limit = 50, .group_by = "k"};
+    pc_buf out = {0};
+    CHECK_EQ_INT(pz_agg_labels_q(a, &q, 100, &out), 0);
+    json_t *j = parse(&out);
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "total")), 62);
+    json_t *rows = json_object_get(j, "rows");
+    bool seen = false;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        const char *v = json_string_value(json_object_get(json_array_get(rows, i), "value"));
+        if (!v || strcmp(v, "a")) continue;
+        seen = true;
+        CHECK_EQ_INT(json_integer_value(json_object_get(json_array_get(rows, i), "total")), 2);
+    }
+    CHECK(seen);
+    json_decref(j);
+    CHECK_EQ_INT(stat(a, "label_sets", 5000), 0);
+    pz_agg_free(a);
+}
+
 /* Samples with the same (no) attributes but other links are other spans: 100 links, so some
  * share a slot of the 64-entry memo (a memo that ignored the link would merge them). */
 static void test_label_memo_links(void)
@@ -774,5 +810,6 @@ int main(void)
     RUN(test_label_sets);
     RUN(test_label_memo);
     RUN(test_label_memo_links);
+    RUN(test_label_sets_full);
     return check_report();
 }

@@ -83,6 +83,9 @@ struct pz_agg {
 
 uint32_t pz_name_ref(names *nm, const char *s);
 void pz_name_unref(names *nm, uint32_t id);
+/* The id of s when it is a name already, no reference taken; else PZ_NAME_NONE. */
+#define PZ_NAME_NONE UINT32_MAX
+uint32_t pz_name_find(const names *nm, const char *s);
 /* s as a name keeps it (names.c), copied into out (PZ_MAX_NAME + 1 bytes) */
 const char *pz_name_cut(const char *s, char *out);
 void pz_names_free(names *nm);

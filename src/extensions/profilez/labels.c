@@ -148,11 +148,25 @@ static const char *value_text(const pc_dictionary *d, const pc_anyvalue *v, char
     }
 }
 
+/* A sample's labels as name ids. With the label-set table full (find) no set can be added, so
+ * the names are only looked up: a name never seen means a set never seen, [over budget] at once,
+ * without interning (and then freeing) the high-cardinality values that fill the table (span and
+ * trace ids; bench/README.md, "The live view's APIs"). */
 typedef struct pairs {
     uint32_t kv[2 * PZ_MAX_LABELS];
     size_t n;
     uint64_t dropped;
+    bool find;    /* look names up, take no reference */
+    bool unknown; /* find: a name that is none yet */
 } pairs;
+
+static uint32_t pair_name(pz_agg *a, pairs *p, const char *s)
+{
+    if (!p->find) return pz_name_ref(&a->nm, s);
+    uint32_t id = pz_name_find(&a->nm, s);
+    p->unknown |= id == PZ_NAME_NONE;
+    return id;
+}
 
 static void pair_add(pz_agg *a, pairs *p, const char *key, const char *value)
 {
@@ -161,9 +175,15 @@ static void pair_add(pz_agg *a, pairs *p, const char *key, const char *value)
         p->dropped++;
         return;
     }
-    p->kv[2 * p->n] = pz_name_ref(&a->nm, key);
-    p->kv[2 * p->n + 1] = pz_name_ref(&a->nm, value);
+    p->kv[2 * p->n] = pair_name(a, p, key);
+    p->kv[2 * p->n + 1] = pair_name(a, p, value);
     p->n++;
+}
+
+/* The references pair_add took (none when it only looked names up). */
+static void pair_unref(pz_agg *a, const pairs *p, uint32_t id)
+{
+    if (!p->find) pz_name_unref(&a->nm, id);
 }
 
 static void link_pairs(pz_agg *a, pairs *p, const pc_dictionary *d, int32_t li)
@@ -192,7 +212,7 @@ static int cmp_pair(const void *x, const void *y)
 static uint32_t sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r,
                             const pc_sample *s, uint64_t *dropped)
 {
-    pairs p = {.n = 0};
+    pairs p = {.find = a->ls.live >= a->l.max_label_sets};
     char buf[64];
     for (size_t i = 0; r && i < ARR_N(r->attributes, r->n_attributes); i++) {
         const pc_keyvalue *kv = r->attributes[i];
@@ -212,18 +232,19 @@ static uint32_t sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource
         for (size_t k = 0; k < m && !dup; k++)
             dup = p.kv[2 * k] == p.kv[2 * i];
         if (dup) {
-            pz_name_unref(&a->nm, p.kv[2 * i]);
-            pz_name_unref(&a->nm, p.kv[2 * i + 1]);
+            pair_unref(a, &p, p.kv[2 * i]);
+            pair_unref(a, &p, p.kv[2 * i + 1]);
             continue;
         }
         p.kv[2 * m] = p.kv[2 * i];
         p.kv[2 * m + 1] = p.kv[2 * i + 1];
         m++;
     }
+    if (p.unknown) return PZ_LSET_OVER;
     if (m > 1) qsort(p.kv, m, 2 * sizeof *p.kv, cmp_pair);
     uint32_t id = lset_ref(a, p.kv, m);
     for (size_t i = 0; i < 2 * m; i++)
-        pz_name_unref(&a->nm, p.kv[i]);
+        pair_unref(a, &p, p.kv[i]);
     return id;
 }
 

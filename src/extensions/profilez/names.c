@@ -103,6 +103,19 @@ uint32_t pz_name_ref(names *nm, const char *s)
     return id;
 }
 
+uint32_t pz_name_find(const names *nm, const char *s)
+{
+    if (!nm->nslots) return PZ_NAME_NONE;
+    size_t len = name_len(s);
+    uint64_t h = pc_hash_mem(s, len);
+    for (size_t j = (size_t)h & (nm->nslots - 1); nm->slots[j]; j = (j + 1) & (nm->nslots - 1)) {
+        const name_ent *e = &nm->v[nm->slots[j] - 1];
+        if (e->s && e->hash == h && strncmp(e->s, s, len) == 0 && e->s[len] == 0)
+            return nm->slots[j] - 1;
+    }
+    return PZ_NAME_NONE;
+}
+
 void pz_name_unref(names *nm, uint32_t id)
 {
     name_ent *e = &nm->v[id];
