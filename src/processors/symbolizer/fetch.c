@@ -11,6 +11,7 @@
 
 #include <elfutils/debuginfod.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -72,11 +73,13 @@ typedef struct dfn {
     int (*find_debuginfo)(debuginfod_client *c, const unsigned char *id, int len, char **path);
     int (*find_executable)(debuginfod_client *c, const unsigned char *id, int len, char **path);
     void (*set_progressfn)(debuginfod_client *c, debuginfod_progressfn_t fn);
+    void (*set_verbose_fd)(debuginfod_client *c, int fd);
 } dfn;
 
 struct sym_fetch {
     const sym_fetch_cfg *cfg;
     dfn d;
+    int null_fd; /* /dev/null: libdebuginfod's verbose fd */
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     sym_lru *entries; /* build id -> fentry* */
@@ -223,6 +226,10 @@ static void *worker(void *arg)
 {
     sym_fetch *f = arg;
     debuginfod_client *c = f->d.begin();
+    /* libdebuginfod 0.188 prints "using max size" to its verbose fd whenever that fd is not 0,
+     * the default -1 included, and glibc's dprintf to a bad fd leaks its 8 KiB buffer: one per
+     * request (ASan). Its lines go to /dev/null instead. */
+    if (c && f->null_fd >= 0) f->d.set_verbose_fd(c, f->null_fd);
     pthread_mutex_lock(&f->mu);
     while (!f->stop) {
         qitem *q = f->head;
@@ -299,11 +306,11 @@ static void servers_init(sym_fetch *f)
 
 static int load_debuginfod(dfn *d, pc_error *e)
 {
-    static const char *const names[] = {"debuginfod_begin", "debuginfod_end",
+    static const char *const names[] = {"debuginfod_begin",          "debuginfod_end",
                                         "debuginfod_find_debuginfo", "debuginfod_find_executable",
-                                        "debuginfod_set_progressfn"};
-    void *fns[5];
-    int rc = pc_dynlib_load("libdebuginfod.so.1", "libdebuginfod1", names, fns, 5, e);
+                                        "debuginfod_set_progressfn", "debuginfod_set_verbose_fd"};
+    void *fns[6];
+    int rc = pc_dynlib_load("libdebuginfod.so.1", "libdebuginfod1", names, fns, 6, e);
     if (rc) return rc;
     /* a function pointer travels through void * here as dlsym(3) documents */
     memcpy(&d->begin, &fns[0], sizeof fns[0]);
@@ -311,6 +318,7 @@ static int load_debuginfod(dfn *d, pc_error *e)
     memcpy(&d->find_debuginfo, &fns[2], sizeof fns[2]);
     memcpy(&d->find_executable, &fns[3], sizeof fns[3]);
     memcpy(&d->set_progressfn, &fns[4], sizeof fns[4]);
+    memcpy(&d->set_verbose_fd, &fns[5], sizeof fns[5]);
     return 0;
 }
 
@@ -324,6 +332,7 @@ int sym_fetch_new(const sym_fetch_cfg *cfg, const char *id, sym_fetch **out, pc_
     sym_fetch *f = pc_xcalloc(1, sizeof *f);
     f->cfg = cfg;
     f->d = d;
+    f->null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
     pthread_mutex_init(&f->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -381,6 +390,7 @@ void sym_fetch_free(sym_fetch *f)
     pthread_cond_destroy(&f->work);
     pthread_cond_destroy(&f->done);
     pthread_mutex_destroy(&f->mu);
+    if (f->null_fd >= 0) close(f->null_fd);
     free(f);
 }
 
