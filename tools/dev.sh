@@ -21,10 +21,11 @@ BUILD_PKGS=(gcc meson ninja-build pkg-config python3 libuv1-dev libprotobuf-c-de
   libisal-dev libzstd-dev libdeflate-dev librdkafka-dev libsnappy-dev libdw-dev libelf-dev
   libdebuginfod-dev libiberty-dev)
 # zstd: the command-line tool the e2e tests make and check zstd bodies with
+# llvm: llvm-symbolizer, test_symbolizer's oracle of Go inline chains (binutils 2.40 misreads Go's DWARF)
 TEST_PKGS=(python3-protobuf protobuf-compiler clang libclang-rt-14-dev golang-go python3-grpcio maven
   python3-grpc-tools openssl python3-yaml clang-format curl openjdk-17-jdk-headless
   dnsmasq iproute2 chromium zstd python3-venv prometheus python3-prometheus-client debuginfod
-  elfutils binutils)
+  elfutils binutils llvm)
 # The container image without Docker Hub and without a daemon (deploy/README.md):
 #   podman        builds and runs the image (daemonless, Debian's docker-compatible engine)
 #   buildah       podman build's back end (a Recommends of podman, so named here)
