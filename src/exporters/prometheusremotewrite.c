@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "formats/prom.h"
 #include "net/url.h"
+#include "pdata/proto_pack.h"
 #include "sdk/component.h"
 #include "sdk/exporter.h"
 #include "sdk/exporter_http.h"
@@ -128,21 +129,10 @@ static int prw_validate(void *cfgp, const pc_node *node, const char *path, pc_er
 
 /* ---- protobuf, by hand (spec §5) ---- */
 
-static void put_varint(pc_buf *b, uint64_t v)
-{
-    uint8_t t[10];
-    size_t n = 0;
-    do {
-        t[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    pc_buf_append(b, t, n);
-}
-
 static void put_bytes(pc_buf *b, unsigned field, const void *p, size_t n)
 {
-    put_varint(b, (uint64_t)field << 3 | 2);
-    put_varint(b, n);
+    pc_proto_buf_varint(b, (uint64_t)field << 3 | 2);
+    pc_proto_buf_varint(b, n);
     pc_buf_append(b, p, n);
 }
 
@@ -219,8 +209,8 @@ static void put_series(enc *e, const pc_prom_labels *l, const char *name, const 
     for (int k = 0; k < 8; k++)
         le[1 + k] = (uint8_t)(bits >> (8 * k));
     pc_buf_append(&val, le, sizeof le);
-    put_varint(&val, 2 << 3 | 0);
-    put_varint(&val, (uint64_t)ts_ms);
+    pc_proto_buf_varint(&val, 2 << 3 | 0);
+    pc_proto_buf_varint(&val, (uint64_t)ts_ms);
     put_bytes(&ts, 2, val.data, val.len);
     if (e->wr.len + ts.len + 16 > e->cfg->max_bytes) flush(e);
     put_bytes(&e->wr, 1, ts.data, ts.len);

@@ -31,6 +31,7 @@
 #include "sdk/tls_config.h"
 #include "net/url.h"
 #include "formats/pprof.h"
+#include "pdata/proto_pack.h"
 #include "sdk/component.h"
 #include "sdk/exporter.h"
 #include "sdk/exporter_http.h"
@@ -573,17 +574,6 @@ static void uuid_v4(char out[37])
              u[14], u[15]);
 }
 
-static void put_varint(pc_buf *b, uint64_t v)
-{
-    uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n++] = (uint8_t)((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    pc_buf_append(b, tmp, n);
-}
-
 /* Append one PushRequest.series entry. A PushRequest is just its repeated field 1, so the
  * request is built series by series without holding every pprof at once. */
 static void push_append_series(pc_buf *body, const labelset *ls, const pc_pprof_out *o)
@@ -610,7 +600,7 @@ static void push_append_series(pc_buf *body, const labelset *ls, const pc_pprof_
     series.samples = samples;
     size_t n = push__v1__raw_profile_series__get_packed_size(&series);
     pc_buf_append(body, "\x0a", 1);
-    put_varint(body, n);
+    pc_proto_buf_varint(body, n);
     pc_buf_reserve(body, n);
     push__v1__raw_profile_series__pack(&series, body->data + body->len);
     body->len += n;

@@ -49,16 +49,6 @@ static inline size_t slot_new(packer *pk)
     return pk->n < pk->cap ? pk->n++ : slot_grow(pk);
 }
 
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
 static inline uint32_t zigzag32(int32_t v)
 {
     return ((uint32_t)v << 1) ^ (0u - ((uint32_t)v >> 31));
@@ -86,7 +76,7 @@ static inline uint8_t *put_tag(uint8_t *p, uint32_t id, unsigned wt)
         *p = (uint8_t)(id << 3 | wt);
         return p + 1;
     }
-    return put_varint(p, (uint64_t)id << 3 | wt);
+    return pc_proto_put_varint(p, (uint64_t)id << 3 | wt);
 }
 
 /* A length-delimited value's bytes: the prefix holds n as protobuf-c writes it (32 bits). */
@@ -97,7 +87,7 @@ static inline size_t delimited(size_t n)
 
 static inline uint8_t *put_delimited(uint8_t *p, const void *data, size_t n)
 {
-    p = put_varint(p, (uint32_t)n);
+    p = pc_proto_put_varint(p, (uint32_t)n);
     if (n) memcpy(p, data, n);
     return p + n;
 }
@@ -338,7 +328,7 @@ static inline uint8_t *sub_write(packer *pk, const ProtobufCMessage *m, uint8_t 
         *p = 0;
         return p + 1;
     }
-    p = put_varint(p, pk->size[pk->next++]);
+    p = pc_proto_put_varint(p, pk->size[pk->next++]);
     return msg_write(pk, m, p);
 }
 
@@ -347,12 +337,12 @@ HOT uint8_t *number_write(ProtobufCType t, const void *v, uint8_t *p)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_ENUM:
-    case PROTOBUF_C_TYPE_INT32: return put_varint(p, sext32(*(const int32_t *)v));
-    case PROTOBUF_C_TYPE_SINT32: return put_varint(p, zigzag32(*(const int32_t *)v));
-    case PROTOBUF_C_TYPE_UINT32: return put_varint(p, *(const uint32_t *)v);
-    case PROTOBUF_C_TYPE_SINT64: return put_varint(p, zigzag64(*(const int64_t *)v));
+    case PROTOBUF_C_TYPE_INT32: return pc_proto_put_varint(p, sext32(*(const int32_t *)v));
+    case PROTOBUF_C_TYPE_SINT32: return pc_proto_put_varint(p, zigzag32(*(const int32_t *)v));
+    case PROTOBUF_C_TYPE_UINT32: return pc_proto_put_varint(p, *(const uint32_t *)v);
+    case PROTOBUF_C_TYPE_SINT64: return pc_proto_put_varint(p, zigzag64(*(const int64_t *)v));
     case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_UINT64: return put_varint(p, *(const uint64_t *)v);
+    case PROTOBUF_C_TYPE_UINT64: return pc_proto_put_varint(p, *(const uint64_t *)v);
     case PROTOBUF_C_TYPE_BOOL: *p = *(const protobuf_c_boolean *)v ? 1 : 0; return p + 1;
     default: { /* fixed-width, little-endian hosts only, as protobuf-c's fast path */
         size_t w = numeric_width(t);
@@ -369,24 +359,24 @@ static uint8_t *numbers_write(ProtobufCType t, size_t n, const void *a, uint8_t 
     case PROTOBUF_C_TYPE_ENUM:
     case PROTOBUF_C_TYPE_INT32:
         for (size_t i = 0; i < n; i++)
-            p = put_varint(p, sext32(((const int32_t *)a)[i]));
+            p = pc_proto_put_varint(p, sext32(((const int32_t *)a)[i]));
         return p;
     case PROTOBUF_C_TYPE_SINT32:
         for (size_t i = 0; i < n; i++)
-            p = put_varint(p, zigzag32(((const int32_t *)a)[i]));
+            p = pc_proto_put_varint(p, zigzag32(((const int32_t *)a)[i]));
         return p;
     case PROTOBUF_C_TYPE_UINT32:
         for (size_t i = 0; i < n; i++)
-            p = put_varint(p, ((const uint32_t *)a)[i]);
+            p = pc_proto_put_varint(p, ((const uint32_t *)a)[i]);
         return p;
     case PROTOBUF_C_TYPE_SINT64:
         for (size_t i = 0; i < n; i++)
-            p = put_varint(p, zigzag64(((const int64_t *)a)[i]));
+            p = pc_proto_put_varint(p, zigzag64(((const int64_t *)a)[i]));
         return p;
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_UINT64:
         for (size_t i = 0; i < n; i++)
-            p = put_varint(p, ((const uint64_t *)a)[i]);
+            p = pc_proto_put_varint(p, ((const uint64_t *)a)[i]);
         return p;
     case PROTOBUF_C_TYPE_BOOL:
         for (size_t i = 0; i < n; i++)
@@ -459,9 +449,9 @@ static uint8_t *repeated_write(packer *pk, const ProtobufCFieldDescriptor *f, si
     }
     p = put_tag(p, f->id, WT_LEN);
     if (wt == WT_VARINT)
-        p = put_varint(p, pk->size[pk->next++]);
+        p = pc_proto_put_varint(p, pk->size[pk->next++]);
     else
-        p = put_varint(p, (uint32_t)(n * numeric_width(f->type)));
+        p = pc_proto_put_varint(p, (uint32_t)(n * numeric_width(f->type)));
     return numbers_write(f->type, n, a, p);
 }
 
@@ -480,7 +470,7 @@ static uint8_t *msg_write(packer *pk, const ProtobufCMessage *m, uint8_t *p)
     }
     for (unsigned i = 0; i < m->n_unknown_fields; i++) {
         const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
-        p = put_varint(p, (uint64_t)u->tag << 3 | u->wire_type);
+        p = pc_proto_put_varint(p, (uint64_t)u->tag << 3 | u->wire_type);
         if (u->len) memcpy(p, u->data, u->len);
         p += u->len;
     }

@@ -22,6 +22,24 @@
  * returns its size. */
 size_t pc_proto_pack(const ProtobufCMessage *m, pc_buf *out);
 
+/* v as a protobuf varint at p; returns the byte after it (1..10 written). */
+static inline uint8_t *pc_proto_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* The same appended to b (the hand-built messages of the remote-write and pyroscope exporters). */
+static inline void pc_proto_buf_varint(pc_buf *b, uint64_t v)
+{
+    uint8_t t[10];
+    pc_buf_append(b, t, (size_t)(pc_proto_put_varint(t, v) - t));
+}
+
 /* Bytes of v as a protobuf varint (1..10). */
 static inline size_t pc_proto_varint_len(uint64_t v)
 {
