@@ -18,11 +18,9 @@
  * names (none: cpu), counts scaled by the o->sample_rate period for cpu/wall types, o->units for
  * types without a unit of their own. PC_EINVAL for an unknown type suffix; PC_EBADMSG for a
  * malformed line, a count outside int64 or one that overflows once scaled; the budget's refusal. */
-int pc_folded_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
-                     pc_error *e);
+PC_FORMAT_DECODER(pc_folded_decode);
 /* The same for "lines": every line one stack counting 1 (one period for cpu/wall types). */
-int pc_lines_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
-                    pc_error *e);
+PC_FORMAT_DECODER(pc_lines_decode);
 
 /* The stacks builder: one dictionary, and per profile a ResourceProfiles with service.name, the
  * opts' attributes and scope, one sample type from the app name's suffix (§1.6), the sampleRate

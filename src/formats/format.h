@@ -5,10 +5,10 @@
  * receiver (or a test, a fuzz target, a bench) can call a translator on any thread.
  *
  * Adding an input format:
- *   1. src/formats/<name>.{c,h}: `int pc_<name>_decode(const uint8_t *data, size_t len,
- *      const pc_format_opts *o, pc_batch **out, pc_error *e)` (pc_format_decode_fn), reading what
- *      it needs from pc_format_opts (add a field there when nothing fits) and returning the codes
- *      below; formats of frame names build through the stacks builder (folded.h).
+ *   1. src/formats/<name>.{c,h}: `PC_FORMAT_DECODER(pc_<name>_decode);` in the header (the
+ *      signature of pc_format_decode_fn, below), reading what it needs from pc_format_opts (add
+ *      a field there when nothing fits) and returning the codes below; formats of frame names
+ *      build through the stacks builder (folded.h).
  *   2. One row in pc_formats[] (format.c): its name, the Pyroscope format= values and the
  *      Content-Type that select it, the multipart part that holds it, the decoder. The pyroscope
  *      receiver then accepts it with no change of its own.
@@ -86,6 +86,10 @@ typedef struct pc_format_opts {
  *   PC_EAGAIN   the budget has no room now (503), as budget->state says. */
 typedef int (*pc_format_decode_fn)(const uint8_t *data, size_t len, const pc_format_opts *o,
                                    pc_batch **out, pc_error *e);
+/* Declares (or, followed by a body, defines) a translator of exactly that signature: each
+ * format's header states it with this, so no decoder can drift from the table's type. */
+#define PC_FORMAT_DECODER(fn)                                                                      \
+    int fn(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out, pc_error *e)
 
 /* One input format, as a receiver picks it. */
 typedef struct pc_format {

@@ -93,7 +93,6 @@ typedef struct pc_jfr_stats {
  * 4294967295 bytes runs past the end of the record at offset 1300"); PC_E2BIG over a limit (the
  * message names it) or the budget (o->budget->state then says whether it was over the request's
  * limit or the process had no room now). */
-int pc_jfr_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
-                  pc_error *e);
+PC_FORMAT_DECODER(pc_jfr_decode);
 
 #endif

@@ -24,11 +24,8 @@
  *               room now (the budget's refusal, o->budget->state).
  * The message in e names the format, and the offset or JSON path of what was wrong. The batch
  * stays charged to the budget until pc_batch_end_budget(). */
-int pc_trie_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
-                   pc_error *e);
-int pc_tree_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
-                   pc_error *e);
-int pc_speedscope_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
-                         pc_error *e);
+PC_FORMAT_DECODER(pc_trie_decode);
+PC_FORMAT_DECODER(pc_tree_decode);
+PC_FORMAT_DECODER(pc_speedscope_decode);
 
 #endif

@@ -43,8 +43,7 @@
  * "pprof: sample 3 references unknown location id 77", or invalid UTF-8 in a string, which
  * Pyroscope refuses too), PC_E2BIG when the payload exceeds max_bytes, or the budget's refusal
  * (budget->state: PC_E2BIG or PC_EAGAIN). Safe on hostile input. */
-int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *o, pc_batch **out,
-                    pc_error *e);
+PC_FORMAT_DECODER(pc_pprof_decode);
 
 /* One produced pprof, valid during the callback only. */
 typedef struct pc_pprof_out {
