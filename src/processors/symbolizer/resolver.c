@@ -18,16 +18,35 @@
 #include "base/alloc.h"
 #include "gopclntab.h"
 
-enum { MAX_SEGS = 16, MAX_FRAMES = 64, PAGE = 4096 };
+enum { MAX_SEGS = 16, MAX_FRAMES = 64, PAGE = 4096, MAX_SPANS = 1 << 22 };
 
 typedef struct seg {
     uint64_t offset, vaddr, filesz, memsz;
     bool exec;
 } seg;
 
+/* A unit's outermost scopes with code, by address: what scope_chain's walk over the unit's
+ * DIEs would test, found once per unit instead of once per lookup (a C++ unit holds thousands
+ * of DIEs from its headers; the linear walk was three quarters of a cold lookup). */
+typedef struct die_span {
+    uint64_t lo, hi; /* [lo, hi): one of the DIE's address ranges */
+    uint32_t order;  /* the DIE's place in the walk: of two that hold a pc, the first wins */
+    Dwarf_Die die;
+} die_span;
+
+typedef struct unit_index {
+    Dwarf_Off unit;  /* the unit DIE's offset */
+    die_span *v;     /* by lo */
+    uint64_t *reach; /* reach[i]: the highest hi of v[0..i], where a search backwards stops */
+    size_t n;
+    bool linear; /* more than MAX_SPANS (a hostile file): walk the unit as before */
+} unit_index;
+
 struct sym_elf {
     Dwfl *dwfl;
     Dwfl_Module *mod;
+    unit_index *units; /* by unit offset */
+    size_t n_units, cap_units;
     seg segs[MAX_SEGS];
     size_t n_segs;
     sym_gopcln *go; /* the .gopclntab of a Go binary, read at the first lookup DWARF misses */
@@ -184,6 +203,11 @@ void sym_elf_close(void *p)
     if (!e) return;
     sym_gopcln_free(e->go);
     if (e->dwfl) dwfl_end(e->dwfl); /* after go: its bytes are the Elf's */
+    for (size_t i = 0; i < e->n_units; i++) {
+        free(e->units[i].v);
+        free(e->units[i].reach);
+    }
+    free(e->units);
     free(e);
 }
 
@@ -357,6 +381,114 @@ static Dwarf_Die *unit_at(sym_elf *e, uint64_t vaddr, Dwarf_Addr *bias)
     return NULL;
 }
 
+typedef struct span_list {
+    die_span *v;
+    size_t n, cap;
+    uint32_t order;
+    bool full;
+} span_list;
+
+/* Every range of every DIE scope_chain would test at its first level, in its order. */
+static void collect_spans(Dwarf_Die *die, span_list *l, int level)
+{
+    Dwarf_Die child;
+    if (l->full || level > 256 || dwarf_child(die, &child) != 0) return;
+    do {
+        switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine:
+        case DW_TAG_lexical_block: {
+            uint32_t order = l->order++;
+            Dwarf_Addr base, lo, hi;
+            ptrdiff_t off = 0;
+            while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+                if (l->n == MAX_SPANS) {
+                    l->full = true;
+                    return;
+                }
+                if (l->n == l->cap) {
+                    l->cap = l->cap ? 2 * l->cap : 256;
+                    l->v = pc_xrealloc(l->v, l->cap * sizeof *l->v);
+                }
+                l->v[l->n++] = (die_span){.lo = lo, .hi = hi, .order = order, .die = child};
+            }
+            break;
+        }
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+        case DW_TAG_structure_type:
+        case DW_TAG_class_type:
+        case DW_TAG_union_type: collect_spans(&child, l, level + 1); break;
+        default: break;
+        }
+    } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const die_span *x = a, *y = b;
+    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The index of cu, built at its first lookup. */
+static unit_index *unit_index_of(sym_elf *e, Dwarf_Die *cu)
+{
+    Dwarf_Off off = dwarf_dieoffset(cu);
+    size_t lo = 0, hi = e->n_units;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (e->units[mid].unit < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < e->n_units && e->units[lo].unit == off) return &e->units[lo];
+    if (e->n_units == e->cap_units) {
+        e->cap_units = e->cap_units ? 2 * e->cap_units : 16;
+        e->units = pc_xrealloc(e->units, e->cap_units * sizeof *e->units);
+    }
+    memmove(&e->units[lo + 1], &e->units[lo], (e->n_units - lo) * sizeof *e->units);
+    e->n_units++;
+    unit_index *u = &e->units[lo];
+    span_list l = {0};
+    collect_spans(cu, &l, 0);
+    *u = (unit_index){.unit = off, .linear = l.full};
+    if (l.full) {
+        free(l.v);
+        return u;
+    }
+    qsort(l.v, l.n, sizeof *l.v, span_cmp);
+    u->v = l.v;
+    u->n = l.n;
+    u->reach = pc_xmalloc((l.n ? l.n : 1) * sizeof *u->reach);
+    for (size_t i = 0; i < l.n; i++)
+        u->reach[i] = i && u->reach[i - 1] > l.v[i].hi ? u->reach[i - 1] : l.v[i].hi;
+    return u;
+}
+
+/* What scope_chain(cu, pc) gives, through the unit's index: of the spans holding pc, the DIE
+ * first in the walk, then the scopes inside it. */
+static int indexed_chain(sym_elf *e, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *chain)
+{
+    unit_index *u = unit_index_of(e, cu);
+    if (u->linear) return scope_chain(cu, pc, chain, 0, 0);
+    size_t lo = 0, hi = u->n; /* the first span starting after pc */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (u->v[mid].lo <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const die_span *best = NULL;
+    for (size_t i = lo; i-- > 0 && u->reach[i] > pc;)
+        if (pc < u->v[i].hi && (!best || u->v[i].order < best->order)) best = &u->v[i];
+    if (!best) return 0;
+    chain[0] = best->die;
+    return scope_chain(&chain[0], pc, chain, 1, 1);
+}
+
 static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
 {
     Dwarf_Addr bias = 0;
@@ -371,14 +503,13 @@ static void dwarf_frames(sym_elf *e, uint64_t vaddr, sym_frames *out)
         dwarf_linecol(l, &col);
     }
     Dwarf_Die chain[MAX_FRAMES], inner_first[MAX_FRAMES];
-    int n = scope_chain(cu, vaddr - bias, chain, 0, 0);
+    int n = indexed_chain(e, cu, vaddr - bias, chain);
     for (int i = 0; i < n; i++)
         inner_first[i] = chain[n - 1 - i];
     const char *comp_dir = die_string(cu, DW_AT_comp_dir);
     if (n > 0) walk_scopes(inner_first, n, comp_dir, file, line, col, out);
 }
 
-/* Little-endian u64 at p. */
 static uint64_t le64(const uint8_t *p)
 {
     uint64_t v = 0;
