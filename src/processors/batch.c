@@ -220,24 +220,12 @@ static void concat_inputs(flush_job *j)
     free(bs);
 }
 
-static void flush_work(pc_proc_work *w)
+/* Profiles: merged into one request per chunk of the split plan, each with one dictionary. */
+static void merge_chunks(flush_job *j, const pc_split_plan *pl)
 {
-    flush_job *j = (flush_job *)w;
-    const batch_cfg *cfg = j->bp->c->cfg;
-    pc_split_plan pl = {0};
-    if (j->n_in && j->in[0].b->signal != PC_SIGNAL_PROFILES) {
-        concat_inputs(j);
-        goto meta;
-    }
-    pc_batch **ins = pc_xmalloc((j->n_in ? j->n_in : 1) * sizeof *ins);
-    for (size_t i = 0; i < j->n_in; i++)
-        ins[i] = j->in[i].b;
-    pc_split_plan_make(ins, j->n_in, (size_t)cfg->send_batch_max_size, &pl);
-    free(ins);
-    if (pl.n == 0) goto out; /* nothing but empty scopes */
-    j->n_out = pl.chunks;
+    j->n_out = pl->chunks;
     j->out = pc_xcalloc(j->n_out, sizeof *j->out);
-    if (pl.chunks == 1) {
+    if (pl->chunks == 1) {
         /* the common case: whole batches, whole dictionaries */
         pc_merger *m = pc_merger_new();
         for (size_t i = 0; i < j->n_in; i++) {
@@ -245,29 +233,59 @@ static void flush_work(pc_proc_work *w)
             add_input(&j->out[0], i);
         }
         j->out[0].b = pc_merger_finish(m);
-    } else {
-        /* split: each part of an input brings only the dictionary entries it reaches */
-        pc_merge_slice *tmp = pc_xmalloc(pl.n * sizeof *tmp);
-        size_t k = 0;
-        for (size_t ch = 0; ch < pl.chunks; ch++) {
-            pc_merger *m = pc_merger_new();
-            while (k < pl.n && pl.v[k].chunk == ch) {
-                size_t in = pl.v[k].input, n = 0;
-                while (k < pl.n && pl.v[k].chunk == ch && pl.v[k].input == in)
-                    tmp[n++] = pl.v[k++].sl;
-                pc_merger_add(m, j->in[in].b, tmp, n);
-                add_input(&j->out[ch], in);
-            }
-            j->out[ch].b = pc_merger_finish(m);
+        return;
+    }
+    /* split: each part of an input brings only the dictionary entries it reaches */
+    pc_merge_slice *tmp = pc_xmalloc(pl->n * sizeof *tmp);
+    size_t k = 0;
+    for (size_t ch = 0; ch < pl->chunks; ch++) {
+        pc_merger *m = pc_merger_new();
+        while (k < pl->n && pl->v[k].chunk == ch) {
+            size_t in = pl->v[k].input, n = 0;
+            while (k < pl->n && pl->v[k].chunk == ch && pl->v[k].input == in)
+                tmp[n++] = pl->v[k++].sl;
+            pc_merger_add(m, j->in[in].b, tmp, n);
+            add_input(&j->out[ch], in);
         }
-        free(tmp);
+        j->out[ch].b = pc_merger_finish(m);
     }
-meta:
-    for (size_t o = 0; o < j->n_out; o++) {
+    free(tmp);
+}
+
+static void flush_work(pc_proc_work *w)
+{
+    flush_job *j = (flush_job *)w;
+    const batch_cfg *cfg = j->bp->c->cfg;
+    pc_split_plan pl = {0};
+    bool profiles = !j->n_in || j->in[0].b->signal == PC_SIGNAL_PROFILES;
+    if (profiles) {
+        pc_batch **ins = pc_xmalloc((j->n_in ? j->n_in : 1) * sizeof *ins);
+        for (size_t i = 0; i < j->n_in; i++)
+            ins[i] = j->in[i].b;
+        pc_split_plan_make(ins, j->n_in, (size_t)cfg->send_batch_max_size, &pl);
+        free(ins);
+        if (pl.n == 0) goto out; /* nothing but empty scopes */
+    }
+    if (j->n_in == 1 && (!profiles || pl.chunks == 1)) {
+        /* one request, not split: forwarded as received, as the Collector's batch does; its
+         * metadata is the output's already, and its bytes can still pass through
+         * (ARCHITECTURE.md §2) */
+        j->n_out = 1;
+        j->out = pc_xcalloc(1, sizeof *j->out);
+        j->out[0].b = pc_batch_ref(j->in[0].b);
+        add_input(&j->out[0], 0);
+    } else {
+        if (profiles)
+            merge_chunks(j, &pl);
+        else
+            concat_inputs(j);
+        for (size_t o = 0; o < j->n_out; o++)
+            for (size_t i = 0; i < j->n_meta; i++)
+                if (j->meta_vals[i])
+                    pc_batch_set_meta(j->out[o].b, j->meta_keys[i], j->meta_vals[i]);
+    }
+    for (size_t o = 0; o < j->n_out; o++)
         j->out[o].job = j;
-        for (size_t i = 0; i < j->n_meta; i++)
-            if (j->meta_vals[i]) pc_batch_set_meta(j->out[o].b, j->meta_keys[i], j->meta_vals[i]);
-    }
 out:
     pc_split_plan_free(&pl);
     /* the inputs' data now lives in the outputs */
@@ -570,6 +588,7 @@ const pc_component_type pc_processor_batch = {
     .shutdown = batch_shutdown,
     .destroy = batch_destroy,
     .signals = PC_SIGNALS_ALL,
-    .doc = "merges requests into larger ones with one de-duplicated dictionary; splits above "
-           "send_batch_max_size; keeps metadata_keys values apart",
+    .doc = "merges requests into larger ones with one de-duplicated dictionary (a lone request "
+           "is sent as received); splits above send_batch_max_size; keeps metadata_keys values "
+           "apart",
 };

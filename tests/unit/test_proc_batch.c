@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/compress.h"
 #include "check.h"
 #include "payload.h"
 #include "testcomp.h"
@@ -575,9 +576,49 @@ static void test_config_errors(void)
     CHECK_CONTAINS(err, "metadata_cardinality_limit");
 }
 
+/* A flush of one request that needs no split forwards that request as it came (its pass-through
+ * bytes too, ARCHITECTURE.md §2), as the Collector's batch does; two are merged into a new one. */
+static void test_one_request_forwarded(void)
+{
+    for (int n = 1; n <= 2; n++) {
+        uv_loop_t loop;
+        uv_loop_init(&loop);
+        tc_rec r;
+        tc_rec_init(&r);
+        pc_component *c = make("timeout: 10ms\n", &loop, &r.base, NULL);
+        tc_up ups[2] = {{0}};
+        pc_batch *in[2];
+        for (int i = 0; i < n; i++) {
+            in[i] = request(i, 0);
+            pc_buf raw = {0};
+            pc_batch_encode_proto(in[i], &raw);
+            pc_batch_set_raw(in[i], raw.data, raw.len, PC_ENC_NONE, false);
+            pc_buf_free(&raw);
+            c->type->consume(c, in[i], tc_up_done, &ups[i]);
+        }
+        uv_run(&loop, UV_RUN_DEFAULT);
+        CHECK_EQ_INT(r.n, 1);
+        if (r.n == 1 && n == 1) {
+            CHECK(r.got[0] == in[0]);
+            CHECK(r.got[0]->raw != NULL);
+        } else if (r.n == 1) {
+            CHECK(r.got[0] != in[0] && r.got[0] != in[1]);
+            CHECK(r.got[0]->raw == NULL);
+            CHECK_EQ_INT(r.got[0]->req->n_resource_profiles, 2);
+        }
+        for (int i = 0; i < n; i++)
+            CHECK_EQ_INT(ups[i].st, PC_OK);
+        tc_rec_clear(&r);
+        tc_shutdown(c);
+        tc_free(c);
+        CHECK_EQ_INT(uv_loop_close(&loop), 0);
+    }
+}
+
 int main(void)
 {
     RUN(test_merge_100);
+    RUN(test_one_request_forwarded);
     RUN(test_size_trigger_and_split);
     RUN(test_size_trigger_exact);
     RUN(test_status_propagation);
