@@ -11,9 +11,9 @@
 
 #include "base/utf8.h"
 
-#define R16(n) (((size_t)(n) + 15) & ~(size_t)15)
+#define R16(n) PC_PROTO_R16(n)
 /* per-field bookkeeping for the first fields of a message; later ones are costed per element */
-#define TRACKED 64
+#define TRACKED PC_PROTO_TRACKED
 
 /* protobuf-c's private ScannedMember, for its size */
 typedef struct scanned_member {
@@ -30,7 +30,7 @@ typedef struct scan_ctx {
     char where[200];  /* the field path of a UTF-8 refusal: "resource_profiles[0].resource..." */
 } scan_ctx;
 
-static size_t elt_size(ProtobufCType t)
+size_t pc_proto_elt_size(ProtobufCType t)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_INT64:
@@ -88,8 +88,7 @@ static int fail(scan_ctx *c, int code, const char *what)
 
 #define MALFORMED(c) fail(c, PC_EPROTO, "malformed protobuf")
 
-/* Elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it. */
-static long long packed_count(ProtobufCType t, const uint8_t *p, size_t l)
+long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_FIXED32:
@@ -141,15 +140,13 @@ int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, ui
     }
 }
 
-/* What a message costs once its fields are read: the arrays of its tracked repeated fields, the
- * unknown fields' slots, and the scan slabs (16 members on the stack, then 32, 64, ...). */
-static size_t tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,
-                        size_t unknown, size_t occurrences)
+size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,
+                          size_t unknown, size_t occurrences)
 {
     size_t cost = 0;
     for (size_t fi = 0; fi < nf; fi++)
         if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
-            cost += R16(n_elems[fi] * elt_size(desc->fields[fi].type));
+            cost += R16(n_elems[fi] * pc_proto_elt_size(desc->fields[fi].type));
     if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
     for (size_t cap = 16, k = 1; occurrences > cap; k++) {
         cost += R16(sizeof(scanned_member) << (k + 4));
@@ -220,7 +217,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
                     continue;
                 }
             } else if (repeated) { /* a packed run of scalars */
-                long long n = packed_count(f->type, v, vl);
+                long long n = pc_proto_packed_count(f->type, v, vl);
                 if (n < 0) return MALFORMED(c);
                 n_new = (size_t)n;
             }
@@ -229,10 +226,10 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
             if (fi < TRACKED)
                 n_elems[fi] += n_new;
             else
-                cost += R16(n_new * elt_size(f->type));
+                cost += R16(n_new * pc_proto_elt_size(f->type));
         }
     }
-    *cost_out = cost + tail_cost(desc, nf, n_elems, unknown, occurrences);
+    *cost_out = cost + pc_proto_tail_cost(desc, nf, n_elems, unknown, occurrences);
     return 0;
 }
 

@@ -30,6 +30,21 @@ typedef struct pc_proto_scan {
 int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v);
 int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l);
 
+/* The scan's cost model, shared with pdata/wire_check.c, which reaches the same cost: */
+#define PC_PROTO_R16(n) (((size_t)(n) + 15) & ~(size_t)15)
+/* repeated fields are counted per field for a message's first PC_PROTO_TRACKED fields, later ones
+ * are costed per element */
+#define PC_PROTO_TRACKED 64
+/* the size of one element of a repeated field of type t in protobuf-c's arrays */
+size_t pc_proto_elt_size(ProtobufCType t);
+/* elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it */
+long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l);
+/* what a message costs once its fields are read: the arrays of its tracked repeated fields (nf
+ * of them, n_elems each), the unknown fields' slots, and protobuf-c's scan slabs for its
+ * occurrences of fields (16 members on the stack, then 32, 64, ...) */
+size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,
+                          size_t unknown, size_t occurrences);
+
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                           int max_depth, pc_proto_scan *out, pc_error *e);
 
