@@ -8,6 +8,7 @@
 #include "pdata/pdata.h"
 #include "pdata/proto_pack.h"
 #include "pdata/proto_scan.h"
+#include "base/compress.h"
 #include "base/log.h"
 
 #define COLLECTOR(sig, svc) "/opentelemetry.proto.collector." sig ".v1." svc "/Export"
@@ -116,7 +117,12 @@ int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, pc_error 
 
 void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, bool json)
 {
-    b->raw = pc_arena_memdup(b->arena, data, len);
+    size_t wl = 0;
+    const uint8_t *w = pc_batch_wire_bytes(b, &wl);
+    if (w && enc == PC_ENC_NONE && !json && wl == len && !memcmp(w, data, len))
+        b->raw = w; /* the checked bytes, kept already */
+    else
+        b->raw = pc_arena_memdup(b->arena, data, len);
     b->raw_len = len;
     b->raw_enc = enc;
     b->raw_json = json;
