@@ -48,7 +48,7 @@ size_t pc_proto_elt_size(ProtobufCType t)
 }
 
 /* 0, or PC_EPROTO for a truncated or overlong varint. */
-int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+int pc_proto_read_varint_slow(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 {
     uint64_t x = 0;
     for (int shift = 0; shift < 70; shift += 7) {
@@ -119,25 +119,6 @@ static int read_key(scan_ctx *c, const uint8_t *p, size_t len, size_t *i, unsign
     *wt = key & 7;
     *num = (unsigned)(key >> 3);
     return 0;
-}
-
-/* Past the value of wire type wt at p[*i] (a length-delimited one: *l its length, *i at its
- * start). 0, or PC_EPROTO when it is cut short or of a wire type protobuf-c refuses. */
-int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l)
-{
-    switch (wt) {
-    case 0: return pc_proto_read_varint(p, len, i, l);
-    case 1:
-        if (len - *i < 8) return PC_EPROTO;
-        *i += 8;
-        return 0;
-    case 5:
-        if (len - *i < 4) return PC_EPROTO;
-        *i += 4;
-        return 0;
-    case 2: return pc_proto_read_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
-    default: return PC_EPROTO; /* groups and reserved wire types */
-    }
 }
 
 size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,

@@ -27,8 +27,39 @@ typedef struct pc_proto_scan {
  * PC_EPROTO when cut short or over 10 bytes), and past the value of wire type wt (a
  * length-delimited one: *l its length, *i at its start; PC_EPROTO when cut short or of a wire
  * type protobuf-c refuses). */
-int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v);
-int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l);
+int pc_proto_read_varint_slow(const uint8_t *p, size_t len, size_t *i, uint64_t *v);
+/* inline for the one- and two-byte varints most tags, lengths and indices are: the walks over the
+ * wire read one per field (bench/README.md, "### Pass-through") */
+static inline int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+{
+    if (*i < len && p[*i] < 0x80) {
+        *v = p[(*i)++];
+        return 0;
+    }
+    if (len - *i >= 2 && p[*i + 1] < 0x80) { /* p[*i] has the continuation bit */
+        *v = (uint64_t)(p[*i] & 0x7f) | (uint64_t)p[*i + 1] << 7;
+        *i += 2;
+        return 0;
+    }
+    return pc_proto_read_varint_slow(p, len, i, v);
+}
+static inline int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i,
+                                      uint64_t *l)
+{
+    switch (wt) {
+    case 0: return pc_proto_read_varint(p, len, i, l);
+    case 1:
+        if (len - *i < 8) return PC_EPROTO;
+        *i += 8;
+        return 0;
+    case 5:
+        if (len - *i < 4) return PC_EPROTO;
+        *i += 4;
+        return 0;
+    case 2: return pc_proto_read_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
+    default: return PC_EPROTO; /* groups and reserved wire types */
+    }
+}
 
 /* The scan's cost model, shared with pdata/wire_check.c, which reaches the same cost: */
 #define PC_PROTO_R16(n) (((size_t)(n) + 15) & ~(size_t)15)

@@ -78,23 +78,34 @@ static bool wire_type_ok(const ProtobufCFieldDescriptor *f, unsigned wt)
 }
 
 /* A packed run of type t: -1 where the scan refuses it (a fixed-size run of the wrong length),
- * 1 where only protobuf-c does (a varint cut short or over 10 bytes), else 0. */
-static int packed_run(ProtobufCType t, const uint8_t *p, size_t l)
+ * 1 where only protobuf-c does (a varint cut short or over 10 bytes), else 0; *n its elements as
+ * the scan counts them (pc_proto_packed_count). One pass over the bytes: a varint ends at a byte
+ * without the continuation bit, and pc_proto_read_varint refuses a tenth continuation byte. */
+static int packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_FIXED32:
     case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_FLOAT: return l % 4 ? -1 : 0;
+    case PROTOBUF_C_TYPE_FLOAT: *n = l / 4; return l % 4 ? -1 : 0;
     case PROTOBUF_C_TYPE_FIXED64:
     case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE: return l % 8 ? -1 : 0;
-    case PROTOBUF_C_TYPE_BOOL: return 0;
-    default:
-        for (size_t i = 0; i < l;) {
-            uint64_t v;
-            if (pc_proto_read_varint(p, l, &i, &v)) return 1;
+    case PROTOBUF_C_TYPE_DOUBLE: *n = l / 8; return l % 8 ? -1 : 0;
+    case PROTOBUF_C_TYPE_BOOL: *n = l; return 0;
+    default: {
+        size_t ends = 0;
+        unsigned run = 0;
+        bool bad = false;
+        for (size_t i = 0; i < l; i++) {
+            if (p[i] & 0x80) {
+                bad = bad || ++run == 10;
+            } else {
+                ends++;
+                run = 0;
+            }
         }
-        return 0;
+        *n = ends;
+        return bad || run ? 1 : 0;
+    }
     }
 }
 
@@ -191,10 +202,9 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
         }
         if (single) return 0;
     } else if (f->label == PROTOBUF_C_LABEL_REPEATED && packable(f->type)) {
-        int r = packed_run(f->type, v, vl);
+        int r = packed_run(f->type, v, vl, &n_new);
         if (r < 0) return fail1(c, PC_EPROTO, "malformed protobuf");
         if (r > 0) c->unpack_fails = true;
-        n_new = (size_t)pc_proto_packed_count(f->type, v, vl);
     }
     add_elems(m, f, fi, n_new);
     return 0;
