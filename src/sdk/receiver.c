@@ -88,7 +88,7 @@ bool pc_receive_wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_b
     /* the decode would reserve this much before allocating (docs/limits.md): the same refusal */
     if (pc_budget_reserve(budget, wc.cost, "decoded protobuf request") < 0) {
         pc_budget_release(budget);
-        pc_budget_init(budget, budget->limit);
+        pc_budget_init(budget, rq->max_decoded); /* as decode_work set it up */
         budget->room = rq->decode_room;
         return false;
     }

@@ -90,6 +90,26 @@ class WireCheckTest(unittest.TestCase):
         self.assertEqual(a.metric(WIRE, transport="http"), 1)
         self.assertEqual(a.metric(WIRE, transport="grpc"), 1)
 
+    def test_merged_by_the_queue_from_checked_bytes(self):
+        """Requests waiting in the sending queue are merged into one send: their models are
+        decoded then, from the checked bytes (pc_batch_req), and nothing is lost."""
+        a = Instance(self, exporter_extra="sending_queue:\n  num_consumers: 1\n  batch:\n"
+                                          "    max_size: 1000000\nretry_on_failure:\n"
+                                          "  initial_interval: 2s\n  randomization_factor: 0")
+        a.sink.fail_next(1, 503)  # the first send waits 2 s for its retry; the rest queue up
+        reqs = [h.make_request(("wq-%d" % i,), seed=50 + i, samples=10) for i in range(4)]
+        for req in reqs:
+            r = h.post(a.port, req.SerializeToString(), h.CT_PROTO)
+            self.assertEqual(r.status, 200, r)
+        n = h.count_samples(reqs)
+        h.wait_for(lambda: a.metric("otelcol_exporter_sent_profile_samples") == n, 30)
+        got = [x for x in a.sink.snapshot() if not x.refused]
+        self.assertTrue(all(x.error is None for x in got))
+        self.assertEqual(h.summarize([x.message for x in got]), h.summarize(reqs))
+        self.assertLess(len(got), len(reqs), "nothing was merged")
+        self.assertEqual(a.metric(WIRE), len(reqs))
+        self.assertEqual(a.metric(ACCEPTED), n)
+
     def test_decoded_when_the_graph_needs_the_model(self):
         """passthrough: false, or a processor: every request is decoded as before."""
         req = h.make_request(("wc-off",), seed=37, samples=20)
