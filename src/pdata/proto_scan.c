@@ -15,37 +15,11 @@
 /* per-field bookkeeping for the first fields of a message; later ones are costed per element */
 #define TRACKED PC_PROTO_TRACKED
 
-/* protobuf-c's private ScannedMember, for its size */
-typedef struct scanned_member {
-    uint32_t tag;
-    uint8_t wire_type, length_prefix_len;
-    const void *field;
-    size_t len;
-    const uint8_t *data;
-} scanned_member;
-
 typedef struct scan_ctx {
     const char *what; /* the refusal, set at the failing field */
     int code;         /* PC_EPROTO or PC_EINVAL */
     char where[200];  /* the field path of a UTF-8 refusal: "resource_profiles[0].resource..." */
 } scan_ctx;
-
-size_t pc_proto_elt_size(ProtobufCType t)
-{
-    switch (t) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE: return 8;
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
-    default: return 4;
-    }
-}
 
 /* 0, or PC_EPROTO for a truncated or overlong varint. */
 int pc_proto_read_varint_slow(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
@@ -119,21 +93,6 @@ static int read_key(scan_ctx *c, const uint8_t *p, size_t len, size_t *i, unsign
     *wt = key & 7;
     *num = (unsigned)(key >> 3);
     return 0;
-}
-
-size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,
-                          size_t unknown, size_t occurrences)
-{
-    size_t cost = 0;
-    for (size_t fi = 0; fi < nf; fi++)
-        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
-            cost += R16(n_elems[fi] * pc_proto_elt_size(desc->fields[fi].type));
-    if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
-    for (size_t cap = 16, k = 1; occurrences > cap; k++) {
-        cost += R16(sizeof(scanned_member) << (k + 4));
-        cap += (size_t)1 << (k + 4);
-    }
-    return cost;
 }
 
 static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,

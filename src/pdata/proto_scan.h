@@ -66,15 +66,51 @@ static inline int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt,
 /* repeated fields are counted per field for a message's first PC_PROTO_TRACKED fields, later ones
  * are costed per element */
 #define PC_PROTO_TRACKED 64
+/* protobuf-c's private ScannedMember, for its size (tail cost below) */
+typedef struct pc_proto_scanned_member {
+    uint32_t tag;
+    uint8_t wire_type, length_prefix_len;
+    const void *field;
+    size_t len;
+    const uint8_t *data;
+} pc_proto_scanned_member;
 /* the size of one element of a repeated field of type t in protobuf-c's arrays */
-size_t pc_proto_elt_size(ProtobufCType t);
+static inline size_t pc_proto_elt_size(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return 8;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
+    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
+    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
+    default: return 4;
+    }
+}
+
 /* elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it */
 long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l);
 /* what a message costs once its fields are read: the arrays of its tracked repeated fields (nf
  * of them, n_elems each), the unknown fields' slots, and protobuf-c's scan slabs for its
  * occurrences of fields (16 members on the stack, then 32, 64, ...) */
-size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,
-                          size_t unknown, size_t occurrences);
+static inline size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf,
+                                        const size_t *n_elems, size_t unknown, size_t occurrences)
+{
+    size_t cost = 0;
+    for (size_t fi = 0; fi < nf; fi++)
+        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
+            cost += PC_PROTO_R16(n_elems[fi] * pc_proto_elt_size(desc->fields[fi].type));
+    if (unknown) cost += PC_PROTO_R16(unknown * sizeof(ProtobufCMessageUnknownField));
+    for (size_t cap = 16, k = 1; occurrences > cap; k++) {
+        cost += PC_PROTO_R16(sizeof(pc_proto_scanned_member) << (k + 4));
+        cap += (size_t)1 << (k + 4);
+    }
+    return cost;
+}
 
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                           int max_depth, pc_proto_scan *out, pc_error *e);
