@@ -304,7 +304,7 @@ static bool matches(const route *r, pc_batch *b, size_t i)
         v = pc_batch_get_meta(b, r->key);
     } else {
         const pc_resource *res = i < pc_batch_n_resources(b) ? *pc_batch_resource_slot(b, i) : NULL;
-        v = pc_resource_attr_str(b->req ? b->req->dictionary : NULL, res, r->key);
+        v = pc_resource_attr_str(pc_batch_req(b) ? pc_batch_req(b)->dictionary : NULL, res, r->key);
     }
     bool eq = v && !strcmp(v, r->value);
     return r->negate ? !eq : eq;

@@ -343,7 +343,7 @@ static bool nonzero(const uint8_t *p, size_t n)
 static uint32_t profile_part(void *arg, const pc_batch *b, size_t r, size_t s, size_t p, size_t i)
 {
     route_ctx *rc = arg;
-    const pc_resource_profiles *rp = b->req->resource_profiles[r];
+    const pc_resource_profiles *rp = pc_batch_req(b)->resource_profiles[r];
     const pc_resource *res = rp->resource;
     const pc_profile *prof = rp->scope_profiles[s]->profiles[p];
     const pc_sample *smp = i == PC_SPLIT_WHOLE ? NULL : prof->samples[i];
@@ -397,7 +397,7 @@ static void lb_route(pc_exporter *e, const pc_ring *ring, const pc_batch *b, pc_
     route_ctx rc = {.cfg = cfg, .ring = ring, .key = cfg->key};
     if (rc.key == KEY_DEFAULT) rc.key = b->signal == PC_SIGNAL_TRACES ? KEY_TRACE : KEY_SERVICE;
     if (b->signal == PC_SIGNAL_PROFILES) {
-        rc.dict = b->req->dictionary;
+        rc.dict = pc_batch_req(b)->dictionary;
         if (rc.key == KEY_TRACE && rc.dict && rc.dict->link_table) {
             rc.n_links = rc.dict->n_link_table;
             rc.link_part = pc_xmalloc(rc.n_links * sizeof *rc.link_part);

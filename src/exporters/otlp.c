@@ -54,6 +54,12 @@ static void otlp_exp_close(pc_exporter *e)
     pc_otlp_grpc_close(g, pc_exporter_closed, e);
 }
 
+/* Pass-through sends the bytes as received, compressed again at most (sdk/otlp_client.c). */
+static bool otlp_exp_wire_ok(const pc_component *c)
+{
+    return ((const otlp_exp_cfg *)c->cfg)->grpc.passthrough;
+}
+
 static const pc_exporter_def otlp_exp_def = {
     .sender_cfg = offsetof(otlp_exp_cfg, grpc.sender),
     .start = otlp_exp_start,
@@ -70,6 +76,7 @@ const pc_component_type pc_exporter_otlp = {
     .cfg = otlp_exp_keys,
     .validate = otlp_exp_validate,
     PC_EXPORTER_CORE(&otlp_exp_def),
+    .wire_ok = otlp_exp_wire_ok,
     .signals = PC_SIGNALS_ALL,
     .doc = "OTLP/gRPC exporter for every signal (ProfilesService/Export, TraceService/Export, ... "
            "over h2c or TLS, gzip or zstd)",

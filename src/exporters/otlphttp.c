@@ -149,6 +149,14 @@ static void otlphttp_destroy(pc_exporter *e)
     free(x);
 }
 
+/* Pass-through sends protobuf bytes as received (compressed again at most) when this exporter
+ * speaks protobuf (sdk/otlp_client.c). */
+static bool otlphttp_wire_ok(const pc_component *c)
+{
+    const pc_otlp_http_cfg *cfg = &((const otlphttp_cfg *)c->cfg)->http;
+    return cfg->passthrough && cfg->encoding == 0;
+}
+
 static const pc_exporter_def otlphttp_def = {
     .sender_cfg = offsetof(otlphttp_cfg, http.sender),
     .create = otlphttp_create,
@@ -167,6 +175,7 @@ const pc_component_type pc_exporter_otlphttp = {
     .cfg = otlphttp_keys,
     .validate = otlphttp_validate,
     PC_EXPORTER_CORE(&otlphttp_def),
+    .wire_ok = otlphttp_wire_ok,
     .signals = PC_SIGNALS_ALL,
     .check_signal = otlphttp_check_signal,
     .doc = "OTLP/HTTP exporter for every signal (protobuf or JSON, gzip or zstd)",

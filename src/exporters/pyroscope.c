@@ -683,7 +683,7 @@ static void pyro_encode(pc_export_req *r)
     enc_ctx e = {.j = j,
                  .x = r->e->priv,
                  .cfg = r->e->c->cfg,
-                 .d = r->batch->req->dictionary,
+                 .d = pc_batch_req(r->batch)->dictionary,
                  .now_s = (int64_t)time(NULL)};
     static const pc_dictionary empty =
         OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;

@@ -103,7 +103,7 @@ int pc_stacks_begin(pc_stacks_builder *ib, const pc_format_opts *o, size_t estim
         return over_budget(o->budget, e);
     ib->b = pc_batch_new();
     pc_arena_set_budget(ib->b->arena, o->budget); /* until the receiver's pc_batch_end_budget */
-    ib->db = pc_dict_builder_from(ib->b->arena, ib->b->req->dictionary);
+    ib->db = pc_dict_builder_from(ib->b->arena, pc_batch_req(ib->b)->dictionary);
     return 0;
 }
 
@@ -219,7 +219,7 @@ static void builder_release(pc_stacks_builder *ib)
 pc_batch *pc_stacks_finish(pc_stacks_builder *ib)
 {
     pc_batch *b = ib->b;
-    b->req->dictionary = pc_dict_builder_finish(ib->db);
+    pc_batch_req(b)->dictionary = pc_dict_builder_finish(ib->db);
     builder_release(ib);
     ib->b = NULL;
     return b;

@@ -941,7 +941,7 @@ static int decode(const uint8_t *data, size_t len, const uint8_t *labels, size_t
     }
     d->b = pc_batch_new();
     pc_arena_set_budget(d->b->arena, o->budget);
-    d->db = pc_dict_builder_from(d->b->arena, d->b->req->dictionary);
+    d->db = pc_dict_builder_from(d->b->arena, pc_batch_req(d->b)->dictionary);
     if (!(rc = jfr_attrs_load(&d->r, &d->attrs, d->labels_data, d->labels_len)))
         rc = jfr_read(&d->r, data, len, &ev);
     if (!rc) rc = finish(d);
@@ -950,7 +950,7 @@ done:
     st->chunks = d->r.chunks;
     st->skipped_events = d->r.skipped_events;
     if (d->db) {
-        if (!rc) d->b->req->dictionary = pc_dict_builder_finish(d->db);
+        if (!rc) pc_batch_req(d->b)->dictionary = pc_dict_builder_finish(d->db);
         pc_dict_builder_free(d->db);
     }
     if (rc && d->b) pc_batch_unref(d->b);

@@ -603,7 +603,7 @@ static int translate_in(in_ctx *c, pc_batch *b, const pc_format_opts *opts)
     rp->scope_profiles[0] = sp;
 
     /* Commit: nothing above touched the request. */
-    pc_request *req = b->req;
+    pc_request *req = pc_batch_req(b);
     pc_resource_profiles **rps =
         pc_arena_alloc(c->a, (req->n_resource_profiles + 1) * sizeof(pc_resource_profiles *));
     if (req->n_resource_profiles)
@@ -760,7 +760,7 @@ int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts,
         pc_arena_set_budget(b->arena, budget); /* until the receiver's pc_batch_end_budget */
     }
     in_ctx c = {.p = p, .a = b->arena, .budget = budget, .e = e};
-    c.db = pc_dict_builder_from(b->arena, b->req->dictionary);
+    c.db = pc_dict_builder_from(b->arena, pc_batch_req(b)->dictionary);
     size_t side = ctx_tables(&c);
     pc_arena_charge(b->arena, side);
     rc = translate_in(&c, b, opts);

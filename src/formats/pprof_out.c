@@ -530,7 +530,7 @@ static int out_one(out_ctx *o, const pc_resource_profiles *rp, const pc_scope_pr
 
 int pc_batch_to_pprof(const pc_batch *b, pc_pprof_cb cb, void *ud)
 {
-    const pc_request *req = b->req;
+    const pc_request *req = pc_batch_req(b);
     if (!req) return 0;
     static const pc_dictionary empty =
         OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILES_DICTIONARY__INIT;

@@ -63,8 +63,8 @@ pc_batch *pc_batch_new(void)
     pc_batch *b = batch_alloc(a);
     b->req = pc_arena_calloc(a, 1, sizeof(pc_request));
     opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(
-        b->req);
-    b->req->dictionary = empty_dictionary(a);
+        pc_batch_req(b));
+    pc_batch_req(b)->dictionary = empty_dictionary(a);
     return b;
 }
 
@@ -78,6 +78,7 @@ void pc_batch_unref(pc_batch *b)
 {
     if (!b) return;
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+    pc_batch_wire_free(b);
     pc_arena_free(b->arena);
     free(b);
 }
@@ -129,7 +130,7 @@ void pc_batch_encode_proto(const pc_batch *b, pc_buf *out)
 pc_counts pc_batch_counts(const pc_batch *b)
 {
     pc_counts c = {0};
-    const pc_request *r = b->req;
+    const pc_request *r = pc_batch_req(b);
     if (!r) return c;
     c.resources = r->n_resource_profiles;
     for (size_t i = 0; i < r->n_resource_profiles; i++) {
@@ -182,7 +183,7 @@ pc_scope_profiles *pc_batch_add_resource(pc_batch *b, const char *const *keys,
     rp->scope_profiles = pc_arena_alloc(a, sizeof(pc_scope_profiles *));
     rp->scope_profiles[0] = sp;
     rp->n_scope_profiles = 1;
-    pc_request *r = b->req;
+    pc_request *r = pc_batch_req(b);
     r->resource_profiles = grow_ptr_array(a, r->resource_profiles, r->n_resource_profiles, 1);
     r->resource_profiles[r->n_resource_profiles++] = rp;
     return sp;

@@ -233,7 +233,7 @@ static uint64_t batch_time(const pc_request *req, const pc_dictionary *dict,
 
 pc_delta_result pc_delta_apply(pc_delta *d, pc_batch *b, const char *const *types)
 {
-    pc_request *req = b->req;
+    pc_request *req = pc_batch_req(b);
     d->gen++;
     collect(d, req, types);
     bool down = false;

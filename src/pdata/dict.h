@@ -22,7 +22,7 @@ pc_dict_builder *pc_dict_builder_new(pc_arena *arena);
 /* A builder seeded with an existing dictionary d: every entry of d keeps its index (entries are
  * shared, not copied, so d's storage must outlive the result, normally because it lives in
  * arena). Tables of d that are empty get their zero element. Use it to append to a batch that
- * already has a dictionary: pc_dict_builder_from(b->arena, b->req->dictionary). */
+ * already has a dictionary: pc_dict_builder_from(b->arena, pc_batch_req(b)->dictionary). */
 pc_dict_builder *pc_dict_builder_from(pc_arena *arena, const pc_dictionary *d);
 /* Frees the builder and its hash tables; entries stay in the arena. NULL is fine. */
 void pc_dict_builder_free(pc_dict_builder *db);

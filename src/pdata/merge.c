@@ -513,7 +513,7 @@ pc_merger *pc_merger_new(void)
 {
     pc_merger *m = pc_xcalloc(1, sizeof *m);
     m->out = pc_batch_new();
-    m->db = pc_dict_builder_from(m->out->arena, m->out->req->dictionary);
+    m->db = pc_dict_builder_from(m->out->arena, pc_batch_req(m->out)->dictionary);
     return m;
 }
 
@@ -780,7 +780,7 @@ static void add_slice(pc_merger *m, const pc_request *req, const pc_dict_remap *
 
 void pc_merger_add(pc_merger *m, const pc_batch *src, const pc_merge_slice *slices, size_t n)
 {
-    const pc_request *req = src->req;
+    const pc_request *req = pc_batch_req(src);
     const pc_dictionary *d = req->dictionary;
     pc_dict_remap map;
     cursor cur = {0};
@@ -824,7 +824,7 @@ pc_batch *pc_merger_finish(pc_merger *m)
 {
     pc_batch *out = m->out;
     pc_arena *a = out->arena;
-    pc_request *req = out->req;
+    pc_request *req = pc_batch_req(out);
     req->n_resource_profiles = m->n;
     req->resource_profiles = m->n ? pc_arena_alloc(a, m->n * sizeof(pc_resource_profiles *)) : NULL;
     for (size_t i = 0; i < m->n; i++) {

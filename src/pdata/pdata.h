@@ -98,8 +98,12 @@ typedef Opentelemetry__Proto__Trace__V1__Span pc_span;
 typedef struct pc_batch {
     pc_arena *arena;
     pc_signal signal;
-    /* profiles: never NULL (req->dictionary may be NULL for an empty request); else NULL */
+    /* profiles: the model, read through pc_batch_req() (req->dictionary may be NULL for an empty
+     * request); else NULL. A batch made by pc_batch_new_wire() has none until first asked for. */
     pc_request *req;
+    /* true while the model is still to be decoded from wire (pc_batch_req does it, once) */
+    atomic_bool lazy;
+    struct pc_batch_wire *wire; /* pc_batch_new_wire's bytes, lock and counts; else NULL */
     /* traces, metrics, logs: the Export*ServiceRequest (pc_traces_request, ...); else NULL */
     ProtobufCMessage *msg;
     atomic_int refs;
@@ -116,10 +120,39 @@ typedef struct pc_batch {
 
 /* An empty request with a dictionary whose tables hold only their zero elements. */
 pc_batch *pc_batch_new(void);
+/* A profiles batch of len bytes of an ExportProfilesServiceRequest that
+ * pc_wire_check_profiles() accepted whole (nothing rejected), copied, with the counts it gave
+ * (samples, profiles) and the request's decode limit (docs/limits.md): its model is decoded only
+ * when something asks for it (pc_batch_req), so bytes that are passed through are never
+ * decoded (ARCHITECTURE.md §2). */
+pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, size_t profiles,
+                            size_t max_decoded);
+/* The decode behind pc_batch_req: once per batch, under the batch's lock, since a shared batch
+ * may be read by several consumers on pool threads at once. */
+pc_request *pc_batch_req_decode(const pc_batch *b);
+/* The profiles model of a batch (NULL for other signals): every reader of the model goes
+ * through here. */
+static inline pc_request *pc_batch_req(const pc_batch *b)
+{
+    if (atomic_load_explicit(&((pc_batch *)b)->lazy, memory_order_acquire))
+        return pc_batch_req_decode(b);
+    return b->req;
+}
+/* The bytes and counts of a batch made by pc_batch_new_wire (NULL, false for any other). */
+const uint8_t *pc_batch_wire_bytes(const pc_batch *b, size_t *len);
+bool pc_batch_wire_counts(const pc_batch *b, size_t *samples, size_t *profiles);
+/* pc_batch_unref's part for such a batch. */
+void pc_batch_wire_free(pc_batch *b);
+/* Whether the model of b was not decoded (yet): its bytes were only checked on the wire. */
+static inline bool pc_batch_is_wire(const pc_batch *b)
+{
+    return atomic_load_explicit(&((pc_batch *)b)->lazy, memory_order_acquire);
+}
 /* The request message of any signal. */
 static inline const ProtobufCMessage *pc_batch_message(const pc_batch *b)
 {
-    return b->req ? &b->req->base : b->msg;
+    pc_request *r = pc_batch_req(b);
+    return r ? &r->base : b->msg;
 }
 /* An empty request of any signal (profiles: as pc_batch_new). */
 pc_batch *pc_batch_new_signal(pc_signal sig);

@@ -11,18 +11,9 @@
 
 #include "base/utf8.h"
 
-#define R16(n) (((size_t)(n) + 15) & ~(size_t)15)
+#define R16(n) PC_PROTO_R16(n)
 /* per-field bookkeeping for the first fields of a message; later ones are costed per element */
-#define TRACKED 64
-
-/* protobuf-c's private ScannedMember, for its size */
-typedef struct scanned_member {
-    uint32_t tag;
-    uint8_t wire_type, length_prefix_len;
-    const void *field;
-    size_t len;
-    const uint8_t *data;
-} scanned_member;
+#define TRACKED PC_PROTO_TRACKED
 
 typedef struct scan_ctx {
     const char *what; /* the refusal, set at the failing field */
@@ -30,25 +21,8 @@ typedef struct scan_ctx {
     char where[200];  /* the field path of a UTF-8 refusal: "resource_profiles[0].resource..." */
 } scan_ctx;
 
-static size_t elt_size(ProtobufCType t)
-{
-    switch (t) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE: return 8;
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
-    default: return 4;
-    }
-}
-
 /* 0, or PC_EPROTO for a truncated or overlong varint. */
-int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+int pc_proto_read_varint_slow(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 {
     uint64_t x = 0;
     for (int shift = 0; shift < 70; shift += 7) {
@@ -88,8 +62,7 @@ static int fail(scan_ctx *c, int code, const char *what)
 
 #define MALFORMED(c) fail(c, PC_EPROTO, "malformed protobuf")
 
-/* Elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it. */
-static long long packed_count(ProtobufCType t, const uint8_t *p, size_t l)
+long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_FIXED32:
@@ -120,42 +93,6 @@ static int read_key(scan_ctx *c, const uint8_t *p, size_t len, size_t *i, unsign
     *wt = key & 7;
     *num = (unsigned)(key >> 3);
     return 0;
-}
-
-/* Past the value of wire type wt at p[*i] (a length-delimited one: *l its length, *i at its
- * start). 0, or PC_EPROTO when it is cut short or of a wire type protobuf-c refuses. */
-int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l)
-{
-    switch (wt) {
-    case 0: return pc_proto_read_varint(p, len, i, l);
-    case 1:
-        if (len - *i < 8) return PC_EPROTO;
-        *i += 8;
-        return 0;
-    case 5:
-        if (len - *i < 4) return PC_EPROTO;
-        *i += 4;
-        return 0;
-    case 2: return pc_proto_read_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
-    default: return PC_EPROTO; /* groups and reserved wire types */
-    }
-}
-
-/* What a message costs once its fields are read: the arrays of its tracked repeated fields, the
- * unknown fields' slots, and the scan slabs (16 members on the stack, then 32, 64, ...). */
-static size_t tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const size_t *n_elems,
-                        size_t unknown, size_t occurrences)
-{
-    size_t cost = 0;
-    for (size_t fi = 0; fi < nf; fi++)
-        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
-            cost += R16(n_elems[fi] * elt_size(desc->fields[fi].type));
-    if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
-    for (size_t cap = 16, k = 1; occurrences > cap; k++) {
-        cost += R16(sizeof(scanned_member) << (k + 4));
-        cap += (size_t)1 << (k + 4);
-    }
-    return cost;
 }
 
 static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
@@ -220,7 +157,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
                     continue;
                 }
             } else if (repeated) { /* a packed run of scalars */
-                long long n = packed_count(f->type, v, vl);
+                long long n = pc_proto_packed_count(f->type, v, vl);
                 if (n < 0) return MALFORMED(c);
                 n_new = (size_t)n;
             }
@@ -229,10 +166,10 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
             if (fi < TRACKED)
                 n_elems[fi] += n_new;
             else
-                cost += R16(n_new * elt_size(f->type));
+                cost += R16(n_new * pc_proto_elt_size(f->type));
         }
     }
-    *cost_out = cost + tail_cost(desc, nf, n_elems, unknown, occurrences);
+    *cost_out = cost + pc_proto_tail_cost(desc, nf, n_elems, unknown, occurrences);
     return 0;
 }
 

@@ -27,8 +27,90 @@ typedef struct pc_proto_scan {
  * PC_EPROTO when cut short or over 10 bytes), and past the value of wire type wt (a
  * length-delimited one: *l its length, *i at its start; PC_EPROTO when cut short or of a wire
  * type protobuf-c refuses). */
-int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v);
-int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l);
+int pc_proto_read_varint_slow(const uint8_t *p, size_t len, size_t *i, uint64_t *v);
+/* inline for the one- and two-byte varints most tags, lengths and indices are: the walks over the
+ * wire read one per field (bench/README.md, "### Pass-through") */
+static inline int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+{
+    if (*i < len && p[*i] < 0x80) {
+        *v = p[(*i)++];
+        return 0;
+    }
+    if (len - *i >= 2 && p[*i + 1] < 0x80) { /* p[*i] has the continuation bit */
+        *v = (uint64_t)(p[*i] & 0x7f) | (uint64_t)p[*i + 1] << 7;
+        *i += 2;
+        return 0;
+    }
+    return pc_proto_read_varint_slow(p, len, i, v);
+}
+static inline int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i,
+                                      uint64_t *l)
+{
+    switch (wt) {
+    case 0: return pc_proto_read_varint(p, len, i, l);
+    case 1:
+        if (len - *i < 8) return PC_EPROTO;
+        *i += 8;
+        return 0;
+    case 5:
+        if (len - *i < 4) return PC_EPROTO;
+        *i += 4;
+        return 0;
+    case 2: return pc_proto_read_varint(p, len, i, l) || *l > len - *i ? PC_EPROTO : 0;
+    default: return PC_EPROTO; /* groups and reserved wire types */
+    }
+}
+
+/* The scan's cost model, shared with pdata/wire_check.c, which reaches the same cost: */
+#define PC_PROTO_R16(n) (((size_t)(n) + 15) & ~(size_t)15)
+/* repeated fields are counted per field for a message's first PC_PROTO_TRACKED fields, later ones
+ * are costed per element */
+#define PC_PROTO_TRACKED 64
+/* protobuf-c's private ScannedMember, for its size (tail cost below) */
+typedef struct pc_proto_scanned_member {
+    uint32_t tag;
+    uint8_t wire_type, length_prefix_len;
+    const void *field;
+    size_t len;
+    const uint8_t *data;
+} pc_proto_scanned_member;
+/* the size of one element of a repeated field of type t in protobuf-c's arrays */
+static inline size_t pc_proto_elt_size(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return 8;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
+    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
+    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
+    default: return 4;
+    }
+}
+
+/* elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it */
+long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l);
+/* what a message costs once its fields are read: the arrays of its tracked repeated fields (nf
+ * of them, n_elems each), the unknown fields' slots, and protobuf-c's scan slabs for its
+ * occurrences of fields (16 members on the stack, then 32, 64, ...) */
+static inline size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf,
+                                        const size_t *n_elems, size_t unknown, size_t occurrences)
+{
+    size_t cost = 0;
+    for (size_t fi = 0; fi < nf; fi++)
+        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
+            cost += PC_PROTO_R16(n_elems[fi] * pc_proto_elt_size(desc->fields[fi].type));
+    if (unknown) cost += PC_PROTO_R16(unknown * sizeof(ProtobufCMessageUnknownField));
+    for (size_t cap = 16, k = 1; occurrences > cap; k++) {
+        cost += PC_PROTO_R16(sizeof(pc_proto_scanned_member) << (k + 4));
+        cap += (size_t)1 << (k + 4);
+    }
+    return cost;
+}
 
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                           int max_depth, pc_proto_scan *out, pc_error *e);

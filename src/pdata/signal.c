@@ -8,6 +8,7 @@
 #include "pdata/pdata.h"
 #include "pdata/proto_pack.h"
 #include "pdata/proto_scan.h"
+#include "base/compress.h"
 #include "base/log.h"
 
 #define COLLECTOR(sig, svc) "/opentelemetry.proto.collector." sig ".v1." svc "/Export"
@@ -116,7 +117,12 @@ int pc_batch_decode_json(const char *data, size_t len, pc_batch **out, pc_error 
 
 void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, bool json)
 {
-    b->raw = pc_arena_memdup(b->arena, data, len);
+    size_t wl = 0;
+    const uint8_t *w = pc_batch_wire_bytes(b, &wl);
+    if (w && enc == PC_ENC_NONE && !json && wl == len && !memcmp(w, data, len))
+        b->raw = w; /* the checked bytes, kept already */
+    else
+        b->raw = pc_arena_memdup(b->arena, data, len);
     b->raw_len = len;
     b->raw_enc = enc;
     b->raw_json = json;
@@ -166,7 +172,11 @@ size_t pc_batch_items(const pc_batch *b)
 {
     size_t n = 0;
     switch (b->signal) {
-    case PC_SIGNAL_PROFILES: return pc_batch_counts(b).samples;
+    case PC_SIGNAL_PROFILES: {
+        size_t samples, profiles;
+        if (pc_batch_is_wire(b) && pc_batch_wire_counts(b, &samples, &profiles)) return samples;
+        return pc_batch_counts(b).samples;
+    }
     case PC_SIGNAL_TRACES: {
         const pc_traces_request *r = (const pc_traces_request *)b->msg;
         for (size_t i = 0; i < r->n_resource_spans; i++)
@@ -199,7 +209,7 @@ size_t pc_batch_items(const pc_batch *b)
 size_t pc_batch_n_resources(const pc_batch *b)
 {
     switch (b->signal) {
-    case PC_SIGNAL_PROFILES: return b->req->n_resource_profiles;
+    case PC_SIGNAL_PROFILES: return pc_batch_req(b)->n_resource_profiles;
     case PC_SIGNAL_TRACES: return ((const pc_traces_request *)b->msg)->n_resource_spans;
     case PC_SIGNAL_METRICS: return ((const pc_metrics_request *)b->msg)->n_resource_metrics;
     case PC_SIGNAL_LOGS: return ((const pc_logs_request *)b->msg)->n_resource_logs;
@@ -210,7 +220,7 @@ size_t pc_batch_n_resources(const pc_batch *b)
 pc_resource **pc_batch_resource_slot(pc_batch *b, size_t i)
 {
     switch (b->signal) {
-    case PC_SIGNAL_PROFILES: return &b->req->resource_profiles[i]->resource;
+    case PC_SIGNAL_PROFILES: return &pc_batch_req(b)->resource_profiles[i]->resource;
     case PC_SIGNAL_TRACES: return &((pc_traces_request *)b->msg)->resource_spans[i]->resource;
     case PC_SIGNAL_METRICS: return &((pc_metrics_request *)b->msg)->resource_metrics[i]->resource;
     case PC_SIGNAL_LOGS: return &((pc_logs_request *)b->msg)->resource_logs[i]->resource;
@@ -224,7 +234,7 @@ void pc_batch_keep_resources(pc_batch *b, const bool *keep)
     size_t *n = NULL;
     switch (b->signal) {
     case PC_SIGNAL_PROFILES:
-        v = (void **)b->req->resource_profiles, n = &b->req->n_resource_profiles;
+        v = (void **)pc_batch_req(b)->resource_profiles, n = &pc_batch_req(b)->n_resource_profiles;
         break;
     case PC_SIGNAL_TRACES:
         v = (void **)((pc_traces_request *)b->msg)->resource_spans;
@@ -349,7 +359,7 @@ int pc_signal_validate(const pc_batch *b, pc_error *e)
 
 void pc_batch_set_resource_attr(pc_batch *b, const char *key, const char *val, size_t len)
 {
-    const pc_dictionary *d = b->req ? b->req->dictionary : NULL;
+    const pc_dictionary *d = pc_batch_req(b) ? pc_batch_req(b)->dictionary : NULL;
     size_t n = pc_batch_n_resources(b);
     for (size_t i = 0; i < n; i++) {
         pc_resource **slot = pc_batch_resource_slot(b, i);

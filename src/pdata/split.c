@@ -29,7 +29,7 @@ void pc_split_plan_make(pc_batch *const *in, size_t n_in, size_t max, pc_split_p
     pl->chunks = 1;
     for (size_t i = 0; i < n_in; i++) {
         pc_profile_iter it = {0};
-        while (pc_profile_next(in[i]->req, &it)) {
+        while (pc_profile_next(pc_batch_req(in[i]), &it)) {
             size_t n = pc_profile_n_samples(it.prof), from = 0;
             do {
                 if (max && fill == max) { /* samples are independent: split anywhere */
@@ -328,7 +328,7 @@ size_t pc_batch_split_resources(const pc_batch *b, pc_batch ***out)
     size_t n = 0;
     if (b->signal == PC_SIGNAL_PROFILES) {
         /* routed by resource index; resources without profiles make no part */
-        size_t nr = b->req->n_resource_profiles;
+        size_t nr = pc_batch_req(b)->n_resource_profiles;
         pc_batch **parts = pc_xcalloc(nr + 1, sizeof *parts);
         if (nr) pc_batch_route(b, (uint32_t)nr, by_resource, NULL, parts);
         for (size_t r = 0; r < nr; r++)
@@ -355,7 +355,7 @@ size_t pc_batch_split_resources(const pc_batch *b, pc_batch ***out)
 
 const pc_resource *pc_batch_first_resource(const pc_batch *b, const pc_dictionary **d)
 {
-    *d = b->req ? b->req->dictionary : NULL;
+    *d = pc_batch_req(b) ? pc_batch_req(b)->dictionary : NULL;
     if (!pc_batch_n_resources(b)) return NULL;
     return *pc_batch_resource_slot((pc_batch *)b, 0);
 }
@@ -475,7 +475,7 @@ static size_t route_assign_profiles(const pc_batch *b, uint32_t nparts, pc_split
     size_t n = 0, cap = 0;
     uint32_t *dst = NULL;
     pc_profile_iter it = {0};
-    while (pc_profile_next(b->req, &it)) {
+    while (pc_profile_next(pc_batch_req(b), &it)) {
         size_t k = pc_profile_n_samples(it.prof);
         size_t slots = k ? k : 1;
         if (n + slots > cap) {
@@ -497,7 +497,7 @@ static void route_profiles(const pc_batch *b, uint32_t nparts, const uint32_t *d
     uint32_t *touched = pc_xmalloc(nparts * sizeof *touched);
     size_t at = 0;
     pc_profile_iter it = {0};
-    while (pc_profile_next(b->req, &it)) {
+    while (pc_profile_next(pc_batch_req(b), &it)) {
         size_t k = pc_profile_n_samples(it.prof);
         pc_merge_slice sl = {.r = it.r, .s = it.s, .p = it.p, .from = 0, .to = k};
         if (!k) { /* a profile without samples goes whole */

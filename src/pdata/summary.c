@@ -553,7 +553,7 @@ void pc_summary_format(const pc_batch *b, pc_verbosity v, int top, const char *w
 {
     if (!out) return;
     if (!who) who = "";
-    const pc_request *req = b ? b->req : NULL;
+    const pc_request *req = b ? pc_batch_req(b) : NULL;
     const pc_dictionary *d = req ? req->dictionary : NULL;
     size_t nres = req ? ARR_N(req->resource_profiles, req->n_resource_profiles) : 0;
 

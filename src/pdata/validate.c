@@ -200,7 +200,7 @@ static int check_profile(const pc_profile *p, const sizes *s, pc_error *e)
 
 int pc_batch_validate(pc_batch *b, int64_t *rejected, pc_error *e)
 {
-    pc_request *r = b->req;
+    pc_request *r = pc_batch_req(b);
     const pc_dictionary *d = r->dictionary;
     sizes s = {0};
     *rejected = 0;

@@ -78,23 +78,34 @@ static bool wire_type_ok(const ProtobufCFieldDescriptor *f, unsigned wt)
 }
 
 /* A packed run of type t: -1 where the scan refuses it (a fixed-size run of the wrong length),
- * 1 where only protobuf-c does (a varint cut short or over 10 bytes), else 0. */
-static int packed_run(ProtobufCType t, const uint8_t *p, size_t l)
+ * 1 where only protobuf-c does (a varint cut short or over 10 bytes), else 0; *n its elements as
+ * the scan counts them (pc_proto_packed_count). One pass over the bytes: a varint ends at a byte
+ * without the continuation bit, and pc_proto_read_varint refuses a tenth continuation byte. */
+static int packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_FIXED32:
     case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_FLOAT: return l % 4 ? -1 : 0;
+    case PROTOBUF_C_TYPE_FLOAT: *n = l / 4; return l % 4 ? -1 : 0;
     case PROTOBUF_C_TYPE_FIXED64:
     case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE: return l % 8 ? -1 : 0;
-    case PROTOBUF_C_TYPE_BOOL: return 0;
-    default:
-        for (size_t i = 0; i < l;) {
-            uint64_t v;
-            if (pc_proto_read_varint(p, l, &i, &v)) return 1;
+    case PROTOBUF_C_TYPE_DOUBLE: *n = l / 8; return l % 8 ? -1 : 0;
+    case PROTOBUF_C_TYPE_BOOL: *n = l; return 0;
+    default: {
+        size_t ends = 0;
+        unsigned run = 0;
+        bool bad = false;
+        for (size_t i = 0; i < l; i++) {
+            if (p[i] & 0x80) {
+                bad = bad || ++run == 10;
+            } else {
+                ends++;
+                run = 0;
+            }
         }
-        return 0;
+        *n = ends;
+        return bad || run ? 1 : 0;
+    }
     }
 }
 
@@ -117,7 +128,7 @@ static void merge_step(w1 *c, const ProtobufCMessageDescriptor *d, oneof_st *st,
 }
 
 static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
-                 int depth, oneof_st *sum);
+                 int depth, oneof_st *sum, size_t *cost);
 
 /* protobuf-c's lookup, without its call for the usual case: fields numbered 1, 2, 3... (the
  * descriptor keeps them sorted by number) */
@@ -127,20 +138,61 @@ static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor
     return protobuf_c_message_descriptor_get_field(d, num);
 }
 
+/* What unpack will allocate for one message occurrence, as pdata/proto_scan.c counts it (the
+ * decode budget's estimate, docs/limits.md): the scan's model over the same walk. */
+typedef struct mcost {
+    size_t cost, nf, unknown, occurrences;
+    size_t n_elems[PC_PROTO_TRACKED]; /* repeated: elements; singular message: occurrences */
+    size_t merged[PC_PROTO_TRACKED];  /* singular message: cost of the occurrences so far */
+} mcost;
+
+static void mcost_init(mcost *m, const ProtobufCMessageDescriptor *desc)
+{
+    m->cost = PC_PROTO_R16(desc->sizeof_message);
+    m->nf = desc->n_fields < PC_PROTO_TRACKED ? desc->n_fields : PC_PROTO_TRACKED;
+    m->unknown = m->occurrences = 0;
+    memset(m->n_elems, 0, m->nf * sizeof m->n_elems[0]);
+    memset(m->merged, 0, m->nf * sizeof m->merged[0]);
+}
+
+static void add_elems(mcost *m, const ProtobufCFieldDescriptor *f, size_t fi, size_t n)
+{
+    if (f->label != PROTOBUF_C_LABEL_REPEATED) return;
+    if (fi < PC_PROTO_TRACKED)
+        m->n_elems[fi] += n;
+    else
+        m->cost += PC_PROTO_R16(n * pc_proto_elt_size(f->type));
+}
+
+/* A singular message field's occurrence of cost sub: each one after the first is merged into
+ * new arrays holding all occurrences so far (untracked fields costed as if merged fully). */
+static void add_merged(mcost *m, size_t fi, size_t sub)
+{
+    size_t acc = fi < PC_PROTO_TRACKED ? (m->merged[fi] += sub) : sub * 2;
+    if (fi >= PC_PROTO_TRACKED || m->n_elems[fi]++ > 0) m->cost += acc;
+}
+
 /* A length-delimited value v of field f (known) in a message of desc: the scan's checks, then
  * the bookkeeping. */
 static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f,
-                  const uint8_t *v, size_t vl, int depth, oneof_st *merged, bool *seen)
+                  const uint8_t *v, size_t vl, int depth, oneof_st *merged, bool *seen, mcost *m)
 {
     size_t fi = (size_t)(f - desc->fields);
+    size_t n_new = 1;
     if (f->type == PROTOBUF_C_TYPE_STRING) {
         if (!pc_utf8_valid(v, vl)) return fail1(c, PC_EINVAL, "invalid UTF-8 in string field");
+        m->cost += PC_PROTO_R16(vl + 1);
+    } else if (f->type == PROTOBUF_C_TYPE_BYTES) {
+        if (vl) m->cost += PC_PROTO_R16(vl);
     } else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
         oneof_st sub;
-        int rc = walk1(c, f->descriptor, v, vl, depth - 1, &sub);
+        size_t sub_cost = 0;
+        int rc = walk1(c, f->descriptor, v, vl, depth - 1, &sub, &sub_cost);
         if (rc < 0) return rc;
+        m->cost += sub_cost;
         bool single =
             f->label != PROTOBUF_C_LABEL_REPEATED && !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF);
+        if (single) add_merged(m, fi, sub_cost);
         if (single && fi < MERGE_MAX) {
             if (seen[fi])
                 merge_step(c, f->descriptor, &merged[fi], sub);
@@ -148,20 +200,24 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
                 merged[fi] = sub;
             seen[fi] = true;
         }
+        if (single) return 0;
     } else if (f->label == PROTOBUF_C_LABEL_REPEATED && packable(f->type)) {
-        int r = packed_run(f->type, v, vl);
+        int r = packed_run(f->type, v, vl, &n_new);
         if (r < 0) return fail1(c, PC_EPROTO, "malformed protobuf");
         if (r > 0) c->unpack_fails = true;
     }
+    add_elems(m, f, fi, n_new);
     return 0;
 }
 
 static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
-                 int depth, oneof_st *sum)
+                 int depth, oneof_st *sum, size_t *cost)
 {
     if (depth < 0) return fail1(c, PC_EPROTO, "nested too deeply");
     oneof_st merged[MERGE_MAX];
     bool seen[MERGE_MAX] = {0};
+    mcost m;
+    mcost_init(&m, desc);
     *sum = (oneof_st){0};
     size_t i = 0;
     while (i < len) {
@@ -176,23 +232,30 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         size_t v0 = i;
         if (pc_proto_skip_value(p, len, wt, &i, &l))
             return fail1(c, PC_EPROTO, "malformed protobuf");
+        m.occurrences++;
         /* protobuf-c reads a tag and a length prefix of 5 bytes at most */
         if (klen > 5 || (wt == 2 && (i - v0 > 5 || l > INT_MAX))) c->unpack_fails = true;
         const ProtobufCFieldDescriptor *f = field_of(desc, num);
-        if (!f) {
+        if (!f) { /* kept as an unknown field: a copy of the value and a slot */
+            m.cost += PC_PROTO_R16(wt == 2 ? (i - v0) + (size_t)l : i - v0);
+            m.unknown++;
             if (wt == 2) i += (size_t)l;
             continue;
         }
         if (!wire_type_ok(f, wt)) c->unpack_fails = true;
         if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
             *sum = (oneof_st){num, lost_in_merge(f, wt == 2 ? (size_t)l : 1)};
-        if (wt != 2) continue;
+        if (wt != 2) {
+            add_elems(&m, f, (size_t)(f - desc->fields), 1);
+            continue;
+        }
         const uint8_t *v = p + i;
         i += (size_t)l;
         if (desc == c->dict && num < T_N) c->tables[num]++;
-        int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen);
+        int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen, &m);
         if (rc < 0) return rc;
     }
+    *cost = m.cost + pc_proto_tail_cost(desc, m.nf, m.n_elems, m.unknown, m.occurrences);
     return 0;
 }
 
@@ -591,7 +654,7 @@ int pc_wire_check_profiles(const uint8_t *data, size_t len, int max_depth, pc_wi
     w1 c = {.dict =
                 &opentelemetry__proto__profiles__v1development__profiles_dictionary__descriptor};
     oneof_st top;
-    int rc = walk1(&c, PC_REQUEST_DESC, data, len, max_depth, &top);
+    int rc = walk1(&c, PC_REQUEST_DESC, data, len, max_depth, &top, &out->cost);
     if (rc < 0) return pc_error_set(e, rc, "%s", c.what);
     if (c.unpack_fails) return pc_error_set(e, PC_EPROTO, "malformed protobuf");
     w2 s;

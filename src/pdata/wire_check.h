@@ -18,6 +18,9 @@ typedef struct pc_wire_counts {
     size_t profiles, samples; /* in the request as received (pc_batch_counts before validate) */
     size_t kept_samples;      /* in the profiles validation keeps (pc_batch_items after it) */
     int64_t rejected;         /* profiles validation would take out (its *rejected) */
+    /* what the decode would reserve from its budget: pc_proto_scan_message's cost, exactly
+     * (set once the wire format was found well-formed) */
+    size_t cost;
 } pc_wire_counts;
 
 /* 0 when the decoded path accepts the request (rejected > 0 then means some profiles would be

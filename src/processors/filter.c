@@ -348,13 +348,13 @@ static void filter_work(pc_proc_job *pj)
 {
     filter_job *j = (filter_job *)pj;
     size_t sample_drops;
-    evaluate(pj->c->priv, pj->b->req, false, &j->profiles, &j->samples, &sample_drops);
+    evaluate(pj->c->priv, pc_batch_req(pj->b), false, &j->profiles, &j->samples, &sample_drops);
     if (!j->profiles && !sample_drops) return;
     /* nothing is left: acknowledged, nothing passed on */
     pj->drop = j->profiles == pc_batch_counts(pj->b).profiles;
     if (pj->drop) return;
     pc_batch_make_writable(&pj->b);
-    evaluate(pj->c->priv, pj->b->req, true, &j->profiles, &j->samples, &sample_drops);
+    evaluate(pj->c->priv, pc_batch_req(pj->b), true, &j->profiles, &j->samples, &sample_drops);
 }
 
 static void filter_after(pc_proc_job *pj)
@@ -369,7 +369,7 @@ static void filter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *
     size_t drop = 0, samples = 0, sample_drops = 0;
     bool per_sample = fp->include.n_sattrs || fp->exclude.n_sattrs;
     if (!per_sample) /* per-profile criteria are cheap enough to decide on the loop thread */
-        evaluate(fp, b->req, false, &drop, &samples, &sample_drops);
+        evaluate(fp, pc_batch_req(b), false, &drop, &samples, &sample_drops);
     if (!per_sample && drop == 0) {
         pc_consume(c->next, b, done, arg);
         return;

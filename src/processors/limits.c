@@ -292,7 +292,7 @@ static void limits_work(pc_proc_job *pj)
     limits_job *j = (limits_job *)pj;
     const limits_cfg *cfg = pj->c->cfg;
     pc_batch_make_writable(&pj->b);
-    pc_request *r = pj->b->req;
+    pc_request *r = pc_batch_req(pj->b);
     pass ps = {.b = pj->b, .d = r->dictionary};
     if (ps.d && (cfg->max_stack_depth || cfg->max_samples_per_profile)) {
         for (size_t i = 0; i < r->n_resource_profiles; i++) {

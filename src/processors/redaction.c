@@ -382,7 +382,7 @@ static void redact_kvs(redact_ctx *x, pc_keyvalue ***v, size_t *n)
 
 static void redact_attributes(redact_ctx *x)
 {
-    pc_request *r = x->b->req;
+    pc_request *r = pc_batch_req(x->b);
     for (size_t i = 0; i < r->n_resource_profiles; i++) {
         pc_resource_profiles *rp = r->resource_profiles[i];
         if (!rp) continue;
@@ -413,7 +413,8 @@ static void redaction_run(pc_proc_job *pj)
 {
     redaction_job *job = (redaction_job *)pj;
     pc_batch_make_writable(&pj->b);
-    redact_ctx x = {.st = pj->c->priv, .b = pj->b, .d = pj->b->req->dictionary, .replacement = -1};
+    redact_ctx x = {
+        .st = pj->c->priv, .b = pj->b, .d = pc_batch_req(pj->b)->dictionary, .replacement = -1};
     if (x.d) {
         x.n_str = x.d->n_string_table;
         x.n_attr = x.d->n_attribute_table;
@@ -428,7 +429,7 @@ static void redaction_run(pc_proc_job *pj)
     }
     if (x.st->blocked_keys.n || x.st->blocked_values.n) redact_attributes(&x);
     if (x.db) {
-        pj->b->req->dictionary = pc_dict_builder_finish(x.db);
+        pc_batch_req(pj->b)->dictionary = pc_dict_builder_finish(x.db);
         pc_dict_builder_free(x.db);
     }
     free(x.sym_cache);

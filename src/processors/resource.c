@@ -662,7 +662,8 @@ static void resource_run(pc_proc_job *pj)
     resource_state *st = pj->c->priv;
     pc_batch_make_writable(&pj->b);
     pc_batch *b = pj->b;
-    const pc_dictionary *d = b->req ? b->req->dictionary : NULL; /* profiles only */
+    const pc_dictionary *d =
+        pc_batch_req(b) ? pc_batch_req(b)->dictionary : NULL; /* profiles only */
     kvlist l = {0};
     size_t n = pc_batch_n_resources(b);
     for (size_t i = 0; i < n; i++) {

@@ -488,13 +488,13 @@ static void link_profiles(pc_proc_job *pj, span_index *ix, tracelink_counts *cou
 {
     pc_batch_make_writable(&pj->b);
     pc_batch *b = pj->b;
-    link_ctx x = {.cfg = pj->c->cfg, .b = b, .d = b->req->dictionary, .ix = ix};
+    link_ctx x = {.cfg = pj->c->cfg, .b = b, .d = pc_batch_req(b)->dictionary, .ix = ix};
     if (!x.d) return;
     /* nothing to link, nor (with the index) any link to complete */
     if (x.d->n_attribute_table < 2 && !(ix && x.d->n_link_table >= 2)) return;
     x.kind = pc_xcalloc(x.d->n_attribute_table + 1, 1);
-    for (size_t i = 0; i < b->req->n_resource_profiles; i++) {
-        pc_resource_profiles *rp = b->req->resource_profiles[i];
+    for (size_t i = 0; i < pc_batch_req(b)->n_resource_profiles; i++) {
+        pc_resource_profiles *rp = pc_batch_req(b)->resource_profiles[i];
         if (!rp) continue;
         x.service = pc_resource_attr_str(x.d, rp->resource, "service.name");
         for (size_t j = 0; j < rp->n_scope_profiles; j++) {
@@ -507,7 +507,7 @@ static void link_profiles(pc_proc_job *pj, span_index *ix, tracelink_counts *cou
         }
     }
     if (x.db) {
-        b->req->dictionary = pc_dict_builder_finish(x.db);
+        pc_batch_req(b)->dictionary = pc_dict_builder_finish(x.db);
         pc_dict_builder_free(x.db);
     }
     free(x.kind);

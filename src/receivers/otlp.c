@@ -377,6 +377,10 @@ static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
     if (rc < 0) return rc;
     j->decoded_data = data;
     j->decoded_len = len;
+    /* every consumer passes the bytes through: check them on the wire, decode nothing
+     * (ARCHITECTURE.md §2); whatever the check would refuse or reject is decoded after all, so
+     * the answer is the decode's */
+    if (!j->json && pc_receive_wire_check(rq, data, len, budget)) return 0;
     return pc_batch_decode(rq->sig, data, len, j->json, budget, &rq->batch, e);
 }
 

@@ -98,6 +98,9 @@ typedef struct pc_component_type {
      * *room to what decodes in flight may hold (the memory_limiter); receivers ask the chain
      * before decoding (pc_consumer_admit). */
     pc_admit (*admit)(pc_component *c, size_t *room);
+    /* Optional, exporters: whether this instance sends a request's bytes as received and reads
+     * nothing of its model when nothing before it changed the data (pc_consumer.wire_ok). */
+    bool (*wire_ok)(const pc_component *c);
     /* Optional, exporters: true while consume would refuse for lack of room (a full queue). */
     bool (*full)(pc_component *c);
     /* Optional, exporters: whether consume acknowledges only data on disk (pc_consumer.durable). */

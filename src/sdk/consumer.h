@@ -22,6 +22,12 @@ struct pc_consumer {
     void (*consume)(pc_consumer *self, pc_batch *b, pc_done_fn done, void *arg);
     /* True if consume may modify the batch (it then calls pc_batch_make_writable). */
     bool mutates;
+    /* True when every consumer this leads to is an exporter that sends a request's bytes as
+     * received and reads nothing of its model (pass-through, ARCHITECTURE.md §2): a receiver may
+     * then only check the request on the wire (pdata/wire_check.h) and hand on a batch whose
+     * model is decoded only if something asks for it after all. The service sets it when it
+     * builds the graph. */
+    bool wire_ok;
     /* Optional: PC_ADMIT_OK, or why consume would refuse any batch now; lowers *room to what
      * the decodes in flight may hold for it (a memory limiter's room under its soft limit). */
     pc_admit (*admit)(pc_consumer *self, size_t *room);

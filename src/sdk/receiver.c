@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "pdata/wire_check.h"
 
 void pc_receiver_stats_register(pc_component *c, pc_receiver_stats *s, const char *transport)
 {
@@ -14,6 +15,8 @@ void pc_receiver_stats_register(pc_component *c, pc_receiver_stats *s, const cha
             pc_receiver_register_metrics(c, (pc_signal)sig, transport, &s->accepted[sig],
                                          &s->refused[sig]);
     pc_receiver_register_refused_requests(c, transport, &s->refused_requests);
+    if (c->route[PC_SIGNAL_PROFILES] || c->next)
+        pc_receiver_register_wire_checked(c, transport, &s->wire_checked);
 }
 
 void pc_receiver_core_init(pc_receiver_core *rc, pc_component *c)
@@ -75,6 +78,24 @@ static void validate(pc_receive *rq)
     rq->invalid = decoded - rq->items; /* what validation took out is refused data */
 }
 
+bool pc_receive_wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_budget *budget)
+{
+    pc_wire_counts wc;
+    pc_error e = {0};
+    if (!rq->wire || pc_wire_check_profiles(data, len, PC_PROTO_MAX_DEPTH, &wc, &e) < 0 ||
+        wc.rejected)
+        return false;
+    /* the decode would reserve this much before allocating (docs/limits.md): the same refusal */
+    if (pc_budget_reserve(budget, wc.cost, "decoded protobuf request") < 0) {
+        pc_budget_release(budget);
+        pc_budget_init(budget, rq->max_decoded); /* as decode_work set it up */
+        budget->room = rq->decode_room;
+        return false;
+    }
+    rq->batch = pc_batch_new_wire(data, len, wc.kept_samples, wc.profiles, rq->max_decoded);
+    return true;
+}
+
 static void decode_work(uv_work_t *w)
 {
     pc_receive *rq = w->data;
@@ -91,6 +112,9 @@ static void decode_work(uv_work_t *w)
             pc_budget_message(&budget, rq->decoded_key, rq->msg, sizeof rq->msg);
         }
         if (rq->batch) rq->invalid = pc_batch_items(rq->batch);
+    } else if (pc_batch_is_wire(rq->batch)) { /* checked on the wire: validation's verdict */
+        rq->items = pc_batch_items(rq->batch);
+        rq->wire_checked = true;
     } else {
         validate(rq);
     }
@@ -158,6 +182,7 @@ static void decode_done(uv_work_t *w, int status)
         return;
     }
     rq->stats->refused[rq->sig] += rq->invalid;
+    rq->stats->wire_checked += rq->wire_checked;
     if (rq->code) {
         rq->stats->refused_requests.n[reason_of(rq->code)]++;
         PC_INFO_RATELIMITED(&core->refused_log, core->c->id, "%s: refused (%s): %s", rq->who,
@@ -194,6 +219,7 @@ void pc_receive_start(pc_receive *rq)
         return;
     }
     rq->stage = PC_RECEIVE_DECODE;
+    rq->wire = rq->sig == PC_SIGNAL_PROFILES && (*rq->route)->wire_ok;
     rq->work.data = rq;
     pc_decode_queue_work(core->c->loop, &rq->work, decode_work, decode_done);
 }

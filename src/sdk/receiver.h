@@ -35,6 +35,7 @@ static inline uint64_t pc_decoded_limit(uint64_t max_decoded, uint64_t max_body)
 typedef struct pc_receiver_stats {
     uint64_t accepted[PC_SIGNAL_COUNT], refused[PC_SIGNAL_COUNT]; /* items: samples, spans... */
     pc_refused_requests refused_requests;
+    uint64_t wire_checked; /* requests accepted on the wire check alone (pc_receive.wire) */
 } pc_receiver_stats;
 
 /* Register stats under transport for the signals c has routes for (profiles only: c->next). */
@@ -57,7 +58,10 @@ typedef struct pc_receive pc_receive;
 typedef struct pc_receive_ops {
     /* Thread pool: turn the request into rq->batch, reserving from budget (attach it to the
      * arenas made). 0, or a PC_E* code with e: PC_EINVAL bad request, PC_EBADMSG undecodable
-     * body, PC_E2BIG over a limit, PC_ENOTSUP unsupported encoding, PC_EAGAIN no room now. */
+     * body, PC_E2BIG over a limit, PC_ENOTSUP unsupported encoding, PC_EAGAIN no room now.
+     * With rq->wire it may instead hand on a batch of pc_batch_new_wire for a request
+     * pc_wire_check_profiles accepted whole within the budget (pc_receive_wire_check); the
+     * recipe then counts what the check counted and validates nothing again. */
     int (*decode)(pc_receive *rq, pc_budget *budget, pc_error *e);
     /* Thread pool, optional: after validation kept the batch (e.g. pass-through bytes, headers
      * as resource attributes). */
@@ -97,16 +101,27 @@ struct pc_receive {
     pc_receive_stage stage;
     size_t decode_room; /* what the pipelines' memory limiters leave for decodes in flight */
     pc_batch *batch;    /* decode's output; the recipe consumes or frees it */
-    int64_t rejected;   /* profiles validation took out */
-    size_t items;       /* what reaches the pipelines */
-    size_t invalid;     /* what decode or validation refused */
-    int code;           /* the refusal before the pipelines, else PC_OK */
+    /* profiles whose every consumer passes bytes through (pc_consumer.wire_ok): the decode step
+     * may check the request on the wire instead of decoding it */
+    bool wire;
+    int64_t rejected;  /* profiles validation took out */
+    size_t items;      /* what reaches the pipelines */
+    size_t invalid;    /* what decode or validation refused */
+    int code;          /* the refusal before the pipelines, else PC_OK */
+    bool wire_checked; /* accepted on the wire check alone (counted on the loop) */
     char msg[512];
 };
 
 /* Record the tenant a client named (Grafana's X-Scope-OrgID header or gRPC metadata); it travels
  * with the batch (pc_batch_tenant). Values with control characters are ignored. */
 void pc_receive_set_tenant(pc_receive *rq, const char *tenant);
+
+/* Thread pool, for a decode step with rq->wire: a batch of pc_batch_new_wire in rq->batch when
+ * len bytes of protobuf pass pc_wire_check_profiles with nothing to reject and their decode
+ * estimate fits the budget (reserved, then released as the decode's would be); false when the
+ * request is to be decoded (anything refused, or rejected: the decode then gives the same answer
+ * and message as without the check). */
+bool pc_receive_wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_budget *budget);
 
 /* Loop: admission, decode behind the gate, validate, count, consume, answer. */
 void pc_receive_start(pc_receive *rq);

@@ -129,6 +129,16 @@ void pc_receiver_register_refused_requests(pc_component *c, const char *transpor
     }
 }
 
+void pc_receiver_register_wire_checked(pc_component *c, const char *transport, const uint64_t *n)
+{
+    char labels[300];
+    snprintf(labels, sizeof labels, "receiver=\"%s\",transport=\"%s\"", c->id, transport);
+    pc_metric_u64(c, "profcol_receiver_wire_checked_requests",
+                  "Profiles requests accepted on a check of their wire format alone, not decoded: "
+                  "every consumer passes their bytes through",
+                  PC_METRIC_COUNTER, labels, n);
+}
+
 void pc_receiver_register_in_flight(pc_component *c, const uint64_t *in_flight)
 {
     char labels[300];

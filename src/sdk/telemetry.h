@@ -66,6 +66,10 @@ void pc_receiver_register_refused_requests(struct pc_component *c, const char *t
                                            const pc_refused_requests *r);
 /* Requests a receiver is decoding or waiting on the pipeline for (gauge). */
 void pc_receiver_register_in_flight(struct pc_component *c, const uint64_t *in_flight);
+/* profcol_receiver_wire_checked_requests{receiver, transport}: profiles requests passed
+ * on after a check of their wire format alone (sdk/receiver.h, pc_receive_wire_check). */
+void pc_receiver_register_wire_checked(struct pc_component *c, const char *transport,
+                                       const uint64_t *n);
 /* profcol_<server>_server_{open_connections, connections_refused_total,
  * connections_evicted_total, accept_errors_total}{receiver="id"}, server "http" or "grpc". */
 struct pc_conn_stats;

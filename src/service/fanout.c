@@ -56,8 +56,11 @@ pc_consumer *pc_fanout_new(pc_consumer **targets, size_t n)
     f->n = n;
     f->targets = pc_xcalloc(n, sizeof(pc_consumer *));
     memcpy(f->targets, targets, n * sizeof(pc_consumer *));
-    for (size_t i = 0; i < n; i++)
+    f->base.wire_ok = n > 0;
+    for (size_t i = 0; i < n; i++) {
         f->base.mutates |= targets[i]->mutates;
+        f->base.wire_ok &= targets[i]->wire_ok;
+    }
     return &f->base;
 }
 

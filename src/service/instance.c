@@ -97,6 +97,7 @@ pipe_entry *svc_entry_new(pc_service *s, pc_consumer *next)
     e->base.admit = entry_admit;
     e->base.durable = entry_durable;
     e->base.mutates = next->mutates;
+    e->base.wire_ok = next->wire_ok;
     e->next = next;
     e->svc = s;
     return e;
@@ -194,6 +195,7 @@ pc_component *svc_component_new(pc_service *s, pc_kind kind, const char *id, con
         svc_component_free(c);
         return NULL;
     }
+    c->self.wire_ok = kind == PC_KIND_EXPORTER && t->wire_ok && t->wire_ok(c);
     return c;
 }
 

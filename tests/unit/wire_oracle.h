@@ -20,6 +20,7 @@ static int wire_oracle(const uint8_t *data, size_t len, pc_wire_counts *out)
     pc_error e = {0};
     int rc = pc_proto_scan_message(PC_REQUEST_DESC, data, len, PC_PROTO_MAX_DEPTH, &scan, &e);
     if (rc < 0) return rc;
+    out->cost = scan.cost;
     pc_arena *a = pc_arena_new(scan.cost + 64);
     ProtobufCMessage *m =
         protobuf_c_message_unpack(PC_REQUEST_DESC, pc_arena_allocator(a), len, data);
@@ -39,7 +40,8 @@ static int wire_oracle(const uint8_t *data, size_t len, pc_wire_counts *out)
 }
 
 /* 0 when both paths reach the same verdict (and, on acceptance, the same counts); else 1 with
- * the difference in why. *verdict gets the walk's. */
+ * the difference in why. The cost too: the decode budget's estimate, the scan's. *verdict gets the
+ * walk's. */
 static int wire_compare(const uint8_t *data, size_t len, int *verdict, char *why, size_t n)
 {
     pc_wire_counts w, o;
@@ -51,11 +53,13 @@ static int wire_compare(const uint8_t *data, size_t len, int *verdict, char *why
         snprintf(why, n, "walk %s (%s), decoded path %s", pc_err_name(rw), e.msg, pc_err_name(ro));
         return 1;
     }
-    if (rw == 0 && (w.profiles != o.profiles || w.samples != o.samples ||
-                    w.kept_samples != o.kept_samples || w.rejected != o.rejected)) {
-        snprintf(why, n, "counts: walk %zu/%zu/%zu/%lld, decoded %zu/%zu/%zu/%lld", w.profiles,
-                 w.samples, w.kept_samples, (long long)w.rejected, o.profiles, o.samples,
-                 o.kept_samples, (long long)o.rejected);
+    if (rw == 0 &&
+        (w.profiles != o.profiles || w.samples != o.samples || w.kept_samples != o.kept_samples ||
+         w.rejected != o.rejected || w.cost != o.cost)) {
+        snprintf(why, n,
+                 "counts: walk %zu/%zu/%zu/%lld cost %zu, decoded %zu/%zu/%zu/%lld cost %zu",
+                 w.profiles, w.samples, w.kept_samples, (long long)w.rejected, w.cost, o.profiles,
+                 o.samples, o.kept_samples, (long long)o.rejected, o.cost);
         return 1;
     }
     return 0;

@@ -111,8 +111,8 @@ static pm_ent *ent_at(pm_map *m, const char *name)
 static pm_group *group_of(pm_part *p, const pm_cfg *cfg, const pc_batch *b,
                           const pc_profile_iter *it)
 {
-    const pc_dictionary *d = b->req->dictionary;
-    const pc_resource_profiles *rp = b->req->resource_profiles[it->r];
+    const pc_dictionary *d = pc_batch_req(b)->dictionary;
+    const pc_resource_profiles *rp = pc_batch_req(b)->resource_profiles[it->r];
     const pc_resource *res = rp ? rp->resource : NULL;
     size_t n = cfg->resource_attributes.n;
     const char *vals[64];
@@ -219,10 +219,11 @@ static void add_profile(pm_part *p, pm_group *g, const pm_cfg *cfg, const pc_dic
 
 void pm_part_fill(pm_part *p, const pm_cfg *cfg, const pc_batch *b)
 {
-    if (!b->req || !b->req->dictionary) return;
+    if (!pc_batch_req(b) || !pc_batch_req(b)->dictionary) return;
     pc_profile_iter it = {0};
-    while (pc_profile_next(b->req, &it))
-        if (it.prof) add_profile(p, group_of(p, cfg, b, &it), cfg, b->req->dictionary, it.prof);
+    while (pc_profile_next(pc_batch_req(b), &it))
+        if (it.prof)
+            add_profile(p, group_of(p, cfg, b, &it), cfg, pc_batch_req(b)->dictionary, it.prof);
 }
 
 void pm_part_free(pm_part *p)

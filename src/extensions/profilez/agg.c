@@ -382,7 +382,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc
 
 void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
 {
-    const pc_request *req = b ? b->req : NULL;
+    const pc_request *req = b ? pc_batch_req(b) : NULL;
     if (!req || b->signal != PC_SIGNAL_PROFILES) return;
     batch_ctx *c = pc_xcalloc(1, sizeof *c);
     c->a = a;

@@ -495,20 +495,20 @@ static void symbolizer_run(pc_proc_job *pj)
 {
     sym_job *job = (sym_job *)pj;
     sym_state *st = pj->c->priv;
-    const pc_dictionary *d = pj->b->req ? pj->b->req->dictionary : NULL;
+    const pc_dictionary *d = pc_batch_req(pj->b) ? pc_batch_req(pj->b)->dictionary : NULL;
     size_t want = 0;
     for (size_t i = 1; d && i < d->n_location_table; i++)
         want += wants_symbols(d, d->location_table[i]);
     if (!want) return;
     pc_batch_make_writable(&pj->b);
-    d = pj->b->req->dictionary;
+    d = pc_batch_req(pj->b)->dictionary;
     pc_dict_builder *db = pc_dict_builder_from(pj->b->arena, d);
     /* one wait for the whole batch, however many build ids are being fetched */
     uint64_t deadline = sym_now_ms() + st->cfg->fetch.wait_ms;
     for (size_t i = 1; i < d->n_location_table; i++)
         if (wants_symbols(d, d->location_table[i]))
             symbolize_location(st, db, d, d->location_table[i], deadline, &job->n);
-    pj->b->req->dictionary = pc_dict_builder_finish(db);
+    pc_batch_req(pj->b)->dictionary = pc_dict_builder_finish(db);
     pc_dict_builder_free(db);
 }
 

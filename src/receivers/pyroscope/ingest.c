@@ -333,7 +333,7 @@ int pc_ingest_apply_sample_type_config(pc_batch *b, size_t first_rp, const char 
         json_decref(root);
         return PC_EINVAL;
     }
-    pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
+    pc_dict_builder *db = pc_dict_builder_from(b->arena, pc_batch_req(b)->dictionary);
     const char *key;
     json_t *val;
     json_object_foreach(root, key, val)
@@ -341,8 +341,8 @@ int pc_ingest_apply_sample_type_config(pc_batch *b, size_t first_rp, const char 
         if (!json_is_object(val)) continue;
         const char *display = json_string_value(json_object_get(val, "display-name"));
         const char *units = json_string_value(json_object_get(val, "units"));
-        for (size_t r = first_rp; r < b->req->n_resource_profiles; r++) {
-            pc_resource_profiles *rp = b->req->resource_profiles[r];
+        for (size_t r = first_rp; r < pc_batch_req(b)->n_resource_profiles; r++) {
+            pc_resource_profiles *rp = pc_batch_req(b)->resource_profiles[r];
             for (size_t s = 0; s < rp->n_scope_profiles; s++) {
                 pc_scope_profiles *sp = rp->scope_profiles[s];
                 for (size_t k = 0; k < sp->n_profiles; k++) {
@@ -356,7 +356,7 @@ int pc_ingest_apply_sample_type_config(pc_batch *b, size_t first_rp, const char 
             }
         }
     }
-    b->req->dictionary = pc_dict_builder_finish(db);
+    pc_batch_req(b)->dictionary = pc_dict_builder_finish(db);
     pc_dict_builder_free(db);
     json_decref(root);
     return 0;

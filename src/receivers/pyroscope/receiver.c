@@ -189,8 +189,8 @@ static int run_format(job *j, const pc_format *f, const uint8_t *data, size_t le
 /* pprof time_nanos 0 (or in 1970) takes from; a missing duration takes until - from. */
 static void fix_times(pc_batch *b, size_t first_rp, int64_t from, int64_t until)
 {
-    for (size_t r = first_rp; r < b->req->n_resource_profiles; r++) {
-        pc_resource_profiles *rp = b->req->resource_profiles[r];
+    for (size_t r = first_rp; r < pc_batch_req(b)->n_resource_profiles; r++) {
+        pc_resource_profiles *rp = pc_batch_req(b)->resource_profiles[r];
         for (size_t s = 0; s < rp->n_scope_profiles; s++)
             for (size_t k = 0; k < rp->scope_profiles[s]->n_profiles; k++) {
                 pc_profile *p = rp->scope_profiles[s]->profiles[k];

@@ -372,11 +372,11 @@ static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
     if (rc) return rc;
     pc_batch *b = rq->batch;
     /* the exporters' __name__ (exporters/pyroscope.c): godeltaprof's is memory, mutex, block */
-    pc_dict_builder *db = pc_dict_builder_from(b->arena, b->req->dictionary);
+    pc_dict_builder *db = pc_dict_builder_from(b->arena, pc_batch_req(b)->dictionary);
     int32_t a =
         pc_dict_attr_str(db, "pyroscope.profile.name", s->type->report, strlen(s->type->report));
     pc_profile_iter it = {0};
-    while (pc_profile_next(b->req, &it)) {
+    while (pc_profile_next(pc_batch_req(b), &it)) {
         pc_profile *p = (pc_profile *)it.prof;
         int32_t *idx = pc_arena_alloc(b->arena, (p->n_attribute_indices + 1) * sizeof(int32_t));
         if (p->n_attribute_indices)
@@ -384,7 +384,7 @@ static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
         idx[p->n_attribute_indices++] = a;
         p->attribute_indices = idx;
     }
-    b->req->dictionary = pc_dict_builder_finish(db);
+    pc_batch_req(b)->dictionary = pc_dict_builder_finish(db);
     pc_dict_builder_free(db);
     if (s->delta) {
         j->dres = pc_delta_apply(s->delta, b, s->type->sub_all ? NULL : s->type->sub);

@@ -99,7 +99,12 @@ int pc_qfile_write(const char *dir, uint64_t seq, const pc_batch *b, pc_signal s
                    const char *meta_lines, pc_error *err)
 {
     pc_buf payload = {0}, meta = {0};
-    pc_batch_encode_proto(b, &payload);
+    size_t wire_len = 0;
+    const uint8_t *wire = pc_batch_is_wire(b) ? pc_batch_wire_bytes(b, &wire_len) : NULL;
+    if (wire) /* a request only checked on the wire: its bytes are its encoding */
+        pc_buf_append(&payload, wire, wire_len);
+    else
+        pc_batch_encode_proto(b, &payload);
     if (meta_lines) pc_buf_append(&meta, meta_lines, strlen(meta_lines));
     uint8_t h[REC_HEADER];
     memcpy(h, rec_magic[sig], 4);
