@@ -258,28 +258,55 @@ int pz_agg_add_stack(pz_agg *a, const char *service, const char *type, const cha
 /* ---- a batch ---- */
 
 /* Each location of the batch's dictionary is named once (pc_location_frames, the debug
- * exporter's naming), its frames interned and held until the batch is done. */
+ * exporter's naming), its frames interned and held until the batch is done. Each function is
+ * interned once too: a function has several locations (call sites), and hashing its name was
+ * most of naming a location (perf, bench/README.md "The live view's APIs"). */
 typedef struct batch_ctx {
     pz_agg *a;
     const pc_dictionary *d;
     size_t nloc;         /* locations: slot nloc is for an index out of range */
     uint32_t *off, *cnt; /* a location's frames: ids[off .. off + cnt) */
     bool *named;
+    size_t nfn;    /* functions: slot 0 (and any bad index) is "<unknown>" */
+    uint32_t *fid; /* a function's name id + 1, 0: not named yet (the reference is in ids) */
     uint32_t *ids; /* one reference each */
     size_t nids, capids;
     uint32_t stack[PZ_MAX_DEPTH];
     size_t budget; /* frames this batch may still add */
 } batch_ctx;
 
-static void cache_visit(void *arg, const char *name, bool stable)
+static void cache_visit_id(batch_ctx *c, uint32_t id)
 {
-    (void)stable; /* interned: copied */
-    batch_ctx *c = arg;
     if (c->nids == c->capids) {
         c->capids = c->capids ? c->capids * 2 : 1024;
         c->ids = pc_xrealloc(c->ids, c->capids * sizeof *c->ids);
     }
-    c->ids[c->nids++] = pz_name_ref(&c->a->nm, name);
+    c->ids[c->nids++] = id;
+}
+
+static void cache_visit(void *arg, const char *name, bool stable)
+{
+    (void)stable; /* interned: copied */
+    batch_ctx *c = arg;
+    cache_visit_id(c, pz_name_ref(&c->a->nm, name));
+}
+
+/* What pc_location_frames visits for a location with lines, each function named once a batch. */
+static void location_lines(batch_ctx *c, const pc_location *loc)
+{
+    for (size_t k = 0; k < loc->n_lines; k++) {
+        const pc_line *ln = loc->lines[k];
+        int32_t fi = ln ? ln->function_index : 0;
+        size_t slot = fi > 0 && (size_t)fi < c->nfn ? (size_t)fi : 0;
+        if (!c->fid[slot]) {
+            cache_visit(c, pc_function_name(c->d, (int32_t)slot), true);
+            c->fid[slot] = c->ids[c->nids - 1] + 1;
+            continue;
+        }
+        uint32_t id = c->fid[slot] - 1;
+        c->a->nm.v[id].refs++; /* the ids entry's reference */
+        cache_visit_id(c, id);
+    }
 }
 
 static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
@@ -288,7 +315,11 @@ static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
     if (!c->named[slot]) {
         size_t unlimited = SIZE_MAX;
         c->off[slot] = (uint32_t)c->nids;
-        pc_location_frames(c->d, li, &unlimited, cache_visit, c);
+        const pc_location *loc = slot < c->nloc ? c->d->location_table[slot] : NULL;
+        if (loc && loc->lines && loc->n_lines)
+            location_lines(c, loc);
+        else
+            pc_location_frames(c->d, li, &unlimited, cache_visit, c);
         c->cnt[slot] = (uint32_t)(c->nids - c->off[slot]);
         c->named[slot] = true;
     }
@@ -334,6 +365,36 @@ static int cmp_stack_val(const void *x, const void *y)
     return (a->lset > b->lset) - (a->lset < b->lset);
 }
 
+/* sv by stack, then label set, as qsort with cmp_stack_val would order it. When the stack
+ * indices are few for the samples (a profile's own stack table), a counting sort by stack
+ * (linear) and a sort of each run of one stack by label set (mostly runs of one): qsort was a
+ * tenth of aggregating (perf). Otherwise (a large table shared by small profiles) qsort, so that a
+ * profile costs what its samples do. */
+static void sort_stack_vals(stack_val *sv, size_t m, size_t nstk)
+{
+    if (m < 2) return;
+    if (nstk > 2 * m + 64) {
+        qsort(sv, m, sizeof *sv, cmp_stack_val);
+        return;
+    }
+    size_t *at = pc_xcalloc(nstk + 2, sizeof *at); /* stack 0 even when nstk is 0 */
+    stack_val *out = pc_xmalloc(m * sizeof *out);
+    for (size_t i = 0; i < m; i++)
+        at[sv[i].stack + 1]++; /* 0 <= stack < nstk (add_profile) */
+    for (size_t k = 1; k <= nstk + 1; k++)
+        at[k] += at[k - 1];
+    for (size_t i = 0; i < m; i++)
+        out[at[sv[i].stack]++] = sv[i];
+    for (size_t i = 0, j; i < m; i = j) {
+        for (j = i + 1; j < m && out[j].stack == out[i].stack; j++)
+            ;
+        if (j - i > 1) qsort(out + i, j - i, sizeof *out, cmp_stack_val);
+    }
+    memcpy(sv, out, m * sizeof *sv);
+    free(out);
+    free(at);
+}
+
 /* One profile; false when the batch's frame budget ran out. */
 static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc_profile *p,
                         uint64_t now_ms)
@@ -356,7 +417,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc
     }
     pz_lset_memo_clear(a, memo);
     free(memo);
-    if (m > 1) qsort(sv, m, sizeof *sv, cmp_stack_val);
+    sort_stack_vals(sv, m, nstk);
     slice *sl = slice_now(a, se, now_ms);
     bool ok = true;
     for (size_t i = 0; i < m && ok;) {
@@ -391,6 +452,8 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
     c->off = pc_xmalloc((c->nloc + 1) * sizeof *c->off);
     c->cnt = pc_xmalloc((c->nloc + 1) * sizeof *c->cnt);
     c->named = pc_xcalloc(c->nloc + 1, sizeof *c->named);
+    c->nfn = c->d ? ARR_N(c->d->function_table, c->d->n_function_table) : 0;
+    c->fid = pc_xcalloc(c->nfn + 1, sizeof *c->fid);
     c->budget = PZ_MAX_FRAMES_PER_BATCH;
     bool ok = true;
     for (size_t ri = 0; ri < ARR_N(req->resource_profiles, req->n_resource_profiles); ri++) {
@@ -429,6 +492,7 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
     free(c->off);
     free(c->cnt);
     free(c->named);
+    free(c->fid);
     free(c);
 }
 
