@@ -51,3 +51,26 @@ void pc_buf_free(pc_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
+
+size_t pc_fmt_u64(char *out, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+void pc_buf_put_i64(pc_buf *b, int64_t v)
+{
+    pc_buf_reserve(b, 24);
+    char *p = (char *)b->data + b->len, *s = p;
+    if (v < 0) *p++ = '-';
+    p += pc_fmt_u64(p, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    *p = 0; /* NUL-terminated as pc_buf_append leaves it */
+    b->len += (size_t)(p - s);
+}

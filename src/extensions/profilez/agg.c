@@ -358,41 +358,40 @@ typedef struct stack_val {
     uint64_t samples;
 } stack_val;
 
-static int cmp_stack_val(const void *x, const void *y)
-{
-    const stack_val *a = x, *b = y;
-    if (a->stack != b->stack) return (a->stack > b->stack) - (a->stack < b->stack);
-    return (a->lset > b->lset) - (a->lset < b->lset);
-}
-
-/* sv by stack, then label set, as qsort with cmp_stack_val would order it. When the stack
- * indices are few for the samples (a profile's own stack table), a counting sort by stack
- * (linear) and a sort of each run of one stack by label set (mostly runs of one): qsort was a
- * tenth of aggregating (perf). Otherwise (a large table shared by small profiles) qsort, so that a
- * profile costs what its samples do. */
-static void sort_stack_vals(stack_val *sv, size_t m, size_t nstk)
+/* sv by stack, then label set (the order stacks meet the budget in), by an LSD radix sort
+ * (8 bits a pass, as many passes as the largest stack and set need): linear in the samples
+ * whatever the size of the batch's stack table, where qsort was a tenth of aggregating (perf,
+ * bench/README.md "The live view's APIs"). Stable: samples of one stack and set keep their order.
+ */
+static void sort_stack_vals(stack_val *sv, size_t m)
 {
     if (m < 2) return;
-    if (nstk > 2 * m + 64) {
-        qsort(sv, m, sizeof *sv, cmp_stack_val);
-        return;
+    uint32_t smax = 0, lmax = 0;
+    for (size_t i = 0; i < m; i++) {
+        smax |= (uint32_t)sv[i].stack; /* >= 0 (add_profile) */
+        lmax |= sv[i].lset;
     }
-    size_t *at = pc_xcalloc(nstk + 2, sizeof *at); /* stack 0 even when nstk is 0 */
-    stack_val *out = pc_xmalloc(m * sizeof *out);
-    for (size_t i = 0; i < m; i++)
-        at[sv[i].stack + 1]++; /* 0 <= stack < nstk (add_profile) */
-    for (size_t k = 1; k <= nstk + 1; k++)
-        at[k] += at[k - 1];
-    for (size_t i = 0; i < m; i++)
-        out[at[sv[i].stack]++] = sv[i];
-    for (size_t i = 0, j; i < m; i = j) {
-        for (j = i + 1; j < m && out[j].stack == out[i].stack; j++)
-            ;
-        if (j - i > 1) qsort(out + i, j - i, sizeof *out, cmp_stack_val);
+    unsigned lbits = 0, bits;
+    while (lbits < 32 && lmax >> lbits)
+        lbits++;
+    for (bits = lbits; bits - lbits < 32 && smax >> (bits - lbits); bits++)
+        ;
+    stack_val *tmp = pc_xmalloc(m * sizeof *tmp), *src = sv, *dst = tmp;
+    for (unsigned shift = 0; shift < bits; shift += 8) {
+        size_t at[257] = {0};
+        for (size_t i = 0; i < m; i++)
+            at[((((uint64_t)(uint32_t)src[i].stack << lbits) | src[i].lset) >> shift & 0xff) + 1]++;
+        for (size_t k = 1; k < 257; k++)
+            at[k] += at[k - 1];
+        for (size_t i = 0; i < m; i++)
+            dst[at[(((uint64_t)(uint32_t)src[i].stack << lbits) | src[i].lset) >> shift & 0xff]++] =
+                src[i];
+        stack_val *t = src;
+        src = dst;
+        dst = t;
     }
-    memcpy(sv, out, m * sizeof *sv);
-    free(out);
-    free(at);
+    if (src != sv) memcpy(sv, src, m * sizeof *sv);
+    free(tmp);
 }
 
 /* One profile; false when the batch's frame budget ran out. */
@@ -417,7 +416,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc
     }
     pz_lset_memo_clear(a, memo);
     free(memo);
-    sort_stack_vals(sv, m, nstk);
+    sort_stack_vals(sv, m);
     slice *sl = slice_now(a, se, now_ms);
     bool ok = true;
     for (size_t i = 0; i < m && ok;) {

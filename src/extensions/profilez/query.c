@@ -225,6 +225,24 @@ static uint32_t *tree_children(pz_agg *a, ftree *t)
     return kids;
 }
 
+/* ",[name,total,self,depth(,base)]" without printf: a flame graph is thousands of these. */
+static void put_node(pc_buf *tree, uint32_t name, const fnode *n, size_t depth, bool diff)
+{
+    pc_buf_append(tree, ",[", 2);
+    pc_buf_put_i64(tree, name);
+    pc_buf_append(tree, ",", 1);
+    pc_buf_put_i64(tree, n->total);
+    pc_buf_append(tree, ",", 1);
+    pc_buf_put_i64(tree, n->self);
+    pc_buf_append(tree, ",", 1);
+    pc_buf_put_i64(tree, (int64_t)depth);
+    if (diff) {
+        pc_buf_append(tree, ",", 1);
+        pc_buf_put_i64(tree, n->base);
+    }
+    pc_buf_append(tree, "]", 1);
+}
+
 /* The nodes in pre-order with an explicit stack into tree, their names into nms (numbered as
  * first used, 0 = "total"); nodes under 1/PZ_PRUNE_DIV of the total are left out, counted. */
 static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids, bool diff,
@@ -264,9 +282,7 @@ static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids,
             pc_buf_printf(nms, ",");
             pz_json_str(nms, a->nm.v[cn->name].s);
         }
-        pc_buf_printf(tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu", remap[cn->name], cn->total,
-                      cn->self, depth);
-        pc_buf_printf(tree, diff ? ",%" PRId64 "]" : "]", cn->base);
+        put_node(tree, remap[cn->name], cn, depth, diff);
         stack[depth++] = (frame){c, 0};
     }
     free(stack);
