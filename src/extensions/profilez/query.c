@@ -124,33 +124,36 @@ typedef struct ftree {
     fnode *v;
     size_t n, cap;
     uint32_t *slots; /* node index + 1 keyed by (parent, name) */
-    size_t nslots;
+    size_t nslots;   /* 2^bits */
+    unsigned bits;
 } ftree;
 
-static uint64_t pair_hash(uint32_t parent, uint32_t name)
+/* Node ids and name ids are the aggregate's, so a multiply-shift slot (base/hash.h) is enough. */
+static size_t pair_slot(const ftree *t, uint32_t parent, uint32_t name)
 {
-    return pc_hash_u64(((uint64_t)parent << 32) | name);
+    return pc_hash_slot_u64(((uint64_t)parent << 32) | name, t->bits);
 }
 
 static void ftree_grow(ftree *t)
 {
-    size_t ns = t->nslots ? t->nslots * 2 : 1024;
+    t->bits = t->nslots ? t->bits + 1 : 10;
+    size_t ns = (size_t)1 << t->bits;
+    t->nslots = ns;
     uint32_t *s = pc_xcalloc(ns, sizeof *s);
     for (size_t i = 1; i < t->n; i++) {
-        size_t j = (size_t)pair_hash(t->v[i].parent, t->v[i].name) & (ns - 1);
+        size_t j = pair_slot(t, t->v[i].parent, t->v[i].name);
         while (s[j])
             j = (j + 1) & (ns - 1);
         s[j] = (uint32_t)i + 1;
     }
     free(t->slots);
     t->slots = s;
-    t->nslots = ns;
 }
 
 static uint32_t ftree_child(ftree *t, uint32_t parent, uint32_t name)
 {
     if ((t->n + 1) * 10 > t->nslots * 7) ftree_grow(t);
-    size_t j = (size_t)pair_hash(parent, name) & (t->nslots - 1);
+    size_t j = pair_slot(t, parent, name);
     while (t->slots[j]) {
         fnode *c = &t->v[t->slots[j] - 1];
         if (c->parent == parent && c->name == name) return t->slots[j] - 1;
