@@ -16,17 +16,28 @@
  * stacks cannot make aggregation run away; the profiles after it are dropped and counted. */
 #define PZ_MAX_FRAMES_PER_BATCH ((size_t)1 << 25)
 
-/* The names, stacks and trees below hash with the process's seeded hash (base/hash.h): frames and
- * stacks are the clients', and a fixed hash would let a client fill one probe run. */
-
-static uint64_t stack_hash(const uint32_t *f, size_t n, bool over, uint32_t lset)
+/* The names hash with the process's seeded hash (base/hash.h): frames are the clients', and a
+ * fixed hash would let a client fill one probe run. A stack is a vector of name ids the aggregate
+ * gave out, hashed by multiply-add-shift: sum of a_i * x_i over its 32-bit words with random
+ * 64-bit a_i (derived from the process's key in pz_agg_new), its top bits the slot. For keys a
+ * client does not know, two different vectors share a slot with probability about 1 / slots
+ * (Dietzfelbinger 1996, "Universal hashing and k-wise independent random variables via integer
+ * arithmetic without primes"), at one multiplication a frame where SipHash was a fifth of adding
+ * a stack (perf, bench/README.md "The live view's APIs"). The words are the frames, the label set,
+ * and the length with the over flag (so that a shorter stack is not a longer one's prefix). */
+static uint64_t stack_hash(const pz_agg *a, const uint32_t *f, size_t n, bool over, uint32_t lset)
 {
-    pc_hash h;
-    pc_hash_begin(&h);
-    pc_hash_word(&h, over);
-    pc_hash_word(&h, lset);
-    pc_hash_bytes(&h, f, n * sizeof *f);
-    return pc_hash_end(&h);
+    const uint64_t *k = a->stack_keys;
+    uint64_t h = k[0] * ((uint64_t)n << 1 | over) + k[1] * lset;
+    for (size_t i = 0; i < n; i++)
+        h += k[i + 2] * f[i];
+    return h;
+}
+
+/* A stack's slot in a table of cap (a power of two, at least 64) slots: the hash's top bits. */
+static size_t stk_slot(uint64_t h, size_t cap)
+{
+    return (size_t)(h >> (64 - __builtin_ctzll(cap)));
 }
 
 static void slice_clear(pz_agg *a, series *se, slice *sl)
@@ -82,7 +93,7 @@ static slice *current_slice(pz_agg *a, series *se, uint64_t now)
 static stk *slice_find(slice *sl, const uint32_t *f, size_t n, bool over, uint32_t lset, uint64_t h)
 {
     if (!sl->cap) return NULL;
-    size_t j = (size_t)h & (sl->cap - 1);
+    size_t j = stk_slot(h, sl->cap);
     while (sl->tab[j].frames) {
         stk *e = &sl->tab[j];
         if (e->hash == h && e->over == over && e->lset == lset && e->n == n &&
@@ -101,7 +112,7 @@ static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool
         stk *nt = pc_xcalloc(ncap, sizeof *nt);
         for (size_t i = 0; i < sl->cap; i++) {
             if (!sl->tab[i].frames) continue;
-            size_t j = (size_t)sl->tab[i].hash & (ncap - 1);
+            size_t j = stk_slot(sl->tab[i].hash, ncap);
             while (nt[j].frames)
                 j = (j + 1) & (ncap - 1);
             nt[j] = sl->tab[i];
@@ -110,7 +121,7 @@ static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool
         sl->tab = nt;
         sl->cap = ncap;
     }
-    size_t j = (size_t)h & (sl->cap - 1);
+    size_t j = stk_slot(h, sl->cap);
     while (sl->tab[j].frames)
         j = (j + 1) & (sl->cap - 1);
     stk *e = &sl->tab[j];
@@ -213,7 +224,7 @@ static slice *slice_now(pz_agg *a, series *se, uint64_t now_ms)
 static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t n, uint32_t lset,
                     int64_t value, uint64_t samples, uint64_t now_ms)
 {
-    uint64_t h = stack_hash(f, n, false, lset);
+    uint64_t h = stack_hash(a, f, n, false, lset);
     stk *e = slice_find(sl, f, n, false, lset, h);
     if (!e) {
         /* the budget: room for a new stack is made by dropping the oldest slices first */
@@ -225,7 +236,7 @@ static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t 
             se->n_stacks++;
             a->st.stacks++;
         } else {
-            uint64_t ho = stack_hash(&a->id_over, 1, true, 0);
+            uint64_t ho = stack_hash(a, &a->id_over, 1, true, 0);
             e = slice_find(sl, &a->id_over, 1, true, 0, ho);
             if (!e) e = slice_insert(a, sl, &a->id_over, 1, true, 0, ho);
             se->over_samples += samples;
@@ -504,6 +515,8 @@ pz_agg *pz_agg_new(const pz_limits *l)
     if (a->l.slices == 0) a->l.slices = 1;
     a->slice_ms = a->l.window_ms / a->l.slices;
     if (a->slice_ms == 0) a->slice_ms = 1;
+    for (size_t i = 0; i < PZ_MAX_DEPTH + 2; i++)
+        a->stack_keys[i] = pc_hash_u64(i); /* secret: SipHash under the process's key */
     a->id_over = pz_name_ref(&a->nm, "[over budget]");
     a->id_trunc = pz_name_ref(&a->nm, "[truncated]");
     pz_lsets_init(a);

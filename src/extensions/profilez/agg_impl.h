@@ -79,6 +79,7 @@ struct pz_agg {
     pz_stats st;
     uint32_t id_over, id_trunc;
     lsets ls;
+    uint64_t stack_keys[PZ_MAX_DEPTH + 2]; /* agg.c's stack hash: length and set, then frames */
 };
 
 uint32_t pz_name_ref(names *nm, const char *s);
