@@ -65,12 +65,9 @@ size_t pc_fmt_u64(char *out, uint64_t v)
     return n;
 }
 
-void pc_buf_put_i64(pc_buf *b, int64_t v)
+size_t pc_fmt_i64(char *out, int64_t v)
 {
-    pc_buf_reserve(b, 24);
-    char *p = (char *)b->data + b->len, *s = p;
-    if (v < 0) *p++ = '-';
-    p += pc_fmt_u64(p, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
-    *p = 0; /* NUL-terminated as pc_buf_append leaves it */
-    b->len += (size_t)(p - s);
+    size_t n = 0;
+    if (v < 0) out[n++] = '-';
+    return n + pc_fmt_u64(out + n, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }

@@ -15,8 +15,8 @@ void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf
 void pc_buf_free(pc_buf *b);
 /* v in decimal into out (20 bytes at most, not terminated): its length. */
 size_t pc_fmt_u64(char *out, uint64_t v);
-/* v in decimal, as printf's %" PRId64 " writes it, without printf's cost (a flame graph's JSON is
- * mostly numbers: bench/README.md "The live view's APIs"). */
-void pc_buf_put_i64(pc_buf *b, int64_t v);
+/* The same for a signed v (21 bytes at most): what printf's %" PRId64 " writes, without printf's
+ * cost (a flame graph's JSON is mostly numbers: bench/README.md "The live view's APIs"). */
+size_t pc_fmt_i64(char *out, int64_t v);
 
 #endif

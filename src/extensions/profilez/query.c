@@ -231,19 +231,22 @@ static uint32_t *tree_children(pz_agg *a, ftree *t)
 /* ",[name,total,self,depth(,base)]" without printf: a flame graph is thousands of these. */
 static void put_node(pc_buf *tree, uint32_t name, const fnode *n, size_t depth, bool diff)
 {
-    pc_buf_append(tree, ",[", 2);
-    pc_buf_put_i64(tree, name);
-    pc_buf_append(tree, ",", 1);
-    pc_buf_put_i64(tree, n->total);
-    pc_buf_append(tree, ",", 1);
-    pc_buf_put_i64(tree, n->self);
-    pc_buf_append(tree, ",", 1);
-    pc_buf_put_i64(tree, (int64_t)depth);
+    char b[8 + 5 * 21], *p = b;
+    *p++ = ',';
+    *p++ = '[';
+    p += pc_fmt_i64(p, name);
+    *p++ = ',';
+    p += pc_fmt_i64(p, n->total);
+    *p++ = ',';
+    p += pc_fmt_i64(p, n->self);
+    *p++ = ',';
+    p += pc_fmt_i64(p, (int64_t)depth);
     if (diff) {
-        pc_buf_append(tree, ",", 1);
-        pc_buf_put_i64(tree, n->base);
+        *p++ = ',';
+        p += pc_fmt_i64(p, n->base);
     }
-    pc_buf_append(tree, "]", 1);
+    *p++ = ']';
+    pc_buf_append(tree, b, (size_t)(p - b));
 }
 
 /* The nodes in pre-order with an explicit stack into tree, their names into nms (numbered as
