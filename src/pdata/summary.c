@@ -394,6 +394,13 @@ void pc_top_frame(pc_top *t, const char *name, bool stable)
     }
 }
 
+void pc_top_add(pc_top *t, const char *name, bool stable, int64_t flat, int64_t cum)
+{
+    fn_ent *e = fn_get(t, name, !stable);
+    e->flat = pc_sat_add(e->flat, flat);
+    e->cum = pc_sat_add(e->cum, cum);
+}
+
 static int cmp_row(const void *a, const void *b)
 {
     const pc_top_row *x = a, *y = b;

@@ -72,6 +72,8 @@ void pc_top_free(pc_top *t);
 /* Begin a stack of this value; then pc_top_frame for each of its frames, leaf first. */
 void pc_top_stack(pc_top *t, int64_t value);
 void pc_top_frame(pc_top *t, const char *name, bool stable);
+/* A function's flat and cum added at once (a caller that summed them itself, per id). */
+void pc_top_add(pc_top *t, const char *name, bool stable, int64_t flat, int64_t cum);
 /* Every function seen, by flat descending then name; a malloc'd array of *n rows (free()). */
 pc_top_row *pc_top_rows(const pc_top *t, size_t *n);
 

@@ -331,9 +331,13 @@ static long focus_cut(const pz_agg *a, const stk *e, const pz_query *q)
     return (long)(e->n - q->n_focus) + (q->n_focus ? 1 : 0);
 }
 
+/* Flat and cum by name id first (arrays: no name hashed per frame of every stack, which was
+ * most of a top table's cost), then one row per function into the pc_top. */
 pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total_out)
 {
-    pc_top *t = pc_top_new();
+    size_t nn = a->nm.n ? a->nm.n : 1;
+    int64_t *flat = pc_xcalloc(nn, sizeof *flat), *cum = pc_xcalloc(nn, sizeof *cum);
+    uint64_t *stamp = pc_xcalloc(nn, sizeof *stamp), cur = 0;
     int64_t total = 0;
     for (unsigned i = 0; i < a->l.slices; i++) {
         const slice *sl = &se->sl[i];
@@ -342,11 +346,22 @@ pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int
             long m = stk_in(a, e, q) ? focus_cut(a, e, q) : -1;
             if (m < 0) continue;
             total = pc_sat_add(total, e->value);
-            pc_top_stack(t, e->value);
-            for (long f = 0; f < m; f++)
-                pc_top_frame(t, a->nm.v[e->frames[f]].s, true);
+            cur++;
+            if (m > 0) flat[e->frames[0]] = pc_sat_add(flat[e->frames[0]], e->value);
+            for (long f = 0; f < m; f++) {
+                uint32_t id = e->frames[f];
+                if (stamp[id] == cur) continue; /* once per stack, even when it recurses */
+                stamp[id] = cur;
+                cum[id] = pc_sat_add(cum[id], e->value);
+            }
         }
     }
+    pc_top *t = pc_top_new();
+    for (size_t id = 0; id < a->nm.n; id++)
+        if (stamp[id]) pc_top_add(t, a->nm.v[id].s, true, flat[id], cum[id]);
+    free(flat);
+    free(cum);
+    free(stamp);
     *total_out = total;
     return t;
 }
