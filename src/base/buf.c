@@ -51,3 +51,23 @@ void pc_buf_free(pc_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
+
+size_t pc_fmt_u64(char *out, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+size_t pc_fmt_i64(char *out, int64_t v)
+{
+    size_t n = 0;
+    if (v < 0) out[n++] = '-';
+    return n + pc_fmt_u64(out + n, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+}

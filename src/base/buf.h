@@ -13,5 +13,10 @@ void pc_buf_reserve(pc_buf *b, size_t extra);
 void pc_buf_append(pc_buf *b, const void *p, size_t n);
 void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pc_buf_free(pc_buf *b);
+/* v in decimal into out (20 bytes at most, not terminated): its length. */
+size_t pc_fmt_u64(char *out, uint64_t v);
+/* The same for a signed v (21 bytes at most): what printf's %" PRId64 " writes, without printf's
+ * cost (a flame graph's JSON is mostly numbers: bench/README.md "The live view's APIs"). */
+size_t pc_fmt_i64(char *out, int64_t v);
 
 #endif

@@ -82,4 +82,15 @@ static inline uint64_t pc_hash_u64(uint64_t x)
 /* A byte string. */
 uint64_t pc_hash_mem(const void *p, size_t n);
 
+/* A slot among 2^bits (1 <= bits <= 63) for one 64-bit key, by multiply-shift: the top bits of x
+ * times an odd multiplier drawn from the process's key. For a multiplier the client does not know,
+ * two different keys share a slot with probability at most 2 / 2^bits (Dietzfelbinger, Hagerup,
+ * Katajainen, Penttonen 1997, "A reliable randomized algorithm for the closest-pair problem"), as
+ * a random hash would; one multiplication where SipHash takes four rounds, for hot tables keyed by
+ * ids the process gave out (profilez's flame-graph tree). */
+static inline size_t pc_hash_slot_u64(uint64_t x, unsigned bits)
+{
+    return (size_t)((x * (pc_hash_key[0] | 1)) >> (64 - bits));
+}
+
 #endif

@@ -650,24 +650,11 @@ static inline void putc_(pc_buf *b, char ch)
     b->len++;
 }
 
-static size_t fmt_u64(char *out, uint64_t v)
-{
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    return n;
-}
-
 static void put_u64(pc_buf *b, uint64_t v, bool quote)
 {
     char *p = wr(b, 24), *s = p;
     if (quote) *p++ = '"';
-    p += fmt_u64(p, v);
+    p += pc_fmt_u64(p, v);
     if (quote) *p++ = '"';
     b->len += (size_t)(p - s);
 }
@@ -677,7 +664,7 @@ static void put_i64(pc_buf *b, int64_t v, bool quote)
     char *p = wr(b, 24), *s = p;
     if (quote) *p++ = '"';
     if (v < 0) *p++ = '-';
-    p += fmt_u64(p, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    p += pc_fmt_u64(p, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
     if (quote) *p++ = '"';
     b->len += (size_t)(p - s);
 }

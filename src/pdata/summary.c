@@ -394,6 +394,13 @@ void pc_top_frame(pc_top *t, const char *name, bool stable)
     }
 }
 
+void pc_top_add(pc_top *t, const char *name, bool stable, int64_t flat, int64_t cum)
+{
+    fn_ent *e = fn_get(t, name, !stable);
+    e->flat = pc_sat_add(e->flat, flat);
+    e->cum = pc_sat_add(e->cum, cum);
+}
+
 static int cmp_row(const void *a, const void *b)
 {
     const pc_top_row *x = a, *y = b;
@@ -413,10 +420,9 @@ pc_top_row *pc_top_rows(const pc_top *t, size_t *n)
     return rows;
 }
 
-/* name, falling back to system_name, then "<unknown>". */
-static const char *function_name(const pc_dictionary *d, int32_t fidx)
+const char *pc_function_name(const pc_dictionary *d, int32_t fidx)
 {
-    if (fidx > 0 && d->function_table && (size_t)fidx < d->n_function_table) {
+    if (fidx > 0 && d && d->function_table && (size_t)fidx < d->n_function_table) {
         const pc_function *f = d->function_table[fidx];
         if (f) {
             const char *s = pc_dict_str(d, f->name_strindex);
@@ -451,7 +457,7 @@ bool pc_location_frames(const pc_dictionary *d, int32_t li, size_t *budget, pc_f
         if (*budget == 0) return false;
         (*budget)--;
         const pc_line *ln = loc->lines[k];
-        visit(arg, function_name(d, ln ? ln->function_index : 0), true);
+        visit(arg, pc_function_name(d, ln ? ln->function_index : 0), true);
     }
     return true;
 }

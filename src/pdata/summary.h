@@ -56,6 +56,9 @@ bool pc_stack_frames(const pc_dictionary *d, const pc_stack *st, size_t *budget,
  * it, so a caller can name each location of a batch once. */
 bool pc_location_frames(const pc_dictionary *d, int32_t li, size_t *budget, pc_frame_visit visit,
                         void *arg);
+/* The name a line of function index fidx gets above: the function's name, else its system
+ * name, else "<unknown>" (also for a bad index); it lives as long as d. */
+const char *pc_function_name(const pc_dictionary *d, int32_t fidx);
 
 /* The top-functions table (`pprof -top`): per function name, flat (self: the value of stacks it
  * is the leaf of) and cum (the value of stacks it is in, once per stack even when it recurses). */
@@ -69,6 +72,8 @@ void pc_top_free(pc_top *t);
 /* Begin a stack of this value; then pc_top_frame for each of its frames, leaf first. */
 void pc_top_stack(pc_top *t, int64_t value);
 void pc_top_frame(pc_top *t, const char *name, bool stable);
+/* A function's flat and cum added at once (a caller that summed them itself, per id). */
+void pc_top_add(pc_top *t, const char *name, bool stable, int64_t flat, int64_t cum);
 /* Every function seen, by flat descending then name; a malloc'd array of *n rows (free()). */
 pc_top_row *pc_top_rows(const pc_top *t, size_t *n);
 

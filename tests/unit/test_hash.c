@@ -2,6 +2,7 @@
  * all fell in one slot of the old fixed hashes (pprof's murmur3 finalizer, JFR's multiplicative
  * hash: issue 28) spread over the table like any others. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/hash.h"
@@ -98,10 +99,38 @@ static void test_old_collisions_spread(void)
     CHECK(b < 16);
 }
 
+/* pc_hash_slot_u64: flame-graph keys (parent << 32 | name) that a slot from the low bits would
+ * put in one slot (only parent changes, names all 7), and keys that differ in the high bits
+ * only, spread over 2^14 slots like random ones; and the multiplier depends on the key. */
+static void test_slot_u64(void)
+{
+    static unsigned load[1u << 14];
+    unsigned most = 0;
+    for (uint64_t i = 1; i <= 8192; i++) {
+        size_t s = pc_hash_slot_u64(i << 32 | 7, 14);
+        CHECK(s < (1u << 14));
+        if (++load[s] > most) most = load[s];
+    }
+    memset(load, 0, sizeof load);
+    for (uint64_t i = 1; i <= 8192; i++) {
+        size_t s = pc_hash_slot_u64(i << 50, 14);
+        if (++load[s] > most) most = load[s];
+    }
+    fprintf(stderr, "  multiply-shift: most keys in one slot %u (of 8192 in 16384)\n", most);
+    CHECK(most < 16);
+    uint64_t k0 = pc_hash_key[0];
+    size_t a = pc_hash_slot_u64(12345, 20);
+    pc_hash_key[0] ^= 0x5555555555555554ULL; /* another odd multiplier */
+    size_t b = pc_hash_slot_u64(12345, 20);
+    pc_hash_key[0] = k0;
+    CHECK(a != b);
+}
+
 int main(void)
 {
     RUN(test_keyed);
     RUN(test_lengths);
     RUN(test_old_collisions_spread);
+    RUN(test_slot_u64);
     return check_report();
 }

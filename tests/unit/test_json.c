@@ -1,7 +1,10 @@
 /* The generic OTLP JSON codec (src/pdata/json.c). */
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "base/buf.h"
 #include "check.h"
 #include "pdata/json.h"
 #include "pdata/pdata.h"
@@ -776,8 +779,26 @@ static void test_batch(void)
     CHECK_CONTAINS(err.msg, "resourceProfiles: expected an array");
 }
 
+/* pc_fmt_i64 / pc_fmt_u64 (base/buf.h, the JSON writers' numbers) against printf. */
+static void test_fmt_int(void)
+{
+    const int64_t v[] = {0,   1,         -1,        9,         10,
+                         -10, 123456789, INT64_MAX, INT64_MIN, -9223372036854775807};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        char got[32], want[32];
+        got[pc_fmt_i64(got, v[i])] = 0;
+        snprintf(want, sizeof want, "%" PRId64, v[i]);
+        CHECK_STR(got, want);
+    }
+    char got[32], want[32];
+    got[pc_fmt_u64(got, UINT64_MAX)] = 0;
+    snprintf(want, sizeof want, "%" PRIu64, UINT64_MAX);
+    CHECK_STR(got, want);
+}
+
 int main(void)
 {
+    RUN(test_fmt_int);
     RUN(test_decode_request);
     RUN(test_round_trip);
     RUN(test_snake_case);

@@ -16,17 +16,28 @@
  * stacks cannot make aggregation run away; the profiles after it are dropped and counted. */
 #define PZ_MAX_FRAMES_PER_BATCH ((size_t)1 << 25)
 
-/* The names, stacks and trees below hash with the process's seeded hash (base/hash.h): frames and
- * stacks are the clients', and a fixed hash would let a client fill one probe run. */
-
-static uint64_t stack_hash(const uint32_t *f, size_t n, bool over, uint32_t lset)
+/* The names hash with the process's seeded hash (base/hash.h): frames are the clients', and a
+ * fixed hash would let a client fill one probe run. A stack is a vector of name ids the aggregate
+ * gave out, hashed by multiply-add-shift: sum of a_i * x_i over its 32-bit words with random
+ * 64-bit a_i (derived from the process's key in pz_agg_new), its top bits the slot. For keys a
+ * client does not know, two different vectors share a slot with probability about 1 / slots
+ * (Dietzfelbinger 1996, "Universal hashing and k-wise independent random variables via integer
+ * arithmetic without primes"), at one multiplication a frame where SipHash was a fifth of adding
+ * a stack (perf, bench/README.md "The live view's APIs"). The words are the frames, the label set,
+ * and the length with the over flag (so that a shorter stack is not a longer one's prefix). */
+static uint64_t stack_hash(const pz_agg *a, const uint32_t *f, size_t n, bool over, uint32_t lset)
 {
-    pc_hash h;
-    pc_hash_begin(&h);
-    pc_hash_word(&h, over);
-    pc_hash_word(&h, lset);
-    pc_hash_bytes(&h, f, n * sizeof *f);
-    return pc_hash_end(&h);
+    const uint64_t *k = a->stack_keys;
+    uint64_t h = k[0] * ((uint64_t)n << 1 | over) + k[1] * lset;
+    for (size_t i = 0; i < n; i++)
+        h += k[i + 2] * f[i];
+    return h;
+}
+
+/* A stack's slot in a table of cap (a power of two, at least 64) slots: the hash's top bits. */
+static size_t stk_slot(uint64_t h, size_t cap)
+{
+    return (size_t)(h >> (64 - __builtin_ctzll(cap)));
 }
 
 static void slice_clear(pz_agg *a, series *se, slice *sl)
@@ -82,7 +93,7 @@ static slice *current_slice(pz_agg *a, series *se, uint64_t now)
 static stk *slice_find(slice *sl, const uint32_t *f, size_t n, bool over, uint32_t lset, uint64_t h)
 {
     if (!sl->cap) return NULL;
-    size_t j = (size_t)h & (sl->cap - 1);
+    size_t j = stk_slot(h, sl->cap);
     while (sl->tab[j].frames) {
         stk *e = &sl->tab[j];
         if (e->hash == h && e->over == over && e->lset == lset && e->n == n &&
@@ -101,7 +112,7 @@ static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool
         stk *nt = pc_xcalloc(ncap, sizeof *nt);
         for (size_t i = 0; i < sl->cap; i++) {
             if (!sl->tab[i].frames) continue;
-            size_t j = (size_t)sl->tab[i].hash & (ncap - 1);
+            size_t j = stk_slot(sl->tab[i].hash, ncap);
             while (nt[j].frames)
                 j = (j + 1) & (ncap - 1);
             nt[j] = sl->tab[i];
@@ -110,7 +121,7 @@ static stk *slice_insert(pz_agg *a, slice *sl, const uint32_t *f, size_t n, bool
         sl->tab = nt;
         sl->cap = ncap;
     }
-    size_t j = (size_t)h & (sl->cap - 1);
+    size_t j = stk_slot(h, sl->cap);
     while (sl->tab[j].frames)
         j = (j + 1) & (sl->cap - 1);
     stk *e = &sl->tab[j];
@@ -213,7 +224,7 @@ static slice *slice_now(pz_agg *a, series *se, uint64_t now_ms)
 static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t n, uint32_t lset,
                     int64_t value, uint64_t samples, uint64_t now_ms)
 {
-    uint64_t h = stack_hash(f, n, false, lset);
+    uint64_t h = stack_hash(a, f, n, false, lset);
     stk *e = slice_find(sl, f, n, false, lset, h);
     if (!e) {
         /* the budget: room for a new stack is made by dropping the oldest slices first */
@@ -225,7 +236,7 @@ static void add_ids(pz_agg *a, series *se, slice *sl, const uint32_t *f, size_t 
             se->n_stacks++;
             a->st.stacks++;
         } else {
-            uint64_t ho = stack_hash(&a->id_over, 1, true, 0);
+            uint64_t ho = stack_hash(a, &a->id_over, 1, true, 0);
             e = slice_find(sl, &a->id_over, 1, true, 0, ho);
             if (!e) e = slice_insert(a, sl, &a->id_over, 1, true, 0, ho);
             se->over_samples += samples;
@@ -258,28 +269,55 @@ int pz_agg_add_stack(pz_agg *a, const char *service, const char *type, const cha
 /* ---- a batch ---- */
 
 /* Each location of the batch's dictionary is named once (pc_location_frames, the debug
- * exporter's naming), its frames interned and held until the batch is done. */
+ * exporter's naming), its frames interned and held until the batch is done. Each function is
+ * interned once too: a function has several locations (call sites), and hashing its name was
+ * most of naming a location (perf, bench/README.md "The live view's APIs"). */
 typedef struct batch_ctx {
     pz_agg *a;
     const pc_dictionary *d;
     size_t nloc;         /* locations: slot nloc is for an index out of range */
     uint32_t *off, *cnt; /* a location's frames: ids[off .. off + cnt) */
     bool *named;
+    size_t nfn;    /* functions: slot 0 (and any bad index) is "<unknown>" */
+    uint32_t *fid; /* a function's name id + 1, 0: not named yet (the reference is in ids) */
     uint32_t *ids; /* one reference each */
     size_t nids, capids;
     uint32_t stack[PZ_MAX_DEPTH];
     size_t budget; /* frames this batch may still add */
 } batch_ctx;
 
-static void cache_visit(void *arg, const char *name, bool stable)
+static void cache_visit_id(batch_ctx *c, uint32_t id)
 {
-    (void)stable; /* interned: copied */
-    batch_ctx *c = arg;
     if (c->nids == c->capids) {
         c->capids = c->capids ? c->capids * 2 : 1024;
         c->ids = pc_xrealloc(c->ids, c->capids * sizeof *c->ids);
     }
-    c->ids[c->nids++] = pz_name_ref(&c->a->nm, name);
+    c->ids[c->nids++] = id;
+}
+
+static void cache_visit(void *arg, const char *name, bool stable)
+{
+    (void)stable; /* interned: copied */
+    batch_ctx *c = arg;
+    cache_visit_id(c, pz_name_ref(&c->a->nm, name));
+}
+
+/* What pc_location_frames visits for a location with lines, each function named once a batch. */
+static void location_lines(batch_ctx *c, const pc_location *loc)
+{
+    for (size_t k = 0; k < loc->n_lines; k++) {
+        const pc_line *ln = loc->lines[k];
+        int32_t fi = ln ? ln->function_index : 0;
+        size_t slot = fi > 0 && (size_t)fi < c->nfn ? (size_t)fi : 0;
+        if (!c->fid[slot]) {
+            cache_visit(c, pc_function_name(c->d, (int32_t)slot), true);
+            c->fid[slot] = c->ids[c->nids - 1] + 1;
+            continue;
+        }
+        uint32_t id = c->fid[slot] - 1;
+        c->a->nm.v[id].refs++; /* the ids entry's reference */
+        cache_visit_id(c, id);
+    }
 }
 
 static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
@@ -288,7 +326,11 @@ static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
     if (!c->named[slot]) {
         size_t unlimited = SIZE_MAX;
         c->off[slot] = (uint32_t)c->nids;
-        pc_location_frames(c->d, li, &unlimited, cache_visit, c);
+        const pc_location *loc = slot < c->nloc ? c->d->location_table[slot] : NULL;
+        if (loc && loc->lines && loc->n_lines)
+            location_lines(c, loc);
+        else
+            pc_location_frames(c->d, li, &unlimited, cache_visit, c);
         c->cnt[slot] = (uint32_t)(c->nids - c->off[slot]);
         c->named[slot] = true;
     }
@@ -298,11 +340,24 @@ static void location(batch_ctx *c, int32_t li, uint32_t *off, uint32_t *cnt)
 
 /* The frames of stack si, leaf first, into c->stack: its PZ_MAX_DEPTH - 1 leaf-most frames
  * under "[truncated]" when deeper. -1 when the batch's frame budget ran out. */
+/* The locations of st not named yet, asked of memory at once: naming them one by one waited for
+ * each (a third of aggregating's own time was that first load, perf annotate). */
+static void prefetch_locations(const batch_ctx *c, const pc_stack *st)
+{
+    size_t nl = ARR_N(st->location_indices, st->n_location_indices);
+    for (size_t i = 0; i < nl && i < PZ_MAX_DEPTH; i++) {
+        int32_t li = st->location_indices[i];
+        if (li > 0 && (size_t)li < c->nloc && !c->named[li])
+            __builtin_prefetch(c->d->location_table[li]);
+    }
+}
+
 static long stack_of(batch_ctx *c, int32_t si)
 {
     const pc_stack *st = c->d->stack_table[si];
     size_t n = 0;
     bool cut = false;
+    prefetch_locations(c, st);
     for (size_t i = 0; i < ARR_N(st->location_indices, st->n_location_indices) && !cut; i++) {
         uint32_t off, cnt;
         location(c, st->location_indices[i], &off, &cnt);
@@ -327,11 +382,40 @@ typedef struct stack_val {
     uint64_t samples;
 } stack_val;
 
-static int cmp_stack_val(const void *x, const void *y)
+/* sv by stack, then label set (the order stacks meet the budget in), by an LSD radix sort
+ * (8 bits a pass, as many passes as the largest stack and set need): linear in the samples
+ * whatever the size of the batch's stack table, where qsort was a tenth of aggregating (perf,
+ * bench/README.md "The live view's APIs"). Stable: samples of one stack and set keep their order.
+ */
+static void sort_stack_vals(stack_val *sv, size_t m)
 {
-    const stack_val *a = x, *b = y;
-    if (a->stack != b->stack) return (a->stack > b->stack) - (a->stack < b->stack);
-    return (a->lset > b->lset) - (a->lset < b->lset);
+    if (m < 2) return;
+    uint32_t smax = 0, lmax = 0;
+    for (size_t i = 0; i < m; i++) {
+        smax |= (uint32_t)sv[i].stack; /* >= 0 (add_profile) */
+        lmax |= sv[i].lset;
+    }
+    unsigned lbits = 0, bits;
+    while (lbits < 32 && lmax >> lbits)
+        lbits++;
+    for (bits = lbits; bits - lbits < 32 && smax >> (bits - lbits); bits++)
+        ;
+    stack_val *tmp = pc_xmalloc(m * sizeof *tmp), *src = sv, *dst = tmp;
+    for (unsigned shift = 0; shift < bits; shift += 8) {
+        size_t at[257] = {0};
+        for (size_t i = 0; i < m; i++)
+            at[((((uint64_t)(uint32_t)src[i].stack << lbits) | src[i].lset) >> shift & 0xff) + 1]++;
+        for (size_t k = 1; k < 257; k++)
+            at[k] += at[k - 1];
+        for (size_t i = 0; i < m; i++)
+            dst[at[(((uint64_t)(uint32_t)src[i].stack << lbits) | src[i].lset) >> shift & 0xff]++] =
+                src[i];
+        stack_val *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != sv) memcpy(sv, src, m * sizeof *sv);
+    free(tmp);
 }
 
 /* One profile; false when the batch's frame budget ran out. */
@@ -356,7 +440,7 @@ static bool add_profile(batch_ctx *c, series *se, const pc_resource *r, const pc
     }
     pz_lset_memo_clear(a, memo);
     free(memo);
-    if (m > 1) qsort(sv, m, sizeof *sv, cmp_stack_val);
+    sort_stack_vals(sv, m);
     slice *sl = slice_now(a, se, now_ms);
     bool ok = true;
     for (size_t i = 0; i < m && ok;) {
@@ -391,6 +475,8 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
     c->off = pc_xmalloc((c->nloc + 1) * sizeof *c->off);
     c->cnt = pc_xmalloc((c->nloc + 1) * sizeof *c->cnt);
     c->named = pc_xcalloc(c->nloc + 1, sizeof *c->named);
+    c->nfn = c->d ? ARR_N(c->d->function_table, c->d->n_function_table) : 0;
+    c->fid = pc_xcalloc(c->nfn + 1, sizeof *c->fid);
     c->budget = PZ_MAX_FRAMES_PER_BATCH;
     bool ok = true;
     for (size_t ri = 0; ri < ARR_N(req->resource_profiles, req->n_resource_profiles); ri++) {
@@ -429,6 +515,7 @@ void pz_agg_add_batch(pz_agg *a, const pc_batch *b, uint64_t now_ms)
     free(c->off);
     free(c->cnt);
     free(c->named);
+    free(c->fid);
     free(c);
 }
 
@@ -441,6 +528,8 @@ pz_agg *pz_agg_new(const pz_limits *l)
     if (a->l.slices == 0) a->l.slices = 1;
     a->slice_ms = a->l.window_ms / a->l.slices;
     if (a->slice_ms == 0) a->slice_ms = 1;
+    for (size_t i = 0; i < PZ_MAX_DEPTH + 2; i++)
+        a->stack_keys[i] = pc_hash_u64(i); /* secret: SipHash under the process's key */
     a->id_over = pz_name_ref(&a->nm, "[over budget]");
     a->id_trunc = pz_name_ref(&a->nm, "[truncated]");
     pz_lsets_init(a);

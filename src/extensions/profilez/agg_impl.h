@@ -79,6 +79,7 @@ struct pz_agg {
     pz_stats st;
     uint32_t id_over, id_trunc;
     lsets ls;
+    uint64_t stack_keys[PZ_MAX_DEPTH + 2]; /* agg.c's stack hash: length and set, then frames */
 };
 
 uint32_t pz_name_ref(names *nm, const char *s);
@@ -116,8 +117,16 @@ typedef struct pz_lset_memo_entry {
     uint32_t id; /* one reference held by the memo */
     uint64_t dropped;
 } pz_lset_memo_entry;
+/* Sample attribute keys by string index, named once a profile (a span id's key is the same for
+ * every sample that has one): direct-mapped, the name id with one reference held. */
+#define PZ_KEY_MEMO 16
+typedef struct pz_key_memo_entry {
+    int32_t strindex;
+    uint32_t id; /* + 1; 0: empty */
+} pz_key_memo_entry;
 typedef struct pz_lset_memo {
     pz_lset_memo_entry e[PZ_LSET_MEMO];
+    pz_key_memo_entry k[PZ_KEY_MEMO];
 } pz_lset_memo;
 /* The label set of a sample: its resource's attributes (but service.name), its own attributes
  * and its link's trace_id and span_id (hex), with one reference. m: the profile's memo, all

@@ -180,6 +180,35 @@ static void pair_add(pz_agg *a, pairs *p, const char *key, const char *value)
     p->n++;
 }
 
+/* The name id of the key at strindex ks (one reference held by m), PZ_NAME_NONE for "". */
+static uint32_t memo_key(pz_agg *a, pz_lset_memo *m, const pc_dictionary *d, int32_t ks)
+{
+    pz_key_memo_entry *k = &m->k[(uint32_t)ks % PZ_KEY_MEMO];
+    if (k->id && k->strindex == ks) return k->id - 1;
+    const char *key = pc_dict_str(d, ks);
+    if (!*key) return PZ_NAME_NONE;
+    if (k->id) pz_name_unref(&a->nm, k->id - 1);
+    *k = (pz_key_memo_entry){ks, pz_name_ref(&a->nm, key) + 1};
+    return k->id - 1;
+}
+
+/* pair_add for a sample attribute: its key through the memo. */
+static void pair_add_key(pz_agg *a, pairs *p, pz_lset_memo *m, const pc_dictionary *d, int32_t ks,
+                         const char *value)
+{
+    if (!value) return;
+    uint32_t key = memo_key(a, m, d, ks);
+    if (key == PZ_NAME_NONE) return;
+    if (p->n == PZ_MAX_LABELS) {
+        p->dropped++;
+        return;
+    }
+    if (!p->find) a->nm.v[key].refs++; /* pair_add's reference */
+    p->kv[2 * p->n] = key;
+    p->kv[2 * p->n + 1] = pair_name(a, p, value);
+    p->n++;
+}
+
 /* The references pair_add took (none when it only looked names up). */
 static void pair_unref(pz_agg *a, const pairs *p, uint32_t id)
 {
@@ -203,14 +232,8 @@ static void link_pairs(pz_agg *a, pairs *p, const pc_dictionary *d, int32_t li)
     }
 }
 
-static int cmp_pair(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return (a > b) - (a < b);
-}
-
-static uint32_t sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource *r,
-                            const pc_sample *s, uint64_t *dropped)
+static uint32_t sample_lset(pz_agg *a, pz_lset_memo *mm, const pc_dictionary *d,
+                            const pc_resource *r, const pc_sample *s, uint64_t *dropped)
 {
     pairs p = {.find = a->ls.live >= a->l.max_label_sets};
     char buf[64];
@@ -221,7 +244,7 @@ static uint32_t sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource
     }
     for (size_t i = 0; i < ARR_N(s->attribute_indices, s->n_attribute_indices); i++) {
         const pc_kvu *kv = pc_dict_attr_at(d, s->attribute_indices[i]);
-        if (kv) pair_add(a, &p, pc_dict_str(d, kv->key_strindex), value_text(d, kv->value, buf));
+        if (kv) pair_add_key(a, &p, mm, d, kv->key_strindex, value_text(d, kv->value, buf));
     }
     link_pairs(a, &p, d, s->link_index);
     *dropped = p.dropped;
@@ -241,7 +264,14 @@ static uint32_t sample_lset(pz_agg *a, const pc_dictionary *d, const pc_resource
         m++;
     }
     if (p.unknown) return PZ_LSET_OVER;
-    if (m > 1) qsort(p.kv, m, 2 * sizeof *p.kv, cmp_pair);
+    for (size_t i = 1; i < m; i++) /* a few pairs: insertion sort by key id */
+        for (size_t k = i; k > 0 && p.kv[2 * k - 2] > p.kv[2 * k]; k--) {
+            uint32_t t0 = p.kv[2 * k - 2], t1 = p.kv[2 * k - 1];
+            p.kv[2 * k - 2] = p.kv[2 * k];
+            p.kv[2 * k - 1] = p.kv[2 * k + 1];
+            p.kv[2 * k] = t0;
+            p.kv[2 * k + 1] = t1;
+        }
     uint32_t id = lset_ref(a, p.kv, m);
     for (size_t i = 0; i < 2 * m; i++)
         pair_unref(a, &p, p.kv[i]);
@@ -267,7 +297,7 @@ uint32_t pz_sample_lset(pz_agg *a, pz_lset_memo *m, const pc_dictionary *d, cons
         if (e->used) pz_lset_unref(a, e->id);
         *e = (pz_lset_memo_entry){
             .attrs = s->attribute_indices, .n = n, .link = s->link_index, .used = true};
-        e->id = sample_lset(a, d, r, s, &e->dropped); /* the memo's reference */
+        e->id = sample_lset(a, m, d, r, s, &e->dropped); /* the memo's reference */
     }
     /* counted per sample, as without the memo */
     a->st.dropped_labels += e->dropped;
@@ -280,6 +310,8 @@ void pz_lset_memo_clear(pz_agg *a, pz_lset_memo *m)
 {
     for (size_t i = 0; i < PZ_LSET_MEMO; i++)
         if (m->e[i].used) pz_lset_unref(a, m->e[i].id);
+    for (size_t i = 0; i < PZ_KEY_MEMO; i++)
+        if (m->k[i].id) pz_name_unref(&a->nm, m->k[i].id - 1);
     memset(m, 0, sizeof *m);
 }
 

@@ -124,33 +124,36 @@ typedef struct ftree {
     fnode *v;
     size_t n, cap;
     uint32_t *slots; /* node index + 1 keyed by (parent, name) */
-    size_t nslots;
+    size_t nslots;   /* 2^bits */
+    unsigned bits;
 } ftree;
 
-static uint64_t pair_hash(uint32_t parent, uint32_t name)
+/* Node ids and name ids are the aggregate's, so a multiply-shift slot (base/hash.h) is enough. */
+static size_t pair_slot(const ftree *t, uint32_t parent, uint32_t name)
 {
-    return pc_hash_u64(((uint64_t)parent << 32) | name);
+    return pc_hash_slot_u64(((uint64_t)parent << 32) | name, t->bits);
 }
 
 static void ftree_grow(ftree *t)
 {
-    size_t ns = t->nslots ? t->nslots * 2 : 1024;
+    t->bits = t->nslots ? t->bits + 1 : 10;
+    size_t ns = (size_t)1 << t->bits;
+    t->nslots = ns;
     uint32_t *s = pc_xcalloc(ns, sizeof *s);
     for (size_t i = 1; i < t->n; i++) {
-        size_t j = (size_t)pair_hash(t->v[i].parent, t->v[i].name) & (ns - 1);
+        size_t j = pair_slot(t, t->v[i].parent, t->v[i].name);
         while (s[j])
             j = (j + 1) & (ns - 1);
         s[j] = (uint32_t)i + 1;
     }
     free(t->slots);
     t->slots = s;
-    t->nslots = ns;
 }
 
 static uint32_t ftree_child(ftree *t, uint32_t parent, uint32_t name)
 {
     if ((t->n + 1) * 10 > t->nslots * 7) ftree_grow(t);
-    size_t j = (size_t)pair_hash(parent, name) & (t->nslots - 1);
+    size_t j = pair_slot(t, parent, name);
     while (t->slots[j]) {
         fnode *c = &t->v[t->slots[j] - 1];
         if (c->parent == parent && c->name == name) return t->slots[j] - 1;
@@ -225,6 +228,27 @@ static uint32_t *tree_children(pz_agg *a, ftree *t)
     return kids;
 }
 
+/* ",[name,total,self,depth(,base)]" without printf: a flame graph is thousands of these. */
+static void put_node(pc_buf *tree, uint32_t name, const fnode *n, size_t depth, bool diff)
+{
+    char b[8 + 5 * 21], *p = b;
+    *p++ = ',';
+    *p++ = '[';
+    p += pc_fmt_i64(p, name);
+    *p++ = ',';
+    p += pc_fmt_i64(p, n->total);
+    *p++ = ',';
+    p += pc_fmt_i64(p, n->self);
+    *p++ = ',';
+    p += pc_fmt_i64(p, (int64_t)depth);
+    if (diff) {
+        *p++ = ',';
+        p += pc_fmt_i64(p, n->base);
+    }
+    *p++ = ']';
+    pc_buf_append(tree, b, (size_t)(p - b));
+}
+
 /* The nodes in pre-order with an explicit stack into tree, their names into nms (numbered as
  * first used, 0 = "total"); nodes under 1/PZ_PRUNE_DIV of the total are left out, counted. */
 static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids, bool diff,
@@ -264,9 +288,7 @@ static uint64_t tree_emit(const pz_agg *a, const ftree *t, const uint32_t *kids,
             pc_buf_printf(nms, ",");
             pz_json_str(nms, a->nm.v[cn->name].s);
         }
-        pc_buf_printf(tree, ",[%u,%" PRId64 ",%" PRId64 ",%zu", remap[cn->name], cn->total,
-                      cn->self, depth);
-        pc_buf_printf(tree, diff ? ",%" PRId64 "]" : "]", cn->base);
+        put_node(tree, remap[cn->name], cn, depth, diff);
         stack[depth++] = (frame){c, 0};
     }
     free(stack);
@@ -309,9 +331,13 @@ static long focus_cut(const pz_agg *a, const stk *e, const pz_query *q)
     return (long)(e->n - q->n_focus) + (q->n_focus ? 1 : 0);
 }
 
+/* Flat and cum by name id first (arrays: no name hashed per frame of every stack, which was
+ * most of a top table's cost), then one row per function into the pc_top. */
 pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total_out)
 {
-    pc_top *t = pc_top_new();
+    size_t nn = a->nm.n ? a->nm.n : 1;
+    int64_t *flat = pc_xcalloc(nn, sizeof *flat), *cum = pc_xcalloc(nn, sizeof *cum);
+    uint64_t *stamp = pc_xcalloc(nn, sizeof *stamp), cur = 0;
     int64_t total = 0;
     for (unsigned i = 0; i < a->l.slices; i++) {
         const slice *sl = &se->sl[i];
@@ -320,11 +346,22 @@ pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int
             long m = stk_in(a, e, q) ? focus_cut(a, e, q) : -1;
             if (m < 0) continue;
             total = pc_sat_add(total, e->value);
-            pc_top_stack(t, e->value);
-            for (long f = 0; f < m; f++)
-                pc_top_frame(t, a->nm.v[e->frames[f]].s, true);
+            cur++;
+            if (m > 0) flat[e->frames[0]] = pc_sat_add(flat[e->frames[0]], e->value);
+            for (long f = 0; f < m; f++) {
+                uint32_t id = e->frames[f];
+                if (stamp[id] == cur) continue; /* once per stack, even when it recurses */
+                stamp[id] = cur;
+                cum[id] = pc_sat_add(cum[id], e->value);
+            }
         }
     }
+    pc_top *t = pc_top_new();
+    for (size_t id = 0; id < a->nm.n; id++)
+        if (stamp[id]) pc_top_add(t, a->nm.v[id].s, true, flat[id], cum[id]);
+    free(flat);
+    free(cum);
+    free(stamp);
     *total_out = total;
     return t;
 }
