@@ -30,23 +30,6 @@ typedef struct scan_ctx {
     char where[200];  /* the field path of a UTF-8 refusal: "resource_profiles[0].resource..." */
 } scan_ctx;
 
-static size_t elt_size(ProtobufCType t)
-{
-    switch (t) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE: return 8;
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
-    default: return 4;
-    }
-}
-
 /* 0, or PC_EPROTO for a truncated or overlong varint. */
 int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
 {
@@ -88,8 +71,7 @@ static int fail(scan_ctx *c, int code, const char *what)
 
 #define MALFORMED(c) fail(c, PC_EPROTO, "malformed protobuf")
 
-/* Elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it. */
-static long long packed_count(ProtobufCType t, const uint8_t *p, size_t l)
+long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_FIXED32:
@@ -149,7 +131,7 @@ static size_t tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf, const
     size_t cost = 0;
     for (size_t fi = 0; fi < nf; fi++)
         if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
-            cost += R16(n_elems[fi] * elt_size(desc->fields[fi].type));
+            cost += R16(n_elems[fi] * pc_proto_elt_size(desc->fields[fi].type));
     if (unknown) cost += R16(unknown * sizeof(ProtobufCMessageUnknownField));
     for (size_t cap = 16, k = 1; occurrences > cap; k++) {
         cost += R16(sizeof(scanned_member) << (k + 4));
@@ -220,7 +202,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
                     continue;
                 }
             } else if (repeated) { /* a packed run of scalars */
-                long long n = packed_count(f->type, v, vl);
+                long long n = pc_proto_packed_count(f->type, v, vl);
                 if (n < 0) return MALFORMED(c);
                 n_new = (size_t)n;
             }
@@ -229,7 +211,7 @@ static int scan(scan_ctx *c, const ProtobufCMessageDescriptor *desc, const uint8
             if (fi < TRACKED)
                 n_elems[fi] += n_new;
             else
-                cost += R16(n_new * elt_size(f->type));
+                cost += R16(n_new * pc_proto_elt_size(f->type));
         }
     }
     *cost_out = cost + tail_cost(desc, nf, n_elems, unknown, occurrences);

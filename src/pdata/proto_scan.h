@@ -29,6 +29,27 @@ typedef struct pc_proto_scan {
  * type protobuf-c refuses). */
 int pc_proto_read_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v);
 int pc_proto_skip_value(const uint8_t *p, size_t len, unsigned wt, size_t *i, uint64_t *l);
+/* Elements of a packed run of type t in l bytes (varints counted by their last bytes); -1 when
+ * protobuf-c would refuse it (fixed-width types whose length is not a multiple). The scan and
+ * pdata/proto_unpack.c share it. */
+long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l);
+/* The size of one element of a repeated field of type t in protobuf-c's structs. */
+static inline size_t pc_proto_elt_size(ProtobufCType t)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return 8;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_MESSAGE: return sizeof(void *);
+    case PROTOBUF_C_TYPE_BYTES: return sizeof(ProtobufCBinaryData);
+    case PROTOBUF_C_TYPE_BOOL: return sizeof(protobuf_c_boolean);
+    default: return 4;
+    }
+}
 
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                           int max_depth, pc_proto_scan *out, pc_error *e);
