@@ -146,17 +146,23 @@ static int decode(unpacker *u, const ProtobufCMessageDescriptor *d, const uint8_
 static void merge(unpacker *u, ProtobufCMessage *earlier, ProtobufCMessage *latter);
 
 /* A packed run into dst (sized by the count): -1 for a varint protobuf-c cannot read (cut
- * short, over 10 bytes) or a packed bool byte over 1. *n grows by the elements. */
+ * short, over 10 bytes). *n grows by the elements. Bools are varints here, as protobuf-c 1.4.1
+ * reads them (later versions refuse a byte over 1). */
 static int unpack_packed(ProtobufCType t, const uint8_t *v, size_t len, char *dst, size_t *n)
 {
     size_t c = 0, i = 0;
     switch (t) {
-    case PROTOBUF_C_TYPE_BOOL:
-        for (; i < len; i++) {
-            if (v[i] > 1) return -1;
-            ((protobuf_c_boolean *)dst)[i] = v[i];
+    case PROTOBUF_C_TYPE_BOOL: /* varints, each true when a byte has a low bit set */
+        while (i < len) {
+            size_t s = i;
+            uint64_t x;
+            if (pc_proto_read_varint(v, len, &i, &x)) return -1;
+            protobuf_c_boolean b = 0;
+            for (; s < i; s++)
+                b |= (v[s] & 0x7f) != 0;
+            ((protobuf_c_boolean *)dst)[c++] = b;
         }
-        *n += len;
+        *n += c;
         return 0;
     case PROTOBUF_C_TYPE_SFIXED32:
     case PROTOBUF_C_TYPE_FIXED32:
