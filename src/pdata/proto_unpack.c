@@ -143,7 +143,7 @@ static void message_init(const ProtobufCMessageDescriptor *d, ProtobufCMessage *
 
 static int decode(unpacker *u, const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
                   int depth, ProtobufCMessage **out);
-static void merge(unpacker *u, ProtobufCMessage *earlier, ProtobufCMessage *latter);
+static int merge(unpacker *u, ProtobufCMessage *earlier, ProtobufCMessage *latter);
 
 /* A packed run into dst (sized by the count): -1 for a varint protobuf-c cannot read (cut
  * short, over 10 bytes). *n grows by the elements. Bools are varints here, as protobuf-c 1.4.1
@@ -256,9 +256,9 @@ static int unpack_value(unpacker *u, const ProtobufCFieldDescriptor *f, const me
         ProtobufCMessage *sub, **pm = dst;
         if (m->wt != WT_LEN || decode(u, f->descriptor, m->v, m->len, depth - 1, &sub) < 0)
             return -1;
-        if (merge_old && *pm && *pm != f->default_value) merge(u, *pm, sub);
+        ProtobufCMessage *old = *pm;
         *pm = sub;
-        return 0;
+        return merge_old && old && old != f->default_value ? merge(u, old, sub) : 0;
     }
     default: return unpack_number(f->type, m, dst);
     }
@@ -294,7 +294,8 @@ static int unpack_field(unpacker *u, const ProtobufCFieldDescriptor *f, const me
     }
     if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) return unpack_oneof(u, f, m, base, depth);
     if (unpack_value(u, f, m, base + f->offset, true, depth) < 0) return -1;
-    if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset)
+    /* a has_ flag where the field has one (protobuf-c sets it for any label but required) */
+    if (f->label != PROTOBUF_C_LABEL_REQUIRED && f->quantifier_offset)
         *(protobuf_c_boolean *)(base + f->quantifier_offset) = 1;
     return 0;
 }
@@ -416,14 +417,14 @@ static void merge_repeated(unpacker *u, const ProtobufCFieldDescriptor *f, char 
 /* Whether the earlier value of a singular field f replaces the latter's. ec and lc are the
  * quantifiers (has_, the oneof case; for a proto3 field protobuf-c reads offset 0, the
  * descriptor pointer, so a proto3 scalar never does). */
-static bool earlier_wins(unpacker *u, const ProtobufCFieldDescriptor *f, char *e, char *l,
-                         uint32_t ec, uint32_t lc)
+static int earlier_wins(unpacker *u, const ProtobufCFieldDescriptor *f, char *e, char *l,
+                        uint32_t ec, uint32_t lc)
 {
     switch (f->type) {
     case PROTOBUF_C_TYPE_MESSAGE: {
         ProtobufCMessage *em = *(ProtobufCMessage **)(e + f->offset);
         ProtobufCMessage *lm = *(ProtobufCMessage **)(l + f->offset);
-        if (em && lm) merge(u, em, lm);
+        if (em && lm) return merge(u, em, lm);
         return em && !lm;
     }
     case PROTOBUF_C_TYPE_BYTES: {
@@ -440,7 +441,9 @@ static bool earlier_wins(unpacker *u, const ProtobufCFieldDescriptor *f, char *e
     }
 }
 
-static void merge(unpacker *u, ProtobufCMessage *earlier, ProtobufCMessage *latter)
+/* 0, or -1 where protobuf-c 1.4.1's merge fails: a oneof set in neither (it looks up the
+ * member of case 0, finds none, and refuses the input). */
+static int merge(unpacker *u, ProtobufCMessage *earlier, ProtobufCMessage *latter)
 {
     const ProtobufCMessageDescriptor *d = latter->descriptor;
     char *e = (char *)earlier, *l = (char *)latter;
@@ -455,11 +458,15 @@ static void merge(unpacker *u, ProtobufCMessage *earlier, ProtobufCMessage *latt
         uint32_t *lc = (uint32_t *)(l + f->quantifier_offset);
         if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
             /* the latter's member stays; else the earlier's set member moves over */
-            if (*lc || !*ec) continue;
+            if (*lc) continue;
             f = protobuf_c_message_descriptor_get_field(d, *ec);
-            if (!f) continue;
+            if (!f) return -1;
         }
-        if (!earlier_wins(u, f, e, l, *ec, *lc)) continue;
+        int wins = earlier_wins(u, f, e, l, *ec, *lc);
+        if (wins <= 0) {
+            if (wins < 0) return -1;
+            continue;
+        }
         size_t w = pc_proto_elt_size(f->type);
         memcpy(l + f->offset, e + f->offset, w);
         memset(e + f->offset, 0, w);
@@ -468,6 +475,7 @@ static void merge(unpacker *u, ProtobufCMessage *earlier, ProtobufCMessage *latt
             *ec = 0;
         }
     }
+    return 0;
 }
 
 int pc_proto_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,

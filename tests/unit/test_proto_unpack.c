@@ -88,7 +88,7 @@ static void test_random_messages(void)
         rm->label = i % 5 ? PROTOBUF_C_LABEL_OPTIONAL : PROTOBUF_C_LABEL_REQUIRED;
         pc_buf w = {0};
         all_wire(&w, i % 4);
-        if (i % 3 == 0) all_wire(&w, i % 3); /* two back to back: merged */
+        if (i % 3 == 0) all_wire(&w, (i / 3) % 4); /* two back to back: merged */
         int rc = compare(&all_desc, w.data, w.len);
         failed += rc < 0;
         taken += rc == 0;
@@ -107,6 +107,61 @@ static void test_random_messages(void)
     CHECK(refused > 1000);
     all_wire_unknown = false;
     rm->label = PROTOBUF_C_LABEL_REQUIRED;
+}
+
+/* Every field of All, alone, under every wire type with odd values: bools of many bytes, varints
+ * of 10 and 11 bytes, packed runs cut short, lengths of the wrong multiple. The required fields
+ * are made optional for it, or protobuf-c would refuse every one. */
+static void test_every_field_every_wire_type(void)
+{
+    static const struct {
+        unsigned wt;
+        uint8_t n, v[12];
+    } vals[] = {
+        {0, 1, {0x40}},
+        {0, 2, {0x80, 0x01}},
+        {0, 2, {0x80, 0x00}},
+        {0, 10, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+        {0, 11, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}},
+        {1, 8, {0, 0, 0, 0, 0, 0, 0x40, 0}},
+        {5, 4, {0, 0, 0x80, 0}},
+        {2, 1, {0}},
+        {2, 2, {1, 0x40}},
+        {2, 5, {4, 0x80, 0x01, 0x02, 0x03}},
+        {2, 3, {2, 0x80, 0x80}},
+        {2, 9, {8, 1, 2, 3, 4, 5, 6, 7, 8}},
+        {2, 6, {0x85, 0x80, 0x80, 0x80, 0x00, 0x61}},
+        {2, 3, {2, 0xc3, 0xa9}},
+        {2, 2, {1, 0xff}},
+    };
+    all_oneof_union = true;
+    all_init();
+    for (unsigned i = 0; i < all_desc.n_fields; i++)
+        if (all_fields[i].label == PROTOBUF_C_LABEL_REQUIRED)
+            all_fields[i].label = PROTOBUF_C_LABEL_OPTIONAL;
+    int failed = 0, taken = 0;
+    for (unsigned i = 0; i < all_desc.n_fields; i++)
+        for (size_t k = 0; k < sizeof vals / sizeof vals[0]; k++)
+            for (int twice = 0; twice < 2; twice++) {
+                uint8_t w[64];
+                uint8_t *p = w;
+                for (int r = 0; r <= twice; r++) {
+                    p = pc_proto_put_varint(p, (uint64_t)all_fields[i].id << 3 | vals[k].wt);
+                    memcpy(p, vals[k].v, vals[k].n);
+                    p += vals[k].n;
+                }
+                int rc = compare(&all_desc, w, (size_t)(p - w));
+                if (rc < 0)
+                    fprintf(stderr, "  field %u (type %d, label %d, kind %u), value %zu, twice %d\n",
+                            all_fields[i].id, all_fields[i].type, all_fields[i].label,
+                            all_kind[i], k, twice);
+                failed += rc < 0;
+                taken += rc == 0;
+            }
+    fprintf(stderr, "  %d of %u taken\n", taken, all_desc.n_fields * 30);
+    CHECK_EQ_INT(failed, 0);
+    CHECK(taken > 500);
+    all_init(); /* the labels back */
 }
 
 /* The files the pack test reads: OTLP from the Go profiles, decoded as profiles requests. */
@@ -222,6 +277,7 @@ static void test_budget(void)
 int main(void)
 {
     RUN(test_random_messages);
+    RUN(test_every_field_every_wire_type);
     RUN(test_data_files);
     RUN(test_fuzz_seeds);
     RUN(test_refusals);

@@ -51,7 +51,7 @@ static bool uo_same_value(const ProtobufCFieldDescriptor *f, const void *a, cons
     }
     default:
         if (memcmp(a, b, pc_proto_elt_size(f->type)) == 0) return true;
-        snprintf(why, n, "%s: value differs", f->name);
+        snprintf(why, n, "field %u (type %d): value differs", f->id, f->type);
         return false;
     }
 }
@@ -79,8 +79,7 @@ static bool uo_same_field(const ProtobufCFieldDescriptor *f, const char *a, cons
             return false;
         }
         if (ca != f->id) return true;
-    } else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
-               f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE) {
+    } else if (f->label != PROTOBUF_C_LABEL_REQUIRED && f->quantifier_offset) {
         if (*(const protobuf_c_boolean *)qa != *(const protobuf_c_boolean *)qb) {
             snprintf(why, n, "%s: has_ differs", f->name);
             return false;
@@ -145,8 +144,8 @@ static int unpack_compare(const ProtobufCMessageDescriptor *desc, const uint8_t 
     int rc = pc_proto_unpack(desc, data, len, PC_PROTO_MAX_DEPTH, a, &m, &err);
     int out = ref_rc < 0 ? 1 : 0;
     if (rc != ref_rc || (rc < 0 && strcmp(err.msg, ref_err.msg) != 0)) {
-        snprintf(why, n, "%s: pc_proto_unpack %d \"%.150s\", scan + protobuf-c %d \"%.150s\"", desc->name,
-                 rc, rc < 0 ? err.msg : "", ref_rc, ref_rc < 0 ? ref_err.msg : "");
+        snprintf(why, n, "%s: pc_proto_unpack %d \"%.150s\", scan + protobuf-c %d \"%.150s\"",
+                 desc->name, rc, rc < 0 ? err.msg : "", ref_rc, ref_rc < 0 ? ref_err.msg : "");
         out = -1;
     } else if (rc == 0 && !m) {
         snprintf(why, n, "%s: took it without a message", desc->name);
