@@ -267,6 +267,8 @@ static ProtobufCMessage *all_new(pc_arena *a, int depth)
         if (all_kind[i] == K_OPT) *(protobuf_c_boolean *)(base + f->quantifier_offset) = rnd() % 2;
     }
     unsigned pick = (unsigned)(rnd() % all_desc.n_fields);
+    /* decoding: mostly a member set, or protobuf-c refuses a message sent twice (a merge) */
+    if (all_oneof_union && rnd() % 4) pick = K_ONEOF * NTYPES + (unsigned)(rnd() % NTYPES);
     uint32_t c = all_kind[pick] == K_ONEOF ? all_fields[pick].id : rnd() % 2 ? 0 : 99999;
     *(uint32_t *)(base + oneof_case_at) = c;
     if (all_oneof_union && all_kind[pick] == K_ONEOF) /* the place holds the member of the case */
