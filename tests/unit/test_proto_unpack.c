@@ -152,9 +152,10 @@ static void test_every_field_every_wire_type(void)
                 }
                 int rc = compare(&all_desc, w, (size_t)(p - w));
                 if (rc < 0)
-                    fprintf(stderr, "  field %u (type %d, label %d, kind %u), value %zu, twice %d\n",
-                            all_fields[i].id, all_fields[i].type, all_fields[i].label,
-                            all_kind[i], k, twice);
+                    fprintf(stderr,
+                            "  field %u (type %d, label %d, kind %u), value %zu, twice %d\n",
+                            all_fields[i].id, all_fields[i].type, all_fields[i].label, all_kind[i],
+                            k, twice);
                 failed += rc < 0;
                 taken += rc == 0;
             }
