@@ -46,6 +46,24 @@ HOT void *ualloc(unpacker *u, size_t n)
     return p;
 }
 
+/* A varint at p[*i] (*i past it), as pc_proto_read_varint reads it (-1 when cut short or over
+ * 10 bytes), inline: one and two bytes are most of what profiles hold. */
+HOT int get_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v)
+{
+    size_t k = *i;
+    if (k < len && p[k] < 0x80) {
+        *v = p[k];
+        *i = k + 1;
+        return 0;
+    }
+    if (k + 1 < len && p[k + 1] < 0x80) {
+        *v = (uint64_t)(p[k] & 0x7f) | (uint64_t)p[k + 1] << 7;
+        *i = k + 2;
+        return 0;
+    }
+    return pc_proto_read_varint(p, len, i, v);
+}
+
 /* A field's key and value at p[*i], *i past them; -1 where the scan or protobuf-c refuses: a key
  * or length prefix over 5 bytes (protobuf-c reads no more), field number 0, a value cut short, a
  * group or reserved wire type. */
@@ -56,7 +74,7 @@ HOT int read_member(const uint8_t *p, size_t len, size_t *i, member *m)
     if (p[s] < 0x80) {
         k = p[s];
         *i = s + 1;
-    } else if (pc_proto_read_varint(p, len, i, &k) || *i - s > 5) {
+    } else if (get_varint(p, len, i, &k) || *i - s > 5) {
         return -1;
     }
     if (k >> 3 == 0) return -1;
@@ -66,12 +84,14 @@ HOT int read_member(const uint8_t *p, size_t len, size_t *i, member *m)
     m->raw = p + s;
     uint64_t l = 0;
     if (m->wt == WT_LEN) {
-        if (pc_proto_read_varint(p, len, i, &l) || *i - s > 5 || l > len - *i) return -1;
+        if (get_varint(p, len, i, &l) || *i - s > 5 || l > len - *i) return -1;
         m->v = p + *i;
         m->len = (size_t)l;
         *i += (size_t)l;
     } else {
-        if (pc_proto_skip_value(p, len, m->wt, i, &l)) return -1;
+        if (m->wt == WT_VARINT ? get_varint(p, len, i, &l)
+                               : pc_proto_skip_value(p, len, m->wt, i, &l))
+            return -1;
         m->v = m->raw;
         m->len = *i - s;
     }
@@ -177,7 +197,7 @@ static int unpack_packed(ProtobufCType t, const uint8_t *v, size_t len, char *ds
     }
     while (i < len) {
         uint64_t x;
-        if (pc_proto_read_varint(v, len, &i, &x)) return -1;
+        if (get_varint(v, len, &i, &x)) return -1;
         switch (t) {
         case PROTOBUF_C_TYPE_SINT32: ((int32_t *)dst)[c] = unzigzag32((uint32_t)x); break;
         case PROTOBUF_C_TYPE_SINT64: ((int64_t *)dst)[c] = unzigzag64(x); break;
