@@ -305,7 +305,8 @@ static int unpack_field(unpacker *u, const ProtobufCFieldDescriptor *f, const me
 {
     if (f->label == PROTOBUF_C_LABEL_REPEATED) {
         size_t *n = (size_t *)(base + f->quantifier_offset);
-        char *arr = *(char **)(base + f->offset) + *n * pc_proto_elt_size(f->type);
+        char *arr = *(char **)(base + f->offset); /* NULL for an empty packed run alone */
+        if (arr) arr += *n * pc_proto_elt_size(f->type);
         if (m->wt == WT_LEN && packable(f->type))
             return unpack_packed(f->type, m->v, m->len, arr, n);
         if (unpack_value(u, f, m, arr, false, depth) < 0) return -1;
