@@ -99,13 +99,18 @@ HOT int read_member(const uint8_t *p, size_t len, size_t *i, member *m)
     return 0;
 }
 
-/* The field of tag, tried first at the hint (the field read last, or the next one: fields come
- * in order), then through protobuf-c's own lookup. */
+/* The field of tag, tried first at the hint (the field read last), at index tag - 1 (most
+ * messages number their fields from 1 without gaps), at the next one, then through protobuf-c's
+ * own lookup. */
 HOT const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d, uint32_t tag,
                                              unsigned *hint)
 {
     unsigned h = *hint;
     if (h < d->n_fields && d->fields[h].id == tag) return &d->fields[h];
+    if (tag - 1 < d->n_fields && d->fields[tag - 1].id == tag) { /* numbered 1, 2, 3, ... */
+        *hint = tag - 1;
+        return &d->fields[tag - 1];
+    }
     if (h + 1 < d->n_fields && d->fields[h + 1].id == tag) {
         *hint = h + 1;
         return &d->fields[h + 1];
