@@ -8,7 +8,6 @@
 
 #include "base/hash.h"
 #include "pdata/proto_scan.h"
-#include "pdata/proto_unpack.h"
 
 struct jfr_ctx_run {
     uint32_t off, n; /* in a->run */
@@ -31,9 +30,8 @@ int jfr_attrs_load(jfr_reader *r, jfr_attrs *a, const uint8_t *data, size_t len)
         return jfr_budget_error(r);
     a->la = pc_arena_new(4096);
     pc_arena_set_budget(a->la, r->budget);
-    ProtobufCMessage *m = NULL;
-    if (pc_proto_unpack(desc, data, len, PC_PROTO_MAX_DEPTH, a->la, &m, NULL) < 0) m = NULL;
-    a->snap = (Io__Pyroscope__Labels__Pb__LabelsSnapshot *)m;
+    a->snap = (Io__Pyroscope__Labels__Pb__LabelsSnapshot *)protobuf_c_message_unpack(
+        desc, pc_arena_allocator(a->la), len, data);
     if (!a->snap) {
         if (!pc_budget_ok(r->budget)) return jfr_budget_error(r);
         return pc_error_set(r->e, PC_EBADMSG, "labels: invalid LabelsSnapshot: malformed protobuf");

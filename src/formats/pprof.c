@@ -10,7 +10,6 @@
 #include "base/hash.h"
 #include "pdata/dict.h"
 #include "pdata/proto_scan.h"
-#include "pdata/proto_unpack.h"
 #include "base/alloc.h"
 #include "pprof.pb-c.h"
 #include "base/hex.h"
@@ -740,10 +739,7 @@ int pc_pprof_decode(const uint8_t *data, size_t len, const pc_format_opts *opts,
     }
     pc_arena *scratch = pc_arena_new(scan.cost + 64);
     pc_arena_set_budget(scratch, budget);
-    ProtobufCMessage *pm = NULL;
-    rc = pc_proto_unpack(&perftools__profiles__profile__descriptor, msg, mlen, PC_PROTO_MAX_DEPTH,
-                         scratch, &pm, NULL);
-    pp_profile *p = rc < 0 ? NULL : (pp_profile *)pm;
+    pp_profile *p = perftools__profiles__profile__unpack(pc_arena_allocator(scratch), mlen, msg);
     pc_buf_free(&raw); /* unpack copies strings and bytes */
     if (!p) {
         pc_arena_free(scratch);

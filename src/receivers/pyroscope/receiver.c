@@ -22,7 +22,6 @@
 #include "pdata/json.h"
 #include "pdata/merge.h"
 #include "pdata/proto_scan.h"
-#include "pdata/proto_unpack.h"
 #include "sdk/component.h"
 #include "sdk/receiver_http.h"
 #include "sdk/telemetry.h"
@@ -416,9 +415,8 @@ static void push_work(job *j)
             FAIL(j, PC_EINVAL, "invalid PushRequest: %.399s", e.msg);
         if (pc_budget_reserve(j->budget, scan.cost, "decoded PushRequest") < 0 && budget_refused(j))
             goto out;
-        if (pc_proto_unpack(&push__v1__push_request__descriptor, body, len, PC_PROTO_MAX_DEPTH, a,
-                            &m, NULL) < 0)
-            m = NULL;
+        m = protobuf_c_message_unpack(&push__v1__push_request__descriptor, pc_arena_allocator(a),
+                                      len, body);
         if (!m && budget_refused(j)) goto out;
         if (!m) FAIL(j, PC_EINVAL, "invalid PushRequest: malformed protobuf");
     }
