@@ -109,7 +109,14 @@ int pc_batch_decode(pc_signal sig, const uint8_t *data, size_t len, bool json, p
         int rc = proto_decode_arena(d, data, len, budget, &a, e);
         if (rc < 0) return rc;
         pc_error why = {0};
-        if (pc_proto_unpack(d, data, len, PC_PROTO_MAX_DEPTH, a, &m, &why) < 0) {
+        /* after the scan, protobuf-c's unpack costs fewer instructions than the one pass (2,801 +
+         * 4,378 per sample against 2,801 + 4,566: bench/README.md, "One-pass decode"); the one
+         * pass is the whole decode only where nothing is reserved */
+        if (budget) {
+            m = protobuf_c_message_unpack(d, pc_arena_allocator(a), len, data);
+            if (!m) pc_error_set(&why, PC_EPROTO, "malformed protobuf");
+        }
+        if (!budget ? pc_proto_unpack(d, data, len, PC_PROTO_MAX_DEPTH, a, &m, &why) < 0 : !m) {
             pc_arena_free(a);
             if (!pc_budget_ok(budget))
                 return pc_error_set(e, budget->state, "%s: over the decode budget", budget->what);
