@@ -66,12 +66,12 @@ pc_batch *pc_batch_new_signal(pc_signal sig)
     return wrap(sig, a, m);
 }
 
-/* The arena a protobuf request is decoded into (pdata/proto_unpack.h checks and unpacks it in
- * one pass). With a budget the scan still counts the request first (docs/limits.md, "What a
- * request may cost"): admission needs the count before anything is allocated, a request over its
- * limit is refused (413) and one the process cannot hold now is told to retry (503) without
- * spending the memory; its estimate also sizes the arena's one block. Without a budget nothing
- * is reserved, and the one pass is all. 0, or the refusal (e set). */
+/* The arena a protobuf request is decoded into. With a budget the scan counts the request first
+ * (docs/limits.md, "What a request may cost"): admission needs the count before anything is
+ * allocated, a request over its limit is refused (413) and one the process cannot hold now is
+ * told to retry (503) without spending the memory; the estimate also sizes the arena's one
+ * block. Without a budget nothing is reserved and pc_proto_unpack (pdata/proto_unpack.h) checks
+ * and unpacks in one pass. 0, or the refusal (e set). */
 static int proto_decode_arena(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
                               pc_budget *budget, pc_arena **out, pc_error *e)
 {
