@@ -81,16 +81,11 @@ long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l)
     case PROTOBUF_C_TYPE_SFIXED64:
     case PROTOBUF_C_TYPE_DOUBLE: return l % 8 ? -1 : (long long)(l / 8);
     case PROTOBUF_C_TYPE_BOOL: return (long long)l;
-    default: { /* the bytes without the continuation bit, 8 at a time */
-        size_t n = 0, i = 0;
-        for (; i + 8 <= l; i += 8) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            n += (size_t)__builtin_popcountll(~w & 0x8080808080808080ull);
-        }
-        for (; i < l; i++)
+    default: {
+        long long n = 0;
+        for (size_t i = 0; i < l; i++)
             n += !(p[i] & 0x80);
-        return (long long)n;
+        return n;
     }
     }
 }
