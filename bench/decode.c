@@ -19,7 +19,12 @@
  *   pbc_unpack      protobuf_c_message_unpack as pc_batch_decode calls it: into a pc_arena whose
  *                   one block is the scan's estimate (the estimate itself is not timed), then
  *                   the arena freed
- *   pc_batch_decode profcol's decode entry point (scan, arena, unpack, the batch), then unref
+ *   pc_unpack       pc_proto_unpack, the one pass that checks and unpacks (pdata/proto_unpack.h),
+ *                   into an arena sized as pc_batch_decode sizes it without a budget, then freed
+ *   pc_batch_decode profcol's decode entry point (the one pass, arena, the batch; no budget),
+ *                   then unref
+ *   pc_decode_budget the same with an unlimited budget, as receivers call it: the scan counts
+ *                   first for the reservation, then the one pass
  *   pc_decode_validate pc_batch_decode + pc_batch_validate, what the receivers do per request
  *   wire_check      pc_wire_check_profiles: the same verdict and counts as pc_decode_validate,
  *                   on the bytes, building nothing (pdata/wire_check.h)
@@ -50,6 +55,7 @@
 #include "pdata/pdata.h"
 #include "pdata/proto_pack.h"
 #include "pdata/proto_scan.h"
+#include "pdata/proto_unpack.h"
 #include "pdata/wire_check.h"
 #include "payloads.h"
 
@@ -114,7 +120,9 @@ enum {
     D_WALK,
     D_SCAN,
     D_PBC,
+    D_PC_UNPACK,
     D_BATCH,
+    D_BUDGET,
     D_VALIDATE,
     D_WIRE,
     D_UPB,
@@ -123,9 +131,18 @@ enum {
     D_PC_PACK,
     D_N
 };
-static const char *const dec_names[D_N] = {
-    "walk",       "scan", "pbc_unpack", "pc_batch_decode", "pc_decode_validate",
-    "wire_check", "upb",  "upb_block",  "pbc_pack",        "pc_proto_pack"};
+static const char *const dec_names[D_N] = {"walk",
+                                           "scan",
+                                           "pbc_unpack",
+                                           "pc_unpack",
+                                           "pc_batch_decode",
+                                           "pc_decode_budget",
+                                           "pc_decode_validate",
+                                           "wire_check",
+                                           "upb",
+                                           "upb_block",
+                                           "pbc_pack",
+                                           "pc_proto_pack"};
 
 typedef struct file {
     uint8_t *data; /* inflated protobuf */
@@ -379,6 +396,40 @@ __attribute__((noinline)) static int pass_pbc(const set *s)
     return 0;
 }
 
+/* the one pass (pdata/proto_unpack.h) into an arena sized as pc_batch_decode sizes it without a
+ * budget, then the arena freed: the scan's and pbc_unpack's work together */
+__attribute__((noinline)) static int pass_pc_unpack(const set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        pc_arena *a = pc_arena_new(s->f[i].len * 2 + 1024);
+        ProtobufCMessage *m = NULL;
+        pc_error e = {0};
+        int rc = pc_proto_unpack(PC_REQUEST_DESC, s->f[i].data, s->f[i].len, PC_PROTO_MAX_DEPTH, a,
+                                 &m, &e);
+        pc_arena_free(a);
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+/* pc_batch_decode with an unlimited budget, as a receiver calls it: the scan counts first (the
+ * reservation), then the one pass */
+__attribute__((noinline)) static int pass_budget(const set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        pc_batch *b;
+        pc_error e = {0};
+        pc_budget bud;
+        pc_budget_init(&bud, 0);
+        if (pc_batch_decode(PC_SIGNAL_PROFILES, s->f[i].data, s->f[i].len, false, &bud, &b, &e) < 0)
+            return -1;
+        pc_batch_end_budget(b);
+        pc_budget_release(&bud);
+        pc_batch_unref(b);
+    }
+    return 0;
+}
+
 __attribute__((noinline)) static int pass_batch(const set *s)
 {
     for (size_t i = 0; i < s->n; i++) {
@@ -480,7 +531,9 @@ static int run_pass(int d, const set *s)
     case D_WALK: return pass_walk(s);
     case D_SCAN: return pass_scan(s);
     case D_PBC: return pass_pbc(s);
+    case D_PC_UNPACK: return pass_pc_unpack(s);
     case D_BATCH: return pass_batch(s);
+    case D_BUDGET: return pass_budget(s);
     case D_VALIDATE: return pass_validate(s);
     case D_WIRE: return pass_wire(s);
     case D_PBC_PACK: return pass_pbc_pack(s);

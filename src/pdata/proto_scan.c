@@ -62,25 +62,6 @@ static int fail(scan_ctx *c, int code, const char *what)
 
 #define MALFORMED(c) fail(c, PC_EPROTO, "malformed protobuf")
 
-long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l)
-{
-    switch (t) {
-    case PROTOBUF_C_TYPE_FIXED32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_FLOAT: return l % 4 ? -1 : (long long)(l / 4);
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE: return l % 8 ? -1 : (long long)(l / 8);
-    case PROTOBUF_C_TYPE_BOOL: return (long long)l;
-    default: {
-        long long n = 0;
-        for (size_t i = 0; i < l; i++)
-            n += !(p[i] & 0x80);
-        return n;
-    }
-    }
-}
-
 /* A field's key at p[*i]: its number and wire type. 0, or the refusal in c. */
 static int read_key(scan_ctx *c, const uint8_t *p, size_t len, size_t *i, unsigned *num,
                     unsigned *wt)

@@ -74,7 +74,28 @@ typedef struct pc_proto_scanned_member {
     size_t len;
     const uint8_t *data;
 } pc_proto_scanned_member;
-/* the size of one element of a repeated field of type t in protobuf-c's arrays */
+/* Elements of a packed run of type t in l bytes (varints counted by their last bytes); -1 when
+ * protobuf-c would refuse it (fixed-width types whose length is not a multiple). The scan and
+ * pdata/proto_unpack.c share it. */
+static inline long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l)
+{
+    switch (t) {
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT: return l % 4 ? -1 : (long long)(l / 4);
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return l % 8 ? -1 : (long long)(l / 8);
+    case PROTOBUF_C_TYPE_BOOL: return (long long)l;
+    default: {
+        long long n = 0;
+        for (size_t i = 0; i < l; i++)
+            n += !(p[i] & 0x80);
+        return n;
+    }
+    }
+}
+/* The size of one element of a repeated field of type t in protobuf-c's structs. */
 static inline size_t pc_proto_elt_size(ProtobufCType t)
 {
     switch (t) {
@@ -92,8 +113,6 @@ static inline size_t pc_proto_elt_size(ProtobufCType t)
     }
 }
 
-/* elements of a packed run of type t in l bytes; -1 when protobuf-c would refuse it */
-long long pc_proto_packed_count(ProtobufCType t, const uint8_t *p, size_t l);
 /* what a message costs once its fields are read: the arrays of its tracked repeated fields (nf
  * of them, n_elems each), the unknown fields' slots, and protobuf-c's scan slabs for its
  * occurrences of fields (16 members on the stack, then 32, 64, ...) */
