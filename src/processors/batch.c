@@ -588,7 +588,6 @@ const pc_component_type pc_processor_batch = {
     .shutdown = batch_shutdown,
     .destroy = batch_destroy,
     .signals = PC_SIGNALS_ALL,
-    .doc = "merges requests into larger ones with one de-duplicated dictionary (a lone request "
-           "is sent as received); splits above send_batch_max_size; keeps metadata_keys values "
-           "apart",
+    .doc = "merges requests into larger ones with one de-duplicated dictionary; splits above "
+           "send_batch_max_size; keeps metadata_keys values apart",
 };
