@@ -74,11 +74,22 @@ pc_batch *pc_batch_ref(pc_batch *b)
     return b;
 }
 
+/* A bytes-only batch's part (pc_batch_new_wire, signal.c): its decoded model and lock. */
+static void wire_free(pc_batch *b)
+{
+    struct pc_batch_wire *w = b->wire;
+    if (!w) return;
+    pc_batch_unref(w->model);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+    b->wire = NULL;
+}
+
 void pc_batch_unref(pc_batch *b)
 {
     if (!b) return;
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
-    pc_batch_wire_free(b);
+    wire_free(b);
     pc_arena_free(b->arena);
     free(b);
 }
@@ -224,4 +235,19 @@ bool pc_profile_next(const pc_request *req, pc_profile_iter *it)
 size_t pc_profile_n_samples(const pc_profile *p)
 {
     return p && p->samples ? p->n_samples : 0;
+}
+
+const uint8_t *pc_batch_wire_bytes(const pc_batch *b, size_t *len)
+{
+    if (!b->wire) return NULL;
+    *len = b->wire->len;
+    return b->wire->data;
+}
+
+bool pc_batch_wire_counts(const pc_batch *b, size_t *samples, size_t *profiles)
+{
+    if (!b->wire) return false;
+    *samples = b->wire->samples;
+    *profiles = b->wire->profiles;
+    return true;
 }

@@ -2,6 +2,7 @@
 #ifndef PC_PDATA_H
 #define PC_PDATA_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,6 +95,21 @@ typedef Opentelemetry__Proto__Trace__V1__ResourceSpans pc_resource_spans;
 typedef Opentelemetry__Proto__Trace__V1__ScopeSpans pc_scope_spans;
 typedef Opentelemetry__Proto__Trace__V1__Span pc_span;
 
+/* What a batch made by pc_batch_new_wire holds besides its arena (defined here so that
+ * pc_batch_req can call decode: the lazy decode lives in signal.c beside pc_batch_decode, and a
+ * function pointer keeps batch.c and this header from depending on it). */
+struct pc_batch;
+struct pc_batch_wire {
+    pthread_mutex_t lock; /* one decode, whoever asks first */
+    const uint8_t *data;  /* the protobuf request, uncompressed, in the batch's arena */
+    size_t len;
+    size_t samples, profiles; /* pc_wire_check_profiles' counts */
+    size_t max_decoded;       /* the request's decode limit (docs/limits.md) */
+    struct pc_batch *model;   /* the decode's own batch, whose arena holds the model */
+    /* decodes the model once (under lock) and returns it: pc_batch_req's slow path */
+    pc_request *(*decode)(const struct pc_batch *b);
+};
+
 /* One batch of one signal. consume() takes ownership of one reference. */
 typedef struct pc_batch {
     pc_arena *arena;
@@ -127,22 +143,17 @@ pc_batch *pc_batch_new(void);
  * decoded (ARCHITECTURE.md §2). */
 pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, size_t profiles,
                             size_t max_decoded);
-/* The decode behind pc_batch_req: once per batch, under the batch's lock, since a shared batch
- * may be read by several consumers on pool threads at once. */
-pc_request *pc_batch_req_decode(const pc_batch *b);
 /* The profiles model of a batch (NULL for other signals): every reader of the model goes
  * through here. */
 static inline pc_request *pc_batch_req(const pc_batch *b)
 {
     if (atomic_load_explicit(&((pc_batch *)b)->lazy, memory_order_acquire))
-        return pc_batch_req_decode(b);
+        return b->wire->decode(b);
     return b->req;
 }
 /* The bytes and counts of a batch made by pc_batch_new_wire (NULL, false for any other). */
 const uint8_t *pc_batch_wire_bytes(const pc_batch *b, size_t *len);
 bool pc_batch_wire_counts(const pc_batch *b, size_t *samples, size_t *profiles);
-/* pc_batch_unref's part for such a batch. */
-void pc_batch_wire_free(pc_batch *b);
 /* Whether the model of b was not decoded (yet): its bytes were only checked on the wire. */
 static inline bool pc_batch_is_wire(const pc_batch *b)
 {

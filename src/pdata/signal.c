@@ -9,6 +9,8 @@
 #include "pdata/proto_pack.h"
 #include "pdata/proto_scan.h"
 #include "pdata/proto_unpack.h"
+#include "base/alloc.h"
+#include "base/budget.h"
 #include "base/compress.h"
 #include "base/log.h"
 
@@ -409,4 +411,61 @@ void pc_batch_set_resource_attr(pc_batch *b, const char *key, const char *val, s
         r->attributes = kv;
         r->n_attributes = k;
     }
+}
+
+/* ---- batches that hold a checked request's bytes and decode their model only when asked
+ * (pdata.h, pc_batch_new_wire; ARCHITECTURE.md §2, pass-through) ---- */
+
+/* The decode the receiver skipped, within the same limit (docs/limits.md): reserved before it
+ * allocates, so it counts among the decodes in flight the memory limiter sees. */
+static pc_batch *decode_model(const struct pc_batch_wire *w)
+{
+    pc_budget budget;
+    pc_budget_init(&budget, w->max_decoded);
+    pc_batch *m = NULL;
+    pc_error e = {0};
+    int rc = pc_batch_decode(PC_SIGNAL_PROFILES, w->len ? w->data : (const uint8_t *)"", w->len,
+                             false, &budget, &m, &e);
+    pc_batch_end_budget(m);
+    pc_budget_release(&budget);
+    if (rc < 0 || !m) {
+        /* cannot happen for bytes pc_wire_check_profiles accepted; never crash on it anyway */
+        PC_ERROR(NULL, "decoding a checked request failed (%s): an empty request stands in", e.msg);
+        pc_batch_unref(m);
+        m = pc_batch_new();
+    }
+    return m;
+}
+
+/* pc_batch_req's slow path for a bytes-only batch: the decode, once, under the batch's lock,
+ * since a shared batch may be read by several consumers on pool threads at once. */
+static pc_request *req_decode(const pc_batch *cb)
+{
+    pc_batch *b = (pc_batch *)cb; /* the model is a cache of the bytes: filling it is no change */
+    struct pc_batch_wire *w = b->wire;
+    pthread_mutex_lock(&w->lock);
+    if (atomic_load_explicit(&b->lazy, memory_order_acquire)) {
+        w->model = decode_model(w);
+        b->req = w->model->req;
+        atomic_store_explicit(&b->lazy, false, memory_order_release);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return b->req;
+}
+
+pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, size_t profiles,
+                            size_t max_decoded)
+{
+    pc_batch *b = pc_batch_wrap(pc_arena_new(len + 256), PC_SIGNAL_PROFILES);
+    struct pc_batch_wire *w = pc_xcalloc(1, sizeof *w);
+    pthread_mutex_init(&w->lock, NULL);
+    w->data = pc_arena_memdup(b->arena, data, len);
+    w->len = len;
+    w->samples = samples;
+    w->profiles = profiles;
+    w->max_decoded = max_decoded;
+    w->decode = req_decode;
+    b->wire = w;
+    atomic_store_explicit(&b->lazy, true, memory_order_release);
+    return b;
 }
