@@ -41,8 +41,9 @@ const { chromium } = require('playwright-core');
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
+// page.evaluate, not $$eval: see diffState
 async function frames(page) {
-  return page.$$eval('#flame .f', (ds) => ds.map((d) => ({
+  return page.evaluate(() => Array.from(document.querySelectorAll('#flame .f')).map((d) => ({
     name: d.dataset.name, depth: +d.dataset.depth, total: +d.dataset.total,
     width: d.getBoundingClientRect().width, anc: d.classList.contains('anc'),
     hit: d.classList.contains('hit') })));
@@ -214,17 +215,23 @@ async function labels(ctx, page, v) {
   return out;
 }
 
+// One evaluate, not one $$eval a part: $$eval queries in one round trip and reads in another,
+// so a live poll that redraws between them hands it detached elements (whose computed colour
+// is ""). One task of the page's JS sees one drawing.
 async function diffState(p) {
-  return { url: p.url(),
-    frames: await p.$$eval('#flame .f', (ds) => ds.map((d) => [d.dataset.name, +d.dataset.depth,
-      +d.dataset.total, d.dataset.change === undefined ? null : +d.dataset.change])),
-    // the colour drawn, as the browser computed it: "rgb(r, g, b)"
-    colors: await p.$$eval('#flame .f', (ds) => ds.map((d) => [d.dataset.name, +d.dataset.depth,
-      getComputedStyle(d).backgroundColor])),
-    top: await p.$$eval('#top tbody tr', (trs) => trs.map((t) => ({ name: t.dataset.name,
-      flat: +t.dataset.flat, baseFlat: +t.dataset.baseFlat, change: +t.dataset.change,
-      cum: +t.dataset.cum, baseCum: +t.dataset.baseCum, cumChange: +t.dataset.cumChange,
-      text: Array.from(t.cells).map((c) => c.textContent) }))) };
+  const st = await p.evaluate(() => {
+    const fs = Array.from(document.querySelectorAll('#flame .f'));
+    return {
+      frames: fs.map((d) => [d.dataset.name, +d.dataset.depth, +d.dataset.total,
+        d.dataset.change === undefined ? null : +d.dataset.change]),
+      // the colour drawn, as the browser computed it: "rgb(r, g, b)"
+      colors: fs.map((d) => [d.dataset.name, +d.dataset.depth, getComputedStyle(d).backgroundColor]),
+      top: Array.from(document.querySelectorAll('#top tbody tr')).map((t) => ({ name: t.dataset.name,
+        flat: +t.dataset.flat, baseFlat: +t.dataset.baseFlat, change: +t.dataset.change,
+        cum: +t.dataset.cum, baseCum: +t.dataset.baseCum, cumChange: +t.dataset.cumChange,
+        text: Array.from(t.cells).map((c) => c.textContent) })) };
+  });
+  return { url: p.url(), ...st };
 }
 
 const diffReady = () => document.getElementById('top').dataset.diff === '1' &&
