@@ -336,8 +336,9 @@ static long focus_cut(const pz_agg *a, const stk *e, const pz_query *q)
 pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int64_t *total_out)
 {
     size_t nn = a->nm.n ? a->nm.n : 1;
-    int64_t *flat = pc_xcalloc(nn, sizeof *flat), *cum = pc_xcalloc(nn, sizeof *cum);
-    uint64_t *stamp = pc_xcalloc(nn, sizeof *stamp), cur = 0;
+    /* flat, cum and the stamp of each name id in one block: one allocation a query */
+    int64_t *flat = pc_xcalloc(3 * nn, sizeof *flat), *cum = flat + nn;
+    uint64_t *stamp = (uint64_t *)(cum + nn), cur = 0;
     int64_t total = 0;
     for (unsigned i = 0; i < a->l.slices; i++) {
         const slice *sl = &se->sl[i];
@@ -360,8 +361,6 @@ pc_top *pz_top_collect(const pz_agg *a, const series *se, const pz_query *q, int
     for (size_t id = 0; id < a->nm.n; id++)
         if (stamp[id]) pc_top_add(t, a->nm.v[id].s, true, flat[id], cum[id]);
     free(flat);
-    free(cum);
-    free(stamp);
     *total_out = total;
     return t;
 }
