@@ -30,8 +30,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/types.h>
+#include <openssl/evp.h>
 
 #include "sdk/component.h"
+#include "base/hex.h"
 #include "base/regex.h"
 #include "sdk/processor.h"
 
@@ -78,103 +80,18 @@ typedef struct resource_state {
     uint64_t batches, resources_changed; /* self-metrics (loop thread) */
 } resource_state;
 
-/* ---- SHA-1 and SHA-256 (FIPS 180-4), small and unoptimised: values are short ---------------- */
+/* ---- SHA-1 and SHA-256: OpenSSL's (linked for TLS; the symbolizer's ids and the auth
+ * extensions hash with it too) ------------------------------------------------------------- */
 
-static uint32_t rol32(uint32_t x, int n)
-{
-    return (x << n) | (x >> (32 - n));
-}
-
-static uint32_t ror32(uint32_t x, int n)
-{
-    return (x >> n) | (x << (32 - n));
-}
-
-static void sha1_block(uint32_t h[5], const uint8_t *p)
-{
-    uint32_t w[80];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-    for (int i = 16; i < 80; i++)
-        w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
-    for (int i = 0; i < 80; i++) {
-        uint32_t f, k;
-        if (i < 20)
-            f = (b & c) | (~b & d), k = 0x5a827999;
-        else if (i < 40)
-            f = b ^ c ^ d, k = 0x6ed9eba1;
-        else if (i < 60)
-            f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
-        else
-            f = b ^ c ^ d, k = 0xca62c1d6;
-        uint32_t t = rol32(a, 5) + f + e + k + w[i];
-        e = d, d = c, c = rol32(b, 30), b = a, a = t;
-    }
-    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
-}
-
-static void sha256_block(uint32_t h[8], const uint8_t *p)
-{
-    static const uint32_t k[64] = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-        0xc67178f2};
-    uint32_t w[64];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-        uint32_t s0 = ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        uint32_t s1 = ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
-    for (int i = 0; i < 64; i++) {
-        uint32_t t1 =
-            hh + (ror32(e, 6) ^ ror32(e, 11) ^ ror32(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-        uint32_t t2 = (ror32(a, 2) ^ ror32(a, 13) ^ ror32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-    }
-    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
-}
-
-/* Hash data into hex (40 or 64 characters plus NUL). Both use the same padding. */
+/* Hash data into hex (40 or 64 characters plus NUL). Should OpenSSL fail (no memory), the value
+ * becomes "": never the value in clear. */
 static void sha_hex(bool sha1, const uint8_t *data, size_t len, char *hex)
 {
-    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-    if (sha1) {
-        const uint32_t h1[5] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0};
-        memcpy(h, h1, sizeof h1);
-    }
-    uint8_t block[64];
-    size_t off = 0;
-    for (; len - off >= 64; off += 64)
-        sha1 ? sha1_block(h, data + off) : sha256_block(h, data + off);
-    size_t rest = len - off;
-    memset(block, 0, sizeof block);
-    if (rest) memcpy(block, data + off, rest);
-    block[rest] = 0x80;
-    if (rest >= 56) {
-        sha1 ? sha1_block(h, block) : sha256_block(h, block);
-        memset(block, 0, sizeof block);
-    }
-    uint64_t bits = (uint64_t)len * 8;
-    for (int i = 0; i < 8; i++)
-        block[63 - i] = (uint8_t)(bits >> (8 * i));
-    sha1 ? sha1_block(h, block) : sha256_block(h, block);
-    int words = sha1 ? 5 : 8;
-    for (int i = 0; i < words; i++)
-        snprintf(hex + 8 * i, 9, "%08" PRIx32, h[i]);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    hex[0] = '\0';
+    if (EVP_Digest(data, len, md, &n, sha1 ? EVP_sha1() : EVP_sha256(), NULL))
+        pc_hex_encode(hex, md, n);
 }
 
 /* ---- config ----------------------------------------------------------------------------- */
