@@ -69,7 +69,7 @@ typedef struct kafka_recv_cfg {
 /* clang-format off */
 #define SIGNAL_KEYS(sig, name, path, deftopic) \
     {name ".topics", PC_CFG_LIST, deftopic, offsetof(kafka_recv_cfg, topics[sig]), "topics " name " are consumed from (a leading ^ makes one a regular expression)", NULL}, \
-    {name ".topic", PC_CFG_STRING, NULL, offsetof(kafka_recv_cfg, topic[sig]), "deprecated in the Collector: one topic, instead of " name "::topics", NULL}, \
+    {name ".topic", PC_CFG_STRING, "", offsetof(kafka_recv_cfg, topic[sig]), "deprecated in the Collector: one topic, instead of " name "::topics", NULL}, \
     {name ".encoding", PC_CFG_ENUM, "otlp_proto", offsetof(kafka_recv_cfg, encoding[sig]), "message encoding of " name, encodings},
 static const pc_cfg_key kafka_recv_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(kafka_recv_cfg, client), "the Kafka client", pc_kafka_client_keys},
