@@ -18,9 +18,10 @@
 
 /* Merge the n requests data[i] (len[i] bytes each), every one accepted whole by
  * pc_wire_check_profiles, into out (cleared first). 0; or PC_ENOTSUP when this merger cannot
- * (a dictionary in more than one occurrence, a table's element 0 not empty, a field it does not
- * know in a message that carries indices, an index out of range): the caller then decodes and
- * merges the models. */
+ * (a dictionary in more than one occurrence, a table's element 0 not the zero value, a field it
+ * does not know in a message of a request whose indices it must rewrite, an index out of
+ * range): the caller then decodes and merges the models. A request none of whose indices change
+ * (the first, without duplicates) is copied as it is, unknown fields and all. */
 int pc_wire_merge(const uint8_t *const *data, const size_t *len, size_t n, pc_buf *out);
 
 #endif
