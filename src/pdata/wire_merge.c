@@ -200,22 +200,39 @@ static uint64_t remap(rw *w, unsigned t, uint64_t v)
     return w->map[t][k];
 }
 
-/* A packed run of indices into table t, remapped, with its key and new length. */
+/* A new pre-order slot for a length the write pass will need. */
+static size_t slot_new(rw *w)
+{
+    if (w->n_slots == w->cap_slots) {
+        w->cap_slots = w->cap_slots ? 2 * w->cap_slots : 64;
+        w->slots = pc_xrealloc(w->slots, w->cap_slots * sizeof *w->slots);
+    }
+    return w->n_slots++;
+}
+
+/* A packed run of indices into table t, remapped, with its key and new length: sized (the
+ * length kept in a slot, the stacks' runs being most of a dictionary) or written in one pass. */
 static size_t put_packed(rw *w, uint64_t key, unsigned t, const uint8_t *p, size_t n, uint8_t *o)
 {
     size_t len = 0, i = 0;
     uint64_t v;
-    while (i < n) {
-        if (pc_proto_read_varint(p, n, &i, &v)) return w->bad = true, 0;
-        len += varint_len(remap(w, t, v));
+    if (!o) {
+        size_t s = slot_new(w);
+        while (i < n) {
+            if (pc_proto_read_varint(p, n, &i, &v)) return w->bad = true, 0;
+            len += varint_len(remap(w, t, v));
+        }
+        w->slots[s] = len;
+        return varint_len(key) + varint_len(len) + len;
     }
+    len = w->slots[w->cursor++];
     size_t pos = put_varint(o, key);
-    pos += put_varint(o ? o + pos : NULL, len);
-    for (i = 0; o && i < n;) {
+    pos += put_varint(o + pos, len);
+    while (i < n) {
         pc_proto_read_varint(p, n, &i, &v);
         pos += put_varint(o + pos, remap(w, t, v));
     }
-    return o ? pos : pos + len;
+    return pos;
 }
 
 static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o);
@@ -226,11 +243,7 @@ static size_t put_msg(rw *w, uint64_t key, unsigned m, const uint8_t *p, size_t 
 {
     size_t len;
     if (!o) {
-        if (w->n_slots == w->cap_slots) {
-            w->cap_slots = w->cap_slots ? 2 * w->cap_slots : 64;
-            w->slots = pc_xrealloc(w->slots, w->cap_slots * sizeof *w->slots);
-        }
-        size_t s = w->n_slots++;
+        size_t s = slot_new(w);
         len = rewrite(w, m, p, n, NULL);
         w->slots[s] = len;
         return varint_len(key) + varint_len(len) + len;
@@ -486,6 +499,10 @@ static int merge_all(req *rs, const uint8_t *const *data, const size_t *len, siz
 int pc_wire_merge(const uint8_t *const *data, const size_t *len, size_t n, pc_buf *out)
 {
     out->len = 0;
+    size_t total = 0; /* about what the merge holds: one growth at most */
+    for (size_t i = 0; i < n; i++)
+        total += len[i];
+    pc_buf_reserve(out, total);
     req *rs = pc_xcalloc(n ? n : 1, sizeof *rs);
     table tabs[T_N];
     memset(tabs, 0, sizeof tabs);
