@@ -216,6 +216,11 @@ static int wm_cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void wm_sort(wm_lines *l)
+{
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, wm_cmp_str);
+}
+
 /* Duplicate entries in one table of packed messages (or strings): 1 with its name in why. */
 static int wm_dup_table(ProtobufCMessage *const *m, const char *const *s, size_t n,
                         const char *name, char *why, size_t wn)
@@ -236,7 +241,7 @@ static int wm_dup_table(ProtobufCMessage *const *m, const char *const *s, size_t
         wm_push(&l, &b);
     }
     int dup = 0;
-    qsort(l.v, l.n, sizeof *l.v, wm_cmp_str);
+    wm_sort(&l);
     for (size_t i = 1; i < l.n && !dup; i++)
         if (!strcmp(l.v[i - 1], l.v[i])) dup = 1;
     if (dup) snprintf(why, wn, "duplicate entries in the merged %s table", name);
@@ -274,7 +279,7 @@ static void wm_model_lines(const uint8_t *const *data, const size_t *len, size_t
     pc_batch *mb = pc_merger_finish(m);
     wm_resolve(mb, out);
     pc_batch_unref(mb);
-    qsort(out->v, out->n, sizeof *out->v, wm_cmp_str);
+    wm_sort(out);
 }
 
 /* The merged bytes against the oracle: 0 the same; 1 not (why says how). dups: also no two
@@ -301,7 +306,7 @@ static int wm_check_merged(const uint8_t *const *data, const size_t *len, size_t
         return snprintf(why, wn, "the merge does not decode: %s", e.msg), 1;
     wm_lines got = {0}, want = {0};
     wm_resolve(b, &got);
-    qsort(got.v, got.n, sizeof *got.v, wm_cmp_str);
+    wm_sort(&got);
     wm_model_lines(data, len, n, &want);
     int rc = dups ? wm_dups(pc_batch_req(b)->dictionary, why, wn) : 0;
     for (size_t i = 0; !rc && i < got.n && i < want.n; i++)
