@@ -117,7 +117,7 @@ class WireCheckTest(unittest.TestCase):
         (src/pdata/wire_merge.c), none decoded. Oracle: python-protobuf's reading of what the
         clients sent against its reading of what the sink got (fewer requests, one dictionary
         each without repeated entries)."""
-        a = Instance(self, processors="  batch:\n    timeout: 3s\n"
+        a = Instance(self, processors="  batch:\n    timeout: 5s\n"
                                       "    send_batch_size: 1000000\n")
         reqs = [h.make_request(("wb-%d" % (i % 2),), seed=70 + i, samples=15) for i in range(4)]
         with concurrent.futures.ThreadPoolExecutor(len(reqs)) as pool:  # batch answers at flush
