@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 BUILD=${FUZZ_BUILD:-build-fuzz}
 ALL_TARGETS=(fuzz_otlp_proto fuzz_otlp_json fuzz_gzip fuzz_config fuzz_pprof fuzz_http fuzz_ingest fuzz_grpc fuzz_signals fuzz_jfr fuzz_legacy fuzz_delta fuzz_symbolizer
-  fuzz_prometheus fuzz_wire_check fuzz_proto_pack fuzz_proto_unpack fuzz_gopclntab)
+  fuzz_prometheus fuzz_wire_check fuzz_wire_merge fuzz_proto_pack fuzz_proto_unpack fuzz_gopclntab)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 FLAGS=(-max_len=1048576 -timeout=10 -rss_limit_mb=2048 -print_final_stats=0)
 read -r -a EXTRA <<<"${FUZZ_EXTRA:-}"

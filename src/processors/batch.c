@@ -13,6 +13,7 @@
  * ("shards"). Merging and splitting run on the thread pool in a flush job that owns the buffered
  * batches; the loop thread only touches shards, the timer and counters. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 
 #include "pdata/merge.h"
 #include "pdata/split.h"
+#include "pdata/wire_merge.h"
+#include "base/compress.h"
 #include "sdk/component.h"
 #include "sdk/telemetry.h"
 #include "sdk/processor.h"
@@ -72,7 +75,7 @@ typedef struct batch_proc {
     pc_shutdown_done shutdown_done;
     /* counters (self-metrics) */
     uint64_t flushes_size, flushes_timeout, flushes_shutdown, requests_out, samples_out,
-        refused_cardinality;
+        refused_cardinality, wire_merges;
     pc_histogram send_size; /* items per request sent */
 } batch_proc;
 
@@ -94,6 +97,7 @@ typedef struct flush_job {
     output *out;
     size_t n_out;
     size_t pending;
+    bool wire_merged; /* its inputs were merged on the wire (wire_inputs) */
     char msg[256];
 } flush_job;
 
@@ -194,6 +198,10 @@ static int batch_start(pc_component *c, pc_error *e)
                    "Flushes because send_batch_size was reached", &bp->flushes_size);
     pc_proc_metric(c, "otelcol_processor_batch_timeout_trigger_send",
                    "Flushes because the timeout fired", &bp->flushes_timeout);
+    pc_proc_metric(c, "profcol_processor_batch_wire_merges",
+                   "Flushes whose requests were merged on the wire, none decoded "
+                   "(ARCHITECTURE.md section 2)",
+                   &bp->wire_merges);
     return 0;
 }
 
@@ -252,13 +260,69 @@ static void merge_chunks(flush_job *j, const pc_split_plan *pl)
     free(tmp);
 }
 
+/* Profiles whose every input is still bytes only (checked on the wire, its model never decoded,
+ * ARCHITECTURE.md §2) and that need no split: one bytes-only request without decoding any, the
+ * lone input as received or the inputs merged on the wire (pdata/wire_merge.h), which the
+ * exporter deflates without encoding (bench/README.md, "Merging on the wire"). NULL when any
+ * input has a model, there is no profile, a split is due or the wire merge cannot: the model
+ * path then. *merged: the output is a new request (it gets the shard's metadata). */
+static pc_batch *wire_inputs(flush_job *j, size_t max, bool *merged)
+{
+    size_t samples = 0, profiles = 0, s, p, decode_limit = 0;
+    bool unlimited = false;
+    for (size_t i = 0; i < j->n_in; i++) {
+        const pc_batch *b = j->in[i].b;
+        if (!pc_batch_is_wire(b) || !pc_batch_wire_counts(b, &s, &p)) return NULL;
+        samples += s;
+        profiles += p;
+        /* the merged request's lazy decode may take what its parts could have (0: no limit) */
+        size_t lim = b->wire->max_decoded;
+        unlimited = unlimited || lim == 0;
+        decode_limit = decode_limit > SIZE_MAX - lim ? SIZE_MAX : decode_limit + lim;
+    }
+    if (unlimited) decode_limit = 0;
+    if (!profiles || (max && samples > max)) return NULL;
+    *merged = j->n_in > 1;
+    if (j->n_in == 1) return pc_batch_ref(j->in[0].b);
+    const uint8_t **data = pc_xmalloc(j->n_in * sizeof *data);
+    size_t *len = pc_xmalloc(j->n_in * sizeof *len);
+    for (size_t i = 0; i < j->n_in; i++)
+        data[i] = pc_batch_wire_bytes(j->in[i].b, &len[i]);
+    pc_buf out = {0};
+    pc_batch *b = NULL;
+    if (pc_wire_merge(data, len, j->n_in, &out) == 0) {
+        b = pc_batch_new_wire(out.data, out.len, samples, profiles, decode_limit);
+        size_t wl = 0;
+        const uint8_t *w = pc_batch_wire_bytes(b, &wl);
+        pc_batch_set_raw(b, w, wl, PC_ENC_NONE, false); /* what passes through: deflated only */
+    }
+    pc_buf_free(&out);
+    free(data);
+    free(len);
+    return b;
+}
+
+static void one_output(flush_job *j, pc_batch *b)
+{
+    j->n_out = 1;
+    j->out = pc_xcalloc(1, sizeof *j->out);
+    j->out[0].b = b;
+    for (size_t i = 0; i < j->n_in; i++)
+        add_input(&j->out[0], i);
+}
+
 static void flush_work(pc_proc_work *w)
 {
     flush_job *j = (flush_job *)w;
     const batch_cfg *cfg = j->bp->c->cfg;
     pc_split_plan pl = {0};
-    bool profiles = !j->n_in || j->in[0].b->signal == PC_SIGNAL_PROFILES;
-    if (profiles) {
+    bool profiles = !j->n_in || j->in[0].b->signal == PC_SIGNAL_PROFILES, merged = true;
+    pc_batch *wired =
+        profiles && j->n_in ? wire_inputs(j, (size_t)cfg->send_batch_max_size, &merged) : NULL;
+    if (wired) {
+        one_output(j, wired);
+        j->wire_merged = merged;
+    } else if (profiles) {
         pc_batch **ins = pc_xmalloc((j->n_in ? j->n_in : 1) * sizeof *ins);
         for (size_t i = 0; i < j->n_in; i++)
             ins[i] = j->in[i].b;
@@ -266,24 +330,21 @@ static void flush_work(pc_proc_work *w)
         free(ins);
         if (pl.n == 0) goto out; /* nothing but empty scopes */
     }
-    if (j->n_in == 1 && (!profiles || pl.chunks == 1)) {
+    if (!wired && j->n_in == 1 && (!profiles || pl.chunks == 1)) {
         /* one request, not split: forwarded as received, as the Collector's batch does; its
          * metadata is the output's already, and its bytes can still pass through
          * (ARCHITECTURE.md §2) */
-        j->n_out = 1;
-        j->out = pc_xcalloc(1, sizeof *j->out);
-        j->out[0].b = pc_batch_ref(j->in[0].b);
-        add_input(&j->out[0], 0);
-    } else {
+        one_output(j, pc_batch_ref(j->in[0].b));
+        merged = false;
+    } else if (!wired) {
         if (profiles)
             merge_chunks(j, &pl);
         else
             concat_inputs(j);
-        for (size_t o = 0; o < j->n_out; o++)
-            for (size_t i = 0; i < j->n_meta; i++)
-                if (j->meta_vals[i])
-                    pc_batch_set_meta(j->out[o].b, j->meta_keys[i], j->meta_vals[i]);
     }
+    for (size_t o = 0; merged && o < j->n_out; o++)
+        for (size_t i = 0; i < j->n_meta; i++)
+            if (j->meta_vals[i]) pc_batch_set_meta(j->out[o].b, j->meta_keys[i], j->meta_vals[i]);
     for (size_t o = 0; o < j->n_out; o++)
         j->out[o].job = j;
 out:
@@ -341,11 +402,17 @@ static void flush_after(pc_proc_work *w)
     flush_job *j = (flush_job *)w;
     batch_proc *bp = j->bp;
     j->pending = 1; /* downstream may answer synchronously */
+    bp->wire_merges += j->wire_merged;
     for (size_t o = 0; o < j->n_out; o++) {
         size_t items = pc_batch_items(j->out[o].b);
-        PC_DEBUG(bp->c->id, "sending %zu %s of %zu resources (part %zu/%zu)", items,
-                 pc_signal_infos[j->out[o].b->signal].items, pc_batch_n_resources(j->out[o].b),
-                 o + 1, j->n_out);
+        /* a bytes-only request is not decoded to count its resources for a log line */
+        if (pc_batch_is_wire(j->out[o].b))
+            PC_DEBUG(bp->c->id, "sending %zu %s, bytes only (part %zu/%zu)", items,
+                     pc_signal_infos[j->out[o].b->signal].items, o + 1, j->n_out);
+        else
+            PC_DEBUG(bp->c->id, "sending %zu %s of %zu resources (part %zu/%zu)", items,
+                     pc_signal_infos[j->out[o].b->signal].items, pc_batch_n_resources(j->out[o].b),
+                     o + 1, j->n_out);
         bp->requests_out++;
         bp->samples_out += items;
         pc_histogram_observe(&bp->send_size, (double)items);
@@ -467,14 +534,22 @@ static long find_shard(batch_proc *bp, const pc_batch *b)
     return (long)bp->n_shards++;
 }
 
+/* No profile (no resource for other signals): nothing to send. A bytes-only batch answers
+ * from its wire counts: reading its model would decode it, here on the loop thread. */
+static bool batch_empty(const pc_batch *b)
+{
+    size_t samples, profiles;
+    if (b->signal != PC_SIGNAL_PROFILES) return pc_batch_n_resources(b) == 0;
+    if (pc_batch_is_wire(b) && pc_batch_wire_counts(b, &samples, &profiles)) return !profiles;
+    return pc_batch_counts(b).profiles == 0;
+}
+
 static void batch_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg)
 {
     batch_proc *bp = c->priv;
     const batch_cfg *cfg = c->cfg;
     size_t items = pc_batch_items(b);
-    bool empty = b->signal == PC_SIGNAL_PROFILES ? pc_batch_counts(b).profiles == 0
-                                                 : pc_batch_n_resources(b) == 0;
-    if (empty) { /* nothing to send, nothing to wait for */
+    if (batch_empty(b)) { /* nothing to send, nothing to wait for */
         pc_batch_unref(b);
         done(arg, PC_OK, NULL);
         return;
@@ -588,6 +663,8 @@ const pc_component_type pc_processor_batch = {
     .shutdown = batch_shutdown,
     .destroy = batch_destroy,
     .signals = PC_SIGNALS_ALL,
+    /* flush_work merges bytes-only requests on the wire and reads no model of them */
+    .wire_through = true,
     .doc = "merges requests into larger ones with one de-duplicated dictionary; splits above "
            "send_batch_max_size; keeps metadata_keys values apart",
 };

@@ -68,7 +68,11 @@ typedef struct pc_component_type {
     void (*shutdown)(pc_component *c, pc_shutdown_done done);
     /* Free c->priv; handles are already closed. */
     void (*destroy)(pc_component *c);
-    bool mutates;       /* processors: modifies batches (copy-on-write is then applied) */
+    bool mutates; /* processors: modifies batches (copy-on-write is then applied) */
+    /* processors: hands bytes-only batches on (pc_batch_is_wire) without reading their model
+     * (batch merges them on the wire): it passes bytes through (pc_consumer.wire_ok) when its
+     * next consumer does (service/graph.c) */
+    bool wire_through;
     bool authenticator; /* extensions: priv starts with a pc_auth (sdk/auth.h) */
     /* exporters that serve on a socket of their own (prometheus): a reload that replaces the
      * instance stops the old one with the receivers, before the new one binds the same port */

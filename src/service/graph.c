@@ -219,6 +219,7 @@ static int build_chain(pc_service *s, pipeline *pl, const pc_node *procs, pc_con
             continue;
         }
         c->next = next;
+        c->self.wire_ok = c->type->wire_through && next && next->wire_ok;
         if (check_signal(c, c->type, pl->signal, procs->vals[k], path, err)) {
             svc_component_free(c);
             rc = PC_EINVAL;

@@ -9,6 +9,7 @@ client's, python-protobuf's decoding and sample count of what was sent, and a se
 with `passthrough: false` (the decoded path) answering the same invalid requests: status, body
 and self-metrics must be the same."""
 
+import concurrent.futures
 import gzip
 import os
 import sys
@@ -109,6 +110,34 @@ class WireCheckTest(unittest.TestCase):
         self.assertLess(len(got), len(reqs), "nothing was merged")
         self.assertEqual(a.metric(WIRE), len(reqs))
         self.assertEqual(a.metric(ACCEPTED), n)
+
+    def test_batch_merges_checked_requests_on_the_wire(self):
+        """otlp -> batch -> otlphttp: batch passes bytes through, so the receiver only checks
+        requests on the wire, and a flush holding several merges them on the wire
+        (src/pdata/wire_merge.c), none decoded. Oracle: python-protobuf's reading of what the
+        clients sent against its reading of what the sink got (fewer requests, one dictionary
+        each without repeated entries)."""
+        a = Instance(self, processors="  batch:\n    timeout: 5s\n"
+                                      "    send_batch_size: 1000000\n")
+        reqs = [h.make_request(("wb-%d" % (i % 2),), seed=70 + i, samples=15) for i in range(4)]
+        with concurrent.futures.ThreadPoolExecutor(len(reqs)) as pool:  # batch answers at flush
+            rs = list(pool.map(lambda q: h.post(a.port, q.SerializeToString(), h.CT_PROTO), reqs))
+        self.assertEqual([r.status for r in rs], [200] * len(reqs), rs)
+        n = h.count_samples(reqs)
+        h.wait_for(lambda: a.metric("otelcol_exporter_sent_profile_samples") == n, 30)
+        got = [x for x in a.sink.snapshot() if not x.refused]
+        self.assertTrue(all(x.error is None for x in got))
+        self.assertEqual(h.summarize([x.message for x in got]), h.summarize(reqs))
+        self.assertLess(len(got), len(reqs), "nothing was merged")
+        for x in got:
+            d = x.message.dictionary
+            for table in (d.string_table, d.function_table, d.location_table, d.stack_table,
+                          d.attribute_table, d.mapping_table, d.link_table):
+                keys = [e if isinstance(e, str) else e.SerializeToString() for e in table]
+                self.assertEqual(len(keys), len(set(keys)), "a repeated dictionary entry")
+        self.assertEqual(a.metric(WIRE), len(reqs))
+        self.assertEqual(a.metric(ACCEPTED), n)
+        self.assertGreaterEqual(a.metric("profcol_processor_batch_wire_merges"), 1)
 
     def test_decoded_when_the_graph_needs_the_model(self):
         """passthrough: false, or a processor: every request is decoded as before."""

@@ -1,0 +1,525 @@
+/* The wire merge (wire_merge.h). Per request: its dictionary's tables as byte spans, interned
+ * into the merged tables in dependency order (a table's entries are rewritten through the remaps
+ * of the tables they point into before they are compared), giving one remap per table; then its
+ * resource_profiles, copied as they are when every remap is the identity, else rewritten. A
+ * rewritten message is sized first (every nested message's new length kept in pre-order slots),
+ * then written: lengths change when an index's varint does. The schema below is
+ * proto/otlp_profiles.proto's, otlp_common.proto's and otlp_resource.proto's, every index field
+ * wire_check.c's pass 2 checks. */
+#include "pdata/wire_merge.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/arena.h"
+#include "base/err.h"
+#include "base/hash.h"
+#include "pdata/proto_scan.h"
+
+/* ProfilesDictionary's tables by field number (proto/otlp_profiles.proto) */
+enum { T_MAPPING = 1, T_LOCATION, T_FUNCTION, T_LINK, T_STRING, T_ATTR, T_STACK, T_N };
+
+/* what a field is to the merger: copied as it is, an index (singular, or repeated: plain or
+ * packed) into table arg, or a message of type arg */
+enum { K_NONE, K_COPY, K_IDX, K_IDXR, K_MSG };
+enum {
+    M_RP, /* ResourceProfiles */
+    M_RES,
+    M_KV,
+    M_AV,
+    M_ARR,
+    M_KVL,
+    M_SP,
+    M_SCOPE,
+    M_PROF,
+    M_VT,
+    M_SAMPLE,
+    M_MAP,
+    M_LOC,
+    M_LINE,
+    M_FUNC,
+    M_KVU,
+    M_STACK,
+    M_N
+};
+
+typedef struct wf {
+    uint8_t kind, arg;
+} wf;
+
+#define NF 12 /* field numbers 1..11 */
+#define C                                                                                          \
+    {                                                                                              \
+        K_COPY, 0                                                                                  \
+    }
+#define IX(t)                                                                                      \
+    {                                                                                              \
+        K_IDX, t                                                                                   \
+    }
+#define IR(t)                                                                                      \
+    {                                                                                              \
+        K_IDXR, t                                                                                  \
+    }
+#define MS(m)                                                                                      \
+    {                                                                                              \
+        K_MSG, m                                                                                   \
+    }
+static const wf schema[M_N][NF] = {
+    [M_RP] = {[1] = MS(M_RES), [2] = MS(M_SP), [3] = C},
+    /* Resource: attributes, dropped count, entity refs (strings only) */
+    [M_RES] = {[1] = MS(M_KV), [2] = C, [3] = C},
+    [M_KV] = {[1] = C, [2] = MS(M_AV), [3] = IX(T_STRING)},
+    [M_AV] = {[1] = C,
+              [2] = C,
+              [3] = C,
+              [4] = C,
+              [5] = MS(M_ARR),
+              [6] = MS(M_KVL),
+              [7] = C,
+              [8] = IX(T_STRING)},
+    [M_ARR] = {[1] = MS(M_AV)},
+    [M_KVL] = {[1] = MS(M_KV)},
+    [M_SP] = {[1] = MS(M_SCOPE), [2] = MS(M_PROF), [3] = C},
+    [M_SCOPE] = {[1] = C, [2] = C, [3] = MS(M_KV), [4] = C},
+    [M_PROF] = {[1] = MS(M_VT),
+                [2] = MS(M_SAMPLE),
+                [3] = C,
+                [4] = C,
+                [5] = MS(M_VT),
+                [6] = C,
+                [7] = C,
+                [8] = C,
+                [9] = C,
+                [10] = C,
+                [11] = IR(T_ATTR)},
+    [M_VT] = {[1] = IX(T_STRING), [2] = IX(T_STRING)},
+    [M_SAMPLE] = {[1] = IX(T_STACK), [2] = IR(T_ATTR), [3] = IX(T_LINK), [4] = C, [5] = C},
+    [M_MAP] = {[1] = C, [2] = C, [3] = C, [4] = IX(T_STRING), [5] = IR(T_ATTR)},
+    [M_LOC] = {[1] = IX(T_MAPPING), [2] = C, [3] = MS(M_LINE), [4] = IR(T_ATTR)},
+    [M_LINE] = {[1] = IX(T_FUNCTION), [2] = C, [3] = C},
+    [M_FUNC] = {[1] = IX(T_STRING), [2] = IX(T_STRING), [3] = IX(T_STRING), [4] = C},
+    [M_KVU] = {[1] = IX(T_STRING), [2] = MS(M_AV), [3] = IX(T_STRING)},
+    [M_STACK] = {[1] = IR(T_LOCATION)},
+};
+#undef C
+#undef IX
+#undef IR
+#undef MS
+
+/* each table's entry type (strings and links carry no index: interned as they are) */
+static const int table_msg[T_N] = {
+    [T_MAPPING] = M_MAP, [T_LOCATION] = M_LOC, [T_FUNCTION] = M_FUNC, [T_LINK] = -1,
+    [T_STRING] = -1,     [T_ATTR] = M_KVU,     [T_STACK] = M_STACK};
+/* dependency order: a table after every table its entries point into */
+static const int table_order[T_N - 1] = {T_STRING, T_ATTR,     T_MAPPING, T_FUNCTION,
+                                         T_LINK,   T_LOCATION, T_STACK};
+/* the tables each table's entries point into */
+static const unsigned table_deps[T_N] = {
+    [T_MAPPING] = 1u << T_STRING | 1u << T_ATTR,
+    [T_LOCATION] = 1u << T_MAPPING | 1u << T_FUNCTION | 1u << T_ATTR,
+    [T_FUNCTION] = 1u << T_STRING,
+    [T_ATTR] = 1u << T_STRING,
+    [T_STACK] = 1u << T_LOCATION,
+};
+
+typedef struct span {
+    const uint8_t *p;
+    size_t n;
+} span;
+
+/* One input request. */
+typedef struct req {
+    span *rps; /* each resource_profiles field, tag to end */
+    size_t n_rps;
+    span dict; /* the dictionary's value (n = 0: none) */
+    span *tab[T_N];
+    size_t n_tab[T_N];
+    uint32_t *map[T_N]; /* old index -> merged index */
+    unsigned changed;   /* tables whose remap is not the identity */
+} req;
+
+/* One merged table: its entries and a hash set over them. */
+typedef struct table {
+    span *e;
+    uint64_t *h;
+    size_t n, cap;
+    uint32_t *slot; /* entry index + 1; 0: empty */
+    size_t mask;
+    bool present; /* some request had this table */
+} table;
+
+/* The rewriter: the remaps of the request being rewritten, and the pre-order size slots. */
+typedef struct rw {
+    uint32_t *const *map;
+    const size_t *n_map;
+    size_t *slots;
+    size_t n_slots, cap_slots, cursor;
+    bool bad;
+} rw;
+
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* v at o (NULL: only its length) */
+static size_t put_varint(uint8_t *o, uint64_t v)
+{
+    if (!o) return varint_len(v);
+    size_t n = 0;
+    while (v >= 0x80) {
+        o[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    o[n++] = (uint8_t)v;
+    return n;
+}
+
+static size_t put(uint8_t *o, const uint8_t *p, size_t n)
+{
+    if (o) memcpy(o, p, n);
+    return n;
+}
+
+/* an index through table t's remap; 0 stays 0 (element 0 is every table's zero value) */
+static uint64_t remap(rw *w, unsigned t, uint64_t v)
+{
+    uint32_t k = (uint32_t)v; /* int32 on the wire: protobuf-c keeps the low 32 bits */
+    if (k == 0) return 0;
+    if (k >= w->n_map[t]) {
+        w->bad = true;
+        return 0;
+    }
+    return w->map[t][k];
+}
+
+/* A new pre-order slot for a length the write pass will need. */
+static size_t slot_new(rw *w)
+{
+    if (w->n_slots == w->cap_slots) {
+        w->cap_slots = w->cap_slots ? 2 * w->cap_slots : 64;
+        w->slots = pc_xrealloc(w->slots, w->cap_slots * sizeof *w->slots);
+    }
+    return w->n_slots++;
+}
+
+/* A packed run of indices into table t, remapped, with its key and new length: sized (the
+ * length kept in a slot, the stacks' runs being most of a dictionary) or written in one pass. */
+static size_t put_packed(rw *w, uint64_t key, unsigned t, const uint8_t *p, size_t n, uint8_t *o)
+{
+    size_t len = 0, i = 0;
+    uint64_t v;
+    if (!o) {
+        size_t s = slot_new(w);
+        while (i < n) {
+            if (pc_proto_read_varint(p, n, &i, &v)) return w->bad = true, 0;
+            len += varint_len(remap(w, t, v));
+        }
+        w->slots[s] = len;
+        return varint_len(key) + varint_len(len) + len;
+    }
+    len = w->slots[w->cursor++];
+    size_t pos = put_varint(o, key);
+    pos += put_varint(o + pos, len);
+    while (i < n) {
+        pc_proto_read_varint(p, n, &i, &v);
+        pos += put_varint(o + pos, remap(w, t, v));
+    }
+    return pos;
+}
+
+static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o);
+
+/* A nested message: sized (its slot reserved before its own nested ones: pre-order) or written
+ * with the size its slot kept. */
+static size_t put_msg(rw *w, uint64_t key, unsigned m, const uint8_t *p, size_t n, uint8_t *o)
+{
+    size_t len;
+    if (!o) {
+        size_t s = slot_new(w);
+        len = rewrite(w, m, p, n, NULL);
+        w->slots[s] = len;
+        return varint_len(key) + varint_len(len) + len;
+    }
+    len = w->slots[w->cursor++];
+    size_t pos = put_varint(o, key);
+    pos += put_varint(o + pos, len);
+    return pos + rewrite(w, m, p, n, o + pos);
+}
+
+/* Message type m at p (n bytes) with every index remapped: its new length (o NULL), or written
+ * at o. */
+static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o)
+{
+    size_t i = 0, pos = 0;
+    while (i < n && !w->bad) {
+        size_t k0 = i;
+        uint64_t key, l = 0;
+        if (pc_proto_read_varint(p, n, &i, &key)) break;
+        unsigned wt = (unsigned)(key & 7);
+        if (pc_proto_skip_value(p, n, wt, &i, &l)) break;
+        const uint8_t *v = p + i;
+        if (wt == 2) i += (size_t)l;
+        wf f = key >> 3 < NF ? schema[m][key >> 3] : (wf){K_NONE, 0};
+        uint8_t *at = o ? o + pos : NULL;
+        if (f.kind == K_COPY) {
+            pos += put(at, p + k0, i - k0);
+        } else if (f.kind == K_MSG && wt == 2) {
+            pos += put_msg(w, key, f.arg, v, (size_t)l, at);
+        } else if ((f.kind == K_IDX || f.kind == K_IDXR) && wt == 0) {
+            size_t kl = put_varint(at, key);
+            pos += kl + put_varint(at ? at + kl : NULL, remap(w, f.arg, l));
+        } else if (f.kind == K_IDXR && wt == 2) {
+            pos += put_packed(w, key, f.arg, v, (size_t)l, at);
+        } else {
+            w->bad = true; /* a field this merger does not know, or of another wire type */
+        }
+    }
+    if (i != n) w->bad = true;
+    return pos;
+}
+
+/* ---- reading a request ---- */
+
+/* The request's resource_profiles and its one dictionary's table spans. */
+static int read_req(req *r, const uint8_t *p, size_t n)
+{
+    size_t i = 0, n_rp = 0, n_dict = 0;
+    uint64_t key, l;
+    for (int pass = 0; pass < 2; pass++) {
+        for (i = 0, n_rp = 0; i < n;) {
+            size_t k0 = i;
+            if (pc_proto_read_varint(p, n, &i, &key) || (key & 7) != 2 ||
+                pc_proto_skip_value(p, n, 2, &i, &l))
+                return PC_ENOTSUP;
+            i += (size_t)l;
+            if (key >> 3 == 1) {
+                if (pass) r->rps[n_rp] = (span){p + k0, i - k0};
+                n_rp++;
+            } else if (key >> 3 == 2) {
+                if (!pass && n_dict++) return PC_ENOTSUP; /* merged by protobuf: not here */
+                r->dict = (span){p + i - l, (size_t)l};
+            } else {
+                return PC_ENOTSUP;
+            }
+        }
+        if (!pass) r->rps = pc_xmalloc((n_rp ? n_rp : 1) * sizeof *r->rps);
+    }
+    r->n_rps = n_rp;
+    return 0;
+}
+
+/* The dictionary's tables as spans: counted, then filled. */
+static int read_dict(req *r)
+{
+    const uint8_t *p = r->dict.p;
+    size_t n = r->dict.n, fill[T_N] = {0};
+    uint64_t key, l;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n;) {
+            if (pc_proto_read_varint(p, n, &i, &key) || (key & 7) != 2 || key >> 3 == 0 ||
+                key >> 3 >= T_N || pc_proto_skip_value(p, n, 2, &i, &l))
+                return PC_ENOTSUP;
+            unsigned t = (unsigned)(key >> 3);
+            if (pass)
+                r->tab[t][fill[t]++] = (span){p + i, (size_t)l};
+            else
+                r->n_tab[t]++;
+            i += (size_t)l;
+        }
+        for (unsigned t = 1; !pass && t < T_N; t++) {
+            r->tab[t] = pc_xmalloc((r->n_tab[t] ? r->n_tab[t] : 1) * sizeof(span));
+            r->map[t] = pc_xmalloc((r->n_tab[t] ? r->n_tab[t] : 1) * sizeof(uint32_t));
+        }
+    }
+    return 0;
+}
+
+/* ---- the merged tables ---- */
+
+static void table_grow(table *t)
+{
+    size_t cap = t->cap ? 2 * t->cap : 256;
+    t->e = pc_xrealloc(t->e, cap * sizeof *t->e);
+    t->h = pc_xrealloc(t->h, cap * sizeof *t->h);
+    t->cap = cap;
+    /* the set at most half full */
+    free(t->slot);
+    t->mask = 2 * cap - 1;
+    t->slot = pc_xcalloc(2 * cap, sizeof *t->slot);
+    for (size_t k = 0; k < t->n; k++) {
+        size_t s = t->h[k] & t->mask;
+        while (t->slot[s])
+            s = (s + 1) & t->mask;
+        t->slot[s] = (uint32_t)(k + 1);
+    }
+}
+
+/* The merged index of an entry with these bytes; a new one is copied into a (when not stable:
+ * bytes the rewriter made) or kept where it is (the request's own bytes, which outlive the
+ * merge). */
+static uint32_t intern(table *t, const uint8_t *p, size_t n, bool stable, pc_arena *a)
+{
+    if (t->n == t->cap) table_grow(t);
+    uint64_t h = pc_hash_mem(p, n);
+    size_t s = h & t->mask;
+    for (; t->slot[s]; s = (s + 1) & t->mask) {
+        size_t k = t->slot[s] - 1;
+        if (t->h[k] == h && t->e[k].n == n && (n == 0 || !memcmp(t->e[k].p, p, n)))
+            return (uint32_t)k;
+    }
+    t->slot[s] = (uint32_t)(t->n + 1);
+    t->h[t->n] = h;
+    t->e[t->n] = (span){stable || n == 0 ? p : pc_arena_memdup(a, p, n), n};
+    return (uint32_t)t->n++;
+}
+
+/* Whether element 0 of table ti is the zero value as this merger knows it: empty, or a link of
+ * all-zero ids (pc_proto_pack writes the 16 and 8 zero bytes; wire_check.c's link_ok). */
+static bool zero_elem(unsigned ti, span e)
+{
+    if (e.n == 0) return true;
+    if (ti != T_LINK) return false;
+    size_t i = 0;
+    uint64_t key, l;
+    while (i < e.n) {
+        if (pc_proto_read_varint(e.p, e.n, &i, &key) ||
+            (key != (1 << 3 | 2) && key != (2 << 3 | 2)) ||
+            pc_proto_skip_value(e.p, e.n, 2, &i, &l))
+            return false;
+        for (; l > 0; l--)
+            if (e.p[i++]) return false;
+    }
+    return true;
+}
+
+/* Request r's table ti into the merged one, its remap filled. Element 0 maps to 0; the merged
+ * element 0 is the first request's (every request's element 0 is the zero value). */
+static int merge_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, pc_arena *a)
+{
+    size_t n = r->n_tab[ti];
+    if (n == 0) return 0;
+    if (!zero_elem(ti, r->tab[ti][0])) return PC_ENOTSUP;
+    if (!t->present) intern(t, r->tab[ti][0].p, r->tab[ti][0].n, true, a);
+    t->present = true;
+    r->map[ti][0] = 0;
+    bool as_is = table_msg[ti] < 0 || !(r->changed & table_deps[ti]);
+    for (size_t k = 1; k < n; k++) {
+        span e = r->tab[ti][k];
+        if (!as_is) {
+            w->n_slots = w->cursor = 0;
+            size_t len = rewrite(w, (unsigned)table_msg[ti], e.p, e.n, NULL);
+            pc_buf_reserve(scratch, len);
+            if (!w->bad) rewrite(w, (unsigned)table_msg[ti], e.p, e.n, scratch->data);
+            if (w->bad) return PC_ENOTSUP;
+            e = (span){scratch->data, len};
+        }
+        r->map[ti][k] = intern(t, e.p, e.n, as_is, a);
+        if (r->map[ti][k] != k) r->changed |= 1u << ti;
+    }
+    return 0;
+}
+
+/* ---- writing ---- */
+
+/* Request r's resource_profiles: as received when no remap changed anything, else rewritten. */
+static int put_resources(const req *r, rw *w, pc_buf *out)
+{
+    for (size_t k = 0; k < r->n_rps; k++) {
+        span s = r->rps[k];
+        if (!r->changed) {
+            pc_buf_append(out, s.p, s.n);
+            continue;
+        }
+        size_t i = 0;
+        uint64_t key, l;
+        pc_proto_read_varint(s.p, s.n, &i, &key);
+        pc_proto_read_varint(s.p, s.n, &i, &l);
+        w->n_slots = w->cursor = 0;
+        size_t len = put_msg(w, key, M_RP, s.p + i, (size_t)l, NULL);
+        if (w->bad) return PC_ENOTSUP;
+        pc_buf_reserve(out, len);
+        put_msg(w, key, M_RP, s.p + i, (size_t)l, out->data + out->len);
+        out->len += len;
+    }
+    return 0;
+}
+
+static void put_dictionary(const table *tabs, pc_buf *out)
+{
+    size_t len = 0;
+    for (unsigned t = 1; t < T_N; t++)
+        for (size_t k = 0; k < tabs[t].n; k++)
+            len += 1 + varint_len(tabs[t].e[k].n) + tabs[t].e[k].n;
+    if (!len) return;
+    pc_buf_reserve(out, 1 + varint_len(len) + len);
+    out->data[out->len++] = 2 << 3 | 2;
+    out->len += put_varint(out->data + out->len, len);
+    for (unsigned t = 1; t < T_N; t++)
+        for (size_t k = 0; k < tabs[t].n; k++) {
+            out->data[out->len++] = (uint8_t)(t << 3 | 2);
+            out->len += put_varint(out->data + out->len, tabs[t].e[k].n);
+            memcpy(out->data + out->len, tabs[t].e[k].p, tabs[t].e[k].n);
+            out->len += tabs[t].e[k].n;
+        }
+}
+
+/* Every request's tables into the merged ones, then its resources out. */
+static int merge_all(req *rs, const uint8_t *const *data, const size_t *len, size_t n, table *tabs,
+                     pc_buf *out)
+{
+    pc_arena *a = pc_arena_new(4096);
+    pc_buf scratch = {0};
+    rw w = {0};
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        req *r = &rs[i];
+        rc = read_req(r, data[i], len[i]);
+        if (!rc) rc = read_dict(r);
+        w.map = r->map;
+        w.n_map = r->n_tab;
+        for (size_t o = 0; o < T_N - 1 && !rc; o++)
+            rc = merge_table(r, (unsigned)table_order[o], &tabs[table_order[o]], &w, &scratch, a);
+        if (!rc) rc = put_resources(r, &w, out);
+    }
+    if (!rc) put_dictionary(tabs, out);
+    free(w.slots);
+    pc_buf_free(&scratch);
+    pc_arena_free(a);
+    return rc;
+}
+
+int pc_wire_merge(const uint8_t *const *data, const size_t *len, size_t n, pc_buf *out)
+{
+    out->len = 0;
+    size_t total = 0; /* about what the merge holds: one growth at most */
+    for (size_t i = 0; i < n; i++)
+        total += len[i];
+    pc_buf_reserve(out, total);
+    req *rs = pc_xcalloc(n ? n : 1, sizeof *rs);
+    table tabs[T_N];
+    memset(tabs, 0, sizeof tabs);
+    int rc = merge_all(rs, data, len, n, tabs, out);
+    for (size_t i = 0; i < n; i++) {
+        free(rs[i].rps);
+        for (unsigned t = 1; t < T_N; t++) {
+            free(rs[i].tab[t]);
+            free(rs[i].map[t]);
+        }
+    }
+    for (unsigned t = 1; t < T_N; t++) {
+        free(tabs[t].e);
+        free(tabs[t].h);
+        free(tabs[t].slot);
+    }
+    free(rs);
+    if (rc) out->len = 0;
+    return rc ? PC_ENOTSUP : 0;
+}

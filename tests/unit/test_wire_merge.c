@@ -1,0 +1,402 @@
+/* pdata/wire_merge.h against the model merge (wmerge_oracle.h): pairs and triples of real
+ * payloads (tests/data's Go profiles through pc_pprof_decode; the bench's otlp and otlp-large
+ * payloads when bench/meson.build runs this with mkpayloads), randomized valid requests (tables
+ * drawn from small pools, so entries repeat within and across requests; the dictionary before or
+ * after the profiles; packed and plain indices), and the shapes it must refuse ("cannot"). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "testdata.h"
+#include "wmerge_oracle.h"
+#include "base/gzip.h"
+
+/* ---- inputs ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd(void) /* splitmix64 */
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static unsigned below(unsigned n)
+{
+    return n ? (unsigned)(rnd() % n) : 0;
+}
+
+static void w_var(pc_buf *b, uint64_t v)
+{
+    do {
+        uint8_t c = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+        pc_buf_append(b, &c, 1);
+        v >>= 7;
+    } while (v);
+}
+static void w_int(pc_buf *b, unsigned num, uint64_t v)
+{
+    w_var(b, (uint64_t)num << 3);
+    w_var(b, v);
+}
+static void w_bytes(pc_buf *b, unsigned num, const void *d, size_t n)
+{
+    w_var(b, (uint64_t)num << 3 | 2);
+    w_var(b, n);
+    pc_buf_append(b, d, n);
+}
+/* sub as field num of b; sub is emptied */
+static void w_msg(pc_buf *b, unsigned num, pc_buf *sub)
+{
+    w_bytes(b, num, sub->data, sub->len);
+    sub->len = 0;
+}
+/* A singular scalar, left out when 0 (as encoders write proto3). */
+static void w_opt(pc_buf *b, unsigned num, uint64_t v)
+{
+    if (v) w_int(b, num, v);
+}
+/* n indices below table, packed (always: canon) or, at random, one field each */
+static void w_indices(pc_buf *b, unsigned num, size_t n, unsigned table, bool canon)
+{
+    pc_buf run = {0};
+    bool packed = canon || below(2);
+    for (size_t i = 0; i < n; i++)
+        if (packed)
+            w_var(&run, below(table));
+        else
+            w_int(b, num, below(table));
+    if (packed && n) w_msg(b, num, &run);
+    pc_buf_free(&run);
+}
+
+static const char *const pool[] = {"main", "foo",         "bar", "libc.so", "a.go", "b.go",
+                                   "cpu",  "nanoseconds", "k1",  "k2",      "v1",   "samples"};
+
+/* the sizes of a random request's tables (0: absent), element 0 included */
+typedef struct sizes {
+    unsigned str, attr, map, fn, link, loc, stack;
+} sizes;
+
+static unsigned tsize(void)
+{
+    unsigned k = below(6);
+    return k ? k + 1 : below(2); /* absent, or only element 0, or entries */
+}
+
+static void gen_value(pc_buf *d, const sizes *z)
+{
+    pc_buf v = {0};
+    switch (below(3)) {
+    case 0: w_int(&v, 3, below(3)); break;
+    case 1: w_int(&v, 8, below(z->str)); break;
+    default: {
+        const char *str = pool[below(3)];
+        w_bytes(&v, 1, str, strlen(str));
+        break;
+    }
+    }
+    w_msg(d, 2, &v);
+    pc_buf_free(&v);
+}
+
+/* The dictionary's tables (element 0 empty, then entries from small pools). */
+static void gen_tables(pc_buf *d, const sizes *z)
+{
+    pc_buf e = {0}, sub = {0};
+    for (unsigned i = 0; i < z->str; i++) {
+        const char *s = i ? pool[below(12)] : "";
+        w_bytes(d, 5, s, strlen(s));
+    }
+    for (unsigned i = 0; i < z->attr; i++) {
+        if (i) {
+            w_opt(&e, 1, z->str > 1 ? 1 + below(z->str - 1) : 0);
+            gen_value(&e, z);
+            if (below(2)) w_opt(&e, 3, below(z->str));
+        }
+        w_msg(d, 6, &e);
+    }
+    for (unsigned i = 0; i < z->map; i++) {
+        if (i) {
+            w_int(&e, 1, (1 + below(2)) * 0x1000);
+            w_opt(&e, 4, below(z->str));
+            w_indices(&e, 5, below(2), z->attr, true);
+        }
+        w_msg(d, 1, &e);
+    }
+    for (unsigned i = 0; i < z->fn; i++) {
+        if (i) {
+            w_opt(&e, 1, below(z->str));
+            w_opt(&e, 2, below(z->str));
+            w_opt(&e, 3, below(z->str));
+            w_int(&e, 4, 1 + below(3));
+        }
+        w_msg(d, 3, &e);
+    }
+    for (unsigned i = 0; i < z->link; i++) {
+        if (i) {
+            uint8_t t[16] = {(uint8_t)(1 + below(3))}, s[8] = {(uint8_t)(1 + below(2))};
+            w_bytes(&e, 1, t, 16);
+            w_bytes(&e, 2, s, 8);
+        }
+        w_msg(d, 4, &e);
+    }
+    for (unsigned i = 0; i < z->loc; i++) {
+        if (i) {
+            w_opt(&e, 1, below(z->map));
+            w_int(&e, 2, (1 + below(4)) * 16);
+            for (unsigned l = below(3); l > 0; l--) {
+                w_opt(&sub, 1, below(z->fn));
+                w_opt(&sub, 2, below(5));
+                w_msg(&e, 3, &sub);
+            }
+            w_indices(&e, 4, below(2), z->attr, true);
+        }
+        w_msg(d, 2, &e);
+    }
+    for (unsigned i = 0; i < z->stack; i++) {
+        if (i) w_indices(&e, 1, 1 + below(4), z->loc, true);
+        w_msg(d, 7, &e);
+    }
+    pc_buf_free(&e);
+    pc_buf_free(&sub);
+}
+
+static void gen_profile(pc_buf *p, const sizes *z)
+{
+    pc_buf vt = {0}, s = {0};
+    w_int(&vt, 1, below(z->str));
+    w_int(&vt, 2, below(z->str));
+    w_msg(p, 1, &vt);
+    for (unsigned k = below(6); k > 0; k--) {
+        w_int(&s, 1, below(z->stack));
+        w_indices(&s, 2, below(3), z->attr, false);
+        w_int(&s, 3, below(z->link));
+        w_int(&s, 4, below(100));
+        if (below(2)) {
+            uint8_t ts[8] = {(uint8_t)below(4)};
+            w_bytes(&s, 5, ts, 8); /* one fixed64, packed */
+        }
+        w_msg(p, 2, &s);
+    }
+    w_int(&vt, 1, below(z->str));
+    w_msg(p, 5, &vt);
+    w_int(p, 6, 10 + below(2));
+    w_indices(p, 11, below(2), z->attr, false);
+    pc_buf_free(&vt);
+    pc_buf_free(&s);
+}
+
+/* A random valid ExportProfilesServiceRequest. */
+static void gen_request(pc_buf *out)
+{
+    sizes z = {tsize(), tsize(), tsize(), tsize(), tsize(), tsize(), tsize()};
+    pc_buf d = {0}, rp = {0}, m = {0}, kv = {0}, sp = {0};
+    gen_tables(&d, &z);
+    bool dict_first = below(2);
+    if (dict_first && d.len) w_bytes(out, 2, d.data, d.len);
+    for (unsigned r = 1 + below(2); r > 0; r--) {
+        if (below(2)) { /* a resource attribute in the dictionary's string form */
+            w_int(&kv, 3, below(z.str));
+            gen_value(&kv, &z);
+        } else {
+            w_bytes(&kv, 1, "service.name", 12);
+            gen_value(&kv, &z);
+        }
+        w_msg(&m, 1, &kv);
+        w_msg(&rp, 1, &m);
+        for (unsigned s = 1 + below(2); s > 0; s--) {
+            w_bytes(&m, 1, pool[below(2)], 3);
+            w_msg(&sp, 1, &m);
+            for (unsigned p = 1 + below(2); p > 0; p--) {
+                gen_profile(&m, &z);
+                w_msg(&sp, 2, &m);
+            }
+            w_msg(&rp, 2, &sp);
+        }
+        w_msg(out, 1, &rp);
+    }
+    if (!dict_first && d.len) w_bytes(out, 2, d.data, d.len);
+    pc_buf_free(&d);
+    pc_buf_free(&rp);
+    pc_buf_free(&m);
+    pc_buf_free(&kv);
+    pc_buf_free(&sp);
+}
+
+/* ---- the cases ---- */
+
+/* data[0..n) merged: the oracle's content, or cannot when want_cannot. */
+static void check_merge(const uint8_t *const *data, const size_t *len, size_t n, bool want_cannot,
+                        const char *what)
+{
+    char why[2048] = "";
+    int rc = wm_check(data, len, n, true, why, sizeof why);
+    CHECK(rc == (want_cannot ? 2 : 0));
+    if (rc != (want_cannot ? 2 : 0)) fprintf(stderr, "  %s: rc %d %s\n", what, rc, why);
+}
+
+/* Every pair and triple (with repeats) of the n payloads. */
+static void check_combinations(pc_buf *p, size_t n, const char *what)
+{
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++) {
+            const uint8_t *d[3] = {p[a].data, p[b].data, p[(a + b + 1) % n].data};
+            size_t l[3] = {p[a].len, p[b].len, p[(a + b + 1) % n].len};
+            check_merge(d, l, 2, false, what);
+            check_merge(d, l, 3, false, what);
+        }
+}
+
+static void test_real_payloads(void)
+{
+    const char *names[] = {"go-cpu.pb.gz", "go-heap.pb.gz"};
+    pc_buf p[2] = {{0}, {0}};
+    for (size_t i = 0; i < 2; i++) {
+        pc_batch *b = NULL;
+        CHECK(read_pprof_batch(names[i], NULL, &b) == 0);
+        if (!b) return;
+        pc_batch_encode_proto(b, &p[i]);
+        pc_batch_unref(b);
+    }
+    check_combinations(p, 2, "tests/data");
+    pc_buf_free(&p[0]);
+    pc_buf_free(&p[1]);
+}
+
+/* The bench's payload sets (bench/mkpayloads.c), made in a temporary directory, when this test
+ * is given mkpayloads (bench/meson.build registers that run). */
+static void test_bench_payloads(const char *mkpayloads)
+{
+    char dir[] = "/tmp/pc-wmerge-XXXXXX", cmd[8192];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", mkpayloads, test_data_dir(), dir);
+    CHECK(system(cmd) == 0);
+    const char *sets[][4] = {
+        {"otlp-large", "large-00.otlp.gz", "large-01.otlp.gz", "large-02.otlp.gz"},
+        {"otlp", "go-cpu.otlp.gz", "go-heap.otlp.gz", NULL}};
+    for (size_t s = 0; s < 2; s++) {
+        pc_buf p[3] = {{0}, {0}, {0}};
+        size_t n = 0;
+        for (size_t k = 1; k < 4 && sets[s][k]; k++, n++) {
+            pc_buf gz = {0};
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s/%s", dir, sets[s][0], sets[s][k]);
+            FILE *f = fopen(path, "rb");
+            CHECK(f != NULL);
+            if (!f) return;
+            char buf[65536];
+            size_t r;
+            while ((r = fread(buf, 1, sizeof buf, f)) > 0)
+                pc_buf_append(&gz, buf, r);
+            fclose(f);
+            CHECK(pc_gzip_inflate(gz.data, gz.len, 1 << 30, &p[n]) == 0);
+            pc_buf_free(&gz);
+        }
+        check_combinations(p, n, sets[s][0]);
+        for (size_t k = 0; k < n; k++)
+            pc_buf_free(&p[k]);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static void test_random(void)
+{
+    for (int it = 0; it < 600; it++) {
+        pc_buf p[3] = {{0}, {0}, {0}};
+        size_t n = 2 + below(2);
+        const uint8_t *d[3];
+        size_t l[3];
+        for (size_t i = 0; i < n; i++) {
+            gen_request(&p[i]);
+            pc_wire_counts wc;
+            pc_error e = {0};
+            int ok = pc_wire_check_profiles(p[i].data, p[i].len, PC_PROTO_MAX_DEPTH, &wc, &e);
+            CHECK(ok == 0 && wc.rejected == 0); /* the generator's own check */
+            if (ok || wc.rejected) fprintf(stderr, "  generated request invalid: %s\n", e.msg);
+            d[i] = p[i].len ? p[i].data : (const uint8_t *)"";
+            l[i] = p[i].len;
+        }
+        check_merge(d, l, n, false, "random");
+        for (size_t i = 0; i < n; i++)
+            pc_buf_free(&p[i]);
+    }
+}
+
+/* A request of strings (element 0 first) and, with unknown set, a sample carrying field 15. */
+static void small_request(pc_buf *out, const char *const *strs, size_t n, bool unknown)
+{
+    pc_buf d = {0}, e = {0};
+    for (size_t i = 0; i < n; i++)
+        w_bytes(&d, 5, strs[i], strlen(strs[i]));
+    w_msg(out, 2, &d);
+    w_int(&e, 4, 7);
+    if (unknown) w_int(&e, 15, 1);
+    w_msg(&d, 2, &e); /* Profile.samples */
+    w_int(&e, 1, n - 1);
+    w_int(&e, 2, n - 1);
+    w_msg(&d, 1, &e); /* Profile.sample_type: the last string */
+    w_msg(&e, 2, &d); /* ScopeProfiles.profiles */
+    w_msg(&d, 2, &e); /* ResourceProfiles.scope_profiles */
+    w_msg(out, 1, &d);
+    pc_buf_free(&d);
+    pc_buf_free(&e);
+}
+
+/* What the merger leaves to the model merge; and the same requests without it, merged. */
+static void test_cannot(void)
+{
+    static const char *const first[] = {"", "main", "foo"}, *const later[] = {"", "foo"};
+    pc_buf a = {0}, b = {0}, d = {0}, e = {0};
+    small_request(&a, first, 3, false);
+    const uint8_t *dv[2] = {a.data, NULL};
+    size_t lv[2] = {a.len, 0};
+    /* a field the merger does not know, in a sample it must rewrite (foo: 1 -> 2) */
+    small_request(&b, later, 2, true);
+    dv[1] = b.data, lv[1] = b.len;
+    check_merge(dv, lv, 2, true, "unknown field in a sample");
+    b.len = 0;
+    small_request(&b, later, 2, false);
+    dv[1] = b.data, lv[1] = b.len;
+    check_merge(dv, lv, 2, false, "the same without it");
+    /* ... unless nothing in it changes: then it is copied as it is, unknown field and all */
+    b.len = 0;
+    small_request(&b, first, 3, true);
+    dv[0] = b.data, lv[0] = b.len;
+    dv[1] = a.data, lv[1] = a.len;
+    check_merge(dv, lv, 2, false, "an unknown field copied");
+    /* a second dictionary occurrence */
+    b.len = 0;
+    pc_buf_append(&b, a.data, a.len);
+    w_bytes(&e, 5, "", 0);
+    w_bytes(&e, 5, "x", 1);
+    w_msg(&b, 2, &e);
+    dv[1] = b.data, lv[1] = b.len;
+    check_merge(dv, lv, 2, true, "two dictionaries");
+    /* a location table whose element 0 is the zero value written out (address 0) */
+    b.len = 0;
+    w_int(&e, 2, 0);
+    w_msg(&d, 2, &e);
+    w_msg(&b, 2, &d);
+    dv[1] = b.data, lv[1] = b.len;
+    check_merge(dv, lv, 2, true, "element 0 not empty");
+    pc_buf_free(&a);
+    pc_buf_free(&b);
+    pc_buf_free(&d);
+    pc_buf_free(&e);
+}
+
+int main(int argc, char **argv)
+{
+    RUN(test_real_payloads);
+    RUN(test_random);
+    RUN(test_cannot);
+    if (argc > 1) {
+        const char *mk = argv[1];
+        test_bench_payloads(mk);
+        fprintf(stderr, "%s test_bench_payloads\n", check_failures ? "FAIL" : "ok  ");
+    }
+    return check_report();
+}
