@@ -50,50 +50,22 @@ typedef struct wf {
 } wf;
 
 #define NF 12 /* field numbers 1..11 */
-#define C                                                                                          \
-    {                                                                                              \
-        K_COPY, 0                                                                                  \
-    }
-#define IX(t)                                                                                      \
-    {                                                                                              \
-        K_IDX, t                                                                                   \
-    }
-#define IR(t)                                                                                      \
-    {                                                                                              \
-        K_IDXR, t                                                                                  \
-    }
-#define MS(m)                                                                                      \
-    {                                                                                              \
-        K_MSG, m                                                                                   \
-    }
+/* clang-format off */
+#define C     {K_COPY, 0}
+#define IX(t) {K_IDX, t}
+#define IR(t) {K_IDXR, t}
+#define MS(m) {K_MSG, m}
 static const wf schema[M_N][NF] = {
     [M_RP] = {[1] = MS(M_RES), [2] = MS(M_SP), [3] = C},
     /* Resource: attributes, dropped count, entity refs (strings only) */
     [M_RES] = {[1] = MS(M_KV), [2] = C, [3] = C},
     [M_KV] = {[1] = C, [2] = MS(M_AV), [3] = IX(T_STRING)},
-    [M_AV] = {[1] = C,
-              [2] = C,
-              [3] = C,
-              [4] = C,
-              [5] = MS(M_ARR),
-              [6] = MS(M_KVL),
-              [7] = C,
-              [8] = IX(T_STRING)},
+    [M_AV] = {[1] = C, [2] = C, [3] = C, [4] = C, [5] = MS(M_ARR), [6] = MS(M_KVL), [7] = C, [8] = IX(T_STRING)},
     [M_ARR] = {[1] = MS(M_AV)},
     [M_KVL] = {[1] = MS(M_KV)},
     [M_SP] = {[1] = MS(M_SCOPE), [2] = MS(M_PROF), [3] = C},
     [M_SCOPE] = {[1] = C, [2] = C, [3] = MS(M_KV), [4] = C},
-    [M_PROF] = {[1] = MS(M_VT),
-                [2] = MS(M_SAMPLE),
-                [3] = C,
-                [4] = C,
-                [5] = MS(M_VT),
-                [6] = C,
-                [7] = C,
-                [8] = C,
-                [9] = C,
-                [10] = C,
-                [11] = IR(T_ATTR)},
+    [M_PROF] = {[1] = MS(M_VT), [2] = MS(M_SAMPLE), [3] = C, [4] = C, [5] = MS(M_VT), [6] = C, [7] = C, [8] = C, [9] = C, [10] = C, [11] = IR(T_ATTR)},
     [M_VT] = {[1] = IX(T_STRING), [2] = IX(T_STRING)},
     [M_SAMPLE] = {[1] = IX(T_STACK), [2] = IR(T_ATTR), [3] = IX(T_LINK), [4] = C, [5] = C},
     [M_MAP] = {[1] = C, [2] = C, [3] = C, [4] = IX(T_STRING), [5] = IR(T_ATTR)},
@@ -103,6 +75,7 @@ static const wf schema[M_N][NF] = {
     [M_KVU] = {[1] = IX(T_STRING), [2] = MS(M_AV), [3] = IX(T_STRING)},
     [M_STACK] = {[1] = IR(T_LOCATION)},
 };
+/* clang-format on */
 #undef C
 #undef IX
 #undef IR
