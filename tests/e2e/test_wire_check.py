@@ -69,6 +69,17 @@ def invalid_utf8(req):
 
 
 class WireCheckTest(unittest.TestCase):
+    def merged_as_sent(self, a, reqs):
+        """Waits for every sample of reqs to be sent; what the sink got reads (python-protobuf)
+        as what was sent, in fewer requests. The samples and the requests got."""
+        n = h.count_samples(reqs)
+        h.wait_for(lambda: a.metric("otelcol_exporter_sent_profile_samples") == n, 30)
+        got = [x for x in a.sink.snapshot() if not x.refused]
+        self.assertTrue(all(x.error is None for x in got))
+        self.assertEqual(h.summarize([x.message for x in got]), h.summarize(reqs))
+        self.assertLess(len(got), len(reqs), "nothing was merged")
+        return n, got
+
     def test_valid_request_is_not_decoded_and_passes_as_received(self):
         a = Instance(self)
         req = h.make_request(("wc-a", "wc-b"), seed=31, samples=60)
@@ -102,12 +113,7 @@ class WireCheckTest(unittest.TestCase):
         for req in reqs:
             r = h.post(a.port, req.SerializeToString(), h.CT_PROTO)
             self.assertEqual(r.status, 200, r)
-        n = h.count_samples(reqs)
-        h.wait_for(lambda: a.metric("otelcol_exporter_sent_profile_samples") == n, 30)
-        got = [x for x in a.sink.snapshot() if not x.refused]
-        self.assertTrue(all(x.error is None for x in got))
-        self.assertEqual(h.summarize([x.message for x in got]), h.summarize(reqs))
-        self.assertLess(len(got), len(reqs), "nothing was merged")
+        n, got = self.merged_as_sent(a, reqs)
         self.assertEqual(a.metric(WIRE), len(reqs))
         self.assertEqual(a.metric(ACCEPTED), n)
 
@@ -123,12 +129,7 @@ class WireCheckTest(unittest.TestCase):
         with concurrent.futures.ThreadPoolExecutor(len(reqs)) as pool:  # batch answers at flush
             rs = list(pool.map(lambda q: h.post(a.port, q.SerializeToString(), h.CT_PROTO), reqs))
         self.assertEqual([r.status for r in rs], [200] * len(reqs), rs)
-        n = h.count_samples(reqs)
-        h.wait_for(lambda: a.metric("otelcol_exporter_sent_profile_samples") == n, 30)
-        got = [x for x in a.sink.snapshot() if not x.refused]
-        self.assertTrue(all(x.error is None for x in got))
-        self.assertEqual(h.summarize([x.message for x in got]), h.summarize(reqs))
-        self.assertLess(len(got), len(reqs), "nothing was merged")
+        n, got = self.merged_as_sent(a, reqs)
         for x in got:
             d = x.message.dictionary
             for table in (d.string_table, d.function_table, d.location_table, d.stack_table,
