@@ -422,6 +422,126 @@ static void test_nesting_and_merges(void)
     expect(&p, 0, 0, __LINE__);
 }
 
+/* The valid request with one more ResourceProfiles holding prof (a Profile), then, if d is
+ * not NULL, one more dictionary occurrence. */
+static void with_extra(pb *out, const pb *prof, const pb *d, bool dict_after)
+{
+    spec s = spec_ok();
+    s.dict_after = dict_after;
+    build(out, &s);
+    pb sp = {0}, rp = {0};
+    p_msg(&sp, 2, prof);
+    p_msg(&rp, 2, &sp);
+    p_msg(out, 1, &rp);
+    if (d) p_msg(out, 2, d);
+}
+
+/* A profile of one sample whose stack_index occurs as a then b; n_values and n_ts elements
+ * (values in two packed runs). */
+static void sample_profile(pb *prof, int32_t a, int32_t b, int n_values, int n_ts)
+{
+    pb sm = {0}, run = {0};
+    p_int(&sm, 1, a);
+    p_int(&sm, 1, b);
+    for (int i = 0; i < n_values; i++) {
+        run = (pb){0};
+        p_var(&run, 7);
+        p_msg(&sm, 4, &run);
+    }
+    run = (pb){0};
+    for (int i = 0; i < n_ts; i++)
+        p_raw(&run, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+    if (run.n) p_msg(&sm, 5, &run);
+    *prof = (pb){0};
+    p_msg(prof, 2, &sm);
+}
+
+/* wire_check.c's one pass (pass 2 skipped when the notes prove validate.c finds nothing): an
+ * index equal to a table's size, the table grown by a later dictionary, broken rules an
+ * occurrence later overwrites (last occurrence wins) and the other way round. */
+static void test_one_pass(void)
+{
+    for (int after = 0; after < 2; after++) {
+        CASE(dict_after, after, 0, 0);
+        spec s = spec_ok();
+        s.dict_after = after;
+        s.stack = 2; /* == the stack table's size */
+        EXPECT(s, 0, 1);
+        s = spec_ok();
+        s.dict_after = after;
+        s.stack_loc = 2; /* == the location table's size, in the dictionary */
+        EXPECT(s, PC_EINVAL, 0);
+        /* a second dictionary makes index 2 exist: tables split across occurrences */
+        pb d = {0}, st = {0}, prof, p;
+        p_int(&st, 1, 1);
+        p_msg(&d, 7, &st);
+        p_str(&d, 5, "more"); /* not element 0 of the string table: need not be empty */
+        sample_profile(&prof, 1, 2, 1, 1);
+        with_extra(&p, &prof, &d, after);
+        expect(&p, 0, 0, __LINE__);
+        with_extra(&p, &prof, NULL, after); /* without it: 2 is out of range */
+        expect(&p, 0, 1, __LINE__);
+        sample_profile(&prof, 1, 3, 1, 1); /* 3 == the grown table's size */
+        with_extra(&p, &prof, &d, after);
+        expect(&p, 0, 1, __LINE__);
+    }
+    pb prof, p;
+    sample_profile(&prof, -1, 1, 2, 2); /* the last stack_index counts */
+    with_extra(&p, &prof, NULL, false);
+    expect(&p, 0, 0, __LINE__);
+    sample_profile(&prof, 9, 1, 2, 2);
+    with_extra(&p, &prof, NULL, true);
+    expect(&p, 0, 0, __LINE__);
+    sample_profile(&prof, 1, -1, 2, 2);
+    with_extra(&p, &prof, NULL, false);
+    expect(&p, 0, 1, __LINE__);
+    sample_profile(&prof, 1, 1, 3, 2); /* values in three runs, two timestamps */
+    with_extra(&p, &prof, NULL, false);
+    expect(&p, 0, 1, __LINE__);
+    sample_profile(&prof, 1, 1, 0, 2);
+    with_extra(&p, &prof, NULL, false);
+    expect(&p, 0, 0, __LINE__);
+    static const uint8_t id[16] = {7};
+    for (int k = 0; k < 2; k++) { /* profile_id: 5 then 16 bytes (valid), 16 then 5 */
+        sample_profile(&prof, 1, 1, 1, 1);
+        p_bytes(&prof, 7, id, k ? 16 : 5);
+        p_bytes(&prof, 7, id, k ? 5 : 16);
+        with_extra(&p, &prof, NULL, false);
+        expect(&p, 0, k, __LINE__);
+    }
+    for (int k = 0; k < 4; k++) { /* a link's trace_id (k < 2) or span_id: the last counts */
+        pb d = {0}, l = {0};
+        unsigned num = k < 2 ? 1 : 2;
+        size_t good = k < 2 ? 16 : 8;
+        bool ok = k % 2 == 0;
+        p_bytes(&l, 1, id, 16);
+        p_bytes(&l, 2, id, 8);
+        p_bytes(&l, num, id, ok ? good : good - 1);
+        p_bytes(&l, num, id, ok ? good : good - 1);
+        p_bytes(&l, num, id, ok ? good : good + 1);
+        if (ok) p_bytes(&l, num, id, good);
+        p_msg(&d, 4, &l);
+        sample_profile(&prof, 1, 1, 1, 1);
+        with_extra(&p, &prof, &d, false);
+        expect(&p, ok ? 0 : PC_EINVAL, 0, __LINE__);
+    }
+    for (int k = 0; k < 2; k++) { /* an AnyValue's oneof: the last member counts */
+        pb v = {0}, kv = {0}, res = {0}, rp = {0};
+        if (k) p_int(&v, 3, 5);
+        p_int(&v, 8, 9); /* string 9: out of range */
+        if (!k) p_int(&v, 3, 5);
+        p_int(&kv, 3, 9); /* key_strindex 9, then 5 */
+        p_int(&kv, 3, 5);
+        p_msg(&kv, 2, &v);
+        p_msg(&res, 1, &kv);
+        p_msg(&rp, 1, &res);
+        spec s = spec_ok();
+        build(&p, &s);
+        p_msg(&p, 1, &rp);
+        expect(&p, k ? PC_EINVAL : 0, 0, __LINE__);
+    }
+}
+
 /* Every prefix of a valid request, and every byte of it changed three ways. */
 static void test_prefixes_and_mutations(void)
 {
@@ -546,6 +666,7 @@ int main(void)
     RUN(test_dictionary_rules);
     RUN(test_wire_rules);
     RUN(test_nesting_and_merges);
+    RUN(test_one_pass);
     RUN(test_prefixes_and_mutations);
     RUN(test_lazy_batch);
     return check_report();
