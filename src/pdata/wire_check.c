@@ -152,6 +152,7 @@ static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor
  * decode budget's estimate, docs/limits.md): the scan's model over the same walk. */
 typedef struct mcost {
     size_t cost, nf, unknown, occurrences;
+    bool rep; /* elements of a repeated field counted in n_elems (else the tail adds none) */
     size_t n_elems[PC_PROTO_TRACKED]; /* repeated: elements; singular message: occurrences */
     size_t merged[PC_PROTO_TRACKED];  /* singular message: cost of the occurrences so far */
 } mcost;
@@ -161,13 +162,20 @@ static void mcost_init(mcost *m, const ProtobufCMessageDescriptor *desc)
     m->cost = PC_PROTO_R16(desc->sizeof_message);
     m->nf = desc->n_fields < PC_PROTO_TRACKED ? desc->n_fields : PC_PROTO_TRACKED;
     m->unknown = m->occurrences = 0;
-    memset(m->n_elems, 0, m->nf * sizeof m->n_elems[0]);
-    memset(m->merged, 0, m->nf * sizeof m->merged[0]);
+    m->rep = false;
+    /* a constant size for the schema's small messages: stores, not a call (merged[fi] is set
+     * at a field's first occurrence, add_merged) */
+    if (m->nf > 8)
+        memset(m->n_elems, 0, m->nf * sizeof m->n_elems[0]);
+    else
+        for (int k = 0; k < 8; k++)
+            m->n_elems[k] = 0;
 }
 
 static void add_elems(mcost *m, const ProtobufCFieldDescriptor *f, size_t fi, size_t n)
 {
     if (f->label != PROTOBUF_C_LABEL_REPEATED) return;
+    m->rep = true;
     if (fi < PC_PROTO_TRACKED)
         m->n_elems[fi] += n;
     else
@@ -178,6 +186,7 @@ static void add_elems(mcost *m, const ProtobufCFieldDescriptor *f, size_t fi, si
  * new arrays holding all occurrences so far (untracked fields costed as if merged fully). */
 static void add_merged(mcost *m, size_t fi, size_t sub)
 {
+    if (fi < PC_PROTO_TRACKED && !m->n_elems[fi]) m->merged[fi] = 0;
     size_t acc = fi < PC_PROTO_TRACKED ? (m->merged[fi] += sub) : sub * 2;
     if (fi >= PC_PROTO_TRACKED || m->n_elems[fi]++ > 0) m->cost += acc;
 }
@@ -253,20 +262,23 @@ static inline void note(w1 *c, unsigned t, uint64_t v)
     if (x > c->top[t]) c->top[t] = x;
 }
 
-/* A packed run of indices into table t (a run cut short: protobuf-c refuses, pass 1 noted it). */
-static void note_run(w1 *c, unsigned t, const uint8_t *p, size_t l)
+/* A packed run of indices into table t, in one pass: packed_run's verdict (a varint cut short
+ * or over 10 bytes is what pc_proto_read_varint refuses) and count, and each index noted. */
+static int index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n)
 {
-    for (size_t i = 0; i < l;) {
+    size_t k = 0;
+    for (size_t i = 0; i < l; k++) {
         uint64_t v;
-        if (pc_proto_read_varint(p, l, &i, &v)) return;
+        if (pc_proto_read_varint(p, l, &i, &v)) return 1;
         note(c, t, v);
     }
+    *n = k;
+    return 0;
 }
 
-/* A length-delimited field num (value p, l bytes) of a message of kind k. */
-static void note_value(w1 *c, int k, unsigned num, const uint8_t *p, size_t l, size_t *ids)
+/* A length-delimited field num (l bytes) of a message of kind k. */
+static void note_value(w1 *c, int k, unsigned num, size_t l, size_t *ids)
 {
-    if (num < IDX_FIELDS && IDX[k][num]) note_run(c, IDX[k][num], p, l);
     if (k == K_SCOPE && num == 2) c->profiles++;
     if (k == K_PROFILE && num == 2) c->samples++;
     if (k == K_PROFILE && num == 7 && l != 0 && l != 16) c->slow = true;
@@ -283,10 +295,11 @@ static void note_end(w1 *c, int k, const mcost *m, const size_t *ids)
     if (k == K_LINK && c->tables[T_LINK] > 1 && (ids[0] != 16 || ids[1] != 8)) c->slow = true;
 }
 
-/* A length-delimited value v of field f (known) in a message of desc: the scan's checks, then
- * the bookkeeping. */
+/* A length-delimited value v of field f (known) in a message of desc (t: the table a packed run
+ * of f indexes, else 0): the scan's checks, then the bookkeeping. */
 static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f,
-                  const uint8_t *v, size_t vl, int depth, oneof_st *merged, bool *seen, mcost *m)
+                  const uint8_t *v, size_t vl, int depth, oneof_st *merged, bool *seen, mcost *m,
+                  unsigned t)
 {
     size_t fi = (size_t)(f - desc->fields);
     size_t n_new = 1;
@@ -313,7 +326,7 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
         }
         if (single) return 0;
     } else if (f->label == PROTOBUF_C_LABEL_REPEATED && packable(f->type)) {
-        int r = packed_run(f->type, v, vl, &n_new);
+        int r = t ? index_run(c, t, v, vl, &n_new) : packed_run(f->type, v, vl, &n_new);
         if (r < 0) return fail1(c, PC_EPROTO, "malformed protobuf");
         if (r > 0) c->unpack_fails = true;
     }
@@ -366,12 +379,14 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         i += (size_t)l;
         if (desc == c->dict && num < T_N && c->tables[num]++ == 0)
             c->first[num] = (span){v, (size_t)l};
-        int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen, &m);
+        unsigned t = num < IDX_FIELDS ? IDX[kind][num] : 0;
+        int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen, &m, t);
         if (rc < 0) return rc;
-        if (kind) note_value(c, kind, num, v, (size_t)l, ids);
+        if (kind) note_value(c, kind, num, (size_t)l, ids);
     }
     if (kind) note_end(c, kind, &m, ids);
-    *cost = m.cost + pc_proto_tail_cost(desc, m.nf, m.n_elems, m.unknown, m.occurrences);
+    *cost =
+        m.cost + pc_proto_tail_cost(desc, m.rep ? m.nf : 0, m.n_elems, m.unknown, m.occurrences);
     return 0;
 }
 
