@@ -252,13 +252,11 @@ static int kind_of(const ProtobufCMessageDescriptor *d)
     return K_NONE;
 }
 
-/* An index v (int32 on the wire) into table t. */
+/* An index v (int32 on the wire) into table t. Read as uint32, a negative one is 2^31 or more:
+ * one_pass_ok finds it in top[t] at the end. */
 static inline void note(w1 *c, unsigned t, uint64_t v)
 {
     uint32_t x = (uint32_t)v;
-    /* negative: validate.c refuses it (read as uint32 it is also over 2^31, above any table a
-     * request of 2 GiB could hold) */
-    if (x >> 31) c->slow = true;
     if (x > c->top[t]) c->top[t] = x;
 }
 
@@ -267,11 +265,13 @@ static inline void note(w1 *c, unsigned t, uint64_t v)
 static int index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n)
 {
     size_t k = 0;
+    uint32_t top = c->top[t];
     for (size_t i = 0; i < l; k++) {
         uint64_t v;
         if (pc_proto_read_varint(p, l, &i, &v)) return 1;
-        note(c, t, v);
+        top = (uint32_t)v > top ? (uint32_t)v : top;
     }
+    c->top[t] = top;
     *n = k;
     return 0;
 }
@@ -789,7 +789,8 @@ static bool one_pass_ok(const w1 *c, const w2 *s)
 {
     if (c->slow) return false;
     for (unsigned t = 1; t < T_N; t++) {
-        if (c->top[t] && c->top[t] >= s->t[t]) return false;
+        /* 2^31 or more: a negative index, which validate.c refuses */
+        if (c->top[t] >> 31 || (c->top[t] && c->top[t] >= s->t[t])) return false;
         fld f = {.num = t, .wt = 2, .d = c->first[t].d, .n = c->first[t].n};
         if (s->t[t] && !elem_ok(s, &f, true)) return false;
     }
