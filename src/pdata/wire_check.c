@@ -344,6 +344,7 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
     mcost_init(&m, desc);
     *sum = (oneof_st){0};
     int kind = kind_of(desc);
+    const uint8_t *ix = IDX[kind];
     size_t i = 0, ids[2] = {0, 0};
     while (i < len) {
         uint64_t key, l = 0;
@@ -351,8 +352,9 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         if (pc_proto_read_varint(p, len, &i, &key))
             return fail1(c, PC_EPROTO, "malformed protobuf");
         size_t klen = i - k0;
-        if (key >> 3 == 0) return fail1(c, PC_EPROTO, "malformed protobuf (field number 0)");
-        if (key >> 3 > UINT32_MAX) return fail1(c, PC_EPROTO, "malformed protobuf");
+        if (key - 8 > ((uint64_t)UINT32_MAX << 3 | 7) - 8) /* field number 0 or over 2^32 - 1 */
+            return fail1(c, PC_EPROTO,
+                         key >> 3 ? "malformed protobuf" : "malformed protobuf (field number 0)");
         unsigned wt = (unsigned)(key & 7), num = (unsigned)(key >> 3);
         size_t v0 = i;
         if (pc_proto_skip_value(p, len, wt, &i, &l))
@@ -371,7 +373,7 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
             *sum = (oneof_st){num, lost_in_merge(f, wt == 2 ? (size_t)l : 1)};
         if (wt != 2) {
-            if (num < IDX_FIELDS && IDX[kind][num]) note(c, IDX[kind][num], l);
+            if (num < IDX_FIELDS && ix[num]) note(c, ix[num], l);
             add_elems(&m, f, (size_t)(f - desc->fields), 1);
             continue;
         }
@@ -379,7 +381,7 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         i += (size_t)l;
         if (desc == c->dict && num < T_N && c->tables[num]++ == 0)
             c->first[num] = (span){v, (size_t)l};
-        unsigned t = num < IDX_FIELDS ? IDX[kind][num] : 0;
+        unsigned t = num < IDX_FIELDS ? ix[num] : 0;
         int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen, &m, t);
         if (rc < 0) return rc;
         if (kind) note_value(c, kind, num, (size_t)l, ids);
