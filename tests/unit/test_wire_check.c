@@ -648,6 +648,20 @@ static void test_lazy_batch(void)
     CHECK(x.len == y.len && x.len > 0 && !memcmp(x.data, y.data, x.len));
     CHECK_EQ_INT(pc_batch_counts(b).samples, 4);
     pc_buf_free(&x);
+    pc_batch_unref(b);
+    /* the bytes taken, not copied (a receiver's inflated buffer, with room to spare): the same
+     * model, the block freed with the batch */
+    uint8_t *own = malloc(p.n + 100000);
+    memcpy(own, p.b, p.n);
+    b = pc_batch_take_wire(own, p.n, p.n + 100000, 4, 2, 1 << 20);
+    CHECK_EQ_INT(pc_batch_items(b), 4);
+    size_t wl = 0;
+    const uint8_t *wb = pc_batch_wire_bytes(b, &wl);
+    CHECK(wl == p.n && !memcmp(wb, p.b, p.n));
+    CHECK(pc_arena_size(b->arena) >= p.n); /* the block counts as the batch's memory */
+    pc_batch_encode_proto(b, &x);
+    CHECK(x.len == y.len && !memcmp(x.data, y.data, x.len));
+    pc_buf_free(&x);
     pc_buf_free(&y);
     pc_batch_unref(d);
     pc_batch_unref(b);
