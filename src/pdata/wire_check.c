@@ -152,7 +152,7 @@ static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor
  * decode budget's estimate, docs/limits.md): the scan's model over the same walk. */
 typedef struct mcost {
     size_t cost, nf, unknown, occurrences;
-    bool rep; /* elements of a repeated field counted in n_elems (else the tail adds none) */
+    uint64_t rep; /* bit fi: field fi is repeated and counted in n_elems (the tail's arrays) */
     size_t n_elems[PC_PROTO_TRACKED]; /* repeated: elements; singular message: occurrences */
     size_t merged[PC_PROTO_TRACKED];  /* singular message: cost of the occurrences so far */
 } mcost;
@@ -162,7 +162,7 @@ static void mcost_init(mcost *m, const ProtobufCMessageDescriptor *desc)
     m->cost = PC_PROTO_R16(desc->sizeof_message);
     m->nf = desc->n_fields < PC_PROTO_TRACKED ? desc->n_fields : PC_PROTO_TRACKED;
     m->unknown = m->occurrences = 0;
-    m->rep = false;
+    m->rep = 0;
     /* a constant size for the schema's small messages: stores, not a call (merged[fi] is set
      * at a field's first occurrence, add_merged) */
     if (m->nf > 8)
@@ -175,11 +175,12 @@ static void mcost_init(mcost *m, const ProtobufCMessageDescriptor *desc)
 static void add_elems(mcost *m, const ProtobufCFieldDescriptor *f, size_t fi, size_t n)
 {
     if (f->label != PROTOBUF_C_LABEL_REPEATED) return;
-    m->rep = true;
-    if (fi < PC_PROTO_TRACKED)
+    if (fi < PC_PROTO_TRACKED) {
+        m->rep |= (uint64_t)1 << fi;
         m->n_elems[fi] += n;
-    else
+    } else {
         m->cost += PC_PROTO_R16(n * pc_proto_elt_size(f->type));
+    }
 }
 
 /* A singular message field's occurrence of cost sub: each one after the first is merged into
@@ -387,8 +388,12 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         if (kind) note_value(c, kind, num, (size_t)l, ids);
     }
     if (kind) note_end(c, kind, &m, ids);
-    *cost =
-        m.cost + pc_proto_tail_cost(desc, m.rep ? m.nf : 0, m.n_elems, m.unknown, m.occurrences);
+    /* pc_proto_tail_cost over the repeated fields that occurred only */
+    for (uint64_t r = m.rep; r; r &= r - 1) {
+        size_t fi = (size_t)__builtin_ctzll(r);
+        m.cost += pc_proto_array_cost(desc, fi, m.n_elems[fi]);
+    }
+    *cost = m.cost + pc_proto_slab_cost(m.unknown, m.occurrences);
     return 0;
 }
 
