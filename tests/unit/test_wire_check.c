@@ -609,6 +609,10 @@ static void test_schema_assumptions(void)
         CHECK_EQ_INT(av->fields[i].id, i + 1);
         CHECK(av->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF);
     }
+    /* wire_check.c's note_end: Sample's values and timestamps are its fields 4 and 5 at 3, 4 */
+    const ProtobufCMessageDescriptor *sd =
+        &opentelemetry__proto__profiles__v1development__sample__descriptor;
+    CHECK(sd->n_fields >= 5 && sd->fields[3].id == 4 && sd->fields[4].id == 5);
     /* wire_check.c's av_one: a merge drops string_value (a default) and empty bytes_value */
     CHECK(av->fields[0].default_value != NULL);
     CHECK(av->fields[6].default_value == NULL);
