@@ -144,8 +144,9 @@ void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, boo
 {
     size_t wl = 0;
     const uint8_t *w = pc_batch_wire_bytes(b, &wl);
-    if (w && enc == PC_ENC_NONE && !json && wl == len && !memcmp(w, data, len))
-        b->raw = w; /* the checked bytes, kept already */
+    /* the checked bytes, kept already (the very block when the batch took the receiver's) */
+    if (w && enc == PC_ENC_NONE && !json && wl == len && (w == data || !memcmp(w, data, len)))
+        b->raw = w;
     else
         b->raw = pc_arena_memdup(b->arena, data, len);
     b->raw_len = len;
