@@ -501,8 +501,8 @@ static void test_one_pass(void)
     sample_profile(&prof, 1, 1, 0, 2);
     with_extra(&p, &prof, NULL, false);
     expect(&p, 0, 0, __LINE__);
-    static const uint8_t id[16] = {7};
-    for (int k = 0; k < 2; k++) { /* profile_id: 5 then 16 bytes (valid), 16 then 5 */
+    static const uint8_t id[32] = {7}; /* up to 17 bytes are read */
+    for (int k = 0; k < 2; k++) {      /* profile_id: 5 then 16 bytes (valid), 16 then 5 */
         sample_profile(&prof, 1, 1, 1, 1);
         p_bytes(&prof, 7, id, k ? 16 : 5);
         p_bytes(&prof, 7, id, k ? 5 : 16);
