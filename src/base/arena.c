@@ -123,6 +123,11 @@ size_t pc_arena_size(const pc_arena *a)
     return a->total;
 }
 
+void pc_arena_add_size(pc_arena *a, size_t n)
+{
+    a->total += n;
+}
+
 ProtobufCAllocator *pc_arena_allocator(pc_arena *a)
 {
     return &a->pb;

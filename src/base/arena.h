@@ -19,6 +19,9 @@ char *pc_arena_strndup(pc_arena *a, const char *s, size_t len);
 void *pc_arena_memdup(pc_arena *a, const void *p, size_t len);
 /* Bytes handed out plus block overhead, for memory accounting. */
 size_t pc_arena_size(const pc_arena *a);
+/* n bytes its owner keeps beside the arena for as long (a malloc'd block it frees with it),
+ * counted in pc_arena_size as if allocated here. */
+void pc_arena_add_size(pc_arena *a, size_t n);
 /* A protobuf-c allocator whose free() is a no-op: unpack allocates from the arena. With a
  * budget attached it answers NULL once the budget is refused, which makes unpack fail. */
 ProtobufCAllocator *pc_arena_allocator(pc_arena *a);

@@ -81,6 +81,7 @@ static void wire_free(pc_batch *b)
     if (!w) return;
     pc_batch_unref(w->model);
     pthread_mutex_destroy(&w->lock);
+    free(w->owned);
     free(w);
     b->wire = NULL;
 }

@@ -103,6 +103,7 @@ struct pc_batch_wire {
     pthread_mutex_t lock; /* one decode, whoever asks first */
     const uint8_t *data;  /* the protobuf request, uncompressed, in the batch's arena */
     size_t len;
+    void *owned; /* data's malloc'd block when the batch took it (pc_batch_take_wire), else NULL */
     size_t samples, profiles; /* pc_wire_check_profiles' counts */
     size_t max_decoded;       /* the request's decode limit (docs/limits.md) */
     struct pc_batch *model;   /* the decode's own batch, whose arena holds the model */
@@ -143,6 +144,10 @@ pc_batch *pc_batch_new(void);
  * decoded (ARCHITECTURE.md §2). */
 pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, size_t profiles,
                             size_t max_decoded);
+/* The same without the copy: the batch takes buf's block (malloc'd; len bytes used of cap) and
+ * frees it; its arena's size counts cap. */
+pc_batch *pc_batch_take_wire(void *buf, size_t len, size_t cap, size_t samples, size_t profiles,
+                             size_t max_decoded);
 /* The profiles model of a batch (NULL for other signals): every reader of the model goes
  * through here. */
 static inline pc_request *pc_batch_req(const pc_batch *b)

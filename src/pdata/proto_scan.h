@@ -116,19 +116,31 @@ static inline size_t pc_proto_elt_size(ProtobufCType t)
 /* what a message costs once its fields are read: the arrays of its tracked repeated fields (nf
  * of them, n_elems each), the unknown fields' slots, and protobuf-c's scan slabs for its
  * occurrences of fields (16 members on the stack, then 32, 64, ...) */
-static inline size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf,
-                                        const size_t *n_elems, size_t unknown, size_t occurrences)
+/* the array of field fi (repeated) with n elements */
+static inline size_t pc_proto_array_cost(const ProtobufCMessageDescriptor *desc, size_t fi,
+                                         size_t n)
+{
+    return n ? PC_PROTO_R16(n * pc_proto_elt_size(desc->fields[fi].type)) : 0;
+}
+/* the unknown fields' slots and the scan slabs */
+static inline size_t pc_proto_slab_cost(size_t unknown, size_t occurrences)
 {
     size_t cost = 0;
-    for (size_t fi = 0; fi < nf; fi++)
-        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED && n_elems[fi])
-            cost += PC_PROTO_R16(n_elems[fi] * pc_proto_elt_size(desc->fields[fi].type));
     if (unknown) cost += PC_PROTO_R16(unknown * sizeof(ProtobufCMessageUnknownField));
     for (size_t cap = 16, k = 1; occurrences > cap; k++) {
         cost += PC_PROTO_R16(sizeof(pc_proto_scanned_member) << (k + 4));
         cap += (size_t)1 << (k + 4);
     }
     return cost;
+}
+static inline size_t pc_proto_tail_cost(const ProtobufCMessageDescriptor *desc, size_t nf,
+                                        const size_t *n_elems, size_t unknown, size_t occurrences)
+{
+    size_t cost = 0;
+    for (size_t fi = 0; fi < nf; fi++)
+        if (desc->fields[fi].label == PROTOBUF_C_LABEL_REPEATED)
+            cost += pc_proto_array_cost(desc, fi, n_elems[fi]);
+    return cost + pc_proto_slab_cost(unknown, occurrences);
 }
 
 int pc_proto_scan_message(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,

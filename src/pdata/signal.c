@@ -144,8 +144,9 @@ void pc_batch_set_raw(pc_batch *b, const uint8_t *data, size_t len, int enc, boo
 {
     size_t wl = 0;
     const uint8_t *w = pc_batch_wire_bytes(b, &wl);
-    if (w && enc == PC_ENC_NONE && !json && wl == len && !memcmp(w, data, len))
-        b->raw = w; /* the checked bytes, kept already */
+    /* the checked bytes, kept already (the very block when the batch took the receiver's) */
+    if (w && enc == PC_ENC_NONE && !json && wl == len && (w == data || !memcmp(w, data, len)))
+        b->raw = w;
     else
         b->raw = pc_arena_memdup(b->arena, data, len);
     b->raw_len = len;
@@ -453,13 +454,16 @@ static pc_request *req_decode(const pc_batch *cb)
     return b->req;
 }
 
-pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, size_t profiles,
-                            size_t max_decoded)
+/* A bytes-only batch of len bytes at data (own: its block, taken, of cap bytes; else copied). */
+static pc_batch *new_wire(const uint8_t *data, size_t len, void *own, size_t cap, size_t samples,
+                          size_t profiles, size_t max_decoded)
 {
-    pc_batch *b = pc_batch_wrap(pc_arena_new(len + 256), PC_SIGNAL_PROFILES);
+    pc_batch *b = pc_batch_wrap(pc_arena_new(own ? 256 : len + 256), PC_SIGNAL_PROFILES);
     struct pc_batch_wire *w = pc_xcalloc(1, sizeof *w);
     pthread_mutex_init(&w->lock, NULL);
-    w->data = pc_arena_memdup(b->arena, data, len);
+    w->owned = own;
+    if (own) pc_arena_add_size(b->arena, cap);
+    w->data = own ? data : pc_arena_memdup(b->arena, data, len);
     w->len = len;
     w->samples = samples;
     w->profiles = profiles;
@@ -468,4 +472,22 @@ pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, siz
     b->wire = w;
     atomic_store_explicit(&b->lazy, true, memory_order_release);
     return b;
+}
+
+pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, size_t profiles,
+                            size_t max_decoded)
+{
+    return new_wire(data, len, NULL, 0, samples, profiles, max_decoded);
+}
+
+pc_batch *pc_batch_take_wire(void *buf, size_t len, size_t cap, size_t samples, size_t profiles,
+                             size_t max_decoded)
+{
+    /* an inflate's output grows geometrically: the bytes may have far more room than they use,
+     * which a queued batch would hold on to; glibc shrinks a block in place */
+    if (cap - len > len / 4 + 4096) {
+        cap = len ? len : 1;
+        buf = pc_xrealloc(buf, cap);
+    }
+    return new_wire(buf, len, buf, cap, samples, profiles, max_decoded);
 }

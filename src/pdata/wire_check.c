@@ -5,7 +5,9 @@
  * repeated singular message whose oneof is unset in two occurrences (merge_messages cannot look
  * up case 0). Pass 2 runs on bytes pass 1 found well-formed and applies validate.c: last
  * occurrence wins for scalars, repeated fields and singular messages concatenate (protobuf-c
- * merges them), and a oneof keeps its last member. */
+ * merges them), and a oneof keeps its last member. Pass 2 runs only when pass 1's notes ("one
+ * pass" below) do not already prove it would find nothing: for a valid request only pass 1 runs
+ * (bench/README.md, "### Pass-through"). */
 #include "pdata/wire_check.h"
 
 #include <limits.h>
@@ -22,12 +24,22 @@
 /* ProfilesDictionary's tables by field number (proto/otlp_profiles.proto) */
 enum { T_MAPPING = 1, T_LOCATION, T_FUNCTION, T_LINK, T_STRING, T_ATTR, T_STACK, T_N };
 
+typedef struct span {
+    const uint8_t *d;
+    size_t n;
+} span;
+
 typedef struct w1 {
     const char *what; /* the scan's refusal */
     int code;
     bool unpack_fails; /* protobuf-c would refuse (after a clean scan) */
     const ProtobufCMessageDescriptor *dict;
     size_t tables[T_N]; /* elements of each dictionary table, over every occurrence */
+    /* the one-pass verdict (see "one pass" below): */
+    bool slow;         /* a rule may fail: pass 2 decides */
+    uint32_t top[T_N]; /* the largest index into each table any index field holds */
+    span first[T_N];   /* element 0 of each table */
+    size_t profiles, samples;
 } w1;
 
 /* The oneof of a message occurrence (AnyValue's is the schema's only one): the last member
@@ -142,6 +154,7 @@ static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor
  * decode budget's estimate, docs/limits.md): the scan's model over the same walk. */
 typedef struct mcost {
     size_t cost, nf, unknown, occurrences;
+    uint64_t rep; /* bit fi: field fi is repeated and counted in n_elems (the tail's arrays) */
     size_t n_elems[PC_PROTO_TRACKED]; /* repeated: elements; singular message: occurrences */
     size_t merged[PC_PROTO_TRACKED];  /* singular message: cost of the occurrences so far */
 } mcost;
@@ -151,31 +164,145 @@ static void mcost_init(mcost *m, const ProtobufCMessageDescriptor *desc)
     m->cost = PC_PROTO_R16(desc->sizeof_message);
     m->nf = desc->n_fields < PC_PROTO_TRACKED ? desc->n_fields : PC_PROTO_TRACKED;
     m->unknown = m->occurrences = 0;
-    memset(m->n_elems, 0, m->nf * sizeof m->n_elems[0]);
-    memset(m->merged, 0, m->nf * sizeof m->merged[0]);
+    m->rep = 0;
+    /* a constant size for the schema's small messages: stores, not a call (merged[fi] is set
+     * at a field's first occurrence, add_merged) */
+    if (m->nf > 8)
+        memset(m->n_elems, 0, m->nf * sizeof m->n_elems[0]);
+    else
+        for (int k = 0; k < 8; k++)
+            m->n_elems[k] = 0;
 }
 
 static void add_elems(mcost *m, const ProtobufCFieldDescriptor *f, size_t fi, size_t n)
 {
     if (f->label != PROTOBUF_C_LABEL_REPEATED) return;
-    if (fi < PC_PROTO_TRACKED)
+    if (fi < PC_PROTO_TRACKED) {
+        m->rep |= (uint64_t)1 << fi;
         m->n_elems[fi] += n;
-    else
+    } else {
         m->cost += PC_PROTO_R16(n * pc_proto_elt_size(f->type));
+    }
 }
 
 /* A singular message field's occurrence of cost sub: each one after the first is merged into
  * new arrays holding all occurrences so far (untracked fields costed as if merged fully). */
 static void add_merged(mcost *m, size_t fi, size_t sub)
 {
+    if (fi < PC_PROTO_TRACKED && !m->n_elems[fi]) m->merged[fi] = 0;
     size_t acc = fi < PC_PROTO_TRACKED ? (m->merged[fi] += sub) : sub * 2;
     if (fi >= PC_PROTO_TRACKED || m->n_elems[fi]++ > 0) m->cost += acc;
 }
 
-/* A length-delimited value v of field f (known) in a message of desc: the scan's checks, then
- * the bookkeeping. */
+/* ---- one pass (bench/README.md "### Pass-through") ----
+ * Pass 1 also notes what validate.c's rules read: per dictionary table, the largest index any
+ * index field of the schema holds (in every occurrence: a superset of the last occurrences and
+ * merged oneof members validate.c checks), and the rules a message breaks alone (negative index,
+ * values and timestamps of different lengths, profile_id or link ids of the wrong length). When
+ * none is broken, every index is below its table's final size and each table's element 0 is the
+ * zero value, validate.c finds nothing and pass 2 is skipped; otherwise pass 2 decides (and
+ * finds which profiles fail). Message kinds by descriptor: */
+enum {
+    K_NONE,
+    K_SAMPLE,
+    K_LINE,
+    K_LOCATION,
+    K_STACK,
+    K_FUNCTION,
+    K_KV,
+    K_ANY,
+    K_KVU,
+    K_MAPPING,
+    K_VT,
+    K_PROFILE,
+    K_SCOPE,
+    K_LINK,
+    K_N
+};
+#define PB_(m) opentelemetry__proto__profiles__v1development__##m##__descriptor
+#define CM_(m) opentelemetry__proto__common__v1__##m##__descriptor
+static const ProtobufCMessageDescriptor *const KIND[K_N] = {
+    [K_SAMPLE] = &PB_(sample),     [K_LINE] = &PB_(line),
+    [K_LOCATION] = &PB_(location), [K_STACK] = &PB_(stack),
+    [K_FUNCTION] = &PB_(function), [K_KV] = &CM_(key_value),
+    [K_ANY] = &CM_(any_value),     [K_KVU] = &PB_(key_value_and_unit),
+    [K_MAPPING] = &PB_(mapping),   [K_VT] = &PB_(value_type),
+    [K_PROFILE] = &PB_(profile),   [K_SCOPE] = &PB_(scope_profiles),
+    [K_LINK] = &PB_(link),
+};
+/* the index fields (proto/otlp_profiles.proto, otlp_common.proto): field number -> table */
+#define IDX_FIELDS 12
+static const uint8_t IDX[K_N][IDX_FIELDS] = {
+    [K_SAMPLE] = {[1] = T_STACK, [2] = T_ATTR, [3] = T_LINK},
+    [K_LINE] = {[1] = T_FUNCTION},
+    [K_LOCATION] = {[1] = T_MAPPING, [4] = T_ATTR},
+    [K_STACK] = {[1] = T_LOCATION},
+    [K_FUNCTION] = {[1] = T_STRING, [2] = T_STRING, [3] = T_STRING},
+    [K_KV] = {[3] = T_STRING},
+    [K_ANY] = {[8] = T_STRING},
+    [K_KVU] = {[1] = T_STRING, [3] = T_STRING},
+    [K_MAPPING] = {[4] = T_STRING, [5] = T_ATTR},
+    [K_VT] = {[1] = T_STRING, [2] = T_STRING},
+    [K_PROFILE] = {[11] = T_ATTR},
+};
+#undef PB_
+#undef CM_
+
+static int kind_of(const ProtobufCMessageDescriptor *d)
+{
+    for (int k = 1; k < K_N; k++)
+        if (KIND[k] == d) return k;
+    return K_NONE;
+}
+
+/* An index v (int32 on the wire) into table t. Read as uint32, a negative one is 2^31 or more:
+ * one_pass_ok finds it in top[t] at the end. */
+static inline void note(w1 *c, unsigned t, uint64_t v)
+{
+    uint32_t x = (uint32_t)v;
+    if (x > c->top[t]) c->top[t] = x;
+}
+
+/* A packed run of indices into table t, in one pass: packed_run's verdict (a varint cut short
+ * or over 10 bytes is what pc_proto_read_varint refuses) and count, and each index noted. */
+static int index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n)
+{
+    size_t k = 0;
+    uint32_t top = c->top[t];
+    for (size_t i = 0; i < l; k++) {
+        uint64_t v;
+        if (pc_proto_read_varint(p, l, &i, &v)) return 1;
+        top = (uint32_t)v > top ? (uint32_t)v : top;
+    }
+    c->top[t] = top;
+    *n = k;
+    return 0;
+}
+
+/* A length-delimited field num (l bytes) of a message of kind k. */
+static void note_value(w1 *c, int k, unsigned num, size_t l, size_t *ids)
+{
+    if (k == K_SCOPE && num == 2) c->profiles++;
+    if (k == K_PROFILE && num == 2) c->samples++;
+    if (k == K_PROFILE && num == 7 && l != 0 && l != 16) c->slow = true;
+    if (k == K_LINK && (num == 1 || num == 2)) ids[num - 1] = l;
+}
+
+/* The end of a message of kind k: the rules validate.c applies to one message. */
+static void note_end(w1 *c, int k, const mcost *m, const size_t *ids)
+{
+    /* Sample's values (field 4) and timestamps (5), counted as protobuf-c counts them */
+    if (k == K_SAMPLE && m->n_elems[3] && m->n_elems[4] && m->n_elems[3] != m->n_elems[4])
+        c->slow = true;
+    /* a link after element 0: a trace id of 16 bytes and a span id of 8 (the last ones) */
+    if (k == K_LINK && c->tables[T_LINK] > 1 && (ids[0] != 16 || ids[1] != 8)) c->slow = true;
+}
+
+/* A length-delimited value v of field f (known) in a message of desc (t: the table a packed run
+ * of f indexes, else 0): the scan's checks, then the bookkeeping. */
 static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f,
-                  const uint8_t *v, size_t vl, int depth, oneof_st *merged, bool *seen, mcost *m)
+                  const uint8_t *v, size_t vl, int depth, oneof_st *merged, bool *seen, mcost *m,
+                  unsigned t)
 {
     size_t fi = (size_t)(f - desc->fields);
     size_t n_new = 1;
@@ -202,7 +329,7 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
         }
         if (single) return 0;
     } else if (f->label == PROTOBUF_C_LABEL_REPEATED && packable(f->type)) {
-        int r = packed_run(f->type, v, vl, &n_new);
+        int r = t ? index_run(c, t, v, vl, &n_new) : packed_run(f->type, v, vl, &n_new);
         if (r < 0) return fail1(c, PC_EPROTO, "malformed protobuf");
         if (r > 0) c->unpack_fails = true;
     }
@@ -219,15 +346,18 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
     mcost m;
     mcost_init(&m, desc);
     *sum = (oneof_st){0};
-    size_t i = 0;
+    int kind = kind_of(desc);
+    const uint8_t *ix = IDX[kind];
+    size_t i = 0, ids[2] = {0, 0};
     while (i < len) {
         uint64_t key, l = 0;
         size_t k0 = i;
         if (pc_proto_read_varint(p, len, &i, &key))
             return fail1(c, PC_EPROTO, "malformed protobuf");
         size_t klen = i - k0;
-        if (key >> 3 == 0) return fail1(c, PC_EPROTO, "malformed protobuf (field number 0)");
-        if (key >> 3 > UINT32_MAX) return fail1(c, PC_EPROTO, "malformed protobuf");
+        if (key - 8 > ((uint64_t)UINT32_MAX << 3 | 7) - 8) /* field number 0 or over 2^32 - 1 */
+            return fail1(c, PC_EPROTO,
+                         key >> 3 ? "malformed protobuf" : "malformed protobuf (field number 0)");
         unsigned wt = (unsigned)(key & 7), num = (unsigned)(key >> 3);
         size_t v0 = i;
         if (pc_proto_skip_value(p, len, wt, &i, &l))
@@ -246,16 +376,26 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
             *sum = (oneof_st){num, lost_in_merge(f, wt == 2 ? (size_t)l : 1)};
         if (wt != 2) {
+            if (num < IDX_FIELDS && ix[num]) note(c, ix[num], l);
             add_elems(&m, f, (size_t)(f - desc->fields), 1);
             continue;
         }
         const uint8_t *v = p + i;
         i += (size_t)l;
-        if (desc == c->dict && num < T_N) c->tables[num]++;
-        int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen, &m);
+        if (desc == c->dict && num < T_N && c->tables[num]++ == 0)
+            c->first[num] = (span){v, (size_t)l};
+        unsigned t = num < IDX_FIELDS ? ix[num] : 0;
+        int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen, &m, t);
         if (rc < 0) return rc;
+        if (kind) note_value(c, kind, num, (size_t)l, ids);
     }
-    *cost = m.cost + pc_proto_tail_cost(desc, m.nf, m.n_elems, m.unknown, m.occurrences);
+    if (kind) note_end(c, kind, &m, ids);
+    /* pc_proto_tail_cost over the repeated fields that occurred only */
+    for (uint64_t r = m.rep; r; r &= r - 1) {
+        size_t fi = (size_t)__builtin_ctzll(r);
+        m.cost += pc_proto_array_cost(desc, fi, m.n_elems[fi]);
+    }
+    *cost = m.cost + pc_proto_slab_cost(m.unknown, m.occurrences);
     return 0;
 }
 
@@ -528,6 +668,20 @@ static bool stack_ok(const w2 *s, const fld *m, bool first)
     return ok && !(first && n);
 }
 
+/* An element of table f->num (element 0: first). */
+static bool elem_ok(const w2 *s, const fld *f, bool first)
+{
+    switch (f->num) {
+    case T_MAPPING: return mapping_ok(s, f, first);
+    case T_LOCATION: return location_ok(s, f, first);
+    case T_FUNCTION: return function_ok(s, f, first);
+    case T_LINK: return link_ok(f, first);
+    case T_STRING: return !(first && f->n && f->d[0]);
+    case T_ATTR: return kvu_ok(s, f, first);
+    default: return stack_ok(s, f, first);
+    }
+}
+
 /* One dictionary occurrence; seen: the elements of each table in earlier occurrences. */
 static bool dict_ok(const w2 *s, const fld *d, size_t *seen)
 {
@@ -535,17 +689,7 @@ static bool dict_ok(const w2 *s, const fld *d, size_t *seen)
     fld f;
     while (next(&r, &f)) {
         if (f.num >= T_N || f.num == 0 || f.wt != 2) continue;
-        bool first = seen[f.num]++ == 0, ok = true;
-        switch (f.num) {
-        case T_MAPPING: ok = mapping_ok(s, &f, first); break;
-        case T_LOCATION: ok = location_ok(s, &f, first); break;
-        case T_FUNCTION: ok = function_ok(s, &f, first); break;
-        case T_LINK: ok = link_ok(&f, first); break;
-        case T_STRING: ok = !(first && f.n && f.d[0]); break;
-        case T_ATTR: ok = kvu_ok(s, &f, first); break;
-        default: ok = stack_ok(s, &f, first); break;
-        }
-        if (!ok) return false;
+        if (!elem_ok(s, &f, seen[f.num]++ == 0)) return false;
     }
     return true;
 }
@@ -647,6 +791,21 @@ static int pass2(const w2 *s, const uint8_t *data, size_t len, pc_wire_counts *o
     return 0;
 }
 
+/* Whether pass 1's notes prove validate.c finds nothing ("one pass" above). max_depth at most
+ * PC_PROTO_MAX_DEPTH (64) keeps AnyValues nested 32 deep at most (each level is two messages),
+ * so check_anyvalue's depth rule cannot fail. */
+static bool one_pass_ok(const w1 *c, const w2 *s)
+{
+    if (c->slow) return false;
+    for (unsigned t = 1; t < T_N; t++) {
+        /* 2^31 or more: a negative index, which validate.c refuses */
+        if (c->top[t] >> 31 || (c->top[t] && c->top[t] >= s->t[t])) return false;
+        fld f = {.num = t, .wt = 2, .d = c->first[t].d, .n = c->first[t].n};
+        if (s->t[t] && !elem_ok(s, &f, true)) return false;
+    }
+    return true;
+}
+
 int pc_wire_check_profiles(const uint8_t *data, size_t len, int max_depth, pc_wire_counts *out,
                            pc_error *e)
 {
@@ -659,5 +818,10 @@ int pc_wire_check_profiles(const uint8_t *data, size_t len, int max_depth, pc_wi
     if (c.unpack_fails) return pc_error_set(e, PC_EPROTO, "malformed protobuf");
     w2 s;
     memcpy(s.t, c.tables, sizeof s.t);
+    if (max_depth <= PC_PROTO_MAX_DEPTH && one_pass_ok(&c, &s)) {
+        out->profiles = c.profiles;
+        out->samples = out->kept_samples = c.samples;
+        return 0;
+    }
     return pass2(&s, data, len, out, e);
 }

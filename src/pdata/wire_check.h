@@ -2,9 +2,11 @@
  * (ARCHITECTURE.md §2, profcol issue 27): it builds nothing and allocates nothing, yet reaches
  * the verdict of the decoded path on the same bytes, pc_proto_scan_message (PC_PROTO_MAX_DEPTH)
  * then protobuf-c's unpack then pc_batch_validate: the same accept or refuse, the same error
- * code, the same counts. Two passes: the first checks the wire format as the scan and protobuf-c
- * 1.4 do and takes the dictionary's table sizes (the dictionary may come after the profiles),
- * the second checks every index and rule of validate.c. Messages are shorter than the decoded
+ * code, the same counts. One pass checks the wire format as the scan and protobuf-c 1.4 do,
+ * takes the dictionary's table sizes (the dictionary may come after the profiles) and notes the
+ * largest index into each table and the rules a message breaks alone; when that proves
+ * validate.c finds nothing, that is the verdict. Otherwise a second pass applies every index and
+ * rule of validate.c (which profiles fail). Messages are shorter than the decoded
  * path's; a refused request is decoded again to explain itself. */
 #ifndef PC_WIRE_CHECK_H
 #define PC_WIRE_CHECK_H

@@ -380,7 +380,10 @@ static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
     /* every consumer passes the bytes through: check them on the wire, decode nothing
      * (ARCHITECTURE.md §2); whatever the check would refuse or reject is decoded after all, so
      * the answer is the decode's */
-    if (!j->json && pc_receive_wire_check(rq, data, len, budget)) return 0;
+    if (!j->json && (data == j->inflated.data && len == j->inflated.len
+                         ? pc_receive_wire_check_buf(rq, &j->inflated, budget)
+                         : pc_receive_wire_check(rq, data, len, budget)))
+        return 0; /* decoded_data stays valid: the batch holds the inflated bytes */
     return pc_batch_decode(rq->sig, data, len, j->json, budget, &rq->batch, e);
 }
 
@@ -397,7 +400,7 @@ static void decoded(pc_receive *rq)
         else
             pc_batch_set_raw(rq->batch, j->decoded_data, j->decoded_len, PC_ENC_NONE, false);
     }
-    pc_buf_free(&j->inflated); /* set_raw copied what it keeps */
+    pc_buf_free(&j->inflated); /* set_raw copied what it keeps (or the batch took it) */
 }
 
 static const pc_receive_ops otlp_ops = {.decode = decode, .decoded = decoded, .answer = answer};

@@ -78,7 +78,9 @@ static void validate(pc_receive *rq)
     rq->invalid = decoded - rq->items; /* what validation took out is refused data */
 }
 
-bool pc_receive_wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_budget *budget)
+/* own: data's malloc'd block, for the batch to take, else NULL */
+static bool wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_buf *own,
+                       pc_budget *budget)
 {
     pc_wire_counts wc;
     pc_error e = {0};
@@ -92,8 +94,24 @@ bool pc_receive_wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_b
         budget->room = rq->decode_room;
         return false;
     }
-    rq->batch = pc_batch_new_wire(data, len, wc.kept_samples, wc.profiles, rq->max_decoded);
+    if (own) {
+        rq->batch = pc_batch_take_wire(own->data, len, own->cap, wc.kept_samples, wc.profiles,
+                                       rq->max_decoded);
+        *own = (pc_buf){0};
+    } else {
+        rq->batch = pc_batch_new_wire(data, len, wc.kept_samples, wc.profiles, rq->max_decoded);
+    }
     return true;
+}
+
+bool pc_receive_wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_budget *budget)
+{
+    return wire_check(rq, data, len, NULL, budget);
+}
+
+bool pc_receive_wire_check_buf(pc_receive *rq, pc_buf *buf, pc_budget *budget)
+{
+    return wire_check(rq, buf->data, buf->len, buf, budget);
 }
 
 static void decode_work(uv_work_t *w)

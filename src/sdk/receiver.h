@@ -122,6 +122,9 @@ void pc_receive_set_tenant(pc_receive *rq, const char *tenant);
  * request is to be decoded (anything refused, or rejected: the decode then gives the same answer
  * and message as without the check). */
 bool pc_receive_wire_check(pc_receive *rq, const uint8_t *data, size_t len, pc_budget *budget);
+/* The same for bytes inflated into buf (all of buf->data): the batch takes buf's block instead
+ * of copying it (bench/README.md, "### Pass-through"), leaving buf empty. */
+bool pc_receive_wire_check_buf(pc_receive *rq, pc_buf *buf, pc_budget *budget);
 
 /* Loop: admission, decode behind the gate, validate, count, consume, answer. */
 void pc_receive_start(pc_receive *rq);
