@@ -291,7 +291,8 @@ static pc_batch *wire_inputs(flush_job *j, size_t max, bool *merged)
     pc_buf out = {0};
     pc_batch *b = NULL;
     if (pc_wire_merge(data, len, j->n_in, &out) == 0) {
-        b = pc_batch_new_wire(out.data, out.len, samples, profiles, decode_limit);
+        b = pc_batch_take_wire(out.data, out.len, out.cap, samples, profiles, decode_limit);
+        out = (pc_buf){0};
         size_t wl = 0;
         const uint8_t *w = pc_batch_wire_bytes(b, &wl);
         pc_batch_set_raw(b, w, wl, PC_ENC_NONE, false); /* what passes through: deflated only */
