@@ -131,10 +131,24 @@ static void write_response(conn *c, const char *method, int status, const char *
                            const void *body, size_t len, const char *extra, bool close)
 {
     pc_buf h = {0};
-    pc_buf_printf(&h, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    /* appends, not printf: this runs for every request (bench/README.md "Small requests") */
+    pc_buf_reserve(&h, 256);
+    pc_buf_puts(&h, "HTTP/1.1 ");
+    pc_buf_put_u64(&h, (uint64_t)(status < 0 ? 0 : status));
+    pc_buf_puts(&h, " ");
+    pc_buf_puts(&h, reason(status));
+    pc_buf_puts(&h, "\r\n");
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
-    if (ctype && !no_body) pc_buf_printf(&h, "Content-Type: %s\r\n", ctype);
-    if (!no_body) pc_buf_printf(&h, "Content-Length: %zu\r\n", len);
+    if (ctype && !no_body) {
+        pc_buf_puts(&h, "Content-Type: ");
+        pc_buf_puts(&h, ctype);
+        pc_buf_puts(&h, "\r\n");
+    }
+    if (!no_body) {
+        pc_buf_puts(&h, "Content-Length: ");
+        pc_buf_put_u64(&h, len);
+        pc_buf_puts(&h, "\r\n");
+    }
     if (close) pc_buf_append(&h, "Connection: close\r\n", 19);
     if (extra) pc_buf_append(&h, extra, strlen(extra));
     pc_buf_append(&h, "\r\n", 2);
