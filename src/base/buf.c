@@ -37,6 +37,14 @@ void pc_buf_put_u64(pc_buf *b, uint64_t v)
     pc_buf_append(b, tmp, pc_fmt_u64(tmp, v));
 }
 
+size_t pc_str_copy(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
+    return n;
+}
+
 void pc_buf_printf(pc_buf *b, const char *fmt, ...)
 {
     va_list ap;

@@ -623,7 +623,11 @@ void pc_http_client_request(pc_http_client *c, const char *method, const char *p
     r->refs = 1;
     r->head = strcmp(method, "HEAD") == 0;
     r->timeout_ms = timeout_ms ? timeout_ms : DEFAULT_TIMEOUT_MS;
-    snprintf(r->what, sizeof r->what, "%s %s", method, path);
+    size_t wn = pc_str_copy(r->what, sizeof r->what, method); /* "POST /v1/..." */
+    if (wn + 1 < sizeof r->what) {
+        r->what[wn] = ' ';
+        pc_str_copy(r->what + wn + 1, sizeof r->what - wn - 1, path);
+    }
     /* appends, not printf: every export builds one (bench/README.md "Small requests") */
     pc_buf *w = &r->wire;
     pc_buf_reserve(w, 256 + len);

@@ -305,8 +305,8 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
 static pc_http_req *build_req(conn *c)
 {
     pc_http_req *r = pc_xcalloc(1, sizeof *r);
-    snprintf(r->method, sizeof r->method, "%s",
-             llhttp_method_name((llhttp_method_t)llhttp_get_method(&c->parser)));
+    pc_str_copy(r->method, sizeof r->method,
+                llhttp_method_name((llhttp_method_t)llhttp_get_method(&c->parser)));
     const char *url = c->url.len ? (const char *)c->url.data : "/";
     const char *q = strchr(url, '?');
     r->path = q ? strndup(url, (size_t)(q - url)) : pc_xstrdup(url);
@@ -321,7 +321,7 @@ static pc_http_req *build_req(conn *c)
     r->body = c->body.data;
     r->body_len = c->body.len;
     c->body = (pc_buf){0};
-    snprintf(r->peer, sizeof r->peer, "%s", c->base.peer);
+    pc_str_copy(r->peer, sizeof r->peer, c->base.peer);
     r->conn_ = c;
     return r;
 }
