@@ -97,10 +97,8 @@ static const char *reason(int status)
 
 static void free_headers(pc_http_header *h, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(h[i].name);
-        free(h[i].value);
-    }
+    for (size_t i = 0; i < n; i++)
+        free(h[i].name); /* the value is in the same block (on_header_value_complete) */
     free(h);
 }
 
@@ -251,10 +249,17 @@ static int on_header_value_complete(llhttp_t *p)
         c->hdrs = pc_xrealloc(c->hdrs, c->cap_hdrs * sizeof *c->hdrs);
     }
     pc_http_header *h = &c->hdrs[c->n_hdrs++];
-    h->name = pc_xstrdup(c->field.len ? (char *)c->field.data : "");
-    for (char *q = h->name; *q; q++)
-        *q = (char)tolower((unsigned char)*q);
-    h->value = pc_xstrdup(c->value.len ? (char *)c->value.data : "");
+    /* name and value in one block: one malloc and one free per header, not two (bench/README.md
+     * "Small requests (issue 27, third pass)"); up to the first NUL, as strdup copied them */
+    size_t nl = c->field.len ? strlen((char *)c->field.data) : 0;
+    size_t vl = c->value.len ? strlen((char *)c->value.data) : 0;
+    h->name = pc_xmalloc(nl + vl + 2);
+    for (size_t i = 0; i < nl; i++)
+        h->name[i] = (char)tolower((unsigned char)c->field.data[i]);
+    h->name[nl] = 0;
+    h->value = h->name + nl + 1;
+    if (vl) memcpy(h->value, c->value.data, vl);
+    h->value[vl] = 0;
     c->field.len = c->value.len = 0;
     return HPE_OK;
 }
