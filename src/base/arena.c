@@ -30,10 +30,12 @@ static block *block_new(size_t size)
     return b;
 }
 
+static inline void *arena_alloc(pc_arena *a, size_t size);
+
 static void *pb_alloc(void *data, size_t size)
 {
     pc_arena *a = data;
-    void *p = pc_arena_alloc(a, size);
+    void *p = arena_alloc(a, size);
     return pc_budget_ok(a->budget) ? p : NULL;
 }
 
@@ -67,32 +69,50 @@ void pc_arena_free(pc_arena *a)
     free(a);
 }
 
-void *pc_arena_alloc(pc_arena *a, size_t size)
+/* A new block for size bytes: out of line, so the common case below stays small enough to
+ * inline into protobuf-c's allocator callback. */
+static void *arena_grow(pc_arena *a, size_t size)
+{
+    block *b = a->head;
+    /* Grow geometrically so a large decode needs few blocks; a huge object gets its own. */
+    size_t next = b->size * 2;
+    if (next > (64u << 20)) next = 64u << 20;
+    if (next < size) next = size;
+    block *nb = block_new(next);
+    a->total += sizeof(block) + next;
+    if (size > b->size * 2 && b->used < b->size / 2) {
+        /* keep filling the current block: link the big one behind it */
+        nb->prev = b->prev;
+        b->prev = nb;
+        nb->used = size;
+        return nb->data;
+    }
+    nb->prev = b;
+    a->head = nb;
+    nb->used = size;
+    return nb->data;
+}
+
+/* Inline in pb_alloc and pc_arena_alloc: a decode allocates about a thousand times per small
+ * OTLP request (bench/README.md "Small requests (issue 27, third pass)"). */
+static inline void *arena_alloc(pc_arena *a, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
     if (size == 0) size = 16;
-    if (a->budget) pc_arena_charge(a, size);
-    block *b = a->head;
-    if (b->size - b->used < size) {
-        /* Grow geometrically so a large decode needs few blocks; a huge object gets its own. */
-        size_t next = b->size * 2;
-        if (next > (64u << 20)) next = 64u << 20;
-        if (next < size) next = size;
-        block *nb = block_new(next);
-        a->total += sizeof(block) + next;
-        if (size > b->size * 2 && b->used < b->size / 2) {
-            /* keep filling the current block: link the big one behind it */
-            nb->prev = b->prev;
-            b->prev = nb;
-            nb->used = size;
-            return nb->data;
-        }
-        nb->prev = b;
-        a->head = b = nb;
+    if (a->budget) {
+        a->charged += size;
+        pc_budget_charge(a->budget, size);
     }
+    block *b = a->head;
+    if (b->size - b->used < size) return arena_grow(a, size);
     void *p = b->data + b->used;
     b->used += size;
     return p;
+}
+
+void *pc_arena_alloc(pc_arena *a, size_t size)
+{
+    return arena_alloc(a, size);
 }
 
 void *pc_arena_calloc(pc_arena *a, size_t n, size_t size)

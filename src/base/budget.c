@@ -51,7 +51,7 @@ int pc_budget_reserve(pc_budget *b, size_t est, const char *what)
     return PC_OK;
 }
 
-int pc_budget_charge(pc_budget *b, size_t n)
+int pc_budget_charge_slow(pc_budget *b, size_t n)
 {
     if (!b) return PC_OK;
     b->used += n;

@@ -26,6 +26,25 @@ void pc_buf_append(pc_buf *b, const void *p, size_t n)
     b->data[b->len] = 0; /* always NUL-terminated for text users */
 }
 
+void pc_buf_puts(pc_buf *b, const char *s)
+{
+    pc_buf_append(b, s, strlen(s));
+}
+
+void pc_buf_put_u64(pc_buf *b, uint64_t v)
+{
+    char tmp[20];
+    pc_buf_append(b, tmp, pc_fmt_u64(tmp, v));
+}
+
+size_t pc_str_copy(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
+    return n;
+}
+
 void pc_buf_printf(pc_buf *b, const char *fmt, ...)
 {
     va_list ap;

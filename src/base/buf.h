@@ -12,6 +12,13 @@ typedef struct pc_buf {
 void pc_buf_reserve(pc_buf *b, size_t extra);
 void pc_buf_append(pc_buf *b, const void *p, size_t n);
 void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A C string, and an unsigned number in decimal: what an HTTP head is made of, per request,
+ * without printf's cost (bench/README.md "Small requests (issue 27, third pass)"). */
+void pc_buf_puts(pc_buf *b, const char *s);
+void pc_buf_put_u64(pc_buf *b, uint64_t v);
+/* src into dst[size] (size > 0), cut short to fit and NUL-terminated: snprintf's "%s" without its
+ * cost, for the fields copied per request. Returns the length written. */
+size_t pc_str_copy(char *dst, size_t size, const char *src);
 void pc_buf_free(pc_buf *b);
 /* v in decimal into out (20 bytes at most, not terminated): its length. */
 size_t pc_fmt_u64(char *out, uint64_t v);

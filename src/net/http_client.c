@@ -623,10 +623,24 @@ void pc_http_client_request(pc_http_client *c, const char *method, const char *p
     r->refs = 1;
     r->head = strcmp(method, "HEAD") == 0;
     r->timeout_ms = timeout_ms ? timeout_ms : DEFAULT_TIMEOUT_MS;
-    snprintf(r->what, sizeof r->what, "%s %s", method, path);
-    pc_buf_printf(&r->wire, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, c->where);
-    if (headers) pc_buf_append(&r->wire, headers, strlen(headers));
-    pc_buf_printf(&r->wire, "Content-Length: %zu\r\nConnection: keep-alive\r\n\r\n", len);
+    size_t wn = pc_str_copy(r->what, sizeof r->what, method); /* "POST /v1/..." */
+    if (wn + 1 < sizeof r->what) {
+        r->what[wn] = ' ';
+        pc_str_copy(r->what + wn + 1, sizeof r->what - wn - 1, path);
+    }
+    /* appends, not printf: every export builds one (bench/README.md "Small requests") */
+    pc_buf *w = &r->wire;
+    pc_buf_reserve(w, 256 + len);
+    pc_buf_puts(w, method);
+    pc_buf_puts(w, " ");
+    pc_buf_puts(w, path);
+    pc_buf_puts(w, " HTTP/1.1\r\nHost: ");
+    pc_buf_puts(w, c->where);
+    pc_buf_puts(w, "\r\n");
+    if (headers) pc_buf_puts(w, headers);
+    pc_buf_puts(w, "Content-Length: ");
+    pc_buf_put_u64(w, len);
+    pc_buf_puts(w, "\r\nConnection: keep-alive\r\n\r\n");
     if (len) pc_buf_append(&r->wire, body, len);
     uv_timer_init(c->loop, &r->timer);
     r->timer.data = r;

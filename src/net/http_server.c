@@ -97,10 +97,8 @@ static const char *reason(int status)
 
 static void free_headers(pc_http_header *h, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(h[i].name);
-        free(h[i].value);
-    }
+    for (size_t i = 0; i < n; i++)
+        free(h[i].name); /* the value is in the same block (on_header_value_complete) */
     free(h);
 }
 
@@ -131,10 +129,24 @@ static void write_response(conn *c, const char *method, int status, const char *
                            const void *body, size_t len, const char *extra, bool close)
 {
     pc_buf h = {0};
-    pc_buf_printf(&h, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    /* appends, not printf: this runs for every request (bench/README.md "Small requests") */
+    pc_buf_reserve(&h, 256);
+    pc_buf_puts(&h, "HTTP/1.1 ");
+    pc_buf_put_u64(&h, (uint64_t)(status < 0 ? 0 : status));
+    pc_buf_puts(&h, " ");
+    pc_buf_puts(&h, reason(status));
+    pc_buf_puts(&h, "\r\n");
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
-    if (ctype && !no_body) pc_buf_printf(&h, "Content-Type: %s\r\n", ctype);
-    if (!no_body) pc_buf_printf(&h, "Content-Length: %zu\r\n", len);
+    if (ctype && !no_body) {
+        pc_buf_puts(&h, "Content-Type: ");
+        pc_buf_puts(&h, ctype);
+        pc_buf_puts(&h, "\r\n");
+    }
+    if (!no_body) {
+        pc_buf_puts(&h, "Content-Length: ");
+        pc_buf_put_u64(&h, len);
+        pc_buf_puts(&h, "\r\n");
+    }
     if (close) pc_buf_append(&h, "Connection: close\r\n", 19);
     if (extra) pc_buf_append(&h, extra, strlen(extra));
     pc_buf_append(&h, "\r\n", 2);
@@ -237,10 +249,17 @@ static int on_header_value_complete(llhttp_t *p)
         c->hdrs = pc_xrealloc(c->hdrs, c->cap_hdrs * sizeof *c->hdrs);
     }
     pc_http_header *h = &c->hdrs[c->n_hdrs++];
-    h->name = pc_xstrdup(c->field.len ? (char *)c->field.data : "");
-    for (char *q = h->name; *q; q++)
-        *q = (char)tolower((unsigned char)*q);
-    h->value = pc_xstrdup(c->value.len ? (char *)c->value.data : "");
+    /* name and value in one block: one malloc and one free per header, not two (bench/README.md
+     * "Small requests (issue 27, third pass)"); up to the first NUL, as strdup copied them */
+    size_t nl = c->field.len ? strlen((char *)c->field.data) : 0;
+    size_t vl = c->value.len ? strlen((char *)c->value.data) : 0;
+    h->name = pc_xmalloc(nl + vl + 2);
+    for (size_t i = 0; i < nl; i++)
+        h->name[i] = (char)tolower((unsigned char)c->field.data[i]);
+    h->name[nl] = 0;
+    h->value = h->name + nl + 1;
+    if (vl) memcpy(h->value, c->value.data, vl);
+    h->value[vl] = 0;
     c->field.len = c->value.len = 0;
     return HPE_OK;
 }
@@ -291,8 +310,8 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
 static pc_http_req *build_req(conn *c)
 {
     pc_http_req *r = pc_xcalloc(1, sizeof *r);
-    snprintf(r->method, sizeof r->method, "%s",
-             llhttp_method_name((llhttp_method_t)llhttp_get_method(&c->parser)));
+    pc_str_copy(r->method, sizeof r->method,
+                llhttp_method_name((llhttp_method_t)llhttp_get_method(&c->parser)));
     const char *url = c->url.len ? (const char *)c->url.data : "/";
     const char *q = strchr(url, '?');
     r->path = q ? strndup(url, (size_t)(q - url)) : pc_xstrdup(url);
@@ -307,7 +326,7 @@ static pc_http_req *build_req(conn *c)
     r->body = c->body.data;
     r->body_len = c->body.len;
     c->body = (pc_buf){0};
-    snprintf(r->peer, sizeof r->peer, "%s", c->base.peer);
+    pc_str_copy(r->peer, sizeof r->peer, c->base.peer);
     r->conn_ = c;
     return r;
 }

@@ -20,8 +20,8 @@
 typedef struct pc_http_server pc_http_server;
 
 typedef struct pc_http_header {
-    char *name; /* lower-cased */
-    char *value;
+    char *name;  /* lower-cased */
+    char *value; /* in the name's block: freeing name frees both */
 } pc_http_header;
 
 typedef struct pc_http_req {

@@ -796,9 +796,37 @@ static void test_fmt_int(void)
     CHECK_STR(got, want);
 }
 
+/* pc_buf_puts, pc_buf_put_u64 and pc_str_copy (base/buf.h, the HTTP heads and request fields)
+ * against snprintf, including cuts at every size. */
+static void test_buf_puts(void)
+{
+    pc_buf b = {0};
+    pc_buf_puts(&b, "Content-Length: ");
+    pc_buf_put_u64(&b, 1234567);
+    pc_buf_puts(&b, "");
+    pc_buf_put_u64(&b, 0);
+    pc_buf_puts(&b, "\r\n");
+    char want[64];
+    snprintf(want, sizeof want, "Content-Length: %zu%d\r\n", (size_t)1234567, 0);
+    CHECK_STR((char *)b.data, want);
+    CHECK_EQ_INT((int)b.len, (int)strlen(want));
+    pc_buf_free(&b);
+    const char *src = "127.0.0.1:53211";
+    for (size_t size = 1; size <= strlen(src) + 2; size++) {
+        char got[32], exp[32];
+        memset(got, 'x', sizeof got);
+        size_t n = pc_str_copy(got, size, src);
+        int m = snprintf(exp, size, "%s", src);
+        CHECK_STR(got, exp);
+        CHECK_EQ_INT((int)n, (int)strlen(exp));
+        CHECK(m == (int)strlen(src));
+    }
+}
+
 int main(void)
 {
     RUN(test_fmt_int);
+    RUN(test_buf_puts);
     RUN(test_decode_request);
     RUN(test_round_trip);
     RUN(test_snake_case);
