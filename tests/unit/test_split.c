@@ -11,6 +11,7 @@
 #include "pdata/json.h"
 #include "pdata/merge.h"
 #include "pdata/split.h"
+#include "resolved.h"
 
 /* ---- inputs --------------------------------------------------------------------------------- */
 
@@ -113,118 +114,19 @@ static pc_batch *decode(pc_signal sig, const char *json)
 
 /* ---- the oracle: every item as a string, with its resource and scope ------------------------ */
 
-typedef struct strs {
-    char **v;
-    size_t n, cap;
-} strs;
-
-static void strs_push(strs *s, const char *x)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->v = realloc(s->v, s->cap * sizeof *s->v);
-    }
-    s->v[s->n++] = strdup(x);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void strs_free(strs *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
-static void hexs(pc_buf *o, const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        pc_buf_printf(o, "%02x", p[i]);
-}
-
-/* A value, strings resolved through d. */
-static void value_str(pc_buf *o, const pc_dictionary *d, const pc_anyvalue *v)
-{
-    const char *s = pc_anyvalue_str(d, v);
-    if (s)
-        pc_buf_printf(o, "s:%s", s);
-    else if (v && v->value_case == OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE)
-        pc_buf_printf(o, "i:%lld", (long long)v->int_value);
-    else
-        pc_buf_printf(o, "?");
-}
-
-static void resource_str(pc_buf *o, const pc_dictionary *d, const pc_resource *r)
-{
-    for (size_t i = 0; r && i < r->n_attributes; i++) {
-        pc_buf_printf(o, "%s=", pc_keyvalue_key(d, r->attributes[i]));
-        value_str(o, d, r->attributes[i]->value);
-        pc_buf_printf(o, ";");
-    }
-}
-
-static void profile_items(const pc_batch *b, strs *out)
-{
-    const pc_dictionary *d = b->req->dictionary;
-    for (size_t r = 0; r < b->req->n_resource_profiles; r++) {
-        const pc_resource_profiles *rp = b->req->resource_profiles[r];
-        for (size_t s = 0; s < rp->n_scope_profiles; s++) {
-            const pc_scope_profiles *sp = rp->scope_profiles[s];
-            for (size_t p = 0; p < sp->n_profiles; p++) {
-                const pc_profile *pf = sp->profiles[p];
-                for (size_t i = 0; i < pf->n_samples; i++) {
-                    const pc_sample *sm = pf->samples[i];
-                    pc_buf o = {0};
-                    char stack[256];
-                    resource_str(&o, d, rp->resource);
-                    pc_buf_printf(&o, "|%s|%s/%s|%s|", sp->scope->name,
-                                  pc_dict_str(d, pf->sample_type->type_strindex),
-                                  pc_dict_str(d, pf->sample_type->unit_strindex),
-                                  stack_names(b, sm->stack_index, ";", stack, sizeof stack));
-                    for (size_t a = 0; a < sm->n_attribute_indices; a++) {
-                        const pc_kvu *kv = d->attribute_table[sm->attribute_indices[a]];
-                        pc_buf_printf(&o, "%s=", pc_dict_str(d, kv->key_strindex));
-                        value_str(&o, d, kv->value);
-                        pc_buf_printf(&o, ",");
-                    }
-                    if (sm->link_index) {
-                        const pc_link *l = d->link_table[sm->link_index];
-                        pc_buf_printf(&o, "|link ");
-                        hexs(&o, l->trace_id.data, l->trace_id.len);
-                        pc_buf_printf(&o, "/");
-                        hexs(&o, l->span_id.data, l->span_id.len);
-                    }
-                    pc_buf_printf(&o, "|v");
-                    for (size_t k = 0; k < sm->n_values; k++)
-                        pc_buf_printf(&o, " %lld", (long long)sm->values[k]);
-                    pc_buf_printf(&o, "|t");
-                    for (size_t k = 0; k < sm->n_timestamps_unix_nano; k++)
-                        pc_buf_printf(&o, " %llu", (unsigned long long)sm->timestamps_unix_nano[k]);
-                    strs_push(out, (const char *)o.data);
-                    pc_buf_free(&o);
-                }
-            }
-        }
-    }
-}
-
 /* Traces, metrics (per data point), logs: the item's own bytes with its resource and scope. */
 static void packed(pc_buf *o, const ProtobufCMessage *m)
 {
     size_t n = protobuf_c_message_get_packed_size(m);
     uint8_t *p = malloc(n + 1);
     protobuf_c_message_pack(m, p);
-    hexs(o, p, n);
+    rs_hex(o, p, n);
     free(p);
 }
 
 typedef Opentelemetry__Proto__Metrics__V1__Metric metric;
 
-static void signal_items(const pc_batch *b, strs *out)
+static void signal_items(const pc_batch *b, rs_lines *out)
 {
     const ProtobufCMessage *req = b->msg;
     const ProtobufCFieldDescriptor *f1 =
@@ -247,11 +149,11 @@ static void signal_items(const pc_batch *b, strs *out)
             ProtobufCMessage **iv = *(ProtobufCMessage ***)((const char *)sv[s] + f3->offset);
             for (size_t i = 0; i < ni; i++) {
                 pc_buf o = {0};
-                resource_str(&o, NULL, res);
+                if (res) rs_kvs(&o, NULL, res->attributes, res->n_attributes, 0);
                 pc_buf_printf(&o, "|%s|", scope ? scope->name : "");
                 if (b->signal != PC_SIGNAL_METRICS) {
                     packed(&o, iv[i]);
-                    strs_push(out, (const char *)o.data);
+                    rs_push(out, &o);
                     pc_buf_free(&o);
                     continue;
                 }
@@ -270,14 +172,14 @@ static void signal_items(const pc_batch *b, strs *out)
                     fd ? *(ProtobufCMessage ***)((const char *)data + fd->offset) : NULL;
                 if (!nd) { /* a metric without points still must arrive */
                     pc_buf_printf(&o, "%s kind %d empty", m->name, (int)m->data_case);
-                    strs_push(out, (const char *)o.data);
+                    rs_push(out, &o);
                 }
                 for (size_t k = 0; k < nd; k++) {
                     pc_buf p = {0};
                     pc_buf_printf(&p, "%s%s kind %d ", (const char *)o.data, m->name,
                                   (int)m->data_case);
                     packed(&p, dv[k]);
-                    strs_push(out, (const char *)p.data);
+                    rs_push(out, &p);
                     pc_buf_free(&p);
                 }
                 pc_buf_free(&o);
@@ -286,18 +188,28 @@ static void signal_items(const pc_batch *b, strs *out)
     }
 }
 
-static void items(const pc_batch *b, strs *out)
+static void items(const pc_batch *b, rs_lines *out)
 {
-    if (b->signal == PC_SIGNAL_PROFILES)
-        profile_items(b, out);
-    else
+    if (b->signal == PC_SIGNAL_PROFILES) {
+        /* samples only: a profile split across parts has its head line in each */
+        rs_lines all = {0};
+        rs_resolve(b, &all);
+        for (size_t i = 0; i < all.n; i++) {
+            pc_buf o = {0};
+            if (!strstr(all.v[i], "|stack:")) continue;
+            pc_buf_append(&o, all.v[i], strlen(all.v[i]));
+            rs_push(out, &o);
+            pc_buf_free(&o);
+        }
+        rs_lines_free(&all);
+    } else
         signal_items(b, out);
 }
 
 /* The parts hold exactly b's items (as a multiset), each part at most max items (0: any). */
 static void check_parts(const pc_batch *b, pc_batch **parts, size_t n, size_t max)
 {
-    strs want = {0}, got = {0};
+    rs_lines want = {0}, got = {0};
     items(b, &want);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -309,15 +221,15 @@ static void check_parts(const pc_batch *b, pc_batch **parts, size_t n, size_t ma
     }
     CHECK_EQ_INT(total, pc_batch_items(b));
     CHECK_EQ_INT(got.n, want.n);
-    qsort(want.v, want.n, sizeof *want.v, cmp_str);
-    qsort(got.v, got.n, sizeof *got.v, cmp_str);
+    rs_sort(&want);
+    rs_sort(&got);
     for (size_t i = 0; i < want.n && i < got.n; i++)
         if (strcmp(want.v[i], got.v[i])) {
             CHECK_STR(got.v[i], want.v[i]);
             break;
         }
-    strs_free(&want);
-    strs_free(&got);
+    rs_lines_free(&want);
+    rs_lines_free(&got);
 }
 
 static void free_parts(pc_batch **parts, size_t n)
