@@ -382,8 +382,11 @@ static int decode(pc_receive *rq, pc_budget *budget, pc_error *e)
      * the answer is the decode's */
     if (!j->json && (data == j->inflated.data && len == j->inflated.len
                          ? pc_receive_wire_check_buf(rq, &j->inflated, budget)
-                         : pc_receive_wire_check(rq, data, len, budget)))
-        return 0; /* decoded_data stays valid: the batch holds the inflated bytes */
+                         : pc_receive_wire_check(rq, data, len, budget))) {
+        /* the batch holds the bytes now: the block it took may have moved (trimmed) */
+        j->decoded_data = pc_batch_wire_bytes(rq->batch, &j->decoded_len);
+        return 0;
+    }
     return pc_batch_decode(rq->sig, data, len, j->json, budget, &rq->batch, e);
 }
 
