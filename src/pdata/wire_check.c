@@ -338,15 +338,17 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
 }
 
 /* ---- the leaf fast path (profcol issue 27, bench/README.md "### Pass-through") ----
- * Sample, Stack, Line and Function hold only varints and packed runs, and are most of a small
- * request's fields. fast1 walks one of them with the shapes the schema gives each field number
- * inline and reaches walk1's bookkeeping for it (cost, notes, the Sample rule); on anything else
- * (a tag over one byte, an unknown field, another wire type, a one-element repeated encoding, a
- * bad varint or run, a length prefix protobuf-c refuses) it answers false and walk1 walks the
- * message from its start. Its notes before a bail-out are ones walk1 makes again (a maximum). */
-enum { F_NO, F_VAR, F_PVAR, F_PFIX64 };
+ * Sample, Stack, Line and Function hold only varints and packed runs, Location those and Lines;
+ * they are most of a small request's fields. fast1 walks one of them with the shapes the schema
+ * gives each field number inline and reaches walk1's bookkeeping for it (cost, notes, the Sample
+ * rule); on anything else (a tag over one byte, an unknown field, another wire type, a one-element
+ * repeated encoding, a bad varint or run, a length prefix protobuf-c refuses) it answers false and
+ * walk1 walks the message from its start. Its notes before a bail-out are ones walk1 makes again (a
+ * maximum). */
+enum { F_NO, F_VAR, F_PVAR, F_PFIX64, F_MSG };
 typedef struct fshape {
-    uint8_t shape, table; /* table: the one an index field notes into (IDX), else 0 */
+    uint8_t shape, table; /* table: the one an index field notes into (IDX), else 0; F_MSG:
+                           * the kind of its message */
 } fshape;
 #define FAST_FIELDS 6
 static const fshape FAST[K_N][FAST_FIELDS] = {
@@ -356,6 +358,8 @@ static const fshape FAST[K_N][FAST_FIELDS] = {
                   [4] = {F_PVAR, 0},
                   [5] = {F_PFIX64, 0}},
     [K_STACK] = {[1] = {F_PVAR, T_LOCATION}},
+    [K_LOCATION] =
+        {[1] = {F_VAR, T_MAPPING}, [2] = {F_VAR, 0}, [3] = {F_MSG, K_LINE}, [4] = {F_PVAR, T_ATTR}},
     [K_LINE] = {[1] = {F_VAR, T_FUNCTION}, [2] = {F_VAR, 0}, [3] = {F_VAR, 0}},
     [K_FUNCTION] = {[1] = {F_VAR, T_STRING},
                     [2] = {F_VAR, T_STRING},
@@ -373,9 +377,19 @@ static long long fast_run(w1 *c, const ProtobufCMessageDescriptor *desc, fshape 
     return r ? -1 : (long long)n;
 }
 
-static bool fast1(w1 *c, int kind, const ProtobufCMessageDescriptor *desc, const uint8_t *p,
-                  size_t len, size_t *cost)
+/* the kind of desc when fast1 takes it, else K_NONE */
+static int fast_kind(const ProtobufCMessageDescriptor *desc)
 {
+    for (int k = K_SAMPLE; k <= K_FUNCTION; k++)
+        if (KIND[k] == desc) return k;
+    return K_NONE;
+}
+
+/* A message of kind (not K_NONE) at depth (walk1's): true with *cost set, as walk1 would. */
+static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost)
+{
+    const ProtobufCMessageDescriptor *desc = KIND[kind];
+    size_t subs = 0; /* the submessages' cost (F_MSG: a Location's lines) */
     const fshape *sh = FAST[kind];
     size_t n[FAST_FIELDS] = {0}, occ = 0, i = 0;
     unsigned rep = 0;
@@ -395,7 +409,14 @@ static bool fast1(w1 *c, int kind, const ProtobufCMessageDescriptor *desc, const
         if (wt != 2 || pc_proto_read_varint(p, len, &i, &v) || v > len - i || i - v0 > 5 ||
             v > INT_MAX)
             return false;
-        long long k = fast_run(c, desc, s, num - 1, p + i, (size_t)v);
+        long long k = 1;
+        size_t sub;
+        if (s.shape != F_MSG)
+            k = fast_run(c, desc, s, num - 1, p + i, (size_t)v);
+        else if (depth < 1 || !fast1(c, s.table, p + i, (size_t)v, depth - 1, &sub))
+            return false;
+        else
+            subs += sub;
         if (k < 0) return false;
         n[num - 1] += (size_t)k;
         rep |= 1u << (num - 1);
@@ -403,7 +424,7 @@ static bool fast1(w1 *c, int kind, const ProtobufCMessageDescriptor *desc, const
     }
     /* note_end's Sample rule: values (field 4) and timestamps (5) of different lengths */
     if (kind == K_SAMPLE && n[3] && n[4] && n[3] != n[4]) c->slow = true;
-    size_t m = PC_PROTO_R16(desc->sizeof_message);
+    size_t m = PC_PROTO_R16(desc->sizeof_message) + subs;
     for (; rep; rep &= rep - 1) {
         size_t fi = (size_t)__builtin_ctz(rep);
         m += pc_proto_array_cost(desc, fi, n[fi]);
@@ -416,15 +437,17 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
                  int depth, oneof_st *sum, size_t *cost)
 {
     if (depth < 0) return fail1(c, PC_EPROTO, "nested too deeply");
+    int fk = fast_kind(desc);
+    if (fk && fast1(c, fk, p, len, depth, cost)) {
+        *sum = (oneof_st){0};
+        return 0;
+    }
     oneof_st merged[MERGE_MAX];
     bool seen[MERGE_MAX] = {0};
     mcost m;
     mcost_init(&m, desc);
     *sum = (oneof_st){0};
     int kind = kind_of(desc);
-    if ((kind == K_SAMPLE || kind == K_STACK || kind == K_LINE || kind == K_FUNCTION) &&
-        fast1(c, kind, desc, p, len, cost))
-        return 0;
     const uint8_t *ix = IDX[kind];
     size_t i = 0, ids[2] = {0, 0};
     while (i < len) {
