@@ -742,7 +742,15 @@ static void test_fast_path(void)
     el = (pb){0};
     p_msg(&el, 3, &line);
     expect_elem(2, &el, 0, __LINE__); /* a location with a line */
-    p_int(&line, 7, 1);               /* an unknown field in the line */
+    p_int(&el, 1, 1);
+    p_raw(&el, "\x22\x02\x01\x02", 4); /* packed attribute indices 1, 2 */
+    p_int(&el, 2, 0x401000);
+    expect_elem(2, &el, 0, __LINE__);
+    p_int(&el, 4, 1); /* an attribute index not packed */
+    expect_elem(2, &el, 0, __LINE__);
+    p_raw(&el, "\x1a\x02\x08\x80", 4); /* a line whose function index is cut short */
+    expect_elem(2, &el, PC_EPROTO, __LINE__);
+    p_int(&line, 7, 1); /* an unknown field in the line */
     el = (pb){0};
     p_msg(&el, 3, &line);
     expect_elem(2, &el, 0, __LINE__);
