@@ -694,6 +694,26 @@ static void expect_elem(unsigned num, const pb *el, int want, int line)
     expect(&out, want, 0, line);
 }
 
+/* The fast path's Location and Line at each depth limit: the scan's verdict and cost. */
+static void test_fast_depths(void)
+{
+    pb line = {0}, loc = {0}, d = {0}, req = {0};
+    p_int(&line, 1, 0);
+    p_msg(&d, 2, &loc); /* element 0: the zero location */
+    p_msg(&loc, 3, &line);
+    p_msg(&d, 2, &loc);
+    p_msg(&req, 2, &d);
+    for (int depth = 0; depth < 6; depth++) {
+        pc_proto_scan scan = {0};
+        pc_wire_counts w;
+        pc_error e = {0}, se = {0};
+        int want = pc_proto_scan_message(PC_REQUEST_DESC, req.b, req.n, depth, &scan, &se);
+        int got = pc_wire_check_profiles(req.b, req.n, depth, &w, &e);
+        CHECK_EQ_INT(got, want);
+        if (want == 0) CHECK(w.cost == scan.cost);
+    }
+}
+
 /* wire_check.c's leaf fast path (Sample, Stack, Line, Function) and each of its bail-outs to
  * the generic walk: both must agree with the decoded path, cost included (wire_compare). */
 static void test_fast_path(void)
@@ -773,6 +793,7 @@ int main(void)
     RUN(test_nesting_and_merges);
     RUN(test_one_pass);
     RUN(test_fast_path);
+    RUN(test_fast_depths);
     RUN(test_prefixes_and_mutations);
     RUN(test_lazy_batch);
     return check_report();
