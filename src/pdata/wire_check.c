@@ -400,6 +400,11 @@ static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size
         fshape s = sh[num];
         uint64_t v;
         occ++;
+        if (s.shape == F_VAR && wt == 0 && i < len && p[i] < 0x80) { /* the usual index */
+            if (s.table) note(c, s.table, p[i]);
+            i++;
+            continue;
+        }
         if (s.shape == F_VAR) {
             if (wt != 0 || pc_proto_read_varint(p, len, &i, &v)) return false;
             if (s.table) note(c, s.table, v);
