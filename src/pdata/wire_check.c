@@ -337,10 +337,116 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
     return 0;
 }
 
+/* ---- the leaf fast path (profcol issue 27, bench/README.md "### Pass-through") ----
+ * Sample, Stack, Line and Function hold only varints and packed runs, Location those and Lines;
+ * they are most of a small request's fields. fast1 walks one of them with the shapes the schema
+ * gives each field number inline and reaches walk1's bookkeeping for it (cost, notes, the Sample
+ * rule); on anything else (a tag over one byte, an unknown field, another wire type, a one-element
+ * repeated encoding, a bad varint or run, a length prefix protobuf-c refuses) it answers false and
+ * walk1 walks the message from its start. Its notes before a bail-out are ones walk1 makes again (a
+ * maximum). */
+enum { F_NO, F_VAR, F_PVAR, F_PFIX64, F_MSG };
+typedef struct fshape {
+    uint8_t shape, table; /* table: the one an index field notes into (IDX), else 0; F_MSG:
+                           * the kind of its message */
+} fshape;
+#define FAST_FIELDS 6
+static const fshape FAST[K_N][FAST_FIELDS] = {
+    [K_SAMPLE] = {[1] = {F_VAR, T_STACK},
+                  [2] = {F_PVAR, T_ATTR},
+                  [3] = {F_VAR, T_LINK},
+                  [4] = {F_PVAR, 0},
+                  [5] = {F_PFIX64, 0}},
+    [K_STACK] = {[1] = {F_PVAR, T_LOCATION}},
+    [K_LOCATION] =
+        {[1] = {F_VAR, T_MAPPING}, [2] = {F_VAR, 0}, [3] = {F_MSG, K_LINE}, [4] = {F_PVAR, T_ATTR}},
+    [K_LINE] = {[1] = {F_VAR, T_FUNCTION}, [2] = {F_VAR, 0}, [3] = {F_VAR, 0}},
+    [K_FUNCTION] = {[1] = {F_VAR, T_STRING},
+                    [2] = {F_VAR, T_STRING},
+                    [3] = {F_VAR, T_STRING},
+                    [4] = {F_VAR, 0}},
+};
+
+/* A packed run (l bytes at p) of field fi of shape s: its elements, or -1 to bail out. */
+static long long fast_run(w1 *c, const ProtobufCMessageDescriptor *desc, fshape s, size_t fi,
+                          const uint8_t *p, size_t l)
+{
+    size_t n = 0;
+    if (s.shape == F_PFIX64) return l % 8 ? -1 : (long long)(l / 8);
+    int r = s.table ? index_run(c, s.table, p, l, &n) : packed_run(desc->fields[fi].type, p, l, &n);
+    return r ? -1 : (long long)n;
+}
+
+/* the kind of desc when fast1 takes it, else K_NONE */
+static int fast_kind(const ProtobufCMessageDescriptor *desc)
+{
+    for (int k = K_SAMPLE; k <= K_FUNCTION; k++)
+        if (KIND[k] == desc) return k;
+    return K_NONE;
+}
+
+/* A message of kind (not K_NONE) at depth (walk1's): true with *cost set, as walk1 would. */
+static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost)
+{
+    const ProtobufCMessageDescriptor *desc = KIND[kind];
+    size_t subs = 0; /* the submessages' cost (F_MSG: a Location's lines) */
+    const fshape *sh = FAST[kind];
+    size_t n[FAST_FIELDS] = {0}, occ = 0, i = 0;
+    unsigned rep = 0;
+    while (i < len) {
+        unsigned key = p[i++];
+        unsigned num = key >> 3, wt = key & 7;
+        if (key & 0x80 || num >= FAST_FIELDS || sh[num].shape == F_NO) return false;
+        fshape s = sh[num];
+        uint64_t v;
+        occ++;
+        if (s.shape == F_VAR && wt == 0 && i < len && p[i] < 0x80) { /* the usual index */
+            if (s.table) note(c, s.table, p[i]);
+            i++;
+            continue;
+        }
+        if (s.shape == F_VAR) {
+            if (wt != 0 || pc_proto_read_varint(p, len, &i, &v)) return false;
+            if (s.table) note(c, s.table, v);
+            continue;
+        }
+        size_t v0 = i;
+        if (wt != 2 || pc_proto_read_varint(p, len, &i, &v) || v > len - i || i - v0 > 5 ||
+            v > INT_MAX)
+            return false;
+        long long k = 1;
+        size_t sub;
+        if (s.shape != F_MSG)
+            k = fast_run(c, desc, s, num - 1, p + i, (size_t)v);
+        else if (depth < 1 || !fast1(c, s.table, p + i, (size_t)v, depth - 1, &sub))
+            return false;
+        else
+            subs += sub;
+        if (k < 0) return false;
+        n[num - 1] += (size_t)k;
+        rep |= 1u << (num - 1);
+        i += (size_t)v;
+    }
+    /* note_end's Sample rule: values (field 4) and timestamps (5) of different lengths */
+    if (kind == K_SAMPLE && n[3] && n[4] && n[3] != n[4]) c->slow = true;
+    size_t m = PC_PROTO_R16(desc->sizeof_message) + subs;
+    for (; rep; rep &= rep - 1) {
+        size_t fi = (size_t)__builtin_ctz(rep);
+        m += pc_proto_array_cost(desc, fi, n[fi]);
+    }
+    *cost = m + pc_proto_slab_cost(0, occ);
+    return true;
+}
+
 static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
                  int depth, oneof_st *sum, size_t *cost)
 {
     if (depth < 0) return fail1(c, PC_EPROTO, "nested too deeply");
+    int fk = fast_kind(desc);
+    if (fk && fast1(c, fk, p, len, depth, cost)) {
+        *sum = (oneof_st){0};
+        return 0;
+    }
     oneof_st merged[MERGE_MAX];
     bool seen[MERGE_MAX] = {0};
     mcost m;

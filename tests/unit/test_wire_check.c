@@ -676,6 +676,113 @@ static void test_lazy_batch(void)
     pc_batch_unref(b);
 }
 
+/* A sample (fields as the bytes of sm) in a profile of its own, after a valid request. */
+static void expect_sample(const pb *sm, int want, int64_t rej, int line)
+{
+    pb prof = {0}, out;
+    p_msg(&prof, 2, sm);
+    with_extra(&out, &prof, NULL, false);
+    expect(&out, want, rej, line);
+}
+
+/* A later dictionary with one element (el) of table num, after a valid request. */
+static void expect_elem(unsigned num, const pb *el, int want, int line)
+{
+    pb d = {0}, out, prof = {0};
+    p_msg(&d, num, el);
+    with_extra(&out, &prof, &d, false);
+    expect(&out, want, 0, line);
+}
+
+/* The fast path's Location and Line at each depth limit: the scan's verdict and cost. */
+static void test_fast_depths(void)
+{
+    pb line = {0}, loc = {0}, d = {0}, req = {0};
+    p_int(&line, 1, 0);
+    p_msg(&d, 2, &loc); /* element 0: the zero location */
+    p_msg(&loc, 3, &line);
+    p_msg(&d, 2, &loc);
+    p_msg(&req, 2, &d);
+    for (int depth = 0; depth < 6; depth++) {
+        pc_proto_scan scan = {0};
+        pc_wire_counts w;
+        pc_error e = {0}, se = {0};
+        int want = pc_proto_scan_message(PC_REQUEST_DESC, req.b, req.n, depth, &scan, &se);
+        int got = pc_wire_check_profiles(req.b, req.n, depth, &w, &e);
+        CHECK_EQ_INT(got, want);
+        if (want == 0) CHECK(w.cost == scan.cost);
+    }
+}
+
+/* wire_check.c's leaf fast path (Sample, Stack, Line, Function) and each of its bail-outs to
+ * the generic walk: both must agree with the decoded path, cost included (wire_compare). */
+static void test_fast_path(void)
+{
+    pb sm = {0}, run = {0}, el = {0}, line = {0};
+    for (int i = 0; i < 3; i++)
+        p_var(&run, 200 + (uint64_t)i * 50);
+    p_int(&sm, 1, 1);
+    p_msg(&sm, 2, &run); /* attribute indices 200.. : out of range */
+    expect_sample(&sm, 0, 1, __LINE__);
+    sm = (pb){0};
+    p_int(&sm, 1, 1);
+    p_msg(&sm, 4, &run);
+    p_msg(&sm, 4, &run); /* two packed runs of values, 6 in all */
+    p_int(&sm, 99, 5);   /* an unknown field: kept, and costed */
+    expect_sample(&sm, 0, 0, __LINE__);
+    sm = (pb){0};
+    p_int(&sm, 4, 7); /* values not packed */
+    p_int(&sm, 4, 8);
+    p_raw(&sm,
+          "\x2a\x08"
+          "12345678",
+          10); /* one timestamp: 2 values, so invalid */
+    expect_sample(&sm, 0, 1, __LINE__);
+    sm = (pb){0};
+    p_bytes(&sm, 1, "\x01", 1); /* stack_index of wire type 2: protobuf-c refuses it */
+    expect_sample(&sm, PC_EPROTO, 0, __LINE__);
+    sm = (pb){0};
+    p_bytes(&sm, 4, "\x05\x80", 2); /* a packed run cut short */
+    expect_sample(&sm, PC_EPROTO, 0, __LINE__);
+    sm = (pb){0};
+    p_bytes(&sm, 5, "1234567", 7); /* fixed64 timestamps of 7 bytes: the scan refuses them */
+    expect_sample(&sm, PC_EPROTO, 0, __LINE__);
+    sm = (pb){0};
+    p_raw(&sm, "\x88\x00\x01", 3); /* stack_index 1 behind a two-byte tag */
+    expect_sample(&sm, 0, 0, __LINE__);
+    p_raw(&sm, "\x0a\x80\x80\x80\x80\x80\x00", 7); /* an empty run with a 6-byte length */
+    expect_sample(&sm, PC_EPROTO, 0, __LINE__);
+    p_raw(&el, "\x0a\x02\x01\x01", 4); /* location indices 1, 1 */
+    expect_elem(7, &el, 0, __LINE__);  /* a stack */
+    p_int(&el, 1, 1);                  /* and a location index not packed */
+    expect_elem(7, &el, 0, __LINE__);
+    p_int(&line, 1, 1);
+    p_int(&line, 2, 42);
+    p_int(&line, 3, 3);
+    el = (pb){0};
+    p_msg(&el, 3, &line);
+    expect_elem(2, &el, 0, __LINE__); /* a location with a line */
+    p_int(&el, 1, 1);
+    p_raw(&el, "\x22\x02\x01\x02", 4); /* packed attribute indices 1, 2 */
+    p_int(&el, 2, 0x401000);
+    expect_elem(2, &el, 0, __LINE__);
+    p_int(&el, 4, 1); /* an attribute index not packed */
+    expect_elem(2, &el, 0, __LINE__);
+    p_raw(&el, "\x1a\x02\x08\x80", 4); /* a line whose function index is cut short */
+    expect_elem(2, &el, PC_EPROTO, __LINE__);
+    p_int(&line, 7, 1); /* an unknown field in the line */
+    el = (pb){0};
+    p_msg(&el, 3, &line);
+    expect_elem(2, &el, 0, __LINE__);
+    el = (pb){0};
+    p_int(&el, 1, 6);
+    p_int(&el, 3, 5);
+    p_int(&el, 4, 10);
+    expect_elem(3, &el, 0, __LINE__); /* a function */
+    p_bytes(&el, 4, "", 0);           /* start_line of wire type 2 */
+    expect_elem(3, &el, PC_EPROTO, __LINE__);
+}
+
 int main(void)
 {
     RUN(test_schema_assumptions);
@@ -685,6 +792,8 @@ int main(void)
     RUN(test_wire_rules);
     RUN(test_nesting_and_merges);
     RUN(test_one_pass);
+    RUN(test_fast_path);
+    RUN(test_fast_depths);
     RUN(test_prefixes_and_mutations);
     RUN(test_lazy_batch);
     return check_report();
