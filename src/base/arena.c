@@ -32,6 +32,13 @@ static block *block_new(size_t size)
 
 static inline void *arena_alloc(pc_arena *a, size_t size);
 
+/* n bytes against the arena's budget (the caller checked there is one) */
+static inline int charge(pc_arena *a, size_t n)
+{
+    a->charged += n;
+    return pc_budget_charge(a->budget, n);
+}
+
 static void *pb_alloc(void *data, size_t size)
 {
     pc_arena *a = data;
@@ -99,10 +106,7 @@ static inline void *arena_alloc(pc_arena *a, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
     if (size == 0) size = 16;
-    if (a->budget) {
-        a->charged += size;
-        pc_budget_charge(a->budget, size);
-    }
+    if (a->budget) charge(a, size);
     block *b = a->head;
     if (b->size - b->used < size) return arena_grow(a, size);
     void *p = b->data + b->used;
@@ -167,9 +171,7 @@ pc_budget *pc_arena_budget(const pc_arena *a)
 
 int pc_arena_charge(pc_arena *a, size_t n)
 {
-    if (!a->budget) return PC_OK;
-    a->charged += n;
-    return pc_budget_charge(a->budget, n);
+    return a->budget ? charge(a, n) : PC_OK;
 }
 
 void pc_arena_uncharge(pc_arena *a, size_t n)

@@ -145,7 +145,8 @@ pc_batch *pc_batch_new(void);
 pc_batch *pc_batch_new_wire(const uint8_t *data, size_t len, size_t samples, size_t profiles,
                             size_t max_decoded);
 /* The same without the copy: the batch takes buf's block (malloc'd; len bytes used of cap) and
- * frees it; its arena's size counts cap. */
+ * frees it; its arena's size counts cap. A block much larger than len is trimmed, which may move
+ * it: read the bytes back with pc_batch_wire_bytes. */
 pc_batch *pc_batch_take_wire(void *buf, size_t len, size_t cap, size_t samples, size_t profiles,
                              size_t max_decoded);
 /* The profiles model of a batch (NULL for other signals): every reader of the model goes

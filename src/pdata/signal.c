@@ -484,7 +484,8 @@ pc_batch *pc_batch_take_wire(void *buf, size_t len, size_t cap, size_t samples, 
                              size_t max_decoded)
 {
     /* an inflate's output grows geometrically: the bytes may have far more room than they use,
-     * which a queued batch would hold on to; glibc shrinks a block in place */
+     * which a queued batch would hold on to. realloc may move the block: callers read the bytes
+     * back with pc_batch_wire_bytes */
     if (cap - len > len / 4 + 4096) {
         cap = len ? len : 1;
         buf = pc_xrealloc(buf, cap);
