@@ -280,6 +280,11 @@ int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, pc_err
     return PC_OK;
 }
 
+const char *pc_conn_server_log_id(const pc_conn_server *s)
+{
+    return s->log_id;
+}
+
 int pc_conn_server_port(const pc_conn_server *s)
 {
     return s->port;

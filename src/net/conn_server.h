@@ -43,6 +43,8 @@ pc_log_limiter *pc_conn_server_limiter(pc_conn_server *s, pc_log_level lvl, cons
  * started before) with a reason in e. */
 int pc_conn_server_start(pc_conn_server *s, char *bound, size_t boundlen, pc_error *e);
 int pc_conn_server_port(const pc_conn_server *s);
+/* The log id given to _new (copied); valid until the proto's stopped() returns. */
+const char *pc_conn_server_log_id(const pc_conn_server *s);
 /* Stop accepting; connections lingering close, finishing ones close once written, the others
  * get proto->shutdown. When the last is freed: proto->stopped, done(arg), and the server is
  * gone. A second call does nothing. */

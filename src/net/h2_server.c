@@ -76,7 +76,7 @@ struct h2conn {
 struct pc_h2_server {
     pc_conn_server *core;
     pc_h2_server_opts o;
-    char *log_id;
+    const char *log_id; /* the core's */
     pc_h2_handler handler;
     void *arg;
     /* per-connection lines a peer can trigger at will */
@@ -649,7 +649,6 @@ static void server_stopped(void *arg)
     PC_INFO(s->log_id, "gRPC server stopped");
     nghttp2_session_callbacks_del(s->cbs);
     nghttp2_option_del(s->opt);
-    free(s->log_id);
     free(s);
 }
 
@@ -675,9 +674,8 @@ pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
 {
     pc_h2_server *s = pc_xcalloc(1, sizeof *s);
     s->o = *opts;
-    s->log_id = pc_xstrdup(opts->log_id ? opts->log_id : "h2");
-    s->o.log_id = s->log_id;
-    s->o.host = NULL; /* the core keeps its own copy */
+    s->o.host = NULL; /* the core keeps its own copies of both */
+    s->o.log_id = NULL;
     if (!s->o.max_body_bytes) s->o.max_body_bytes = (4u << 20) + 5;
     if (!s->o.max_conn_body_bytes) s->o.max_conn_body_bytes = 4 * s->o.max_body_bytes;
     if (!s->o.max_header_bytes) s->o.max_header_bytes = 64u << 10;
@@ -700,7 +698,7 @@ pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
     pc_conn_server_opts co = {
         .host = opts->host,
         .port = opts->port,
-        .log_id = s->log_id,
+        .log_id = opts->log_id ? opts->log_id : "h2",
         .max_connections = opts->max_connections,
         .quiet_timeout_ms = s->o.read_timeout_ms < s->o.idle_timeout_ms ? s->o.read_timeout_ms
                                                                         : s->o.idle_timeout_ms,
@@ -712,6 +710,7 @@ pc_h2_server *pc_h2_server_new(uv_loop_t *loop, const pc_h2_server_opts *opts,
         .busy_with = "call",
     };
     s->core = pc_conn_server_new(loop, &co, &h2_proto, s);
+    s->log_id = pc_conn_server_log_id(s->core);
     s->proto_log = pc_conn_server_limiter(s->core, PC_LOG_INFO, "non-HTTP/2 clients closed");
     s->ping_log = pc_conn_server_limiter(s->core, PC_LOG_WARN, "keepalive closes");
     return s;

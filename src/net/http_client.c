@@ -85,7 +85,6 @@ struct pc_http_client {
     uv_timer_t anchor; /* closed last, so done always runs from a callback */
     void (*done)(void *arg);
     void *done_arg;
-    llhttp_settings_t settings;
 };
 
 static void pump(pc_http_client *c);
@@ -213,6 +212,8 @@ static void conn_close(cconn *k)
     pc_conn_close(&k->base);
 }
 
+static const llhttp_settings_t parser_settings; /* defined after its callbacks */
+
 static void reset_response(cconn *k)
 {
     k->field.len = k->value.len = k->ctype.len = k->retry_after.len = k->body.len = 0;
@@ -251,7 +252,7 @@ static void conn_send(cconn *k)
     creq *r = k->req;
     k->got_bytes = false;
     reset_response(k);
-    llhttp_init(&k->parser, HTTP_RESPONSE, &k->c->settings);
+    llhttp_init(&k->parser, HTTP_RESPONSE, &parser_settings);
     k->parser.data = k;
     pc_conn_write(&k->base, r->wire.data, r->wire.len, NULL, 0, 0); /* a failure: conn_error */
 }
@@ -554,6 +555,17 @@ static int on_message_complete(llhttp_t *p)
     return HPE_PAUSED;
 }
 
+/* the parser's callbacks: one table for every client */
+static const llhttp_settings_t parser_settings = {
+    .on_message_begin = on_message_begin,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_header_value_complete = on_header_value_complete,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
 /* ---- public API ---- */
 
 pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *opts)
@@ -592,14 +604,6 @@ pc_http_client *pc_http_client_new(uv_loop_t *loop, const pc_http_client_opts *o
                            .log_id = c->log_id,
                            .on_close = on_conn_close,
                            .on_free = on_conn_free};
-    llhttp_settings_init(&c->settings);
-    c->settings.on_message_begin = on_message_begin;
-    c->settings.on_header_field = on_header_field;
-    c->settings.on_header_value = on_header_value;
-    c->settings.on_header_value_complete = on_header_value_complete;
-    c->settings.on_headers_complete = on_headers_complete;
-    c->settings.on_body = on_body;
-    c->settings.on_message_complete = on_message_complete;
     return c;
 }
 

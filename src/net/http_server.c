@@ -51,11 +51,10 @@ typedef struct conn {
 struct pc_http_server {
     pc_conn_server *core;
     pc_http_server_opts o;
-    char *log_id;
+    const char *log_id; /* the core's */
     pc_http_handler handler;
     void *arg;
     pc_log_limiter *reject_log; /* per-request lines a peer can trigger at will */
-    llhttp_settings_t settings;
 };
 
 static pc_http_server *srv(const conn *c)
@@ -338,6 +337,18 @@ static int on_message_complete(llhttp_t *p)
     return HPE_PAUSED; /* stop here: the next pipelined request waits for this response */
 }
 
+/* the parser's callbacks: one table for every connection */
+static const llhttp_settings_t parser_settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_header_value_complete = on_header_value_complete,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
 /* ---- the request loop ---- */
 
 static void dispatch(conn *c)
@@ -401,7 +412,7 @@ static void conn_process(conn *c)
 static int conn_open(pc_conn *pc)
 {
     conn *c = (conn *)pc;
-    llhttp_init(&c->parser, HTTP_REQUEST, &srv(c)->settings);
+    llhttp_init(&c->parser, HTTP_REQUEST, &parser_settings);
     c->parser.data = c;
     return 0;
 }
@@ -466,7 +477,6 @@ static void server_stopped(void *arg)
 {
     pc_http_server *s = arg;
     PC_INFO(s->log_id, "server stopped");
-    free(s->log_id);
     free(s);
 }
 
@@ -491,9 +501,8 @@ pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *o
 {
     pc_http_server *s = pc_xcalloc(1, sizeof *s);
     s->o = *opts;
-    s->log_id = pc_xstrdup(opts->log_id ? opts->log_id : "http");
-    s->o.log_id = s->log_id;
-    s->o.host = NULL; /* the core keeps its own copy */
+    s->o.host = NULL; /* the core keeps its own copies of both */
+    s->o.log_id = NULL;
     if (!s->o.max_body_bytes) s->o.max_body_bytes = 20u << 20;
     if (!s->o.max_header_bytes) s->o.max_header_bytes = 64u << 10;
     if (!s->o.read_timeout_ms) s->o.read_timeout_ms = 30000;
@@ -501,15 +510,6 @@ pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *o
     if (!s->o.read_header_timeout_ms) s->o.read_header_timeout_ms = 10000;
     s->handler = handler;
     s->arg = arg;
-    llhttp_settings_init(&s->settings);
-    s->settings.on_message_begin = on_message_begin;
-    s->settings.on_url = on_url;
-    s->settings.on_header_field = on_header_field;
-    s->settings.on_header_value = on_header_value;
-    s->settings.on_header_value_complete = on_header_value_complete;
-    s->settings.on_headers_complete = on_headers_complete;
-    s->settings.on_body = on_body;
-    s->settings.on_message_complete = on_message_complete;
     /* a connection that never sends a byte is dropped like an idle one, but as soon as a slow
      * request head would be */
     unsigned quiet =
@@ -518,7 +518,7 @@ pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *o
     pc_conn_server_opts co = {
         .host = opts->host,
         .port = opts->port,
-        .log_id = s->log_id,
+        .log_id = opts->log_id ? opts->log_id : "http",
         .max_connections = opts->max_connections,
         .quiet_timeout_ms = quiet,
         .idle_timeout_ms = s->o.idle_timeout_ms,
@@ -530,6 +530,7 @@ pc_http_server *pc_http_server_new(uv_loop_t *loop, const pc_http_server_opts *o
         .busy_with = "request",
     };
     s->core = pc_conn_server_new(loop, &co, &http_proto, s);
+    s->log_id = pc_conn_server_log_id(s->core);
     s->reject_log = pc_conn_server_limiter(s->core, PC_LOG_WARN, "requests rejected");
     return s;
 }
