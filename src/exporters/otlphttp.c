@@ -112,6 +112,11 @@ static void otlphttp_encode(pc_export_req *r)
     pc_otlp_http_encode(&((otlphttp_cfg *)r->e->c->cfg)->http, r);
 }
 
+static bool otlphttp_encode_is_copy(const pc_export_req *r)
+{
+    return pc_otlp_http_encode_is_copy(&((otlphttp_cfg *)r->e->c->cfg)->http, r);
+}
+
 /* x->t[r->sig] is set: otlphttp_check_signal saw to it. */
 static void otlphttp_send(pc_export_req *r)
 {
@@ -162,6 +167,7 @@ static const pc_exporter_def otlphttp_def = {
     .create = otlphttp_create,
     .start = otlphttp_start,
     .encode = otlphttp_encode,
+    .encode_is_copy = otlphttp_encode_is_copy,
     .send = otlphttp_send,
     .close = otlphttp_close,
     .destroy = otlphttp_destroy,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sdk/pool.h"
 #include "sdk/telemetry.h"
 
 void pc_export_outcome_set(pc_export_outcome *o, int st, const char *fmt, ...)
@@ -67,10 +68,13 @@ static void encode_done(uv_work_t *w, int status)
 
 static void run(pc_export_req *r)
 {
-    if (r->e->def->encode)
-        uv_queue_work(r->e->c->loop, &r->work, encode_work, encode_done);
-    else
-        r->e->def->send(r);
+    const pc_exporter_def *d = r->e->def;
+    if (d->encode && !(d->encode_is_copy && d->encode_is_copy(r))) {
+        pc_pool_queue_work(r->e->c->loop, &r->work, encode_work, encode_done);
+        return;
+    }
+    if (d->encode) d->encode(r); /* only a copy: on the loop */
+    d->send(r);
 }
 
 /* The sender's send function: one attempt. */
@@ -305,7 +309,7 @@ static void route_consume(pc_exporter *e, pc_batch *b, pc_done_fn done, void *ar
     j->arg = arg;
     j->work.data = j;
     e->jobs++;
-    uv_queue_work(e->c->loop, &j->work, route_work, route_after);
+    pc_pool_queue_work(e->c->loop, &j->work, route_work, route_after);
 }
 
 /* What a retiring route hands back goes through the ring again; counted once taken. */

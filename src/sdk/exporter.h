@@ -129,6 +129,10 @@ typedef struct pc_exporter_def {
     int (*start)(pc_exporter *e, pc_error *err);
     /* Optional, thread pool: r->batch to r->body (or to the exporter's request fields). */
     void (*encode)(pc_export_req *r);
+    /* Optional, loop: true when encode(r) is only a copy (a request passed through as it was
+     * received), so the core runs it on the loop: a hand-off to the pool and back costs more
+     * than the copy (bench/README.md, "Small requests, fourth pass"). */
+    bool (*encode_is_copy)(const pc_export_req *r);
     /* Loop: send r; call pc_export_done(r, ...) once the backend has answered. */
     void (*send)(pc_export_req *r);
     /* Optional: free what encode or send left in the exporter's request fields. */

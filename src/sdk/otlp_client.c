@@ -458,13 +458,25 @@ char *pc_otlp_http_headers(const pc_otlp_http_cfg *cfg)
     return out;
 }
 
+/* The request's bytes as received fit this exporter: compression and encoding match. */
+static bool as_received(const pc_otlp_http_cfg *cfg, const pc_batch *b)
+{
+    return cfg->passthrough && b->raw && b->raw_json == (cfg->encoding == 1) &&
+           b->raw_enc == (int)compression_enc[cfg->compression];
+}
+
+bool pc_otlp_http_encode_is_copy(const pc_otlp_http_cfg *cfg, const pc_export_req *r)
+{
+    return as_received(cfg, r->batch);
+}
+
 void pc_otlp_http_encode(const pc_otlp_http_cfg *cfg, pc_export_req *r)
 {
     const pc_batch *b = r->batch;
     pc_enc enc = compression_enc[cfg->compression];
     int level = (int)cfg->compression_level;
     if (cfg->passthrough && b->raw && b->raw_json == (cfg->encoding == 1)) {
-        if (b->raw_enc == (int)enc) { /* as received */
+        if (as_received(cfg, b)) {
             pc_buf_append(&r->body, b->raw, b->raw_len);
             return;
         }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sdk/pool.h"
+
 /* After a job's answer: the shutdown waiting for the last one goes on. */
 static void job_left(pc_proc_core *core, pc_component *c)
 {
@@ -43,7 +45,7 @@ void pc_proc_job_submit(pc_proc_job *j)
 {
     j->core->inflight++;
     j->work.data = j;
-    uv_queue_work(j->c->loop, &j->work, job_work, job_after);
+    pc_pool_queue_work(j->c->loop, &j->work, job_work, job_after);
 }
 
 static void work_run(uv_work_t *uw)
@@ -67,7 +69,7 @@ void pc_proc_work_submit(pc_proc_work *w)
 {
     w->core->inflight++;
     w->work.data = w;
-    uv_queue_work(w->c->loop, &w->work, work_run, work_after);
+    pc_pool_queue_work(w->c->loop, &w->work, work_run, work_after);
 }
 
 void pc_proc_core_shutdown(pc_proc_core *core, pc_component *c, pc_shutdown_done done)

@@ -1,4 +1,4 @@
-/* The receiver recipe (sdk/receiver.h) and the decode gate. */
+/* The receiver recipe (sdk/receiver.h); its decode gate is sdk/pool.c. */
 #include "sdk/receiver.h"
 
 #include <stdint.h>
@@ -7,6 +7,7 @@
 
 #include "base/alloc.h"
 #include "pdata/wire_check.h"
+#include "sdk/pool.h"
 
 void pc_receiver_stats_register(pc_component *c, pc_receiver_stats *s, const char *transport)
 {
@@ -240,139 +241,4 @@ void pc_receive_start(pc_receive *rq)
     rq->wire = rq->sig == PC_SIGNAL_PROFILES && (*rq->route)->wire_ok;
     rq->work.data = rq;
     pc_decode_queue_work(core->c->loop, &rq->work, decode_work, decode_done);
-}
-
-/* ---- the decode gate ---- */
-
-typedef struct gate_item gate_item;
-struct gate_item {
-    uv_work_t *req;
-    uv_work_cb work;
-    uv_after_work_cb after;
-    void *data;      /* the caller's req->data; req->data points at the item while it runs */
-    gate_item *next; /* the items a job ran after this one (see gate_work) */
-};
-
-/* A job runs its own item and then up to GATE_CHAIN - 1 waiting ones, so a busy pool thread
- * goes on to the next decode without a wake-up through the loop and back (two context switches
- * and a futex call per request, about 10 % of small requests' CPU: bench/README.md, "Small
- * requests, fourth pass"). Bounded, because the chain's answers wait for its last item and
- * work queued outside the gate waits for the job. */
-enum { GATE_CHAIN = 4 };
-
-/* One per process, as the thread pool it guards (libuv has one pool). `running` is the loop
- * thread's; the ring of waiting work is shared with the jobs, under `mu`. */
-static struct {
-    size_t running, limit;
-    uv_mutex_t mu;
-    gate_item *q; /* a ring of waiting work */
-    size_t head, n, cap;
-} gate;
-
-static void gate_next(uv_loop_t *loop);
-
-/* The oldest waiting item, taken out of the ring (under gate.mu), or false. */
-static bool gate_pop(gate_item *g)
-{
-    if (!gate.n) return false;
-    *g = gate.q[gate.head];
-    gate.head = (gate.head + 1) % gate.cap;
-    gate.n--;
-    return true;
-}
-
-static void gate_run(gate_item *it)
-{
-    it->req->data = it->data;
-    it->work(it->req);
-    it->req->data = it;
-}
-
-static void gate_work(uv_work_t *req)
-{
-    gate_item *it = req->data, *last = it;
-    gate_run(it);
-    for (int k = 1; k < GATE_CHAIN; k++) {
-        gate_item g;
-        uv_mutex_lock(&gate.mu);
-        bool got = gate_pop(&g);
-        uv_mutex_unlock(&gate.mu);
-        if (!got) break;
-        gate_item *nx = pc_xmalloc(sizeof *nx);
-        *nx = g;
-        nx->next = NULL;
-        gate_run(nx);
-        last = last->next = nx;
-    }
-}
-
-static void gate_after(uv_work_t *req, int status)
-{
-    gate_item *it = req->data;
-    uv_loop_t *loop = req->loop;
-    gate.running--;
-    while (it) { /* the job's own item first, then those it ran, in their order */
-        gate_item *nx = it->next;
-        uv_after_work_cb after = it->after;
-        uv_work_t *r = it->req;
-        r->data = it->data;
-        free(it);
-        after(r, status); /* may free r (req included) */
-        status = 0;       /* the chained items ran: only the job itself can be canceled */
-        it = nx;
-    }
-    gate_next(loop);
-}
-
-static void gate_start(uv_loop_t *loop, gate_item g)
-{
-    gate_item *it = pc_xmalloc(sizeof *it);
-    *it = g;
-    it->next = NULL;
-    g.req->data = it;
-    gate.running++;
-    uv_queue_work(loop, g.req, gate_work, gate_after);
-}
-
-static void gate_next(uv_loop_t *loop)
-{
-    while (gate.running < gate.limit) {
-        gate_item g;
-        uv_mutex_lock(&gate.mu);
-        bool got = gate_pop(&g);
-        uv_mutex_unlock(&gate.mu);
-        if (!got) return;
-        gate_start(loop, g);
-    }
-}
-
-void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after)
-{
-    if (!gate.limit) { /* main.c sizes the pool through UV_THREADPOOL_SIZE before the loop runs */
-        const char *env = getenv("UV_THREADPOOL_SIZE");
-        long n = env ? strtol(env, NULL, 10) : 0;
-        gate.limit = n > 0 && n < 1024 ? (size_t)n : 4; /* libuv's default */
-        uv_mutex_init(&gate.mu);
-    }
-    /* the loop field is uv_queue_work's to set; a chained item is never queued there, and its
-     * after_work may read it */
-    req->loop = loop;
-    gate_item g = {req, work, after, req->data, NULL};
-    uv_mutex_lock(&gate.mu);
-    bool now = gate.running < gate.limit && !gate.n;
-    if (!now) {
-        if (gate.n == gate.cap) { /* grow the ring, keeping the order */
-            size_t cap = gate.cap ? gate.cap * 2 : 64;
-            gate_item *q = pc_xmalloc(cap * sizeof *q);
-            for (size_t i = 0; i < gate.n; i++)
-                q[i] = gate.q[(gate.head + i) % gate.cap];
-            free(gate.q);
-            gate.q = q;
-            gate.head = 0;
-            gate.cap = cap;
-        }
-        gate.q[(gate.head + gate.n++) % gate.cap] = g;
-    }
-    uv_mutex_unlock(&gate.mu);
-    if (now) gate_start(loop, g);
 }

@@ -129,13 +129,4 @@ bool pc_receive_wire_check_buf(pc_receive *rq, pc_buf *buf, pc_budget *budget);
 /* Loop: admission, decode behind the gate, validate, count, consume, answer. */
 void pc_receive_start(pc_receive *rq);
 
-/* Decode work goes through one gate for every receiver: at most as many decode jobs are in the
- * thread pool at once as it has threads, the others wait here in arrival order. Work queued
- * directly with uv_queue_work (exporters' encode, processors' work) therefore waits behind at
- * most one round of decodes, never behind every request read from the sockets: what was
- * accepted is sent before more is taken in. A job runs up to three waiting items after its own
- * (chaining: no wake-up through the loop per item); their after_work run when it ends. Same
- * contract as uv_queue_work (loop thread; after_work gets status 0; req->loop is set). */
-void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after);
-
 #endif

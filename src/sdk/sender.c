@@ -8,6 +8,7 @@
 
 #include "pdata/merge.h"
 #include "sdk/internal/queue_file.h"
+#include "sdk/pool.h"
 #include "sdk/telemetry.h"
 
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
@@ -377,13 +378,13 @@ static void start_item(item *it)
     if (it->follow && !it->attempt) { /* merge once; a retry sends the merged batch again */
         s->io_busy++;
         it->work.data = it;
-        uv_queue_work(s->c->loop, &it->work, merge_work, merge_done);
+        pc_pool_queue_work(s->c->loop, &it->work, merge_work, merge_done);
         return;
     }
     if (!it->batch && it->seq) {
         s->io_busy++;
         it->work.data = it;
-        uv_queue_work(s->c->loop, &it->work, load_work, load_done);
+        pc_pool_queue_work(s->c->loop, &it->work, load_work, load_done);
         return;
     }
     attempt(it);
@@ -514,7 +515,7 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
         it->arg = arg;
         it->work.data = it;
         s->io_busy++;
-        uv_queue_work(s->c->loop, &it->work, persist_work, persist_done);
+        pc_pool_queue_work(s->c->loop, &it->work, persist_work, persist_done);
         return;
     }
     push_queue(s, it);
@@ -559,7 +560,7 @@ static void hand_back(item *it)
     if (!it->batch && it->seq) { /* read the record first; load_done comes back here */
         s->io_busy++;
         it->work.data = it;
-        uv_queue_work(s->c->loop, &it->work, load_work, load_done);
+        pc_pool_queue_work(s->c->loop, &it->work, load_work, load_done);
         return;
     }
     it->handing = 1;

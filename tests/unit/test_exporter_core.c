@@ -1,8 +1,8 @@
 /* The exporter core (sdk/exporter.h) driven by a made-up exporter type, as a new exporter
- * would plug in: encode runs on the thread pool, the outcomes a send reports reach upstream and
- * the counters as the sender's rules say (retry, permanent, queue, sink), the shutdown drains
- * before it closes the transport; and the reading of HTTP answers and the merging of the
- * outcomes of a request sent in parts. */
+ * would plug in: encode runs on the thread pool (on the loop when it is only a copy), the outcomes
+ * a send reports reach upstream and the counters as the sender's rules say (retry, permanent,
+ * queue, sink), the shutdown drains before it closes the transport; and the reading of HTTP answers
+ * and the merging of the outcomes of a request sent in parts. */
 #include <string.h>
 #include <uv.h>
 
@@ -34,6 +34,8 @@ static struct {
     int n_script;
     int attempts;
     int encoded_off_loop; /* encodes that ran on another thread than the loop's */
+    bool is_copy;         /* what copy_def's encode_is_copy answers */
+    int is_copy_calls;
     int encodes;
     char last_body[64];
     int in_flight;          /* requests sent, not answered */
@@ -119,6 +121,32 @@ static const pc_component_type fake_type = {
     .cfg_size = sizeof(fake_cfg),
     .cfg = fake_keys,
     PC_EXPORTER_CORE(&fake_def),
+    .signals = PC_SIGNALS_ALL,
+};
+
+/* The same exporter, but its encode may be only a copy (a request passed through). */
+static bool fake_is_copy(const pc_export_req *r)
+{
+    CHECK(r->batch != NULL);
+    fk.is_copy_calls++;
+    return fk.is_copy;
+}
+
+static const pc_exporter_def copy_def = {
+    .req_size = sizeof(fake_req),
+    .sender_cfg = offsetof(fake_cfg, sender),
+    .encode = fake_encode,
+    .encode_is_copy = fake_is_copy,
+    .send = fake_send,
+    .close = fake_close,
+};
+
+static const pc_component_type copy_type = {
+    .name = "fakecopy",
+    .kind = PC_KIND_EXPORTER,
+    .cfg_size = sizeof(fake_cfg),
+    .cfg = fake_keys,
+    PC_EXPORTER_CORE(&copy_def),
     .signals = PC_SIGNALS_ALL,
 };
 
@@ -222,6 +250,28 @@ static void test_retry_then_ok(void)
     CHECK_EQ_INT(sent(d), 3);
     CHECK_EQ_INT(failed(d), 0);
     driver_free(d);
+}
+
+/* An encode that is only a copy runs on the loop (no hand-off to the pool and back), each
+ * attempt; any other on the pool. */
+static void test_encode_copy_on_loop(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        driver *d = exporter_new(&copy_type, NO_QUEUE);
+        fk.is_copy = copy;
+        fk.script[0] = outcome(PC_EAGAIN, 0, "backend busy");
+        fk.n_script = 1;
+        consume(d);
+        uv_run(loop, UV_RUN_DEFAULT);
+        CHECK_EQ_INT(d->up.st, PC_OK);
+        CHECK_EQ_INT(fk.attempts, 2);
+        CHECK_EQ_INT(fk.encodes, 2);
+        CHECK_EQ_INT(fk.is_copy_calls, 2);
+        CHECK_EQ_INT(fk.encoded_off_loop, copy ? 0 : 2);
+        CHECK_STR(fk.last_body, "items=3");
+        CHECK_EQ_INT(sent(d), 3);
+        driver_free(d);
+    }
 }
 
 static char upstream_msg[256];
@@ -367,6 +417,7 @@ int main(void)
     loop_thread = uv_thread_self();
     (void)driver_run; /* proc_driver.h's, for processors: an exporter passes nothing on */
     RUN(test_retry_then_ok);
+    RUN(test_encode_copy_on_loop);
     RUN(test_permanent);
     RUN(test_queued);
     RUN(test_shutdown_drains_then_closes);

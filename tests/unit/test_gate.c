@@ -1,15 +1,15 @@
-/* The decode gate (sdk/receiver.c, pc_decode_queue_work): every item's work runs once and its
- * after_work once, with its own data, on the loop the caller gave; at most as many items run at
- * once as the pool has threads; a busy job goes on to waiting items (chaining) without a round
- * trip through the loop, but only a few, so work queued beside the gate is not starved; an
- * after_work may free its request and queue more. */
+/* The thread pool's doors (sdk/pool.c): every decode's work runs once and its after_work once,
+ * with its own data, on the loop the caller gave; at most as many decodes run at once as the pool
+ * has threads; a busy job goes on to waiting decodes (chaining) without a round trip through the
+ * loop, but only a few, and none while work queued beside the gate with pc_pool_queue_work
+ * waits, so that work is not starved; an after_work may free its request and queue more. */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "check.h"
-#include "sdk/receiver.h"
+#include "sdk/pool.h"
 #include "testloop.h"
 
 enum { POOL = 2, N = 200 };
@@ -27,6 +27,7 @@ typedef struct item {
 
 static atomic_int running, max_running;
 static atomic_int total_afters; /* read by works on pool threads */
+static atomic_int started;      /* item works begun */
 static atomic_int go;           /* works wait for it: every item is queued before any runs */
 static int afters_done;         /* loop thread */
 static int requeue_left;
@@ -39,6 +40,7 @@ static void work(uv_work_t *w)
     int m = atomic_load(&max_running);
     while (now > m && !atomic_compare_exchange_weak(&max_running, &m, now)) {
     }
+    atomic_fetch_add(&started, 1);
     while (!atomic_load(&go))
         usleep(50);
     it->afters_at_start = atomic_load(&total_afters);
@@ -64,6 +66,7 @@ static void reset(void)
     atomic_store(&max_running, 0);
     atomic_store(&total_afters, 0);
     atomic_store(&go, 0);
+    atomic_store(&started, 0);
     afters_done = 0;
 }
 
@@ -143,6 +146,38 @@ static void test_outside_work_not_starved(void)
     free(its);
 }
 
+static int started_at_beside = -1, beside_afters;
+
+static void beside_work(uv_work_t *w)
+{
+    CHECK(w->data == &started_at_beside); /* the caller's data, not the pool's wrapper */
+    started_at_beside = atomic_load(&started);
+}
+
+static void beside_after(uv_work_t *w, int status)
+{
+    CHECK(w->data == &started_at_beside);
+    CHECK_EQ_INT(status, 0);
+    beside_afters++;
+}
+
+/* While work queued beside the gate (pc_pool_queue_work) waits, a job does not go on to
+ * waiting decodes: the beside work starts right after the first round of one decode each. */
+static void test_beside_work_stops_chaining(void)
+{
+    reset();
+    item *its = queue_items(N, false);
+    uv_work_t bw;
+    bw.data = &started_at_beside;
+    pc_pool_queue_work(test_loop, &bw, beside_work, beside_after);
+    atomic_store(&go, 1);
+    CHECK(wait_count(test_loop, &afters_done, N, 30000));
+    CHECK(wait_count(test_loop, &beside_afters, 1, 30000));
+    CHECK(started_at_beside >= 1);
+    CHECK(started_at_beside <= POOL);
+    free(its);
+}
+
 /* An after_work that frees its request and queues another one. */
 static void after_free_requeue(uv_work_t *w, int status);
 
@@ -186,6 +221,7 @@ int main(void)
     RUN(test_every_item_once);
     RUN(test_chains);
     RUN(test_outside_work_not_starved);
+    RUN(test_beside_work_stops_chaining);
     RUN(test_after_frees_and_requeues);
     return test_loop_close(test_loop);
 }

@@ -1,0 +1,22 @@
+/* The thread pool's two doors for the SDK's work (docs/ARCHITECTURE.md §2 and §5).
+ *
+ * Decode work goes through one gate for every receiver: at most as many decode jobs are in the
+ * thread pool at once as it has threads, the others wait here in arrival order. Work queued
+ * beside it (exporters' encode, the sender's, processors') therefore waits behind at most one
+ * round of decodes, never behind every request read from the sockets: what was accepted is sent
+ * before more is taken in. A decode job goes on to up to three waiting decodes after its own
+ * (chaining: no wake-up through the loop per request), but only while no work queued beside the
+ * gate waits to start; the chained items' after_work run when the job ends. */
+#ifndef PC_SDK_POOL_H
+#define PC_SDK_POOL_H
+
+#include <uv.h>
+
+/* Same contract as uv_queue_work (loop thread; after_work gets status 0; req->loop is set). */
+void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after);
+
+/* uv_queue_work for the SDK's own work beside the gate, counted while it waits (same
+ * contract; req->data is the caller's in work and after_work). */
+void pc_pool_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after);
+
+#endif
