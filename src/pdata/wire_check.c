@@ -443,13 +443,17 @@ static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size
     return true;
 }
 
-/* ---- the parents' fast path: Profile's samples and the dictionary's locations, functions
- * and stacks, the repeated fields most of a request's messages are in. walk1 hands such a child
- * straight to fast1 and does here what value1 and note_value do for a repeated message field;
+/* ---- the parents' fast path: Profile's samples and the dictionary's locations, functions,
+ * stacks and strings, the repeated fields most of a request's messages are in. walk1 hands such a
+ * child straight to fast1 and does here what value1 and note_value do for a repeated message field;
  * when fast1 bails out, walk1 takes the field its generic way. Field number -> child kind: */
+#define C_STRING K_N /* the dictionary's strings: not a message */
 static const uint8_t CHILD[K_N][T_N] = {
     [K_PROFILE] = {[2] = K_SAMPLE},
-    [K_DICT] = {[T_LOCATION] = K_LOCATION, [T_FUNCTION] = K_FUNCTION, [T_STACK] = K_STACK},
+    [K_DICT] = {[T_LOCATION] = K_LOCATION,
+                [T_FUNCTION] = K_FUNCTION,
+                [T_STRING] = C_STRING,
+                [T_STACK] = K_STACK},
 };
 
 /* Field num of desc (a message of walk1's at depth), l bytes at v, a child of kind k. */
@@ -457,7 +461,12 @@ static bool child1(w1 *c, const ProtobufCMessageDescriptor *desc, mcost *m, unsi
                    const uint8_t *v, size_t l, int depth)
 {
     size_t sub;
-    if (!fast1(c, k, v, l, depth - 1, &sub)) return false;
+    if (k == C_STRING) { /* value1's string: refused by the generic path when not UTF-8 */
+        if (!pc_utf8_valid(v, l)) return false;
+        sub = PC_PROTO_R16(l + 1);
+    } else if (!fast1(c, k, v, l, depth - 1, &sub)) {
+        return false;
+    }
     size_t fi = (size_t)(field_of(desc, num) - desc->fields); /* a repeated message field */
     m->cost += sub;
     m->rep |= (uint64_t)1 << fi;
