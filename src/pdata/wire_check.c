@@ -217,6 +217,7 @@ enum {
     K_PROFILE,
     K_SCOPE,
     K_LINK,
+    K_DICT,
     K_N
 };
 #define PB_(m) opentelemetry__proto__profiles__v1development__##m##__descriptor
@@ -228,7 +229,7 @@ static const ProtobufCMessageDescriptor *const KIND[K_N] = {
     [K_ANY] = &CM_(any_value),     [K_KVU] = &PB_(key_value_and_unit),
     [K_MAPPING] = &PB_(mapping),   [K_VT] = &PB_(value_type),
     [K_PROFILE] = &PB_(profile),   [K_SCOPE] = &PB_(scope_profiles),
-    [K_LINK] = &PB_(link),
+    [K_LINK] = &PB_(link),         [K_DICT] = &PB_(profiles_dictionary),
 };
 /* the index fields (proto/otlp_profiles.proto, otlp_common.proto): field number -> table */
 #define IDX_FIELDS 12
@@ -349,46 +350,50 @@ enum { F_NO, F_VAR, F_PVAR, F_PFIX64, F_MSG };
 typedef struct fshape {
     uint8_t shape, table; /* table: the one an index field notes into (IDX), else 0; F_MSG:
                            * the kind of its message */
+    uint8_t elt;          /* repeated fields: pc_proto_elt_size of the field's type, so the cost
+                           * model needs no descriptor lookups (test_fast_costs holds it) */
 } fshape;
 #define FAST_FIELDS 6
+#define P_          sizeof(void *)
 static const fshape FAST[K_N][FAST_FIELDS] = {
-    [K_SAMPLE] = {[1] = {F_VAR, T_STACK},
-                  [2] = {F_PVAR, T_ATTR},
-                  [3] = {F_VAR, T_LINK},
-                  [4] = {F_PVAR, 0},
-                  [5] = {F_PFIX64, 0}},
-    [K_STACK] = {[1] = {F_PVAR, T_LOCATION}},
-    [K_LOCATION] =
-        {[1] = {F_VAR, T_MAPPING}, [2] = {F_VAR, 0}, [3] = {F_MSG, K_LINE}, [4] = {F_PVAR, T_ATTR}},
-    [K_LINE] = {[1] = {F_VAR, T_FUNCTION}, [2] = {F_VAR, 0}, [3] = {F_VAR, 0}},
-    [K_FUNCTION] = {[1] = {F_VAR, T_STRING},
-                    [2] = {F_VAR, T_STRING},
-                    [3] = {F_VAR, T_STRING},
-                    [4] = {F_VAR, 0}},
+    [K_SAMPLE] = {[1] = {F_VAR, T_STACK, 0},
+                  [2] = {F_PVAR, T_ATTR, 4},
+                  [3] = {F_VAR, T_LINK, 0},
+                  [4] = {F_PVAR, 0, 8},
+                  [5] = {F_PFIX64, 0, 8}},
+    [K_STACK] = {[1] = {F_PVAR, T_LOCATION, 4}},
+    [K_LOCATION] = {[1] = {F_VAR, T_MAPPING, 0},
+                    [2] = {F_VAR, 0, 0},
+                    [3] = {F_MSG, K_LINE, P_},
+                    [4] = {F_PVAR, T_ATTR, 4}},
+    [K_LINE] = {[1] = {F_VAR, T_FUNCTION, 0}, [2] = {F_VAR, 0, 0}, [3] = {F_VAR, 0, 0}},
+    [K_FUNCTION] = {[1] = {F_VAR, T_STRING, 0},
+                    [2] = {F_VAR, T_STRING, 0},
+                    [3] = {F_VAR, T_STRING, 0},
+                    [4] = {F_VAR, 0, 0}},
 };
+#undef P_
+/* PC_PROTO_R16(desc->sizeof_message) of each kind fast1 takes */
+#define PS_(m) PC_PROTO_R16(sizeof(Opentelemetry__Proto__Profiles__V1development__##m))
+static const size_t FAST_SIZE[K_N] = {
+    [K_SAMPLE] = PS_(Sample), [K_STACK] = PS_(Stack),       [K_LOCATION] = PS_(Location),
+    [K_LINE] = PS_(Line),     [K_FUNCTION] = PS_(Function),
+};
+#undef PS_
 
-/* A packed run (l bytes at p) of field fi of shape s: its elements, or -1 to bail out. */
-static long long fast_run(w1 *c, const ProtobufCMessageDescriptor *desc, fshape s, size_t fi,
-                          const uint8_t *p, size_t l)
+/* A packed run (l bytes at p) of shape s: its elements, or -1 to bail out (F_PVAR fields are all
+ * varint types: packed_run's varint rule). */
+static long long fast_run(w1 *c, fshape s, const uint8_t *p, size_t l)
 {
     size_t n = 0;
     if (s.shape == F_PFIX64) return l % 8 ? -1 : (long long)(l / 8);
-    int r = s.table ? index_run(c, s.table, p, l, &n) : packed_run(desc->fields[fi].type, p, l, &n);
+    int r = s.table ? index_run(c, s.table, p, l, &n) : packed_run(PROTOBUF_C_TYPE_INT64, p, l, &n);
     return r ? -1 : (long long)n;
-}
-
-/* the kind of desc when fast1 takes it, else K_NONE */
-static int fast_kind(const ProtobufCMessageDescriptor *desc)
-{
-    for (int k = K_SAMPLE; k <= K_FUNCTION; k++)
-        if (KIND[k] == desc) return k;
-    return K_NONE;
 }
 
 /* A message of kind (not K_NONE) at depth (walk1's): true with *cost set, as walk1 would. */
 static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost)
 {
-    const ProtobufCMessageDescriptor *desc = KIND[kind];
     size_t subs = 0; /* the submessages' cost (F_MSG: a Location's lines) */
     const fshape *sh = FAST[kind];
     size_t n[FAST_FIELDS] = {0}, occ = 0, i = 0;
@@ -417,7 +422,7 @@ static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size
         long long k = 1;
         size_t sub;
         if (s.shape != F_MSG)
-            k = fast_run(c, desc, s, num - 1, p + i, (size_t)v);
+            k = fast_run(c, s, p + i, (size_t)v);
         else if (depth < 1 || !fast1(c, s.table, p + i, (size_t)v, depth - 1, &sub))
             return false;
         else
@@ -429,12 +434,47 @@ static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size
     }
     /* note_end's Sample rule: values (field 4) and timestamps (5) of different lengths */
     if (kind == K_SAMPLE && n[3] && n[4] && n[3] != n[4]) c->slow = true;
-    size_t m = PC_PROTO_R16(desc->sizeof_message) + subs;
-    for (; rep; rep &= rep - 1) {
+    size_t m = FAST_SIZE[kind] + subs;
+    for (; rep; rep &= rep - 1) { /* pc_proto_array_cost, its element size from FAST */
         size_t fi = (size_t)__builtin_ctz(rep);
-        m += pc_proto_array_cost(desc, fi, n[fi]);
+        m += n[fi] ? PC_PROTO_R16(n[fi] * sh[fi + 1].elt) : 0;
     }
     *cost = m + pc_proto_slab_cost(0, occ);
+    return true;
+}
+
+/* ---- the parents' fast path: Profile's samples and the dictionary's locations, functions,
+ * stacks and strings, the repeated fields most of a request's messages are in. walk1 hands such a
+ * child straight to fast1 and does here what value1 and note_value do for a repeated message field;
+ * when fast1 bails out, walk1 takes the field its generic way. Field number -> child kind: */
+#define C_STRING K_N /* the dictionary's strings: not a message */
+static const uint8_t CHILD[K_N][T_N] = {
+    [K_PROFILE] = {[2] = K_SAMPLE},
+    [K_DICT] = {[T_LOCATION] = K_LOCATION,
+                [T_FUNCTION] = K_FUNCTION,
+                [T_STRING] = C_STRING,
+                [T_STACK] = K_STACK},
+};
+
+/* Field num of desc (a message of walk1's at depth), l bytes at v, a child of kind k. */
+static bool child1(w1 *c, const ProtobufCMessageDescriptor *desc, mcost *m, unsigned num, int k,
+                   const uint8_t *v, size_t l, int depth)
+{
+    size_t sub;
+    if (k == C_STRING) { /* value1's string: refused by the generic path when not UTF-8 */
+        if (!pc_utf8_valid(v, l)) return false;
+        sub = PC_PROTO_R16(l + 1);
+    } else if (!fast1(c, k, v, l, depth - 1, &sub)) {
+        return false;
+    }
+    size_t fi = (size_t)(field_of(desc, num) - desc->fields); /* a repeated message field */
+    m->cost += sub;
+    m->rep |= (uint64_t)1 << fi;
+    m->n_elems[fi]++;
+    if (k == K_SAMPLE)
+        c->samples++;
+    else if (c->tables[num]++ == 0)
+        c->first[num] = (span){v, l};
     return true;
 }
 
@@ -442,18 +482,15 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
                  int depth, oneof_st *sum, size_t *cost)
 {
     if (depth < 0) return fail1(c, PC_EPROTO, "nested too deeply");
-    int fk = fast_kind(desc);
-    if (fk && fast1(c, fk, p, len, depth, cost)) {
-        *sum = (oneof_st){0};
-        return 0;
-    }
+    int kind = kind_of(desc);
+    *sum = (oneof_st){0};
+    if (kind >= K_SAMPLE && kind <= K_FUNCTION && fast1(c, kind, p, len, depth, cost)) return 0;
     oneof_st merged[MERGE_MAX];
     bool seen[MERGE_MAX] = {0};
     mcost m;
     mcost_init(&m, desc);
-    *sum = (oneof_st){0};
-    int kind = kind_of(desc);
     const uint8_t *ix = IDX[kind];
+    const uint8_t *ck = CHILD[kind];
     size_t i = 0, ids[2] = {0, 0};
     while (i < len) {
         uint64_t key, l = 0;
@@ -471,6 +508,11 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         m.occurrences++;
         /* protobuf-c reads a tag and a length prefix of 5 bytes at most */
         if (klen > 5 || (wt == 2 && (i - v0 > 5 || l > INT_MAX))) c->unpack_fails = true;
+        if (wt == 2 && num < T_N && ck[num] && depth > 0 &&
+            child1(c, desc, &m, num, ck[num], p + i, (size_t)l, depth)) {
+            i += (size_t)l;
+            continue;
+        }
         const ProtobufCFieldDescriptor *f = field_of(desc, num);
         if (!f) { /* kept as an unknown field: a copy of the value and a slot */
             m.cost += PC_PROTO_R16(wt == 2 ? (i - v0) + (size_t)l : i - v0);

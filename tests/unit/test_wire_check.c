@@ -714,6 +714,105 @@ static void test_fast_depths(void)
     }
 }
 
+/* fast1's cost model from its static table (element sizes, message sizes): runs of 3 and more
+ * elements, where an element of 4 bytes and one of 8 give different costs. */
+static void test_fast_costs(void)
+{
+    pb sm = {0}, run = {0}, ts = {0}, el = {0}, line = {0};
+    for (int i = 0; i < 5; i++) {
+        p_var(&run, 0);
+        p_raw(&ts, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+    }
+    p_int(&sm, 1, 1);
+    p_msg(&sm, 2, &run); /* attribute indices, int32 */
+    p_msg(&sm, 4, &run); /* values, int64 */
+    p_msg(&sm, 5, &ts);  /* timestamps, fixed64 */
+    p_int(&sm, 3, 0);
+    expect_sample(&sm, 0, 0, __LINE__);
+    p_msg(&el, 1, &run); /* a stack's location indices, int32 */
+    expect_elem(7, &el, 0, __LINE__);
+    el = (pb){0};
+    p_int(&line, 1, 0);
+    p_int(&line, 2, 7);
+    for (int i = 0; i < 3; i++) /* three lines: an array of pointers */
+        p_msg(&el, 3, &line);
+    p_msg(&el, 4, &run); /* attribute indices */
+    p_int(&el, 2, 0x1000);
+    expect_elem(2, &el, 0, __LINE__);
+    el = (pb){0};
+    for (unsigned f = 1; f <= 4; f++)
+        p_int(&el, f, 0);
+    expect_elem(3, &el, 0, __LINE__); /* a function */
+}
+
+/* The parents' fast path (Profile's samples, the dictionary's locations, functions, stacks and
+ * strings) and what it leaves to the generic walk. */
+static void test_parent_fast_path(void)
+{
+    pb el = {0}, prof = {0}, p, sm = {0};
+    p_raw(&el, "hello", 5);
+    expect_elem(5, &el, 0, __LINE__); /* a string */
+    expect_elem(5, &(pb){0}, 0, __LINE__);
+    p_raw(&el, "\xff", 1);
+    expect_elem(5, &el, PC_EINVAL, __LINE__); /* not UTF-8: the generic path's refusal */
+    p_int(&sm, 1, 1);
+    p_msg(&prof, 2, &sm);
+    p_msg(&prof, 2, &sm);
+    p_raw(&prof, "\x92\x00\x02\x08\x01", 5); /* a third sample behind a two-byte tag */
+    with_extra(&p, &prof, NULL, false);
+    expect(&p, 0, 0, __LINE__);
+    p_raw(&prof, "\x12\x80\x80\x80\x80\x80\x00", 7); /* an empty sample, 6-byte length */
+    with_extra(&p, &prof, NULL, false);
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    prof = (pb){0};
+    p_int(&prof, 2, 1); /* samples as a varint: protobuf-c refuses it */
+    with_extra(&p, &prof, NULL, false);
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    el = (pb){0};
+    pb d = {0};
+    p_int(&d, 2, 1); /* a location as a varint */
+    with_extra(&p, &(pb){0}, &d, false);
+    expect(&p, PC_EPROTO, 0, __LINE__);
+    el = (pb){0};
+    p_int(&el, 9, 1); /* a stack with an unknown field: fast1 bails out */
+    expect_elem(7, &el, 0, __LINE__);
+    el = (pb){0};
+    p_raw(&el, "\x0a\x02\x01\x80", 4); /* a run cut short: fast1 bails out, the walk refuses */
+    expect_elem(7, &el, PC_EPROTO, __LINE__);
+}
+
+/* A request with one sample in a profile and a dictionary with a string, a stack and a function
+ * at each depth limit: the scan's verdict and cost (the parents' fast path needs depth for the
+ * child). */
+static void test_parent_fast_depths(void)
+{
+    pb sm = {0}, prof = {0}, sp = {0}, rp = {0}, d = {0}, st = {0}, fn = {0}, req = {0};
+    p_int(&sm, 1, 0);
+    p_msg(&prof, 2, &sm);
+    p_msg(&sp, 2, &prof);
+    p_msg(&rp, 2, &sp);
+    p_msg(&req, 1, &rp);
+    p_str(&d, 5, "");
+    p_str(&d, 5, "x");
+    p_msg(&d, 7, &st);
+    p_raw(&st, "\x0a\x01\x00", 3);
+    p_msg(&d, 7, &st);
+    p_msg(&d, 3, &fn);
+    p_int(&fn, 4, 12);
+    p_msg(&d, 3, &fn);
+    p_msg(&req, 2, &d);
+    for (int depth = 0; depth < 8; depth++) {
+        pc_proto_scan scan = {0};
+        pc_wire_counts w;
+        pc_error e = {0}, se = {0};
+        int want = pc_proto_scan_message(PC_REQUEST_DESC, req.b, req.n, depth, &scan, &se);
+        int got = pc_wire_check_profiles(req.b, req.n, depth, &w, &e);
+        CHECK_EQ_INT(got, want);
+        if (want == 0) CHECK(w.cost == scan.cost);
+    }
+    expect(&req, 0, 0, __LINE__);
+}
+
 /* wire_check.c's leaf fast path (Sample, Stack, Line, Function) and each of its bail-outs to
  * the generic walk: both must agree with the decoded path, cost included (wire_compare). */
 static void test_fast_path(void)
@@ -794,6 +893,9 @@ int main(void)
     RUN(test_one_pass);
     RUN(test_fast_path);
     RUN(test_fast_depths);
+    RUN(test_fast_costs);
+    RUN(test_parent_fast_path);
+    RUN(test_parent_fast_depths);
     RUN(test_prefixes_and_mutations);
     RUN(test_lazy_batch);
     return check_report();
