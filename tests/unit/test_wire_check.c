@@ -694,6 +694,21 @@ static void expect_elem(unsigned num, const pb *el, int want, int line)
     expect(&out, want, 0, line);
 }
 
+/* The check's verdict, and its cost when it takes the request, equal the scan's at every depth
+ * limit below max. */
+static void same_at_depths(const pb *req, int max)
+{
+    for (int depth = 0; depth < max; depth++) {
+        pc_proto_scan scan = {0};
+        pc_wire_counts w;
+        pc_error e = {0}, se = {0};
+        int want = pc_proto_scan_message(PC_REQUEST_DESC, req->b, req->n, depth, &scan, &se);
+        int got = pc_wire_check_profiles(req->b, req->n, depth, &w, &e);
+        CHECK_EQ_INT(got, want);
+        if (want == 0) CHECK(w.cost == scan.cost);
+    }
+}
+
 /* The fast path's Location and Line at each depth limit: the scan's verdict and cost. */
 static void test_fast_depths(void)
 {
@@ -703,15 +718,7 @@ static void test_fast_depths(void)
     p_msg(&loc, 3, &line);
     p_msg(&d, 2, &loc);
     p_msg(&req, 2, &d);
-    for (int depth = 0; depth < 6; depth++) {
-        pc_proto_scan scan = {0};
-        pc_wire_counts w;
-        pc_error e = {0}, se = {0};
-        int want = pc_proto_scan_message(PC_REQUEST_DESC, req.b, req.n, depth, &scan, &se);
-        int got = pc_wire_check_profiles(req.b, req.n, depth, &w, &e);
-        CHECK_EQ_INT(got, want);
-        if (want == 0) CHECK(w.cost == scan.cost);
-    }
+    same_at_depths(&req, 6);
 }
 
 /* fast1's cost model from its static table (element sizes, message sizes): runs of 3 and more
@@ -801,15 +808,7 @@ static void test_parent_fast_depths(void)
     p_int(&fn, 4, 12);
     p_msg(&d, 3, &fn);
     p_msg(&req, 2, &d);
-    for (int depth = 0; depth < 8; depth++) {
-        pc_proto_scan scan = {0};
-        pc_wire_counts w;
-        pc_error e = {0}, se = {0};
-        int want = pc_proto_scan_message(PC_REQUEST_DESC, req.b, req.n, depth, &scan, &se);
-        int got = pc_wire_check_profiles(req.b, req.n, depth, &w, &e);
-        CHECK_EQ_INT(got, want);
-        if (want == 0) CHECK(w.cost == scan.cost);
-    }
+    same_at_depths(&req, 8);
     expect(&req, 0, 0, __LINE__);
 }
 
