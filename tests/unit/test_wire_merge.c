@@ -325,9 +325,10 @@ static void test_random(void)
     }
 }
 
-/* in with one more string, tag, appended to its dictionary (which it must have): the string
- * table and every table behind it then differ from in's, the others keep in's bytes */
-static void with_string(const pc_buf *in, const char *tag, pc_buf *out)
+/* in with one more string, tag, in its dictionary's string table (which it must have): last, or
+ * first after element 0 (every later string's index moves). The string table and the tables that
+ * point into it then differ from in's, the others keep in's bytes. */
+static void with_string(const pc_buf *in, const char *tag, bool first, pc_buf *out)
 {
     size_t i = 0;
     uint64_t key, l;
@@ -337,8 +338,19 @@ static void with_string(const pc_buf *in, const char *tag, pc_buf *out)
         CHECK(pc_proto_skip_value(in->data, in->len, 2, &i, &l) == 0);
         if (key == (2 << 3 | 2)) {
             pc_buf d = {0};
-            pc_buf_append(&d, in->data + i, (size_t)l);
+            size_t j = i, cut = i + (size_t)l;
+            uint64_t dk, dl;
+            while (first && j < i + l && !pc_proto_read_varint(in->data, i + l, &j, &dk) &&
+                   !pc_proto_skip_value(in->data, i + l, 2, &j, &dl)) {
+                j += (size_t)dl;
+                if (dk == (5 << 3 | 2)) {
+                    cut = j;
+                    break;
+                }
+            }
+            pc_buf_append(&d, in->data + i, cut - i);
             w_bytes(&d, 5, tag, strlen(tag));
+            pc_buf_append(&d, in->data + cut, i + (size_t)l - cut);
             w_msg(out, 2, &d);
             pc_buf_free(&d);
         } else {
@@ -350,11 +362,13 @@ static void with_string(const pc_buf *in, const char *tag, pc_buf *out)
 
 /* Flushes where later requests repeat earlier ones, exactly (the same bytes: every table and
  * the resources taken from the earlier request), partly (one more string: the string table and
- * the tables that point into it differ; the rest repeat), in any order, 2 to 8 requests. */
+ * the tables that point into it differ, the rest repeat; the resources' bytes repeat, under
+ * other remaps when the string comes first), in any order, 2 to 8 requests. */
 static void test_repeats(void)
 {
     for (int it = 0; it < 150; it++) {
-        pc_buf p[6] = {{0}, {0}, {0}, {0}, {0}, {0}};
+        pc_buf p[9];
+        memset(p, 0, sizeof p);
         size_t np = 0;
         for (size_t k = 0; k < 3; k++) {
             gen_request(&p[np]);
@@ -376,7 +390,9 @@ static void test_repeats(void)
                 }
                 i += (size_t)l;
             }
-            if (dict) with_string(&p[k], k ? "zq" : "zr", &p[np++]);
+            if (!dict) continue;
+            with_string(&p[k], k ? "zq" : "zr", false, &p[np++]);
+            with_string(&p[k], "zs", true, &p[np++]);
         }
         const uint8_t *d[8];
         size_t l[8], n = 2 + below(7);
@@ -385,7 +401,7 @@ static void test_repeats(void)
             d[i] = p[k].data, l[i] = p[k].len;
         }
         check_merge(d, l, n, false, "repeats");
-        for (size_t k = 0; k < 6; k++)
+        for (size_t k = 0; k < 9; k++)
             pc_buf_free(&p[k]);
     }
 }
