@@ -131,6 +131,7 @@ typedef struct run {
     uint32_t key[T_N];
     uint32_t from;
     size_t off, len;
+    bool pending; /* in runs_seen, not yet hashed into runs_full */
 } run;
 
 typedef struct runs {
@@ -413,13 +414,30 @@ static uint64_t run_hash(const uint32_t *key, span s)
 #endif
 }
 
-/* The run with this key and these bytes (compared, not only hashed), or NULL. */
-static run *runs_find(const runs *c, uint64_t h, const uint32_t *key, span s)
+/* SipHash of a run's key and length only: the first sieve (cache_find). */
+static uint64_t key_hash(const uint32_t *key, size_t n)
+{
+#ifdef WM_FORCE_COLLISIONS
+    (void)key, (void)n;
+    return 0;
+#else
+    pc_hash h;
+    pc_hash_begin(&h);
+    for (unsigned t = 0; t < T_N; t += 2)
+        pc_hash_word(&h, key[t] | (uint64_t)key[t + 1] << 32);
+    pc_hash_word(&h, n);
+    return pc_hash_end(&h);
+#endif
+}
+
+/* The run with this key and these bytes (compared, not only hashed; only the length when not
+ * bytes), or NULL. */
+static run *runs_find(const runs *c, uint64_t h, const uint32_t *key, span s, bool bytes)
 {
     for (size_t i = h & c->mask; c->slot && c->slot[i]; i = (i + 1) & c->mask) {
         run *e = &c->e[c->slot[i] - 1];
         if (e->h == h && !memcmp(e->key, key, sizeof e->key) && e->s.n == s.n &&
-            !memcmp(e->s.p, s.p, s.n))
+            (!bytes || !memcmp(e->s.p, s.p, s.n)))
             return e;
     }
     return NULL;
@@ -478,9 +496,43 @@ typedef struct mctx {
     rw w;
     pc_buf scratch;
     pc_arena *a;
-    runs cache;
+    /* Runs in two sets so that a run no earlier one matches in length costs no hash of its
+     * bytes (a flush of different clients' requests): seen by key and length, each distinct
+     * one once; full by key and the bytes' SipHash, a run entering it once a later run of the
+     * same key and length shows up. Both keyed by SipHash: no chain a client can lengthen. */
+    runs seen, full;
     pc_buf *out;
 } mctx;
+
+typedef struct probe {
+    uint64_t k, h;
+    bool seen;
+} probe;
+
+/* The earlier run of this flush with this key and these bytes, or NULL; pr for cache_add. */
+static run *cache_find(mctx *c, const uint32_t *key, span s, probe *pr)
+{
+    pr->k = key_hash(key, s.n);
+    run *a = runs_find(&c->seen, pr->k, key, s, false);
+    pr->seen = a != NULL;
+    if (!a) return NULL;
+    if (a->pending) {
+        a->pending = false;
+        run *b = runs_add(&c->full, run_hash(a->key, a->s), a->key, a->s, a->from);
+        b->off = a->off, b->len = a->len;
+    }
+    pr->h = run_hash(key, s);
+    return runs_find(&c->full, pr->h, key, s, true);
+}
+
+/* The run cache_find did not find, merged by request from: its entry, for off and len. */
+static run *cache_add(mctx *c, const uint32_t *key, span s, const probe *pr, uint32_t from)
+{
+    if (pr->seen) return runs_add(&c->full, pr->h, key, s, from);
+    run *a = runs_add(&c->seen, pr->k, key, s, from);
+    a->pending = true;
+    return a;
+}
 
 /* Request ri's table ti into the merged one, its remap filled. Element 0 maps to 0; the merged
  * element 0 is the first request's (every request's element 0 is the zero value). A table whose
@@ -495,8 +547,8 @@ static int merge_table(mctx *c, uint32_t ri, unsigned ti)
     uint32_t key[T_N] = {ti};
     for (unsigned d = 1; d < T_N; d++)
         key[d] = table_deps[ti] >> d & 1 ? r->org[d] : ORG_NONE;
-    uint64_t h = r->tcont[ti] ? run_hash(key, r->trun[ti]) : 0;
-    run *e = r->tcont[ti] ? runs_find(&c->cache, h, key, r->trun[ti]) : NULL;
+    probe pr;
+    run *e = r->tcont[ti] ? cache_find(c, key, r->trun[ti], &pr) : NULL;
     if (e) {
         r->map[ti] = c->rs[e->from].map[ti];
         r->changed |= c->rs[e->from].changed & 1u << ti;
@@ -506,7 +558,7 @@ static int merge_table(mctx *c, uint32_t ri, unsigned ti)
     int rc = intern_table(r, ti, &c->tabs[ti], &c->w, &c->scratch, c->a);
     if (rc) return rc;
     r->org[ti] = ri;
-    if (r->tcont[ti]) runs_add(&c->cache, h, key, r->trun[ti], ri);
+    if (r->tcont[ti]) cache_add(c, key, r->trun[ti], &pr, ri);
     return 0;
 }
 
@@ -550,8 +602,8 @@ static int put_resources(mctx *c, uint32_t ri)
     if (!r->changed || !r->rcont) return rewrite_resources(r, &c->w, out);
     uint32_t key[T_N] = {0};
     memcpy(key + 1, r->org + 1, sizeof key - sizeof key[0]);
-    uint64_t h = run_hash(key, r->rrun);
-    run *e = runs_find(&c->cache, h, key, r->rrun);
+    probe pr;
+    run *e = cache_find(c, key, r->rrun, &pr);
     if (e) {
         size_t off = e->off, len = e->len;
         pc_buf_reserve(out, len);
@@ -562,7 +614,7 @@ static int put_resources(mctx *c, uint32_t ri)
     size_t start = out->len;
     int rc = rewrite_resources(r, &c->w, out);
     if (rc) return rc;
-    e = runs_add(&c->cache, h, key, r->rrun, ri);
+    e = cache_add(c, key, r->rrun, &pr, ri);
     e->off = start, e->len = out->len - start;
     return 0;
 }
@@ -628,8 +680,10 @@ static int merge_all(req *rs, const uint8_t *const *data, const size_t *len, siz
     if (!rc) put_dictionary(tabs, out);
     free(c.w.slots);
     pc_buf_free(&c.scratch);
-    free(c.cache.e);
-    free(c.cache.slot);
+    free(c.seen.e);
+    free(c.seen.slot);
+    free(c.full.e);
+    free(c.full.slot);
     pc_arena_free(c.a);
     return rc;
 }
