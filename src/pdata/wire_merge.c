@@ -3,7 +3,10 @@
  * of the tables they point into before they are compared), giving one remap per table; then its
  * resource_profiles, copied as they are when every remap is the identity, else rewritten. A
  * rewritten message is sized first (every nested message's new length kept in pre-order slots),
- * then written: lengths change when an index's varint does. The schema below is
+ * then written: lengths change when an index's varint does. Clients send the same dictionary
+ * again and again: a table, or a request's resource_profiles, whose bytes and remaps equal an
+ * earlier request's of the flush is taken from it whole (merge_table, put_resources; bench/
+ * README.md "Repeated runs taken whole"). The schema below is
  * proto/otlp_profiles.proto's, otlp_common.proto's and otlp_resource.proto's, every index field
  * wire_check.c's pass 2 checks. */
 #include "pdata/wire_merge.h"
@@ -111,7 +114,34 @@ typedef struct req {
     size_t n_tab[T_N];
     uint32_t *map[T_N]; /* old index -> merged index */
     unsigned changed;   /* tables whose remap is not the identity */
+    /* the request whose merge computed each table's remap (ORG_NONE: the table is empty): two
+     * requests with the same origin for a table have the same remap */
+    uint32_t org[T_N];
+    span trun[T_N];  /* each table's entries as one byte run, tags and all */
+    bool tcont[T_N]; /* that run holds only this table's entries */
+    span rrun;       /* the resource_profiles as one byte run */
+    bool rcont;
 } req;
+
+#define ORG_NONE UINT32_MAX
+
+/* A run already merged in this flush: a table's bytes (key[0] its number) or a request's
+ * resource_profiles (key[0] 0), under the remaps of key[1..] (by origin), and what it gave: the
+ * remap of request `from`, or the rewritten bytes at out + off. */
+typedef struct run {
+    uint64_t h;
+    span s;
+    uint32_t key[T_N];
+    uint32_t from;
+    size_t off, len;
+    bool pending; /* in runs_seen, not yet hashed into runs_full */
+} run;
+
+typedef struct runs {
+    run *e;
+    size_t n, cap, mask;
+    uint32_t *slot; /* entry index + 1; 0: empty */
+} runs;
 
 /* One merged table: its entries and a hash set over them. */
 typedef struct table {
@@ -262,7 +292,7 @@ static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o)
 /* ---- reading a request ---- */
 
 /* The request's resource_profiles and its one dictionary's table spans. */
-static int read_req(req *r, const uint8_t *p, size_t n)
+static int read_req(req *r, const uint8_t *p, size_t n, pc_arena *a)
 {
     size_t i = 0, n_rp = 0, n_dict = 0;
     uint64_t key, l;
@@ -283,33 +313,46 @@ static int read_req(req *r, const uint8_t *p, size_t n)
                 return PC_ENOTSUP;
             }
         }
-        if (!pass) r->rps = pc_xmalloc((n_rp ? n_rp : 1) * sizeof *r->rps);
+        if (!pass) r->rps = pc_arena_alloc(a, (n_rp ? n_rp : 1) * sizeof *r->rps);
     }
     r->n_rps = n_rp;
+    r->rcont = n_rp > 0;
+    for (size_t k = 1; k < n_rp; k++)
+        r->rcont &= r->rps[k].p == r->rps[k - 1].p + r->rps[k - 1].n;
+    if (r->rcont)
+        r->rrun =
+            (span){r->rps[0].p, (size_t)(r->rps[n_rp - 1].p + r->rps[n_rp - 1].n - r->rps[0].p)};
     return 0;
 }
 
-/* The dictionary's tables as spans: counted, then filled. */
-static int read_dict(req *r)
+/* The dictionary's tables as spans: counted, then filled; with each table's byte run. */
+static int read_dict(req *r, pc_arena *a)
 {
     const uint8_t *p = r->dict.p;
     size_t n = r->dict.n, fill[T_N] = {0};
     uint64_t key, l;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < n;) {
+            size_t k0 = i;
             if (pc_proto_read_varint(p, n, &i, &key) || (key & 7) != 2 || key >> 3 == 0 ||
                 key >> 3 >= T_N || pc_proto_skip_value(p, n, 2, &i, &l))
                 return PC_ENOTSUP;
             unsigned t = (unsigned)(key >> 3);
-            if (pass)
+            if (pass) {
+                span *run = &r->trun[t];
+                if (!fill[t]) *run = (span){p + k0, 0};
+                r->tcont[t] &= run->p + run->n == p + k0;
+                run->n = (size_t)(p + i + l - run->p);
                 r->tab[t][fill[t]++] = (span){p + i, (size_t)l};
-            else
+            } else {
                 r->n_tab[t]++;
+            }
             i += (size_t)l;
         }
         for (unsigned t = 1; !pass && t < T_N; t++) {
-            r->tab[t] = pc_xmalloc((r->n_tab[t] ? r->n_tab[t] : 1) * sizeof(span));
-            r->map[t] = pc_xmalloc((r->n_tab[t] ? r->n_tab[t] : 1) * sizeof(uint32_t));
+            r->tab[t] = pc_arena_alloc(a, (r->n_tab[t] ? r->n_tab[t] : 1) * sizeof(span));
+            r->tcont[t] = true;
+            r->org[t] = ORG_NONE;
         }
     }
     return 0;
@@ -354,6 +397,80 @@ static uint32_t intern(table *t, const uint8_t *p, size_t n, bool stable, pc_are
     return (uint32_t)t->n++;
 }
 
+/* ---- the runs already merged ---- */
+
+/* SipHash (base/hash.h: keyed against hash flooding, issue 28) of a run's key and bytes. The
+ * tests build this file once more with WM_FORCE_COLLISIONS: every run then hashes alike, so
+ * every lookup meets runs whose bytes or remaps differ and must pass them by. */
+static uint64_t run_hash(const uint32_t *key, span s)
+{
+#ifdef WM_FORCE_COLLISIONS
+    (void)key, (void)s;
+    return 0;
+#else
+    pc_hash h;
+    pc_hash_begin(&h);
+    for (unsigned t = 0; t < T_N; t += 2)
+        pc_hash_word(&h, key[t] | (uint64_t)key[t + 1] << 32);
+    pc_hash_bytes(&h, s.p, s.n);
+    return pc_hash_end(&h);
+#endif
+}
+
+/* SipHash of a run's key and length only: the first sieve (cache_find). */
+static uint64_t key_hash(const uint32_t *key, size_t n)
+{
+#ifdef WM_FORCE_COLLISIONS
+    (void)key, (void)n;
+    return 0;
+#else
+    pc_hash h;
+    pc_hash_begin(&h);
+    for (unsigned t = 0; t < T_N; t += 2)
+        pc_hash_word(&h, key[t] | (uint64_t)key[t + 1] << 32);
+    pc_hash_word(&h, n);
+    return pc_hash_end(&h);
+#endif
+}
+
+/* The run with this key and these bytes (compared, not only hashed; only the length when not
+ * bytes), or NULL. */
+static run *runs_find(const runs *c, uint64_t h, const uint32_t *key, span s, bool bytes)
+{
+    for (size_t i = h & c->mask; c->slot && c->slot[i]; i = (i + 1) & c->mask) {
+        run *e = &c->e[c->slot[i] - 1];
+        if (e->h == h && !memcmp(e->key, key, sizeof e->key) && e->s.n == s.n &&
+            (!bytes || !memcmp(e->s.p, s.p, s.n)))
+            return e;
+    }
+    return NULL;
+}
+
+static run *runs_add(runs *c, uint64_t h, const uint32_t *key, span s, uint32_t from)
+{
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        c->e = pc_xrealloc(c->e, c->cap * sizeof *c->e);
+        free(c->slot);
+        c->mask = 2 * c->cap - 1; /* at most half full */
+        c->slot = pc_xcalloc(2 * c->cap, sizeof *c->slot);
+        for (size_t k = 0; k < c->n; k++) {
+            size_t i = c->e[k].h & c->mask;
+            while (c->slot[i])
+                i = (i + 1) & c->mask;
+            c->slot[i] = (uint32_t)(k + 1);
+        }
+    }
+    size_t i = h & c->mask;
+    while (c->slot[i])
+        i = (i + 1) & c->mask;
+    c->slot[i] = (uint32_t)(c->n + 1);
+    run *e = &c->e[c->n++];
+    *e = (run){.h = h, .s = s, .from = from};
+    memcpy(e->key, key, sizeof e->key);
+    return e;
+}
+
 /* Whether element 0 of table ti is the zero value as this merger knows it: empty, or a link of
  * all-zero ids (pc_proto_pack writes the 16 and 8 zero bytes; wire_check.c's link_ok). */
 static bool zero_elem(unsigned ti, span e)
@@ -373,13 +490,87 @@ static bool zero_elem(unsigned ti, span e)
     return true;
 }
 
-/* Request r's table ti into the merged one, its remap filled. Element 0 maps to 0; the merged
- * element 0 is the first request's (every request's element 0 is the zero value). */
-static int merge_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, pc_arena *a)
+static int intern_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, pc_arena *a);
+
+/* The state of one merge. */
+typedef struct mctx {
+    req *rs;
+    table *tabs;
+    rw w;
+    pc_buf scratch;
+    pc_arena *a;
+    /* Runs in two sets so that a run no earlier one matches in length costs no hash of its
+     * bytes (a flush of different clients' requests): seen by key and length, each distinct
+     * one once; full by key and the bytes' SipHash, a run entering it once a later run of the
+     * same key and length shows up. Both keyed by SipHash: no chain a client can lengthen. */
+    runs seen, full;
+    pc_buf *out;
+} mctx;
+
+typedef struct probe {
+    uint64_t k, h;
+    bool seen;
+} probe;
+
+/* The earlier run of this flush with this key and these bytes, or NULL; pr for cache_add. */
+static run *cache_find(mctx *c, const uint32_t *key, span s, probe *pr)
 {
+    pr->k = key_hash(key, s.n);
+    run *a = runs_find(&c->seen, pr->k, key, s, false);
+    pr->seen = a != NULL;
+    if (!a) return NULL;
+    if (a->pending) {
+        a->pending = false;
+        run *b = runs_add(&c->full, run_hash(a->key, a->s), a->key, a->s, a->from);
+        b->off = a->off, b->len = a->len;
+    }
+    pr->h = run_hash(key, s);
+    return runs_find(&c->full, pr->h, key, s, true);
+}
+
+/* The run cache_find did not find, merged by request from: its entry, for off and len. */
+static run *cache_add(mctx *c, const uint32_t *key, span s, const probe *pr, uint32_t from)
+{
+    if (pr->seen) return runs_add(&c->full, pr->h, key, s, from);
+    run *a = runs_add(&c->seen, pr->k, key, s, from);
+    a->pending = true;
+    return a;
+}
+
+/* Request ri's table ti into the merged one, its remap filled. Element 0 maps to 0; the merged
+ * element 0 is the first request's (every request's element 0 is the zero value). A table whose
+ * bytes and whose dependencies' remaps equal an earlier request's of this flush (a client
+ * sending the same dictionary again) takes that request's remap: its entries, rewritten the same
+ * way, were interned then and would intern to the same indices now. */
+static int merge_table(mctx *c, uint32_t ri, unsigned ti)
+{
+    req *r = &c->rs[ri];
     size_t n = r->n_tab[ti];
     if (n == 0) return 0;
+    uint32_t key[T_N] = {ti};
+    for (unsigned d = 1; d < T_N; d++)
+        key[d] = table_deps[ti] >> d & 1 ? r->org[d] : ORG_NONE;
+    probe pr;
+    run *e = r->tcont[ti] ? cache_find(c, key, r->trun[ti], &pr) : NULL;
+    if (e) {
+        r->map[ti] = c->rs[e->from].map[ti];
+        r->changed |= c->rs[e->from].changed & 1u << ti;
+        r->org[ti] = e->from;
+        return 0;
+    }
+    int rc = intern_table(r, ti, &c->tabs[ti], &c->w, &c->scratch, c->a);
+    if (rc) return rc;
+    r->org[ti] = ri;
+    if (r->tcont[ti]) cache_add(c, key, r->trun[ti], &pr, ri);
+    return 0;
+}
+
+/* Request r's table ti, entry by entry (merge_table). */
+static int intern_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, pc_arena *a)
+{
+    size_t n = r->n_tab[ti];
     if (!zero_elem(ti, r->tab[ti][0])) return PC_ENOTSUP;
+    r->map[ti] = pc_arena_alloc(a, n * sizeof(uint32_t));
     if (!t->present) intern(t, r->tab[ti][0].p, r->tab[ti][0].n, true, a);
     t->present = true;
     r->map[ti][0] = 0;
@@ -402,8 +593,37 @@ static int merge_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, pc
 
 /* ---- writing ---- */
 
+static int rewrite_resources(const req *r, rw *w, pc_buf *out);
+
+/* Request ri's resource_profiles: as received when no remap changed anything; else as an
+ * earlier request's of this flush were rewritten when their bytes and every remap are the same;
+ * else rewritten. */
+static int put_resources(mctx *c, uint32_t ri)
+{
+    const req *r = &c->rs[ri];
+    pc_buf *out = c->out;
+    if (!r->changed || !r->rcont) return rewrite_resources(r, &c->w, out);
+    uint32_t key[T_N] = {0};
+    memcpy(key + 1, r->org + 1, sizeof key - sizeof key[0]);
+    probe pr;
+    run *e = cache_find(c, key, r->rrun, &pr);
+    if (e) {
+        size_t off = e->off, len = e->len;
+        pc_buf_reserve(out, len);
+        memcpy(out->data + out->len, out->data + off, len);
+        out->len += len;
+        return 0;
+    }
+    size_t start = out->len;
+    int rc = rewrite_resources(r, &c->w, out);
+    if (rc) return rc;
+    e = cache_add(c, key, r->rrun, &pr, ri);
+    e->off = start, e->len = out->len - start;
+    return 0;
+}
+
 /* Request r's resource_profiles: as received when no remap changed anything, else rewritten. */
-static int put_resources(const req *r, rw *w, pc_buf *out)
+static int rewrite_resources(const req *r, rw *w, pc_buf *out)
 {
     for (size_t k = 0; k < r->n_rps; k++) {
         span s = r->rps[k];
@@ -448,24 +668,26 @@ static void put_dictionary(const table *tabs, pc_buf *out)
 static int merge_all(req *rs, const uint8_t *const *data, const size_t *len, size_t n, table *tabs,
                      pc_buf *out)
 {
-    pc_arena *a = pc_arena_new(4096);
-    pc_buf scratch = {0};
-    rw w = {0};
+    mctx c = {.rs = rs, .tabs = tabs, .a = pc_arena_new(4096), .out = out};
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         req *r = &rs[i];
-        rc = read_req(r, data[i], len[i]);
-        if (!rc) rc = read_dict(r);
-        w.map = r->map;
-        w.n_map = r->n_tab;
+        rc = read_req(r, data[i], len[i], c.a);
+        if (!rc) rc = read_dict(r, c.a);
+        c.w.map = r->map;
+        c.w.n_map = r->n_tab;
         for (size_t o = 0; o < T_N - 1 && !rc; o++)
-            rc = merge_table(r, (unsigned)table_order[o], &tabs[table_order[o]], &w, &scratch, a);
-        if (!rc) rc = put_resources(r, &w, out);
+            rc = merge_table(&c, (uint32_t)i, (unsigned)table_order[o]);
+        if (!rc) rc = put_resources(&c, (uint32_t)i);
     }
     if (!rc) put_dictionary(tabs, out);
-    free(w.slots);
-    pc_buf_free(&scratch);
-    pc_arena_free(a);
+    free(c.w.slots);
+    pc_buf_free(&c.scratch);
+    free(c.seen.e);
+    free(c.seen.slot);
+    free(c.full.e);
+    free(c.full.slot);
+    pc_arena_free(c.a);
     return rc;
 }
 
@@ -480,13 +702,6 @@ int pc_wire_merge(const uint8_t *const *data, const size_t *len, size_t n, pc_bu
     table tabs[T_N];
     memset(tabs, 0, sizeof tabs);
     int rc = merge_all(rs, data, len, n, tabs, out);
-    for (size_t i = 0; i < n; i++) {
-        free(rs[i].rps);
-        for (unsigned t = 1; t < T_N; t++) {
-            free(rs[i].tab[t]);
-            free(rs[i].map[t]);
-        }
-    }
     for (unsigned t = 1; t < T_N; t++) {
         free(tabs[t].e);
         free(tabs[t].h);

@@ -325,6 +325,87 @@ static void test_random(void)
     }
 }
 
+/* in with one more string, tag, in its dictionary's string table (which it must have): last, or
+ * first after element 0 (every later string's index moves). The string table and the tables that
+ * point into it then differ from in's, the others keep in's bytes. */
+static void with_string(const pc_buf *in, const char *tag, bool first, pc_buf *out)
+{
+    size_t i = 0;
+    uint64_t key, l;
+    while (i < in->len) {
+        size_t k0 = i;
+        CHECK(pc_proto_read_varint(in->data, in->len, &i, &key) == 0);
+        CHECK(pc_proto_skip_value(in->data, in->len, 2, &i, &l) == 0);
+        if (key == (2 << 3 | 2)) {
+            pc_buf d = {0};
+            size_t j = i, cut = i + (size_t)l;
+            uint64_t dk, dl;
+            while (first && j < i + l && !pc_proto_read_varint(in->data, i + l, &j, &dk) &&
+                   !pc_proto_skip_value(in->data, i + l, 2, &j, &dl)) {
+                j += (size_t)dl;
+                if (dk == (5 << 3 | 2)) {
+                    cut = j;
+                    break;
+                }
+            }
+            pc_buf_append(&d, in->data + i, cut - i);
+            w_bytes(&d, 5, tag, strlen(tag));
+            pc_buf_append(&d, in->data + cut, i + (size_t)l - cut);
+            w_msg(out, 2, &d);
+            pc_buf_free(&d);
+        } else {
+            pc_buf_append(out, in->data + k0, i + (size_t)l - k0);
+        }
+        i += (size_t)l;
+    }
+}
+
+/* Flushes where later requests repeat earlier ones, exactly (the same bytes: every table and
+ * the resources taken from the earlier request), partly (one more string: the string table and
+ * the tables that point into it differ, the rest repeat; the resources' bytes repeat, under
+ * other remaps when the string comes first), in any order, 2 to 8 requests. */
+static void test_repeats(void)
+{
+    for (int it = 0; it < 150; it++) {
+        pc_buf p[9];
+        memset(p, 0, sizeof p);
+        size_t np = 0;
+        for (size_t k = 0; k < 3; k++) {
+            gen_request(&p[np]);
+            if (p[np].len) np++;
+        }
+        for (size_t k = 0, base = np; k < base; k++) {
+            size_t i = 0;
+            uint64_t key, l;
+            bool dict = false; /* a dictionary with a string table (else "zq" is element 0) */
+            while (i < p[k].len && !pc_proto_read_varint(p[k].data, p[k].len, &i, &key) &&
+                   !pc_proto_skip_value(p[k].data, p[k].len, 2, &i, &l)) {
+                for (size_t j = i; key == (2 << 3 | 2) && j < i + l;) {
+                    uint64_t dk, dl;
+                    if (pc_proto_read_varint(p[k].data, i + l, &j, &dk) ||
+                        pc_proto_skip_value(p[k].data, i + l, 2, &j, &dl))
+                        break;
+                    dict |= dk == (5 << 3 | 2);
+                    j += (size_t)dl;
+                }
+                i += (size_t)l;
+            }
+            if (!dict) continue;
+            with_string(&p[k], k ? "zq" : "zr", false, &p[np++]);
+            with_string(&p[k], "zs", true, &p[np++]);
+        }
+        const uint8_t *d[8];
+        size_t l[8], n = 2 + below(7);
+        for (size_t i = 0; i < n; i++) {
+            size_t k = below((unsigned)np);
+            d[i] = p[k].data, l[i] = p[k].len;
+        }
+        check_merge(d, l, n, false, "repeats");
+        for (size_t k = 0; k < 9; k++)
+            pc_buf_free(&p[k]);
+    }
+}
+
 /* A request of strings (element 0 first) and, with unknown set, a sample carrying field 15. */
 static void small_request(pc_buf *out, const char *const *strs, size_t n, bool unknown)
 {
@@ -393,6 +474,7 @@ int main(int argc, char **argv)
     RUN(test_real_payloads);
     RUN(test_random);
     RUN(test_cannot);
+    RUN(test_repeats);
     if (argc > 1) {
         const char *mk = argv[1];
         test_bench_payloads(mk);
