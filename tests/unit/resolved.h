@@ -47,7 +47,9 @@ static void rs_kvs(pc_buf *o, const pc_dictionary *d, pc_keyvalue *const *kv, si
 static void rs_value(pc_buf *o, const pc_dictionary *d, const pc_anyvalue *v, int depth)
 {
     const char *s = pc_anyvalue_str(d, v);
-    if (!v || depth > 40) {
+    /* an AnyValue with no value set is the absent value: the model stores it so
+     * (pdata/dict.c, attribute()), the wire merge keeps the bytes it was sent as */
+    if (!v || v->value_case == 0 || depth > 40) {
         pc_buf_printf(o, "-");
     } else if (s) {
         pc_buf_printf(o, "s:%s", s);
@@ -106,8 +108,11 @@ static void rs_location(pc_buf *o, const pc_dictionary *d, int32_t li)
         return;
     }
     const pc_location *l = d->location_table[li];
-    if (l->mapping_index > 0 && (size_t)l->mapping_index < d->n_mapping_table) {
-        const pc_mapping *m = d->mapping_table[l->mapping_index];
+    const pc_mapping *m = l->mapping_index > 0 && (size_t)l->mapping_index < d->n_mapping_table
+                              ? d->mapping_table[l->mapping_index]
+                              : NULL;
+    if (m && (m->filename_strindex || m->memory_start || m->memory_limit || m->file_offset ||
+              m->n_attribute_indices)) { /* a zero-valued entry reads as element 0, as above */
         pc_buf_printf(o, "map(%s,%llx,%llx,%llx", pc_dict_str(d, m->filename_strindex),
                       (unsigned long long)m->memory_start, (unsigned long long)m->memory_limit,
                       (unsigned long long)m->file_offset);
@@ -118,8 +123,12 @@ static void rs_location(pc_buf *o, const pc_dictionary *d, int32_t li)
     for (size_t i = 0; i < l->n_lines; i++) {
         const pc_line *ln = l->lines[i];
         int32_t fi = ln->function_index;
-        if (fi > 0 && (size_t)fi < d->n_function_table) {
-            const pc_function *f = d->function_table[fi];
+        const pc_function *f =
+            fi > 0 && (size_t)fi < d->n_function_table ? d->function_table[fi] : NULL;
+        /* an entry equal to the zero value reads as element 0 (the model interns it so; the
+         * wire merge keeps one sent with explicit zero fields as its own entry) */
+        if (f && (f->name_strindex || f->system_name_strindex || f->filename_strindex ||
+                  f->start_line)) {
             pc_buf_printf(o, "%s/%s/%s/%lld", pc_dict_str(d, f->name_strindex),
                           pc_dict_str(d, f->system_name_strindex),
                           pc_dict_str(d, f->filename_strindex), (long long)f->start_line);

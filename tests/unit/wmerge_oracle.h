@@ -110,10 +110,15 @@ static int wm_check_merged(const uint8_t *const *data, const size_t *len, size_t
     rs_sort(&got);
     wm_model_lines(data, len, n, &want);
     int rc = dups ? wm_dups(pc_batch_req(b)->dictionary, why, wn) : 0;
-    for (size_t i = 0; !rc && i < got.n && i < want.n; i++)
-        if (strcmp(got.v[i], want.v[i]))
-            rc = snprintf(why, wn, "line %zu:\n got  %.900s\n want %.900s", i, got.v[i],
-                          want.v[i]) > 0;
+    for (size_t i = 0; !rc && i < got.n && i < want.n; i++) {
+        if (!strcmp(got.v[i], want.v[i])) continue;
+        size_t at = 0; /* shown from a little before the first difference */
+        while (got.v[i][at] && got.v[i][at] == want.v[i][at])
+            at++;
+        at = at > 200 ? at - 200 : 0;
+        rc = snprintf(why, wn, "line %zu, from byte %zu:\n got  %.900s\n want %.900s", i, at,
+                      got.v[i] + at, want.v[i] + at) > 0;
+    }
     if (!rc && got.n != want.n)
         rc = snprintf(why, wn, "%zu lines merged, %zu in the model merge", got.n, want.n) > 0;
     rs_lines_free(&got);
