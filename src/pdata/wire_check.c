@@ -16,31 +16,12 @@
 
 #include "pdata/pdata.h"
 #include "pdata/proto_scan.h"
+#include "pdata/wire_fast.h"
 #include "base/utf8.h"
 
 /* singular message fields merged per message are tracked for its first fields only: the
  * profiles schema's messages have at most 11 */
 #define MERGE_MAX 16
-/* ProfilesDictionary's tables by field number (proto/otlp_profiles.proto) */
-enum { T_MAPPING = 1, T_LOCATION, T_FUNCTION, T_LINK, T_STRING, T_ATTR, T_STACK, T_N };
-
-typedef struct span {
-    const uint8_t *d;
-    size_t n;
-} span;
-
-typedef struct w1 {
-    const char *what; /* the scan's refusal */
-    int code;
-    bool unpack_fails; /* protobuf-c would refuse (after a clean scan) */
-    const ProtobufCMessageDescriptor *dict;
-    size_t tables[T_N]; /* elements of each dictionary table, over every occurrence */
-    /* the one-pass verdict (see "one pass" below): */
-    bool slow;         /* a rule may fail: pass 2 decides */
-    uint32_t top[T_N]; /* the largest index into each table any index field holds */
-    span first[T_N];   /* element 0 of each table */
-    size_t profiles, samples;
-} w1;
 
 /* The oneof of a message occurrence (AnyValue's is the schema's only one): the last member
  * seen, and whether merge_messages drops it when a later occurrence has none (it carries a
@@ -89,38 +70,6 @@ static bool wire_type_ok(const ProtobufCFieldDescriptor *f, unsigned wt)
     }
 }
 
-/* A packed run of type t: -1 where the scan refuses it (a fixed-size run of the wrong length),
- * 1 where only protobuf-c does (a varint cut short or over 10 bytes), else 0; *n its elements as
- * the scan counts them (pc_proto_packed_count). One pass over the bytes: a varint ends at a byte
- * without the continuation bit, and pc_proto_read_varint refuses a tenth continuation byte. */
-static int packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n)
-{
-    switch (t) {
-    case PROTOBUF_C_TYPE_FIXED32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_FLOAT: *n = l / 4; return l % 4 ? -1 : 0;
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE: *n = l / 8; return l % 8 ? -1 : 0;
-    case PROTOBUF_C_TYPE_BOOL: *n = l; return 0;
-    default: {
-        size_t ends = 0;
-        unsigned run = 0;
-        bool bad = false;
-        for (size_t i = 0; i < l; i++) {
-            if (p[i] & 0x80) {
-                bad = bad || ++run == 10;
-            } else {
-                ends++;
-                run = 0;
-            }
-        }
-        *n = ends;
-        return bad || run ? 1 : 0;
-    }
-    }
-}
-
 static bool has_oneof(const ProtobufCMessageDescriptor *d)
 {
     for (unsigned i = 0; i < d->n_fields; i++)
@@ -141,23 +90,6 @@ static void merge_step(w1 *c, const ProtobufCMessageDescriptor *d, oneof_st *st,
 
 static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
                  int depth, oneof_st *sum, size_t *cost);
-
-/* protobuf-c's lookup, without its call for the usual case: fields numbered 1, 2, 3... (the
- * descriptor keeps them sorted by number) */
-static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d, unsigned num)
-{
-    if (num - 1 < d->n_fields && d->fields[num - 1].id == num) return &d->fields[num - 1];
-    return protobuf_c_message_descriptor_get_field(d, num);
-}
-
-/* What unpack will allocate for one message occurrence, as pdata/proto_scan.c counts it (the
- * decode budget's estimate, docs/limits.md): the scan's model over the same walk. */
-typedef struct mcost {
-    size_t cost, nf, unknown, occurrences;
-    uint64_t rep; /* bit fi: field fi is repeated and counted in n_elems (the tail's arrays) */
-    size_t n_elems[PC_PROTO_TRACKED]; /* repeated: elements; singular message: occurrences */
-    size_t merged[PC_PROTO_TRACKED];  /* singular message: cost of the occurrences so far */
-} mcost;
 
 static void mcost_init(mcost *m, const ProtobufCMessageDescriptor *desc)
 {
@@ -194,32 +126,6 @@ static void add_merged(mcost *m, size_t fi, size_t sub)
     if (fi >= PC_PROTO_TRACKED || m->n_elems[fi]++ > 0) m->cost += acc;
 }
 
-/* ---- one pass (bench/README.md "### Pass-through") ----
- * Pass 1 also notes what validate.c's rules read: per dictionary table, the largest index any
- * index field of the schema holds (in every occurrence: a superset of the last occurrences and
- * merged oneof members validate.c checks), and the rules a message breaks alone (negative index,
- * values and timestamps of different lengths, profile_id or link ids of the wrong length). When
- * none is broken, every index is below its table's final size and each table's element 0 is the
- * zero value, validate.c finds nothing and pass 2 is skipped; otherwise pass 2 decides (and
- * finds which profiles fail). Message kinds by descriptor: */
-enum {
-    K_NONE,
-    K_SAMPLE,
-    K_LINE,
-    K_LOCATION,
-    K_STACK,
-    K_FUNCTION,
-    K_KV,
-    K_ANY,
-    K_KVU,
-    K_MAPPING,
-    K_VT,
-    K_PROFILE,
-    K_SCOPE,
-    K_LINK,
-    K_DICT,
-    K_N
-};
 #define PB_(m) opentelemetry__proto__profiles__v1development__##m##__descriptor
 #define CM_(m) opentelemetry__proto__common__v1__##m##__descriptor
 static const ProtobufCMessageDescriptor *const KIND[K_N] = {
@@ -254,30 +160,6 @@ static int kind_of(const ProtobufCMessageDescriptor *d)
     for (int k = 1; k < K_N; k++)
         if (KIND[k] == d) return k;
     return K_NONE;
-}
-
-/* An index v (int32 on the wire) into table t. Read as uint32, a negative one is 2^31 or more:
- * one_pass_ok finds it in top[t] at the end. */
-static inline void note(w1 *c, unsigned t, uint64_t v)
-{
-    uint32_t x = (uint32_t)v;
-    if (x > c->top[t]) c->top[t] = x;
-}
-
-/* A packed run of indices into table t, in one pass: packed_run's verdict (a varint cut short
- * or over 10 bytes is what pc_proto_read_varint refuses) and count, and each index noted. */
-static int index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n)
-{
-    size_t k = 0;
-    uint32_t top = c->top[t];
-    for (size_t i = 0; i < l; k++) {
-        uint64_t v;
-        if (pc_proto_read_varint(p, l, &i, &v)) return 1;
-        top = (uint32_t)v > top ? (uint32_t)v : top;
-    }
-    c->top[t] = top;
-    *n = k;
-    return 0;
 }
 
 /* A length-delimited field num (l bytes) of a message of kind k. */
@@ -330,152 +212,12 @@ static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufC
         }
         if (single) return 0;
     } else if (f->label == PROTOBUF_C_LABEL_REPEATED && packable(f->type)) {
-        int r = t ? index_run(c, t, v, vl, &n_new) : packed_run(f->type, v, vl, &n_new);
+        int r = t ? pc_wf_index_run(c, t, v, vl, &n_new) : pc_wf_packed_run(f->type, v, vl, &n_new);
         if (r < 0) return fail1(c, PC_EPROTO, "malformed protobuf");
         if (r > 0) c->unpack_fails = true;
     }
     add_elems(m, f, fi, n_new);
     return 0;
-}
-
-/* ---- the leaf fast path (profcol issue 27, bench/README.md "### Pass-through") ----
- * Sample, Stack, Line and Function hold only varints and packed runs, Location those and Lines;
- * they are most of a small request's fields. fast1 walks one of them with the shapes the schema
- * gives each field number inline and reaches walk1's bookkeeping for it (cost, notes, the Sample
- * rule); on anything else (a tag over one byte, an unknown field, another wire type, a one-element
- * repeated encoding, a bad varint or run, a length prefix protobuf-c refuses) it answers false and
- * walk1 walks the message from its start. Its notes before a bail-out are ones walk1 makes again (a
- * maximum). */
-enum { F_NO, F_VAR, F_PVAR, F_PFIX64, F_MSG };
-typedef struct fshape {
-    uint8_t shape, table; /* table: the one an index field notes into (IDX), else 0; F_MSG:
-                           * the kind of its message */
-    uint8_t elt;          /* repeated fields: pc_proto_elt_size of the field's type, so the cost
-                           * model needs no descriptor lookups (test_fast_costs holds it) */
-} fshape;
-#define FAST_FIELDS 6
-#define P_          sizeof(void *)
-static const fshape FAST[K_N][FAST_FIELDS] = {
-    [K_SAMPLE] = {[1] = {F_VAR, T_STACK, 0},
-                  [2] = {F_PVAR, T_ATTR, 4},
-                  [3] = {F_VAR, T_LINK, 0},
-                  [4] = {F_PVAR, 0, 8},
-                  [5] = {F_PFIX64, 0, 8}},
-    [K_STACK] = {[1] = {F_PVAR, T_LOCATION, 4}},
-    [K_LOCATION] = {[1] = {F_VAR, T_MAPPING, 0},
-                    [2] = {F_VAR, 0, 0},
-                    [3] = {F_MSG, K_LINE, P_},
-                    [4] = {F_PVAR, T_ATTR, 4}},
-    [K_LINE] = {[1] = {F_VAR, T_FUNCTION, 0}, [2] = {F_VAR, 0, 0}, [3] = {F_VAR, 0, 0}},
-    [K_FUNCTION] = {[1] = {F_VAR, T_STRING, 0},
-                    [2] = {F_VAR, T_STRING, 0},
-                    [3] = {F_VAR, T_STRING, 0},
-                    [4] = {F_VAR, 0, 0}},
-};
-#undef P_
-/* PC_PROTO_R16(desc->sizeof_message) of each kind fast1 takes */
-#define PS_(m) PC_PROTO_R16(sizeof(Opentelemetry__Proto__Profiles__V1development__##m))
-static const size_t FAST_SIZE[K_N] = {
-    [K_SAMPLE] = PS_(Sample), [K_STACK] = PS_(Stack),       [K_LOCATION] = PS_(Location),
-    [K_LINE] = PS_(Line),     [K_FUNCTION] = PS_(Function),
-};
-#undef PS_
-
-/* A packed run (l bytes at p) of shape s: its elements, or -1 to bail out (F_PVAR fields are all
- * varint types: packed_run's varint rule). */
-static long long fast_run(w1 *c, fshape s, const uint8_t *p, size_t l)
-{
-    size_t n = 0;
-    if (s.shape == F_PFIX64) return l % 8 ? -1 : (long long)(l / 8);
-    int r = s.table ? index_run(c, s.table, p, l, &n) : packed_run(PROTOBUF_C_TYPE_INT64, p, l, &n);
-    return r ? -1 : (long long)n;
-}
-
-/* A message of kind (not K_NONE) at depth (walk1's): true with *cost set, as walk1 would. */
-static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost)
-{
-    size_t subs = 0; /* the submessages' cost (F_MSG: a Location's lines) */
-    const fshape *sh = FAST[kind];
-    size_t n[FAST_FIELDS] = {0}, occ = 0, i = 0;
-    unsigned rep = 0;
-    while (i < len) {
-        unsigned key = p[i++];
-        unsigned num = key >> 3, wt = key & 7;
-        if (key & 0x80 || num >= FAST_FIELDS || sh[num].shape == F_NO) return false;
-        fshape s = sh[num];
-        uint64_t v;
-        occ++;
-        if (s.shape == F_VAR && wt == 0 && i < len && p[i] < 0x80) { /* the usual index */
-            if (s.table) note(c, s.table, p[i]);
-            i++;
-            continue;
-        }
-        if (s.shape == F_VAR) {
-            if (wt != 0 || pc_proto_read_varint(p, len, &i, &v)) return false;
-            if (s.table) note(c, s.table, v);
-            continue;
-        }
-        size_t v0 = i;
-        if (wt != 2 || pc_proto_read_varint(p, len, &i, &v) || v > len - i || i - v0 > 5 ||
-            v > INT_MAX)
-            return false;
-        long long k = 1;
-        size_t sub;
-        if (s.shape != F_MSG)
-            k = fast_run(c, s, p + i, (size_t)v);
-        else if (depth < 1 || !fast1(c, s.table, p + i, (size_t)v, depth - 1, &sub))
-            return false;
-        else
-            subs += sub;
-        if (k < 0) return false;
-        n[num - 1] += (size_t)k;
-        rep |= 1u << (num - 1);
-        i += (size_t)v;
-    }
-    /* note_end's Sample rule: values (field 4) and timestamps (5) of different lengths */
-    if (kind == K_SAMPLE && n[3] && n[4] && n[3] != n[4]) c->slow = true;
-    size_t m = FAST_SIZE[kind] + subs;
-    for (; rep; rep &= rep - 1) { /* pc_proto_array_cost, its element size from FAST */
-        size_t fi = (size_t)__builtin_ctz(rep);
-        m += n[fi] ? PC_PROTO_R16(n[fi] * sh[fi + 1].elt) : 0;
-    }
-    *cost = m + pc_proto_slab_cost(0, occ);
-    return true;
-}
-
-/* ---- the parents' fast path: Profile's samples and the dictionary's locations, functions,
- * stacks and strings, the repeated fields most of a request's messages are in. walk1 hands such a
- * child straight to fast1 and does here what value1 and note_value do for a repeated message field;
- * when fast1 bails out, walk1 takes the field its generic way. Field number -> child kind: */
-#define C_STRING K_N /* the dictionary's strings: not a message */
-static const uint8_t CHILD[K_N][T_N] = {
-    [K_PROFILE] = {[2] = K_SAMPLE},
-    [K_DICT] = {[T_LOCATION] = K_LOCATION,
-                [T_FUNCTION] = K_FUNCTION,
-                [T_STRING] = C_STRING,
-                [T_STACK] = K_STACK},
-};
-
-/* Field num of desc (a message of walk1's at depth), l bytes at v, a child of kind k. */
-static bool child1(w1 *c, const ProtobufCMessageDescriptor *desc, mcost *m, unsigned num, int k,
-                   const uint8_t *v, size_t l, int depth)
-{
-    size_t sub;
-    if (k == C_STRING) { /* value1's string: refused by the generic path when not UTF-8 */
-        if (!pc_utf8_valid(v, l)) return false;
-        sub = PC_PROTO_R16(l + 1);
-    } else if (!fast1(c, k, v, l, depth - 1, &sub)) {
-        return false;
-    }
-    size_t fi = (size_t)(field_of(desc, num) - desc->fields); /* a repeated message field */
-    m->cost += sub;
-    m->rep |= (uint64_t)1 << fi;
-    m->n_elems[fi]++;
-    if (k == K_SAMPLE)
-        c->samples++;
-    else if (c->tables[num]++ == 0)
-        c->first[num] = (span){v, l};
-    return true;
 }
 
 static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
@@ -484,13 +226,14 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
     if (depth < 0) return fail1(c, PC_EPROTO, "nested too deeply");
     int kind = kind_of(desc);
     *sum = (oneof_st){0};
-    if (kind >= K_SAMPLE && kind <= K_FUNCTION && fast1(c, kind, p, len, depth, cost)) return 0;
+    if (kind >= K_SAMPLE && kind <= K_FUNCTION && pc_wf_fast1(c, kind, p, len, depth, cost))
+        return 0;
     oneof_st merged[MERGE_MAX];
     bool seen[MERGE_MAX] = {0};
     mcost m;
     mcost_init(&m, desc);
     const uint8_t *ix = IDX[kind];
-    const uint8_t *ck = CHILD[kind];
+    const uint8_t *ck = PC_WF_CHILD[kind];
     size_t i = 0, ids[2] = {0, 0};
     while (i < len) {
         uint64_t key, l = 0;
@@ -509,7 +252,7 @@ static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p
         /* protobuf-c reads a tag and a length prefix of 5 bytes at most */
         if (klen > 5 || (wt == 2 && (i - v0 > 5 || l > INT_MAX))) c->unpack_fails = true;
         if (wt == 2 && num < T_N && ck[num] && depth > 0 &&
-            child1(c, desc, &m, num, ck[num], p + i, (size_t)l, depth)) {
+            pc_wf_child1(c, desc, &m, num, ck[num], p + i, (size_t)l, depth)) {
             i += (size_t)l;
             continue;
         }
