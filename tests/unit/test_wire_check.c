@@ -984,6 +984,38 @@ static void test_attr_fast_depths(void)
     expect(&req, 0, 0, __LINE__);
 }
 
+/* A stack (dictionary element) whose location indices are the run r: both paths agree. */
+static void expect_stack_run(const uint8_t *r, size_t n, int want, int line)
+{
+    pb el = {0};
+    p_bytes(&el, 1, r, n);
+    expect_elem(7, &el, want, line);
+}
+
+/* wire_fast.c's index runs read eight one-byte indices at a time: the largest at each place of
+ * the word, words next to longer varints and a run cut short, against the decoded path. */
+static void test_index_run_words(void)
+{
+    uint8_t r[40];
+    for (size_t big = 0; big < 8; big++) { /* an index out of range at each place */
+        memset(r, 1, sizeof r);
+        r[big] = 100;
+        expect_stack_run(r, 8, PC_EINVAL, __LINE__);
+        expect_stack_run(r, 17, PC_EINVAL, __LINE__);
+    }
+    memset(r, 1, sizeof r);
+    expect_stack_run(r, 8, 0, __LINE__);
+    expect_stack_run(r, 33, 0, __LINE__);
+    r[9] = 0xac; /* 300: a two-byte varint between words */
+    r[10] = 0x02;
+    expect_stack_run(r, 20, PC_EINVAL, __LINE__);
+    r[9] = 0x81; /* 1 in two bytes */
+    r[10] = 0x00;
+    expect_stack_run(r, 20, 0, __LINE__);
+    r[8] = 0x80; /* cut short after a word */
+    expect_stack_run(r, 9, PC_EPROTO, __LINE__);
+}
+
 int main(void)
 {
     RUN(test_schema_assumptions);
@@ -1001,6 +1033,7 @@ int main(void)
     RUN(test_attr_fast_path);
     RUN(test_mapping_fast_path);
     RUN(test_attr_fast_depths);
+    RUN(test_index_run_words);
     RUN(test_prefixes_and_mutations);
     RUN(test_lazy_batch);
     return check_report();
