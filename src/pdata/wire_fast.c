@@ -4,14 +4,16 @@
 #include "pdata/wire_fast.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "base/utf8.h"
+
 /* A packed run of type t: -1 where the scan refuses it (a fixed-size run of the wrong length),
  * 1 where only protobuf-c does (a varint cut short or over 10 bytes), else 0; *n its elements as
  * the scan counts them (pc_proto_packed_count). One pass over the bytes: a varint ends at a byte
  * without the continuation bit, and pc_proto_read_varint refuses a tenth continuation byte. */
-int pc_wf_packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n)
+static int packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n)
 {
     switch (t) {
     case PROTOBUF_C_TYPE_FIXED32:
@@ -41,7 +43,7 @@ int pc_wf_packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n)
 
 /* A packed run of indices into table t, in one pass: packed_run's verdict (a varint cut short
  * or over 10 bytes is what pc_proto_read_varint refuses) and count, and each index noted. */
-int pc_wf_index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n)
+static int index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n)
 {
     size_t k = 0, i = 0;
     uint32_t top = c->top[t];
@@ -140,10 +142,11 @@ static long long fast_run(w1 *c, fshape s, const uint8_t *p, size_t l)
 {
     size_t n = 0;
     if (s.shape == F_PFIX64) return l % 8 ? -1 : (long long)(l / 8);
-    int r = s.table ? pc_wf_index_run(c, s.table, p, l, &n)
-                    : pc_wf_packed_run(PROTOBUF_C_TYPE_INT64, p, l, &n);
+    int r = s.table ? index_run(c, s.table, p, l, &n) : packed_run(PROTOBUF_C_TYPE_INT64, p, l, &n);
     return r ? -1 : (long long)n;
 }
+
+static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost);
 
 /* A length-delimited field of shape s (l bytes at p, in a message at depth): *k its elements (a
  * repeated shape), *subs grows by what it costs outside the message's arrays (a string: value1's
@@ -159,7 +162,7 @@ static bool fast_len(w1 *c, fshape s, const uint8_t *p, size_t l, int depth, lon
         return true;
     case F_MSG:
     case F_SMSG:
-        if (depth < 1 || !pc_wf_fast1(c, s.table, p, l, depth - 1, &sub)) return false;
+        if (depth < 1 || !fast1(c, s.table, p, l, depth - 1, &sub)) return false;
         *subs += sub;
         *k = 1;
         return true;
@@ -179,7 +182,7 @@ static size_t fast_cost(int kind, const size_t *n, unsigned rep, size_t occ)
 }
 
 /* A message of kind (not K_NONE) at depth (walk1's): true with *cost set, as walk1 would. */
-bool pc_wf_fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost)
+static bool fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost)
 {
     size_t subs = 0; /* submessages and strings */
     const fshape *sh = FAST[kind];
@@ -235,7 +238,7 @@ bool pc_wf_fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_
  * repeated message field; when fast1 bails out, walk1 takes the field its generic way. Field number
  * -> child kind: */
 #define C_STRING K_N /* the dictionary's strings: not a message */
-const uint8_t PC_WF_CHILD[K_N][T_N] = {
+static const uint8_t CHILD[K_N][T_N] = {
     [K_PROFILE] = {[2] = K_SAMPLE},
     [K_DICT] = {[T_LOCATION] = K_LOCATION,
                 [T_FUNCTION] = K_FUNCTION,
@@ -246,14 +249,14 @@ const uint8_t PC_WF_CHILD[K_N][T_N] = {
 };
 
 /* Field num of desc (a message of walk1's at depth), l bytes at v, a child of kind k. */
-bool pc_wf_child1(w1 *c, const ProtobufCMessageDescriptor *desc, mcost *m, unsigned num, int k,
-                  const uint8_t *v, size_t l, int depth)
+static bool child1(w1 *c, const ProtobufCMessageDescriptor *desc, mcost *m, unsigned num, int k,
+                   const uint8_t *v, size_t l, int depth)
 {
     size_t sub;
     if (k == C_STRING) { /* value1's string: refused by the generic path when not UTF-8 */
         if (!pc_utf8_valid(v, l)) return false;
         sub = PC_PROTO_R16(l + 1);
-    } else if (!pc_wf_fast1(c, k, v, l, depth - 1, &sub)) {
+    } else if (!fast1(c, k, v, l, depth - 1, &sub)) {
         return false;
     }
     size_t fi = (size_t)(field_of(desc, num) - desc->fields); /* a repeated message field */
@@ -265,4 +268,271 @@ bool pc_wf_child1(w1 *c, const ProtobufCMessageDescriptor *desc, mcost *m, unsig
     else if (c->tables[num]++ == 0)
         c->first[num] = (span){v, l};
     return true;
+}
+
+/* singular message fields merged per message are tracked for its first fields only: the
+ * profiles schema's messages have at most 11 */
+#define MERGE_MAX 16
+
+static bool lost_in_merge(const ProtobufCFieldDescriptor *f, size_t len)
+{
+    if (f->type == PROTOBUF_C_TYPE_STRING) return f->default_value != NULL;
+    return f->type == PROTOBUF_C_TYPE_BYTES && len == 0;
+}
+
+static int fail1(w1 *c, int code, const char *what)
+{
+    c->code = code;
+    c->what = what;
+    return code;
+}
+
+static bool packable(ProtobufCType t)
+{
+    return t != PROTOBUF_C_TYPE_STRING && t != PROTOBUF_C_TYPE_BYTES &&
+           t != PROTOBUF_C_TYPE_MESSAGE;
+}
+
+/* Whether protobuf-c's parse_required_member takes wire type wt for f (a packed run aside). */
+static bool wire_type_ok(const ProtobufCFieldDescriptor *f, unsigned wt)
+{
+    if (f->label == PROTOBUF_C_LABEL_REPEATED && wt == 2 && packable(f->type)) return true;
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT: return wt == 5;
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return wt == 1;
+    case PROTOBUF_C_TYPE_BOOL: return true; /* 1.4.1 reads a bool of any wire type */
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES:
+    case PROTOBUF_C_TYPE_MESSAGE: return wt == 2;
+    default: return wt == 0;
+    }
+}
+
+static bool has_oneof(const ProtobufCMessageDescriptor *d)
+{
+    for (unsigned i = 0; i < d->n_fields; i++)
+        if (d->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF) return true;
+    return false;
+}
+
+/* One more occurrence of a singular message (merge_messages(earlier = *st, latter = next)). */
+static void merge_step(w1 *c, const ProtobufCMessageDescriptor *d, oneof_st *st, oneof_st next)
+{
+    if (next.which)
+        *st = next;
+    else if (!st->which)
+        c->unpack_fails = c->unpack_fails || has_oneof(d);
+    else if (st->lost)
+        *st = (oneof_st){0};
+}
+
+static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                 int depth, oneof_st *sum, size_t *cost);
+
+static void mcost_init(mcost *m, const ProtobufCMessageDescriptor *desc)
+{
+    m->cost = PC_PROTO_R16(desc->sizeof_message);
+    m->nf = desc->n_fields < PC_PROTO_TRACKED ? desc->n_fields : PC_PROTO_TRACKED;
+    m->unknown = m->occurrences = 0;
+    m->rep = 0;
+    /* a constant size for the schema's small messages: stores, not a call (merged[fi] is set
+     * at a field's first occurrence, add_merged) */
+    if (m->nf > 8)
+        memset(m->n_elems, 0, m->nf * sizeof m->n_elems[0]);
+    else
+        for (int k = 0; k < 8; k++)
+            m->n_elems[k] = 0;
+}
+
+static void add_elems(mcost *m, const ProtobufCFieldDescriptor *f, size_t fi, size_t n)
+{
+    if (f->label != PROTOBUF_C_LABEL_REPEATED) return;
+    if (fi < PC_PROTO_TRACKED) {
+        m->rep |= (uint64_t)1 << fi;
+        m->n_elems[fi] += n;
+    } else {
+        m->cost += PC_PROTO_R16(n * pc_proto_elt_size(f->type));
+    }
+}
+
+/* A singular message field's occurrence of cost sub: each one after the first is merged into
+ * new arrays holding all occurrences so far (untracked fields costed as if merged fully). */
+static void add_merged(mcost *m, size_t fi, size_t sub)
+{
+    if (fi < PC_PROTO_TRACKED && !m->n_elems[fi]) m->merged[fi] = 0;
+    size_t acc = fi < PC_PROTO_TRACKED ? (m->merged[fi] += sub) : sub * 2;
+    if (fi >= PC_PROTO_TRACKED || m->n_elems[fi]++ > 0) m->cost += acc;
+}
+
+#define PB_(m) opentelemetry__proto__profiles__v1development__##m##__descriptor
+#define CM_(m) opentelemetry__proto__common__v1__##m##__descriptor
+static const ProtobufCMessageDescriptor *const KIND[K_N] = {
+    [K_SAMPLE] = &PB_(sample),     [K_LINE] = &PB_(line),
+    [K_LOCATION] = &PB_(location), [K_STACK] = &PB_(stack),
+    [K_FUNCTION] = &PB_(function), [K_KV] = &CM_(key_value),
+    [K_ANY] = &CM_(any_value),     [K_KVU] = &PB_(key_value_and_unit),
+    [K_MAPPING] = &PB_(mapping),   [K_VT] = &PB_(value_type),
+    [K_PROFILE] = &PB_(profile),   [K_SCOPE] = &PB_(scope_profiles),
+    [K_LINK] = &PB_(link),         [K_DICT] = &PB_(profiles_dictionary),
+};
+/* the index fields (proto/otlp_profiles.proto, otlp_common.proto): field number -> table */
+#define IDX_FIELDS 12
+static const uint8_t IDX[K_N][IDX_FIELDS] = {
+    [K_SAMPLE] = {[1] = T_STACK, [2] = T_ATTR, [3] = T_LINK},
+    [K_LINE] = {[1] = T_FUNCTION},
+    [K_LOCATION] = {[1] = T_MAPPING, [4] = T_ATTR},
+    [K_STACK] = {[1] = T_LOCATION},
+    [K_FUNCTION] = {[1] = T_STRING, [2] = T_STRING, [3] = T_STRING},
+    [K_KV] = {[3] = T_STRING},
+    [K_ANY] = {[8] = T_STRING},
+    [K_KVU] = {[1] = T_STRING, [3] = T_STRING},
+    [K_MAPPING] = {[4] = T_STRING, [5] = T_ATTR},
+    [K_VT] = {[1] = T_STRING, [2] = T_STRING},
+    [K_PROFILE] = {[11] = T_ATTR},
+};
+#undef PB_
+#undef CM_
+
+static int kind_of(const ProtobufCMessageDescriptor *d)
+{
+    for (int k = 1; k < K_N; k++)
+        if (KIND[k] == d) return k;
+    return K_NONE;
+}
+
+/* A length-delimited field num (l bytes) of a message of kind k. */
+static void note_value(w1 *c, int k, unsigned num, size_t l, size_t *ids)
+{
+    if (k == K_SCOPE && num == 2) c->profiles++;
+    if (k == K_PROFILE && num == 2) c->samples++;
+    if (k == K_PROFILE && num == 7 && l != 0 && l != 16) c->slow = true;
+    if (k == K_LINK && (num == 1 || num == 2)) ids[num - 1] = l;
+}
+
+/* The end of a message of kind k: the rules validate.c applies to one message. */
+static void note_end(w1 *c, int k, const mcost *m, const size_t *ids)
+{
+    /* Sample's values (field 4) and timestamps (5), counted as protobuf-c counts them */
+    if (k == K_SAMPLE && m->n_elems[3] && m->n_elems[4] && m->n_elems[3] != m->n_elems[4])
+        c->slow = true;
+    /* a link after element 0: a trace id of 16 bytes and a span id of 8 (the last ones) */
+    if (k == K_LINK && c->tables[T_LINK] > 1 && (ids[0] != 16 || ids[1] != 8)) c->slow = true;
+}
+
+/* A length-delimited value v of field f (known) in a message of desc (t: the table a packed run
+ * of f indexes, else 0): the scan's checks, then the bookkeeping. */
+static int value1(w1 *c, const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f,
+                  const uint8_t *v, size_t vl, int depth, oneof_st *merged, bool *seen, mcost *m,
+                  unsigned t)
+{
+    size_t fi = (size_t)(f - desc->fields);
+    size_t n_new = 1;
+    if (f->type == PROTOBUF_C_TYPE_STRING) {
+        if (!pc_utf8_valid(v, vl)) return fail1(c, PC_EINVAL, "invalid UTF-8 in string field");
+        m->cost += PC_PROTO_R16(vl + 1);
+    } else if (f->type == PROTOBUF_C_TYPE_BYTES) {
+        if (vl) m->cost += PC_PROTO_R16(vl);
+    } else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+        oneof_st sub;
+        size_t sub_cost = 0;
+        int rc = walk1(c, f->descriptor, v, vl, depth - 1, &sub, &sub_cost);
+        if (rc < 0) return rc;
+        m->cost += sub_cost;
+        bool single =
+            f->label != PROTOBUF_C_LABEL_REPEATED && !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF);
+        if (single) add_merged(m, fi, sub_cost);
+        if (single && fi < MERGE_MAX) {
+            if (seen[fi])
+                merge_step(c, f->descriptor, &merged[fi], sub);
+            else
+                merged[fi] = sub;
+            seen[fi] = true;
+        }
+        if (single) return 0;
+    } else if (f->label == PROTOBUF_C_LABEL_REPEATED && packable(f->type)) {
+        int r = t ? index_run(c, t, v, vl, &n_new) : packed_run(f->type, v, vl, &n_new);
+        if (r < 0) return fail1(c, PC_EPROTO, "malformed protobuf");
+        if (r > 0) c->unpack_fails = true;
+    }
+    add_elems(m, f, fi, n_new);
+    return 0;
+}
+
+static int walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                 int depth, oneof_st *sum, size_t *cost)
+{
+    if (depth < 0) return fail1(c, PC_EPROTO, "nested too deeply");
+    int kind = kind_of(desc);
+    *sum = (oneof_st){0};
+    if (kind >= K_SAMPLE && kind <= K_FUNCTION && fast1(c, kind, p, len, depth, cost)) return 0;
+    oneof_st merged[MERGE_MAX];
+    bool seen[MERGE_MAX] = {0};
+    mcost m;
+    mcost_init(&m, desc);
+    const uint8_t *ix = IDX[kind];
+    const uint8_t *ck = CHILD[kind];
+    size_t i = 0, ids[2] = {0, 0};
+    while (i < len) {
+        uint64_t key, l = 0;
+        size_t k0 = i;
+        if (pc_proto_read_varint(p, len, &i, &key))
+            return fail1(c, PC_EPROTO, "malformed protobuf");
+        size_t klen = i - k0;
+        if (key - 8 > ((uint64_t)UINT32_MAX << 3 | 7) - 8) /* field number 0 or over 2^32 - 1 */
+            return fail1(c, PC_EPROTO,
+                         key >> 3 ? "malformed protobuf" : "malformed protobuf (field number 0)");
+        unsigned wt = (unsigned)(key & 7), num = (unsigned)(key >> 3);
+        size_t v0 = i;
+        if (pc_proto_skip_value(p, len, wt, &i, &l))
+            return fail1(c, PC_EPROTO, "malformed protobuf");
+        m.occurrences++;
+        /* protobuf-c reads a tag and a length prefix of 5 bytes at most */
+        if (klen > 5 || (wt == 2 && (i - v0 > 5 || l > INT_MAX))) c->unpack_fails = true;
+        if (wt == 2 && num < T_N && ck[num] && depth > 0 &&
+            child1(c, desc, &m, num, ck[num], p + i, (size_t)l, depth)) {
+            i += (size_t)l;
+            continue;
+        }
+        const ProtobufCFieldDescriptor *f = field_of(desc, num);
+        if (!f) { /* kept as an unknown field: a copy of the value and a slot */
+            m.cost += PC_PROTO_R16(wt == 2 ? (i - v0) + (size_t)l : i - v0);
+            m.unknown++;
+            if (wt == 2) i += (size_t)l;
+            continue;
+        }
+        if (!wire_type_ok(f, wt)) c->unpack_fails = true;
+        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+            *sum = (oneof_st){num, lost_in_merge(f, wt == 2 ? (size_t)l : 1)};
+        if (wt != 2) {
+            if (num < IDX_FIELDS && ix[num]) note(c, ix[num], l);
+            add_elems(&m, f, (size_t)(f - desc->fields), 1);
+            continue;
+        }
+        const uint8_t *v = p + i;
+        i += (size_t)l;
+        if (desc == c->dict && num < T_N && c->tables[num]++ == 0)
+            c->first[num] = (span){v, (size_t)l};
+        unsigned t = num < IDX_FIELDS ? ix[num] : 0;
+        int rc = value1(c, desc, f, v, (size_t)l, depth, merged, seen, &m, t);
+        if (rc < 0) return rc;
+        if (kind) note_value(c, kind, num, (size_t)l, ids);
+    }
+    if (kind) note_end(c, kind, &m, ids);
+    /* pc_proto_tail_cost over the repeated fields that occurred only */
+    for (uint64_t r = m.rep; r; r &= r - 1) {
+        size_t fi = (size_t)__builtin_ctzll(r);
+        m.cost += pc_proto_array_cost(desc, fi, m.n_elems[fi]);
+    }
+    *cost = m.cost + pc_proto_slab_cost(m.unknown, m.occurrences);
+    return 0;
+}
+
+int pc_wf_walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                int depth, oneof_st *sum, size_t *cost)
+{
+    return walk1(c, desc, p, len, depth, sum, cost);
 }

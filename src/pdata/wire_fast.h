@@ -1,5 +1,5 @@
-/* The wire check's fast paths (wire_fast.c) and what they share with wire_check.c: private to
- * src/pdata. */
+/* The wire check's first pass (wire_fast.c) and what it shares with wire_check.c's second: private
+ * to src/pdata. */
 #ifndef PC_WIRE_FAST_H
 #define PC_WIRE_FAST_H
 
@@ -84,14 +84,18 @@ static inline void note(w1 *c, unsigned t, uint64_t v)
     if (x > c->top[t]) c->top[t] = x;
 }
 
-int pc_wf_packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n);
-int pc_wf_index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n);
-/* The leaf fast path: a message of kind at depth (walk1's); true with *cost set, as walk1
- * would, false to have walk1 walk it. */
-bool pc_wf_fast1(w1 *c, int kind, const uint8_t *p, size_t len, int depth, size_t *cost);
-/* The parents' fast path: field num (l bytes at v) of desc, a child of kind k (PC_WF_CHILD). */
-bool pc_wf_child1(w1 *c, const ProtobufCMessageDescriptor *desc, mcost *m, unsigned num, int k,
-                  const uint8_t *v, size_t l, int depth);
-extern const uint8_t PC_WF_CHILD[K_N][T_N];
+/* The oneof of a message occurrence (AnyValue's is the schema's only one): the last member
+ * seen, and whether merge_messages drops it when a later occurrence has none (it carries a
+ * string over only when the field has no default, and protobuf-c gives proto3 strings "" as
+ * theirs; bytes only when not empty). */
+typedef struct oneof_st {
+    uint32_t which;
+    bool lost;
+} oneof_st;
+
+/* Pass 1 over a message of desc at depth (wire_check.c's file comment): 0 or the scan's refusal
+ * (c->what); *sum its oneof, *cost what unpack allocates for it. */
+int pc_wf_walk1(w1 *c, const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                int depth, oneof_st *sum, size_t *cost);
 
 #endif
