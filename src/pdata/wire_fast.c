@@ -45,24 +45,12 @@ static int packed_run(ProtobufCType t, const uint8_t *p, size_t l, size_t *n)
  * or over 10 bytes is what pc_proto_read_varint refuses) and count, and each index noted. */
 static int index_run(w1 *c, unsigned t, const uint8_t *p, size_t l, size_t *n)
 {
-    size_t k = 0, i = 0;
+    size_t k = 0;
     uint32_t top = c->top[t];
-    while (i < l) {
-        uint64_t w, v;
-        /* eight bytes without a continuation bit: eight indices under 128, the largest the
-         * largest byte */
-        if (l - i >= 8 && (memcpy(&w, p + i, 8), !(w & 0x8080808080808080ull))) {
-            uint32_t mx = 0;
-            for (int b = 0; b < 8; b++)
-                mx = p[i + b] > mx ? p[i + b] : mx;
-            top = mx > top ? mx : top;
-            i += 8;
-            k += 8;
-            continue;
-        }
+    for (size_t i = 0; i < l; k++) {
+        uint64_t v;
         if (pc_proto_read_varint(p, l, &i, &v)) return 1;
         top = (uint32_t)v > top ? (uint32_t)v : top;
-        k++;
     }
     c->top[t] = top;
     *n = k;

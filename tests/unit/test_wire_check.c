@@ -992,8 +992,9 @@ static void expect_stack_run(const uint8_t *r, size_t n, int want, int line)
     expect_elem(7, &el, want, line);
 }
 
-/* wire_fast.c's index runs read eight one-byte indices at a time: the largest at each place of
- * the word, words next to longer varints and a run cut short, against the decoded path. */
+/* Index runs (wire_fast.c's index_run) of 8 and more one-byte indices: the largest at each place
+ * of an 8-byte word, next to longer varints and a run cut short, against the decoded path (kept
+ * from a word-at-a-time loop that did not pay: bench/README.md). */
 static void test_index_run_words(void)
 {
     uint8_t r[40];
