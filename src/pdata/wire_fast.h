@@ -31,24 +31,6 @@ typedef struct w1 {
     size_t profiles, samples;
 } w1;
 
-/* protobuf-c's lookup, without its call for the usual case: fields numbered 1, 2, 3... (the
- * descriptor keeps them sorted by number) */
-static inline const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d,
-                                                       unsigned num)
-{
-    if (num - 1 < d->n_fields && d->fields[num - 1].id == num) return &d->fields[num - 1];
-    return protobuf_c_message_descriptor_get_field(d, num);
-}
-
-/* What unpack will allocate for one message occurrence, as pdata/proto_scan.c counts it (the
- * decode budget's estimate, docs/limits.md): the scan's model over the same walk. */
-typedef struct mcost {
-    size_t cost, nf, unknown, occurrences;
-    uint64_t rep; /* bit fi: field fi is repeated and counted in n_elems (the tail's arrays) */
-    size_t n_elems[PC_PROTO_TRACKED]; /* repeated: elements; singular message: occurrences */
-    size_t merged[PC_PROTO_TRACKED];  /* singular message: cost of the occurrences so far */
-} mcost;
-
 /* ---- one pass (bench/README.md "### Pass-through") ----
  * Pass 1 also notes what validate.c's rules read: per dictionary table, the largest index any
  * index field of the schema holds (in every occurrence: a superset of the last occurrences and
@@ -75,14 +57,6 @@ enum {
     K_DICT,
     K_N
 };
-
-/* An index v (int32 on the wire) into table t. Read as uint32, a negative one is 2^31 or more:
- * one_pass_ok finds it in top[t] at the end. */
-static inline void note(w1 *c, unsigned t, uint64_t v)
-{
-    uint32_t x = (uint32_t)v;
-    if (x > c->top[t]) c->top[t] = x;
-}
 
 /* The oneof of a message occurrence (AnyValue's is the schema's only one): the last member
  * seen, and whether merge_messages drops it when a later occurrence has none (it carries a
