@@ -890,46 +890,32 @@ static void kvu_of(pb *el, const pb *av)
     p_int(el, 3, 2);
 }
 
+/* An attribute table entry whose AnyValue is the n bytes at raw: both paths agree. */
+static void expect_av(const char *raw, size_t n, int want, int line)
+{
+    pb av = {0}, el;
+    p_raw(&av, raw, n);
+    kvu_of(&el, &av);
+    expect_elem(6, &el, want, line);
+}
+#define AV(lit, want) expect_av(lit, sizeof lit - 1, want, __LINE__)
+
 /* wire_fast.c's attribute table entries with a scalar AnyValue and each bail-out to the generic
  * walk: both must agree with the decoded path, cost included (wire_compare). */
 static void test_attr_fast_path(void)
 {
+    AV("\x0a\x01v", 0); /* a string */
+    /* bool, a 10-byte int and a double: the oneof's last member */
+    AV("\x10\x01\x18\xfb\xff\xff\xff\xff\xff\xff\xff\xff\x01\x21\0\0\0\0\0\0\xf0\x3f", 0);
+    AV("\x40\x01", 0);             /* string_value_strindex */
+    AV("\x40\xe8\x07", PC_EINVAL); /* 1000: out of range */
+    AV("\x0a\x01\xff", PC_EINVAL); /* not UTF-8: the generic path's refusal */
+    AV("\x21\x00\x00", PC_EPROTO); /* a double cut short */
+    AV("\x1a\x01\x01", PC_EPROTO); /* int_value of wire type 2 */
+    AV("\x3a\x02"
+       "ab\x48\x01",
+       0); /* bytes_value and an unknown field: the generic walk's */
     pb av = {0}, el;
-    p_str(&av, 1, "v");
-    kvu_of(&el, &av);
-    expect_elem(6, &el, 0, __LINE__); /* a string */
-    av = (pb){0};
-    p_int(&av, 2, 1);
-    p_int(&av, 3, -5); /* bool, then a 10-byte int: the oneof's last member */
-    p_raw(&av, "\x21\x00\x00\x00\x00\x00\x00\xf0\x3f", 9); /* and a double */
-    kvu_of(&el, &av);
-    expect_elem(6, &el, 0, __LINE__);
-    av = (pb){0};
-    p_int(&av, 8, 1); /* string_value_strindex */
-    kvu_of(&el, &av);
-    expect_elem(6, &el, 0, __LINE__);
-    av = (pb){0};
-    p_int(&av, 8, 1000); /* out of range */
-    kvu_of(&el, &av);
-    expect_elem(6, &el, PC_EINVAL, __LINE__);
-    av = (pb){0};
-    p_bytes(&av, 1, "\xff", 1); /* not UTF-8: the generic path's refusal */
-    kvu_of(&el, &av);
-    expect_elem(6, &el, PC_EINVAL, __LINE__);
-    av = (pb){0};
-    p_raw(&av, "\x21\x00\x00", 3); /* a double cut short */
-    kvu_of(&el, &av);
-    expect_elem(6, &el, PC_EPROTO, __LINE__);
-    av = (pb){0};
-    p_bytes(&av, 3, "\x01", 1); /* int_value of wire type 2 */
-    kvu_of(&el, &av);
-    expect_elem(6, &el, PC_EPROTO, __LINE__);
-    av = (pb){0};
-    p_bytes(&av, 7, "ab", 2); /* bytes_value: left to the generic walk */
-    p_int(&av, 9, 1);         /* and an unknown field */
-    kvu_of(&el, &av);
-    expect_elem(6, &el, 0, __LINE__);
-    av = (pb){0};
     p_str(&av, 1, "first");
     kvu_of(&el, &av);
     p_msg(&el, 2, &(pb){0}); /* a second value, empty: merged, the string lost */
@@ -984,39 +970,6 @@ static void test_attr_fast_depths(void)
     expect(&req, 0, 0, __LINE__);
 }
 
-/* A stack (dictionary element) whose location indices are the run r: both paths agree. */
-static void expect_stack_run(const uint8_t *r, size_t n, int want, int line)
-{
-    pb el = {0};
-    p_bytes(&el, 1, r, n);
-    expect_elem(7, &el, want, line);
-}
-
-/* Index runs (wire_fast.c's index_run) of 8 and more one-byte indices: the largest at each place
- * of an 8-byte word, next to longer varints and a run cut short, against the decoded path (kept
- * from a word-at-a-time loop that did not pay: bench/README.md). */
-static void test_index_run_words(void)
-{
-    uint8_t r[40];
-    for (size_t big = 0; big < 8; big++) { /* an index out of range at each place */
-        memset(r, 1, sizeof r);
-        r[big] = 100;
-        expect_stack_run(r, 8, PC_EINVAL, __LINE__);
-        expect_stack_run(r, 17, PC_EINVAL, __LINE__);
-    }
-    memset(r, 1, sizeof r);
-    expect_stack_run(r, 8, 0, __LINE__);
-    expect_stack_run(r, 33, 0, __LINE__);
-    r[9] = 0xac; /* 300: a two-byte varint between words */
-    r[10] = 0x02;
-    expect_stack_run(r, 20, PC_EINVAL, __LINE__);
-    r[9] = 0x81; /* 1 in two bytes */
-    r[10] = 0x00;
-    expect_stack_run(r, 20, 0, __LINE__);
-    r[8] = 0x80; /* cut short after a word */
-    expect_stack_run(r, 9, PC_EPROTO, __LINE__);
-}
-
 int main(void)
 {
     RUN(test_schema_assumptions);
@@ -1034,7 +987,6 @@ int main(void)
     RUN(test_attr_fast_path);
     RUN(test_mapping_fast_path);
     RUN(test_attr_fast_depths);
-    RUN(test_index_run_words);
     RUN(test_prefixes_and_mutations);
     RUN(test_lazy_batch);
     return check_report();
