@@ -881,6 +881,95 @@ static void test_fast_path(void)
     expect_elem(3, &el, PC_EPROTO, __LINE__);
 }
 
+/* An attribute table entry (KeyValueAndUnit: key 1, unit 2) whose value is av. */
+static void kvu_of(pb *el, const pb *av)
+{
+    *el = (pb){0};
+    p_int(el, 1, 1);
+    p_msg(el, 2, av);
+    p_int(el, 3, 2);
+}
+
+/* An attribute table entry whose AnyValue is the n bytes at raw: both paths agree. */
+static void expect_av(const char *raw, size_t n, int want, int line)
+{
+    pb av = {0}, el;
+    p_raw(&av, raw, n);
+    kvu_of(&el, &av);
+    expect_elem(6, &el, want, line);
+}
+#define AV(lit, want) expect_av(lit, sizeof lit - 1, want, __LINE__)
+
+/* wire_fast.c's attribute table entries with a scalar AnyValue and each bail-out to the generic
+ * walk: both must agree with the decoded path, cost included (wire_compare). */
+static void test_attr_fast_path(void)
+{
+    AV("\x0a\x01v", 0); /* a string */
+    /* bool, a 10-byte int and a double: the oneof's last member */
+    AV("\x10\x01\x18\xfb\xff\xff\xff\xff\xff\xff\xff\xff\x01\x21\0\0\0\0\0\0\xf0\x3f", 0);
+    AV("\x40\x01", 0);             /* string_value_strindex */
+    AV("\x40\xe8\x07", PC_EINVAL); /* 1000: out of range */
+    AV("\x0a\x01\xff", PC_EINVAL); /* not UTF-8: the generic path's refusal */
+    AV("\x21\x00\x00", PC_EPROTO); /* a double cut short */
+    AV("\x1a\x01\x01", PC_EPROTO); /* int_value of wire type 2 */
+    AV("\x3a\x02"
+       "ab\x48\x01",
+       0); /* bytes_value and an unknown field: the generic walk's */
+    pb av = {0}, el;
+    p_str(&av, 1, "first");
+    kvu_of(&el, &av);
+    p_msg(&el, 2, &(pb){0}); /* a second value, empty: merged, the string lost */
+    expect_elem(6, &el, 0, __LINE__);
+    p_raw(&el, "\x18\x80\x01", 3); /* a unit of two bytes: 128, out of range */
+    expect_elem(6, &el, PC_EINVAL, __LINE__);
+}
+
+/* wire_fast.c's mapping table entries and their bail-outs, as test_attr_fast_path. */
+static void test_mapping_fast_path(void)
+{
+    pb el = {0};
+    p_int(&el, 1, 0x400000);
+    p_int(&el, 2, 0x500000);
+    p_int(&el, 3, 0);
+    p_int(&el, 4, 1);
+    p_raw(&el, "\x2a\x02\x01\x01", 4); /* packed attribute indices 1, 1 */
+    expect_elem(1, &el, 0, __LINE__);
+    p_int(&el, 5, 1); /* an attribute index not packed */
+    expect_elem(1, &el, 0, __LINE__);
+    el = (pb){0};
+    p_raw(&el, "\x2a\x05\x01\x01\x01\x01\x01", 7); /* 5 indices: int32's array cost */
+    expect_elem(1, &el, 0, __LINE__);
+    p_int(&el, 4, 5000); /* a file name out of range */
+    expect_elem(1, &el, PC_EINVAL, __LINE__);
+    el = (pb){0};
+    p_raw(&el, "\x2a\x01\x80", 3); /* a run cut short */
+    expect_elem(1, &el, PC_EPROTO, __LINE__);
+    el = (pb){0};
+    p_raw(&el, "\x09\x00\x00\x00\x00\x00\x00\x00\x00", 9); /* memory_start, wire type 1 */
+    expect_elem(1, &el, PC_EPROTO, __LINE__);
+}
+
+/* A dictionary with mappings and attributes (element 0 and one more) at each depth limit: the
+ * scan's verdict and cost (an attribute's value is one level below it). */
+static void test_attr_fast_depths(void)
+{
+    pb av = {0}, el, mp = {0}, d = {0}, req = {0};
+    p_msg(&d, 6, &(pb){0});
+    p_str(&av, 1, "x");
+    kvu_of(&el, &av);
+    p_str(&d, 5, "");
+    p_str(&d, 5, "k");
+    p_str(&d, 5, "u");
+    p_msg(&d, 6, &el);
+    p_msg(&d, 1, &mp);
+    p_int(&mp, 1, 4096);
+    p_int(&mp, 5, 1);
+    p_msg(&d, 1, &mp);
+    p_msg(&req, 2, &d);
+    same_at_depths(&req, 8);
+    expect(&req, 0, 0, __LINE__);
+}
+
 int main(void)
 {
     RUN(test_schema_assumptions);
@@ -895,6 +984,9 @@ int main(void)
     RUN(test_fast_costs);
     RUN(test_parent_fast_path);
     RUN(test_parent_fast_depths);
+    RUN(test_attr_fast_path);
+    RUN(test_mapping_fast_path);
+    RUN(test_attr_fast_depths);
     RUN(test_prefixes_and_mutations);
     RUN(test_lazy_batch);
     return check_report();
