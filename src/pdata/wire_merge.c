@@ -399,36 +399,24 @@ static uint32_t intern(table *t, const uint8_t *p, size_t n, bool stable, pc_are
 
 /* ---- the runs already merged ---- */
 
-/* SipHash (base/hash.h: keyed against hash flooding, issue 28) of a run's key and bytes. The
- * tests build this file once more with WM_FORCE_COLLISIONS: every run then hashes alike, so
- * every lookup meets runs whose bytes or remaps differ and must pass them by. */
-static uint64_t run_hash(const uint32_t *key, span s)
+/* SipHash (base/hash.h: keyed against hash flooding, issue 28) of a run's key and its bytes, or
+ * with bytes false its key and length only (the first sieve, cache_find). The tests build this
+ * file once more with WM_FORCE_COLLISIONS: every run then hashes alike, so every lookup meets
+ * runs whose bytes or remaps differ and must pass them by. */
+static uint64_t run_hash(const uint32_t *key, span s, bool bytes)
 {
 #ifdef WM_FORCE_COLLISIONS
-    (void)key, (void)s;
+    (void)key, (void)s, (void)bytes;
     return 0;
 #else
     pc_hash h;
     pc_hash_begin(&h);
     for (unsigned t = 0; t < T_N; t += 2)
         pc_hash_word(&h, key[t] | (uint64_t)key[t + 1] << 32);
-    pc_hash_bytes(&h, s.p, s.n);
-    return pc_hash_end(&h);
-#endif
-}
-
-/* SipHash of a run's key and length only: the first sieve (cache_find). */
-static uint64_t key_hash(const uint32_t *key, size_t n)
-{
-#ifdef WM_FORCE_COLLISIONS
-    (void)key, (void)n;
-    return 0;
-#else
-    pc_hash h;
-    pc_hash_begin(&h);
-    for (unsigned t = 0; t < T_N; t += 2)
-        pc_hash_word(&h, key[t] | (uint64_t)key[t + 1] << 32);
-    pc_hash_word(&h, n);
+    if (bytes)
+        pc_hash_bytes(&h, s.p, s.n);
+    else
+        pc_hash_word(&h, s.n);
     return pc_hash_end(&h);
 #endif
 }
@@ -515,16 +503,16 @@ typedef struct probe {
 /* The earlier run of this flush with this key and these bytes, or NULL; pr for cache_add. */
 static run *cache_find(mctx *c, const uint32_t *key, span s, probe *pr)
 {
-    pr->k = key_hash(key, s.n);
+    pr->k = run_hash(key, s, false);
     run *a = runs_find(&c->seen, pr->k, key, s, false);
     pr->seen = a != NULL;
     if (!a) return NULL;
     if (a->pending) {
         a->pending = false;
-        run *b = runs_add(&c->full, run_hash(a->key, a->s), a->key, a->s, a->from);
+        run *b = runs_add(&c->full, run_hash(a->key, a->s, true), a->key, a->s, a->from);
         b->off = a->off, b->len = a->len;
     }
-    pr->h = run_hash(key, s);
+    pr->h = run_hash(key, s, true);
     return runs_find(&c->full, pr->h, key, s, true);
 }
 
