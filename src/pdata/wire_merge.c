@@ -3,8 +3,8 @@
  * of the tables they point into before they are compared), giving one remap per table; then its
  * resource_profiles, copied as they are when every remap is the identity, else rewritten. A
  * rewritten message is sized first (every nested message's new length kept in pre-order slots),
- * then written: lengths change when an index's varint does. Clients send the same dictionary
- * again and again: a table, or a request's resource_profiles, whose bytes and remaps equal an
+ * then written: lengths change when an index's varint does. A client may send the same tables
+ * again: a table, or a request's resource_profiles, whose bytes and remaps equal an
  * earlier request's of the flush is taken from it whole (merge_table, put_resources; bench/
  * README.md "Repeated runs taken whole"). The schema below is
  * proto/otlp_profiles.proto's, otlp_common.proto's and otlp_resource.proto's, every index field
