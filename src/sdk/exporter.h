@@ -111,6 +111,9 @@ struct pc_export_req {
 /* Called on the loop thread exactly once per request (also for an empty one). */
 void pc_export_done(pc_export_req *r, const pc_export_outcome *o);
 
+/* The largest copy an exporter's encode may leave to the loop (encode_is_copy): ~2 us. */
+#define PC_EXPORT_LOOP_COPY_MAX (64u << 10)
+
 typedef struct pc_exporter_def {
     /* bytes of the exporter's request type (starting with a pc_export_req); 0: a plain one */
     size_t req_size;
@@ -129,9 +132,11 @@ typedef struct pc_exporter_def {
     int (*start)(pc_exporter *e, pc_error *err);
     /* Optional, thread pool: r->batch to r->body (or to the exporter's request fields). */
     void (*encode)(pc_export_req *r);
-    /* Optional, loop: true when encode(r) is only a copy (a request passed through as it was
-     * received), so the core runs it on the loop: a hand-off to the pool and back costs more
-     * than the copy (bench/README.md, "Small requests, fourth pass"). */
+    /* Optional, loop: true when encode(r) is only a copy of at most PC_EXPORT_LOOP_COPY_MAX
+     * bytes (a small request passed through as it was received), so the core runs it on the
+     * loop: a hand-off to the pool and back costs more than the copy (bench/README.md, "Small
+     * requests, fourth pass"); a larger one stays on the pool, as the loop does nothing whose
+     * cost grows with a payload (docs/ARCHITECTURE.md). */
     bool (*encode_is_copy)(const pc_export_req *r);
     /* Loop: send r; call pc_export_done(r, ...) once the backend has answered. */
     void (*send)(pc_export_req *r);

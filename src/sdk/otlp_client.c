@@ -467,7 +467,7 @@ static bool as_received(const pc_otlp_http_cfg *cfg, const pc_batch *b)
 
 bool pc_otlp_http_encode_is_copy(const pc_otlp_http_cfg *cfg, const pc_export_req *r)
 {
-    return as_received(cfg, r->batch);
+    return as_received(cfg, r->batch) && r->batch->raw_len <= PC_EXPORT_LOOP_COPY_MAX;
 }
 
 void pc_otlp_http_encode(const pc_otlp_http_cfg *cfg, pc_export_req *r)

@@ -94,7 +94,8 @@ char *pc_otlp_http_headers(const pc_otlp_http_cfg *cfg);
 /* Thread pool: r->batch encoded (protobuf or JSON) and compressed into r->body; with
  * passthrough, the bytes it was received as when they fit. */
 void pc_otlp_http_encode(const pc_otlp_http_cfg *cfg, pc_export_req *r);
-/* Loop: whether pc_otlp_http_encode would only copy the bytes as received (encode_is_copy). */
+/* Loop: whether pc_otlp_http_encode would only copy the bytes as received, and they are few
+ * enough for the loop (encode_is_copy). */
 bool pc_otlp_http_encode_is_copy(const pc_otlp_http_cfg *cfg, const pc_export_req *r);
 
 /* One origin (scheme, host, port) and its keep-alive client. */
