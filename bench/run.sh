@@ -136,8 +136,8 @@ otlp-decoded-large)
 small-flood)
     # 64 connections of small OTLP requests (1.3-3.5 KB) flat out into a fast sink, one export per
     # request: profcol should accept up to CPU saturation and refuse nothing (refused share) while
-    # the exporter's 8 connections (max_connections' default) keep up; since issue 27's fourth
-    # pass they are the limit, and what they cannot send is refused (bench/README.md).
+    # the exporter's sends in flight keep up: one connection per sending-queue consumer (10 by
+    # default; 8 before issue 27's fifth pass, when they were the limit, bench/README.md).
     SET=otlp; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
     PROCS="[]"; RECV="[otlp]"; EXP="[otlphttp]"; MODE_CONNS=64 ;;
 processors)

@@ -517,7 +517,8 @@ static int prw_start(pc_exporter *e, pc_error *err)
 {
     prw *x = e->priv;
     const prw_cfg *cfg = e->c->cfg;
-    int rc = pc_exporter_http_open(e->c, &x->url, &cfg->client, &x->client, &x->tls, &x->auth, err);
+    int rc = pc_exporter_http_open(e->c, &x->url, &cfg->client, &cfg->sender, &x->client, &x->tls,
+                                   &x->auth, err);
     if (rc < 0) return rc;
     PC_INFO(e->c->id, "remote write to %s://%s:%d%s", x->tls ? "https" : "http", x->url.host,
             x->url.port, x->url.path);

@@ -228,7 +228,8 @@ static int pyro_start(pc_exporter *e, pc_error *err)
     pc_component *c = e->c;
     pyro *x = e->priv;
     pyro_cfg *cfg = c->cfg;
-    int rc = pc_exporter_http_open(c, &x->url, &cfg->client, &x->client, &x->tls, &x->auth, err);
+    int rc = pc_exporter_http_open(c, &x->url, &cfg->client, &cfg->sender, &x->client, &x->tls,
+                                   &x->auth, err);
     if (rc < 0) return rc;
     PC_INFO(c->id, "sending to %s://%s:%d%s (%s)", x->tls ? "https" : "http", x->url.host,
             x->url.port, x->base_path, protocols[cfg->protocol]);

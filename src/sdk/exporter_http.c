@@ -24,20 +24,23 @@ int pc_http_client_validate(const pc_http_client_cfg *cfg, const pc_node *node, 
     if (cfg->timeout_ms == 0)
         return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "timeout"),
                                  "must be > 0");
-    if (cfg->max_connections <= 0)
+    if (cfg->max_connections < 0)
         return pc_cfg_key_errorf(err, node, path, pkey(k, sizeof k, prefix, "max_connections"),
-                                 "must be > 0");
+                                 "must be >= 0");
     return 0;
 }
 
 int pc_exporter_http_open(pc_component *c, const pc_url *u, const pc_http_client_cfg *cfg,
-                          pc_http_client **client, pc_tls_ctx **tls, pc_auth **auth, pc_error *e)
+                          const pc_sender_cfg *sender, pc_http_client **client, pc_tls_ctx **tls,
+                          pc_auth **auth, pc_error *e)
 {
     const pc_tls_client_cfg *tls_cfg = &cfg->tls;
-    pc_http_client_opts o = {.host = u->host,
-                             .port = u->port,
-                             .max_connections = (unsigned)cfg->max_connections,
-                             .log_id = c->id};
+    /* 0: a connection for each request the sender may have in flight, so that no consumer waits
+     * for a connection (a lower cap left 2 of the 10 default consumers idle, bench/README.md
+     * "Small requests, fourth pass") */
+    int64_t conns = cfg->max_connections ? cfg->max_connections : sender->num_consumers;
+    pc_http_client_opts o = {
+        .host = u->host, .port = u->port, .max_connections = (unsigned)conns, .log_id = c->id};
     if (cfg->authenticator && !(*auth = pc_host_authenticator(c, cfg->authenticator, false, e)))
         return PC_EINVAL;
     bool https = !strcmp(u->scheme, "https");
@@ -80,7 +83,7 @@ void pc_exporter_http_outcome(const pc_http_response *r, const pc_url *u, pc_exp
 const pc_cfg_key pc_http_client_keys[] = {
     {"headers", PC_CFG_MAP, "", offsetof(pc_http_client_cfg, headers), "extra request headers", NULL},
     {"timeout", PC_CFG_DURATION, "30s", offsetof(pc_http_client_cfg, timeout_ms), "time allowed for one request (connect, send, response)", NULL},
-    {"max_connections", PC_CFG_INT, "8", offsetof(pc_http_client_cfg, max_connections), "keep-alive connections to the endpoint", NULL},
+    {"max_connections", PC_CFG_INT, "0", offsetof(pc_http_client_cfg, max_connections), "keep-alive connections to the endpoint, at most (0: one for each of sending_queue::num_consumers, the most requests in flight)", NULL},
     {"", PC_CFG_GROUP, "", offsetof(pc_http_client_cfg, tls), "TLS of a client", pc_tls_client_keys},
     {"auth.authenticator", PC_CFG_STRING, "", offsetof(pc_http_client_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with client_auth) whose credentials are added to every request", NULL},
     {NULL, 0, NULL, 0, NULL, NULL},

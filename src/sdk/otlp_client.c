@@ -505,7 +505,8 @@ int pc_otlp_http_open(pc_component *c, const pc_otlp_http_cfg *cfg, const pc_url
     h->url = *u;
     h->hdrs = hdrs;
     h->cfg = cfg;
-    return pc_exporter_http_open(c, u, &cfg->client, &h->client, &h->tls, &h->auth, err);
+    return pc_exporter_http_open(c, u, &cfg->client, &cfg->sender, &h->client, &h->tls, &h->auth,
+                                 err);
 }
 
 typedef struct http_call {

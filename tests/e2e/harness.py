@@ -715,13 +715,17 @@ class Recorded:
 class Sink(LocalServer):
     """Recording OTLP/HTTP profiles endpoint on 127.0.0.1.
 
-    fail_next(n, status, retry_after) makes the next n POSTs answer `status` instead of 200."""
+    fail_next(n, status, retry_after) makes the next n POSTs answer `status` instead of 200.
+    hold() keeps the answers back until release(); `held` counts the POSTs waiting then (one a
+    connection: HTTP/1.1 sends one request at a time), `most_held` the most at once."""
 
     def __init__(self, port=None):
         self.requests = []
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self._fail = []
+        self._holding = False
+        self.held = self.most_held = 0
         sink = self
 
         class Handler(QuietHandler):
@@ -736,6 +740,26 @@ class Sink(LocalServer):
     def fail_next(self, n, status=503, retry_after="1"):
         with self.lock:
             self._fail = [(status, retry_after)] * n
+
+    def hold(self):
+        with self.cond:
+            self._holding = True
+
+    def release(self):
+        with self.cond:
+            self._holding = False
+            self.cond.notify_all()
+
+    def _wait_held(self):
+        with self.cond:
+            if not self._holding:
+                return
+            self.held += 1
+            self.most_held = max(self.most_held, self.held)
+            self.cond.notify_all()
+            while self._holding:
+                self.cond.wait()
+            self.held -= 1
 
     def _handle(self, h, raw):
         headers = h.lower_headers()
@@ -765,6 +789,7 @@ class Sink(LocalServer):
             fail = self._fail.pop(0) if self._fail else None
             rec.refused = fail is not None
             self.cond.notify_all()
+        self._wait_held()
         if h.path != PROFILES_PATH:
             h.reply(404, "text/plain", b"not found\n")
         elif fail:

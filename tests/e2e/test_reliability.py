@@ -65,6 +65,34 @@ class QueueTest(unittest.TestCase):
         cfg = h.relay_config(port, sink.url, exporter_extra=exporter_extra)
         return port, sink, h.started_profcol(self, cfg, port, name)
 
+    def most_connections(self, exporter_extra, want, name):
+        """20 requests acknowledged into the queue while the sink holds its answers back: the
+        most POSTs the sink held at once (each on its own connection), once `want` are held and
+        a second more has passed; then every acknowledged sample arrives."""
+        port = h.free_port()
+        sink = h.started_sink(self)
+        sink.hold()
+        self.addCleanup(sink.release)
+        cfg = h.relay_config(port, sink.url, exporter_extra=exporter_extra)
+        h.started_profcol(self, cfg, port, name)
+        acked, statuses = post_many(port, 20, 500)
+        self.assertEqual(statuses, [200] * 20)
+        h.cond_wait(sink.cond, lambda: sink.held, lambda n: n >= want, 15)
+        time.sleep(1)  # room to open more, were more allowed
+        with sink.lock:
+            most = sink.most_held
+        sink.release()
+        assert_delivered(self, sink, acked)
+        return most
+
+    def test_connections_follow_consumers(self):
+        """max_connections unset: a connection for each of sending_queue::num_consumers, so 12
+        sends are in flight at once (a fixed default of 8 held them at 8); set, it caps them."""
+        consumers = "sending_queue:\n  num_consumers: 12\n"
+        self.assertEqual(self.most_connections(consumers, 12, "profcol-conns"), 12)
+        self.assertEqual(
+            self.most_connections("max_connections: 3\n" + consumers, 3, "profcol-conns3"), 3)
+
     def test_backend_down_then_back(self):
         """Backend down at steady load, then back: every acknowledged sample arrives."""
         port, dead, mport = h.free_port(), h.free_port(), h.free_port()

@@ -169,6 +169,8 @@ static int scrape_validate(void *cfgp, const pc_node *node, const char *path, pc
     scrape_cfg *cfg = cfgp;
     cfg->client.timeout_ms = cfg->timeout_ms; /* the shared client settings' check wants one */
     if (pc_http_client_validate(&cfg->client, node, path, "", err)) return PC_EINVAL;
+    if (cfg->client.max_connections == 0) /* no sender here to size it from */
+        return pc_cfg_key_errorf(err, node, path, "max_connections", "must be > 0");
     if (cfg->interval_ms < 1000)
         return pc_cfg_key_errorf(err, node, path, "scrape_interval", "must be at least 1s");
     if (cfg->timeout_ms == 0)
