@@ -507,6 +507,9 @@ static run *cache_find(mctx *c, const uint32_t *key, span s, probe *pr)
     run *a = runs_find(&c->seen, pr->k, key, s, false);
     pr->seen = a != NULL;
     if (!a) return NULL;
+    /* the usual repeat is of the first run of this key and length: its bytes compared, none
+     * hashed (a holds what the full set's copy of it would) */
+    if (!memcmp(a->s.p, s.p, s.n)) return a;
     if (a->pending) {
         a->pending = false;
         run *b = runs_add(&c->full, run_hash(a->key, a->s, true), a->key, a->s, a->from);
