@@ -50,8 +50,13 @@ typedef struct pc_conn_proto {
     void (*refuse)(pc_conn *c);
     /* plaintext from the peer; n may be 0 right after the TLS handshake completed */
     void (*data)(pc_conn *c, const uint8_t *p, size_t n);
-    /* the peer sent TLS close_notify: nothing more will come (NULL: close) */
+    /* the peer sent TLS close_notify: nothing more will come (NULL: close); with
+     * eof_while_busy, also the peer's EOF while c is busy */
     void (*peer_done)(pc_conn *c);
+    /* the protocol reads on while busy (pc_conn_busy): an EOF then is a peer that may only have
+     * half-closed, so reads stop and peer_done is called; the answer still goes out, and the
+     * next read start finds the EOF again */
+    bool eof_while_busy;
     /* c failed: err is a libuv error, as libuv gave it (UV_EOF: the peer closed it; UV_EPROTO:
      * TLS and UV_ETIMEDOUT: writes not read are the core's own), msg says it
      * for a log line ("write to 127.0.0.1:4317: broken pipe"); c closes right after. NULL: the
@@ -112,11 +117,13 @@ struct pc_conn {
     /* private */
     uv_tcp_t tcp;
     uv_timer_t timer;
+    uv_idle_t wrote; /* runs the completion of a write that went out at once */
     uv_shutdown_t shut;
     uv_connect_t connect;
     pc_buf plain; /* TLS: the plaintext of one read */
     int refs;
-    unsigned writes;     /* uv_writes in flight */
+    unsigned writes;     /* uv_writes in flight, and a write that went out at once */
+    int wrote_tag;       /* that write's tag, while wrote is active */
     uint64_t write_at;   /* close if the writes are not out by then (0: none) */
     uint64_t idle_since; /* the idle clock runs since (0: not idle) */
     uint64_t linger_at, timer_at, due;

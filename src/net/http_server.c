@@ -1,10 +1,13 @@
 /* The one HTTP/1.1 server (ARCHITECTURE.md §6): llhttp for parsing, on the connection core
  * (net/conn_server.h) for sockets, TLS, limits and timeouts.
  *
- * A connection parses one request at a time. When a request is complete the parser pauses, the
- * connection stops reading and the handler owns the request until pc_http_respond; only after
- * that response is written does parsing continue with any bytes already buffered. That keeps
- * pipelined requests in order and bounds what one connection can make us buffer.
+ * A connection parses one request at a time. When a request is complete the parser pauses and
+ * the handler owns the request until pc_http_respond; only after that response is written does
+ * parsing continue with any bytes already buffered. The connection reads on meanwhile (a client
+ * that waits for its answer sends nothing, and stopping and restarting reads cost two epoll_ctl
+ * calls a request: bench/README.md "Small requests, fifth pass") until bytes of a next request
+ * arrive; then it stops reading. That keeps pipelined requests in order and bounds what one
+ * connection can make us buffer to a read beyond its request.
  *
  * Lifetimes: the request the handler owns holds a reference on its connection, so
  * pc_http_respond is safe after the peer went away. */
@@ -361,7 +364,6 @@ static void dispatch(conn *c)
     pc_conn_busy(&c->base, true); /* busy with a complete request: never evicted */
     pc_conn_ref(&c->base);        /* held by r until pc_http_respond */
     pc_conn_timer(&c->base, 0);
-    pc_conn_read(&c->base, false); /* backpressure: a pipelining client waits in its socket */
     s->handler(r, s->arg);
 }
 
@@ -423,6 +425,8 @@ static void conn_data(pc_conn *pc, const uint8_t *p, size_t n)
     pc_conn_spoke(pc);
     if (n) pc_buf_append(&c->in, p, n);
     conn_process(c);
+    /* backpressure: a pipelining client's next request waits in its socket */
+    if (c->busy && c->in_off < c->in.len) pc_conn_read(pc, false);
 }
 
 /* TLS close_notify: the client sends nothing more; an answer in progress still goes out. */
@@ -486,6 +490,7 @@ static const pc_conn_proto http_proto = {
     .refuse = conn_refuse,
     .data = conn_data,
     .peer_done = conn_peer_done,
+    .eof_while_busy = true,
     .written = conn_written,
     .timeout = on_timeout,
     .state = conn_state,

@@ -483,6 +483,48 @@ static void test_pipelining(void)
     th_stop(&ts.h);
 }
 
+/* A request and an answer larger than a socket takes at once: the part the connection core
+ * writes at once and the rest it queues arrive whole and in order, both ways. */
+static void test_large_both_ways(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    pc_http_client *c = th_client_new(loop, ts.h.port, 1);
+    size_t n = 16u << 20;
+    char *body = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        body[i] = (char)('a' + (i * 7 + i / 4093) % 26);
+    th_result r = {0};
+    pc_http_client_request(c, "POST", "/big?n=1", NULL, body, n, 8000, th_on_resp, &r);
+    CHECK(wait_until(loop, flag_set, &r.done, 8000));
+    CHECK_EQ_INT(r.status, 200);
+    const char *head = "POST /big n=1 len=16777216\n";
+    size_t hl = strlen(head);
+    CHECK_EQ_INT(r.body_len, hl + n);
+    CHECK(r.big && !memcmp(r.big, head, hl) && !memcmp(r.big + hl, body, n));
+    free(r.big);
+    free(body);
+    th_client_close(loop, c);
+    th_stop(&ts.h);
+}
+
+/* A client that half-closes after its request still gets the answer: the server reads on while
+ * the request is handled (http_server.c), and that EOF must not close the connection. */
+static void test_half_close_answered(void)
+{
+    tsrv ts;
+    srv_start(&ts, (pc_http_server_opts){0});
+    th_raw r = {.half_close = true};
+    r.parts[0] = "GET /slow?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"; /* answered 60 ms later */
+    th_raw_start(&r, ts.h.port);
+    th_raw_wait(loop, &r);
+    CHECK_CONTAINS(r.resp, "HTTP/1.1 200 OK\r\n");
+    CHECK_CONTAINS(r.resp, "GET /slow n=1");
+    CHECK(r.elapsed_ms < 2000); /* then closed at the EOF, not by a timeout */
+    CHECK_EQ_INT(ts.h.n, 1);
+    th_stop(&ts.h);
+}
+
 static void test_chunked_and_http10(void)
 {
     tsrv ts;
@@ -1173,6 +1215,8 @@ int main(void)
     RUN(test_roundtrip_and_reuse);
     RUN(test_client_queue_fifo);
     RUN(test_pipelining);
+    RUN(test_half_close_answered);
+    RUN(test_large_both_ways);
     RUN(test_chunked_and_http10);
     RUN(test_limits);
     RUN(test_slow_client_408);

@@ -102,8 +102,9 @@ typedef struct th_raw {
     int port;
     int start_delay_ms;
     const char *parts[4];
-    int delays[4];  /* before each part */
-    int dribble_ms; /* then send one byte per period until the server closes */
+    int delays[4];   /* before each part */
+    int dribble_ms;  /* then send one byte per period until the server closes */
+    bool half_close; /* after the parts, shut down the sending side (the server sees EOF) */
     char resp[16384];
     size_t resp_len;
     double elapsed_ms; /* from connect until the server closed (or 5 s) */
@@ -122,6 +123,7 @@ static inline void *th_raw_main(void *arg)
             usleep((useconds_t)r->delays[i] * 1000);
             send(fd, r->parts[i], strlen(r->parts[i]), MSG_NOSIGNAL);
         }
+        if (r->half_close) shutdown(fd, SHUT_WR);
         while (now_ms() - t0 < 5000) {
             struct pollfd p = {.fd = fd, .events = POLLIN};
             int pr = poll(&p, 1, r->dribble_ms ? r->dribble_ms : 100);
