@@ -40,9 +40,11 @@ typedef struct conn {
     /* the request being parsed */
     bool in_request;
     bool in_head; /* its head is not complete: the header deadline runs, not the body's */
+    /* url, the header being read, and the body: the connection's, reused from one request to
+     * the next (a request's body stays valid until it is answered: its req holds c) */
     pc_buf url, field, value, body;
-    pc_http_header *hdrs;
-    size_t n_hdrs, cap_hdrs;
+    pc_buf hbytes; /* the headers so far: lower-cased name, NUL, value, NUL; n_hdrs of them */
+    size_t n_hdrs;
     size_t head_bytes;
     uint64_t req_start; /* when the request's first byte was parsed (read_timeout runs from it) */
     int err_status;     /* set by a callback that rejects the request (413, 431) */
@@ -97,30 +99,29 @@ static const char *reason(int status)
     }
 }
 
-static void free_headers(pc_http_header *h, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(h[i].name); /* the value is in the same block (on_header_value_complete) */
-    free(h);
-}
-
+/* A request is one block (build_req); its body is its connection's. */
 static void free_req(pc_http_req *r)
 {
-    if (!r) return;
-    free(r->path);
-    free(r->query);
-    free_headers(r->headers, r->n_headers);
-    free(r->body);
     free(r);
+}
+
+/* What a connection keeps between requests, at most per buffer: a small request's buffers are
+ * reused (no malloc or free per request, bench/README.md "Small requests, fifth pass"), a large
+ * one's given back. */
+enum { KEEP_BYTES = 16384 };
+
+static void keep_small(pc_buf *b)
+{
+    b->len = 0;
+    if (b->cap > KEEP_BYTES) pc_buf_free(b);
 }
 
 static void reset_parse_state(conn *c)
 {
     c->url.len = c->field.len = c->value.len = 0;
-    pc_buf_free(&c->body);
-    free_headers(c->hdrs, c->n_hdrs);
-    c->hdrs = NULL;
-    c->n_hdrs = c->cap_hdrs = 0;
+    keep_small(&c->body);
+    keep_small(&c->hbytes);
+    c->n_hdrs = 0;
     c->head_bytes = 0;
     c->err_status = 0;
 }
@@ -246,22 +247,18 @@ static int on_header_value_complete(llhttp_t *p)
 {
     conn *c = p->data;
     if (head_add(c, 4)) return HPE_USER; /* ": " and CRLF, so many empty headers count too */
-    if (c->n_hdrs == c->cap_hdrs) {
-        c->cap_hdrs = c->cap_hdrs ? c->cap_hdrs * 2 : 16;
-        c->hdrs = pc_xrealloc(c->hdrs, c->cap_hdrs * sizeof *c->hdrs);
-    }
-    pc_http_header *h = &c->hdrs[c->n_hdrs++];
-    /* name and value in one block: one malloc and one free per header, not two (bench/README.md
-     * "Small requests (issue 27, third pass)"); up to the first NUL, as strdup copied them */
+    /* each up to its first NUL, as the strings they are read as end there */
     size_t nl = c->field.len ? strlen((char *)c->field.data) : 0;
     size_t vl = c->value.len ? strlen((char *)c->value.data) : 0;
-    h->name = pc_xmalloc(nl + vl + 2);
+    pc_buf_reserve(&c->hbytes, nl + vl + 2);
+    char *o = (char *)c->hbytes.data + c->hbytes.len;
     for (size_t i = 0; i < nl; i++)
-        h->name[i] = (char)tolower((unsigned char)c->field.data[i]);
-    h->name[nl] = 0;
-    h->value = h->name + nl + 1;
-    if (vl) memcpy(h->value, c->value.data, vl);
-    h->value[vl] = 0;
+        o[i] = (char)tolower((unsigned char)c->field.data[i]);
+    o[nl] = 0;
+    if (vl) memcpy(o + nl + 1, c->value.data, vl);
+    o[nl + 1 + vl] = 0;
+    c->hbytes.len += nl + vl + 2;
+    c->n_hdrs++;
     c->field.len = c->value.len = 0;
     return HPE_OK;
 }
@@ -270,6 +267,18 @@ static const char *find_header(pc_http_header *h, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (strcasecmp(h[i].name, name) == 0) return h[i].value;
+    return NULL;
+}
+
+/* The value of header name in the headers read so far (hbytes), or NULL. */
+static const char *head_header(const conn *c, const char *name)
+{
+    const char *p = (const char *)c->hbytes.data;
+    for (size_t i = 0; i < c->n_hdrs; i++) {
+        const char *v = p + strlen(p) + 1;
+        if (strcasecmp(p, name) == 0) return v;
+        p = v + strlen(v) + 1;
+    }
     return NULL;
 }
 
@@ -292,7 +301,7 @@ static int on_headers_complete(llhttp_t *p)
     unsigned left = spent < o->read_timeout_ms ? (unsigned)(o->read_timeout_ms - spent) : 1;
     c->in_head = false;
     deadline(c, left); /* the head is in; the body has what is left of read_timeout */
-    const char *expect = find_header(c->hdrs, c->n_hdrs, "expect");
+    const char *expect = head_header(c, "expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1)
         pc_conn_write(&c->base, "HTTP/1.1 100 Continue\r\n\r\n", 25, NULL, 0, 0);
     return HPE_OK;
@@ -309,25 +318,38 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
     return HPE_OK;
 }
 
+/* The request as one block: the struct, its header array, the headers' bytes, path and query.
+ * The body stays the connection's. */
 static pc_http_req *build_req(conn *c)
 {
-    pc_http_req *r = pc_xcalloc(1, sizeof *r);
-    pc_str_copy(r->method, sizeof r->method,
-                llhttp_method_name((llhttp_method_t)llhttp_get_method(&c->parser)));
     const char *url = c->url.len ? (const char *)c->url.data : "/";
     const char *q = strchr(url, '?');
-    r->path = q ? strndup(url, (size_t)(q - url)) : pc_xstrdup(url);
-    if (!r->path) abort();
-    r->query = pc_xstrdup(q ? q + 1 : "");
-    r->headers = c->hdrs;
+    size_t pl = q ? (size_t)(q - url) : strlen(url), ql = q ? strlen(q + 1) : 0;
+    size_t harr = c->n_hdrs * sizeof(pc_http_header);
+    pc_http_req *r = pc_xmalloc(sizeof *r + harr + c->hbytes.len + pl + ql + 2);
+    memset(r, 0, sizeof *r);
+    pc_str_copy(r->method, sizeof r->method,
+                llhttp_method_name((llhttp_method_t)llhttp_get_method(&c->parser)));
+    r->headers = (pc_http_header *)(r + 1);
     r->n_headers = c->n_hdrs;
-    c->hdrs = NULL;
-    c->n_hdrs = c->cap_hdrs = 0;
-    if (!c->body.data) pc_buf_reserve(&c->body, 1);
+    char *p = (char *)(r + 1) + harr;
+    if (c->hbytes.len) memcpy(p, c->hbytes.data, c->hbytes.len);
+    for (size_t i = 0; i < c->n_hdrs; i++) {
+        r->headers[i].name = p;
+        p += strlen(p) + 1;
+        r->headers[i].value = p;
+        p += strlen(p) + 1;
+    }
+    r->path = p;
+    memcpy(p, url, pl);
+    p[pl] = 0;
+    r->query = p + pl + 1;
+    if (ql) memcpy(r->query, q + 1, ql);
+    r->query[ql] = 0;
+    pc_buf_reserve(&c->body, 1);
     c->body.data[c->body.len] = 0;
     r->body = c->body.data;
     r->body_len = c->body.len;
-    c->body = (pc_buf){0};
     pc_str_copy(r->peer, sizeof r->peer, c->base.peer);
     r->conn_ = c;
     return r;
@@ -469,10 +491,11 @@ static void conn_shutdown(pc_conn *pc)
 static void conn_free(pc_conn *pc)
 {
     conn *c = (conn *)pc;
-    reset_parse_state(c);
     pc_buf_free(&c->url);
     pc_buf_free(&c->field);
     pc_buf_free(&c->value);
+    pc_buf_free(&c->body);
+    pc_buf_free(&c->hbytes);
     pc_buf_free(&c->in);
     free_req(c->ready);
 }
@@ -612,6 +635,7 @@ void pc_http_respond(pc_http_req *req, int status, const char *content_type, con
         write_response(c, req->method, status, content_type, body, len, extra_headers, close);
     }
     free_req(req);
+    keep_small(&c->body); /* the request's body was the connection's: a large one goes now */
     pc_conn_unref(&c->base);
 }
 

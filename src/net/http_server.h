@@ -21,7 +21,7 @@ typedef struct pc_http_server pc_http_server;
 
 typedef struct pc_http_header {
     char *name;  /* lower-cased */
-    char *value; /* in the name's block: freeing name frees both */
+    char *value; /* both in the request's block */
 } pc_http_header;
 
 typedef struct pc_http_req {
@@ -30,7 +30,7 @@ typedef struct pc_http_req {
     char *query; /* after '?', "" if none */
     pc_http_header *headers;
     size_t n_headers;
-    uint8_t *body; /* de-chunked, NOT decompressed; NUL-terminated for convenience */
+    uint8_t *body; /* de-chunked, NOT decompressed; NUL-terminated; valid until answered */
     size_t body_len;
     char peer[64]; /* "127.0.0.1:53211" for logs */
     void *user;    /* free for the handler's use */
