@@ -280,20 +280,29 @@ static void respond_error(job *j, int st, const char *msg)
 }
 
 /* 200 / OK with an Export*ServiceResponse. */
+static void respond_bytes(job *j, const void *body, size_t len)
+{
+    if (j->transport == T_HTTP)
+        pc_http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf", body,
+                        len, NULL);
+    else
+        pc_grpc_respond(j->call, PC_GRPC_OK, NULL, body, len, NULL);
+}
+
 static void respond_message(job *j, const ProtobufCMessage *m)
 {
     pc_buf body = {0};
     encode_message(m, j->json, &body);
-    if (j->transport == T_HTTP)
-        pc_http_respond(j->req, 200, j->json ? "application/json" : "application/x-protobuf",
-                        body.data, body.len, NULL);
-    else
-        pc_grpc_respond(j->call, PC_GRPC_OK, NULL, body.data, body.len, NULL);
+    respond_bytes(j, body.data, body.len);
     pc_buf_free(&body);
 }
 
 static void respond_ok(job *j, int64_t rejected, const char *msg)
 {
+    if (!rejected && !j->json) { /* an empty response: in protobuf, no bytes */
+        respond_bytes(j, NULL, 0);
+        return;
+    }
     if (j->rq.sig != PC_SIGNAL_PROFILES) {
         /* traces, metrics and logs are never partially rejected: an empty response */
         const ProtobufCMessageDescriptor *d = pc_signal_infos[j->rq.sig].response;
