@@ -279,7 +279,7 @@ static void respond_error(job *j, int st, const char *msg)
     pc_grpc_respond(j->call, pc_grpc_code_from_err(st), msg, NULL, 0, NULL);
 }
 
-/* 200 / OK with an Export*ServiceResponse. */
+/* 200 / OK with an Export*ServiceResponse's bytes (respond_message encodes one). */
 static void respond_bytes(job *j, const void *body, size_t len)
 {
     if (j->transport == T_HTTP)
@@ -304,7 +304,8 @@ static void respond_ok(job *j, int64_t rejected, const char *msg)
         return;
     }
     if (j->rq.sig != PC_SIGNAL_PROFILES) {
-        /* traces, metrics and logs are never partially rejected: an empty response */
+        /* traces, metrics and logs are never partially rejected: an empty response (here in
+         * JSON, "{}") */
         const ProtobufCMessageDescriptor *d = pc_signal_infos[j->rq.sig].response;
         ProtobufCMessage *m = pc_xcalloc(1, d->sizeof_message);
         protobuf_c_message_init(d, m);
