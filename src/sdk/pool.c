@@ -50,6 +50,19 @@ static void item_after(pool_item *it, int status)
  * not go on to waiting decodes (what was accepted is sent before more is taken in). */
 static atomic_size_t beside_waiting;
 
+/* pc_pool_press's count: senders whose queue is half full. */
+static atomic_int pressing;
+
+void pc_pool_press(int delta)
+{
+    atomic_fetch_add(&pressing, delta);
+}
+
+int pc_pool_pressing(void)
+{
+    return atomic_load(&pressing);
+}
+
 static void beside_work(uv_work_t *req)
 {
     atomic_fetch_sub(&beside_waiting, 1);
@@ -71,20 +84,27 @@ void pc_pool_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_aft
 
 /* ---- the decode gate ---- */
 
-/* A job runs its own item and then up to GATE_CHAIN - 1 waiting ones, so a busy pool thread
- * goes on to the next decode without a wake-up through the loop and back (two context switches
- * and a futex call per request, about 10 % of small requests' CPU: bench/README.md, "Small
- * requests, fourth pass"). Bounded, because the chain's answers wait for its last item and
- * work queued outside the gate waits for the job. */
-enum { GATE_CHAIN = 4 };
+/* A job runs its item and then up to GATE_CHAIN - 1 waiting ones, so a busy pool thread goes on
+ * to the next decode without a wake-up through the loop and back (a futex call on each side and
+ * two context switches per request: bench/README.md, "Small requests, fourth pass" and "sixth
+ * pass"). No after_work waits for the chain's end: the job hands each item to the loop as soon as
+ * it ran, through the gate's async handle. The bound is for work queued on libuv's
+ * pool by others (DNS lookups, files), which waits behind a job; the SDK's own work beside the
+ * gate stops the chain at once. */
+enum { GATE_CHAIN = 16 };
 
-/* One per process, as the thread pool it guards (libuv has one pool). `running` is the loop
- * thread's; the ring of waiting work is shared with the jobs, under `mu`. */
+/* One per process, as the thread pool it guards (libuv has one pool), used by one loop at a time:
+ * `running` and `async` are the loop thread's; the ring of waiting work and the items that ran
+ * are shared with the jobs, under `mu`. `async` is open while a job runs (so a loop
+ * with no decode in flight holds no handle of the gate's and closes cleanly), and a job reads it
+ * only while it runs. */
 static struct {
     size_t running, limit;
     uv_mutex_t mu;
     pool_item *q; /* a ring of waiting work */
     size_t head, n, cap;
+    pool_item *done, **done_tail; /* items that ran, their after_work to run */
+    uv_async_t *async;
 } gate;
 
 static void gate_next(uv_loop_t *loop);
@@ -99,41 +119,84 @@ static bool gate_pop(pool_item *g)
     return true;
 }
 
-static void gate_work(uv_work_t *req)
+/* A job: the gate's own request on libuv's pool, so that every item's after_work (the first's
+ * too) can run while the job goes on: an after_work may free its item's request. */
+typedef struct gate_job {
+    uv_work_t w;
+    pool_item *first;
+} gate_job;
+
+static void gate_work(uv_work_t *w)
 {
-    pool_item *it = req->data, *last = it;
-    item_run(it);
-    for (int k = 1; k < GATE_CHAIN && !atomic_load(&beside_waiting); k++) {
-        pool_item g;
+    pool_item *it = ((gate_job *)w->data)->first;
+    for (int k = 1;; k++) {
+        item_run(it);
         uv_mutex_lock(&gate.mu);
-        bool got = gate_pop(&g);
+        *gate.done_tail = it;
+        gate.done_tail = &it->next;
+        pool_item g;
+        bool got = k < GATE_CHAIN && !atomic_load(&beside_waiting) && !atomic_load(&pressing) &&
+                   gate_pop(&g);
         uv_mutex_unlock(&gate.mu);
-        if (!got) break;
-        pool_item *nx = item_new(g);
-        item_run(nx);
-        last = last->next = nx;
+        uv_async_send(gate.async); /* sends before the loop runs the callback are one wake-up */
+        if (!got) return;
+        it = item_new(g);
     }
 }
 
-static void gate_after(uv_work_t *req, int status)
+/* The loop thread: the after_work of the items that ran, in their order. */
+static void gate_deliver(void)
 {
-    pool_item *it = req->data;
-    uv_loop_t *loop = req->loop;
-    gate.running--;
-    while (it) { /* the job's own item first, then those it ran, in their order */
+    uv_mutex_lock(&gate.mu);
+    pool_item *it = gate.done;
+    gate.done = NULL;
+    gate.done_tail = &gate.done;
+    uv_mutex_unlock(&gate.mu);
+    while (it) {
         pool_item *nx = it->next;
-        item_after(it, status);
-        status = 0; /* the chained items ran: only the job itself can be canceled */
+        item_after(it, 0);
         it = nx;
     }
+}
+
+static void gate_async_cb(uv_async_t *a)
+{
+    (void)a;
+    gate_deliver();
+}
+
+static void async_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void gate_after(uv_work_t *w, int status)
+{
+    gate_job *j = w->data;
+    uv_loop_t *loop = w->loop;
+    gate.running--;
+    if (status == UV_ECANCELED) item_after(j->first, status); /* it never ran */
+    free(j);
+    gate_deliver(); /* what this job ran, if the async callback has not run yet */
     gate_next(loop);
+    if (!gate.running && gate.async) { /* no job left to send on it */
+        uv_close((uv_handle_t *)gate.async, async_free);
+        gate.async = NULL;
+    }
 }
 
 static void gate_start(uv_loop_t *loop, pool_item g)
 {
-    item_new(g);
+    if (!gate.async) {
+        gate.async = pc_xmalloc(sizeof *gate.async);
+        uv_async_init(loop, gate.async, gate_async_cb);
+        uv_unref((uv_handle_t *)gate.async); /* the jobs keep the loop alive, not the handle */
+    }
+    gate_job *j = pc_xmalloc(sizeof *j);
+    j->w.data = j;
+    j->first = item_new(g);
     gate.running++;
-    uv_queue_work(loop, g.req, gate_work, gate_after);
+    uv_queue_work(loop, &j->w, gate_work, gate_after);
 }
 
 static void gate_next(uv_loop_t *loop)
@@ -155,9 +218,10 @@ void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_a
         long n = env ? strtol(env, NULL, 10) : 0;
         gate.limit = n > 0 && n < 1024 ? (size_t)n : 4; /* libuv's default */
         uv_mutex_init(&gate.mu);
+        gate.done_tail = &gate.done;
     }
-    /* the loop field is uv_queue_work's to set; a chained item is never queued there, and its
-     * after_work may read it */
+    /* the loop field is uv_queue_work's to set; an item's request is never queued there (its
+     * job's is), and its after_work may read it */
     req->loop = loop;
     pool_item g = {req, work, after, req->data, NULL};
     uv_mutex_lock(&gate.mu);

@@ -4,9 +4,9 @@
  * thread pool at once as it has threads, the others wait here in arrival order. Work queued
  * beside it (exporters' encode, the sender's, processors') therefore waits behind at most one
  * round of decodes, never behind every request read from the sockets: what was accepted is sent
- * before more is taken in. A decode job goes on to up to three waiting decodes after its own
+ * before more is taken in. A decode job goes on to up to 15 waiting decodes after its own
  * (chaining: no wake-up through the loop per request), but only while no work queued beside the
- * gate waits to start; the chained items' after_work run when the job ends. */
+ * gate waits to start; each item's after_work runs as soon as its work is done. */
 #ifndef PC_SDK_POOL_H
 #define PC_SDK_POOL_H
 
@@ -18,5 +18,12 @@ void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_a
 /* uv_queue_work for the SDK's own work beside the gate, counted while it waits (same
  * contract; req->data is the caller's in work and after_work). */
 void pc_pool_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after);
+
+/* Work accepted and not yet sent piles up (an exporter's sending queue is half full): +1 when it
+ * starts, -1 when it ends (loop thread). While any presses, a decode job does not go on to waiting
+ * decodes, so decoding does not run ahead of the sends until the queue refuses. */
+void pc_pool_press(int delta);
+/* How many press now (what tests look at). */
+int pc_pool_pressing(void);
 
 #endif

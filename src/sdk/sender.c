@@ -2,6 +2,7 @@
 #include "sdk/sender.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,9 @@ struct pc_sender {
     void *send_arg;
     item *head, *tail; /* queued, not yet picked by a consumer */
     item *waiting;     /* in flight (sending or waiting for a retry), a list for shutdown */
-    uint64_t queued;   /* queued items (metric) */
+    uint64_t queued;   /* queued items (metric); change it with queued_add */
     uint64_t queued_units, capacity;
+    bool pressing; /* a round of sends waits: pc_pool_press (sdk/pool.h) */
     size_t active, io_busy;
     char *dir;
     uint64_t next_seq;
@@ -68,6 +70,19 @@ struct pc_sender {
 
 static void dispatch(pc_sender *s);
 static void start_item(item *it);
+
+/* The queued items' count moves; while as many wait as there are consumers (a whole round of
+ * sends behind the ones in flight), the decode gate is asked not to run ahead of the sends
+ * (sdk/pool.h): without it, decodes of a flood take the cores from the loop that sends and the
+ * queue fills until it refuses (bench/README.md, "Small requests, sixth pass"). */
+static void queued_add(pc_sender *s, int64_t delta)
+{
+    s->queued = (uint64_t)((int64_t)s->queued + delta);
+    bool press = s->cfg.queue_enabled && s->queued >= (uint64_t)s->cfg.num_consumers;
+    if (press == s->pressing) return;
+    s->pressing = press;
+    pc_pool_press(press ? 1 : -1);
+}
 static void maybe_finish_shutdown(pc_sender *s);
 static void hand_back(item *it);
 
@@ -184,7 +199,7 @@ static void push_queue(pc_sender *s, item *it)
     else
         s->head = it;
     s->tail = it;
-    s->queued++;
+    queued_add(s, 1);
 }
 
 /* An item leaves for good: answer upstream if it waits, release resources, pull the next one. */
@@ -406,7 +421,7 @@ static void dispatch(pc_sender *s)
         item *it = s->head;
         s->head = it->next;
         if (!s->head) s->tail = NULL;
-        s->queued--;
+        queued_add(s, -1);
         s->queued_units -= it->units;
         /* requests waiting behind it, of the same signal and metadata, go in the same send */
         size_t samples = it->samples, n = 1;
@@ -415,7 +430,7 @@ static void dispatch(pc_sender *s)
             item *f = s->head;
             s->head = f->next;
             if (!s->head) s->tail = NULL;
-            s->queued--;
+            queued_add(s, -1);
             s->queued_units -= f->units;
             f->next = NULL;
             *tail = f;
@@ -580,7 +595,7 @@ void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*don
     while (s->head) {
         item *it = s->head;
         s->head = it->next;
-        s->queued--;
+        queued_add(s, -1);
         s->queued_units -= it->units;
         it->next = s->waiting;
         s->waiting = it;
@@ -769,7 +784,7 @@ static void maybe_finish_shutdown(pc_sender *s)
         item_free(it);
     }
     s->tail = NULL;
-    s->queued = 0;
+    queued_add(s, -(int64_t)s->queued);
     if (left && s->dir)
         PC_WARN(s->c->id, "shutdown deadline: %zu request(s) stay in %s for the next start", left,
                 s->dir);
@@ -840,6 +855,7 @@ void pc_sender_free(pc_sender *s)
         free(it->meta);
         free(it);
     }
+    if (s->pressing) pc_pool_press(-1);
     free(s->dir);
     free(s);
 }

@@ -12,6 +12,7 @@
 #include "sdk/config.h"
 #include "sdk/exporter.h"
 #include "sdk/exporter_http.h"
+#include "sdk/pool.h"
 #include "proc_driver.h"
 
 static uv_loop_t *loop;
@@ -320,6 +321,31 @@ static void test_queued(void)
     driver_free(d);
 }
 
+/* A round of sends waiting behind the ones in flight (as many queued as there are consumers)
+ * presses the decode gate (sdk/pool.h) until the queue drains; without the queue nothing is
+ * queued, so nothing presses. */
+static void test_backlog_presses_pool(void)
+{
+    driver *d = exporter_new(&fake_type, "sending_queue:\n  num_consumers: 2\n");
+    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    for (int i = 0; i < 3; i++)
+        consume(d); /* two in flight, one queued */
+    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    consume(d);
+    CHECK_EQ_INT(pc_pool_pressing(), 1);
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(fk.attempts, 4);
+    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    driver_free(d);
+
+    d = exporter_new(&fake_type, "sending_queue:\n  enabled: false\n  num_consumers: 1\n");
+    for (int i = 0; i < 3; i++)
+        consume(d);
+    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    uv_run(loop, UV_RUN_DEFAULT);
+    driver_free(d);
+}
+
 /* Shutdown with a request in flight (driver_free shuts down, runs the loop, destroys): the
  * stopping hook first; the transport is closed only once the answer came and was counted. */
 static void test_shutdown_drains_then_closes(void)
@@ -420,6 +446,7 @@ int main(void)
     RUN(test_encode_copy_on_loop);
     RUN(test_permanent);
     RUN(test_queued);
+    RUN(test_backlog_presses_pool);
     RUN(test_shutdown_drains_then_closes);
     RUN(test_sink);
     RUN(test_http_outcome);

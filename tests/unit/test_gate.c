@@ -2,7 +2,8 @@
  * with its own data, on the loop the caller gave; at most as many decodes run at once as the pool
  * has threads; a busy job goes on to waiting decodes (chaining) without a round trip through the
  * loop, but only a few, and none while work queued beside the gate with pc_pool_queue_work
- * waits, so that work is not starved; an after_work may free its request and queue more. */
+ * waits, so that work is not starved, nor while sends have a backlog; no after_work waits for the
+ * chain's end; an after_work may free its request and queue more. */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -47,6 +48,20 @@ static void work(uv_work_t *w)
     atomic_fetch_add(&it->ran, 1);
     usleep(300); /* long enough for the rest to queue up behind the pool */
     atomic_fetch_sub(&running, 1);
+}
+
+/* test_afters_not_held: item i's work waits (up to 10 s) until the after_work of every item
+ * before it but the POOL - 1 that may still run on the other threads has run. */
+static atomic_int waited_out;
+
+static void work_waiting(uv_work_t *w)
+{
+    item *it = w->data;
+    double until = now_ms() + 10000;
+    while (atomic_load(&total_afters) < it->index - (POOL - 1) && now_ms() < until)
+        usleep(100);
+    if (atomic_load(&total_afters) < it->index - (POOL - 1)) atomic_fetch_add(&waited_out, 1);
+    atomic_fetch_add(&it->ran, 1);
 }
 
 static void after(uv_work_t *w, int status)
@@ -115,6 +130,27 @@ static void test_chains(void)
     free(its);
 }
 
+/* No item's after_work waits for the rest of its job's chain: each is handed to the loop as soon
+ * as its work ran. Items are taken in order, so when item i starts every earlier one has run but
+ * the at most POOL - 1 running on the other threads; a job holding its items' after_work until
+ * its chain ends would wait here for its own earlier items and time out. */
+static void test_afters_not_held(void)
+{
+    reset();
+    atomic_store(&waited_out, 0);
+    item *its = calloc(40, sizeof *its);
+    for (int i = 0; i < 40; i++) {
+        its[i].index = i;
+        its[i].w.data = &its[i];
+        pc_decode_queue_work(test_loop, &its[i].w, work_waiting, after);
+    }
+    CHECK(wait_count(test_loop, &afters_done, 40, 60000));
+    CHECK_EQ_INT(atomic_load(&waited_out), 0);
+    for (int i = 0; i < 40; i++)
+        CHECK_EQ_INT(atomic_load(&its[i].ran), 1);
+    free(its);
+}
+
 static atomic_int outside_done;
 static int afters_when_outside_done = -1;
 
@@ -178,6 +214,22 @@ static void test_beside_work_stops_chaining(void)
     free(its);
 }
 
+/* While pc_pool_press holds (an exporter's sends have a backlog), a job does not go on to waiting
+ * decodes: each item after the first round starts only once the loop ran the after_work of the
+ * items before it but those still running. */
+static void test_press_stops_chaining(void)
+{
+    reset();
+    pc_pool_press(1);
+    item *its = queue_items(40, true);
+    CHECK(wait_count(test_loop, &afters_done, 40, 30000));
+    for (int i = POOL; i < 40; i++)
+        CHECK(its[i].afters_at_start >= i - POOL + 1);
+    pc_pool_press(-1);
+    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    free(its);
+}
+
 /* An after_work that frees its request and queues another one. */
 static void after_free_requeue(uv_work_t *w, int status);
 
@@ -220,8 +272,10 @@ int main(void)
     test_loop = test_loop_open(&storage);
     RUN(test_every_item_once);
     RUN(test_chains);
+    RUN(test_afters_not_held);
     RUN(test_outside_work_not_starved);
     RUN(test_beside_work_stops_chaining);
+    RUN(test_press_stops_chaining);
     RUN(test_after_frees_and_requeues);
     return test_loop_close(test_loop);
 }
