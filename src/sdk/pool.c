@@ -50,7 +50,7 @@ static void item_after(pool_item *it, int status)
  * not go on to waiting decodes (what was accepted is sent before more is taken in). */
 static atomic_size_t beside_waiting;
 
-/* pc_pool_press's count: senders whose queue is half full. */
+/* pc_pool_press's count: senders with a round of sends queued behind those in flight. */
 static atomic_int pressing;
 
 void pc_pool_press(int delta)

@@ -19,7 +19,7 @@ void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_a
  * contract; req->data is the caller's in work and after_work). */
 void pc_pool_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after);
 
-/* Work accepted and not yet sent piles up (an exporter's sending queue is half full): +1 when it
+/* Work accepted and not yet sent piles up (a sender has a round of sends queued): +1 when it
  * starts, -1 when it ends (loop thread). While any presses, a decode job does not go on to waiting
  * decodes, so decoding does not run ahead of the sends until the queue refuses. */
 void pc_pool_press(int delta);
