@@ -85,17 +85,22 @@ static void reset(void)
     afters_done = 0;
 }
 
-/* n items queued; release: let their works run */
-static item *queue_items(int n, bool release)
+/* n items queued, each running fn; release: let the works waiting for `go` run */
+static item *queue_items_running(int n, bool release, uv_work_cb fn)
 {
     item *its = calloc((size_t)n, sizeof *its);
     for (int i = 0; i < n; i++) {
         its[i].index = i;
         its[i].w.data = &its[i];
-        pc_decode_queue_work(test_loop, &its[i].w, work, after);
+        pc_decode_queue_work(test_loop, &its[i].w, fn, after);
     }
     if (release) atomic_store(&go, 1);
     return its;
+}
+
+static item *queue_items(int n, bool release)
+{
+    return queue_items_running(n, release, work);
 }
 
 static void test_every_item_once(void)
@@ -138,12 +143,7 @@ static void test_afters_not_held(void)
 {
     reset();
     atomic_store(&waited_out, 0);
-    item *its = calloc(40, sizeof *its);
-    for (int i = 0; i < 40; i++) {
-        its[i].index = i;
-        its[i].w.data = &its[i];
-        pc_decode_queue_work(test_loop, &its[i].w, work_waiting, after);
-    }
+    item *its = queue_items_running(40, false, work_waiting);
     CHECK(wait_count(test_loop, &afters_done, 40, 60000));
     CHECK_EQ_INT(atomic_load(&waited_out), 0);
     for (int i = 0; i < 40; i++)
