@@ -1,7 +1,9 @@
 #!/bin/bash
 # Compare two profcol builds on one scenario, on a shared machine: run them alternately, RUNS
 # times each (old, new, old, new, ...), with the same bench tools, payloads and ports, and print
-# the ratio new/old of the medians of samples/s and of CPU s per GB (the less load-sensitive one).
+# the ratio new/old of the medians of samples/s and of CPU s per GB (the less load-sensitive one),
+# beside that of the bytes sent per byte received: where that moves, the batches differ (which
+# requests met in one), and so does what they cost to merge and deflate.
 #
 #   bench/compare.sh OLD_BUILD NEW_BUILD SCENARIO [--runs N] [run.sh options, e.g. --seconds 10]
 #
@@ -42,19 +44,25 @@ path, scen, old, new = sys.argv[1:]
 runs = {"old": [], "new": []}
 for line in open(path):
     side, js = line.split(" ", 1)
-    runs[side].append(json.loads(js))
+    r = json.loads(js)
+    # bytes sent per byte received: a batch's merge and deflate cost follows what it sends, and
+    # that depends on which requests meet in a batch (bench/README.md, "The sixth pass's
+    # otlp-relay-large figure")
+    if r.get("mb_per_s_in") and r.get("mb_per_s_out") is not None:
+        r["out_per_in"] = r["mb_per_s_out"] / r["mb_per_s_in"]
+    runs[side].append(r)
 def med(side, key):
     v = [r[key] for r in runs[side] if r.get(key) is not None]
     return statistics.median(v) if v else None
 out = {"scenario": scen, "old": old, "new": new, "runs": len(runs["new"])}
 for key in ("samples_per_s", "cpu_s_per_gb", "p50_ms", "p99_ms", "peak_rss_mb", "idle_rss_mb",
-            "refused_share", "cpu_util"):
+            "refused_share", "cpu_util", "out_per_in"):
     o, n = med("old", key), med("new", key)
     out["old_" + key], out["new_" + key] = o, n
     out["ratio_" + key] = round(n / o, 3) if o and n is not None else None
-print("%s: new/old samples/s %s, CPU s/GB %s (medians of %d runs each: samples/s %s -> %s, CPU s/GB %s -> %s, refused share %s -> %s)"
-      % (scen, out["ratio_samples_per_s"], out["ratio_cpu_s_per_gb"], out["runs"],
-         out["old_samples_per_s"], out["new_samples_per_s"], out["old_cpu_s_per_gb"],
+print("%s: new/old samples/s %s, CPU s/GB %s, bytes out per byte in %s (medians of %d runs each: samples/s %s -> %s, CPU s/GB %s -> %s, refused share %s -> %s)"
+      % (scen, out["ratio_samples_per_s"], out["ratio_cpu_s_per_gb"], out["ratio_out_per_in"],
+         out["runs"], out["old_samples_per_s"], out["new_samples_per_s"], out["old_cpu_s_per_gb"],
          out["new_cpu_s_per_gb"], out["old_refused_share"], out["new_refused_share"]), file=sys.stderr)
 print(json.dumps(out, separators=(",", ":")))
 PY
