@@ -18,6 +18,23 @@ void pc_buf_reserve(pc_buf *b, size_t extra)
     b->cap = cap;
 }
 
+void pc_buf_reserve_exact(pc_buf *b, size_t extra)
+{
+    if (b->cap - b->len >= extra) return;
+    b->data = pc_xrealloc(b->data, b->len + extra);
+    b->cap = b->len + extra;
+}
+
+size_t pc_buf_step(pc_buf *b, size_t max_out, size_t step)
+{
+    size_t room = max_out - b->len + 1;
+    if (room > step || room == 0) room = step;
+    size_t spare = b->cap > b->len + 1 ? b->cap - b->len - 1 : 0;
+    if (spare && spare < room) return spare;
+    pc_buf_reserve(b, room + 1);
+    return room;
+}
+
 void pc_buf_append(pc_buf *b, const void *p, size_t n)
 {
     pc_buf_reserve(b, n + 1);

@@ -10,6 +10,15 @@ typedef struct pc_buf {
     size_t len, cap;
 } pc_buf;
 void pc_buf_reserve(pc_buf *b, size_t extra);
+/* The same without rounding up: room for exactly extra more bytes, for a buffer whose final size
+ * is known (a block that would be shrunk afterwards stays where it was put, pages apart from the
+ * next). */
+void pc_buf_reserve_exact(pc_buf *b, size_t extra);
+/* For a decompressor writing into b in bounded steps, so that a bomb stops after at most max_out
+ * and one step: the room of its next step, reserved with a byte beyond it for the NUL. At most
+ * step, one byte past max_out (producing that byte proves the output too large), and room
+ * reserved already (pc_buf_reserve_exact, for a size the stream gives) first. */
+size_t pc_buf_step(pc_buf *b, size_t max_out, size_t step);
 void pc_buf_append(pc_buf *b, const void *p, size_t n);
 void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A C string, and an unsigned number in decimal: what an HTTP head is made of, per request,

@@ -50,11 +50,8 @@ bool pc_enc_forwardable(pc_enc enc, const uint8_t *in, size_t len, size_t inflat
 {
     switch (enc) {
     case PC_ENC_GZIP: {
-        if (!pc_is_gzip(in, len) || len < 18 || inflated == 0) return false;
-        const uint8_t *t = in + len - 4; /* ISIZE: the member's length mod 2^32 */
-        uint32_t isize =
-            (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
-        return isize == (uint32_t)inflated;
+        uint32_t isize;
+        return inflated && pc_gzip_isize(in, len, &isize) && isize == (uint32_t)inflated;
     }
     case PC_ENC_ZSTD: return pc_is_zstd(in, len);
     default: return true;

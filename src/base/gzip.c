@@ -53,14 +53,6 @@ static void feed(z_stream *zs, const uint8_t **in, size_t *left)
     *left -= n;
 }
 
-/* Room for the next step: at most GZ_STEP, and one byte beyond the cap (producing it proves the
- * output is too large). */
-static size_t step_room(const pc_buf *out, size_t max_out)
-{
-    size_t room = max_out - out->len + 1;
-    return room > GZ_STEP || room == 0 ? GZ_STEP : room;
-}
-
 /* zlib, appending to out: gzip or zlib wrapper (auto-detected per member). */
 static int inflate_zlib(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
 {
@@ -72,8 +64,7 @@ static int inflate_zlib(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
     int rc = PC_EINVAL;
     for (;;) {
         feed(&zs, &next, &left);
-        size_t room = step_room(out, max_out);
-        pc_buf_reserve(out, room + 1);
+        size_t room = pc_buf_step(out, max_out, GZ_STEP);
         zs.next_out = out->data + out->len;
         zs.avail_out = (uInt)room;
         int zr = inflate(&zs, Z_NO_FLUSH);
@@ -116,8 +107,7 @@ static int inflate_isal_with(struct inflate_state *st, const uint8_t *in, size_t
             next += n;
             left -= n;
         }
-        size_t room = step_room(out, max_out);
-        pc_buf_reserve(out, room + 1);
+        size_t room = pc_buf_step(out, max_out, GZ_STEP);
         st->next_out = out->data + out->len;
         st->avail_out = (uint32_t)room;
         int r = isal_inflate(st);
@@ -155,7 +145,14 @@ static int inflate_isal(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
 static int inflate_into(const uint8_t *in, size_t len, size_t max_out, pc_buf *out, bool zlib)
 {
     out->len = 0;
-    pc_buf_reserve(out, 1);
+    /* Room for the size a gzip stream gives (its last member's ISIZE; one member is what clients
+     * send), plus the byte that would prove it too large and the NUL: the bytes get a block of
+     * their size. A step's block (512 KiB) shrunk afterwards left each queued small request's
+     * bytes that far apart, on pages of their own (bench/README.md, "What a queued request
+     * holds"). A wrong ISIZE costs more steps, never more than max_out. */
+    uint32_t isize;
+    bool sized = pc_gzip_isize(in, len, &isize) && isize <= max_out;
+    pc_buf_reserve_exact(out, sized ? (size_t)isize + 2 : 1);
     int rc = !zlib && pc_is_gzip(in, len) ? inflate_isal(in, len, max_out, out)
                                           : inflate_zlib(in, len, max_out, out);
     out->data[out->len] = 0;

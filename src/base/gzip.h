@@ -10,6 +10,7 @@
 #ifndef PC_GZIP_H
 #define PC_GZIP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,15 @@
 static inline int pc_is_gzip(const uint8_t *p, size_t n)
 {
     return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+/* A gzip stream's ISIZE (RFC 1952 §2.3.1): its last member's length mod 2^32, read from its last
+ * four bytes; false when it is too short to be one (a header and a trailer, 18 bytes). */
+static inline bool pc_gzip_isize(const uint8_t *p, size_t n, uint32_t *isize)
+{
+    if (!pc_is_gzip(p, n) || n < 18) return false;
+    const uint8_t *t = p + n - 4;
+    *isize = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+    return true;
 }
 /* Inflate a gzip (or zlib) stream into out (reset first): PC_OK, PC_EINVAL for a corrupt or
  * truncated stream, or PC_E2BIG as soon as the output would exceed max_out. Concatenated gzip

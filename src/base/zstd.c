@@ -2,6 +2,7 @@
  * for the next request and gives them back when idle (base/alloc.h). */
 #include "base/zstd.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -14,7 +15,11 @@ enum { ZS_STEP = 256 * 1024 };
 int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
 {
     out->len = 0;
-    pc_buf_reserve(out, 1);
+    /* room for the size the first frame gives, as gzip.c does for ISIZE: a small body's bytes
+     * get a block of their size; a wrong size costs steps, never more than max_out */
+    unsigned long long size = len ? ZSTD_getFrameContentSize(in, len) : ZSTD_CONTENTSIZE_UNKNOWN;
+    bool sized = size < ZSTD_CONTENTSIZE_ERROR && size <= max_out;
+    pc_buf_reserve_exact(out, sized ? (size_t)size + 2 : 1);
     out->data[0] = 0;
     ZSTD_DCtx *d = ZSTD_createDCtx();
     if (!d) abort();
@@ -23,10 +28,7 @@ int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *ou
     int rc = PC_EINVAL;
     if (len == 0) goto out; /* not a zstd stream */
     for (;;) {
-        /* one byte beyond the cap: producing it proves the output is too large */
-        size_t room = max_out - out->len + 1;
-        if (room > ZS_STEP || room == 0) room = ZS_STEP;
-        pc_buf_reserve(out, room + 1);
+        size_t room = pc_buf_step(out, max_out, ZS_STEP);
         ZSTD_outBuffer ob = {out->data + out->len, room, 0};
         size_t r = ZSTD_decompressStream(d, &ob, &ib);
         out->len += ob.pos;

@@ -14,6 +14,14 @@
 
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
 
+/* What only a persistent queue's records need: disk work on the pool and its result (656 bytes).
+ * Apart, so that an item of a memory queue is 288 bytes, not 936: a queued small request is its
+ * bytes and little more (bench/README.md, "What a queued request holds"). */
+typedef struct item_io {
+    uv_work_t work;
+    pc_error err; /* PC_EIO, PC_EINVAL (a corrupt record) */
+} item_io;
+
 typedef struct item item;
 struct item {
     item *next;
@@ -31,8 +39,7 @@ struct item {
     item *handing_next; /* pc_sender_retire's list of what it hands back */
     uv_timer_t timer;   /* retry backoff */
     int timer_open;
-    uv_work_t work;
-    pc_error err; /* worker result for disk work: PC_EIO, PC_EINVAL (a corrupt record) */
+    item_io *io;  /* with a record on disk, or from its first merge on (io_of); else NULL */
     char *meta;   /* the batch's metadata as "key\tvalue\n" lines: only equal ones merge */
     item *follow; /* requests merged into this one's send (sending_queue.batch.max_size) */
 };
@@ -67,6 +74,13 @@ struct pc_sender {
     /* "queue is full" happens per request under overload: one line per interval with a count */
     pc_log_limiter full_log;
 };
+
+/* The item's disk-work part, made the first time it is needed (loop thread). */
+static item_io *io_of(item *it)
+{
+    if (!it->io) it->io = pc_xcalloc(1, sizeof *it->io);
+    return it->io;
+}
 
 static void dispatch(pc_sender *s);
 static void start_item(item *it);
@@ -144,13 +158,13 @@ static size_t units_of(const pc_sender *s, size_t samples, size_t bytes)
 static void persist_work(uv_work_t *w)
 {
     item *it = w->data;
-    pc_qfile_write(it->s->dir, it->seq, it->batch, it->sig, it->samples, it->meta, &it->err);
+    pc_qfile_write(it->s->dir, it->seq, it->batch, it->sig, it->samples, it->meta, &it->io->err);
 }
 
 /* Worker: read a record back; a torn or corrupt one sets err. */
 static void load_record(item *it)
 {
-    if (pc_qfile_read(it->s->dir, it->seq, &it->sig, &it->batch, &it->err) == 0)
+    if (pc_qfile_read(it->s->dir, it->seq, &it->sig, &it->batch, &it->io->err) == 0)
         it->samples = pc_batch_items(it->batch);
 }
 
@@ -166,6 +180,7 @@ static void item_closed(uv_handle_t *h)
     item *it = h->data;
     pc_batch_unref(it->batch);
     free(it->meta);
+    free(it->io);
     free(it);
 }
 
@@ -178,6 +193,7 @@ static void item_free(item *it)
     }
     pc_batch_unref(it->batch);
     free(it->meta);
+    free(it->io);
     free(it);
 }
 
@@ -322,11 +338,11 @@ static void load_done(uv_work_t *w, int status)
     pc_sender *s = it->s;
     (void)status;
     s->io_busy--;
-    if (it->err.code < 0) {
+    if (it->io->err.code < 0) {
         /* a torn or corrupt record is skipped with a log line, never fatal */
-        PC_ERROR(s->c->id, "skipping queue record: %s", it->err.msg);
+        PC_ERROR(s->c->id, "skipping queue record: %s", it->io->err.msg);
         pc_qfile_set_aside(s->dir, it->seq);
-        complete(it, PC_EINVAL, it->err.msg, 1);
+        complete(it, PC_EINVAL, it->io->err.msg, 1);
         return;
     }
     if (s->retiring)
@@ -347,7 +363,7 @@ static void merge_work(uv_work_t *w)
     }
     pc_batch **bs = pc_xmalloc(n * sizeof *bs);
     for (item *x = it; x; x = x->follow)
-        if (x->batch && x->err.code == 0) bs[k++] = x->batch;
+        if (x->batch && (!x->io || x->io->err.code == 0)) bs[k++] = x->batch;
     pc_batch *merged = NULL;
     if (k && it->sig == PC_SIGNAL_PROFILES) {
         pc_merger *m = pc_merger_new();
@@ -373,8 +389,8 @@ static void merge_done(uv_work_t *w, int status)
     (void)status;
     s->io_busy--;
     for (item *x = it; x; x = x->follow) {
-        if (x->err.code < 0) { /* skipped with a log line, never fatal; kept as .corrupt */
-            PC_ERROR(s->c->id, "skipping queue record: %s", x->err.msg);
+        if (x->io && x->io->err.code < 0) { /* skipped with a log line; kept as .corrupt */
+            PC_ERROR(s->c->id, "skipping queue record: %s", x->io->err.msg);
             pc_qfile_set_aside(s->dir, x->seq);
             x->seq = 0;
         }
@@ -392,14 +408,14 @@ static void start_item(item *it)
     pc_sender *s = it->s;
     if (it->follow && !it->attempt) { /* merge once; a retry sends the merged batch again */
         s->io_busy++;
-        it->work.data = it;
-        pc_pool_queue_work(s->c->loop, &it->work, merge_work, merge_done);
+        io_of(it)->work.data = it;
+        pc_pool_queue_work(s->c->loop, &it->io->work, merge_work, merge_done);
         return;
     }
     if (!it->batch && it->seq) {
         s->io_busy++;
-        it->work.data = it;
-        pc_pool_queue_work(s->c->loop, &it->work, load_work, load_done);
+        io_of(it)->work.data = it;
+        pc_pool_queue_work(s->c->loop, &it->io->work, load_work, load_done);
         return;
     }
     attempt(it);
@@ -454,11 +470,11 @@ static void persist_done(uv_work_t *w, int status)
     pc_done_fn done = it->done;
     void *arg = it->arg;
     it->done = NULL;
-    if (it->err.code < 0) {
+    if (it->io->err.code < 0) {
         /* e.g. a full disk: refuse with a retryable status, the client keeps the data */
         s->queued_units -= it->units;
         s->enqueue_failed[it->sig] += it->samples;
-        PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu %s (retryable)", it->err.msg,
+        PC_ERROR(s->c->id, "persistent queue: %s; refusing %zu %s (retryable)", it->io->err.msg,
                  it->samples, pc_signal_infos[it->sig].items);
         done(arg, PC_EAGAIN, "persistent queue unavailable");
         item_free(it);
@@ -528,9 +544,9 @@ void pc_sender_consume(pc_sender *s, pc_batch *b, pc_done_fn done, void *arg)
         it->seq = s->next_seq++;
         it->done = done;
         it->arg = arg;
-        it->work.data = it;
+        io_of(it)->work.data = it;
         s->io_busy++;
-        pc_pool_queue_work(s->c->loop, &it->work, persist_work, persist_done);
+        pc_pool_queue_work(s->c->loop, &it->io->work, persist_work, persist_done);
         return;
     }
     push_queue(s, it);
@@ -574,8 +590,8 @@ static void hand_back(item *it)
     pc_sender *s = it->s;
     if (!it->batch && it->seq) { /* read the record first; load_done comes back here */
         s->io_busy++;
-        it->work.data = it;
-        pc_pool_queue_work(s->c->loop, &it->work, load_work, load_done);
+        io_of(it)->work.data = it;
+        pc_pool_queue_work(s->c->loop, &it->io->work, load_work, load_done);
         return;
     }
     it->handing = 1;
@@ -637,6 +653,7 @@ static int replay(pc_sender *s, pc_error *err)
         pc_qfile_peek(s->dir, seqs[i], &h);
         item *it = pc_xcalloc(1, sizeof(*it));
         it->s = s;
+        io_of(it); /* a record on disk is read back (merge_work may read it as a follower) */
         it->seq = seqs[i];
         it->sig = h.sig;
         it->samples = h.items;

@@ -240,6 +240,64 @@ static int same(const pc_buf *a, const void *p, size_t n)
     return a->len == n && (n == 0 || memcmp(a->data, p, n) == 0);
 }
 
+/* Where a gzip stream gives its size (the last member's ISIZE), the output gets a block of that
+ * size (plus the byte that proves a stream too large, and the NUL), from either library: a small
+ * body's bytes do not sit in a step's 512 KiB block (bench/README.md, "Memory"). Where ISIZE is
+ * not the whole output (two members, zero padding, a bomb whose trailer lies), the output is still
+ * whole, or refused within max_out. */
+static void test_gzip_sized(void)
+{
+    size_t n = 5000;
+    uint8_t *text = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        text[i] = (uint8_t)("profile "[i % 8] + (i % 7 == 0));
+    pc_buf z = {0};
+    pc_gzip_deflate(text, n, 1, &z);
+    uint32_t isize = 0;
+    CHECK(pc_gzip_isize(z.data, z.len, &isize));
+    CHECK_EQ_INT(isize, n);
+    CHECK(!pc_gzip_isize(z.data, 17, &isize));
+    for (int zlib = 0; zlib <= 1; zlib++) {
+        pc_buf out = {0};
+        int rc = zlib ? pc_gzip_inflate_zlib(z.data, z.len, 1 << 20, &out)
+                      : pc_gzip_inflate(z.data, z.len, 1 << 20, &out);
+        CHECK_EQ_INT(rc, PC_OK);
+        CHECK(same(&out, text, n));
+        CHECK_EQ_INT(out.cap, n + 2);
+        /* a size over max_out is not reserved: refused after at most one step */
+        rc = zlib ? pc_gzip_inflate_zlib(z.data, z.len, n - 1, &out)
+                  : pc_gzip_inflate(z.data, z.len, n - 1, &out);
+        CHECK_EQ_INT(rc, PC_E2BIG);
+        pc_buf_free(&out);
+    }
+    /* two members: ISIZE is the second's; the first step is that much, the rest follows */
+    pc_buf two = {0}, out = {0};
+    pc_buf_append(&two, z.data, z.len);
+    pc_buf_append(&two, z.data, z.len);
+    CHECK_EQ_INT(pc_gzip_inflate(two.data, two.len, 1 << 20, &out), PC_OK);
+    CHECK_EQ_INT(out.len, 2 * n);
+    CHECK(!memcmp(out.data, text, n) && !memcmp(out.data + n, text, n));
+    pc_buf_free(&out);
+    /* zero padding: ISIZE reads 0 */
+    pc_buf_append(&z, "\0\0\0\0", 4);
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 1 << 20, &out), PC_OK);
+    CHECK(same(&out, text, n));
+    pc_buf_free(&out);
+    /* a bomb whose trailer says 1000 bytes: refused at the cap, not trusted */
+    size_t big = 20u << 20;
+    uint8_t *zeros = calloc(1, big);
+    pc_gzip_deflate(zeros, big, 9, &z);
+    free(zeros);
+    memcpy(z.data + z.len - 4, "\xe8\x03\0\0", 4);
+    CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 1u << 20, &out), PC_E2BIG);
+    CHECK(out.cap <= (2u << 20));
+    CHECK(pc_gzip_inflate(z.data, z.len, 64u << 20, &out) < 0); /* the trailer does not match */
+    pc_buf_free(&out);
+    pc_buf_free(&two);
+    pc_buf_free(&z);
+    free(text);
+}
+
 /* Both paths of base/gzip.c: igzip for levels 1-3 and gzip input, zlib for levels 4-9, zlib-
  * wrapped input and whatever follows a gzip member that is not gzip; each library reads the
  * other's output, and both accept the same streams. */
@@ -322,10 +380,19 @@ static void test_zstd(void)
     CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, tl, &out), PC_OK);
     CHECK(same(&out, text, tl));
     CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, tl - 1, &out), PC_E2BIG);
-    /* two frames */
+    /* the frame gives its size: the output gets a block of that size (test_gzip_sized) */
+    pc_buf fresh = {0};
+    CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, 1 << 20, &fresh), PC_OK);
+    CHECK_EQ_INT(fresh.cap, tl + 2);
+    pc_buf_free(&fresh);
+    /* two frames (the first one's size is reserved first) */
     pc_buf two = {0};
     pc_buf_append(&two, z.data, z.len);
     pc_buf_append(&two, z.data, z.len);
+    CHECK_EQ_INT(pc_zstd_decompress(two.data, two.len, 1 << 20, &fresh), PC_OK);
+    CHECK(fresh.len == 2 * tl && !memcmp(fresh.data, text, tl) &&
+          !memcmp(fresh.data + tl, text, tl));
+    pc_buf_free(&fresh);
     CHECK_EQ_INT(pc_zstd_decompress(two.data, two.len, 1 << 20, &out), PC_OK);
     CHECK_EQ_INT(out.len, 2 * tl);
     /* truncated, corrupted (the checksum catches it), garbage after, empty, not zstd */
@@ -1210,6 +1277,7 @@ int main(void)
     RUN(test_url);
     RUN(test_gzip);
     RUN(test_gzip_paths);
+    RUN(test_gzip_sized);
     RUN(test_zstd);
     RUN(test_retry_after);
     RUN(test_roundtrip_and_reuse);
