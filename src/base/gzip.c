@@ -92,9 +92,17 @@ static int inflate_zlib(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
 
 /* igzip, appending to out, for input that starts with the gzip magic. A member that follows and
  * is not gzip (a zlib stream, garbage) goes to zlib, so both paths accept the same streams. */
+/* A gzip member's reserved FLG bits (5-7) set: RFC 1952 §2.3.1.2 has a decompressor refuse it,
+ * as zlib does; igzip ignores them (found by fuzz_gzip). */
+static bool reserved_flags(const uint8_t *member, size_t n)
+{
+    return n > 3 && (member[3] & 0xe0);
+}
+
 static int inflate_isal_with(struct inflate_state *st, const uint8_t *in, size_t len,
                              size_t max_out, pc_buf *out)
 {
+    if (reserved_flags(in, len)) return PC_EINVAL;
     isal_inflate_init(st);
     st->crc_flag = ISAL_GZIP;
     const uint8_t *next = in;
@@ -120,6 +128,7 @@ static int inflate_isal_with(struct inflate_state *st, const uint8_t *in, size_t
             if (rest_len == 0 || (left == 0 && only_zeros(rest, st->avail_in))) return PC_OK;
             if (!pc_is_gzip(rest, rest_len)) /* one buffer: what is left follows next_in */
                 return inflate_zlib(rest, rest_len, max_out, out);
+            if (reserved_flags(rest, rest_len)) return PC_EINVAL;
             uint32_t avail = st->avail_in;
             isal_inflate_reset(st); /* another concatenated member follows */
             st->crc_flag = ISAL_GZIP;
@@ -155,6 +164,7 @@ static int inflate_into(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
     pc_buf_reserve_exact(out, sized ? (size_t)isize + 2 : 1);
     int rc = !zlib && pc_is_gzip(in, len) ? inflate_isal(in, len, max_out, out)
                                           : inflate_zlib(in, len, max_out, out);
+    if (out->len > max_out) out->len = max_out; /* the byte that proved it too large is not kept */
     out->data[out->len] = 0;
     return rc;
 }

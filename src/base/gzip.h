@@ -35,8 +35,8 @@ static inline bool pc_gzip_isize(const uint8_t *p, size_t n, uint32_t *isize)
     return true;
 }
 /* Inflate a gzip (or zlib) stream into out (reset first): PC_OK, PC_EINVAL for a corrupt or
- * truncated stream, or PC_E2BIG as soon as the output would exceed max_out. Concatenated gzip
- * members are accepted. */
+ * truncated stream, or PC_E2BIG as soon as the output would exceed max_out (out then holds at
+ * most max_out bytes, as always). Concatenated gzip members are accepted. */
 int pc_gzip_inflate(const uint8_t *in, size_t len, size_t max_out, pc_buf *out);
 /* gzip-compress in into out (reset first) at the given zlib level (0..9, -1 default). */
 void pc_gzip_deflate(const uint8_t *in, size_t len, int level, pc_buf *out);

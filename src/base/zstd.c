@@ -45,6 +45,7 @@ int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *ou
     }
 out:
     ZSTD_freeDCtx(d);
+    if (out->len > max_out) out->len = max_out; /* the byte that proved it too large is not kept */
     out->data[out->len] = 0;
     return rc;
 }

@@ -20,7 +20,7 @@ static inline int pc_is_zstd(const uint8_t *p, size_t n)
 }
 /* Decompress one or more zstd frames into out (reset first): PC_OK, PC_EINVAL for a corrupt or
  * truncated stream (or a window above the maximum), PC_E2BIG as soon as the output would exceed
- * max_out. */
+ * max_out (out then holds at most max_out bytes, as always). */
 int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *out);
 /* Compress in into one zstd frame in out (reset first) at level (1..19). */
 void pc_zstd_compress(const uint8_t *in, size_t len, int level, pc_buf *out);

@@ -228,6 +228,7 @@ static void test_gzip(void)
     CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 1u << 20, &out), PC_E2BIG);
     CHECK(now_ms() - t0 < 500);
     CHECK(out.cap <= (2u << 20));
+    CHECK_EQ_INT(out.len, 1u << 20); /* never more than max_out, not even the proving byte */
     CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, 64u << 20, &out), PC_OK);
     CHECK_EQ_INT(out.len, big);
     pc_buf_free(&z);
@@ -358,6 +359,20 @@ static void test_gzip_paths(void)
     z.data[z.len - 6] ^= 1;
     CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, n, &out), PC_EINVAL);
     CHECK_EQ_INT(pc_gzip_inflate_zlib(z.data, z.len, n, &ref), PC_EINVAL);
+    /* a reserved FLG bit (RFC 1952 §2.3.1.2) is refused by both, first member or a later one */
+    pc_gzip_deflate(text, 1000, 1, &z);
+    for (int bit = 5; bit <= 7; bit++) {
+        z.data[3] |= (uint8_t)(1 << bit);
+        CHECK_EQ_INT(pc_gzip_inflate(z.data, z.len, n, &out), PC_EINVAL);
+        CHECK_EQ_INT(pc_gzip_inflate_zlib(z.data, z.len, n, &ref), PC_EINVAL);
+        z.data[3] &= (uint8_t) ~(1 << bit);
+    }
+    cat.len = 0;
+    pc_buf_append(&cat, z.data, z.len);
+    pc_buf_append(&cat, z.data, z.len);
+    cat.data[z.len + 3] |= 0x80;
+    CHECK_EQ_INT(pc_gzip_inflate(cat.data, cat.len, n, &out), PC_EINVAL);
+    CHECK_EQ_INT(pc_gzip_inflate_zlib(cat.data, cat.len, n, &ref), PC_EINVAL);
     free(zw);
     free(text);
     pc_buf_free(&cat);
@@ -411,6 +426,7 @@ static void test_zstd(void)
     CHECK(z.len < (64u << 10));
     CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, 1u << 20, &out), PC_E2BIG);
     CHECK(out.cap <= (2u << 20));
+    CHECK_EQ_INT(out.len, 1u << 20); /* never more than max_out, not even the proving byte */
     CHECK_EQ_INT(pc_zstd_decompress(z.data, z.len, 64u << 20, &out), PC_OK);
     CHECK_EQ_INT(out.len, big);
 
