@@ -8,7 +8,7 @@
 #
 # Usage: bench/queued.sh [--requests N] [--payloads DIR] [PROFCOL_BINARY ...]
 # (default binary: $BENCH_BUILD/profcol; several: one line each, in the order given)
-# Environment: BENCH_BUILD (default build-bench), BENCH_PORT_BASE (default 24300: base+0..base+1).
+# Environment: BENCH_BUILD (default build-bench), BENCH_PORT_BASE (default 24300: the receiver's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BENCH_BUILD:-build-bench}
@@ -27,7 +27,6 @@ done
 [ -x "$BUILD/bench/loadgen" ] || { echo "no $BUILD/bench/loadgen: build $BUILD first" >&2; exit 1; }
 BASE=${BENCH_PORT_BASE:-24300}
 P_OTLP=$BASE
-P_METRICS=$((BASE + 1))
 TMP=$(mktemp -d /tmp/profcol-queued.XXXXXX)
 PID=""
 trap '[ -n "$PID" ] && kill $PID 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -57,12 +56,7 @@ service:
     logs:
       level: error
     metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: $P_METRICS
+      level: none
   pipelines:
     profiles:
       receivers: [otlp]
@@ -70,11 +64,11 @@ service:
 EOF
 
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-printf '%-40s %9s %9s %9s %12s %12s %8s\n' binary queued rss0_kb rss1_kb kb_per_req floor_kb ratio
+printf '%-40s %9s %9s %9s %12s %12s %8s\n' binary requests rss0_kb rss1_kb kb_per_req floor_kb ratio
 for bin in "${BINS[@]}"; do
     "$bin" --config "$TMP/profcol.yaml" >"$TMP/profcol.log" 2>&1 &
     PID=$!
-    for _ in $(seq 50); do curl -s "http://127.0.0.1:$P_METRICS/metrics" >/dev/null && break; sleep 0.1; done
+    for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$P_OTLP/" && break; sleep 0.1; done
     r0=$(rss $PID)
     "$BUILD/bench/loadgen" --url "http://127.0.0.1:$P_OTLP/v1development/profiles" --payload "$PAYLOADS" \
         --header "Content-Type: application/x-protobuf" --header "Content-Encoding: gzip" \
@@ -82,11 +76,9 @@ for bin in "${BINS[@]}"; do
     ok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ok"])' "$TMP/loadgen.json")
     sleep 1
     r1=$(rss $PID)
-    queued=$(curl -s "http://127.0.0.1:$P_METRICS/metrics" |
-        awk '$1 ~ /^otelcol_exporter_queue_size/ {s += $NF} END {printf "%d", s}')
     kill $PID; wait $PID 2>/dev/null || true; PID=""
     [ "$ok" = "$N" ] || { echo "$bin: only $ok of $N requests accepted" >&2; cat "$TMP/profcol.log" >&2; exit 1; }
-    python3 - "$bin" "$queued" "$r0" "$r1" "$N" $FLOOR <<'EOF'
+    python3 - "$bin" "$ok" "$r0" "$r1" "$N" $FLOOR <<'EOF'
 import sys
 b, q, r0, r1, n, z, r = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
 per = (r1 - r0) / n
