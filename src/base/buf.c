@@ -18,11 +18,14 @@ void pc_buf_reserve(pc_buf *b, size_t extra)
     b->cap = cap;
 }
 
-void pc_buf_reserve_exact(pc_buf *b, size_t extra)
+void pc_buf_step_begin(pc_buf *b, size_t max_out, size_t declared)
 {
-    if (b->cap - b->len >= extra) return;
-    b->data = pc_xrealloc(b->data, b->len + extra);
-    b->cap = b->len + extra;
+    b->len = 0;
+    size_t want = declared <= max_out && declared < SIZE_MAX - 2 ? declared + 2 : 1;
+    if (b->cap < want) { /* exactly, not rounded up as pc_buf_reserve does */
+        b->data = pc_xrealloc(b->data, want);
+        b->cap = want;
+    }
 }
 
 size_t pc_buf_step(pc_buf *b, size_t max_out, size_t step)
@@ -33,6 +36,12 @@ size_t pc_buf_step(pc_buf *b, size_t max_out, size_t step)
     if (spare && spare < room) return spare;
     pc_buf_reserve(b, room + 1);
     return room;
+}
+
+void pc_buf_step_end(pc_buf *b, size_t max_out)
+{
+    if (b->len > max_out) b->len = max_out;
+    b->data[b->len] = 0;
 }
 
 void pc_buf_append(pc_buf *b, const void *p, size_t n)

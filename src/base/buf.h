@@ -10,15 +10,18 @@ typedef struct pc_buf {
     size_t len, cap;
 } pc_buf;
 void pc_buf_reserve(pc_buf *b, size_t extra);
-/* The same without rounding up: room for exactly extra more bytes, for a buffer whose final size
- * is known (a block that would be shrunk afterwards stays where it was put, pages apart from the
- * next). */
-void pc_buf_reserve_exact(pc_buf *b, size_t extra);
-/* For a decompressor writing into b in bounded steps, so that a bomb stops after at most max_out
- * and one step: the room of its next step, reserved with a byte beyond it for the NUL. At most
- * step, one byte past max_out (producing that byte proves the output too large), and room
- * reserved already (pc_buf_reserve_exact, for a size the stream gives) first. */
+/* Decompressors write into b in bounded steps, so that a bomb stops after at most max_out and one
+ * step. pc_buf_step_begin empties b and reserves exactly the size the stream declares (with the
+ * byte that would prove it too large, and the NUL), when that is within max_out (else pass
+ * SIZE_MAX): the bytes get a block of their size, where a step's block shrunk afterwards would
+ * stay where it was put, pages apart from the next (bench/README.md, "What a queued request
+ * holds"); a wrong size only costs more steps. pc_buf_step reserves the next step's room and
+ * returns it: at most step, one byte past max_out (producing that byte proves the output too
+ * large), and room reserved already first. pc_buf_step_end drops that proving byte (b never
+ * holds more than max_out) and NUL-terminates. */
+void pc_buf_step_begin(pc_buf *b, size_t max_out, size_t declared);
 size_t pc_buf_step(pc_buf *b, size_t max_out, size_t step);
+void pc_buf_step_end(pc_buf *b, size_t max_out);
 void pc_buf_append(pc_buf *b, const void *p, size_t n);
 void pc_buf_printf(pc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A C string, and an unsigned number in decimal: what an HTTP head is made of, per request,

@@ -90,8 +90,6 @@ static int inflate_zlib(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
     return rc;
 }
 
-/* igzip, appending to out, for input that starts with the gzip magic. A member that follows and
- * is not gzip (a zlib stream, garbage) goes to zlib, so both paths accept the same streams. */
 /* A gzip member's reserved FLG bits (5-7) set: RFC 1952 §2.3.1.2 has a decompressor refuse it,
  * as zlib does; igzip ignores them (found by fuzz_gzip). */
 static bool reserved_flags(const uint8_t *member, size_t n)
@@ -99,6 +97,8 @@ static bool reserved_flags(const uint8_t *member, size_t n)
     return n > 3 && (member[3] & 0xe0);
 }
 
+/* igzip, appending to out, for input that starts with the gzip magic. A member that follows and
+ * is not gzip (a zlib stream, garbage) goes to zlib, so both paths accept the same streams. */
 static int inflate_isal_with(struct inflate_state *st, const uint8_t *in, size_t len,
                              size_t max_out, pc_buf *out)
 {
@@ -153,19 +153,12 @@ static int inflate_isal(const uint8_t *in, size_t len, size_t max_out, pc_buf *o
 
 static int inflate_into(const uint8_t *in, size_t len, size_t max_out, pc_buf *out, bool zlib)
 {
-    out->len = 0;
-    /* Room for the size a gzip stream gives (its last member's ISIZE; one member is what clients
-     * send), plus the byte that would prove it too large and the NUL: the bytes get a block of
-     * their size. A step's block (512 KiB) shrunk afterwards left each queued small request's
-     * bytes that far apart, on pages of their own (bench/README.md, "What a queued request
-     * holds"). A wrong ISIZE costs more steps, never more than max_out. */
+    /* the size a gzip stream gives: its last member's ISIZE (one member is what clients send) */
     uint32_t isize;
-    bool sized = pc_gzip_isize(in, len, &isize) && isize <= max_out;
-    pc_buf_reserve_exact(out, sized ? (size_t)isize + 2 : 1);
+    pc_buf_step_begin(out, max_out, pc_gzip_isize(in, len, &isize) ? isize : SIZE_MAX);
     int rc = !zlib && pc_is_gzip(in, len) ? inflate_isal(in, len, max_out, out)
                                           : inflate_zlib(in, len, max_out, out);
-    if (out->len > max_out) out->len = max_out; /* the byte that proved it too large is not kept */
-    out->data[out->len] = 0;
+    pc_buf_step_end(out, max_out);
     return rc;
 }
 

@@ -2,7 +2,7 @@
  * for the next request and gives them back when idle (base/alloc.h). */
 #include "base/zstd.h"
 
-#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -14,13 +14,8 @@ enum { ZS_STEP = 256 * 1024 };
 
 int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *out)
 {
-    out->len = 0;
-    /* room for the size the first frame gives, as gzip.c does for ISIZE: a small body's bytes
-     * get a block of their size; a wrong size costs steps, never more than max_out */
     unsigned long long size = len ? ZSTD_getFrameContentSize(in, len) : ZSTD_CONTENTSIZE_UNKNOWN;
-    bool sized = size < ZSTD_CONTENTSIZE_ERROR && size <= max_out;
-    pc_buf_reserve_exact(out, sized ? (size_t)size + 2 : 1);
-    out->data[0] = 0;
+    pc_buf_step_begin(out, max_out, size < ZSTD_CONTENTSIZE_ERROR ? (size_t)size : SIZE_MAX);
     ZSTD_DCtx *d = ZSTD_createDCtx();
     if (!d) abort();
     ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, PC_ZSTD_WINDOW_LOG_MAX);
@@ -45,8 +40,7 @@ int pc_zstd_decompress(const uint8_t *in, size_t len, size_t max_out, pc_buf *ou
     }
 out:
     ZSTD_freeDCtx(d);
-    if (out->len > max_out) out->len = max_out; /* the byte that proved it too large is not kept */
-    out->data[out->len] = 0;
+    pc_buf_step_end(out, max_out);
     return rc;
 }
 
