@@ -295,6 +295,10 @@ class ProfilezPageTest(unittest.TestCase):
         empty = self.empty_profcol()
         plan = {"url": "http://127.0.0.1:%d/" % self.zport, "screenshot": SCREENSHOT,
                 "defaults": {}, "empty": "http://127.0.0.1:%d/" % empty,
+                # a slow server: the first series is the one the page opened on, so its
+                # frames are clicked while the page reloads it (a click then zoomed with no
+                # way back, and the back button stayed disabled)
+                "apiDelayMs": 400,
                 "view": {"service": go_key[0], "type": go_key[1], "click": gs["click"],
                          "search": term},
                 "series": [{k: v for k, v in s.items() if not k.startswith("_")}

@@ -33,6 +33,8 @@
 //   "timeDiff": {"url" (a series' view)} clicks the timeline's first bar with a value, sets it
 //      as the baseline, clicks the last bar with a value and reads the diff (as "diff" does), then
 //      opens the URL in a fresh page and reads it again.
+//   "apiDelayMs": N  every answer of the page's /api/ arrives N ms late (a slow server), so a
+//      step taken while a view loads meets the page between its two states every time.
 //   "shots": {"width", "height", "views": [{"file", "url", and what to wait for: "groups",
 //      "diff" (true), "search", "zoom" (the data-zoom frame name); "scroll": a selector scrolled to the top}]} a PNG of each.
 const fs = require('fs');
@@ -326,6 +328,12 @@ async function shots(ctx, v) {
     viewport: { width: 1400, height: 1000 }, timeout: 60000 });
   try {
     const page = ctx.pages()[0] || await ctx.newPage();
+    if (plan.apiDelayMs) {
+      await ctx.route('**/api/**', async (r) => {
+        await new Promise((res) => setTimeout(res, plan.apiDelayMs));
+        await r.continue();
+      });
+    }
     page.on('pageerror', (e) => result.errors.push('pageerror: ' + e.message));
     page.on('console', (m) => { if (m.type() === 'error') result.errors.push('console: ' + m.text()); });
     await page.goto(plan.url, { waitUntil: 'load', timeout: 30000 });
