@@ -27,6 +27,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "net/conn.h"
+#include "net/http_field.h"
 #include "net/tls.h"
 
 enum {
@@ -61,7 +62,8 @@ struct cconn {
     bool tcp_up;    /* connected (TLS may still be shaking hands) */
     bool connected; /* usable: connected, and with TLS the handshake done */
     bool reused, got_bytes, msg_done, keep_alive, too_large;
-    pc_buf field, value, ctype, retry_after, body;
+    pc_http_field field;
+    pc_buf ctype, retry_after, body;
 };
 
 struct pc_http_client {
@@ -190,8 +192,7 @@ static void fail_queue(pc_http_client *c, int err, const char *msg)
 static void conn_free(pc_conn *pc)
 {
     cconn *k = (cconn *)pc;
-    pc_buf_free(&k->field);
-    pc_buf_free(&k->value);
+    pc_http_field_free(&k->field);
     pc_buf_free(&k->ctype);
     pc_buf_free(&k->retry_after);
     pc_buf_free(&k->body);
@@ -216,7 +217,8 @@ static const llhttp_settings_t parser_settings; /* defined after its callbacks *
 
 static void reset_response(cconn *k)
 {
-    k->field.len = k->value.len = k->ctype.len = k->retry_after.len = k->body.len = 0;
+    pc_http_field_clear(&k->field);
+    k->ctype.len = k->retry_after.len = k->body.len = 0;
     k->msg_done = k->too_large = false;
 }
 
@@ -495,22 +497,21 @@ static int on_message_begin(llhttp_t *p)
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     cconn *k = p->data;
-    pc_buf_append(&k->field, at, n);
-    return k->field.len > 1024 ? HPE_USER : HPE_OK;
+    return pc_http_field_name(&k->field, at, n) > 1024 ? HPE_USER : HPE_OK;
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     cconn *k = p->data;
-    pc_buf_append(&k->value, at, n);
-    return k->value.len > 65536 ? HPE_USER : HPE_OK;
+    return pc_http_field_value(&k->field, at, n) > 65536 ? HPE_USER : HPE_OK;
 }
 
 static int on_header_value_complete(llhttp_t *p)
 {
     cconn *k = p->data;
-    const char *name = k->field.len ? (const char *)k->field.data : "";
-    const char *val = k->value.len ? (const char *)k->value.data : "";
+    size_t vl;
+    const char *name = pc_http_field_name_str(&k->field, NULL);
+    const char *val = pc_http_field_value_str(&k->field, &vl);
     pc_buf *dst = NULL;
     if (strcasecmp(name, "content-type") == 0)
         dst = &k->ctype;
@@ -518,9 +519,9 @@ static int on_header_value_complete(llhttp_t *p)
         dst = &k->retry_after;
     if (dst) {
         dst->len = 0;
-        pc_buf_append(dst, val, strlen(val));
+        pc_buf_append(dst, val, vl);
     }
-    k->field.len = k->value.len = 0;
+    pc_http_field_clear(&k->field);
     return HPE_OK;
 }
 

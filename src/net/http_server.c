@@ -25,6 +25,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "net/conn_server.h"
+#include "net/http_field.h"
 #include "base/hex.h"
 
 enum {
@@ -42,7 +43,8 @@ typedef struct conn {
     bool in_head; /* its head is not complete: the header deadline runs, not the body's */
     /* url, the header being read, and the body: the connection's, reused from one request to
      * the next (a request's body stays valid until it is answered: its req holds c) */
-    pc_buf url, field, value, body;
+    pc_buf url, body;
+    pc_http_field field;
     pc_buf hbytes; /* the headers so far: lower-cased name, NUL, value, NUL; n_hdrs of them */
     size_t n_hdrs;
     size_t head_bytes;
@@ -118,7 +120,8 @@ static void keep_small(pc_buf *b)
 
 static void reset_parse_state(conn *c)
 {
-    c->url.len = c->field.len = c->value.len = 0;
+    c->url.len = 0;
+    pc_http_field_clear(&c->field);
     keep_small(&c->body);
     keep_small(&c->hbytes);
     c->n_hdrs = 0;
@@ -242,7 +245,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     conn *c = p->data;
     if (head_add(c, n)) return HPE_USER;
-    pc_buf_append(&c->field, at, n);
+    pc_http_field_name(&c->field, at, n);
     return HPE_OK;
 }
 
@@ -250,7 +253,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     conn *c = p->data;
     if (head_add(c, n)) return HPE_USER;
-    pc_buf_append(&c->value, at, n);
+    pc_http_field_value(&c->field, at, n);
     return HPE_OK;
 }
 
@@ -258,19 +261,19 @@ static int on_header_value_complete(llhttp_t *p)
 {
     conn *c = p->data;
     if (head_add(c, 4)) return HPE_USER; /* ": " and CRLF, so many empty headers count too */
-    /* each up to its first NUL, as the strings they are read as end there */
-    size_t nl = c->field.len ? strlen((char *)c->field.data) : 0;
-    size_t vl = c->value.len ? strlen((char *)c->value.data) : 0;
+    size_t nl, vl;
+    const char *name = pc_http_field_name_str(&c->field, &nl);
+    const char *val = pc_http_field_value_str(&c->field, &vl);
     pc_buf_reserve(&c->hbytes, nl + vl + 2);
     char *o = (char *)c->hbytes.data + c->hbytes.len;
     for (size_t i = 0; i < nl; i++)
-        o[i] = (char)tolower((unsigned char)c->field.data[i]);
+        o[i] = (char)tolower((unsigned char)name[i]);
     o[nl] = 0;
-    if (vl) memcpy(o + nl + 1, c->value.data, vl);
+    if (vl) memcpy(o + nl + 1, val, vl);
     o[nl + 1 + vl] = 0;
     c->hbytes.len += nl + vl + 2;
     c->n_hdrs++;
-    c->field.len = c->value.len = 0;
+    pc_http_field_clear(&c->field);
     return HPE_OK;
 }
 
@@ -503,8 +506,7 @@ static void conn_free(pc_conn *pc)
 {
     conn *c = (conn *)pc;
     pc_buf_free(&c->url);
-    pc_buf_free(&c->field);
-    pc_buf_free(&c->value);
+    pc_http_field_free(&c->field);
     pc_buf_free(&c->body);
     pc_buf_free(&c->hbytes);
     pc_buf_free(&c->in);
