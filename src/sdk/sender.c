@@ -15,8 +15,8 @@
 const char *const pc_sender_sizers[] = {"requests", "samples", "bytes", NULL};
 
 /* What only a persistent queue's records need: disk work on the pool and its result (656 bytes).
- * Apart, so that an item of a memory queue is 288 bytes, not 936: a queued small request is its
- * bytes and little more (bench/README.md, "What a queued request holds"). */
+ * Apart, as the retry timer is, so that an item of a memory queue is 136 bytes, not 936: a queued
+ * small request is its bytes and little more (bench/README.md, "What a queued request holds"). */
 typedef struct item_io {
     uv_work_t work;
     pc_error err; /* PC_EIO, PC_EINVAL (a corrupt record) */
@@ -37,11 +37,10 @@ struct item {
     int in_flight_send; /* a send call is outstanding */
     int handing;        /* retiring: handed back, the taker has not answered yet */
     item *handing_next; /* pc_sender_retire's list of what it hands back */
-    uv_timer_t timer;   /* retry backoff */
-    int timer_open;
-    item_io *io;  /* with a record on disk, or from its first merge on (io_of); else NULL */
-    char *meta;   /* the batch's metadata as "key\tvalue\n" lines: only equal ones merge */
-    item *follow; /* requests merged into this one's send (sending_queue.batch.max_size) */
+    uv_timer_t *timer;  /* retry backoff, made on the first retry (most items never wait) */
+    item_io *io;        /* with a record on disk, or from its first merge on (io_of); else NULL */
+    char *meta;         /* the batch's metadata as "key\tvalue\n" lines: only equal ones merge */
+    item *follow;       /* requests merged into this one's send (sending_queue.batch.max_size) */
 };
 
 struct pc_sender {
@@ -178,6 +177,7 @@ static void load_work(uv_work_t *w)
 static void item_closed(uv_handle_t *h)
 {
     item *it = h->data;
+    free(h);
     pc_batch_unref(it->batch);
     free(it->meta);
     free(it->io);
@@ -186,9 +186,8 @@ static void item_closed(uv_handle_t *h)
 
 static void item_free(item *it)
 {
-    if (it->timer_open) {
-        it->timer_open = 0;
-        uv_close((uv_handle_t *)&it->timer, item_closed);
+    if (it->timer) {
+        uv_close((uv_handle_t *)it->timer, item_closed);
         return;
     }
     pc_batch_unref(it->batch);
@@ -267,12 +266,12 @@ static void retry_fire(uv_timer_t *t)
 
 static void start_timer(item *it, uint64_t delay)
 {
-    if (!it->timer_open) {
-        uv_timer_init(it->s->c->loop, &it->timer);
-        it->timer.data = it;
-        it->timer_open = 1;
+    if (!it->timer) {
+        it->timer = pc_xmalloc(sizeof *it->timer);
+        uv_timer_init(it->s->c->loop, it->timer);
+        it->timer->data = it;
     }
-    uv_timer_start(&it->timer, retry_fire, delay, 0);
+    uv_timer_start(it->timer, retry_fire, delay, 0);
 }
 
 static void on_result(void *ctx, int st, int retry_after_s, const char *msg)
@@ -622,9 +621,9 @@ void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*don
     }
     s->tail = NULL;
     for (item *it = s->waiting; it; it = it->next)
-        if (!it->handing && !it->in_flight_send && it->timer_open &&
-            uv_is_active((uv_handle_t *)&it->timer)) {
-            uv_timer_stop(&it->timer);
+        if (!it->handing && !it->in_flight_send && it->timer &&
+            uv_is_active((uv_handle_t *)it->timer)) {
+            uv_timer_stop(it->timer);
             *tail = it;
             it->handing = -1;
             tail = &it->handing_next;
@@ -826,9 +825,8 @@ static void deadline_fire(uv_timer_t *t)
     /* items waiting on a backoff timer give up now; sends in flight finish by their timeout */
     for (item *it = s->waiting, *next; it; it = next) {
         next = it->next;
-        if (it->in_flight_send || !it->timer_open || !uv_is_active((uv_handle_t *)&it->timer))
-            continue;
-        uv_timer_stop(&it->timer);
+        if (it->in_flight_send || !it->timer || !uv_is_active((uv_handle_t *)it->timer)) continue;
+        uv_timer_stop(it->timer);
         if (it->done)
             complete(it, PC_EAGAIN, "exporter is shutting down", 0);
         else if (it->seq)
