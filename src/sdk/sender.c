@@ -53,6 +53,7 @@ struct pc_sender {
     uint64_t queued;   /* queued items (metric); change it with queued_add */
     uint64_t queued_units, capacity;
     bool pressing; /* a round of sends waits: pc_pool_press (sdk/pool.h) */
+    bool failing;  /* the last answer was a retryable failure, no success since */
     size_t active, io_busy;
     char *dir;
     uint64_t next_seq;
@@ -84,17 +85,31 @@ static item_io *io_of(item *it)
 static void dispatch(pc_sender *s);
 static void start_item(item *it);
 
-/* The queued items' count moves; while as many wait as there are consumers (a whole round of
- * sends behind the ones in flight), the decode gate is asked not to run ahead of the sends
- * (sdk/pool.h): without it, decodes of a flood take the cores from the loop that sends and the
- * queue fills until it refuses (bench/README.md, "Small requests, sixth pass"). */
-static void queued_add(pc_sender *s, int64_t delta)
+/* While as many items wait as there are consumers (a whole round of sends behind the ones in
+ * flight), the decode gate is asked not to run ahead of the sends (sdk/pool.h): without it,
+ * decodes of a flood take the cores from the loop that sends and the queue fills until it refuses
+ * (bench/README.md, "Small requests, sixth pass"). Not while the backend fails: that backlog is
+ * the backend's, and no CPU given to the loop sends it sooner, while the press slows the decodes
+ * of every pipeline (the gate is the process's). */
+static void update_press(pc_sender *s)
 {
-    s->queued = (uint64_t)((int64_t)s->queued + delta);
-    bool press = s->cfg.queue_enabled && s->queued >= (uint64_t)s->cfg.num_consumers;
+    bool press = s->cfg.queue_enabled && !s->failing && s->queued >= (uint64_t)s->cfg.num_consumers;
     if (press == s->pressing) return;
     s->pressing = press;
     pc_pool_press(press ? 1 : -1);
+}
+
+static void set_failing(pc_sender *s, bool failing)
+{
+    if (s->failing == failing) return;
+    s->failing = failing;
+    update_press(s);
+}
+
+static void queued_add(pc_sender *s, int64_t delta)
+{
+    s->queued = (uint64_t)((int64_t)s->queued + delta);
+    update_press(s);
 }
 static void maybe_finish_shutdown(pc_sender *s);
 static void hand_back(item *it);
@@ -279,6 +294,7 @@ static void on_result(void *ctx, int st, int retry_after_s, const char *msg)
     item *it = ctx;
     pc_sender *s = it->s;
     it->in_flight_send = 0;
+    set_failing(s, pc_err_retryable(st));
     if (st == PC_OK) {
         s->sent[it->sig] += it->samples;
         complete(it, PC_OK, NULL, 0);

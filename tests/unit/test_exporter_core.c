@@ -338,6 +338,25 @@ static void test_backlog_presses_pool(void)
     CHECK_EQ_INT(pc_pool_pressing(), 0);
     driver_free(d);
 
+    /* A failing backend's backlog does not press: no CPU given to the loop sends it sooner, and
+     * the press would slow the decodes of every pipeline. */
+    d = exporter_new(&fake_type, "sending_queue:\n  num_consumers: 2\n"
+                                 "retry_on_failure:\n  initial_interval: 50ms\n");
+    fk.script[0] = fk.script[1] = outcome(PC_EAGAIN, -1, "backend down");
+    fk.n_script = 2;
+    for (int i = 0; i < 4; i++)
+        consume(d);
+    CHECK_EQ_INT(pc_pool_pressing(), 1); /* no answer yet */
+    while (fk.attempts < 2 || fk.in_flight > 0)
+        uv_run(loop, UV_RUN_ONCE);
+    CHECK_EQ_INT(fk.attempts, 2);        /* both answered, their retries wait */
+    CHECK_EQ_INT(pc_pool_pressing(), 0); /* two still queued */
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(fk.attempts, 6);
+    CHECK_EQ_INT(sent(d), 12);
+    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    driver_free(d);
+
     d = exporter_new(&fake_type, "sending_queue:\n  enabled: false\n  num_consumers: 1\n");
     for (int i = 0; i < 3; i++)
         consume(d);
