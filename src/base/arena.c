@@ -21,6 +21,10 @@ struct pc_arena {
     size_t charged; /* what this arena charged to budget */
 };
 
+/* The head of an arena made without a first block, until its first allocation: it has no room,
+ * so that allocation takes arena_grow's way. Only ever read. */
+static block no_block;
+
 static block *block_new(size_t size)
 {
     block *b = pc_xmalloc(sizeof(block) + size);
@@ -56,8 +60,12 @@ pc_arena *pc_arena_new(size_t first_block)
 {
     pc_mem_note_activity();
     pc_arena *a = pc_xcalloc(1, sizeof(*a));
-    a->head = block_new(first_block < 256 ? 256 : first_block);
-    a->total = sizeof(block) + a->head->size;
+    if (first_block) {
+        a->head = block_new(first_block < 256 ? 256 : first_block);
+        a->total = sizeof(block) + a->head->size;
+    } else {
+        a->head = &no_block;
+    }
     a->pb.alloc = pb_alloc;
     a->pb.free = pb_free;
     a->pb.allocator_data = a;
@@ -68,7 +76,7 @@ void pc_arena_free(pc_arena *a)
 {
     if (!a) return;
     pc_arena_set_budget(a, NULL);
-    for (block *b = a->head; b;) {
+    for (block *b = a->head == &no_block ? NULL : a->head; b;) {
         block *prev = b->prev;
         free(b);
         b = prev;
@@ -81,6 +89,13 @@ void pc_arena_free(pc_arena *a)
 static void *arena_grow(pc_arena *a, size_t size)
 {
     block *b = a->head;
+    if (b == &no_block) { /* the first allocation of an arena made without a block */
+        size_t first = size < 256 ? 256 : size;
+        a->head = block_new(first);
+        a->total += sizeof(block) + first;
+        a->head->used = size;
+        return a->head->data;
+    }
     /* Grow geometrically so a large decode needs few blocks; a huge object gets its own. */
     size_t next = b->size * 2;
     if (next > (64u << 20)) next = 64u << 20;

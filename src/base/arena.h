@@ -10,6 +10,8 @@
 
 typedef struct pc_arena pc_arena;
 
+/* first_block 0: no block until the first allocation (a batch that may never allocate, as a
+ * pass-through request's, holds none). */
 pc_arena *pc_arena_new(size_t first_block);
 void pc_arena_free(pc_arena *a);
 /* 16-byte aligned; aborts on out-of-memory like the rest of profcol's allocators. */

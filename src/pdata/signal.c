@@ -458,7 +458,7 @@ static pc_request *req_decode(const pc_batch *cb)
 static pc_batch *new_wire(const uint8_t *data, size_t len, void *own, size_t cap, size_t samples,
                           size_t profiles, size_t max_decoded)
 {
-    pc_batch *b = pc_batch_wrap(pc_arena_new(own ? 256 : len + 256), PC_SIGNAL_PROFILES);
+    pc_batch *b = pc_batch_wrap(pc_arena_new(own ? 0 : len + 256), PC_SIGNAL_PROFILES);
     struct pc_batch_wire *w = pc_xcalloc(1, sizeof *w);
     pthread_mutex_init(&w->lock, NULL);
     w->owned = own;

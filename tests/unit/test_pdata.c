@@ -1,7 +1,9 @@
 /* pdata: protobuf round trip, JSON and protobuf decode to the same data, validation of every
  * kind of bad index, copy-on-write. */
 #include <stdlib.h>
+#include <string.h>
 
+#include "base/arena.h"
 #include "check.h"
 #include "payload.h"
 #include "pdata/json.h"
@@ -285,6 +287,36 @@ static void test_new_batch(void)
     pc_batch_unref(b);
 }
 
+/* An arena made without a first block holds none until it allocates, then grows as any; a
+ * bytes-only batch that owns its bytes makes one (it may never allocate). */
+static void test_arena_without_block(void)
+{
+    pc_arena *a = pc_arena_new(0);
+    CHECK_EQ_INT(pc_arena_size(a), 0);
+    pc_arena_free(a); /* never allocated: nothing to free but the arena */
+    a = pc_arena_new(0);
+    unsigned char *p = pc_arena_alloc(a, 10);
+    size_t first = pc_arena_size(a);
+    CHECK(first >= 256 && first < 512);
+    unsigned char *q = pc_arena_alloc(a, 16);
+    CHECK(q >= p + 16 && q < p + 256); /* the same block */
+    CHECK_EQ_INT(pc_arena_size(a), first);
+    unsigned char *big = pc_arena_calloc(a, 1, 4096);
+    CHECK(pc_arena_size(a) > first + 4096);
+    CHECK_EQ_INT(big[4095], 0);
+    memset(p, 1, 10);
+    pc_arena_free(a);
+
+    void *bytes = malloc(64);
+    memset(bytes, 0, 64);
+    pc_batch *w = pc_batch_take_wire(bytes, 64, 64, 0, 0, 1 << 20);
+    CHECK_EQ_INT(pc_arena_size(w->arena), 64); /* its bytes, no block */
+    pc_batch_set_meta(w, "k", "v");            /* the first allocation */
+    CHECK(pc_arena_size(w->arena) > 64 + 256);
+    CHECK_STR(pc_batch_get_meta(w, "k"), "v");
+    pc_batch_unref(w);
+}
+
 int main(void)
 {
     RUN(test_proto_round_trip);
@@ -293,5 +325,6 @@ int main(void)
     RUN(test_bad_protobuf);
     RUN(test_copy_on_write);
     RUN(test_new_batch);
+    RUN(test_arena_without_block);
     return check_report();
 }
