@@ -189,22 +189,15 @@ static void load_work(uv_work_t *w)
 
 /* ---- items ---- */
 
-static void item_closed(uv_handle_t *h)
+static void timer_free(uv_handle_t *h)
 {
-    item *it = h->data;
     free(h);
-    pc_batch_unref(it->batch);
-    free(it->meta);
-    free(it->io);
-    free(it);
 }
 
+/* The timer is apart from the item: it closes on its own, the item need not wait for it. */
 static void item_free(item *it)
 {
-    if (it->timer) {
-        uv_close((uv_handle_t *)it->timer, item_closed);
-        return;
-    }
+    if (it->timer) uv_close((uv_handle_t *)it->timer, timer_free);
     pc_batch_unref(it->batch);
     free(it->meta);
     free(it->io);
