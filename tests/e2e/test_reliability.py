@@ -481,6 +481,80 @@ class OverloadTest(unittest.TestCase):
             sink.stop()
 
 
+class IsolationTest(unittest.TestCase):
+    def test_dead_and_slow_backends_leave_other_pipelines_served(self):
+        # Three pipelines, each with its own receiver and exporter: "dead" sends to a closed port,
+        # "slow" to a sink that holds every answer back, "ok" to a sink that answers. While the
+        # first two have full sending queues (their receivers answer 503) and clients keep
+        # posting to them, every request to "ok" is acknowledged and arrives: a backend's
+        # failure or slowness is its pipeline's (handbook: "dead backends ... everyone else
+        # still served"). Then both come back and everything they acknowledged arrives too.
+        ok, dead, slow = h.free_port(), h.free_port(), h.free_port()
+        dead_out = h.free_port()
+        sink = h.started_sink(self)
+        held = h.started_sink(self)
+        held.hold()
+        self.addCleanup(held.release)
+        queue = "    sending_queue:\n      queue_size: 4\n      num_consumers: 2\n"
+        retry = "".join("    %s\n" % line for line in FAST_RETRY.splitlines())
+        cfg = ("receivers:\n" + "".join(
+                   "  otlp/%s:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:%d\n"
+                   % (name, port) for name, port in (("ok", ok), ("dead", dead), ("slow", slow))) +
+               "exporters:\n"
+               "  otlphttp/ok:\n    endpoint: %s\n" % sink.url +
+               "  otlphttp/dead:\n    endpoint: http://127.0.0.1:%d\n    timeout: 1s\n" % dead_out
+               + queue + retry +
+               "  otlphttp/slow:\n    endpoint: %s\n    timeout: 60s\n" % held.url + queue +
+               "service:\n  pipelines:\n" + "".join(
+                   "    profiles/%s:\n      receivers: [otlp/%s]\n      exporters: [otlphttp/%s]\n"
+                   % (n, n, n) for n in ("ok", "dead", "slow")))
+        p = h.Profcol(cfg, wait_ports=[ok, dead, slow], name="profcol-isolation").start()
+        self.addCleanup(p.kill)
+
+        stop = threading.Event()
+        flood = {"dead": ([], []), "slow": ([], [])}  # acknowledged summaries, statuses
+
+        def post_until_stopped(name, port, seed):
+            acked, statuses = flood[name]
+            while not stop.is_set():
+                req = h.make_request(("svc-%s" % name,), seed=seed, samples=8)
+                seed += 1
+                r = h.post(port, req.SerializeToString(), timeout=30)
+                statuses.append(r.status)
+                if r.status == 200:
+                    acked.append(h.summarize(req))
+                else:
+                    self.assertEqual(r.status, 503, r)
+                    time.sleep(0.005)
+
+        threads = [threading.Thread(target=post_until_stopped, args=a, daemon=True)
+                   for a in (("dead", dead, 1000), ("slow", slow, 2000))]
+        for t in threads:
+            t.start()
+        try:
+            # both neighbours full before the first request to "ok"
+            self.assertTrue(h.wait_for(lambda: all(503 in flood[n][1] for n in flood), 20),
+                            "the neighbours' queues never filled")
+            acked, statuses = post_many(ok, 40, 3000)
+            self.assertEqual(statuses, [200] * 40, "ok's clients refused beside full pipelines")
+            assert_delivered(self, sink, acked, "ok's acknowledged samples did not all arrive")
+            # the neighbours were still refusing after ok's requests were served
+            refused_after = {n: flood[n][1][-1] for n in flood}
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(40)
+        self.assertEqual(refused_after, {"dead": 503, "slow": 503})
+        self.assertTrue(flood["dead"][0] and flood["slow"][0], "the neighbours acknowledged none")
+
+        held.release()
+        assert_delivered(self, held, flood["slow"][0], "slow's acknowledged samples lost")
+        back = h.Sink(dead_out).start()
+        self.addCleanup(back.stop)
+        assert_delivered(self, back, flood["dead"][0], "dead's acknowledged samples lost")
+        p.stop()
+
+
 class HealthTest(unittest.TestCase):
     def test_health_and_metrics(self):
         port, hport, mport = h.free_port(), h.free_port(), h.free_port()
