@@ -7,12 +7,14 @@
 #
 # Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, otlp-decoded-large, small-flood,
 # pyroscope-relay, bridge, processors, overload, jfr-relay, fleet, kafka-relay, collector-relay,
-# collector-relay-small.
+# collector-relay-small, otlp-relay-neighbours.
 # Environment: BENCH_BUILD (default build-bench: a release build of profcol, whose bench/ tools
 # are used), BENCH_PROFCOL (the profcol binary, default BUILD/profcol: compare.sh runs an older
-# one with the same tools), BENCH_PORT_BASE (default 24300: ports base+0..base+4; fleet also
+# one with the same tools), BENCH_PORT_BASE (default 24300: ports base+0..base+4; neighbours also
+# base+6..base+9; fleet also
 # base+10..base+15, kafka-relay base+5), BENCH_KEEP (keep the temp dir), PROFCOL_EXTRA_ENV
 # (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it, and GOMAXPROCS for the Collector),
+# BENCH_NEIGHBOURS (otlp-relay-neighbours: whose clients run, default "dead slow"),
 # BENCH_COLLECTOR (the Collector binary of collector-relay, default the peer tools/peers.sh builds).
 # --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
 # and a viewer polling its JSON as the page does every 3 s (bench/profilez_viewer.py; --viewer new,
@@ -91,6 +93,7 @@ P_PYRO=$((BASE + 1))
 P_SINK=$((BASE + 2))
 P_METRICS=$((BASE + 3))
 P_PROFILEZ=$((BASE + 4))
+P_NB_DEAD=$((BASE + 6)) P_NB_SLOW=$((BASE + 7)) P_NB_SINK=$((BASE + 8)) P_NB_GONE=$((BASE + 9))
 P_METRICS2=$((BASE + 5)) # kafka-relay's gateway
 
 OTLP_URL="http://127.0.0.1:$P_OTLP/v1development/profiles"
@@ -108,7 +111,16 @@ LIMIT_MIB=0
 OTLP_EXP_EXTRA=""
 MODE_CONNS=8
 MODE_RATE=""
+NEIGHBOURS=0
 case "$SCENARIO" in
+otlp-relay-neighbours)
+    # otlp-relay's pipeline beside two more, each with its own receiver and otlphttp exporter
+    # and clients at 100 requests/s: one to a closed port, one to a sink answering 500 ms late
+    # (healthy but slow: its backlog grows past a round of sends and presses the decode gate,
+    # sdk/pool.h). Both queues fill and their clients are refused; what is measured is the first
+    # pipeline, to compare with otlp-relay run alone.
+    SET=otlp; URL=$OTLP_URL; HDRS=("${OTLP_HDRS[@]}")
+    PROCS="[batch]"; RECV="[otlp]"; EXP="[otlphttp]"; MODE_CONNS=128; NEIGHBOURS=1 ;;
 otlp-relay)
     # 128 clients: the batch processor acknowledges a request only once its flush is delivered,
     # so with few connections of small profiles the batch timeout (200ms), not the CPU, bounds it.
@@ -205,6 +217,19 @@ cleanup() {
 trap 'cleanup; if [ -n "${BENCH_KEEP:-}" ]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi' EXIT
 trap 'exit 130' INT TERM
 
+NB_RECV="" NB_EXP="" NB_PIPES=""
+if [ "$NEIGHBOURS" = 1 ]; then
+    NB_RECV="  otlp/dead:
+    protocols: {http: {endpoint: 127.0.0.1:$P_NB_DEAD}}
+  otlp/slow:
+    protocols: {http: {endpoint: 127.0.0.1:$P_NB_SLOW}}"
+    NB_EXP="  otlphttp/dead:
+    endpoint: http://127.0.0.1:$P_NB_GONE
+  otlphttp/slow:
+    endpoint: http://127.0.0.1:$P_NB_SINK"
+    NB_PIPES="    profiles/dead: {receivers: [otlp/dead], exporters: [otlphttp/dead]}
+    profiles/slow: {receivers: [otlp/slow], exporters: [otlphttp/slow]}"
+fi
 KAFKA_EXPORTER=""
 [ "$KAFKA" = 1 ] && KAFKA_EXPORTER='  kafka:
     brokers: ["${env:KAFKA_BROKERS}"]
@@ -217,6 +242,7 @@ receivers:
         endpoint: 127.0.0.1:$P_OTLP
   pyroscope:
     endpoint: 127.0.0.1:$P_PYRO
+$NB_RECV
 processors:
   batch: {}
   memory_limiter:
@@ -238,6 +264,7 @@ $OTLP_EXP_EXTRA
   pyroscope:
     endpoint: http://127.0.0.1:$P_SINK
 $KAFKA_EXPORTER
+$NB_EXP
 service:
   telemetry:
     logs:
@@ -249,6 +276,7 @@ service:
       receivers: $RECV
       processors: $PROCS
       exporters: $EXP
+$NB_PIPES
 EOF
 # Processors not in the pipeline must not be configured (a limit of 0 is invalid, for one).
 python3 - "$TMP/profcol.yaml" "$PROCS" <<'EOF'
@@ -313,6 +341,11 @@ fi
 "$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN * 2 + 240)) \
     >"$TMP/sink.out" 2>"$TMP/sink.err" &
 PIDS+=($!)
+if [ "$NEIGHBOURS" = 1 ]; then # the slow neighbour's backend
+    "$BIN/sink" --port "$P_NB_SINK" --delay-ms 500 --max-seconds $((SECONDS_RUN * 2 + 240)) \
+        >"$TMP/nb-sink.out" 2>"$TMP/nb-sink.err" &
+    PIDS+=($!)
+fi
 
 wait_http() { # URL...: 0 once every URL answers (10 s at most), 1 otherwise
     local u
@@ -545,6 +578,12 @@ if profilez == "1":
         r["profilez_viewer"], r["viewer_polls"], r["viewer_errors"] = v["viewer"], v["polls"], v["errors"]
     except Exception:
         r["profilez_viewer"] = None
+for nb in ("dead", "slow"):  # otlp-relay-neighbours: what their clients were answered
+    try:
+        n = json.loads(open(tmp + "/nb-%s.out" % nb).read().strip().splitlines()[-1])
+        r["neighbour_" + nb + "_statuses"] = n.get("statuses")
+    except Exception:
+        pass
 if int(limit) > 0:
     r["memory_limit_mib"] = int(limit)
     r["peak_rss_within_limit"] = int(hwm) / 1024 <= int(limit)
@@ -593,6 +632,9 @@ if gw:
 if int(limit) > 0:
     rows.append(("memory limit MiB", limit))
     rows.append(("refused (503/429)", lg["statuses"].get("503", 0) + lg["statuses"].get("429", 0)))
+for nb in ("dead", "slow"):
+    if "neighbour_%s_statuses" % nb in r:
+        rows.append(("neighbour %s: statuses" % nb, r["neighbour_%s_statuses" % nb]))
 if profilez == "1":
     rows.append(("profilez: profiles aggregated", r["profilez_profiles_total"]))
     rows.append(("profilez: batches dropped (behind)", r["profilez_dropped_batches_total"]))
@@ -677,8 +719,19 @@ run_phase() {
     LG_ARGS=(--url "$URL" --payload "$SET_DIR" "${HDRS[@]}" --connections "$MODE_CONNS"
              --seconds "$SECONDS_RUN" --timeout-ms 30000 --label "$label")
     [ -n "$MODE_RATE" ] && LG_ARGS+=(--rate "$MODE_RATE" --max-inflight "$MODE_CONNS")
+    local nb nb_pids=()
+    if [ "$NEIGHBOURS" = 1 ]; then # the neighbours' clients, during the measured load
+        for nb in dead:$P_NB_DEAD slow:$P_NB_SLOW; do
+            case " ${BENCH_NEIGHBOURS:-dead slow} " in *" ${nb%%:*} "*) ;; *) continue ;; esac
+            timeout $((SECONDS_RUN + 60)) "$BIN/loadgen" --url "http://127.0.0.1:${nb#*:}/v1development/profiles" \
+                --payload "$SET_DIR" "${HDRS[@]}" --connections 8 --rate 100 --max-inflight 8 \
+                --seconds "$SECONDS_RUN" --timeout-ms 30000 --label "${nb%%:*}" >"$dir/nb-${nb%%:*}.out" 2>/dev/null &
+            nb_pids+=($!)
+        done
+    fi
     timeout $((SECONDS_RUN + 60)) "$BIN/loadgen" "${LG_ARGS[@]}" >"$dir/loadgen.out"
     sed '$d' "$dir/loadgen.out" >&2
+    for nb in "${nb_pids[@]}"; do wait "$nb"; done
 
     cpu1=$(ticks "$pc")
     hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pc/status")
