@@ -98,15 +98,14 @@ typedef struct pc_component_type {
      * table, so take what you keep by swapping it into c->cfg). */
     bool (*reconfigurable)(const pc_node *old_def, const pc_node *new_def);
     void (*reconfigure)(pc_component *c, void *new_cfg);
-    /* Optional, processors: PC_ADMIT_OK, or why consume would refuse any batch now, lowering
-     * *room to what decodes in flight may hold (the memory_limiter); receivers ask the chain
-     * before decoding (pc_consumer_admit). */
+    /* Optional: PC_ADMIT_OK, or why consume would refuse any batch now, lowering *room to what
+     * decodes in flight may hold (the memory_limiter); exporters: a full queue, or
+     * PC_ADMIT_BEHIND while sends pile up (pc_exporter_admit). Receivers ask the chain before
+     * decoding (pc_consumer_admit). */
     pc_admit (*admit)(pc_component *c, size_t *room);
     /* Optional, exporters: whether this instance sends a request's bytes as received and reads
      * nothing of its model when nothing before it changed the data (pc_consumer.wire_ok). */
     bool (*wire_ok)(const pc_component *c);
-    /* Optional, exporters: true while consume would refuse for lack of room (a full queue). */
-    bool (*full)(pc_component *c);
     /* Optional, exporters: whether consume acknowledges only data on disk (pc_consumer.durable). */
     bool (*durable)(pc_component *c, size_t batch_size);
     /* Exporters on the exporter core (sdk/exporter.h, PC_EXPORTER_CORE): what the core's

@@ -13,8 +13,15 @@ typedef void (*pc_done_fn)(void *arg, int rc, const char *msg);
 
 /* Whether a consumer would refuse any batch now, and why, so a receiver refuses a request before
  * decoding it (retryable): a memory limiter down the chain is refusing, or a sending queue is
- * full. The worse wins where several pipelines take the data. */
-typedef enum { PC_ADMIT_OK, PC_ADMIT_QUEUE_FULL, PC_ADMIT_MEMORY } pc_admit;
+ * full. BEHIND admits: a sender down the chain has a round of sends queued behind the ones in
+ * flight, so the request is decoded without hurrying (sdk/pool.h: its decode is not chained to).
+ * The worse wins where several pipelines take the data. */
+typedef enum { PC_ADMIT_OK, PC_ADMIT_BEHIND, PC_ADMIT_QUEUE_FULL, PC_ADMIT_MEMORY } pc_admit;
+
+static inline bool pc_admit_refused(pc_admit a)
+{
+    return a > PC_ADMIT_BEHIND;
+}
 
 typedef struct pc_consumer pc_consumer;
 struct pc_consumer {
@@ -28,8 +35,9 @@ struct pc_consumer {
      * model is decoded only if something asks for it after all. The service sets it when it
      * builds the graph. */
     bool wire_ok;
-    /* Optional: PC_ADMIT_OK, or why consume would refuse any batch now; lowers *room to what
-     * the decodes in flight may hold for it (a memory limiter's room under its soft limit). */
+    /* Optional: PC_ADMIT_OK, PC_ADMIT_BEHIND, or why consume would refuse any batch now; lowers
+     * *room to what the decodes in flight may hold for it (a memory limiter's room under its
+     * soft limit). */
     pc_admit (*admit)(pc_consumer *self, size_t *room);
     /* Optional: true when every exporter this leads to keeps a persistent queue (a batch is
      * acknowledged only once written to disk); each such queue is asked to merge the requests

@@ -582,6 +582,21 @@ bool pc_exporter_full(pc_component *c)
     return any;
 }
 
+/* A full queue refuses; sends piling up (a backend's sender behind, any of them with routes: a
+ * batch is mostly split among them) admit as behind, which only this exporter's pipelines' decodes
+ * feel (pc_decode_queue_work), not every pipeline's. */
+pc_admit pc_exporter_admit(pc_component *c, size_t *room)
+{
+    (void)room;
+    if (pc_exporter_full(c)) return PC_ADMIT_QUEUE_FULL;
+    const pc_exporter *e = pc_exporter_of(c);
+    if (!e) return PC_ADMIT_OK;
+    if (e->sender) return pc_sender_behind(e->sender) ? PC_ADMIT_BEHIND : PC_ADMIT_OK;
+    for (const pc_route *rt = e->routes; rt; rt = rt->next)
+        if (!rt->leaving && pc_sender_behind(rt->sender)) return PC_ADMIT_BEHIND;
+    return PC_ADMIT_OK;
+}
+
 /* With routes: every backend's sender has the same settings, so a persistent queue is the
  * config's (sending_queue::storage); routes opened later merge as much as those open now. */
 bool pc_exporter_durable(pc_component *c, size_t batch_size)

@@ -206,6 +206,7 @@ int pc_exporter_create(pc_component *c, pc_error *err);
 int pc_exporter_start(pc_component *c, pc_error *err);
 void pc_exporter_consume(pc_component *c, pc_batch *b, pc_done_fn done, void *arg);
 bool pc_exporter_full(pc_component *c);
+pc_admit pc_exporter_admit(pc_component *c, size_t *room);
 bool pc_exporter_durable(pc_component *c, size_t batch_size);
 void pc_exporter_shutdown(pc_component *c, pc_shutdown_done done);
 void pc_exporter_destroy(pc_component *c);
@@ -213,7 +214,7 @@ void pc_exporter_destroy(pc_component *c);
 /* In a pc_component_type of kind PC_KIND_EXPORTER: the callbacks and the exporter's def. */
 #define PC_EXPORTER_CORE(def)                                                                      \
     .create = pc_exporter_create, .start = pc_exporter_start, .consume = pc_exporter_consume,      \
-    .full = pc_exporter_full, .durable = pc_exporter_durable, .shutdown = pc_exporter_shutdown,    \
+    .admit = pc_exporter_admit, .durable = pc_exporter_durable, .shutdown = pc_exporter_shutdown,  \
     .destroy = pc_exporter_destroy, .exporter = (def)
 
 #endif

@@ -14,8 +14,9 @@ struct pool_item {
     uv_work_t *req;
     uv_work_cb work;
     uv_after_work_cb after;
-    void *data;      /* the caller's req->data */
-    pool_item *next; /* the gate: the items a job ran after this one (see gate_work) */
+    void *data;                /* the caller's req->data */
+    pool_item *next;           /* the gate: the items a job ran after this one (see gate_work) */
+    const atomic_bool *behind; /* the gate: not chained to while set (pc_decode_queue_work) */
 };
 
 static pool_item *item_new(pool_item g)
@@ -50,19 +51,6 @@ static void item_after(pool_item *it, int status)
  * not go on to waiting decodes (what was accepted is sent before more is taken in). */
 static atomic_size_t beside_waiting;
 
-/* pc_pool_press's count: senders with a round of sends queued behind those in flight. */
-static atomic_int pressing;
-
-void pc_pool_press(int delta)
-{
-    atomic_fetch_add(&pressing, delta);
-}
-
-int pc_pool_pressing(void)
-{
-    return atomic_load(&pressing);
-}
-
 static void beside_work(uv_work_t *req)
 {
     atomic_fetch_sub(&beside_waiting, 1);
@@ -77,7 +65,7 @@ static void beside_after(uv_work_t *req, int status)
 
 void pc_pool_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after)
 {
-    item_new((pool_item){req, work, after, req->data, NULL});
+    item_new((pool_item){req, work, after, req->data, NULL, NULL});
     atomic_fetch_add(&beside_waiting, 1);
     uv_queue_work(loop, req, beside_work, beside_after);
 }
@@ -109,10 +97,13 @@ static struct {
 
 static void gate_next(uv_loop_t *loop);
 
-/* The oldest waiting item, taken out of the ring (under gate.mu), or false. */
-static bool gate_pop(pool_item *g)
+/* The oldest waiting item, taken out of the ring (under gate.mu), or false; for a job going on
+ * (chain), false too while that item is behind. */
+static bool gate_pop(pool_item *g, bool chain)
 {
     if (!gate.n) return false;
+    const atomic_bool *behind = gate.q[gate.head].behind;
+    if (chain && behind && atomic_load_explicit(behind, memory_order_relaxed)) return false;
     *g = gate.q[gate.head];
     gate.head = (gate.head + 1) % gate.cap;
     gate.n--;
@@ -135,8 +126,7 @@ static void gate_work(uv_work_t *w)
         *gate.done_tail = it;
         gate.done_tail = &it->next;
         pool_item g;
-        bool got = k < GATE_CHAIN && !atomic_load(&beside_waiting) && !atomic_load(&pressing) &&
-                   gate_pop(&g);
+        bool got = k < GATE_CHAIN && !atomic_load(&beside_waiting) && gate_pop(&g, true);
         uv_mutex_unlock(&gate.mu);
         uv_async_send(gate.async); /* sends before the loop runs the callback are one wake-up */
         if (!got) return;
@@ -204,14 +194,15 @@ static void gate_next(uv_loop_t *loop)
     while (gate.running < gate.limit) {
         pool_item g;
         uv_mutex_lock(&gate.mu);
-        bool got = gate_pop(&g);
+        bool got = gate_pop(&g, false);
         uv_mutex_unlock(&gate.mu);
         if (!got) return;
         gate_start(loop, g);
     }
 }
 
-void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after)
+void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_after_work_cb after,
+                          const atomic_bool *behind)
 {
     if (!gate.limit) { /* main.c sizes the pool through UV_THREADPOOL_SIZE before the loop runs */
         const char *env = getenv("UV_THREADPOOL_SIZE");
@@ -223,7 +214,7 @@ void pc_decode_queue_work(uv_loop_t *loop, uv_work_t *req, uv_work_cb work, uv_a
     /* the loop field is uv_queue_work's to set; an item's request is never queued there (its
      * job's is), and its after_work may read it */
     req->loop = loop;
-    pool_item g = {req, work, after, req->data, NULL};
+    pool_item g = {req, work, after, req->data, NULL, behind};
     uv_mutex_lock(&gate.mu);
     bool now = gate.running < gate.limit && !gate.n;
     if (!now) {

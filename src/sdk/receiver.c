@@ -227,7 +227,7 @@ void pc_receive_start(pc_receive *rq)
     rq->stage = PC_RECEIVE_ADMISSION;
     rq->decode_room = SIZE_MAX;
     pc_admit a = pc_consumer_admit(*rq->route, &rq->decode_room);
-    if (a != PC_ADMIT_OK) { /* refused before inflating and decoding, one log line per interval */
+    if (pc_admit_refused(a)) { /* refused before decoding, one log line per interval */
         bool memory = a == PC_ADMIT_MEMORY;
         rq->stats->refused_requests.n[memory ? PC_REFUSED_MEMORY : PC_REFUSED_PIPELINE]++;
         PC_WARN_RATELIMITED(&core->pipeline_log, core->c->id,
@@ -240,5 +240,8 @@ void pc_receive_start(pc_receive *rq)
     rq->stage = PC_RECEIVE_DECODE;
     rq->wire = rq->sig == PC_SIGNAL_PROFILES && (*rq->route)->wire_ok;
     rq->work.data = rq;
-    pc_decode_queue_work(core->c->loop, &rq->work, decode_work, decode_done);
+    /* admitted, maybe behind: what the decodes of this signal waiting for the pool then read */
+    atomic_store_explicit(&core->behind[rq->sig], a == PC_ADMIT_BEHIND, memory_order_relaxed);
+    pc_decode_queue_work(core->c->loop, &rq->work, decode_work, decode_done,
+                         &core->behind[rq->sig]);
 }

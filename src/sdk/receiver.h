@@ -14,6 +14,7 @@
 #ifndef PC_SDK_RECEIVER_H
 #define PC_SDK_RECEIVER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -46,6 +47,9 @@ void pc_receiver_stats_register(pc_component *c, pc_receiver_stats *s, const cha
 typedef struct pc_receiver_core {
     pc_component *c;
     uint64_t in_flight;
+    /* per signal: the last admission found its pipelines behind in sending (PC_ADMIT_BEHIND);
+     * the decodes waiting for the pool read it (pc_decode_queue_work) */
+    atomic_bool behind[PC_SIGNAL_COUNT];
     pc_log_limiter refused_log, pipeline_log;
 } pc_receiver_core;
 

@@ -50,10 +50,9 @@ struct pc_sender {
     void *send_arg;
     item *head, *tail; /* queued, not yet picked by a consumer */
     item *waiting;     /* in flight (sending or waiting for a retry), a list for shutdown */
-    uint64_t queued;   /* queued items (metric); change it with queued_add */
+    uint64_t queued;   /* queued items (metric) */
     uint64_t queued_units, capacity;
-    bool pressing; /* a round of sends waits: pc_pool_press (sdk/pool.h) */
-    bool failing;  /* the last answer was a retryable failure, no success since */
+    bool failing; /* the last answer was a retryable failure, no success since */
     size_t active, io_busy;
     char *dir;
     uint64_t next_seq;
@@ -86,31 +85,15 @@ static void dispatch(pc_sender *s);
 static void start_item(item *it);
 
 /* While as many items wait as there are consumers (a whole round of sends behind the ones in
- * flight), the decode gate is asked not to run ahead of the sends (sdk/pool.h): without it,
- * decodes of a flood take the cores from the loop that sends and the queue fills until it refuses
- * (bench/README.md, "Small requests, sixth pass"). Not while the backend fails: that backlog is
- * the backend's, and no CPU given to the loop sends it sooner, while the press slows the decodes
- * of every pipeline (the gate is the process's). */
-static void update_press(pc_sender *s)
+ * flight), the decodes of this sender's pipelines are not to run ahead of the sends (sdk/pool.h):
+ * without it, decodes of a flood take the cores from the loop that sends and the queue fills until
+ * it refuses (bench/README.md, "Small requests, sixth pass"). Not while the backend fails: that
+ * backlog is the backend's, and no CPU given to the loop sends it sooner. */
+bool pc_sender_behind(const pc_sender *s)
 {
-    bool press = s->cfg.queue_enabled && !s->failing && s->queued >= (uint64_t)s->cfg.num_consumers;
-    if (press == s->pressing) return;
-    s->pressing = press;
-    pc_pool_press(press ? 1 : -1);
+    return s->cfg.queue_enabled && !s->failing && s->queued >= (uint64_t)s->cfg.num_consumers;
 }
 
-static void set_failing(pc_sender *s, bool failing)
-{
-    if (s->failing == failing) return;
-    s->failing = failing;
-    update_press(s);
-}
-
-static void queued_add(pc_sender *s, int64_t delta)
-{
-    s->queued = (uint64_t)((int64_t)s->queued + delta);
-    update_press(s);
-}
 static void maybe_finish_shutdown(pc_sender *s);
 static void hand_back(item *it);
 
@@ -222,7 +205,7 @@ static void push_queue(pc_sender *s, item *it)
     else
         s->head = it;
     s->tail = it;
-    queued_add(s, 1);
+    s->queued++;
 }
 
 /* An item leaves for good: answer upstream if it waits, release resources, pull the next one. */
@@ -287,7 +270,7 @@ static void on_result(void *ctx, int st, int retry_after_s, const char *msg)
     item *it = ctx;
     pc_sender *s = it->s;
     it->in_flight_send = 0;
-    set_failing(s, pc_err_retryable(st));
+    s->failing = pc_err_retryable(st);
     if (st == PC_OK) {
         s->sent[it->sig] += it->samples;
         complete(it, PC_OK, NULL, 0);
@@ -445,7 +428,7 @@ static void dispatch(pc_sender *s)
         item *it = s->head;
         s->head = it->next;
         if (!s->head) s->tail = NULL;
-        queued_add(s, -1);
+        s->queued--;
         s->queued_units -= it->units;
         /* requests waiting behind it, of the same signal and metadata, go in the same send */
         size_t samples = it->samples, n = 1;
@@ -454,7 +437,7 @@ static void dispatch(pc_sender *s)
             item *f = s->head;
             s->head = f->next;
             if (!s->head) s->tail = NULL;
-            queued_add(s, -1);
+            s->queued--;
             s->queued_units -= f->units;
             f->next = NULL;
             *tail = f;
@@ -619,7 +602,7 @@ void pc_sender_retire(pc_sender *s, pc_sender_handback fn, void *arg, void (*don
     while (s->head) {
         item *it = s->head;
         s->head = it->next;
-        queued_add(s, -1);
+        s->queued--;
         s->queued_units -= it->units;
         it->next = s->waiting;
         s->waiting = it;
@@ -809,7 +792,7 @@ static void maybe_finish_shutdown(pc_sender *s)
         item_free(it);
     }
     s->tail = NULL;
-    queued_add(s, -(int64_t)s->queued);
+    s->queued = 0;
     if (left && s->dir)
         PC_WARN(s->c->id, "shutdown deadline: %zu request(s) stay in %s for the next start", left,
                 s->dir);
@@ -879,7 +862,6 @@ void pc_sender_free(pc_sender *s)
         free(it->meta);
         free(it);
     }
-    if (s->pressing) pc_pool_press(-1);
     free(s->dir);
     free(s);
 }

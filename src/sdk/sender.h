@@ -79,6 +79,10 @@ void pc_sender_merge_at_least(pc_sender *s, size_t max);
 /* The queue has no room for one more request (with the requests sizer: queue_size reached; with
  * the others: less than one unit left). */
 bool pc_sender_full(const pc_sender *s);
+/* A round of sends (as many as there are consumers) waits behind the ones in flight, and the
+ * backend is not failing: this sender's pipelines are admitted as behind (pc_exporter_admit), so
+ * their decodes do not run ahead of the sends (sdk/pool.h). */
+bool pc_sender_behind(const pc_sender *s);
 /* Queued, in units of the sizer (the queue size gauge). */
 uint64_t pc_sender_queue_size(const pc_sender *s);
 /* Requests not yet delivered: queued, in flight or waiting to retry. */

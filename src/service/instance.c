@@ -43,16 +43,17 @@ static bool component_durable(pc_consumer *self, size_t batch_size)
     return c->type->kind == PC_KIND_PROCESSOR && pc_consumer_durable(c->next, batch_size);
 }
 
-/* Admission: a processor's own verdict (memory_limiter), then what follows it; an exporter is
- * full when its type says so. */
+/* Admission: the component's own verdict (a memory_limiter's, an exporter's queue), then, unless
+ * that refuses, what follows it; the worse of the two. */
 static pc_admit component_admit(pc_consumer *self, size_t *room)
 {
     pc_component *c = as_component(self);
     pc_admit a = c->type->admit ? c->type->admit(c, room) : PC_ADMIT_OK;
-    if (a != PC_ADMIT_OK) return a;
-    if (c->type->full) return c->type->full(c) ? PC_ADMIT_QUEUE_FULL : PC_ADMIT_OK;
-    if (c->type->kind == PC_KIND_CONNECTOR) return pc_consumer_admit(c->router->all, room);
-    return c->type->kind == PC_KIND_PROCESSOR ? pc_consumer_admit(c->next, room) : PC_ADMIT_OK;
+    if (pc_admit_refused(a)) return a;
+    pc_admit next = PC_ADMIT_OK;
+    if (c->type->kind == PC_KIND_CONNECTOR) next = pc_consumer_admit(c->router->all, room);
+    if (c->type->kind == PC_KIND_PROCESSOR) next = pc_consumer_admit(c->next, room);
+    return next > a ? next : a;
 }
 
 typedef struct entry_call {

@@ -321,48 +321,101 @@ static void test_queued(void)
     driver_free(d);
 }
 
+/* The exporter's admission (pc_exporter_admit, asked by receivers before decoding). */
+static pc_admit admit(driver *d)
+{
+    size_t room = SIZE_MAX;
+    return pc_exporter_admit(&d->c, &room);
+}
+
 /* A round of sends waiting behind the ones in flight (as many queued as there are consumers)
- * presses the decode gate (sdk/pool.h) until the queue drains; without the queue nothing is
- * queued, so nothing presses. */
-static void test_backlog_presses_pool(void)
+ * admits as behind (the pipeline's decodes are not chained to, sdk/pool.h) until the queue
+ * drains; without the queue nothing is queued, so nothing is behind. */
+static void test_backlog_admits_behind(void)
 {
     driver *d = exporter_new(&fake_type, "sending_queue:\n  num_consumers: 2\n");
-    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    CHECK_EQ_INT(admit(d), PC_ADMIT_OK);
     for (int i = 0; i < 3; i++)
         consume(d); /* two in flight, one queued */
-    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    CHECK_EQ_INT(admit(d), PC_ADMIT_OK);
     consume(d);
-    CHECK_EQ_INT(pc_pool_pressing(), 1);
+    CHECK_EQ_INT(admit(d), PC_ADMIT_BEHIND);
     uv_run(loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(fk.attempts, 4);
-    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    CHECK_EQ_INT(admit(d), PC_ADMIT_OK);
     driver_free(d);
 
-    /* A failing backend's backlog does not press: no CPU given to the loop sends it sooner, and
-     * the press would slow the decodes of every pipeline. */
+    /* A failing backend's backlog is not behind: no CPU given to the loop sends it sooner. */
     d = exporter_new(&fake_type, "sending_queue:\n  num_consumers: 2\n"
                                  "retry_on_failure:\n  initial_interval: 50ms\n");
     fk.script[0] = fk.script[1] = outcome(PC_EAGAIN, -1, "backend down");
     fk.n_script = 2;
     for (int i = 0; i < 4; i++)
         consume(d);
-    CHECK_EQ_INT(pc_pool_pressing(), 1); /* no answer yet */
+    CHECK_EQ_INT(admit(d), PC_ADMIT_BEHIND); /* no answer yet */
     while (fk.attempts < 2 || fk.in_flight > 0)
         uv_run(loop, UV_RUN_ONCE);
     CHECK_EQ_INT(fk.attempts, 2);        /* both answered, their retries wait */
-    CHECK_EQ_INT(pc_pool_pressing(), 0); /* two still queued */
+    CHECK_EQ_INT(admit(d), PC_ADMIT_OK); /* two still queued */
     uv_run(loop, UV_RUN_DEFAULT);
     CHECK_EQ_INT(fk.attempts, 6);
     CHECK_EQ_INT(sent(d), 12);
-    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    CHECK_EQ_INT(admit(d), PC_ADMIT_OK);
+    driver_free(d);
+
+    /* A full queue refuses. */
+    d = exporter_new(&fake_type, "sending_queue:\n  num_consumers: 1\n  queue_size: 2\n");
+    for (int i = 0; i < 3; i++)
+        consume(d); /* one in flight, two queued */
+    CHECK_EQ_INT(admit(d), PC_ADMIT_QUEUE_FULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    CHECK_EQ_INT(admit(d), PC_ADMIT_OK);
     driver_free(d);
 
     d = exporter_new(&fake_type, "sending_queue:\n  enabled: false\n  num_consumers: 1\n");
     for (int i = 0; i < 3; i++)
         consume(d);
-    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    CHECK_EQ_INT(admit(d), PC_ADMIT_OK);
     uv_run(loop, UV_RUN_DEFAULT);
     driver_free(d);
+}
+
+/* A consumer whose admission is fixed (a pipeline's verdict). */
+typedef struct fixed_admit {
+    pc_consumer base;
+    pc_admit a;
+} fixed_admit;
+
+static pc_admit fixed_admit_fn(pc_consumer *self, size_t *room)
+{
+    (void)room;
+    return ((fixed_admit *)self)->a;
+}
+
+/* A receiver feeding several pipelines is admitted as the worst of them: behind where one is
+ * behind and none refuses, refused where one refuses. */
+static void test_fanout_admits_worst(void)
+{
+    static const pc_admit cases[][3] = {
+        /* first, second, the fan-out's */
+        {PC_ADMIT_OK, PC_ADMIT_OK, PC_ADMIT_OK},
+        {PC_ADMIT_OK, PC_ADMIT_BEHIND, PC_ADMIT_BEHIND},
+        {PC_ADMIT_BEHIND, PC_ADMIT_OK, PC_ADMIT_BEHIND},
+        {PC_ADMIT_BEHIND, PC_ADMIT_QUEUE_FULL, PC_ADMIT_QUEUE_FULL},
+        {PC_ADMIT_MEMORY, PC_ADMIT_BEHIND, PC_ADMIT_MEMORY},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        fixed_admit t[2] = {{.base.admit = fixed_admit_fn, .a = cases[k][0]},
+                            {.base.admit = fixed_admit_fn, .a = cases[k][1]}};
+        pc_consumer *targets[2] = {&t[0].base, &t[1].base};
+        pc_consumer *f = pc_fanout_new(targets, 2);
+        size_t room = SIZE_MAX;
+        CHECK_EQ_INT(pc_consumer_admit(f, &room), cases[k][2]);
+        CHECK_EQ_INT(pc_admit_refused(cases[k][2]), cases[k][2] > PC_ADMIT_BEHIND);
+        pc_fanout_free(f);
+    }
+    CHECK(!pc_admit_refused(PC_ADMIT_BEHIND));
+    CHECK(pc_admit_refused(PC_ADMIT_QUEUE_FULL));
 }
 
 /* Shutdown with a request in flight (driver_free shuts down, runs the loop, destroys): the
@@ -465,7 +518,8 @@ int main(void)
     RUN(test_encode_copy_on_loop);
     RUN(test_permanent);
     RUN(test_queued);
-    RUN(test_backlog_presses_pool);
+    RUN(test_backlog_admits_behind);
+    RUN(test_fanout_admits_worst);
     RUN(test_shutdown_drains_then_closes);
     RUN(test_sink);
     RUN(test_http_outcome);

@@ -2,7 +2,8 @@
  * with its own data, on the loop the caller gave; at most as many decodes run at once as the pool
  * has threads; a busy job goes on to waiting decodes (chaining) without a round trip through the
  * loop, but only a few, and none while work queued beside the gate with pc_pool_queue_work
- * waits, so that work is not starved, nor while sends have a backlog; no after_work waits for the
+ * waits, so that work is not starved, nor to a decode queued as behind (its pipeline's sends
+ * have a backlog), while the others still chain; no after_work waits for the
  * chain's end; an after_work may free its request and queue more. */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -32,6 +33,8 @@ static atomic_int started;      /* item works begun */
 static atomic_int go;           /* works wait for it: every item is queued before any runs */
 static int afters_done;         /* loop thread */
 static int requeue_left;
+static int behind_from = 1 << 30; /* items from this index on are queued with behind_flag */
+static atomic_bool behind_flag;
 static uv_loop_t *test_loop;
 
 static void work(uv_work_t *w)
@@ -92,7 +95,8 @@ static item *queue_items_running(int n, bool release, uv_work_cb fn)
     for (int i = 0; i < n; i++) {
         its[i].index = i;
         its[i].w.data = &its[i];
-        pc_decode_queue_work(test_loop, &its[i].w, fn, after);
+        pc_decode_queue_work(test_loop, &its[i].w, fn, after,
+                             i >= behind_from ? &behind_flag : NULL);
     }
     if (release) atomic_store(&go, 1);
     return its;
@@ -214,19 +218,37 @@ static void test_beside_work_stops_chaining(void)
     free(its);
 }
 
-/* While pc_pool_press holds (an exporter's sends have a backlog), a job does not go on to waiting
- * decodes: each item after the first round starts only once the loop ran the after_work of the
- * items before it but those still running. */
-static void test_press_stops_chaining(void)
+/* While its behind flag is set (the sends of the pipelines it feeds have a backlog) a decode is
+ * not chained to: it starts only once the loop ran the after_work of the items before it but
+ * those still running. The decodes before it (other pipelines', no flag) still chain: some start
+ * before the loop ran the after_work of all but the running ones. The flag is read when a job
+ * would go on, not when the decode was queued: cleared while they wait, they chain again. */
+static void test_behind_not_chained(void)
 {
     reset();
-    pc_pool_press(1);
+    atomic_store(&behind_flag, true);
+    behind_from = 20;
     item *its = queue_items(40, true);
     CHECK(wait_count(test_loop, &afters_done, 40, 30000));
-    for (int i = POOL; i < 40; i++)
+    int early = 0;
+    for (int i = POOL; i < 20; i++)
+        early += its[i].afters_at_start < i - POOL + 1;
+    CHECK(early > 0);
+    for (int i = 20; i < 40; i++)
         CHECK(its[i].afters_at_start >= i - POOL + 1);
-    pc_pool_press(-1);
-    CHECK_EQ_INT(pc_pool_pressing(), 0);
+    free(its);
+
+    reset();
+    behind_from = 0;
+    its = queue_items(40, false); /* the first jobs wait for go, the rest for them */
+    behind_from = 1 << 30;
+    atomic_store(&behind_flag, false);
+    atomic_store(&go, 1);
+    CHECK(wait_count(test_loop, &afters_done, 40, 30000));
+    early = 0;
+    for (int i = POOL; i < 40; i++)
+        early += its[i].afters_at_start < i - POOL + 1;
+    CHECK(early > 0);
     free(its);
 }
 
@@ -237,7 +259,7 @@ static void queue_one(void)
 {
     item *it = calloc(1, sizeof *it);
     it->w.data = it;
-    pc_decode_queue_work(test_loop, &it->w, work, after_free_requeue);
+    pc_decode_queue_work(test_loop, &it->w, work, after_free_requeue, NULL);
 }
 
 static void after_free_requeue(uv_work_t *w, int status)
@@ -275,7 +297,7 @@ int main(void)
     RUN(test_afters_not_held);
     RUN(test_outside_work_not_starved);
     RUN(test_beside_work_stops_chaining);
-    RUN(test_press_stops_chaining);
+    RUN(test_behind_not_chained);
     RUN(test_after_frees_and_requeues);
     return test_loop_close(test_loop);
 }
