@@ -6,8 +6,8 @@
  * round of decodes, never behind every request read from the sockets: what was accepted is sent
  * before more is taken in. A decode job goes on to up to 15 waiting decodes after its own
  * (chaining: no wake-up through the loop per request), but only while no work queued beside the
- * gate waits to start, and never to a decode queued as behind; each item's after_work runs as
- * soon as its work is done. */
+ * gate waits to start, and never to a decode while its pipelines are behind in sending; each
+ * item's after_work runs as soon as its work is done. */
 #ifndef PC_SDK_POOL_H
 #define PC_SDK_POOL_H
 
