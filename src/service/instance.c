@@ -45,7 +45,7 @@ static bool component_durable(pc_consumer *self, size_t batch_size)
 
 /* Admission: the component's own verdict (a memory_limiter's, an exporter's queue), then, unless
  * that refuses, what follows it; the worse of the two. */
-static pc_admit component_admit(pc_consumer *self, size_t *room)
+pc_admit svc_component_admit(pc_consumer *self, size_t *room)
 {
     pc_component *c = as_component(self);
     pc_admit a = c->type->admit ? c->type->admit(c, room) : PC_ADMIT_OK;
@@ -188,7 +188,7 @@ pc_component *svc_component_new(pc_service *s, pc_kind kind, const char *id, con
     c->host = &s->host;
     c->cfg = pc_xcalloc(1, t->cfg_size ? t->cfg_size : 1);
     c->self.consume = component_consume;
-    c->self.admit = component_admit;
+    c->self.admit = svc_component_admit;
     c->self.durable = component_durable;
     c->self.mutates = t->mutates;
     if (pc_cfgtable_apply(t->cfg, c->cfg, node, path, err) ||

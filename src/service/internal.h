@@ -112,6 +112,9 @@ const pc_component_type *svc_lookup_type(pc_kind kind, const char *id, const pc_
 pc_component *svc_component_new(pc_service *s, pc_kind kind, const char *id, const pc_node *node,
                                 const char *path, const char *log_id, pc_error *err);
 void svc_component_free(pc_component *c);
+/* A component's admission (its consumer's admit): its type's verdict, then, unless that refuses,
+ * what follows it (a processor's next, a connector's pipelines); the worse of the two. */
+pc_admit svc_component_admit(pc_consumer *self, size_t *room);
 /* What receivers call for a pipeline: counts its requests in s->in_flight, then next. */
 pipe_entry *svc_entry_new(pc_service *s, pc_consumer *next);
 

@@ -13,6 +13,7 @@
 #include "sdk/exporter.h"
 #include "sdk/exporter_http.h"
 #include "sdk/pool.h"
+#include "service/internal.h"
 #include "proc_driver.h"
 
 static uv_loop_t *loop;
@@ -418,6 +419,40 @@ static void test_fanout_admits_worst(void)
     CHECK(pc_admit_refused(PC_ADMIT_QUEUE_FULL));
 }
 
+/* A component type whose admission is fixed. */
+static pc_admit fixed_type_admit(pc_component *c, size_t *room)
+{
+    (void)room;
+    return *(const pc_admit *)c->priv;
+}
+
+/* Along a pipeline (the service's svc_component_admit): a processor's own verdict, then what
+ * follows it, the worse of the two; an exporter behind makes its whole chain behind, and a
+ * refusal anywhere refuses. */
+static void test_chain_admits_worst(void)
+{
+    static const pc_component_type proc = {
+        .name = "p", .kind = PC_KIND_PROCESSOR, .admit = fixed_type_admit};
+    static const pc_component_type exp = {
+        .name = "e", .kind = PC_KIND_EXPORTER, .admit = fixed_type_admit};
+    static const pc_admit cases[][3] = {
+        /* processor, exporter, the processor's consumer */
+        {PC_ADMIT_OK, PC_ADMIT_OK, PC_ADMIT_OK},
+        {PC_ADMIT_OK, PC_ADMIT_BEHIND, PC_ADMIT_BEHIND},
+        {PC_ADMIT_OK, PC_ADMIT_QUEUE_FULL, PC_ADMIT_QUEUE_FULL},
+        {PC_ADMIT_MEMORY, PC_ADMIT_BEHIND, PC_ADMIT_MEMORY},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        pc_admit pa = cases[k][0], ea = cases[k][1];
+        pc_component e = {.type = &exp, .priv = &ea};
+        e.self.admit = svc_component_admit;
+        pc_component p = {.type = &proc, .priv = &pa, .next = &e.self};
+        p.self.admit = svc_component_admit;
+        size_t room = SIZE_MAX;
+        CHECK_EQ_INT(pc_consumer_admit(&p.self, &room), cases[k][2]);
+    }
+}
+
 /* Shutdown with a request in flight (driver_free shuts down, runs the loop, destroys): the
  * stopping hook first; the transport is closed only once the answer came and was counted. */
 static void test_shutdown_drains_then_closes(void)
@@ -520,6 +555,7 @@ int main(void)
     RUN(test_queued);
     RUN(test_backlog_admits_behind);
     RUN(test_fanout_admits_worst);
+    RUN(test_chain_admits_worst);
     RUN(test_shutdown_drains_then_closes);
     RUN(test_sink);
     RUN(test_http_outcome);
