@@ -93,7 +93,11 @@ static void rs_attrs(pc_buf *o, const pc_dictionary *d, const int32_t *idx, size
     pc_buf_printf(o, "{");
     for (size_t i = 0; i < n; i++) {
         const pc_kvu *a = pc_dict_attr_at(d, idx[i]);
-        if (!a) continue;
+        /* an entry equal to the zero value (no key, value or unit) reads as element 0, as a
+         * function or mapping does below: the model interns it so, the wire merge keeps one sent
+         * with explicit zero fields as its own entry */
+        if (!a || (!a->key_strindex && (!a->value || !a->value->value_case) && !a->unit_strindex))
+            continue;
         pc_buf_printf(o, "%s=", pc_dict_str(d, a->key_strindex));
         rs_value(o, d, a->value, 0);
         pc_buf_printf(o, "(%s);", pc_dict_str(d, a->unit_strindex));
