@@ -2,8 +2,8 @@
  * with its own data, on the loop the caller gave; at most as many decodes run at once as the pool
  * has threads; a busy job goes on to waiting decodes (chaining) without a round trip through the
  * loop, but only a few, and none while work queued beside the gate with pc_pool_queue_work
- * waits, so that work is not starved, nor to a decode queued as behind (its pipeline's sends
- * have a backlog), while the others still chain; no after_work waits for the
+ * waits, so that work is not starved, nor to a decode while its behind flag is set (its
+ * pipelines' sends have a backlog), while the others still chain; no after_work waits for the
  * chain's end; an after_work may free its request and queue more. */
 #include <stdatomic.h>
 #include <stdbool.h>
