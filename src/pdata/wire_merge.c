@@ -114,6 +114,7 @@ typedef struct req {
     size_t n_tab[T_N];
     uint32_t *map[T_N]; /* old index -> merged index */
     unsigned changed;   /* tables whose remap is not the identity */
+    unsigned zeroed;    /* tables whose remap takes an entry other than element 0 to 0 */
     /* the request whose merge computed each table's remap (ORG_NONE: the table is empty): two
      * requests with the same origin for a table have the same remap */
     uint32_t org[T_N];
@@ -157,6 +158,7 @@ typedef struct table {
 typedef struct rw {
     uint32_t *const *map;
     const size_t *n_map;
+    const unsigned *zeroed;
     size_t *slots;
     size_t n_slots, cap_slots, cursor;
     bool bad;
@@ -257,11 +259,31 @@ static size_t put_msg(rw *w, uint64_t key, unsigned m, const uint8_t *p, size_t 
     return pos + rewrite(w, m, p, n, o + pos);
 }
 
+/* The index fields of message type m at p (n bytes) that occur more than once. */
+static unsigned multi_indices(unsigned m, const uint8_t *p, size_t n)
+{
+    unsigned seen = 0, multi = 0;
+    uint64_t key, l;
+    for (size_t i = 0; i < n; i += (key & 7) == 2 ? (size_t)l : 0) {
+        if (pc_proto_read_varint(p, n, &i, &key) || pc_proto_skip_value(p, n, key & 7, &i, &l))
+            break;
+        unsigned num = (unsigned)(key >> 3);
+        if (num >= NF || schema[m][num].kind != K_IDX) continue;
+        multi |= seen & 1u << num;
+        seen |= 1u << num;
+    }
+    return multi;
+}
+
 /* Message type m at p (n bytes) with every index remapped: its new length (o NULL), or written
- * at o. */
+ * at o. A singular index that a remap takes to 0 (an entry of the zero value, zero_entry) is left
+ * out, as encoders write a default, so that the entry compares equal to one that never had it;
+ * unless the field occurs again in the message (the last one wins) or is AnyValue's oneof
+ * member (set to 0 is not unset). */
 static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o)
 {
     size_t i = 0, pos = 0;
+    unsigned multi = *w->zeroed && m != M_AV ? multi_indices(m, p, n) : ~0u;
     while (i < n && !w->bad) {
         size_t k0 = i;
         uint64_t key, l = 0;
@@ -277,8 +299,10 @@ static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o)
         } else if (f.kind == K_MSG && wt == 2) {
             pos += put_msg(w, key, f.arg, v, (size_t)l, at);
         } else if ((f.kind == K_IDX || f.kind == K_IDXR) && wt == 0) {
+            uint64_t to = remap(w, f.arg, l);
+            if (!to && l && f.kind == K_IDX && !(multi & 1u << (key >> 3))) continue;
             size_t kl = put_varint(at, key);
-            pos += kl + put_varint(at ? at + kl : NULL, remap(w, f.arg, l));
+            pos += kl + put_varint(at ? at + kl : NULL, to);
         } else if (f.kind == K_IDXR && wt == 2) {
             pos += put_packed(w, key, f.arg, v, (size_t)l, at);
         } else {
@@ -478,6 +502,32 @@ static bool zero_elem(unsigned ti, span e)
     return true;
 }
 
+/* Whether entry e of table ti (rewritten) is the zero value, in element 0's form or another:
+ * fields written out with their defaults (a scalar or index 0, an empty packed run, an empty
+ * AnyValue, which pdata/dict.c stores as an absent one), a link of all-zero ids. The model
+ * interns such an entry as element 0 (pdata/dict.c), and so does this merger: "Duplicates SHOULD
+ * NOT occur" (../shared/spec/otlp-profiles.md). A scalar written twice, 0 last, is not seen
+ * here: that entry stays one of its own, the same content in another form. */
+static bool zero_entry(unsigned ti, span e)
+{
+    if (table_msg[ti] < 0) return zero_elem(ti, e); /* a string or a link */
+    const wf *f = schema[table_msg[ti]];
+    size_t i = 0;
+    while (i < e.n) {
+        uint64_t key, v;
+        if (pc_proto_read_varint(e.p, e.n, &i, &key) || key >> 3 >= NF ||
+            pc_proto_read_varint(e.p, e.n, &i, &v) || v)
+            return false;
+        wf k = f[key >> 3];
+        if ((key & 7) == 0 ? k.kind != K_COPY && k.kind != K_IDX
+                           : (key & 7) != 2 ||
+                                 /* an attribute's value is the one singular message */
+                                 (k.kind != K_IDXR && !(k.kind == K_MSG && ti == T_ATTR)))
+            return false;
+    }
+    return true;
+}
+
 static int intern_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, pc_arena *a);
 
 /* The state of one merge. */
@@ -528,11 +578,12 @@ static run *cache_add(mctx *c, const uint32_t *key, span s, const probe *pr, uin
     return a;
 }
 
-/* Request ri's table ti into the merged one, its remap filled. Element 0 maps to 0; the merged
- * element 0 is the first request's (every request's element 0 is the zero value). A table whose
- * bytes and whose dependencies' remaps equal an earlier request's of this flush (a client
- * sending the same dictionary again) takes that request's remap: its entries, rewritten the same
- * way, were interned then and would intern to the same indices now. */
+/* Request ri's table ti into the merged one, its remap filled. Element 0 maps to 0, and so does
+ * any other entry of the zero value (zero_entry); the merged element 0 is the first request's
+ * (every request's element 0 is the zero value). A table whose bytes and whose dependencies'
+ * remaps equal an earlier request's of this flush (a client sending the same dictionary again)
+ * takes that request's remap: its entries, rewritten the same way, were interned then and would
+ * intern to the same indices now. */
 static int merge_table(mctx *c, uint32_t ri, unsigned ti)
 {
     req *r = &c->rs[ri];
@@ -546,6 +597,7 @@ static int merge_table(mctx *c, uint32_t ri, unsigned ti)
     if (e) {
         r->map[ti] = c->rs[e->from].map[ti];
         r->changed |= c->rs[e->from].changed & 1u << ti;
+        r->zeroed |= c->rs[e->from].zeroed & 1u << ti;
         r->org[ti] = e->from;
         return 0;
     }
@@ -576,8 +628,9 @@ static int intern_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, p
             if (w->bad) return PC_ENOTSUP;
             e = (span){scratch->data, len};
         }
-        r->map[ti][k] = intern(t, e.p, e.n, as_is, a);
+        r->map[ti][k] = zero_entry(ti, e) ? 0 : intern(t, e.p, e.n, as_is, a);
         if (r->map[ti][k] != k) r->changed |= 1u << ti;
+        if (!r->map[ti][k]) r->zeroed |= 1u << ti;
     }
     return 0;
 }
@@ -667,6 +720,7 @@ static int merge_all(req *rs, const uint8_t *const *data, const size_t *len, siz
         if (!rc) rc = read_dict(r, c.a);
         c.w.map = r->map;
         c.w.n_map = r->n_tab;
+        c.w.zeroed = &r->zeroed;
         for (size_t o = 0; o < T_N - 1 && !rc; o++)
             rc = merge_table(&c, (uint32_t)i, (unsigned)table_order[o]);
         if (!rc) rc = put_resources(&c, (uint32_t)i);

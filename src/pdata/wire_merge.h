@@ -4,8 +4,9 @@
  * Protobuf concatenation appends repeated fields and merges a singular message, so the result is
  * every request's resource_profiles in order, then ONE dictionary: the first request's entries,
  * then each later request's entries not already present, de-duplicated by their bytes after
- * their own indices were rewritten ("Duplicates SHOULD NOT occur", ../shared/spec/
- * otlp-profiles.md); every index field of a request is rewritten through its table's remap.
+ * their own indices were rewritten, an entry of the zero value in any form becoming element 0
+ * ("Duplicates SHOULD NOT occur", ../shared/spec/otlp-profiles.md); every index field of a
+ * request is rewritten through its table's remap.
  * Resources are not grouped by content (the model merge does): the same data, more
  * ResourceProfiles. */
 #ifndef PC_WIRE_MERGE_H

@@ -94,8 +94,9 @@ static void rs_attrs(pc_buf *o, const pc_dictionary *d, const int32_t *idx, size
     for (size_t i = 0; i < n; i++) {
         const pc_kvu *a = pc_dict_attr_at(d, idx[i]);
         /* an entry equal to the zero value (no key, value or unit) reads as element 0, as a
-         * function or mapping does below: the model interns it so, the wire merge keeps one sent
-         * with explicit zero fields as its own entry */
+         * function or mapping does below: the model interns it so, the wire merge keeps one
+         * whose zero is a field written twice, 0 last, as its own entry (wire_merge.c
+         * zero_entry) */
         if (!a || (!a->key_strindex && (!a->value || !a->value->value_case) && !a->unit_strindex))
             continue;
         pc_buf_printf(o, "%s=", pc_dict_str(d, a->key_strindex));
@@ -130,7 +131,7 @@ static void rs_location(pc_buf *o, const pc_dictionary *d, int32_t li)
         const pc_function *f =
             fi > 0 && (size_t)fi < d->n_function_table ? d->function_table[fi] : NULL;
         /* an entry equal to the zero value reads as element 0 (the model interns it so; the
-         * wire merge keeps one sent with explicit zero fields as its own entry) */
+         * wire merge keeps one whose zero is a field written twice as its own entry) */
         if (f && (f->name_strindex || f->system_name_strindex || f->filename_strindex ||
                   f->start_line)) {
             pc_buf_printf(o, "%s/%s/%s/%lld", pc_dict_str(d, f->name_strindex),

@@ -101,7 +101,36 @@ static void gen_value(pc_buf *d, const sizes *z)
     pc_buf_free(&v);
 }
 
-/* The dictionary's tables (element 0 empty, then entries from small pools). */
+/* Now and then an entry of table num written as the zero value with its fields out (element 0
+ * in another form: the merge makes it element 0, and the oracle's duplicate check holds it). */
+static bool gen_zero(pc_buf *e, unsigned num)
+{
+    static const uint8_t ids[16] = {0};
+    if (below(8)) return false;
+    switch (num) {
+    case 4:
+        w_bytes(e, 1, ids, 16);
+        w_bytes(e, 2, ids, 8);
+        break;
+    case 6:
+        w_bytes(e, 2, "", 0); /* an empty AnyValue */
+        break;
+    case 7:
+        w_bytes(e, 1, "", 0); /* an empty packed run */
+        break;
+    case 1:
+        w_int(e, 1, 0); /* memory_start */
+        break;
+    case 2:
+        w_int(e, 2, 0); /* address */
+        break;
+    default: w_int(e, 4, 0); /* start_line */
+    }
+    return true;
+}
+
+/* The dictionary's tables (element 0 empty, then entries from small pools, some of them the
+ * zero value written out). */
 static void gen_tables(pc_buf *d, const sizes *z)
 {
     pc_buf e = {0}, sub = {0};
@@ -110,7 +139,7 @@ static void gen_tables(pc_buf *d, const sizes *z)
         w_bytes(d, 5, s, strlen(s));
     }
     for (unsigned i = 0; i < z->attr; i++) {
-        if (i) {
+        if (i && !gen_zero(&e, 6)) {
             w_opt(&e, 1, z->str > 1 ? 1 + below(z->str - 1) : 0);
             gen_value(&e, z);
             if (below(2)) w_opt(&e, 3, below(z->str));
@@ -118,7 +147,7 @@ static void gen_tables(pc_buf *d, const sizes *z)
         w_msg(d, 6, &e);
     }
     for (unsigned i = 0; i < z->map; i++) {
-        if (i) {
+        if (i && !gen_zero(&e, 1)) {
             w_int(&e, 1, (1 + below(2)) * 0x1000);
             w_opt(&e, 4, below(z->str));
             w_indices(&e, 5, below(2), z->attr, true);
@@ -126,7 +155,7 @@ static void gen_tables(pc_buf *d, const sizes *z)
         w_msg(d, 1, &e);
     }
     for (unsigned i = 0; i < z->fn; i++) {
-        if (i) {
+        if (i && !gen_zero(&e, 3)) {
             w_opt(&e, 1, below(z->str));
             w_opt(&e, 2, below(z->str));
             w_opt(&e, 3, below(z->str));
@@ -135,7 +164,7 @@ static void gen_tables(pc_buf *d, const sizes *z)
         w_msg(d, 3, &e);
     }
     for (unsigned i = 0; i < z->link; i++) {
-        if (i) {
+        if (i && !gen_zero(&e, 4)) {
             uint8_t t[16] = {(uint8_t)(1 + below(3))}, s[8] = {(uint8_t)(1 + below(2))};
             w_bytes(&e, 1, t, 16);
             w_bytes(&e, 2, s, 8);
@@ -143,7 +172,7 @@ static void gen_tables(pc_buf *d, const sizes *z)
         w_msg(d, 4, &e);
     }
     for (unsigned i = 0; i < z->loc; i++) {
-        if (i) {
+        if (i && !gen_zero(&e, 2)) {
             w_opt(&e, 1, below(z->map));
             w_int(&e, 2, (1 + below(4)) * 16);
             for (unsigned l = below(3); l > 0; l--) {
@@ -156,7 +185,7 @@ static void gen_tables(pc_buf *d, const sizes *z)
         w_msg(d, 2, &e);
     }
     for (unsigned i = 0; i < z->stack; i++) {
-        if (i) w_indices(&e, 1, 1 + below(4), z->loc, true);
+        if (i && !gen_zero(&e, 7)) w_indices(&e, 1, 1 + below(4), z->loc, true);
         w_msg(d, 7, &e);
     }
     pc_buf_free(&e);
@@ -469,11 +498,155 @@ static void test_cannot(void)
     pc_buf_free(&e);
 }
 
+/* A request whose tables hold, beside element 0, an entry of the zero value written out
+ * (explicit zero fields, empty packed runs, an empty AnyValue, zero link ids; the strings "" again,
+ * which the real attribute's value points to), a real entry, and in the location table one
+ * pointing at the zero entries: {mapping 1, address 32, line of
+ * function 1, attribute 1}, and one {address 48, line of function 2 then 1}. Two samples: stack 2
+ * with attributes [1, 2] and link 1, stack 1. */
+static void zero_entries_request(pc_buf *out)
+{
+    pc_buf d = {0}, e = {0}, sub = {0}, p = {0};
+    static const uint8_t zeros[16] = {0}, one[16] = {1};
+    w_bytes(&d, 5, "", 0);
+    w_bytes(&d, 5, "main", 4);
+    w_bytes(&d, 5, "", 0); /* "" again: element 0 in the merge */
+    w_msg(&d, 1, &e);      /* mappings */
+    w_int(&e, 1, 0);
+    w_bytes(&e, 5, "", 0);
+    w_msg(&d, 1, &e);
+    w_int(&e, 1, 0x1000);
+    w_int(&e, 4, 1);
+    w_msg(&d, 1, &e);
+    w_msg(&d, 3, &e); /* functions */
+    w_int(&e, 1, 0);
+    w_int(&e, 4, 0);
+    w_msg(&d, 3, &e);
+    w_int(&e, 1, 1);
+    w_int(&e, 4, 3);
+    w_msg(&d, 3, &e);
+    w_msg(&d, 6, &e); /* attributes */
+    w_int(&e, 1, 0);
+    w_msg(&e, 2, &sub);
+    w_int(&e, 3, 0);
+    w_msg(&d, 6, &e);
+    w_int(&e, 1, 1);
+    w_int(&sub, 8, 2); /* string_value_strindex: the second "", set (the oneof) to 0 */
+    w_msg(&e, 2, &sub);
+    w_msg(&d, 6, &e);
+    w_msg(&d, 4, &e); /* links */
+    w_bytes(&e, 1, zeros, 16);
+    w_bytes(&e, 2, zeros, 8);
+    w_msg(&d, 4, &e);
+    w_bytes(&e, 1, one, 16);
+    w_bytes(&e, 2, one, 8);
+    w_msg(&d, 4, &e);
+    w_msg(&d, 2, &e); /* locations */
+    w_int(&e, 1, 0);
+    w_int(&e, 2, 0);
+    w_bytes(&e, 4, "", 0);
+    w_msg(&d, 2, &e);
+    w_int(&e, 1, 2);
+    w_int(&e, 2, 16);
+    w_int(&sub, 1, 2);
+    w_msg(&e, 3, &sub);
+    w_bytes(&e, 4, "\x02", 1);
+    w_msg(&d, 2, &e);
+    w_int(&e, 1, 1);
+    w_int(&e, 2, 32);
+    w_int(&sub, 1, 1);
+    w_msg(&e, 3, &sub);
+    w_bytes(&e, 4, "\x01", 1);
+    w_msg(&d, 2, &e);
+    w_int(&e, 2, 48); /* a line whose function_index is written twice, the zero entry last */
+    w_int(&sub, 1, 2);
+    w_int(&sub, 1, 1);
+    w_msg(&e, 3, &sub);
+    w_msg(&d, 2, &e);
+    w_msg(&d, 7, &e); /* stacks */
+    w_bytes(&e, 1, "", 0);
+    w_msg(&d, 7, &e);
+    w_bytes(&e, 1, "\x02\x03", 2);
+    w_msg(&d, 7, &e);
+    w_msg(out, 2, &d);
+    w_int(&e, 1, 1); /* Profile.sample_type: main, main */
+    w_int(&e, 2, 1);
+    w_msg(&p, 1, &e);
+    w_int(&e, 1, 2);
+    w_bytes(&e, 2, "\x01\x02", 2);
+    w_int(&e, 3, 1);
+    w_int(&e, 4, 5);
+    w_msg(&p, 2, &e);
+    w_int(&e, 1, 1);
+    w_int(&e, 4, 7);
+    w_msg(&p, 2, &e);
+    w_msg(&e, 2, &p); /* ScopeProfiles.profiles */
+    w_msg(&d, 2, &e); /* ResourceProfiles.scope_profiles */
+    w_msg(out, 1, &d);
+    pc_buf_free(&d);
+    pc_buf_free(&e);
+    pc_buf_free(&sub);
+    pc_buf_free(&p);
+}
+
+/* An entry equal to the zero value becomes element 0, as the model interns it: no table keeps a
+ * second zero value, and every index to one reads 0 (the oracle reads both forms alike, so this
+ * looks at the merged request itself, through protobuf-c). */
+static void test_zero_entries(void)
+{
+    pc_buf a = {0}, b = {0}, out = {0};
+    zero_entries_request(&a);
+    static const char *const strs[] = {"", "foo", "main"};
+    small_request(&b, strs, 3, false);
+    const uint8_t *dv[2] = {b.data, a.data};
+    size_t lv[2] = {b.len, a.len};
+    check_merge(dv, lv, 2, false, "zero entries");
+    CHECK(pc_wire_merge(dv, lv, 2, &out) == 0);
+    pc_request *r =
+        (pc_request *)protobuf_c_message_unpack(PC_REQUEST_DESC, NULL, out.len, out.data);
+    CHECK(r && r->dictionary && r->n_resource_profiles == 2);
+    if (!r || !r->dictionary || r->n_resource_profiles != 2) {
+        if (r) protobuf_c_message_free_unpacked(&r->base, NULL);
+        return;
+    }
+    const pc_dictionary *d = r->dictionary;
+    /* element 0 and the real entry of each table; locations: also the one at the zero entries */
+    CHECK(d->n_mapping_table == 2 && d->n_function_table == 2 && d->n_attribute_table == 2);
+    CHECK(d->n_link_table == 2 && d->n_stack_table == 2 && d->n_location_table == 4);
+    const pc_profile *p = r->resource_profiles[1]->scope_profiles[0]->profiles[0];
+    CHECK(p->n_samples == 2);
+    if (d->n_location_table == 4 && d->n_stack_table == 2 && p->n_samples == 2) {
+        const pc_location *l = d->location_table[2];
+        CHECK(l->address == 32 && l->mapping_index == 0 && l->n_lines == 1 &&
+              l->lines[0]->function_index == 0 && l->n_attribute_indices == 1 &&
+              l->attribute_indices[0] == 0);
+        l = d->location_table[3]; /* the last function_index kept: it is what counts */
+        CHECK(l->address == 48 && l->n_lines == 1 && l->lines[0]->function_index == 0);
+        const pc_sample *s = p->samples[0];
+        CHECK(s->stack_index == 1 && s->link_index == 0 && s->n_attribute_indices == 2 &&
+              s->attribute_indices[0] == 0 && s->attribute_indices[1] == 1);
+        CHECK(d->stack_table[1]->n_location_indices == 2 &&
+              d->stack_table[1]->location_indices[0] == 1 &&
+              d->stack_table[1]->location_indices[1] == 2);
+        CHECK(p->samples[1]->stack_index == 0);
+        const pc_anyvalue *v = d->attribute_table[1]->value;
+        CHECK(v &&
+              v->value_case ==
+                  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX &&
+              v->string_value_strindex == 0);
+    }
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+    pc_buf_free(&a);
+    pc_buf_free(&b);
+    pc_buf_free(&out);
+}
+
 int main(int argc, char **argv)
 {
     RUN(test_real_payloads);
     RUN(test_random);
     RUN(test_cannot);
+    RUN(test_zero_entries);
     RUN(test_repeats);
     if (argc > 1) {
         const char *mk = argv[1];

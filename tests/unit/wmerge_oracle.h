@@ -85,7 +85,7 @@ static void wm_model_lines(const uint8_t *const *data, const size_t *len, size_t
 
 /* The merged bytes against the oracle: 0 the same; 1 not (why says how). dups: also no two
  * entries of a table equal (for inputs written as encoders write them: the merger compares
- * bytes, so two encodings of one entry, e.g. a zero written out or not, stay apart). */
+ * bytes, so two encodings of one entry, e.g. its fields in another order, stay apart). */
 static int wm_check_merged(const uint8_t *const *data, const size_t *len, size_t n,
                            const pc_buf *merged, bool dups, char *why, size_t wn)
 {
