@@ -87,6 +87,14 @@ static void rs_kvs(pc_buf *o, const pc_dictionary *d, pc_keyvalue *const *kv, si
     }
 }
 
+/* Whether string idx reads as "": index 0, or a string the model holds as "" (it holds C
+ * strings: one that starts with a NUL byte is "" to it, and interned as element 0, where the
+ * wire merge keeps its bytes) */
+static bool rs_nostr(const pc_dictionary *d, int32_t idx)
+{
+    return !*pc_dict_str(d, idx);
+}
+
 /* attribute_indices through the dictionary's attribute table */
 static void rs_attrs(pc_buf *o, const pc_dictionary *d, const int32_t *idx, size_t n)
 {
@@ -97,7 +105,8 @@ static void rs_attrs(pc_buf *o, const pc_dictionary *d, const int32_t *idx, size
          * function or mapping does below: the model interns it so, the wire merge keeps one
          * whose zero is a field written twice, 0 last, as its own entry (wire_merge.c
          * zero_entry) */
-        if (!a || (!a->key_strindex && (!a->value || !a->value->value_case) && !a->unit_strindex))
+        if (!a || (rs_nostr(d, a->key_strindex) && (!a->value || !a->value->value_case) &&
+                   rs_nostr(d, a->unit_strindex)))
             continue;
         pc_buf_printf(o, "%s=", pc_dict_str(d, a->key_strindex));
         rs_value(o, d, a->value, 0);
@@ -116,8 +125,9 @@ static void rs_location(pc_buf *o, const pc_dictionary *d, int32_t li)
     const pc_mapping *m = l->mapping_index > 0 && (size_t)l->mapping_index < d->n_mapping_table
                               ? d->mapping_table[l->mapping_index]
                               : NULL;
-    if (m && (m->filename_strindex || m->memory_start || m->memory_limit || m->file_offset ||
-              m->n_attribute_indices)) { /* a zero-valued entry reads as element 0, as above */
+    /* a zero-valued entry reads as element 0, as above */
+    if (m && (!rs_nostr(d, m->filename_strindex) || m->memory_start || m->memory_limit ||
+              m->file_offset || m->n_attribute_indices)) {
         pc_buf_printf(o, "map(%s,%llx,%llx,%llx", pc_dict_str(d, m->filename_strindex),
                       (unsigned long long)m->memory_start, (unsigned long long)m->memory_limit,
                       (unsigned long long)m->file_offset);
@@ -132,8 +142,8 @@ static void rs_location(pc_buf *o, const pc_dictionary *d, int32_t li)
             fi > 0 && (size_t)fi < d->n_function_table ? d->function_table[fi] : NULL;
         /* an entry equal to the zero value reads as element 0 (the model interns it so; the
          * wire merge keeps one whose zero is a field written twice as its own entry) */
-        if (f && (f->name_strindex || f->system_name_strindex || f->filename_strindex ||
-                  f->start_line)) {
+        if (f && (!rs_nostr(d, f->name_strindex) || !rs_nostr(d, f->system_name_strindex) ||
+                  !rs_nostr(d, f->filename_strindex) || f->start_line)) {
             pc_buf_printf(o, "%s/%s/%s/%lld", pc_dict_str(d, f->name_strindex),
                           pc_dict_str(d, f->system_name_strindex),
                           pc_dict_str(d, f->filename_strindex), (long long)f->start_line);
