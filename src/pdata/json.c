@@ -603,6 +603,12 @@ int pc_json_decode(const ProtobufCMessageDescriptor *desc, const char *json, siz
     if (!root) {
         if (!pc_budget_ok(budget))
             r = pc_error_set(e, budget->state, "%s: over the decode budget", budget->what);
+        else if (json_error_code(&jerr) == json_error_null_character)
+            /* jansson's text names its own flag; the client wants the reason (docs/limits.md) */
+            pc_error_set(e, PC_EINVAL,
+                         "invalid JSON at line %d column %d: \\u0000 (a NUL byte) in a string: "
+                         "profcol holds strings without NUL bytes",
+                         jerr.line, jerr.column);
         else
             pc_error_set(e, PC_EINVAL, "invalid JSON at line %d column %d: %s", jerr.line,
                          jerr.column, jerr.text);

@@ -434,6 +434,9 @@ static void test_errors(void)
     expect_error(PC_REQUEST_DESC, "{} x", "invalid JSON");
     expect_error(PC_REQUEST_DESC, "{\"a\":\"\\ud800\"}", "invalid JSON");
     expect_error(PC_REQUEST_DESC, "{\"a\":\"\xff\"}", "invalid JSON");
+    /* a NUL the model's C strings cannot hold: the reason, not jansson's flag */
+    expect_error(PC_REQUEST_DESC, "{\"dictionary\":{\"stringTable\":[\"\",\"a\\u0000b\"]}}",
+                 "\\u0000 (a NUL byte) in a string: profcol holds strings without NUL bytes");
 }
 
 /* [[[...]]] through AnyValue.arrayValue, and a plain bracket bomb for the parser. */
