@@ -114,7 +114,6 @@ typedef struct req {
     size_t n_tab[T_N];
     uint32_t *map[T_N]; /* old index -> merged index */
     unsigned changed;   /* tables whose remap is not the identity */
-    unsigned zeroed;    /* tables whose remap takes an entry other than element 0 to 0 */
     /* the request whose merge computed each table's remap (ORG_NONE: the table is empty): two
      * requests with the same origin for a table have the same remap */
     uint32_t org[T_N];
@@ -158,7 +157,6 @@ typedef struct table {
 typedef struct rw {
     uint32_t *const *map;
     const size_t *n_map;
-    const unsigned *zeroed;
     size_t *slots;
     size_t n_slots, cap_slots, cursor;
     bool bad;
@@ -283,7 +281,8 @@ static unsigned multi_indices(unsigned m, const uint8_t *p, size_t n)
 static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o)
 {
     size_t i = 0, pos = 0;
-    unsigned multi = *w->zeroed && m != M_AV ? multi_indices(m, p, n) : ~0u;
+    unsigned multi = 0;
+    bool multi_known = false; /* multi found once a remap takes an index to 0 */
     while (i < n && !w->bad) {
         size_t k0 = i;
         uint64_t key, l = 0;
@@ -300,7 +299,10 @@ static size_t rewrite(rw *w, unsigned m, const uint8_t *p, size_t n, uint8_t *o)
             pos += put_msg(w, key, f.arg, v, (size_t)l, at);
         } else if ((f.kind == K_IDX || f.kind == K_IDXR) && wt == 0) {
             uint64_t to = remap(w, f.arg, l);
-            if (!to && l && f.kind == K_IDX && !(multi & 1u << (key >> 3))) continue;
+            if (!to && l && f.kind == K_IDX && m != M_AV) {
+                if (!multi_known) multi = multi_indices(m, p, n), multi_known = true;
+                if (!(multi & 1u << (key >> 3))) continue;
+            }
             size_t kl = put_varint(at, key);
             pos += kl + put_varint(at ? at + kl : NULL, to);
         } else if (f.kind == K_IDXR && wt == 2) {
@@ -597,7 +599,6 @@ static int merge_table(mctx *c, uint32_t ri, unsigned ti)
     if (e) {
         r->map[ti] = c->rs[e->from].map[ti];
         r->changed |= c->rs[e->from].changed & 1u << ti;
-        r->zeroed |= c->rs[e->from].zeroed & 1u << ti;
         r->org[ti] = e->from;
         return 0;
     }
@@ -630,7 +631,6 @@ static int intern_table(req *r, unsigned ti, table *t, rw *w, pc_buf *scratch, p
         }
         r->map[ti][k] = zero_entry(ti, e) ? 0 : intern(t, e.p, e.n, as_is, a);
         if (r->map[ti][k] != k) r->changed |= 1u << ti;
-        if (!r->map[ti][k]) r->zeroed |= 1u << ti;
     }
     return 0;
 }
@@ -720,7 +720,6 @@ static int merge_all(req *rs, const uint8_t *const *data, const size_t *len, siz
         if (!rc) rc = read_dict(r, c.a);
         c.w.map = r->map;
         c.w.n_map = r->n_tab;
-        c.w.zeroed = &r->zeroed;
         for (size_t o = 0; o < T_N - 1 && !rc; o++)
             rc = merge_table(&c, (uint32_t)i, (unsigned)table_order[o]);
         if (!rc) rc = put_resources(&c, (uint32_t)i);
