@@ -494,6 +494,9 @@ else
 fi
 
 ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# the whole machine: busy ticks (user, nice, system, irq, softirq), idle ticks (idle, iowait),
+# stolen ticks (a VM's host ran something else) and the time in ns, as "busy,idle,steal,ns"
+machine() { awk -v ns="$(date +%s%N)" '/^cpu / {printf "%d,%d,%d,%s", $2+$3+$4+$7+$8, $5+$6, $9, ns}' /proc/stat; }
 # metric PORT NAME: the sum of a counter's series on a /metrics page (0 when absent)
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 {s += $NF} END {printf "%d", s}'; }
 
@@ -501,7 +504,7 @@ summarize() {
 python3 - "$@" <<'EOF'
 import json, re, sys
 (scen, tmp, floor_dir, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu,
- profilez, idle_after, flt0, flt1) = sys.argv[1:]
+ profilez, idle_after, flt0, flt1, mach0, mach1) = sys.argv[1:]
 gw = json.loads(open(tmp + "/gateway.json").read())
 lg = json.loads(open(tmp + "/loadgen.out").read().strip().splitlines()[-1])
 fl = json.loads(open(floor_dir + "/floor-zlib.out").read().strip().splitlines()[-1])
@@ -524,6 +527,15 @@ for line in open(tmp + "/metrics.txt"):
 rss = [int(x) for x in open(tmp + "/rss.series").read().split() if x.isdigit()]
 secs = lg["seconds"]
 cpu_s = (int(cpu1) - int(cpu0)) / int(hz)
+# the machine over the same window as profcol's ticks: what the load generator, the sink, the
+# kernel's work not charged to profcol and anything else took, and how much stayed idle
+(b0, i0, s0, n0), (b1, i1, s1, n1) = ([int(x) for x in m.split(",")] for m in (mach0, mach1))
+win = (n1 - n0) / 1e9
+all_ticks = (b1 - b0) + (i1 - i0) + (s1 - s0)
+mach_util = (b1 - b0) / int(hz) / win if win > 0 else None
+other_util = ((b1 - b0) - (int(cpu1) - int(cpu0))) / int(hz) / win if win > 0 else None
+idle_share = (i1 - i0) / all_ticks if all_ticks > 0 else None
+steal_share = (s1 - s0) / all_ticks if all_ticks > 0 else None
 gb_in = lg["bytes_ok"] / 1e9
 mb_in = lg["mb_per_s_ok"]
 floor = fl["mb_per_s_in"]
@@ -547,6 +559,10 @@ r = {
     "cpu_s": round(cpu_s, 2),
     "cpu_util": round(cpu_s / secs, 3),
     "cpu_s_per_gb": round(cpu_s / gb_in, 1) if gb_in > 0 else None,
+    "machine_cpu_util": round(mach_util, 3) if mach_util is not None else None,
+    "other_cpu_util": round(other_util, 3) if other_util is not None else None,
+    "machine_idle_share": round(idle_share, 3) if idle_share is not None else None,
+    "machine_steal_share": round(steal_share, 3) if steal_share is not None else None,
     "zlib_floor_mb_per_s": round(floor, 4),
     "zlib_floor_cpu_s_per_gb": fl.get("cpu_s_per_gb"),
     "ratio": round(mb_in / floor, 3) if floor > 0 else None,
@@ -614,6 +630,8 @@ rows = [
     ("page faults per request", r["minor_faults_per_request"]),
     ("profcol CPU s (util)", "%s (%s)" % (r["cpu_s"], r["cpu_util"])),
     ("CPU s per GB in", r["cpu_s_per_gb"]),
+    ("machine: busy cores / not profcol's", "%s / %s" % (r["machine_cpu_util"], r["other_cpu_util"])),
+    ("machine: idle / stolen share", "%s / %s" % (r["machine_idle_share"], r["machine_steal_share"])),
     ("zlib floor MB/s (%d thr)" % fl["threads"], r["zlib_floor_mb_per_s"]),
     ("zlib floor CPU s per GB", r["zlib_floor_cpu_s_per_gb"]),
     ("ratio (MB/s in / floor)", r["ratio"]), ("cpu_ratio (floor/profcol CPU/GB)", r["cpu_ratio"]),
@@ -680,10 +698,11 @@ run_phase() {
         exit 1
     fi
     sleep 0.5
-    local idle_kb cpu0 cpu1 hwm_kb perf_pid="" viewer_pid="" rss_pid load0 load1 flt0 flt1 idle_after_kb
+    local idle_kb cpu0 cpu1 mach0 mach1 hwm_kb perf_pid="" viewer_pid="" rss_pid load0 load1 flt0 flt1 idle_after_kb
     idle_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pc/status")
     flt0=$(sed 's/^.*) //' "/proc/$pc/stat" | awk '{print $8}')
     cpu0=$(ticks "$pc")
+    mach0=$(machine)
     local gw_cpu0=""
     [ "$KAFKA" = 1 ] && gw_cpu0=$(ticks "$GW_PID")
     load0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -734,6 +753,7 @@ run_phase() {
     for nb in "${nb_pids[@]}"; do wait "$nb"; done
 
     cpu1=$(ticks "$pc")
+    mach1=$(machine)
     hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pc/status")
     flt1=$(sed 's/^.*) //' "/proc/$pc/stat" | awk '{print $8}')
     # idle again: profcol gives free memory back after a second without work (base/alloc.h)
@@ -796,6 +816,7 @@ run_phase() {
     load1=$(cut -d' ' -f1-3 /proc/loadavg)
     summarize "$label" "$dir" "$TMP" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" "$hwm_kb" "$idle_kb" \
         "$LIMIT_MIB" "$load0" "$load1" "$(nproc)" "$PROFILEZ" "$idle_after_kb" "$flt0" "$flt1" \
+        "$mach0" "$mach1" \
         >"$dir/result.json"
 }
 
