@@ -13,6 +13,7 @@
 #include "sdk/component.h"
 #include "sdk/config.h"
 #include "base/alloc.h"
+#include "base/cgroup.h"
 #include "base/log.h"
 #include "service/service.h"
 
@@ -302,6 +303,26 @@ static pc_service *build(uv_loop_t *loop, pc_node *root, const pc_config_sources
     return svc;
 }
 
+/* Payload work runs on libuv's pool: one thread per CPU this process can keep busy, at least two
+ * (ARCHITECTURE.md §4; docs/sizing.md), unless the user set UV_THREADPOOL_SIZE. The pool is sized
+ * once, before its first job. why gets what the size comes from, for the log. */
+static void size_pool(char *why, size_t cap)
+{
+    unsigned affinity;
+    double limit;
+    unsigned cpus = pc_cpus_usable(NULL, &affinity, &limit);
+    char threads[24];
+    snprintf(threads, sizeof threads, "%u", cpus < 2 ? 2 : cpus);
+    if (getenv("UV_THREADPOOL_SIZE")) {
+        snprintf(why, cap, "UV_THREADPOOL_SIZE; CPUs usable: %u", cpus);
+        return;
+    }
+    setenv("UV_THREADPOOL_SIZE", threads, 0);
+    char lim[48] = "none";
+    if (limit > 0) snprintf(lim, sizeof lim, "%.2f", limit);
+    snprintf(why, cap, "CPUs usable: %u of affinity %u, cgroup CPU limit %s", cpus, affinity, lim);
+}
+
 static void mem_tick(uv_timer_t *t)
 {
     (void)t;
@@ -312,12 +333,8 @@ static int run(const pc_config_sources *src, int validate_only)
 {
     pc_node *root = load(src);
     if (!root) return 1;
-    /* payload work runs on libuv's pool: size it to the cores (ARCHITECTURE.md §4) unless the user
-     * did */
-    char threads[24];
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(threads, sizeof threads, "%ld", ncpu < 2 ? 2 : ncpu);
-    setenv("UV_THREADPOOL_SIZE", threads, 0);
+    char why[160];
+    size_pool(why, sizeof why);
     uv_loop_t *loop = uv_default_loop();
     pc_service *svc = build(loop, root, src);
     if (!svc) return 1;
@@ -326,6 +343,7 @@ static int run(const pc_config_sources *src, int validate_only)
         printf("config is valid\n");
         return 0;
     }
+    PC_INFO(NULL, "payload threads: %s (%s)", getenv("UV_THREADPOOL_SIZE"), why);
     signal(SIGPIPE, SIG_IGN);
     pc_mem_tune();
     uv_timer_t mem_timer; /* does not keep the loop alive */

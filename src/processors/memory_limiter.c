@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cgroup.h"
 #include "net/http_pause.h"
 #include "sdk/component.h"
 #include "sdk/telemetry.h"
@@ -65,22 +66,11 @@ static void sync_process_state(void)
     if (paused != pc_http_servers_paused()) pc_http_servers_pause(paused);
 }
 
-static uint64_t read_u64_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    unsigned long long v = 0;
-    if (f) {
-        if (fscanf(f, "%llu", &v) != 1) v = 0;
-        fclose(f);
-    }
-    return v;
-}
-
-/* The memory this process may use: the cgroup limit when there is one, else physical memory. */
+/* The memory this process may use: its cgroup's limit (or an ancestor's) when there is one, else
+ * physical memory. */
 static uint64_t total_memory(void)
 {
-    uint64_t cg = read_u64_file("/sys/fs/cgroup/memory.max");
-    if (!cg) cg = read_u64_file("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    uint64_t cg = pc_cgroup_memory_limit(NULL);
     FILE *f = fopen("/proc/meminfo", "r");
     unsigned long long kb = 0;
     if (f) {
