@@ -12,7 +12,7 @@
  *       one thread, every codec and level: inflate MB/s, deflate MB/s (of inflated bytes) and the
  *       compressed size, as a Markdown table.
  *
- * T defaults to UV_THREADPOOL_SIZE when set, else the number of online CPUs. */
+ * T defaults to UV_THREADPOOL_SIZE when set, else the CPUs this process can keep busy. */
 #include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <pthread.h>
@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/cgroup.h"
 #include "base/gzip.h"
 #include "payloads.h"
 
@@ -336,7 +337,9 @@ int main(int argc, char **argv)
     double seconds = 3;
     int threads = 0, kind = C_ZLIB, level = PC_GZIP_DEFAULT_LEVEL, want_table = 0;
     const char *env = getenv("UV_THREADPOOL_SIZE");
-    threads = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    /* by default a thread per CPU this process can keep busy (its affinity mask, its cgroup's
+     * CPU limit): the CPUs profcol's pool would be sized to in the same place */
+    threads = env && atoi(env) > 0 ? atoi(env) : (int)pc_cpus_usable(NULL, NULL, NULL);
     int bad = 0, level_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

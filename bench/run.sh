@@ -2,7 +2,8 @@
 # Run one benchmark scenario end to end on 127.0.0.1 and print a table and ONE JSON line.
 #
 #   bench/run.sh SCENARIO [--seconds N] [--connections C] [--rate R] [--payloads DIR]
-#                         [--build DIR] [--profcol BINARY] [--threads T] [--perf FILE] [--no-floor]
+#                         [--build DIR] [--profcol BINARY] [--threads T] [--cpus N] [--perf FILE]
+#                         [--no-floor]
 #                         [--profilez [--viewer old|new]]
 #
 # Scenarios: otlp-relay, otlp-relay-large, otlp-passthrough-large, otlp-decoded-large, small-flood,
@@ -16,6 +17,10 @@
 # (e.g. "UV_THREADPOOL_SIZE=2"; --threads T sets it, and GOMAXPROCS for the Collector),
 # BENCH_NEIGHBOURS (otlp-relay-neighbours: whose clients run, default "dead slow"),
 # BENCH_COLLECTOR (the Collector binary of collector-relay, default the peer tools/peers.sh builds).
+# --cpus N: profcol (or the Collector) and the floors on the last N CPUs of this script's affinity
+# mask, and everything else (load generator, sink, gateways, broker, viewer) on the others, as the
+# issue 27 scaling runs placed them; profcol sizes its pool to those CPUs (docs/sizing.md) and
+# the floors run one thread per CPU.
 # --profilez: the same relay with the profilez extension (port base+4) aggregating everything,
 # and a viewer polling its JSON as the page does every 3 s (bench/profilez_viewer.py; --viewer new,
 # the default: the live view's timeline, labels, group-by, label filter, top with focus and
@@ -44,6 +49,7 @@ PERF_OUT=""
 PROFILEZ=0
 VIEWER=new
 FLOOR=1
+CPUS_N=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --seconds) SECONDS_RUN=$2; shift 2 ;;
@@ -56,6 +62,7 @@ while [ $# -gt 0 ]; do
     --viewer) VIEWER=$2; shift 2 ;;
     --profcol) PROFCOL=$2; shift 2 ;;
     --threads) PROFCOL_EXTRA_ENV="${PROFCOL_EXTRA_ENV:-} UV_THREADPOOL_SIZE=$2 GOMAXPROCS=$2"; shift 2 ;;
+    --cpus) CPUS_N=$2; shift 2 ;;
     --no-floor) FLOOR=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -63,6 +70,22 @@ done
 case "$SECONDS_RUN" in '' | *[!0-9]*) echo "--seconds takes whole seconds" >&2; exit 2 ;; esac
 [ "$SECONDS_RUN" -ge 1 ] && [ "$SECONDS_RUN" -le 600 ] || { echo "--seconds: 1..600" >&2; exit 2; }
 case "$VIEWER" in old | new) ;; *) echo "--viewer: old or new" >&2; exit 2 ;; esac
+# ON_PC / ON_REST: the command prefixes that place a process with --cpus (empty without it)
+ON_PC=()
+ON_REST=()
+if [ -n "$CPUS_N" ]; then
+    mapfile -t ALL_CPUS < <(python3 -c 'import os; print("\n".join(map(str, sorted(os.sched_getaffinity(0)))))')
+    case "$CPUS_N" in '' | *[!0-9]*) echo "--cpus takes a whole number" >&2; exit 2 ;; esac
+    [ "$CPUS_N" -ge 1 ] && [ "$CPUS_N" -lt "${#ALL_CPUS[@]}" ] ||
+        { echo "--cpus: 1..$((${#ALL_CPUS[@]} - 1)) (the rest run the load)" >&2; exit 2; }
+    split=$((${#ALL_CPUS[@]} - CPUS_N))
+    PC_CPUS=$(IFS=,; echo "${ALL_CPUS[*]:$split}")
+    REST_CPUS=$(IFS=,; echo "${ALL_CPUS[*]:0:$split}")
+    ON_PC=(taskset -c "$PC_CPUS")
+    ON_REST=(taskset -c "$REST_CPUS")
+    export BENCH_PC_CPUS=$PC_CPUS # for the JSON's profcol_cpus
+    echo "--cpus $CPUS_N: profcol and the floors on CPU(s) $PC_CPUS, the rest on $REST_CPUS" >&2
+fi
 
 BIN=$BUILD/bench
 [ -n "$PROFCOL" ] || PROFCOL=$BUILD/profcol
@@ -327,9 +350,10 @@ FLOOR_THREADS=()
 case "${PROFCOL_EXTRA_ENV:-}" in *UV_THREADPOOL_SIZE=*)
     FLOOR_THREADS=(--threads "$(echo "$PROFCOL_EXTRA_ENV" | sed 's/.*UV_THREADPOOL_SIZE=\([0-9]*\).*/\1/')") ;;
 esac
+# with --cpus, codecs runs a thread per CPU of its affinity mask (as profcol sizes its pool)
 if [ "$FLOOR" = 1 ]; then
     for codec in zlib isal; do
-        timeout 60 "$BIN/codecs" --codec $codec --payload "$SET_DIR" --seconds "$FLOOR_S" "${FLOOR_THREADS[@]}" \
+        timeout 60 "${ON_PC[@]}" "$BIN/codecs" --codec $codec --payload "$SET_DIR" --seconds "$FLOOR_S" "${FLOOR_THREADS[@]}" \
             >"$TMP/floor-$codec.out" || { echo "codecs --codec $codec failed" >&2; exit 1; }
         sed '$d' "$TMP/floor-$codec.out" >&2
     done
@@ -338,11 +362,11 @@ else
 fi
 
 # 2. the sink (and, for fleet, the gateways), then profcol: one phase, or two for fleet.
-"$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN * 2 + 240)) \
+"${ON_REST[@]}" "$BIN/sink" --port "$P_SINK" --delay-ms "$SINK_DELAY" --max-seconds $((SECONDS_RUN * 2 + 240)) \
     >"$TMP/sink.out" 2>"$TMP/sink.err" &
 PIDS+=($!)
 if [ "$NEIGHBOURS" = 1 ]; then # the slow neighbour's backend
-    "$BIN/sink" --port "$P_NB_SINK" --delay-ms 500 --max-seconds $((SECONDS_RUN * 2 + 240)) \
+    "${ON_REST[@]}" "$BIN/sink" --port "$P_NB_SINK" --delay-ms 500 --max-seconds $((SECONDS_RUN * 2 + 240)) \
         >"$TMP/nb-sink.out" 2>"$TMP/nb-sink.err" &
     PIDS+=($!)
 fi
@@ -362,7 +386,7 @@ KAFKA_BROKERS=""
 if [ "$KAFKA" = 1 ]; then # the broker, then the gateway; the sidecar is the measured phase
     MOCK=$BUILD/tests/e2e/kafka_mock
     [ -x "$MOCK" ] || ninja -C "$BUILD" tests/e2e/kafka_mock >&2 || exit 1
-    "$MOCK" --serve otlp_profiles:16 >"$TMP/kafka.out" 2>"$TMP/kafka.err" &
+    "${ON_REST[@]}" "$MOCK" --serve otlp_profiles:16 >"$TMP/kafka.out" 2>"$TMP/kafka.err" &
     PIDS+=($!)
     for _ in $(seq 1 100); do
         KAFKA_BROKERS=$(awk '/^bootstraps/ {print $2}' "$TMP/kafka.out")
@@ -390,7 +414,7 @@ service:
       receivers: [kafka]
       exporters: [otlphttp]
 GWEOF
-    env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/gateway.yaml" >"$TMP/gateway.log" 2>&1 &
+    env ${PROFCOL_EXTRA_ENV:-} "${ON_REST[@]}" "$PROFCOL" --config "$TMP/gateway.yaml" >"$TMP/gateway.log" 2>&1 &
     PIDS+=($!)
     GW_PID=$!
     wait_http "http://127.0.0.1:$P_METRICS2/metrics" || {
@@ -424,7 +448,7 @@ service:
       receivers: [otlp]
       exporters: [otlphttp]
 EOF
-        env ${PROFCOL_EXTRA_ENV:-} "$PROFCOL" --config "$TMP/gateway-$g.yaml" >"$TMP/gateway-$g.log" 2>&1 &
+        env ${PROFCOL_EXTRA_ENV:-} "${ON_REST[@]}" "$PROFCOL" --config "$TMP/gateway-$g.yaml" >"$TMP/gateway-$g.log" 2>&1 &
         PIDS+=($!)
     done
     wait_http "http://127.0.0.1:$((BASE + 13))/metrics" "http://127.0.0.1:$((BASE + 14))/metrics" \
@@ -502,7 +526,7 @@ metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n || ind
 
 summarize() {
 python3 - "$@" <<'EOF'
-import json, re, sys
+import json, os, re, sys
 (scen, tmp, floor_dir, cpu0, cpu1, hz, hwm, idle, limit, load0, load1, ncpu,
  profilez, idle_after, flt0, flt1, mach0, mach1) = sys.argv[1:]
 gw = json.loads(open(tmp + "/gateway.json").read())
@@ -573,6 +597,7 @@ r = {
     "refused_share": round(lg["non_2xx"] / (lg["non_2xx"] + lg["ok"]), 4) if lg.get("ok", 0) + lg["non_2xx"] > 0 else None,
     "cpu_ratio": round(fl["cpu_s_per_gb"] / (cpu_s / gb_in), 3) if gb_in > 0 and cpu_s > 0 and fl.get("cpu_s_per_gb") else None,
     "connections": lg["connections"], "offered_rate": lg["rate"], "seconds": secs,
+    "profcol_cpus": os.environ.get("BENCH_PC_CPUS") or None,
     "sink_requests": sink.get("requests", 0),
     "receiver_accepted_samples": metrics.get("otelcol_receiver_accepted_profile_samples"),
     "receiver_refused_samples": metrics.get("otelcol_receiver_refused_profile_samples"),
@@ -674,7 +699,7 @@ run_phase() {
     curl -s "http://127.0.0.1:$P_SINK/stats" >"$dir/sink0.json"
     local cmd=("$PROFCOL" --config "$cfg")
     [ "$label" = collector ] && cmd=("$COLLECTOR_BIN" --feature-gates=service.profilesSupport --config "$cfg")
-    env ${PROFCOL_EXTRA_ENV:-} "${cmd[@]}" >"$dir/profcol.log" 2>&1 &
+    env ${PROFCOL_EXTRA_ENV:-} "${ON_PC[@]}" "${cmd[@]}" >"$dir/profcol.log" 2>&1 &
     pc=$!
     PIDS+=($pc)
     up=0
@@ -728,7 +753,7 @@ run_phase() {
     # A viewer: the page's requests every 3 s while the load runs (bench/profilez_viewer.py:
     # --viewer old asks what the first page did, new the live view's APIs as well).
     if [ "$PROFILEZ" = 1 ]; then
-        python3 "$ROOT/bench/profilez_viewer.py" "http://127.0.0.1:$P_PROFILEZ" "$SECONDS_RUN" \
+        "${ON_REST[@]}" python3 "$ROOT/bench/profilez_viewer.py" "http://127.0.0.1:$P_PROFILEZ" "$SECONDS_RUN" \
             "$VIEWER" >"$dir/viewer.json" 2>/dev/null &
         viewer_pid=$!
         PIDS+=($viewer_pid)
@@ -742,13 +767,13 @@ run_phase() {
     if [ "$NEIGHBOURS" = 1 ]; then # the neighbours' clients, during the measured load
         for nb in dead:$P_NB_DEAD slow:$P_NB_SLOW; do
             case " ${BENCH_NEIGHBOURS:-dead slow} " in *" ${nb%%:*} "*) ;; *) continue ;; esac
-            timeout $((SECONDS_RUN + 60)) "$BIN/loadgen" --url "http://127.0.0.1:${nb#*:}/v1development/profiles" \
+            timeout $((SECONDS_RUN + 60)) "${ON_REST[@]}" "$BIN/loadgen" --url "http://127.0.0.1:${nb#*:}/v1development/profiles" \
                 --payload "$SET_DIR" "${HDRS[@]}" --connections 8 --rate 100 --max-inflight 8 \
                 --seconds "$SECONDS_RUN" --timeout-ms 30000 --label "${nb%%:*}" >"$dir/nb-${nb%%:*}.out" 2>/dev/null &
             nb_pids+=($!)
         done
     fi
-    timeout $((SECONDS_RUN + 60)) "$BIN/loadgen" "${LG_ARGS[@]}" >"$dir/loadgen.out"
+    timeout $((SECONDS_RUN + 60)) "${ON_REST[@]}" "$BIN/loadgen" "${LG_ARGS[@]}" >"$dir/loadgen.out"
     sed '$d' "$dir/loadgen.out" >&2
     for nb in "${nb_pids[@]}"; do wait "$nb"; done
 
