@@ -21,6 +21,9 @@
 #include "sdk/telemetry.h"
 
 #define MIN_RECHECK_MS 20
+/* How often a limiter with percentages reads the memory it may use again: a container's limit can
+ * change while it runs (Kubernetes' in-place pod resize rewrites the cgroup's memory limit). */
+#define TOTAL_RECHECK_MS 1000
 
 typedef struct ml_cfg {
     uint64_t check_interval_ms;
@@ -44,6 +47,8 @@ typedef struct limiter {
     uv_timer_t timer;
     int timer_open;
     uint64_t hard, soft; /* bytes */
+    uint64_t total;      /* what limit_percentage is of, in bytes (0: limit_mib) */
+    uint64_t total_read_ms;
     int refusing, paused;
     uint64_t last_check_ms;
     uint64_t refused_samples, refusals;
@@ -100,6 +105,34 @@ static int ml_validate(void *cfgp, const pc_node *node, const char *path, pc_err
     return 0;
 }
 
+/* The limits as percentages of total bytes. */
+static void set_total(limiter *l, const ml_cfg *cfg, uint64_t total)
+{
+    l->total = total;
+    l->hard = total / 100 * (uint64_t)cfg->limit_percentage;
+    uint64_t spike = cfg->spike_limit_percentage > 0
+                         ? total / 100 * (uint64_t)cfg->spike_limit_percentage
+                         : l->hard / 5;
+    l->soft = l->hard - spike;
+}
+
+/* With percentages, follow a memory limit that changed (at most once per TOTAL_RECHECK_MS). */
+static void follow_total(limiter *l)
+{
+    const ml_cfg *cfg = l->c->cfg;
+    uint64_t now = uv_now(l->c->loop);
+    if (!l->total || now - l->total_read_ms < TOTAL_RECHECK_MS) return;
+    l->total_read_ms = now;
+    uint64_t total = total_memory();
+    if (!total || total == l->total) return;
+    set_total(l, cfg, total);
+    PC_INFO(l->c->id,
+            "the memory this process may use is now %llu MiB: limit %llu MiB, refusing "
+            "above %llu MiB",
+            (unsigned long long)(total >> 20), (unsigned long long)(l->hard >> 20),
+            (unsigned long long)(l->soft >> 20));
+}
+
 static int ml_create(pc_component *c, pc_error *err)
 {
     ml_cfg *cfg = c->cfg;
@@ -112,14 +145,8 @@ static int ml_create(pc_component *c, pc_error *err)
         uint64_t spike =
             cfg->spike_limit_mib > 0 ? (uint64_t)cfg->spike_limit_mib << 20 : l->hard / 5;
         l->soft = l->hard - spike;
-    } else {
-        uint64_t total = total_memory();
-        l->hard = total / 100 * (uint64_t)cfg->limit_percentage;
-        uint64_t spike = cfg->spike_limit_percentage > 0
-                             ? total / 100 * (uint64_t)cfg->spike_limit_percentage
-                             : l->hard / 5;
-        l->soft = l->hard - spike;
-    }
+    } else
+        set_total(l, cfg, total_memory());
     return 0;
 }
 
@@ -149,6 +176,7 @@ static void measure(limiter *l)
 
 static void check(uv_timer_t *t)
 {
+    follow_total(t->data);
     measure(t->data);
 }
 

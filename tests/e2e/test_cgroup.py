@@ -8,7 +8,8 @@ unified mount, its controllers enabled for the two levels). The parent carries a
 half a core and the child nothing, as a systemd slice above a service does; the child carries a
 memory limit of 400 MiB. profcol must name the CPU limit of the parent and size its pool to the
 CPUs that quota keeps busy (its affinity mask narrowed to one CPU in a second run); a
-memory_limiter with limit_percentage: 50 must take half of the child's limit, and data must flow.
+memory_limiter with limit_percentage: 50 must take half of the child's limit, follow it when
+the test raises and lowers it while profcol runs, and data must flow.
 The oracle is what the kernel reads back from the files the test wrote. Without root or a
 writable cgroup file system the test says it was skipped and why.
 """
@@ -91,12 +92,13 @@ class Tree:
                 self._mkdir(mem_parent + "/inner")
                 write(cpu_parent + "/cpu.cfs_period_us", "100000")
                 write(cpu_parent + "/cpu.cfs_quota_us", "50000")
-                write(mem_parent + "/inner/memory.limit_in_bytes", str(MEM_LIMIT))
+                self.memory_file = mem_parent + "/inner/memory.limit_in_bytes"
+                write(self.memory_file, str(MEM_LIMIT))
                 self.procs = [cpu_parent + "/inner/cgroup.procs",
                               mem_parent + "/inner/cgroup.procs"]
                 self.quota = (int(read(cpu_parent + "/cpu.cfs_quota_us")),
                               int(read(cpu_parent + "/cpu.cfs_period_us")))
-                self.memory = int(read(mem_parent + "/inner/memory.limit_in_bytes"))
+                self.memory = int(read(self.memory_file))
                 self.kind = "v1"
             elif "v2" in m:
                 own = folder("v2", m)
@@ -106,11 +108,12 @@ class Tree:
                 write(parent + "/cgroup.subtree_control", "+cpu +memory")
                 self._mkdir(parent + "/inner")
                 write(parent + "/cpu.max", "50000 100000")
-                write(parent + "/inner/memory.max", str(MEM_LIMIT))
+                self.memory_file = parent + "/inner/memory.max"
+                write(self.memory_file, str(MEM_LIMIT))
                 self.procs = [parent + "/inner/cgroup.procs"]
                 q, p = read(parent + "/cpu.max").split()
                 self.quota = (int(q), int(p))
-                self.memory = int(read(parent + "/inner/memory.max"))
+                self.memory = int(read(self.memory_file))
                 self.kind = "v2"
             else:
                 raise unittest.SkipTest("no cgroup cpu and memory hierarchies mounted")
@@ -147,8 +150,8 @@ def config(port, sink_url):
 
 
 class CgroupTest(h.Started, unittest.TestCase):
-    def run_in(self, tree, cpus=None):
-        """profcol in tree's inner cgroup (and on the given CPUs): its log once data went through."""
+    def start_in(self, tree, cpus=None):
+        """profcol in tree's inner cgroup (and on the given CPUs), once one request went through."""
         sink = h.started_sink(self)
         port = h.free_port()
 
@@ -164,6 +167,11 @@ class CgroupTest(h.Started, unittest.TestCase):
         self.assertEqual(h.post(port, h.make_request().SerializeToString()).status, 200)
         sink.wait_requests(1)
         self.assertEqual(len(sink.requests), 1)
+        return p, port, sink
+
+    def run_in(self, tree, cpus=None):
+        """start_in, stopped: its log."""
+        p = self.start_in(tree, cpus)[0]
         log = p.wait_stderr(lambda t: "payload threads" in t)
         p.stop()
         return log
@@ -187,6 +195,24 @@ class CgroupTest(h.Started, unittest.TestCase):
         self.expect(tree, log, len(os.sched_getaffinity(0)))
         print("cgroup %s: %s" % (tree.kind, [ln for ln in log.splitlines()
                                              if "payload threads" in ln or "limit " in ln]))
+
+    def test_memory_limit_changes(self):
+        """The child's limit raised, then lowered, while profcol runs (as Kubernetes' in-place
+        resize does): the memory_limiter takes its percentages of the new limit."""
+        tree = Tree(self)
+        p, port, sink = self.start_in(tree)
+        for mib in (800, 200):
+            write(tree.memory_file, str(mib << 20))
+            now = int(read(tree.memory_file)) >> 20
+            self.assertEqual(now, mib)
+            want = ("the memory this process may use is now %d MiB: limit %d MiB, refusing above "
+                    "%d MiB" % (now, now // 2, now // 2 * 4 // 5))
+            log = p.wait_stderr(lambda t: want in t)
+            self.assertIn(want, log)
+        self.assertEqual(h.post(port, h.make_request(seed=2).SerializeToString()).status, 200)
+        sink.wait_requests(2)
+        self.assertEqual(len(sink.requests), 2)
+        p.stop()
 
     def test_affinity(self):
         tree = Tree(self)
