@@ -1,5 +1,5 @@
 /* The CPU count and the cgroup limits of this process (cgroup.h). Read when the pool is sized and
- * when a memory_limiter is created: never on a hot path. */
+ * by a memory_limiter with percentages, at most once a second: never on a hot path. */
 #include "base/cgroup.h"
 
 #include "base/alloc.h"
