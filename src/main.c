@@ -311,13 +311,13 @@ static void size_pool(char *why, size_t cap)
     unsigned affinity;
     double limit;
     unsigned cpus = pc_cpus_usable(NULL, &affinity, &limit);
-    char threads[24];
-    snprintf(threads, sizeof threads, "%u", cpus < 2 ? 2 : cpus);
     if (getenv("UV_THREADPOOL_SIZE")) {
         snprintf(why, cap, "UV_THREADPOOL_SIZE; CPUs usable: %u", cpus);
         return;
     }
-    setenv("UV_THREADPOOL_SIZE", threads, 0);
+    char threads[24];
+    snprintf(threads, sizeof threads, "%u", cpus < 2 ? 2 : cpus);
+    setenv("UV_THREADPOOL_SIZE", threads, 1);
     char lim[48] = "none";
     if (limit > 0) snprintf(lim, sizeof lim, "%.2f", limit);
     snprintf(why, cap, "CPUs usable: %u of affinity %u, cgroup CPU limit %s", cpus, affinity, lim);
