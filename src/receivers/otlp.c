@@ -637,7 +637,6 @@ static void server_closed(void *arg)
     pc_component *c = arg;
     otlp_recv *r = c->priv;
     if (--r->closing) return;
-    r->http.srv = NULL;
     r->h2 = NULL;
     char totals[400] = "";
     for (int sig = 0; sig < PC_SIGNAL_COUNT; sig++) /* "12 samples (0 refused), 5 spans ..." */
@@ -664,17 +663,14 @@ static void otlp_shutdown(pc_component *c, pc_shutdown_done done)
     r->shutdown_done = done;
     r->closing = (r->http.srv != NULL) + (r->h2 != NULL);
     /* both counted before either starts: a server may finish synchronously */
-    if (r->http.srv) pc_http_server_shutdown(r->http.srv, server_closed, c);
+    if (r->http.srv) pc_receiver_http_shutdown(&r->http, server_closed, c);
     if (r->h2) pc_h2_server_shutdown(r->h2, server_closed, c);
 }
 
 static void otlp_destroy(pc_component *c)
 {
     otlp_recv *r = c->priv;
-    if (r) {
-        pc_receiver_http_free(&r->http);
-        pc_tls_ctx_free(r->grpc_tls);
-    }
+    if (r) pc_tls_ctx_free(r->grpc_tls); /* the h2 server borrowed it until it closed */
     free(c->priv);
 }
 

@@ -75,10 +75,23 @@ int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req)
     return PC_EAUTH;
 }
 
-void pc_receiver_http_free(pc_receiver_http *rh)
+static void server_closed(void *arg)
 {
-    pc_tls_ctx_free(rh->tls);
+    pc_receiver_http *rh = arg;
+    rh->srv = NULL;
+    pc_tls_ctx_free(rh->tls); /* the server borrowed it until now */
     rh->tls = NULL;
+    rh->closed(rh->closed_arg);
+}
+
+void pc_receiver_http_shutdown(pc_receiver_http *rh, void (*closed)(void *arg), void *arg)
+{
+    rh->closed = closed;
+    rh->closed_arg = arg;
+    if (rh->srv)
+        pc_http_server_shutdown(rh->srv, server_closed, rh);
+    else
+        server_closed(rh);
 }
 
 /* Config-table groups (sdk/cfgtable.h): keys and offsets relative to their struct. */

@@ -59,6 +59,8 @@ typedef struct pc_receiver_http {
     pc_conn_stats conns;
     char host[256];
     int port;
+    void (*closed)(void *arg); /* set by pc_receiver_http_shutdown */
+    void *closed_arg;
 } pc_receiver_http;
 
 /* In start(); 0, or PC_EINVAL (endpoint, authenticator, TLS files) or PC_EIO (e.g. the port is
@@ -68,7 +70,8 @@ int pc_receiver_http_start(pc_receiver_http *rh, pc_component *c, const pc_http_
 /* The authenticator's verdict: 0 when the request may go on, else PC_EAUTH: it was answered
  * 401. */
 int pc_receiver_http_authorize(const pc_receiver_http *rh, pc_http_req *req);
-/* In destroy(), after the server closed. */
-void pc_receiver_http_free(pc_receiver_http *rh);
+/* Stop the server (in-flight requests are answered) and release what start() set up; then
+ * closed(arg), at once when no server runs. */
+void pc_receiver_http_shutdown(pc_receiver_http *rh, void (*closed)(void *arg), void *arg);
 
 #endif

@@ -190,27 +190,23 @@ static void prom_send(pc_export_req *r)
 
 static void server_closed(void *arg)
 {
-    pc_exporter *e = arg;
-    prom *p = e->priv;
-    p->http.srv = NULL;
-    pc_exporter_closed(e);
+    pc_exporter_closed(arg);
 }
 
 static void prom_close(pc_exporter *e)
 {
     prom *p = e->priv;
-    if (!p || !p->http.srv) {
+    if (!p) {
         pc_exporter_closed(e);
         return;
     }
-    pc_http_server_shutdown(p->http.srv, server_closed, e);
+    pc_receiver_http_shutdown(&p->http, server_closed, e);
 }
 
 static void prom_destroy(pc_exporter *e)
 {
     prom *p = e->priv;
     if (!p) return;
-    pc_receiver_http_free(&p->http);
     prom_accum_free(&p->acc);
     free(p);
 }

@@ -630,7 +630,6 @@ static void server_closed(void *arg)
 {
     pc_component *c = arg;
     pyro_recv *r = c->priv;
-    r->http.srv = NULL;
     pc_receiver_core_flush(&r->core);
     PC_INFO(c->id, "stopped (accepted %llu samples, refused %llu)",
             (unsigned long long)r->stats.accepted[PC_SIGNAL_PROFILES],
@@ -646,13 +645,11 @@ static void pyro_shutdown(pc_component *c, pc_shutdown_done done)
         return;
     }
     r->shutdown_done = done;
-    pc_http_server_shutdown(r->http.srv, server_closed, c);
+    pc_receiver_http_shutdown(&r->http, server_closed, c);
 }
 
 static void pyro_destroy(pc_component *c)
 {
-    pyro_recv *r = c->priv;
-    if (r) pc_receiver_http_free(&r->http);
     free(c->priv);
 }
 
