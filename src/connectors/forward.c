@@ -6,7 +6,7 @@
 
 /* clang-format off */
 static const pc_cfg_key forward_keys[] = {
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

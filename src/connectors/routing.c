@@ -42,7 +42,7 @@ static const pc_cfg_key routing_keys[] = {
     {"table", PC_CFG_NODE, "", offsetof(routing_cfg, table), "routes, tried in order, the first match wins: {context (resource or request), condition or statement, pipelines}", NULL},
     {"default_pipelines", PC_CFG_LIST, "", offsetof(routing_cfg, default_pipelines), "where what no route matches goes (without: dropped and counted)", NULL},
     {"error_mode", PC_CFG_ENUM, "propagate", offsetof(routing_cfg, error_mode), "accepted for Collector configs; profcol's conditions cannot fail at run time", error_modes},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

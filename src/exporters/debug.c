@@ -20,7 +20,7 @@ static const char *const verbosities[] = {"basic", "normal", "detailed", NULL};
 static const pc_cfg_key debug_keys[] = {
     {"verbosity", PC_CFG_ENUM, "basic", offsetof(debug_cfg, verbosity), "basic: a line per batch; normal: a line per profile; detailed: top functions per profile", verbosities},
     {"top", PC_CFG_INT, "10", offsetof(debug_cfg, top), "rows in the detailed top-functions table", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -76,7 +76,7 @@ static const pc_cfg_key kafka_exp_keys[] = {
     {"producer.allow_auto_topic_creation", PC_CFG_BOOL, "true", offsetof(kafka_exp_cfg, auto_create_topics), "let the broker create a topic on first use (when it allows it)", NULL},
     {"timeout", PC_CFG_DURATION, "5s", offsetof(kafka_exp_cfg, timeout_ms), "time one attempt has to get every message of a request acknowledged", NULL},
     {"", PC_CFG_GROUP, "", offsetof(kafka_exp_cfg, sender), "the sending queue and retries", pc_sender_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -70,7 +70,7 @@ static const pc_cfg_key lb_keys[] = {
     {"resolver.dns.timeout", PC_CFG_DURATION, "1s", offsetof(lb_cfg, dns_timeout_ms), "a lookup taking longer fails (the backends stay as they were)", NULL},
     {"protocol.otlp.", PC_CFG_GROUP, "", offsetof(lb_cfg, grpc), "the OTLP/gRPC client", pc_otlp_grpc_keys},
     {"protocol.otlphttp.", PC_CFG_GROUP, "", offsetof(lb_cfg, http), "the OTLP/HTTP client", pc_otlp_http_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

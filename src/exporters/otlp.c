@@ -17,7 +17,7 @@ typedef struct otlp_exp_cfg {
 /* clang-format off */
 static const pc_cfg_key otlp_exp_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(otlp_exp_cfg, grpc), "the OTLP/gRPC client", pc_otlp_grpc_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

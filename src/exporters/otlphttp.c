@@ -19,7 +19,7 @@ typedef struct otlphttp_cfg {
 /* clang-format off */
 static const pc_cfg_key otlphttp_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(otlphttp_cfg, http), "the OTLP/HTTP client", pc_otlp_http_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

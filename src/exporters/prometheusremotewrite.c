@@ -52,7 +52,7 @@ static const pc_cfg_key prw_keys[] = {
     {"resource_to_telemetry_conversion.enabled", PC_CFG_BOOL, "false", offsetof(prw_cfg, resource_to_labels), "every resource attribute becomes a label of the resource's series", NULL},
     {"max_batch_size_bytes", PC_CFG_SIZE, "3000000", offsetof(prw_cfg, max_bytes), "largest WriteRequest before compression: a batch above it goes as several requests, one after another", NULL},
     {"target_info.enabled", PC_CFG_BOOL, "true", offsetof(prw_cfg, target_info), "send target_info{job, instance, resource attributes} 1 per resource", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

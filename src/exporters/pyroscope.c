@@ -72,7 +72,7 @@ static const pc_cfg_key pyro_keys[] = {
     {"max_label_name_length", PC_CFG_INT, "1024", offsetof(pyro_cfg, max_label_name_length), "labels with longer names are dropped (bytes)", NULL},
     {"", PC_CFG_GROUP, "", offsetof(pyro_cfg, client), "the HTTP client", pc_http_client_keys},
     {"", PC_CFG_GROUP, "", offsetof(pyro_cfg, sender), "the sending queue and retries", pc_sender_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -33,7 +33,7 @@ static const pc_cfg_key basic_keys[] = {
     {"client_auth.password", PC_CFG_STRING, "", offsetof(basic_cfg, password), "password an exporter sends", NULL},
     {"htpasswd.file", PC_CFG_STRING, "", offsetof(basic_cfg, file), "htpasswd file of users a receiver accepts: {SHA} (htpasswd -s) or plain entries; re-read on SIGHUP", NULL},
     {"htpasswd.inline", PC_CFG_STRING, "", offsetof(basic_cfg, inline_text), "htpasswd entries in the config (checked before the file)", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

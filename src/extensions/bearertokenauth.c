@@ -25,7 +25,7 @@ static const pc_cfg_key bta_keys[] = {
     {"token", PC_CFG_STRING, "", offsetof(bta_cfg, token), "the token (or use filename)", NULL},
     {"filename", PC_CFG_STRING, "", offsetof(bta_cfg, filename), "file holding the token (trailing whitespace ignored); re-read on SIGHUP", NULL},
     {"header", PC_CFG_STRING, "Authorization", offsetof(bta_cfg, header), "header carrying the token", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -20,7 +20,7 @@ static const pc_cfg_key health_keys[] = {
     {"endpoint", PC_CFG_STRING, "localhost:13133", offsetof(health_cfg, endpoint), "host:port to listen on", NULL},
     {"path", PC_CFG_STRING, "/", offsetof(health_cfg, path), "path of the status", NULL},
     {"", PC_CFG_GROUP, "", offsetof(health_cfg, tls), "TLS of a server", pc_tls_server_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

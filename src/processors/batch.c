@@ -42,7 +42,7 @@ static const pc_cfg_key batch_keys[] = {
     {"send_batch_max_size", PC_CFG_INT, "0", offsetof(batch_cfg, send_batch_max_size), "split requests above this many samples, inside a profile if need be (0: no limit)", NULL},
     {"metadata_keys", PC_CFG_LIST, "", offsetof(batch_cfg, metadata_keys), "request metadata (header names) whose distinct values are batched separately; the tenant (x-scope-orgid) always is", NULL},
     {"metadata_cardinality_limit", PC_CFG_INT, "1000", offsetof(batch_cfg, metadata_cardinality_limit), "most distinct metadata value combinations pending at once; more are refused (retryable)", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -45,13 +45,13 @@ static const pc_cfg_key match_keys[] = {
     {"services", PC_CFG_LIST, "", offsetof(match_cfg, services), "service.name regular expressions (whole value); any may match", NULL},
     {"resource_attributes", PC_CFG_MAP, "", offsetof(match_cfg, resource_attributes), "resource attribute -> regular expression (whole value); all must match", NULL},
     {"sample_attributes", PC_CFG_MAP, "", offsetof(match_cfg, sample_attributes), "sample attribute -> regular expression (whole value); all must match (per sample)", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 
 static const pc_cfg_key filter_keys[] = {
     {"include.", PC_CFG_GROUP, "", offsetof(filter_cfg, include), "what is kept", match_keys},
     {"exclude.", PC_CFG_GROUP, "", offsetof(filter_cfg, exclude), "what is dropped", match_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -33,7 +33,7 @@ static const pc_cfg_key limits_keys[] = {
     {"max_stack_depth", PC_CFG_INT, "0", offsetof(limits_cfg, max_stack_depth), "deeper stacks keep the leaf-most frames plus one \"[truncated]\" frame (0: off)", NULL},
     {"max_samples_per_profile", PC_CFG_INT, "0", offsetof(limits_cfg, max_samples_per_profile), "keep the heaviest samples, fold the rest into one \"[other]\" sample (0: off)", NULL},
     {"max_profile_bytes", PC_CFG_SIZE, "0", offsetof(limits_cfg, max_profile_bytes), "drop profiles whose encoding (with the dictionary entries they use) is larger (0: off)", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

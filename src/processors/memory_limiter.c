@@ -38,7 +38,7 @@ static const pc_cfg_key ml_keys[] = {
     {"spike_limit_mib", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_mib), "headroom below the hard limit; data is refused above limit - spike (default 20% of limit)", NULL},
     {"limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, limit_percentage), "hard limit as a percentage of total (or cgroup) memory", NULL},
     {"spike_limit_percentage", PC_CFG_INT, "0", offsetof(ml_cfg, spike_limit_percentage), "headroom as a percentage of total (or cgroup) memory", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -39,7 +39,7 @@ static const pc_cfg_key redaction_keys[] = {
     {"replacement", PC_CFG_STRING, "[REDACTED]", offsetof(redaction_cfg, replacement), "what redacted symbols and masked values become", NULL},
     {"strip_path_prefixes", PC_CFG_LIST, "", offsetof(redaction_cfg, strip_path_prefixes), "literal prefixes removed from function and mapping file names", NULL},
     {"case_insensitive", PC_CFG_BOOL, "false", offsetof(redaction_cfg, case_insensitive), "match every pattern and prefix ignoring case", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -44,7 +44,7 @@ typedef struct resource_cfg {
 /* clang-format off */
 static const pc_cfg_key resource_keys[] = {
     {"attributes", PC_CFG_NODE, "", offsetof(resource_cfg, attributes), "list of {key, value | from_attribute, action, pattern, converted_type, algorithm}; actions insert, update, upsert, delete, hash, extract", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

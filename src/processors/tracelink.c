@@ -53,7 +53,7 @@ static const pc_cfg_key tracelink_keys[] = {
     {"span_index.ttl", PC_CFG_DURATION, "5m", offsetof(tracelink_cfg, index_ttl_ms), "how long an indexed span is kept", NULL},
     {"span_index.max_spans", PC_CFG_INT, "100000", offsetof(tracelink_cfg, index_max_spans), "most spans kept (about 70 bytes + name + service.name each); the oldest go first", NULL},
     {"add_span_name", PC_CFG_BOOL, "false", offsetof(tracelink_cfg, add_span_name), "add the indexed span's name as sample attribute span.name", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -89,7 +89,7 @@ static const pc_cfg_key kafka_recv_keys[] = {
     {"message_marking.on_permanent_error", PC_CFG_BOOL, "", offsetof(kafka_recv_cfg, mark_on_permanent_error), "the same for a permanent refusal (default: on_error)", NULL},
     {"header_extraction.extract_headers", PC_CFG_BOOL, "false", offsetof(kafka_recv_cfg, extract_headers), "add the headers listed in header_extraction::headers to every resource as kafka.header.<name>", NULL},
     {"header_extraction.headers", PC_CFG_LIST, "", offsetof(kafka_recv_cfg, headers), "header names (exact match)", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

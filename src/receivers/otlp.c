@@ -61,7 +61,7 @@ static const pc_cfg_key otlp_keys[] = {
     {"protocols.grpc.keepalive.enforcement_policy.permit_without_stream", PC_CFG_BOOL, "false", offsetof(otlp_cfg, grpc_ping_without_stream), "allow client pings while no call is open (else at most one per 2h then)", NULL},
     {"protocols.grpc.", PC_CFG_GROUP, "", offsetof(otlp_cfg, grpc_tls), "TLS of a server", pc_tls_server_keys},
     {"protocols.grpc.auth.authenticator", PC_CFG_STRING, "", offsetof(otlp_cfg, grpc_auth), "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): calls without valid credentials get UNAUTHENTICATED", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

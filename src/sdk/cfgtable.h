@@ -35,7 +35,8 @@ typedef struct pc_strmap {
 } pc_strmap;
 
 /* A component's table has a key a line, clang-format off, so that tables read as tables and
- * every row has one shape: {"key", PC_CFG_TYPE, "default", offsetof(T, field), "doc", more}.
+ * every row has one shape: {"key", PC_CFG_TYPE, "default", offsetof(T, field), "doc", more};
+ * {0} ends the table.
  * An unset default is "" (never NULL: no setting takes an empty string as its default). Settings
  * that several components share (TLS, the sending queue, an HTTP client or server) are a group
  * row: {"protocols.grpc.", PC_CFG_GROUP, "", offsetof(T, grpc_tls), "doc", pc_tls_server_keys},

@@ -86,6 +86,6 @@ const pc_cfg_key pc_http_client_keys[] = {
     {"max_connections", PC_CFG_INT, "0", offsetof(pc_http_client_cfg, max_connections), "keep-alive connections to the endpoint, at most (0: one for each of sending_queue::num_consumers, the most requests in flight)", NULL},
     {"", PC_CFG_GROUP, "", offsetof(pc_http_client_cfg, tls), "TLS of a client", pc_tls_client_keys},
     {"auth.authenticator", PC_CFG_STRING, "", offsetof(pc_http_client_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with client_auth) whose credentials are added to every request", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */

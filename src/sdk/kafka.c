@@ -314,6 +314,6 @@ const pc_cfg_key pc_kafka_client_keys[] = {
     {"auth.sasl.version", PC_CFG_INT, "0", offsetof(pc_kafka_client_cfg, sasl_version), "SASL handshake version, 0 or 1 (librdkafka picks what the broker supports)", NULL},
     {"auth.plain_text.username", PC_CFG_STRING, "", offsetof(pc_kafka_client_cfg, plain_username), "deprecated in the Collector: SASL PLAIN user name (use auth::sasl)", NULL},
     {"auth.plain_text.password", PC_CFG_STRING, "", offsetof(pc_kafka_client_cfg, plain_password), "deprecated in the Collector: SASL PLAIN password (use auth::sasl)", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */

@@ -576,7 +576,7 @@ const pc_cfg_key pc_otlp_grpc_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(pc_otlp_grpc_cfg, tls), "TLS of a client", pc_tls_client_keys},
     {"auth.authenticator", PC_CFG_STRING, "", offsetof(pc_otlp_grpc_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with client_auth) whose credentials are added to every request", NULL},
     {"", PC_CFG_GROUP, "", offsetof(pc_otlp_grpc_cfg, sender), "the sending queue and retries", pc_sender_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 
@@ -591,6 +591,6 @@ const pc_cfg_key pc_otlp_http_keys[] = {
     {"encoding", PC_CFG_ENUM, "proto", offsetof(pc_otlp_http_cfg, encoding), "request body encoding", pc_otlp_encodings},
     {"", PC_CFG_GROUP, "", offsetof(pc_otlp_http_cfg, client), "the HTTP client", pc_http_client_keys},
     {"", PC_CFG_GROUP, "", offsetof(pc_otlp_http_cfg, sender), "the sending queue and retries", pc_sender_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */

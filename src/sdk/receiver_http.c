@@ -105,6 +105,6 @@ const pc_cfg_key pc_http_server_keys[] = {
     {"max_connections", PC_CFG_INT, "1024", offsetof(pc_http_server_cfg, max_connections), "concurrent connections; at the limit the connection idle or incomplete longest makes room, and 503 only when every one has a request being handled", NULL},
     {"", PC_CFG_GROUP, "", offsetof(pc_http_server_cfg, tls), "TLS of a server", pc_tls_server_keys},
     {"auth.authenticator", PC_CFG_STRING, "", offsetof(pc_http_server_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): requests without valid credentials get 401", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */

@@ -881,6 +881,6 @@ const pc_cfg_key pc_sender_keys[] = {
     {"retry_on_failure.multiplier", PC_CFG_FLOAT, "1.5", offsetof(pc_sender_cfg, multiplier), "backoff growth per attempt", NULL},
     {"retry_on_failure.randomization_factor", PC_CFG_FLOAT, "0.5", offsetof(pc_sender_cfg, randomization), "jitter: +/- this fraction of the interval", NULL},
     {"retry_on_failure.max_elapsed_time", PC_CFG_DURATION, "300s", offsetof(pc_sender_cfg, max_elapsed_ms), "give up after this long (0 = never)", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */

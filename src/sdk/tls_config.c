@@ -36,7 +36,7 @@ const pc_cfg_key pc_tls_server_keys[] = {
     {"tls.key_file", PC_CFG_STRING, "", offsetof(pc_tls_server_cfg, key_file), "private key of cert_file (PEM)", NULL},
     {"tls.client_ca_file", PC_CFG_STRING, "", offsetof(pc_tls_server_cfg, client_ca_file), "CA certificates (PEM) client certificates must chain to: mutual TLS, a client without a valid certificate is refused", NULL},
     {"tls.min_version", PC_CFG_ENUM, "1.2", offsetof(pc_tls_server_cfg, min_version), "lowest TLS version accepted", pc_tls_versions},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 
@@ -49,6 +49,6 @@ const pc_cfg_key pc_tls_client_keys[] = {
     {"tls.key_file", PC_CFG_STRING, "", offsetof(pc_tls_client_cfg, key_file), "private key of cert_file (PEM)", NULL},
     {"tls.server_name_override", PC_CFG_STRING, "", offsetof(pc_tls_client_cfg, server_name_override), "name sent as SNI and verified in the certificate instead of the endpoint's host", NULL},
     {"tls.min_version", PC_CFG_ENUM, "1.2", offsetof(pc_tls_client_cfg, min_version), "lowest TLS version accepted", pc_tls_versions},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */

@@ -53,7 +53,7 @@ static const pc_cfg_key telemetry_table[] = {
     {"metrics.readers", PC_CFG_NODE, "", offsetof(telemetry_cfg, readers), "one pull reader with a prometheus exporter", NULL},
     /* traces: profcol does not trace itself */
     {"traces.level", PC_CFG_NODE, "", offsetof(telemetry_cfg, traces_level), "none only", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 
@@ -67,7 +67,7 @@ static const pc_cfg_key reader_table[] = {
     {"pull.exporter.prometheus.host", PC_CFG_NODE, "", offsetof(reader_cfg, host), "", NULL},
     {"pull.exporter.prometheus.port", PC_CFG_NODE, "", offsetof(reader_cfg, port), "", NULL},
     {"periodic", PC_CFG_NODE, "", offsetof(reader_cfg, periodic), "not supported", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

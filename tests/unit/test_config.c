@@ -703,18 +703,18 @@ typedef struct outer_cfg {
 static const pc_cfg_key inner_keys[] = {
     {"inner.n", PC_CFG_INT, "7", offsetof(inner_cfg, n), "a number", NULL},
     {"inner.name", PC_CFG_STRING, "", offsetof(inner_cfg, name), "a name", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 static const pc_cfg_key mid_keys[] = {
     {"on", PC_CFG_BOOL, "false", offsetof(mid_cfg, on), "a switch", NULL},
     {"", PC_CFG_GROUP, "", offsetof(mid_cfg, in), "the inner part", inner_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 static const pc_cfg_key outer_keys[] = {
     {"top", PC_CFG_STRING, "t", offsetof(outer_cfg, top), "top", NULL},
     {"a.", PC_CFG_GROUP, "", offsetof(outer_cfg, a), "part a", mid_keys},
     {"b.", PC_CFG_GROUP, "", offsetof(outer_cfg, b), "part b", mid_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -27,7 +27,7 @@ typedef struct fake_cfg {
 
 static const pc_cfg_key fake_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(fake_cfg, sender), "the sending queue", pc_sender_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 
 /* What the backend answers, attempt after attempt; what the exporter saw. */
@@ -152,7 +152,7 @@ static const pc_component_type copy_type = {
     .signals = PC_SIGNALS_ALL,
 };
 
-static const pc_cfg_key no_keys[] = {{NULL, 0, NULL, 0, NULL, NULL}};
+static const pc_cfg_key no_keys[] = {{0}};
 
 static const pc_exporter_def sink_def = {
     .req_size = sizeof(fake_req),

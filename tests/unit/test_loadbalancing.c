@@ -477,7 +477,7 @@ typedef struct fr_cfg {
 
 static const pc_cfg_key fr_keys[] = {
     {"", PC_CFG_GROUP, "", offsetof(fr_cfg, sender), "the sending queue", pc_sender_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 
 #define NB 4

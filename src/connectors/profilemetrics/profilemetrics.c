@@ -26,7 +26,7 @@ static const pc_cfg_key pm_keys[] = {
     {"functions.top_n", PC_CFG_INT, "20", offsetof(pm_cfg, top_n), "functions tracked per (resource, type): a window's top N by self value join while fewer are tracked; the rest add to function=\"other\"", NULL},
     {"frame_types.enabled", PC_CFG_BOOL, "true", offsetof(pm_cfg, frame_types), "<ns>.<type>.frame_type by the leaf frame's profile.frame.type (attribute frame.type; none: unknown)", NULL},
     {"spans.enabled", PC_CFG_BOOL, "false", offsetof(pm_cfg, spans), "<ns>.<type>.span: the value of samples with a span link (span.linked=true) and without", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -32,7 +32,7 @@ static const pc_cfg_key prom_keys[] = {
     {"enable_open_metrics", PC_CFG_BOOL, "false", offsetof(prom_cfg, open_metrics), "answer in OpenMetrics 1.0 when the scraper accepts it (else text 0.0.4)", NULL},
     {"add_metric_suffixes", PC_CFG_BOOL, "true", offsetof(prom_cfg, suffixes), "append the unit, _total to monotonic sums and _ratio to gauges of unit 1", NULL},
     {"max_series", PC_CFG_INT, "100000", offsetof(prom_cfg, max_series), "most series kept; new series beyond are dropped and counted", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

@@ -74,7 +74,7 @@ static const pc_cfg_key pz_keys[] = {
     {"max_concurrent_requests", PC_CFG_INT, "8", offsetof(pz_cfg, max_requests), "API requests queued or being answered at once; more get 503 with Retry-After", NULL},
     {"", PC_CFG_GROUP, "", offsetof(pz_cfg, tls), "TLS of a server", pc_tls_server_keys},
     {"auth.authenticator", PC_CFG_STRING, "", offsetof(pz_cfg, authenticator), "id of an authenticator extension (bearertokenauth, basicauth with htpasswd): requests without valid credentials get 401", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

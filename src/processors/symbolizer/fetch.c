@@ -39,7 +39,7 @@ const pc_cfg_key sym_fetch_keys[] = {
     {"debuginfod.executables", PC_CFG_BOOL, "false", offsetof(sym_fetch_cfg, executables), "also fetch each executable: its program headers place runtime addresses (a pprof's); the eBPF profiler's ELF addresses need none", NULL},
     {"debuginfod.breaker_failures", PC_CFG_INT, "5", offsetof(sym_fetch_cfg, breaker_failures), "consecutive failures (no answer, timeout) that open a server's circuit breaker", NULL},
     {"debuginfod.breaker_cooldown", PC_CFG_DURATION, "1m", offsetof(sym_fetch_cfg, breaker_cooldown_ms), "how long an open breaker skips its server before one request tries again", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

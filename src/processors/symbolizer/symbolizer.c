@@ -44,7 +44,7 @@ static const pc_cfg_key symbolizer_keys[] = {
     {"cache_size", PC_CFG_INT, "65536", offsetof(symbolizer_cfg, cache_size), "resolved (build id, address) pairs kept (LRU)", NULL},
     {"max_open_files", PC_CFG_INT, "16", offsetof(symbolizer_cfg, max_open_files), "debug files kept open and parsed (LRU)", NULL},
     {"", PC_CFG_GROUP, "", offsetof(symbolizer_cfg, fetch), "debuginfod servers for build ids no local source has", sym_fetch_keys},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

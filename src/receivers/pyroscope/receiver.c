@@ -50,7 +50,7 @@ static const pc_cfg_key pyro_keys[] = {
     {"jfr.max_metadata_strings", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_STRINGS), offsetof(pyro_cfg, jfr_max_metadata_strings), "JFR: strings of a chunk's metadata", NULL},
     {"jfr.max_metadata_elements", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_METADATA_ELEMENTS), offsetof(pyro_cfg, jfr_max_metadata_elements), "JFR: elements (classes, fields, annotations) of a chunk's metadata", NULL},
     {"jfr.max_pool_entries", PC_CFG_INT, STR(PC_JFR_DEFAULT_MAX_POOL_ENTRIES), offsetof(pyro_cfg, jfr_max_pool_entries), "JFR: constant-pool entries of one chunk", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 

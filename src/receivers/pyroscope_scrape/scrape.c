@@ -72,7 +72,7 @@ static const pc_cfg_key scrape_keys[] = {
     {"max_connections", PC_CFG_INT, "4", offsetof(scrape_cfg, client.max_connections), "keep-alive connections to one target", NULL},
     {"", PC_CFG_GROUP, "", offsetof(scrape_cfg, client.tls), "TLS of a client", pc_tls_client_keys},
     {"auth.authenticator", PC_CFG_STRING, "", offsetof(scrape_cfg, client.authenticator), "id of an authenticator extension (bearertokenauth, basicauth with client_auth) whose credentials are added to every request", NULL},
-    {NULL, 0, NULL, 0, NULL, NULL},
+    {0},
 };
 /* clang-format on */
 
