@@ -23,6 +23,7 @@ Without the prometheus binary: "skipped: <reason>"."""
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -552,6 +553,17 @@ service:
 
     wait_value = PrometheusExporterTest.wait_value
 
+    def why(self):
+        """What both sides logged of a refused write: profcol's warnings and errors, Prometheus'
+        errors (an out-of-order sample names its series and timestamp there)."""
+        self.prom_log.flush()
+        with open(os.path.join(self.tmp, "prometheus.log"), errors="replace") as f:
+            prom = [ln for ln in f if "level=error" in ln or "level=warn" in ln]
+        ours = [ln for ln in self.profcol.stderr().splitlines()
+                if re.search(r" (warn|error) ", ln)]
+        return "\n--- profcol ---\n%s\n--- prometheus ---\n%s" % (
+            "\n".join(ours[-20:]), "".join(prom[-20:]))
+
     def test_values_in_prometheus(self):
         for cluster in ("e2e", "split"):
             base = ('job="prod/shop",instance="i-1",cluster="%s",otel_scope_name="e2e.scope"'
@@ -592,7 +604,7 @@ service:
         ok = metric_value(text, "prometheus_http_requests_total", handler="/api/v1/write",
                           code="204")
         self.assertGreater(writes, 2 * len(self.reqs), text)
-        self.assertEqual(ok, writes)
+        self.assertEqual(ok, writes, self.why())
 
     def test_not_sent_and_stale(self):
         self.wait_value('app_requests_total{route="/a",cluster="e2e"}', 150)  # all arrived
@@ -612,7 +624,7 @@ service:
         for exp in ("prometheusremotewrite", "prometheusremotewrite/split"):
             failed = metric_value(text, "otelcol_exporter_send_failed_metric_points",
                                   exporter=exp)
-            self.assertIn(failed, (None, 0.0), exp)
+            self.assertIn(failed, (None, 0.0), exp + self.why())
 
 
 class ReloadTest(unittest.TestCase):
