@@ -105,15 +105,20 @@ static int ml_validate(void *cfgp, const pc_node *node, const char *path, pc_err
     return 0;
 }
 
+/* Refuse above hard - spike; spike 0: a fifth of hard (the Collector's default). */
+static void set_limits(limiter *l, uint64_t hard, uint64_t spike)
+{
+    l->hard = hard;
+    l->soft = hard - (spike ? spike : hard / 5);
+}
+
 /* The limits as percentages of total bytes. */
 static void set_total(limiter *l, const ml_cfg *cfg, uint64_t total)
 {
     l->total = total;
-    l->hard = total / 100 * (uint64_t)cfg->limit_percentage;
-    uint64_t spike = cfg->spike_limit_percentage > 0
-                         ? total / 100 * (uint64_t)cfg->spike_limit_percentage
-                         : l->hard / 5;
-    l->soft = l->hard - spike;
+    set_limits(l, total / 100 * (uint64_t)cfg->limit_percentage,
+               cfg->spike_limit_percentage > 0 ? total / 100 * (uint64_t)cfg->spike_limit_percentage
+                                               : 0);
 }
 
 /* With percentages, follow a memory limit that changed (at most once per TOTAL_RECHECK_MS). */
@@ -140,12 +145,10 @@ static int ml_create(pc_component *c, pc_error *err)
     (void)err;
     l->c = c;
     c->priv = l;
-    if (cfg->limit_mib > 0) {
-        l->hard = (uint64_t)cfg->limit_mib << 20;
-        uint64_t spike =
-            cfg->spike_limit_mib > 0 ? (uint64_t)cfg->spike_limit_mib << 20 : l->hard / 5;
-        l->soft = l->hard - spike;
-    } else
+    if (cfg->limit_mib > 0)
+        set_limits(l, (uint64_t)cfg->limit_mib << 20,
+                   cfg->spike_limit_mib > 0 ? (uint64_t)cfg->spike_limit_mib << 20 : 0);
+    else
         set_total(l, cfg, total_memory());
     return 0;
 }
